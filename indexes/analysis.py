@@ -1,0 +1,165 @@
+"""Text analysis shared by indexing and querying.
+
+Every indexed token and every query term goes through the same two steps:
+
+1. `normalize`: Unicode NFKC (full-width → half-width, compatibility forms),
+   `str.casefold`, then Traditional → Simplified Chinese with OpenCC's `t2s`
+   profile. Traditional and Simplified text therefore meet on the same tokens,
+   in both directions.
+2. Tokenization into two token streams, each written space-joined into a
+   Tantivy field that uses the plain whitespace tokenizer (Tantivy has no
+   Chinese tokenizer and Python callables cannot be registered as one, see
+   /work/shared/notes/tantivy-py-0.27.md):
+   - `analyze`: jieba words (rjieba `cut_for_search`, so long compounds also
+     yield their sub-words), punctuation and whitespace dropped;
+   - `bigrams`: CJK character bigrams (a lone CJK character stays a unigram)
+     plus Latin/digit words as whole tokens.
+
+`query_terms` applies the same analysis to a query, removes duplicates and
+drops interrogative/function words that carry no topical signal.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+import rjieba
+
+__all__ = [
+    "MAX_TOKEN_CHARS",
+    "QueryTerms",
+    "STOP_WORDS",
+    "analyze",
+    "bigrams",
+    "normalize",
+    "query_terms",
+]
+
+MAX_TOKEN_CHARS = 64
+"""Tokens longer than this (in characters) are dropped: they are never typed in queries
+and Tantivy rejects terms over 65,530 bytes."""
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# One regex pass splits a normalized string into CJK runs and Latin/digit words.
+_BIGRAM_UNITS = re.compile(f"([{_CJK}]+)|([^\\W_{_CJK}]+)")
+_WORDLIKE = re.compile(r"\w", re.UNICODE)
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    什么 什么样 哪些 哪个 哪里 哪儿 哪 谁 何 何时 多少 几 怎么 怎样 怎么样 如何 为何 为什么
+    吗 呢 吧 啊 是 的 地 得 了 着 过 和 与 及 或 在 有 也 都 就 又 还 被 把 从 对 请 一个
+    可以 能 能否 会 要 该 应该 是否 有没有 有没 这 那 这个 那个 其 之 中
+    """.split()
+)
+"""Question and function words removed from jieba query terms (and, for single
+characters, from query bigrams). Chosen from the CMRC 2018 questions, where words
+such as 什么/哪些/多少 occur in most queries and in almost no answer passages;
+measured in tests/test_search.py (MRR with vs. without the list)."""
+
+_converter: Any = None
+_converter_lock = threading.Lock()
+
+
+def _t2s() -> Any:
+    """The process-wide OpenCC Traditional→Simplified converter, built on first use."""
+    global _converter
+    if _converter is None:
+        with _converter_lock:
+            if _converter is None:
+                import opencc
+
+                _converter = opencc.OpenCC("t2s")
+    return _converter
+
+
+def normalize(text: str) -> str:
+    """Fold `text` for matching: NFKC, casefold, Traditional → Simplified.
+
+    text: any str. Returns a str, usually of the same length (NFKC and OpenCC may
+    change the length for a few compatibility characters and phrases).
+    Rule sources: Unicode UAX #15 (NFKC), Python `str.casefold`, OpenCC `t2s.json`.
+    """
+    if not text:
+        return ""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if _CJK_RUN.search(folded) is None:
+        return folded
+    return str(_t2s().convert(folded))
+
+
+def _keep(token: str) -> bool:
+    return 0 < len(token) <= MAX_TOKEN_CHARS and _WORDLIKE.search(token) is not None
+
+
+def analyze(text: str, *, normalized: bool = False) -> list[str]:
+    """jieba tokens of `text` for the `*_words` fields, in text order, with repeats.
+
+    text: raw text (normalized here unless `normalized=True`).
+    Returns tokens without whitespace or punctuation-only tokens; `_` counts as
+    punctuation so `tidb_auto_analyze_ratio` yields its four words.
+    """
+    norm = text if normalized else normalize(text)
+    return [t for t in rjieba.cut_for_search(norm) if _keep(t) and t != "_"]
+
+
+def bigrams(text: str, *, normalized: bool = False) -> list[str]:
+    """CJK character bigrams and Latin/digit words of `text`, in text order.
+
+    A CJK run "数据库" gives ["数据", "据库"]; a one-character run "表" gives ["表"];
+    "TiDB v8.5" gives ["tidb", "v8", "5"]. Non-word characters separate runs.
+    """
+    norm = text if normalized else normalize(text)
+    out: list[str] = []
+    for m in _BIGRAM_UNITS.finditer(norm):
+        run = m.group(1)
+        if run is None:
+            word = m.group(2)
+            if len(word) <= MAX_TOKEN_CHARS:
+                out.append(word)
+        elif len(run) == 1:
+            out.append(run)
+        else:
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTerms:
+    """The analysed query: distinct jieba words and distinct bigram tokens, in query order.
+
+    text: the normalized query (used for query-biased excerpts).
+    """
+
+    text: str
+    words: tuple[str, ...]
+    bigrams: tuple[str, ...]
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.words and not self.bigrams
+
+
+def _dedupe(tokens: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(tokens))
+
+
+def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> QueryTerms:
+    """Analyse a query exactly like indexed text, then drop duplicates and stop words.
+
+    query: raw query text. Returns `QueryTerms`; both tuples may be empty (e.g. a
+    query made only of punctuation or stop words). When removing stop words would
+    leave nothing, they are kept, so "是什么" still searches for something.
+    """
+    norm = normalize(query)
+    words_all = analyze(norm, normalized=True)
+    grams_all = bigrams(norm, normalized=True)
+    words = [w for w in words_all if w not in stop_words]
+    grams = [g for g in grams_all if g not in stop_words]
+    if not words and not grams:
+        words, grams = words_all, grams_all
+    return QueryTerms(text=norm, words=_dedupe(words), bigrams=_dedupe(grams))

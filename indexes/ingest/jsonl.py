@@ -1,0 +1,70 @@
+"""JSON Lines reader: one document per line.
+
+Fields (all but `id` optional): id (str or int), title, content (alias text),
+url, summary, publish_time (int/float unix seconds, or an ISO-8601 date or
+date-time string; naive times are UTC), cover_image ({url, height, width} or a
+url string), path, dataset, qa_visible (bool). The CMRC 2018 repackaging uses
+id/title/url/content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..types import Document, IngestError, Section
+from .fields import parse_cover_image, parse_publish_time, parse_qa_visible
+
+__all__ = ["read_jsonl", "record_to_document"]
+
+
+def record_to_document(record: dict[str, Any]) -> Document:
+    """One JSON object → Document. Raises ValueError naming the bad field."""
+    if not isinstance(record, dict):
+        raise ValueError("line is not a JSON object")
+    raw_id = record.get("id")
+    if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or str(raw_id) == "":
+        raise ValueError("missing or invalid 'id' (non-empty string or integer)")
+    content = record.get("content", record.get("text", ""))
+    title = record.get("title") or ""
+    if not isinstance(content, str) or not isinstance(title, str):
+        raise ValueError("'title' and 'content' must be strings")
+    for key in ("url", "summary", "path", "dataset"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            raise ValueError(f"'{key}' must be a string")
+    return Document(
+        id=str(raw_id),
+        title=title.strip(),
+        sections=(Section("", content.strip()),),
+        url=record.get("url") or None,
+        summary=record.get("summary") or None,
+        publish_time=parse_publish_time(record.get("publish_time")),
+        cover_image=parse_cover_image(record.get("cover_image")),
+        path=record.get("path") or "",
+        dataset=record.get("dataset") or "",
+        qa_visible=parse_qa_visible(record.get("qa_visible", True)),
+    )
+
+
+def read_jsonl(path: Path, *, display: str | None = None) -> Iterator[Document | IngestError]:
+    """Documents of a .jsonl file; a bad line becomes an IngestError with its line number.
+
+    Blank lines are skipped. Undecodable UTF-8 fails the whole file (one error, line None)
+    since the lines before it were already yielded.
+    """
+    name = display or str(path)
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield record_to_document(json.loads(line))
+                except (ValueError, TypeError) as exc:
+                    yield IngestError(name, f"bad JSON record: {exc}", lineno)
+    except UnicodeDecodeError as exc:
+        yield IngestError(name, f"not UTF-8: {exc.reason} at byte {exc.start}")
+    except OSError as exc:
+        yield IngestError(name, f"cannot read: {exc.strerror or exc}")

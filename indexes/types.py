@@ -1,0 +1,199 @@
+"""Shapes shared by the index layer and its callers.
+
+The index layer knows nothing of HTTP: the gateway hands it a query string, a
+limit and a `SearchFilter`, and gets `Hit`s back. Ingest readers turn files into
+`Document`s; the chunker turns a `Document` into `Chunk`s; the store indexes
+chunks and answers searches.
+
+Field meanings follow the Volcengine knowledge callback result item (seed 003,
+"Result"): `Id`, `Title`, `Summary`, `PublishTime`, `Url`, `CoverImage`,
+`KnowledgeContent`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class CoverImage:
+    """A cover picture: height and width in pixels, url absolute."""
+
+    url: str
+    height: int | None = None
+    width: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One section of a source document: heading text (may be '') and plain body text."""
+
+    heading: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One source document as read by an ingest reader, before chunking.
+
+    id: stable document id (JSONL `id`, or the Markdown path relative to the
+        ingested folder, with forward slashes).
+    sections: the plain text of the document in order; a JSONL record or a plain
+        text file is one section with heading ''.
+    publish_time: unix seconds, or None when unknown.
+    path: the tree path used by scope path globs ('' for JSONL unless given).
+    dataset: the dataset name used by scope policies ('' when not given).
+    qa_visible: False hides the document from every search and read.
+    """
+
+    id: str
+    title: str
+    sections: tuple[Section, ...]
+    url: str | None = None
+    summary: str | None = None
+    publish_time: int | None = None
+    cover_image: CoverImage | None = None
+    path: str = ""
+    dataset: str = ""
+    qa_visible: bool = True
+
+    @property
+    def text(self) -> str:
+        """The whole plain text: section headings and bodies joined by newlines."""
+        parts: list[str] = []
+        for s in self.sections:
+            if s.heading:
+                parts.append(s.heading)
+            if s.text:
+                parts.append(s.text)
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """What a scope allows inside one index. None means "no restriction".
+
+    datasets: documents whose `dataset` is one of these.
+    path_globs: documents whose `path` matches one of these globs
+        ('*' within a segment, '**' across segments).
+    exclude_path_globs: documents whose path matches any of these are never returned.
+    include_hidden: also return documents with qa_visible=False (never set by callers
+        that serve Q&A).
+    Filtering never changes scores (const-score filter clauses).
+    """
+
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+    exclude_path_globs: tuple[str, ...] = ()
+    include_hidden: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: the best chunk of one document.
+
+    id: '{doc_id}' when the document has one chunk, else '{doc_id}#{chunk}'.
+    summary: a query-biased plain-text excerpt of the chunk, at most
+        `summary_chars` characters (characters, not bytes).
+    content: the matched chunk with its section heading, at most `content_chars` characters.
+    score: BM25 score (higher is better), comparable only within one search.
+    revision: SHA-256 hex of the document's title + full text at index time.
+    """
+
+    id: str
+    doc_id: str
+    chunk: int
+    title: str
+    summary: str
+    content: str
+    score: float
+    url: str | None = None
+    publish_time: int | None = None
+    cover_image: CoverImage | None = None
+    path: str = ""
+    dataset: str = ""
+    revision: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A whole document read back from an index (for read-by-reference tools)."""
+
+    doc_id: str
+    title: str
+    text: str
+    revision: str
+    url: str | None = None
+    summary: str | None = None
+    publish_time: int | None = None
+    path: str = ""
+    dataset: str = ""
+    qa_visible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """Counts for `kbgate index stats` and metrics.
+
+    generation: increases with every commit (opstamp). last_commit: unix seconds or None.
+    """
+
+    name: str
+    documents: int
+    chunks: int
+    generation: int
+    last_commit: float | None
+    size_bytes: int
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What one `kbgate index add` run did. errors: (file, reason) for each skipped file."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    chunks: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One indexed unit: a piece of one section of a document.
+
+    n: 0-based position of the chunk within its document.
+    heading: the heading of the section the chunk comes from ('' if none).
+    text: the chunk body (plain text, characters of the section, in order).
+    overlap: how many leading characters of `text` repeat the end of the previous
+        chunk of the same section (0 for the first piece of a section); dropping
+        them and concatenating the pieces gives the section text back.
+    section: 0-based index of the section within the document.
+    """
+
+    doc_id: str
+    n: int
+    heading: str
+    text: str
+    overlap: int = 0
+    section: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 0 or not 0 <= self.overlap <= len(self.text):
+            raise ValueError(f"Chunk {self.doc_id}#{self.n}: bad n or overlap {self.overlap}")
+
+
+@dataclass(frozen=True, slots=True)
+class IngestError:
+    """A file (or one JSONL line) that an ingest reader skipped.
+
+    file: the path as given/walked; line: 1-based line number for JSONL, else None.
+    """
+
+    file: str
+    reason: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        return f"{where}: {self.reason}"
