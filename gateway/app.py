@@ -1,0 +1,133 @@
+"""The ASGI application: app factory, lifespan, routes.
+
+Tenant callback paths come from the config (and may change on reload), so the
+top-level app dispatches them itself before handing everything else to a Starlette
+router (health, readiness, and later the agent and admin endpoints).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway import callback
+from gateway.callback import Delivery
+from gateway.clock import SYSTEM_CLOCK
+from gateway.config import Config
+from gateway.errors import DependencyUnavailable, IndexMissing, NotFound
+from gateway.replay import make_store
+from gateway.types import Clock, NonceStore
+from gateway.volcengine import error_body
+from indexes.store import IndexStore
+
+log = logging.getLogger("kbgate.access")
+
+CALLBACK_PREFIX = "/volcengine/"
+
+
+class Runtime:
+    """Everything one worker holds while serving: config, clock, nonce store, indexes.
+
+    `config` may be swapped whole by a reload; handlers read it once per request.
+    """
+
+    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.nonces: NonceStore = nonces or make_store(
+            config.replay.redis_url, config.replay.timeout_seconds, clock
+        )
+        self.indexes = IndexStore(config.indexes_dir)
+        self.deliveries: list[Delivery] = []
+
+    def index(self, name: str):  # type: ignore[no-untyped-def]
+        """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
+        try:
+            idx = self.indexes.open(name)
+            idx.maybe_reload()
+        except (IndexMissing, OSError, ValueError):
+            log.warning("index unavailable", extra={"index": name})
+            raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
+        return idx
+
+    def record(self, d: Delivery) -> None:
+        """Log one callback as a JSON line (query text at debug level only) and keep it."""
+        fields = asdict(d)
+        query = fields.pop("query")
+        fields.pop("extra")
+        level = logging.INFO if d.status < 500 else logging.ERROR
+        log.log(level, "callback", extra=fields)
+        if query is not None and log.isEnabledFor(logging.DEBUG):
+            log.debug("callback query", extra={"request_id": d.request_id, "query": query})
+        self.deliveries.append(d)
+        del self.deliveries[:-200]
+
+    async def close(self) -> None:
+        await self.nonces.close()
+
+
+async def healthz(request: Request) -> Response:
+    """Process alive: always 200 while the event loop answers."""
+    return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
+
+
+async def readyz(request: Request) -> Response:
+    """Ready: config loaded, every routed index opens, Redis answers when configured."""
+    rt: Runtime = request.app.state.runtime
+    problems: list[str] = []
+    for t in rt.config.tenants.values():
+        for r in t.routes:
+            try:
+                rt.index(r.index)
+            except DependencyUnavailable:
+                problems.append(f"index {r.index} unavailable")
+    if not await rt.nonces.ping():
+        problems.append("replay store unavailable")
+    status = 200 if not problems else 503
+    return JSONResponse({"status": "ready" if not problems else "not_ready", "problems": sorted(set(problems))},
+                        status_code=status, headers={"cache-control": "no-store"})
+
+
+class Gateway:
+    """The top-level ASGI app: tenant callback paths first, the Starlette router otherwise."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+        @asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            try:
+                yield
+            finally:
+                await runtime.close()
+
+        self.router = Starlette(routes=[Route("/healthz", healthz), Route("/readyz", readyz)], lifespan=lifespan)
+        self.router.state.runtime = runtime
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        if scope["type"] == "http":
+            rt = self.runtime
+            tenant = rt.config.tenant_at(scope["path"])
+            if tenant is not None:
+                await callback.handle(rt, tenant, scope, receive, send)
+                return
+            if scope["path"].startswith(CALLBACK_PREFIX):
+                body = error_body(NotFound("tenant_unknown", "no tenant is configured at this path"))
+                await send({"type": "http.response.start", "status": 404, "headers": [
+                    (b"content-type", b"application/json; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.router(scope, receive, send)
+
+
+def create_app(config: Config, *, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> Gateway:
+    """Build the ASGI app for `config`. clock and nonces are injectable for tests."""
+    return Gateway(Runtime(config, clock, nonces))

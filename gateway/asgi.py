@@ -1,0 +1,17 @@
+"""The ASGI entry point of hypercorn workers: `gateway.asgi:app`.
+
+Loads the config file named by KBGATE_CONFIG (set by `kbgate serve`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from gateway.app import create_app
+from gateway.config import load_config
+from gateway.logs import setup_logging
+from gateway.server import CONFIG_ENV
+
+_config = load_config(os.environ[CONFIG_ENV])
+setup_logging(_config.log_level)
+app = create_app(_config)

@@ -1,0 +1,238 @@
+"""`kbgate`: the command line of operators and admins.
+
+kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
+kbgate check-config --config FILE
+kbgate index add --config FILE --index NAME [--delete-missing] PATH...
+kbgate index list|stats --config FILE [--index NAME]
+kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F)
+kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
+kbgate eval --queries FILE ... (see gateway/evaluate.py)
+
+Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
+2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from gateway.config import Config, load_config
+from gateway.errors import ConfigError, KbgateError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `kbgate` console script. Returns the process exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"kbgate: {exc.message}", file=sys.stderr)
+        return 2
+    except KbgateError as exc:
+        print(f"kbgate: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kbgate", description="Knowledge gateway for agent platforms.")
+    sub = p.add_subparsers(dest="command")
+
+    s = sub.add_parser("serve", help="run the gateway (hypercorn, uvloop)")
+    s.add_argument("--config", required=True)
+    s.add_argument("--bind", help="override server.bind, HOST:PORT")
+    s.add_argument("--workers", type=int, help="override server.workers")
+    s.set_defaults(func=cmd_serve)
+
+    c = sub.add_parser("check-config", help="validate a config file and say what it serves")
+    c.add_argument("--config", required=True)
+    c.set_defaults(func=cmd_check_config)
+
+    ix = sub.add_parser("index", help="build and inspect indexes")
+    ixs = ix.add_subparsers(dest="index_command")
+    a = ixs.add_parser("add", help="ingest JSONL, Markdown, HTML and text files into an index")
+    a.add_argument("--config", required=True)
+    a.add_argument("--index", required=True)
+    a.add_argument("--delete-missing", action="store_true", help="remove documents not seen in this run")
+    a.add_argument("--dataset", default=None, help="dataset name for documents that do not carry one")
+    a.add_argument("--no-progress", action="store_true")
+    a.add_argument("paths", nargs="+")
+    a.set_defaults(func=cmd_index_add)
+    ls = ixs.add_parser("list", help="list indexes under indexes.dir")
+    ls.add_argument("--config", required=True)
+    ls.set_defaults(func=cmd_index_list)
+    st = ixs.add_parser("stats", help="document and chunk counts of indexes")
+    st.add_argument("--config", required=True)
+    st.add_argument("--index")
+    st.set_defaults(func=cmd_index_list)
+
+    g = sub.add_parser("sign", help="print the signing headers for a body")
+    g.add_argument("--secret-env", required=True, help="environment variable holding the secret")
+    g.add_argument("--timestamp", type=int, help="unix seconds (default: now)")
+    g.add_argument("--nonce")
+    body = g.add_mutually_exclusive_group(required=True)
+    body.add_argument("--body")
+    body.add_argument("--body-file")
+    g.set_defaults(func=cmd_sign)
+
+    pr = sub.add_parser("probe", help="send a request exactly as the Volcengine console does")
+    pr.add_argument("url", help="the callback URL, e.g. http://127.0.0.1:8080/volcengine/acme")
+    pr.add_argument("--config", help="take the tenant's newest live key from this config")
+    pr.add_argument("--secret-env", help="or: environment variable holding the secret")
+    pr.add_argument("--unsigned", action="store_true", help="send no signature (like the console's first test)")
+    pr.add_argument("--tenant", required=True)
+    pr.add_argument("--first", required=True, help="FirstLevelId")
+    pr.add_argument("--second", required=True, help="SecondLevelId")
+    pr.add_argument("--query", required=True)
+    pr.add_argument("--limit", type=int, default=3)
+    pr.add_argument("--timeout", type=float, default=10.0)
+    pr.set_defaults(func=cmd_probe)
+
+    e = sub.add_parser("eval", help="MRR@10 and answer-hit@5 over signed callbacks vs a bm25s baseline")
+    e.add_argument("--corpus", action="append", default=[],
+                   help="NAME=DOCS_PATH:QUERIES_FILE (repeatable); default: both shared corpora")
+    e.add_argument("--max-queries", type=int, default=0, help="0 = all")
+    e.add_argument("--workdir", default=".eval")
+    e.set_defaults(func=cmd_eval)
+    return p
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.server import serve
+
+    config = load_config(args.config)
+    return serve(config, bind=args.bind, workers=args.workers)
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    from indexes.store import IndexStore
+
+    store = IndexStore(config.indexes_dir)
+    have = set(store.names())
+    ok = True
+    print(f"config {config.source}: valid")
+    print(f"replay store: {'redis' if config.replay.redis_url else 'in-process (one worker only)'}, "
+          f"tolerance {config.replay.tolerance_seconds} s")
+    for t in config.tenants.values():
+        keys = ", ".join(k.id for k in t.secrets) or "none"
+        print(f"tenant {t.name}: POST {t.path}  verify={t.verify}  keys: {keys}")
+        if t.verify == "report":
+            print(f"  WARNING: tenant {t.name} is in report mode: unsigned requests are answered")
+        for r in t.routes:
+            mark = "ok" if r.index in have else "MISSING"
+            ok &= r.index in have
+            print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} [{mark}]")
+    return 0 if ok else 1
+
+
+def cmd_index_add(args: argparse.Namespace) -> int:
+    from indexes.ingest import read_paths
+    from indexes.store import IndexStore
+
+    config = load_config(args.config)
+    store = IndexStore(config.indexes_dir)
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    report = store.ingest(args.index, read_paths([Path(p) for p in args.paths], dataset=args.dataset),
+                          delete_missing=args.delete_missing, progress=not args.no_progress)
+    took = time.perf_counter() - started
+    print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+          f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
+    for path, reason in report.errors:
+        print(f"  skipped {path}: {reason}", file=sys.stderr)
+    return 1 if report.errors else 0
+
+
+def cmd_index_list(args: argparse.Namespace) -> int:
+    from indexes.store import IndexStore
+
+    config = load_config(args.config)
+    store = IndexStore(config.indexes_dir)
+    names = [args.index] if getattr(args, "index", None) else store.names()
+    if not names:
+        print(f"no indexes under {config.indexes_dir}")
+    for name in names:
+        s = store.open(name).stats()
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"
+        print(f"{s.name}\tdocuments={s.documents}\tchunks={s.chunks}\tgeneration={s.generation}\t"
+              f"size={s.size_bytes / 1e6:.1f}MB\tlast_commit={when}")
+    return 0
+
+
+def cmd_sign(args: argparse.Namespace) -> int:
+    from gateway.signing import sign_headers
+
+    secret = os.environ.get(args.secret_env)
+    if not secret:
+        print(f"kbgate: environment variable {args.secret_env} is not set or empty", file=sys.stderr)
+        return 2
+    body = Path(args.body_file).read_bytes() if args.body_file else args.body.encode("utf-8")
+    ts = args.timestamp if args.timestamp is not None else int(time.time())
+    for k, v in sign_headers(secret, body, ts, args.nonce).items():
+        print(f"{k}: {v}")
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from gateway.probe import probe
+
+    secret: str | None = None
+    if not args.unsigned:
+        if args.secret_env:
+            secret = os.environ.get(args.secret_env)
+            if not secret:
+                print(f"kbgate: environment variable {args.secret_env} is not set or empty", file=sys.stderr)
+                return 2
+        elif args.config:
+            secret = _tenant_secret(load_config(args.config), args.tenant)
+        else:
+            print("kbgate: give --config, --secret-env or --unsigned", file=sys.stderr)
+            return 2
+    outcome = probe(args.url, secret=secret, first=args.first, second=args.second, query=args.query,
+                    limit=args.limit, timeout=args.timeout)
+    print(outcome.explain())
+    return 0 if outcome.ok else 1
+
+
+def _tenant_secret(config: Config, tenant: str) -> str:
+    t = config.tenants.get(tenant)
+    if t is None:
+        raise ConfigError(f"tenants.{tenant}", "does not exist in this config")
+    now = time.time()
+    live = [k for k in t.secrets if k.live(now)]
+    if not live:
+        raise ConfigError(f"tenants.{tenant}.secrets", "holds no live key")
+    return live[-1].value.reveal()
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from gateway.evaluate import run_eval
+
+    return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir))
+
+
+def dumps(obj: object) -> str:
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

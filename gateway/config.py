@@ -1,0 +1,408 @@
+"""TOML configuration → frozen, validated config objects.
+
+One file configures everything (`deploy/gateway.example.toml` documents each key).
+Every problem raises `ConfigError` naming the key, e.g.
+"Config 'tenants.acme.secrets[0].value_env' names ACME_SECRET, which is not set."
+Relative paths (`indexes.dir`, `value_file`) are resolved against the directory of
+the config file, so a config means the same thing whatever the working directory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gateway.errors import ConfigError
+from gateway.types import KIB, SECONDS, Secret
+
+DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
+_TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+_WHITESPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True, slots=True)
+class SecretKey:
+    """One signing key of a tenant.
+
+    id: key id shown in logs and audit (never the value).
+    value: the HMAC key. not_after: unix seconds after which the key no longer
+    verifies, or None. source: 'env:NAME' or 'file:PATH' for reloading.
+    """
+
+    id: str
+    value: Secret
+    not_after: float | None = None
+    source: str = ""
+
+    def live(self, now: float) -> bool:
+        """True while the key may verify requests (now: unix seconds)."""
+        return self.not_after is None or now <= self.not_after
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """(FirstLevelId, SecondLevelId) → index plus optional filter (seed 003 "Body")."""
+
+    first_level_id: str
+    second_level_id: str
+    index: str
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """A Volcengine agent account calling one callback path.
+
+    verify: 'enforce' rejects unsigned/badly signed requests; 'report' answers them
+    and records the outcome (for the console's connectivity test before a key exists).
+    """
+
+    name: str
+    path: str
+    verify: str
+    secrets: tuple[SecretKey, ...]
+    routes: tuple[Route, ...]
+
+    def route(self, first: str, second: str) -> Route | None:
+        for r in self.routes:
+            if r.first_level_id == first and r.second_level_id == second:
+                return r
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    bind: str = "127.0.0.1:8080"
+    workers: int = 1
+    max_body_bytes: int = 64 * KIB
+    graceful_timeout: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayConfig:
+    """redis_url None → in-process nonce store (one worker only)."""
+
+    redis_url: str | None = None
+    tolerance_seconds: int = DEFAULT_TOLERANCE
+    timeout_seconds: float = 1.0
+    key_prefix: str = "kbgate"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """Limits of the callback's search. chars are Unicode characters, not bytes."""
+
+    default_limit: int = 5
+    max_limit: int = 20
+    max_query_chars: int = 512
+    max_level_id_chars: int = 128
+    summary_chars: int = 200
+    content_chars: int = 1500
+    one_per_document: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole configuration. `source` is the file it came from (or None)."""
+
+    server: ServerConfig
+    replay: ReplayConfig
+    indexes_dir: Path
+    search: SearchConfig
+    tenants: Mapping[str, Tenant]
+    source: Path | None = None
+    log_level: str = "info"
+    paths: Mapping[str, str] = field(default_factory=dict)
+
+    def tenant_at(self, path: str) -> Tenant | None:
+        """The tenant whose callback path is `path` (exact match), or None."""
+        name = self.paths.get(path)
+        return self.tenants[name] if name is not None else None
+
+
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a TOML config file.
+
+    Raises ConfigError (naming the key) for an unreadable file, bad TOML, unknown or
+    ill-typed keys, empty or whitespace-carrying secrets, unset env vars, duplicate paths.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+    return parse_config(data, base_dir=p.resolve().parent, env=env, source=p.resolve())
+
+
+def parse_config(
+    data: Mapping[str, Any],
+    *,
+    base_dir: Path,
+    env: Mapping[str, str] | None = None,
+    source: Path | None = None,
+) -> Config:
+    """Validate a parsed TOML document (see `load_config`)."""
+    env = os.environ if env is None else env
+    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log"})
+    server = _server(_table(data, "server"))
+    replay = _replay(_table(data, "replay"))
+    if server.workers > 1 and replay.redis_url is None:
+        raise ConfigError(
+            "server.workers",
+            f"is {server.workers}, but the in-process replay store serves one worker only; "
+            "set replay.redis_url to share nonces between workers",
+        )
+    idx = _table(data, "indexes")
+    _only(idx, "indexes", {"dir"})
+    indexes_dir = base_dir / _str(idx, "indexes", "dir", "data/indexes")
+    search = _search(_table(data, "search"))
+    log = _table(data, "log")
+    _only(log, "log", {"level"})
+    log_level = _str(log, "log", "level", "info")
+    if log_level not in {"debug", "info", "warning", "error"}:
+        raise ConfigError("log.level", "must be one of debug, info, warning, error")
+    tenants_raw = _table(data, "tenants")
+    tenants: dict[str, Tenant] = {}
+    paths: dict[str, str] = {}
+    for name, t in tenants_raw.items():
+        key = f"tenants.{name}"
+        if not _TENANT_NAME.fullmatch(name):
+            raise ConfigError(key, "tenant names use letters, digits, '_', '.', '-'")
+        if not isinstance(t, dict):
+            raise ConfigError(key, "must be a table")
+        tenant = _tenant(name, t, base_dir, env)
+        if tenant.path in paths:
+            raise ConfigError(f"{key}.path", f"repeats the path of tenants.{paths[tenant.path]}")
+        paths[tenant.path] = name
+        tenants[name] = tenant
+    return Config(
+        server=server,
+        replay=replay,
+        indexes_dir=indexes_dir,
+        search=search,
+        tenants=tenants,
+        source=source,
+        log_level=log_level,
+        paths=paths,
+    )
+
+
+def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -> Secret:
+    """Read a secret from 'env:NAME' or 'file:PATH'; validate it (non-empty, no whitespace).
+
+    A single trailing newline of a file is dropped (files written by `echo`).
+    Raises ConfigError naming `key`; the message never contains the value.
+    """
+    kind, _, ref = source.partition(":")
+    if kind == "env":
+        if ref not in env:
+            raise ConfigError(key, f"names {ref}, which is not set")
+        value = env[ref]
+    else:
+        fp = Path(ref) if Path(ref).is_absolute() else base_dir / ref
+        try:
+            value = fp.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            raise ConfigError(key, f"names file {ref}, which cannot be read as UTF-8") from None
+        if value.endswith("\r\n"):
+            value = value[:-2]
+        elif value.endswith("\n"):
+            value = value[:-1]
+    if not value:
+        raise ConfigError(key, "gives an empty secret")
+    if _WHITESPACE.search(value):
+        raise ConfigError(key, "gives a secret containing whitespace")
+    return Secret(value)
+
+
+# ---------------------------------------------------------------- sections
+
+
+def _server(t: Mapping[str, Any]) -> ServerConfig:
+    _only(t, "server", {"bind", "workers", "max_body_bytes", "graceful_timeout"})
+    bind = _str(t, "server", "bind", "127.0.0.1:8080")
+    host, sep, port = bind.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError("server.bind", "must be HOST:PORT, e.g. 127.0.0.1:8080")
+    return ServerConfig(
+        bind=bind,
+        workers=_int(t, "server", "workers", 1, lo=1, hi=64),
+        max_body_bytes=_int(t, "server", "max_body_bytes", 64 * KIB, lo=256, hi=16 * 1024 * KIB),
+        graceful_timeout=_num(t, "server", "graceful_timeout", 10.0, lo=0.0, hi=600.0),
+    )
+
+
+def _replay(t: Mapping[str, Any]) -> ReplayConfig:
+    _only(t, "replay", {"redis_url", "tolerance_seconds", "timeout_seconds", "key_prefix"})
+    url = t.get("redis_url")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://"))):
+        raise ConfigError("replay.redis_url", "must be a redis://, rediss:// or unix:// URL")
+    return ReplayConfig(
+        redis_url=url or None,
+        tolerance_seconds=_int(t, "replay", "tolerance_seconds", DEFAULT_TOLERANCE, lo=1, hi=DEFAULT_TOLERANCE),
+        timeout_seconds=_num(t, "replay", "timeout_seconds", 1.0, lo=0.05, hi=10.0),
+        key_prefix=_str(t, "replay", "key_prefix", "kbgate"),
+    )
+
+
+def _search(t: Mapping[str, Any]) -> SearchConfig:
+    s = "search"
+    _only(t, s, set(SearchConfig.__dataclass_fields__))
+    max_limit = _int(t, s, "max_limit", 20, lo=1, hi=100)
+    one = t.get("one_per_document", True)
+    if not isinstance(one, bool):
+        raise ConfigError("search.one_per_document", "must be true or false")
+    return SearchConfig(
+        default_limit=_int(t, s, "default_limit", min(5, max_limit), lo=1, hi=max_limit),
+        max_limit=max_limit,
+        max_query_chars=_int(t, s, "max_query_chars", 512, lo=1, hi=8192),
+        max_level_id_chars=_int(t, s, "max_level_id_chars", 128, lo=1, hi=1024),
+        summary_chars=_int(t, s, "summary_chars", 200, lo=20, hi=4000),
+        content_chars=_int(t, s, "content_chars", 1500, lo=50, hi=100_000),
+        one_per_document=one,
+    )
+
+
+def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str]) -> Tenant:
+    key = f"tenants.{name}"
+    _only(t, key, {"path", "verify", "secrets", "routes"})
+    path = _str(t, key, "path", f"/volcengine/{name}")
+    if not path.startswith("/") or _WHITESPACE.search(path) or "?" in path or "#" in path:
+        raise ConfigError(f"{key}.path", "must be an absolute URL path like /volcengine/acme")
+    verify = _str(t, key, "verify", "enforce")
+    if verify not in {"enforce", "report"}:
+        raise ConfigError(f"{key}.verify", "must be 'enforce' or 'report'")
+    secrets_raw = t.get("secrets", [])
+    if not isinstance(secrets_raw, list):
+        raise ConfigError(f"{key}.secrets", "must be an array of tables ([[...secrets]])")
+    secrets: list[SecretKey] = []
+    for i, s in enumerate(secrets_raw):
+        skey = f"{key}.secrets[{i}]"
+        if not isinstance(s, dict):
+            raise ConfigError(skey, "must be a table")
+        _only(s, skey, {"id", "value_env", "value_file", "not_after"})
+        kid = _str(s, skey, "id", None)
+        if not _KEY_ID.fullmatch(kid):
+            raise ConfigError(f"{skey}.id", "uses letters, digits, '_', '.', ':', '-'")
+        if any(k.id == kid for k in secrets):
+            raise ConfigError(f"{skey}.id", f"repeats key id {kid!r}")
+        has_env, has_file = "value_env" in s, "value_file" in s
+        if has_env == has_file:
+            raise ConfigError(skey, "needs exactly one of value_env or value_file")
+        if has_env:
+            source = "env:" + _str(s, skey, "value_env", None)
+            value = read_secret(source, f"{skey}.value_env", base_dir, env)
+        else:
+            ref = _str(s, skey, "value_file", None)
+            fp = Path(ref) if Path(ref).is_absolute() else base_dir / ref
+            source = f"file:{fp}"
+            value = read_secret(source, f"{skey}.value_file", base_dir, env)
+        secrets.append(SecretKey(kid, value, _instant(s.get("not_after"), f"{skey}.not_after"), source))
+    if verify == "enforce" and not secrets:
+        raise ConfigError(f"{key}.secrets", "is empty, but verify = 'enforce' needs at least one key")
+    routes_raw = t.get("routes", [])
+    if not isinstance(routes_raw, list):
+        raise ConfigError(f"{key}.routes", "must be an array of tables ([[...routes]])")
+    routes: list[Route] = []
+    for i, r in enumerate(routes_raw):
+        rkey = f"{key}.routes[{i}]"
+        if not isinstance(r, dict):
+            raise ConfigError(rkey, "must be a table")
+        _only(r, rkey, {"first_level_id", "second_level_id", "index", "datasets", "path_globs"})
+        route = Route(
+            first_level_id=_str(r, rkey, "first_level_id", None),
+            second_level_id=_str(r, rkey, "second_level_id", None),
+            index=_str(r, rkey, "index", None),
+            datasets=_strs(r, rkey, "datasets"),
+            path_globs=_strs(r, rkey, "path_globs"),
+        )
+        if not _INDEX_NAME.fullmatch(route.index):
+            raise ConfigError(f"{rkey}.index", "uses letters, digits, '_', '.', '-'")
+        if any(
+            (x.first_level_id, x.second_level_id) == (route.first_level_id, route.second_level_id)
+            for x in routes
+        ):
+            raise ConfigError(rkey, "repeats an earlier (first_level_id, second_level_id) pair")
+        routes.append(route)
+    return Tenant(name, path, verify, tuple(secrets), tuple(routes))
+
+
+# ---------------------------------------------------------------- typed getters
+
+
+def _only(t: Mapping[str, Any], key: str, allowed: set[str]) -> None:
+    for k in t:
+        if k not in allowed:
+            where = f"{key}.{k}" if key else k
+            raise ConfigError(where, "is not a known key (a typo?)")
+
+
+def _table(t: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    v = t.get(key, {})
+    if not isinstance(v, dict):
+        raise ConfigError(key, "must be a table")
+    return v
+
+
+def _str(t: Mapping[str, Any], table: str, key: str, default: str | None) -> str:
+    if key not in t:
+        if default is None:
+            raise ConfigError(f"{table}.{key}", "is required")
+        return default
+    v = t[key]
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{table}.{key}", "must be a non-empty string")
+    return v
+
+
+def _strs(t: Mapping[str, Any], table: str, key: str) -> tuple[str, ...] | None:
+    if key not in t:
+        return None
+    v = t[key]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise ConfigError(f"{table}.{key}", "must be a non-empty array of non-empty strings")
+    return tuple(v)
+
+
+def _int(t: Mapping[str, Any], table: str, key: str, default: int, *, lo: int, hi: int) -> int:
+    v = t.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ConfigError(f"{table}.{key}", f"must be an integer from {lo} to {hi}")
+    return v
+
+
+def _num(t: Mapping[str, Any], table: str, key: str, default: float, *, lo: float, hi: float) -> float:
+    v = t.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
+        raise ConfigError(f"{table}.{key}", f"must be a number from {lo} to {hi}")
+    return float(v)
+
+
+def _instant(v: Any, key: str) -> float | None:
+    """TOML offset datetime, date, or unix seconds → unix seconds; None stays None."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise ConfigError(key, "must be a date-time (2026-12-31T00:00:00Z) or unix seconds")
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            raise ConfigError(key, "needs a UTC offset, e.g. 2026-12-31T00:00:00Z")
+        return v.timestamp()
+    if isinstance(v, dt.date):
+        return dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC).timestamp()
+    raise ConfigError(key, "must be a date-time (2026-12-31T00:00:00Z) or unix seconds")

@@ -1,0 +1,147 @@
+"""Every error kbgate answers with, its stable code and its HTTP status.
+
+Exception tree::
+
+    KbgateError                      code, status, message, retryable
+    ├── CallbackError                a Volcengine callback rejection: `ret` is the Ret code
+    │   ├── MalformedRequest         400: headers or body not as seed 003 requires
+    │   ├── VerificationFailed       401: timestamp / signature problems
+    │   ├── NotFound                 404: unknown tenant path or knowledge route
+    │   ├── MethodNotAllowed         405
+    │   ├── Replayed                 409: nonce already claimed
+    │   ├── PayloadTooLarge          413
+    │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
+    │   └── DependencyUnavailable    503: replay store or index down
+    └── ConfigError                  an invalid configuration, naming the key
+
+A `CallbackError`'s message is short and built once; it never carries a secret,
+a filesystem path or a stack trace. The `RET` table below is the one place the
+Ret codes live; the README copies it (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RetCode:
+    """One row of the Ret table: code (int, stable), HTTP status, reason key, meaning."""
+
+    ret: int
+    status: int
+    reason: str
+    meaning: str
+
+
+# The Ret table (seed 003 "响应参数": Ret 0 = success, non-zero = failure with Msg).
+# Codes are stable: never renumber, only add.
+RET_TABLE: tuple[RetCode, ...] = (
+    RetCode(0, 200, "success", "answered; Result holds 0..Limit items"),
+    RetCode(40001, 400, "header_missing", "X-Content-Timestamp, -Nonce or -Signature absent"),
+    RetCode(40002, 400, "header_repeated", "a signing header appears more than once"),
+    RetCode(40003, 400, "body_not_utf8", "the body is not valid UTF-8"),
+    RetCode(40004, 400, "body_not_json", "the body is not JSON"),
+    RetCode(40005, 400, "body_not_object", "the JSON body is not an object"),
+    RetCode(40006, 400, "field_missing", "FirstLevelId, SecondLevelId or Query absent"),
+    RetCode(40007, 400, "field_type", "a field has the wrong JSON type"),
+    RetCode(40008, 400, "query_empty", "Query is empty or only whitespace"),
+    RetCode(40009, 400, "query_too_long", "Query exceeds the configured maximum characters"),
+    RetCode(40010, 400, "limit_invalid", "Limit is not a positive integer"),
+    RetCode(40011, 400, "level_id_invalid", "FirstLevelId/SecondLevelId empty or too long"),
+    RetCode(40101, 401, "timestamp_invalid", "X-Content-Timestamp is not 10 ASCII digits"),
+    RetCode(40102, 401, "timestamp_expired", "timestamp further than tolerance from now"),
+    RetCode(40103, 401, "nonce_invalid", "X-Content-Nonce is not 6-32 ASCII letters/digits"),
+    RetCode(40104, 401, "signature_invalid", "X-Content-Signature is not 64 hex characters"),
+    RetCode(40105, 401, "signature_mismatch", "no live key of the tenant produced the signature"),
+    RetCode(40106, 401, "no_live_key", "the tenant has no unexpired key to verify with"),
+    RetCode(40401, 404, "tenant_unknown", "no tenant is configured at this path"),
+    RetCode(40402, 404, "route_unknown", "no route for this FirstLevelId/SecondLevelId pair"),
+    RetCode(40501, 405, "method_not_allowed", "the callback accepts POST only"),
+    RetCode(40901, 409, "replayed", "this (timestamp, nonce) was already delivered"),
+    RetCode(41301, 413, "body_too_large", "the body exceeds the configured maximum bytes"),
+    RetCode(41501, 415, "content_type_unsupported", "Content-Type is not application/json"),
+    RetCode(41502, 415, "content_encoding_unsupported", "Content-Encoding other than identity"),
+    RetCode(50001, 500, "internal", "a bug in kbgate; never caused by input (logged)"),
+    RetCode(50301, 503, "replay_store_unavailable", "Redis did not answer in time; fail closed"),
+    RetCode(50302, 503, "index_unavailable", "the routed index cannot be opened"),
+)
+
+RET_BY_REASON: dict[str, RetCode] = {row.reason: row for row in RET_TABLE}
+
+
+class KbgateError(Exception):
+    """Base of every kbgate error: `code` (str), `status` (HTTP int), `message` (safe text)."""
+
+    code: str = "internal"
+    status: int = 500
+    retryable: bool = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CallbackError(KbgateError):
+    """A rejection of a Volcengine callback; `ret` and `status` come from `RET_TABLE`.
+
+    reason: a key of `RET_BY_REASON`. message: short, safe to return as `Msg`.
+    """
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        row = RET_BY_REASON[reason]
+        super().__init__(message or row.meaning)
+        self.code = reason
+        self.ret = row.ret
+        self.status = row.status
+        self.retryable = row.status >= 500
+
+
+class MalformedRequest(CallbackError):
+    """400: the request does not have the shape seed 003 describes."""
+
+
+class VerificationFailed(CallbackError):
+    """401: the timestamp or signature does not verify (seed 003 "签名校验")."""
+
+
+class NotFound(CallbackError):
+    """404: unknown tenant path or (FirstLevelId, SecondLevelId) pair."""
+
+
+class MethodNotAllowed(CallbackError):
+    """405: anything but POST on a callback path."""
+
+
+class Replayed(CallbackError):
+    """409: the (tenant, timestamp, nonce) was already claimed."""
+
+
+class PayloadTooLarge(CallbackError):
+    """413: body longer than `server.max_body_bytes`."""
+
+
+class UnsupportedMedia(CallbackError):
+    """415: Content-Type or Content-Encoding we do not accept."""
+
+
+class DependencyUnavailable(CallbackError):
+    """503: Redis or an index is not available; fail closed."""
+
+
+class ConfigError(KbgateError):
+    """An invalid configuration. `key` names the offending key, e.g. 'tenants.acme.path'."""
+
+    code = "config_invalid"
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"Config '{key}' {problem}")
+        self.key = key
+
+
+class IndexMissing(KbgateError):
+    """A configured index does not exist under `indexes.dir` (names the index, not the path)."""
+
+    code = "index_unavailable"
+    status = 503
+    retryable = True

@@ -1,0 +1,55 @@
+"""Run the gateway under hypercorn with uvloop workers.
+
+Each worker process imports `gateway.asgi:app`, which loads the config named by the
+KBGATE_CONFIG environment variable; indexes are opened read-only (mmap) in every worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.run import run
+
+from gateway.config import Config
+from gateway.errors import ConfigError
+
+CONFIG_ENV = "KBGATE_CONFIG"
+
+
+def hypercorn_config(config: Config, bind: str | None = None, workers: int | None = None) -> HypercornConfig:
+    """Hypercorn settings from our config (bind HOST:PORT, workers ≥ 1, uvloop)."""
+    n = workers if workers is not None else config.server.workers
+    if n < 1:
+        raise ConfigError("server.workers", "must be at least 1")
+    if n > 1 and config.replay.redis_url is None:
+        raise ConfigError(
+            "server.workers",
+            f"is {n}, but the in-process replay store serves one worker only; set replay.redis_url",
+        )
+    hc = HypercornConfig()
+    hc.bind = [bind or config.server.bind]
+    hc.workers = n
+    hc.worker_class = "uvloop"
+    hc.application_path = "gateway.asgi:app"
+    hc.graceful_timeout = config.server.graceful_timeout
+    hc.accesslog = None
+    hc.errorlog = "-"
+    hc.keep_alive_timeout = 75
+    return hc
+
+
+def serve(config: Config, bind: str | None = None, workers: int | None = None) -> int:
+    """Serve until SIGINT/SIGTERM; returns hypercorn's exit code."""
+    hc = hypercorn_config(config, bind, workers)
+    assert config.source is not None
+    os.environ[CONFIG_ENV] = str(config.source)
+    replay = "redis" if config.replay.redis_url else "in-process"
+    print(f"kbgate: serving on http://{hc.bind[0]} with {hc.workers} worker(s), replay store {replay}",
+          file=sys.stderr, flush=True)
+    for t in config.tenants.values():
+        if t.verify == "report":
+            print(f"kbgate: WARNING tenant {t.name} is in report mode: unsigned requests are answered",
+                  file=sys.stderr, flush=True)
+    return run(hc)
