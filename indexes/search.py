@@ -1,0 +1,204 @@
+"""Query building, scope filters and excerpts (pure functions over a Tantivy schema).
+
+Query = Must(OR of term queries over the analysis fields) ∧ Must(const-score
+filter, score 0) ∧ MustNot(excluded paths). The terms come from
+`indexes.analysis.query_terms`, the same analysis as indexing: raw Chinese is
+never given to `parse_query`, which would turn an unspaced run into one phrase
+(tantivy-py notes: MRR 0.89 → 0.01). Filters are wrapped in
+`Query.const_score_query(q, 0.0)` so that they never change a score.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+import tantivy
+from tantivy import Occur, Query
+
+from .analysis import QueryTerms, normalize
+from .types import SearchFilter
+
+__all__ = [
+    "Boosts",
+    "DEFAULT_BOOSTS",
+    "bounded",
+    "build_query",
+    "excerpt",
+    "filter_query",
+    "glob_to_regex",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Boosts:
+    """Multipliers of each analysis field's BM25 score (1.0 = unboosted); 0 drops the field."""
+
+    body_words: float = 1.0
+    body_bigrams: float = 1.0
+    title_words: float = 2.0
+    title_bigrams: float = 2.0
+
+
+DEFAULT_BOOSTS = Boosts()
+
+_GLOB_TOKEN = re.compile(r"\*\*/|\*\*|\*|\?|[^*?]+")
+_REGEX_META = re.compile(r"([\\.+*?()|\[\]{}^$#&~-])")
+
+
+def glob_to_regex(glob: str) -> str:
+    """A path glob → a Tantivy (Rust `regex`, implicitly anchored) pattern.
+
+    '*' matches within one segment, '**' across segments, '**/' zero or more whole
+    segments, '?' one character except '/'. Example: 'dm/**' → 'dm/.*'.
+    """
+    out: list[str] = []
+    for tok in _GLOB_TOKEN.findall(glob):
+        if tok == "**/":
+            out.append("(.*/)?")
+        elif tok == "**":
+            out.append(".*")
+        elif tok == "*":
+            out.append("[^/]*")
+        elif tok == "?":
+            out.append("[^/]")
+        else:
+            out.append(_REGEX_META.sub(r"\\\1", tok))
+    return "".join(out)
+
+
+def _any_of(queries: list[Query]) -> Query:
+    if len(queries) == 1:
+        return queries[0]
+    return Query.boolean_query([(Occur.Should, q) for q in queries])
+
+
+def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Query | None, Query | None]:
+    """(must, must_not) filter queries for `flt`; None where there is nothing to filter.
+
+    Hidden documents (qa_visible=0) are excluded unless flt.include_hidden.
+    An empty tuple of datasets or globs allows nothing (a deliberate deny).
+    """
+    flt = flt or SearchFilter()
+    musts: list[Query] = []
+    if not flt.include_hidden:
+        musts.append(Query.term_query(schema, "qa_visible", 1))
+    if flt.datasets is not None:
+        if not flt.datasets:
+            return Query.empty_query(), None
+        musts.append(_any_of([Query.term_query(schema, "dataset", d) for d in flt.datasets]))
+    if flt.path_globs is not None:
+        if not flt.path_globs:
+            return Query.empty_query(), None
+        musts.append(
+            _any_of([Query.regex_query(schema, "path", glob_to_regex(g)) for g in flt.path_globs])
+        )
+    must = None
+    if musts:
+        inner = musts[0] if len(musts) == 1 else Query.boolean_query(
+            [(Occur.Must, q) for q in musts]
+        )
+        must = Query.const_score_query(inner, 0.0)
+    must_not = None
+    if flt.exclude_path_globs:
+        must_not = _any_of(
+            [Query.regex_query(schema, "path", glob_to_regex(g)) for g in flt.exclude_path_globs]
+        )
+    return must, must_not
+
+
+def terms_query(schema: tantivy.Schema, terms: QueryTerms, boosts: Boosts = DEFAULT_BOOSTS) -> Query | None:
+    """OR of term queries: words on *_words fields, bigrams on *_bigrams, title fields boosted."""
+    clauses: list[tuple[Occur, Query]] = []
+    plan = (
+        ("body_words", terms.words, boosts.body_words),
+        ("body_bigrams", terms.bigrams, boosts.body_bigrams),
+        ("title_words", terms.words, boosts.title_words),
+        ("title_bigrams", terms.bigrams, boosts.title_bigrams),
+    )
+    for field, tokens, boost in plan:
+        if boost <= 0:
+            continue
+        for tok in tokens:
+            q = Query.term_query(schema, field, tok)
+            clauses.append((Occur.Should, q if boost == 1.0 else Query.boost_query(q, boost)))
+    return Query.boolean_query(clauses) if clauses else None
+
+
+def build_query(
+    schema: tantivy.Schema,
+    terms: QueryTerms,
+    flt: SearchFilter | None = None,
+    boosts: Boosts = DEFAULT_BOOSTS,
+) -> Query | None:
+    """The full search query, or None when the query has no searchable term."""
+    scored = terms_query(schema, terms, boosts)
+    if scored is None:
+        return None
+    must, must_not = filter_query(schema, flt)
+    clauses: list[tuple[Occur, Query]] = [(Occur.Must, scored)]
+    if must is not None:
+        clauses.append((Occur.Must, must))
+    if must_not is not None:
+        clauses.append((Occur.MustNot, must_not))
+    return Query.boolean_query(clauses)
+
+
+_SENTENCE_END = re.compile(r"[。！？!?；;\n]")
+
+
+def bounded(text: str, max_chars: int) -> str:
+    """`text` cut to at most max_chars characters, at a sentence end when one lies in the
+    last 40% of the window, else at a character boundary with '…' (within the bound)."""
+    if max_chars <= 0:
+        return ""
+    if len(text) <= max_chars:
+        return text
+    window = text[:max_chars]
+    ends = [m.end() for m in _SENTENCE_END.finditer(window)]
+    if ends and ends[-1] >= 0.6 * max_chars:
+        return window[: ends[-1]].rstrip()
+    return window[: max_chars - 1].rstrip() + "…"
+
+
+def excerpt(text: str, terms: QueryTerms, max_chars: int) -> str:
+    """A query-biased plain-text window of `text`, at most max_chars characters.
+
+    The window starts at the sentence start (or text start) whose following
+    max_chars characters contain the most distinct query bigrams/words; ties go to
+    the earliest. Matching is on normalized text; when normalization changed the
+    length, the text start is used. Raises nothing; returns '' for max_chars <= 0.
+    """
+    if max_chars <= 0 or not text:
+        return ""
+    if len(text) <= max_chars:
+        return text.strip()
+    norm = normalize(text)
+    wanted = set(terms.bigrams) | {w for w in terms.words if len(w) > 1}
+    start = 0
+    if len(norm) == len(text) and wanted:
+        occurrences: list[list[int]] = []
+        for term in wanted:
+            pos, found = norm.find(term), []
+            while pos >= 0:
+                found.append(pos)
+                pos = norm.find(term, pos + 1)
+            if found:
+                occurrences.append(found)
+        if occurrences:
+            starts = [0] + [m.end() for m in _SENTENCE_END.finditer(norm) if m.end() < len(norm)]
+            best = -1
+            for s in starts:
+                hi = s + max_chars - 2
+                score = 0
+                for found in occurrences:
+                    i = bisect.bisect_left(found, s)
+                    if i < len(found) and found[i] <= hi:
+                        score += 1
+                if score > best:
+                    best, start = score, s
+    while start < len(text) and text[start].isspace():
+        start += 1
+    return bounded(text[start:], max_chars)
+
