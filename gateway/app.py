@@ -21,10 +21,11 @@ from gateway import callback
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
 from gateway.config import Config
-from gateway.errors import DependencyUnavailable, IndexMissing, NotFound
+from gateway.errors import DependencyUnavailable, NotFound
 from gateway.replay import make_store
 from gateway.types import Clock, NonceStore
 from gateway.volcengine import error_body
+from indexes.errors import IndexStoreError
 from indexes.store import IndexStore
 
 log = logging.getLogger("kbgate.access")
@@ -52,7 +53,7 @@ class Runtime:
         try:
             idx = self.indexes.open(name)
             idx.maybe_reload()
-        except (IndexMissing, OSError, ValueError):
+        except (IndexStoreError, OSError, ValueError):
             log.warning("index unavailable", extra={"index": name})
             raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
         return idx

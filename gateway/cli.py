@@ -21,8 +21,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
-
 from gateway.config import Config, load_config
 from gateway.errors import ConfigError, KbgateError
 
@@ -142,8 +140,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from indexes.ingest import read_paths
     from indexes.store import IndexStore
+    from indexes.types import Document
 
     config = load_config(args.config)
     store = IndexStore(config.indexes_dir)
@@ -151,9 +152,13 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
+    items = read_paths([Path(p) for p in args.paths])
+    if args.dataset:
+        items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset
+                 else d for d in items)
     started = time.perf_counter()
-    report = store.ingest(args.index, read_paths([Path(p) for p in args.paths], dataset=args.dataset),
-                          delete_missing=args.delete_missing, progress=not args.no_progress)
+    report = store.create_or_open_for_write(args.index).ingest(
+        items, delete_missing=args.delete_missing, progress=not args.no_progress)
     took = time.perf_counter() - started
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
@@ -228,10 +233,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from gateway.evaluate import run_eval
 
     return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir))
-
-
-def dumps(obj: object) -> str:
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode()
 
 
 if __name__ == "__main__":  # pragma: no cover

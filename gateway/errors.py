@@ -137,11 +137,3 @@ class ConfigError(KbgateError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"Config '{key}' {problem}")
         self.key = key
-
-
-class IndexMissing(KbgateError):
-    """A configured index does not exist under `indexes.dir` (names the index, not the path)."""
-
-    code = "index_unavailable"
-    status = 503
-    retryable = True
