@@ -20,7 +20,7 @@ def test_codes_distinct_and_statuses_of_their_class() -> None:
 def test_readme_table_matches() -> None:
     text = (ROOT / "README.md").read_text("utf-8")
     block = text.split("<!-- ret-table:start -->")[1].split("<!-- ret-table:end -->")[0]
-    rows = re.findall(r"^\| (\d+) \| (\d+) \| `([a-z_]+)` \|", block, re.M)
+    rows = re.findall(r"^\| (\d+) \| (\d+) \| `([a-z0-9_]+)` \|", block, re.M)
     assert [(int(a), int(b), c) for a, b, c in rows] == [(r.ret, r.status, r.reason) for r in RET_TABLE]
 
 
