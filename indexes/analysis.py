@@ -158,8 +158,14 @@ def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> Query
     norm = normalize(query)
     words_all = analyze(norm, normalized=True)
     grams_all = bigrams(norm, normalized=True)
+    # Bigrams come from the query with stop words blanked out, so that "改写成什么语句"
+    # gives 改写/写成/语句 and not the noise bigrams 成什/么语 that span a stop word.
+    blanked = list(norm)
+    for token, start, end in rjieba.tokenize(norm):
+        if token in stop_words:
+            blanked[start:end] = " " * (end - start)
     words = [w for w in words_all if w not in stop_words]
-    grams = [g for g in grams_all if g not in stop_words]
+    grams = [g for g in bigrams("".join(blanked), normalized=True) if g not in stop_words]
     if not words and not grams:
         words, grams = words_all, grams_all
     return QueryTerms(text=norm, words=_dedupe(words), bigrams=_dedupe(grams))
