@@ -140,7 +140,8 @@ def test_raw_http_garbage_never_500(server: str) -> None:
     port = int(server.rsplit(":", 1)[1])
     payloads = [
         b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n\xff\xfe\x00\x01\x02",
-        b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nX-Content-Timestamp: \xe4\xb8\xad\r\nContent-Length: 2\r\n\r\n{}",
+        b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nX-Content-Timestamp: \xe4\xb8\xad\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
         b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n{}",
     ]
     for p in payloads:
@@ -182,3 +183,26 @@ def test_cli_config_error_names_key(tmp_path: Path) -> None:
     r = kbgate("check-config", "--config", str(cfg))
     assert r.returncode == 2
     assert "tenants.a.secrets[0].value_env" in r.stderr and "NOPE_NOT_SET" in r.stderr
+
+
+def test_running_server_sees_new_commit_without_restart(server: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "gateway.toml"
+
+    def ask() -> list[str]:
+        body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "量子纠缠咖啡机",
+                             "Limit": 3})
+        r = httpx.post(f"{server}/volcengine/demo", content=body, headers=sign_headers(SECRET, body, int(time.time())))
+        assert r.status_code == 200
+        return [i["Id"] for i in orjson.loads(r.content)["Result"]]
+
+    assert "new/coffee.md" not in ask()
+    extra = tmp_path / "extra" / "new"
+    extra.mkdir(parents=True)
+    (extra / "coffee.md").write_text("# 量子纠缠咖啡机\n\n这台咖啡机利用量子纠缠同时煮两杯咖啡。\n", encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+               str(tmp_path / "extra"))
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "new/coffee.md" not in ask():
+        time.sleep(0.2)
+    assert ask()[0] == "new/coffee.md"
