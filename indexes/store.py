@@ -23,7 +23,7 @@ from typing import Any
 import tantivy
 from tantivy import Query
 
-from .analysis import analyze, bigrams, normalize, query_terms
+from .analysis import index_tokens, normalize, query_terms
 from .errors import IndexLockedError, IndexNotFoundError, IndexStoreError
 from .ingest.chunking import DEFAULT_MAX_CHARS, chunk
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
@@ -283,9 +283,7 @@ class KnowledgeIndex:
 
     def _tantivy_docs(self, doc: Document, revision: str) -> list[tantivy.Document]:
         chunks: list[Chunk] = chunk(doc, max_chars=self.chunk_chars)
-        title_norm = normalize(doc.title)
-        title_words = " ".join(analyze(title_norm, normalized=True))
-        title_grams = " ".join(bigrams(title_norm, normalized=True))
+        title_words, title_grams = index_tokens(normalize(doc.title))
         cover = doc.cover_image
         common: dict[str, Any] = {
             "doc_id": doc.id,
@@ -312,7 +310,8 @@ class KnowledgeIndex:
                 common["cover_width"] = cover.width
         out = []
         for c in chunks:
-            body = normalize(f"{c.heading}\n{c.text}" if c.heading else c.text)
+            body_words, body_grams = index_tokens(
+                normalize(f"{c.heading}\n{c.text}" if c.heading else c.text))
             out.append(tantivy.Document(
                 **common,
                 chunk_id=f"{doc.id}#{c.n}",
@@ -321,8 +320,8 @@ class KnowledgeIndex:
                 section=c.section,
                 heading=c.heading,
                 text=[c.text.encode("utf-8")],
-                body_words=" ".join(analyze(body, normalized=True)),
-                body_bigrams=" ".join(bigrams(body, normalized=True)),
+                body_words=body_words,
+                body_bigrams=body_grams,
             ))
         return out
 

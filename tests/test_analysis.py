@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from indexes.analysis import STOP_WORDS, analyze, bigrams, normalize, query_terms
+from indexes.analysis import STOP_WORDS, analyze, bigrams, index_tokens, normalize, query_terms
 
 
 def test_normalize_folds_width_and_case() -> None:
@@ -27,7 +27,14 @@ def test_analyze_drops_punctuation_and_whitespace() -> None:
 
 
 def test_bigrams_cjk_runs_and_words() -> None:
-    assert bigrams("数据库，表 TiDB v8") == ["数据", "据库", "表", "tidb", "v8"]
+    assert sorted(bigrams("数据库，表 TiDB v8")) == sorted(["数据", "据库", "表", "tidb", "v8"])
+
+
+def test_index_tokens_match_query_analysis() -> None:
+    text = normalize("TiDB 的 tidb_auto_analyze_ratio 默认值，是 0.5！")
+    words, grams = index_tokens(text)
+    assert sorted(words.split()) == sorted(analyze(text, normalized=True))
+    assert sorted(grams.split()) == sorted(bigrams(text, normalized=True))
 
 
 def test_query_terms_dedupes_and_drops_stop_words() -> None:
