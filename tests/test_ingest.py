@@ -154,3 +154,13 @@ def test_corpora_ingest_without_errors() -> None:
         docs = _docs(items)
         assert len(docs) == expected == len({d.id for d in docs})
         assert all(d.text for d in docs)
+
+
+def test_markdown_heading_anchor_is_dropped(tmp_path: Path) -> None:
+    from indexes.ingest.markdown import read_markdown
+
+    p = tmp_path / "a.md"
+    p.write_text("# 标题\n\n## 限制 {#restrictions}\n\n正文。\n", encoding="utf-8")
+    (doc,) = list(read_markdown(p, "a.md"))
+    assert [s.heading for s in doc.sections if s.heading] == ["标题", "限制"]
+    assert "{#" not in doc.text

@@ -21,7 +21,8 @@ def hit(id_: str, **kw: object) -> Hit:
 def test_parse_seed_example() -> None:
     raw = '{"FirstLevelId":"tech","SecondLevelId":"software","Query":"寻找相关软件信息","Limit":5}'
     req = parse_body(raw.encode(), SEARCH)
-    assert (req.first_level_id, req.second_level_id, req.query, req.limit) == ("tech", "software", "寻找相关软件信息", 5)
+    got = (req.first_level_id, req.second_level_id, req.query, req.limit)
+    assert got == ("tech", "software", "寻找相关软件信息", 5)
 
 
 def test_limit_default_clamp_and_integral_float() -> None:

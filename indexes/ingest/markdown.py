@@ -38,6 +38,7 @@ _HTML_TAGS = frozenset(
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_ANCHOR = re.compile(r"\s*\{#[^{}\s]*\}\s*$")  # "## 限制 {#restrictions}"
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _SHORTCODE = re.compile(r"\{\{\{.*?\}\}\}|\{\{[<%].*?[%>]\}\}")
 _TAG = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s+(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?\s*/?>")
@@ -148,7 +149,7 @@ def parse_markdown(text: str, rel_path: str) -> Document:
         h = _HEADING.match(raw) if "#" in raw else None
         if h:
             sections.append(Section(heading, _finish(buf)))
-            heading = strip_inline(h.group(2)).strip()
+            heading = strip_inline(_HEADING_ANCHOR.sub("", h.group(2))).strip()
             first_heading = first_heading or heading
             buf = []
             continue
