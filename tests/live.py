@@ -116,8 +116,8 @@ class LiveServer:
                "--bind", f"127.0.0.1:{self.port}"]
         if self.workers:
             cmd += ["--workers", str(self.workers)]
-        env = {**os.environ, **ENV, **self.env}
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        env.update({**ENV, **self.env})
         with open(self.log_path, "wb") as errlog:
             self.proc = subprocess.Popen(cmd, stdout=errlog, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
