@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,8 @@ def test_two_workers_counts_match_requests(tmp_path: Path, redis_url: str, key_p
         raw = body()
         secret = SECRET_ACME if i < sent_ok else "a-wrong-secret-value"
         # A fresh connection per request lets both workers accept some of them.
-        return httpx.post(srv.url + "/volcengine/acme", content=raw, headers=signed(secret, raw), timeout=10).status_code
+        r = httpx.post(srv.url + "/volcengine/acme", content=raw, headers=signed(secret, raw), timeout=10)
+        return r.status_code
 
     with LiveServer(cfg, env={"PROMETHEUS_MULTIPROC_DIR": str(prom)}) as srv:
         with ThreadPoolExecutor(8) as pool:
@@ -138,7 +139,8 @@ def test_serve_makes_and_removes_its_own_metrics_dir(tmp_path: Path) -> None:
     with LiveServer(cfg) as srv:
         during = set(Path(tempfile.gettempdir()).glob("kbgate-metrics-*")) - before
         raw = body()
-        assert httpx.post(srv.url + "/volcengine/acme", content=raw, headers=signed(SECRET_ACME, raw)).status_code == 200
+        r = httpx.post(srv.url + "/volcengine/acme", content=raw, headers=signed(SECRET_ACME, raw))
+        assert r.status_code == 200
         m = samples(httpx.get(srv.url + "/metrics").text)
         assert val(m, "kbgate_callbacks_total", tenant="acme", outcome="ok") == 1
         assert len(during) == 1 and any(p.suffix == ".db" for p in next(iter(during)).iterdir())
