@@ -7,7 +7,6 @@ reports the sum of both.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -135,9 +134,10 @@ def test_two_workers_counts_match_requests(tmp_path: Path, redis_url: str, key_p
 
 def test_serve_makes_and_removes_its_own_metrics_dir(tmp_path: Path) -> None:
     cfg = write_setup(tmp_path)
-    before = set(Path(tempfile.gettempdir()).glob("kbgate-metrics-*"))
-    with LiveServer(cfg) as srv:
-        during = set(Path(tempfile.gettempdir()).glob("kbgate-metrics-*")) - before
+    tmp = tmp_path / "tmp"  # the server's own TMPDIR: other runs on this machine cannot interfere
+    tmp.mkdir()
+    with LiveServer(cfg, env={"TMPDIR": str(tmp)}) as srv:
+        during = set(tmp.glob("kbgate-metrics-*"))
         raw = body()
         r = httpx.post(srv.url + "/volcengine/acme", content=raw, headers=signed(SECRET_ACME, raw))
         assert r.status_code == 200
