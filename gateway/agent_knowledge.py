@@ -121,7 +121,7 @@ def _endpoint(tool: str, method: str, handler: Handler) -> Callable[[Request], A
             status, event.code = err.status, err.code
             body = error_body(err)
         event.status = status
-        if event.outcome != "partial" or status != 200:
+        if status != 200:  # a 200 keeps the outcome its handler set (passed, partial, failed)
             event.outcome = audit.outcome_of(status)
         event.duration_ms = (time.perf_counter() - started) * 1000.0
         audit.write(cfg.audit, event)
@@ -292,9 +292,8 @@ async def search(call: Call) -> dict[str, Any]:
             break
         hints = hints[:-1]  # drop the lowest-scored hint, never cut one
         truncated = True
-    call.event.extra = {"hints": len(hints), "status": status}
-    if status == "partial":
-        call.event.outcome = "partial"
+    call.event.extra = {"hints": len(hints), "search_status": status}
+    call.event.outcome = {"partial": "partial", "unavailable": "failed"}.get(status, "passed")
     return body
 
 

@@ -464,7 +464,8 @@ class AgentPolicy:
 
     routes: agent route names. indexes: None = whatever its routes map to, else a
     whitelist. datasets: None = all ("*"). path_globs: ("**",) = all. tools: names from
-    AGENT_TOOLS. include_working_docs: may the client see `working/**` (default False).
+    AGENT_TOOLS. include_working_docs: may the client see working docs
+    (`gateway.scope.WORKING_DOCS`; default False).
     """
 
     routes: tuple[str, ...]
