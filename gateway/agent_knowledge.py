@@ -36,7 +36,14 @@ from gateway.config import AgentClient, AgentRoute, Config
 from gateway.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.principals import authenticate_agent
 from gateway.refs import RefClaims, RefSigner
-from gateway.scope import EffectiveScope, Principal, agent_configuration, allows, resolve_agent, scope_revision
+from gateway.scope import (
+    EffectiveScope,
+    Principal,
+    agent_configuration,
+    allows,
+    resolve_agent,
+    scope_revision,
+)
 from gateway.types import KIB
 from indexes.errors import IndexStoreError
 from indexes.store import KnowledgeIndex
@@ -117,9 +124,9 @@ def _endpoint(tool: str, method: str, handler: Handler) -> Callable[[Request], A
             body = error_body(err)
         except Exception:  # a bug: answer 500 without detail, keep the trace in the log
             log.exception("agent knowledge internal error", extra={"request_id": event.request_id})
-            err = AgentError("internal", "internal error")
-            status, event.code = err.status, err.code
-            body = error_body(err)
+            bug = AgentError("internal", "internal error")
+            status, event.code = bug.status, bug.code
+            body = error_body(bug)
         event.status = status
         if status != 200:  # a 200 keeps the outcome its handler set (passed, partial, failed)
             event.outcome = audit.outcome_of(status)

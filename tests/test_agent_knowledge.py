@@ -31,7 +31,6 @@ from tests.agent_env import (
     _index_root,  # noqa: F401  (fixture)
     _root,  # noqa: F401  (fixture)
     agent_section,
-    check,
     ok,
     rejected,
 )
@@ -530,3 +529,16 @@ def test_seed_codes_have_the_seed_statuses() -> None:
             "access.unauthorized": 401, "access.forbidden_tool": 403, "access.forbidden_scope": 403,
             "access.dataset_not_allowed": 403}
     assert {k: AGENT_CODES[k][0] for k in want} == want
+
+
+async def test_a_bug_is_a_bare_500_without_detail(env: EnvFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway import agent_knowledge
+
+    def boom(*a: Any, **kw: Any) -> Any:
+        raise RuntimeError(f"kaboom at {e.root}")
+
+    e = await env()
+    monkeypatch.setattr(agent_knowledge, "scope_revision", boom)
+    body = rejected(await e.search(), 500, "internal")
+    assert "kaboom" not in str(body)
+    assert e.audit_lines()[-1]["outcome"] == "failed"
