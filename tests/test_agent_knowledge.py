@@ -542,3 +542,18 @@ async def test_a_bug_is_a_bare_500_without_detail(env: EnvFactory, monkeypatch: 
     body = rejected(await e.search(), 500, "internal")
     assert "kaboom" not in str(body)
     assert e.audit_lines()[-1]["outcome"] == "failed"
+
+
+@pytest.mark.parametrize(("schema", "good", "bad"), [
+    ("bailing.agent-knowledge-search-request.v1", {"query": "密钥", "limit": 3, "run_id": RUN_ID},
+     [{"query": ""}, {"query": "字" * 2001}, {"query": "密钥", "limit": 4}, {"query": "密钥", "kb_ids": []}]),
+    ("bailing.agent-knowledge-read-request.v1", {"ref": "r", "max_bytes": 16384, "cursor": None},
+     [{"ref": ""}, {"ref": "r", "max_bytes": 4095}, {"ref": "r", "max_bytes": 32769}, {"ref": "r", "doc_id": "x"}]),
+])
+def test_request_schemas_match_what_the_server_accepts(schema: str, good: dict[str, Any],
+                                                       bad: list[dict[str, Any]]) -> None:
+    import jsonschema
+
+    v = jsonschema.Draft202012Validator(load(schema))
+    assert v.is_valid(good)
+    assert [b for b in bad if v.is_valid(b)] == []
