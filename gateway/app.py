@@ -13,20 +13,26 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway import agent_knowledge, callback
+from gateway.admin import ROUTES as ADMIN_ROUTES
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
 from gateway.config import Config
+from gateway.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.errors import DependencyUnavailable, NotFound
+from gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from gateway.metrics import Metrics
 from gateway.replay import make_store
 from gateway.types import Clock, NonceStore
 from gateway.volcengine import error_body
 from indexes.errors import IndexStoreError
 from indexes.store import IndexStore
+from indexes.types import IndexStats
 
 log = logging.getLogger("kbgate.access")
 
@@ -46,7 +52,8 @@ class Runtime:
             config.replay.redis_url, config.replay.timeout_seconds, clock
         )
         self.indexes = IndexStore(config.indexes_dir)
-        self.deliveries: list[Delivery] = []
+        self.metrics = Metrics(self.index_stats)
+        self.deliveries: DeliveryLog = make_delivery_log(config, on_drop=self.metrics.drop)
 
     def index(self, name: str):  # type: ignore[no-untyped-def]
         """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
@@ -58,8 +65,20 @@ class Runtime:
             raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
         return idx
 
+    def index_stats(self) -> list[tuple[str, IndexStats | None]]:
+        """(name, stats or None when it cannot be opened) of every routed index, for /metrics."""
+        names = sorted({r.index for t in self.config.tenants.values() for r in t.routes})
+        out: list[tuple[str, IndexStats | None]] = []
+        for name in names:
+            try:
+                out.append((name, self.index(name).stats()))
+            except (DependencyUnavailable, OSError, ValueError):
+                out.append((name, None))
+        return out
+
     def record(self, d: Delivery) -> None:
-        """Log one callback as a JSON line (query text at debug level only) and keep it."""
+        """After the response was sent: log one JSON line (query text at debug level only),
+        count it in the metrics and hand it to the deliveries record. Does no I/O wait."""
         fields = asdict(d)
         query = fields.pop("query")
         fields.pop("extra")
@@ -67,16 +86,28 @@ class Runtime:
         log.log(level, "callback", extra=fields)
         if query is not None and log.isEnabledFor(logging.DEBUG):
             log.debug("callback query", extra={"request_id": d.request_id, "query": query})
-        self.deliveries.append(d)
-        del self.deliveries[:-200]
+        self.metrics.observe(d)
+        try:
+            self.deliveries.submit(to_record(d, show_query=self.config.admin.show_queries))
+        except Exception:  # fail open: the record is for operators, the answer already left
+            log.warning("deliveries record failed", extra={"request_id": d.request_id}, exc_info=True)
 
     async def close(self) -> None:
+        await self.deliveries.close()
         await self.nonces.close()
+        self.metrics.close()
 
 
 async def healthz(request: Request) -> Response:
     """Process alive: always 200 while the event loop answers."""
     return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
+
+
+async def metrics(request: Request) -> Response:
+    """Prometheus text exposition of every worker (see gateway.metrics)."""
+    rt: Runtime = request.app.state.runtime
+    body = await run_in_threadpool(rt.metrics.exposition)  # index stats touch the disk
+    return Response(body, media_type=METRICS_CONTENT_TYPE, headers={"cache-control": "no-store"})
 
 
 async def readyz(request: Request) -> Response:
@@ -109,10 +140,9 @@ class Gateway:
             finally:
                 await runtime.close()
 
-        self.router = Starlette(
-            routes=[Route("/healthz", healthz), Route("/readyz", readyz), *agent_knowledge.routes()],
-            lifespan=lifespan,
-        )
+        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics), *ADMIN_ROUTES,
+                  *agent_knowledge.routes()]
+        self.router = Starlette(routes=routes, lifespan=lifespan)
         self.router.state.runtime = runtime
 
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]

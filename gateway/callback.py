@@ -9,6 +9,7 @@ Any failure: the same envelope with a non-zero Ret and the HTTP status of its cl
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbgate.callback")
 
 _JSON_TYPES = {"application/json", "text/json"}
+# A caller's X-Request-Id is echoed and logged when it is a plain token; anything else
+# (too long, spaces, non-ASCII) is replaced so logs cannot be forged or bloated through it.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _RESPONSE_HEADERS = [
     (b"content-type", b"application/json; charset=utf-8"),
     (b"cache-control", b"no-store"),
@@ -115,10 +119,22 @@ def _check_media(headers: list[tuple[bytes, bytes]], max_bytes: int) -> None:
                 raise UnsupportedMedia("content_type_unsupported", "charset must be utf-8")
 
 
+def request_id(raw_headers: list[tuple[bytes, bytes]]) -> str:
+    """The caller's X-Request-Id when it matches [A-Za-z0-9._:-]{1,64} (first one wins),
+    else 16 fresh hex characters. Echoed in the response's x-request-id and every log line."""
+    for name, value in raw_headers:
+        if name == b"x-request-id":
+            v = value.decode("latin-1")
+            if _REQUEST_ID.fullmatch(v):
+                return v
+            break
+    return uuid.uuid4().hex[:16]
+
+
 async def handle(rt: Runtime, tenant: Tenant, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
     """ASGI handler of one tenant's callback path (see module docstring)."""
     started = time.perf_counter()
-    d = Delivery(request_id=uuid.uuid4().hex[:16], tenant=tenant.name, received_at=rt.clock.now())
+    d = Delivery(request_id=request_id(scope["headers"]), tenant=tenant.name, received_at=rt.clock.now())
     try:
         body = await _answer(rt, tenant, scope, receive, d)
     except CallbackError as err:

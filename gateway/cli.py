@@ -6,6 +6,7 @@ kbgate index add --config FILE --index NAME [--delete-missing] PATH...
 kbgate index list|stats --config FILE [--index NAME]
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F)
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
+kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
 kbgate eval --queries FILE ... (see gateway/evaluate.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
@@ -97,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--limit", type=int, default=3)
     pr.add_argument("--timeout", type=float, default=10.0)
     pr.set_defaults(func=cmd_probe)
+
+    at = sub.add_parser("admin-token", help="generate an admin token and its admin.token_sha256")
+    at.set_defaults(func=cmd_admin_token)
 
     e = sub.add_parser("eval", help="MRR@10 and answer-hit@5 over signed callbacks vs a bm25s baseline")
     e.add_argument("--corpus", action="append", default=[],
@@ -227,6 +231,17 @@ def _tenant_secret(config: Config, tenant: str) -> str:
     if not live:
         raise ConfigError(f"tenants.{tenant}.secrets", "holds no live key")
     return live[-1].value.reveal()
+
+
+def cmd_admin_token(args: argparse.Namespace) -> int:
+    from gateway.admin.auth import new_token, token_digest
+
+    token = new_token()
+    print(f"admin token (give it to operators; it is not stored anywhere): {token}")
+    print("add to the config:")
+    print("[admin]")
+    print(f'token_sha256 = "{token_digest(token)}"')
+    return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

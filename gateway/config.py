@@ -26,6 +26,7 @@ _TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _WHITESPACE = re.compile(r"\s")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +112,21 @@ class SearchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AdminConfig:
+    """The operators' view: `/admin/` deliveries page and the deliveries record.
+
+    token_sha256: lower-case hex SHA-256 of the admin token (the token itself is never
+        stored); None disables `/admin/` (404).
+    show_queries: keep and show the callback's Query text (off: query text is personal data).
+    keep_deliveries: ring size per tenant of the deliveries record (entries).
+    """
+
+    token_sha256: str | None = None
+    show_queries: bool = False
+    keep_deliveries: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The whole configuration. `source` is the file it came from (or None)."""
 
@@ -122,6 +138,7 @@ class Config:
     source: Path | None = None
     log_level: str = "info"
     paths: Mapping[str, str] = field(default_factory=dict)
+    admin: AdminConfig = AdminConfig()
     agent: AgentConfig = field(default_factory=lambda: AgentConfig())
     audit: AuditConfig = field(default_factory=lambda: AuditConfig())
 
@@ -158,7 +175,7 @@ def parse_config(
 ) -> Config:
     """Validate a parsed TOML document (see `load_config`)."""
     env = os.environ if env is None else env
-    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log", "agent", "audit"})
+    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit"})
     server = _server(_table(data, "server"))
     replay = _replay(_table(data, "replay"))
     if server.workers > 1 and replay.redis_url is None:
@@ -201,6 +218,7 @@ def parse_config(
         source=source,
         log_level=log_level,
         paths=paths,
+        admin=_admin(_table(data, "admin")),
         agent=agent,
         audit=audit,
     )
@@ -280,6 +298,19 @@ def _search(t: Mapping[str, Any]) -> SearchConfig:
         content_chars=_int(t, s, "content_chars", 1500, lo=50, hi=100_000),
         one_per_document=one,
     )
+
+
+def _admin(t: Mapping[str, Any]) -> AdminConfig:
+    _only(t, "admin", {"token_sha256", "show_queries", "keep_deliveries"})
+    digest = t.get("token_sha256")
+    if digest is not None and (not isinstance(digest, str) or not _SHA256_HEX.fullmatch(digest)):
+        # Never echo the value: an operator may have pasted the token itself here.
+        raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
+                          "admin token, not the token (kbgate admin-token prints both)")
+    show = t.get("show_queries", False)
+    if not isinstance(show, bool):
+        raise ConfigError("admin.show_queries", "must be true or false")
+    return AdminConfig(digest, show, _int(t, "admin", "keep_deliveries", 200, lo=1, hi=10_000))
 
 
 def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str]) -> Tenant:

@@ -127,7 +127,9 @@ class RedisNonceStore:
         await self.client.aclose()
 
 
-def make_store(redis_url: str | None, timeout: float, clock: Clock = SYSTEM_CLOCK) -> MemoryNonceStore | RedisNonceStore:
+def make_store(
+    redis_url: str | None, timeout: float, clock: Clock = SYSTEM_CLOCK
+) -> MemoryNonceStore | RedisNonceStore:
     """The configured store: Redis when `redis_url` is set, else the in-process one."""
     if redis_url:
         return RedisNonceStore(redis_url, timeout, clock)

@@ -14,6 +14,7 @@ from hypercorn.run import run
 
 from gateway.config import Config
 from gateway.errors import ConfigError
+from gateway.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
 
 CONFIG_ENV = "KBGATE_CONFIG"
 
@@ -52,4 +53,10 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
         if t.verify == "report":
             print(f"kbgate: WARNING tenant {t.name} is in report mode: unsigned requests are answered",
                   file=sys.stderr, flush=True)
-    return run(hc)
+    # Before the workers spawn, so each one's prometheus-client writes to the shared folder.
+    metrics_dir, created = prepare_multiprocess_dir()
+    try:
+        return run(hc)
+    finally:
+        if created:
+            remove_multiprocess_dir(metrics_dir)

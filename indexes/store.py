@@ -16,14 +16,14 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import tantivy
 from tantivy import Query
 
-from .analysis import analyze, bigrams, normalize, query_terms
+from .analysis import index_tokens, normalize, query_terms
 from .errors import IndexLockedError, IndexNotFoundError, IndexStoreError
 from .ingest.chunking import DEFAULT_MAX_CHARS, chunk
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
@@ -68,6 +68,13 @@ def document_revision(doc: Document) -> str:
     }
     raw = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(raw).hexdigest()
+
+
+def _chunk_text(doc: tantivy.Document) -> str:
+    """A chunk's heading line (when it has one) and its text."""
+    text = _first(doc, "text") or ""
+    heading = doc.get_first("heading") or ""
+    return f"{heading}\n{text}" if heading else text
 
 
 def _first(doc: tantivy.Document, name: str) -> Any:
@@ -156,29 +163,40 @@ class KnowledgeIndex:
         while True:
             found = searcher.search(q, fetch).hits
             picked: list[tuple[float, tantivy.Document]] = []
-            seen: set[str] = set()
+            # Other matching chunks of a picked document, best first: they become the
+            # "context" of its KnowledgeContent when one result per document is kept.
+            more: dict[str, list[tantivy.Document]] = {}
             for score, address in found:
                 doc = searcher.doc(address)
                 doc_id = doc.get_first("doc_id")
                 if one_per_document:
-                    if doc_id in seen:
+                    if doc_id in more:
+                        more[doc_id].append(doc)
                         continue
-                    seen.add(doc_id)
-                picked.append((score, doc))
-                if len(picked) == limit:
-                    break
+                    more[doc_id] = []
+                if len(picked) < limit:
+                    picked.append((score, doc))
             if len(picked) == limit or len(found) < fetch or fetch >= 10_000:
                 break
             fetch *= 4
-        return [self._hit(score, doc, terms, summary_chars, content_chars) for score, doc in picked]
+        return [
+            self._hit(score, doc, terms, summary_chars, content_chars,
+                      more.get(doc.get_first("doc_id"), ()))
+            for score, doc in picked
+        ]
 
     def _hit(self, score: float, doc: tantivy.Document, terms: Any, summary_chars: int,
-             content_chars: int) -> Hit:
+             content_chars: int, context: Sequence[tantivy.Document] = ()) -> Hit:
+        """A Hit from the best chunk `doc`; `context`: further matching chunks of the same
+        document (best first), appended to the content while `content_chars` allows."""
         doc_id = doc.get_first("doc_id")
         n = doc.get_first("chunk")
         text = _first(doc, "text") or ""
-        heading = doc.get_first("heading") or ""
-        content = f"{heading}\n{text}" if heading else text
+        content = _chunk_text(doc)
+        for extra in context:  # best first, until the bound (the last one may be cut)
+            if len(content) + 2 >= content_chars:
+                break
+            content = f"{content}\n\n{_chunk_text(extra)}"
         cover_url = doc.get_first("cover_url")
         return Hit(
             id=doc_id if doc.get_first("n_chunks") == 1 else f"{doc_id}#{n}",
@@ -283,9 +301,7 @@ class KnowledgeIndex:
 
     def _tantivy_docs(self, doc: Document, revision: str) -> list[tantivy.Document]:
         chunks: list[Chunk] = chunk(doc, max_chars=self.chunk_chars)
-        title_norm = normalize(doc.title)
-        title_words = " ".join(analyze(title_norm, normalized=True))
-        title_grams = " ".join(bigrams(title_norm, normalized=True))
+        title_words, title_grams = index_tokens(normalize(doc.title))
         cover = doc.cover_image
         common: dict[str, Any] = {
             "doc_id": doc.id,
@@ -312,7 +328,8 @@ class KnowledgeIndex:
                 common["cover_width"] = cover.width
         out = []
         for c in chunks:
-            body = normalize(f"{c.heading}\n{c.text}" if c.heading else c.text)
+            body_words, body_grams = index_tokens(
+                normalize(f"{c.heading}\n{c.text}" if c.heading else c.text))
             out.append(tantivy.Document(
                 **common,
                 chunk_id=f"{doc.id}#{c.n}",
@@ -321,8 +338,8 @@ class KnowledgeIndex:
                 section=c.section,
                 heading=c.heading,
                 text=[c.text.encode("utf-8")],
-                body_words=" ".join(analyze(body, normalized=True)),
-                body_bigrams=" ".join(bigrams(body, normalized=True)),
+                body_words=body_words,
+                body_bigrams=body_grams,
             ))
         return out
 

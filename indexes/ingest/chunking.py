@@ -74,6 +74,8 @@ def chunk(
     document: Document,
     max_chars: int = DEFAULT_MAX_CHARS,
     overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+    *,
+    merge_sections: bool = True,
 ) -> list[Chunk]:
     """Chunks of `document` in order, numbered 0..n-1.
 
@@ -86,10 +88,28 @@ def chunk(
     if max_chars < 50:
         raise ValueError(f"max_chars must be at least 50, got {max_chars}")
     out: list[Chunk] = []
+    pending: list[tuple[int, str, str]] = []  # (section index, heading, text) to merge
+
+    def flush() -> None:
+        if not pending:
+            return
+        s_index, heading, _ = pending[0]
+        parts = [pending[0][2]] + [f"{h}\n{t}" if h else t for _, h, t in pending[1:]]
+        out.append(Chunk(document.id, len(out), heading, "\n".join(parts), 0, s_index))
+        pending.clear()
+
     for s_index, section in enumerate(document.sections):
         text = section.text
         if not text.strip():
             continue
+        size = len(text) + len(section.heading) + 1
+        if merge_sections and len(text) <= max_chars:
+            merged = sum(len(t) + len(h) + 1 for _, h, t in pending) + size
+            if pending and merged > max_chars:
+                flush()
+            pending.append((s_index, section.heading, text))
+            continue
+        flush()
         for start, end, overlap in _split(text, max_chars, overlap_chars):
             out.append(
                 Chunk(
@@ -101,6 +121,7 @@ def chunk(
                     section=s_index,
                 )
             )
+    flush()
     if not out:
         out.append(Chunk(doc_id=document.id, n=0, heading="", text=document.title))
     return out

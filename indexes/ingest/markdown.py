@@ -38,6 +38,7 @@ _HTML_TAGS = frozenset(
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_ANCHOR = re.compile(r"\s*\{#[^{}\s]*\}\s*$")  # "## 限制 {#restrictions}"
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _SHORTCODE = re.compile(r"\{\{\{.*?\}\}\}|\{\{[<%].*?[%>]\}\}")
 _TAG = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s+(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?\s*/?>")
@@ -46,7 +47,7 @@ _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()]|\([^)]*\))*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _LINK_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+.*$")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC_STAR = re.compile(r"(?<![\*\w])\*(?=\S)(.+?)(?<=\S)\*(?![\*\w])")
+_ITALIC_STAR = re.compile(r"(?<![*A-Za-z0-9])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*A-Za-z0-9])")
 _ITALIC_UNDER = re.compile(r"(?<![\w])_(?=\S)(.+?)(?<=\S)_(?![\w])")
 _STRIKE = re.compile(r"~~(.+?)~~")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
@@ -148,7 +149,7 @@ def parse_markdown(text: str, rel_path: str) -> Document:
         h = _HEADING.match(raw) if "#" in raw else None
         if h:
             sections.append(Section(heading, _finish(buf)))
-            heading = strip_inline(h.group(2)).strip()
+            heading = strip_inline(_HEADING_ANCHOR.sub("", h.group(2))).strip()
             first_heading = first_heading or heading
             buf = []
             continue

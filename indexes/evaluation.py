@@ -1,0 +1,165 @@
+"""Retrieval quality metrics and the bm25s baseline, shared by tests and `kbgate eval`.
+
+Metrics (per query, averaged by `evaluate`):
+- MRR@k over documents: 1/rank of the first relevant document id among the first k
+  distinct document ids, 0 when none.
+- answer-hit@k: 1 when any expected answer string occurs in any of the first k
+  returned texts. Both sides are compared after `normalize` with whitespace,
+  backticks and `*` removed, because the TiDB answers are quoted from raw
+  Markdown ("取值范围是 `1` 到 `15`") while indexed text has the markup stripped.
+
+Baseline (`Bm25sBaseline`): what a Python developer would otherwise write —
+bm25s BM25 over fixed 300-character chunks of each document's plain text,
+tokenized with rjieba.cut after the same `normalize`. bm25s is a dev dependency,
+imported lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .analysis import normalize
+from .types import Document
+
+__all__ = [
+    "Bm25sBaseline",
+    "EvalQuery",
+    "EvalResult",
+    "answer_hit_at_k",
+    "evaluate",
+    "load_queries",
+    "mrr_at_k",
+]
+
+_ANSWER_NOISE = re.compile(r"[\s`*]+")
+
+
+def _answer_form(text: str) -> str:
+    return _ANSWER_NOISE.sub("", normalize(text))
+
+
+def mrr_at_k(ranked_doc_ids: Sequence[str], relevant: Collection[str], k: int = 10) -> float:
+    """Reciprocal rank (1-based) of the first relevant id among the first k distinct ids."""
+    seen: list[str] = []
+    for doc_id in ranked_doc_ids:
+        if doc_id in seen:
+            continue
+        seen.append(doc_id)
+        if len(seen) > k:
+            break
+        if doc_id in relevant:
+            return 1.0 / len(seen)
+    return 0.0
+
+
+def answer_hit_at_k(texts: Sequence[str], answers: Iterable[str], k: int = 5) -> float:
+    """1.0 when any answer occurs in any of the first k texts (normalized, see module doc)."""
+    wanted = [a for a in (_answer_form(x) for x in answers) if a]
+    if not wanted:
+        return 0.0
+    window = [_answer_form(t) for t in texts[:k]]
+    return 1.0 if any(a in t for a in wanted for t in window) else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuery:
+    """One judged query: relevant document ids and answer strings."""
+
+    query_id: str
+    query: str
+    relevant_ids: tuple[str, ...]
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    """Averages over `queries` queries: mrr (MRR@k docs), answer_hit (answer-hit@k texts)."""
+
+    queries: int
+    mrr: float
+    answer_hit: float
+
+
+def load_queries(path: Path) -> list[EvalQuery]:
+    """queries.jsonl → EvalQuery list. Accepts `relevant_ids` (CMRC) or `relevant_paths`
+    (TiDB docs, paths relative to the docs folder = Markdown document ids)."""
+    out: list[EvalQuery] = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rec: dict[str, Any] = json.loads(line)
+            relevant = rec.get("relevant_ids") or rec.get("relevant_paths") or []
+            out.append(EvalQuery(str(rec.get("query_id", len(out))), rec["query"],
+                                 tuple(relevant), tuple(rec.get("answers") or ())))
+    return out
+
+
+RankedTexts = list[tuple[str, str]]
+"""A ranked result list: (doc_id, text shown to the reader) per item, best first."""
+
+
+def evaluate(
+    search: Callable[[str], RankedTexts],
+    queries: Sequence[EvalQuery],
+    *,
+    mrr_k: int = 10,
+    answer_k: int = 5,
+) -> EvalResult:
+    """Run `search` on every query; MRR@mrr_k over doc ids, answer-hit@answer_k over texts."""
+    mrr = hit = 0.0
+    for q in queries:
+        ranked = search(q.query)
+        mrr += mrr_at_k([d for d, _ in ranked], q.relevant_ids, mrr_k)
+        hit += answer_hit_at_k([t for _, t in ranked], q.answers, answer_k)
+    n = max(1, len(queries))
+    return EvalResult(len(queries), mrr / n, hit / n)
+
+
+def _jieba_tokens(text: str) -> list[str]:
+    import rjieba
+
+    return [t for t in rjieba.cut(normalize(text)) if t.strip()]
+
+
+class Bm25sBaseline:
+    """bm25s.BM25 over fixed `chunk_chars`-character chunks of each document's text.
+
+    documents: the same Documents as indexed (title line first, then Document.text).
+    search(query, k) → [(doc_id, chunk_text)] for the top k chunks, best first.
+    Raises ImportError when bm25s (dev dependency) is not installed.
+    """
+
+    def __init__(self, documents: Iterable[Document], chunk_chars: int = 300) -> None:
+        import bm25s
+
+        self._doc_ids: list[str] = []
+        self._texts: list[str] = []
+        for doc in documents:
+            text = f"{doc.title}\n{doc.text}" if doc.title else doc.text
+            for start in range(0, max(len(text), 1), chunk_chars):
+                self._doc_ids.append(doc.id)
+                self._texts.append(text[start : start + chunk_chars])
+        self._vocab: dict[str, int] = {}
+        corpus_ids = [
+            [self._vocab.setdefault(t, len(self._vocab)) for t in _jieba_tokens(text)]
+            for text in self._texts
+        ]
+        self._tokenized = bm25s.tokenization.Tokenized
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(self._tokenized(ids=corpus_ids, vocab=self._vocab), show_progress=False)
+
+    def search(self, query: str, k: int) -> RankedTexts:
+        ids = [self._vocab[t] for t in _jieba_tokens(query) if t in self._vocab]
+        if not ids or k <= 0:
+            return []
+        k = min(k, len(self._texts))
+        found, _scores = self._bm25.retrieve(
+            self._tokenized(ids=[ids], vocab=self._vocab), k=k, show_progress=False
+        )
+        return [(self._doc_ids[i], self._texts[i]) for i in found[0].tolist()]

@@ -1,0 +1,149 @@
+"""gateway/config.py: valid configs load; every invalid one is refused naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.config import load_config, parse_config
+from gateway.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {"ACME_SECRET": "s3cret-value"}
+
+
+def base() -> dict[str, Any]:
+    return {
+        "tenants": {
+            "acme": {
+                "secrets": [{"id": "2026-11", "value_env": "ACME_SECRET"}],
+                "routes": [{"first_level_id": "tech", "second_level_id": "software", "index": "software-docs"}],
+            }
+        }
+    }
+
+
+def refused(data: dict[str, Any], key: str, tmp_path: Path, env: dict[str, str] = ENV) -> str:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(data, base_dir=tmp_path, env=env)
+    assert exc.value.key == key, exc.value.message
+    assert "s3cret-value" not in exc.value.message
+    return exc.value.message
+
+
+def test_defaults(tmp_path: Path) -> None:
+    cfg = parse_config(base(), base_dir=tmp_path, env=ENV)
+    t = cfg.tenants["acme"]
+    assert t.path == "/volcengine/acme"
+    assert t.verify == "enforce"
+    assert cfg.replay.tolerance_seconds == 3600
+    assert cfg.replay.redis_url is None
+    assert cfg.indexes_dir == tmp_path / "data/indexes"
+    assert cfg.tenant_at("/volcengine/acme") is t
+    assert cfg.tenant_at("/volcengine/other") is None
+    assert t.secrets[0].value.reveal() == "s3cret-value"
+    assert "s3cret-value" not in repr(cfg)
+
+
+def test_example_config_is_valid() -> None:
+    cfg = load_config(ROOT / "deploy" / "gateway.example.toml",
+                      env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32})
+    assert "acme" in cfg.tenants
+    assert cfg.replay.redis_url
+
+
+def test_demo_config_names_a_file_secret(tmp_path: Path) -> None:
+    data = base()
+    (tmp_path / "secret").write_text("from-file\n")
+    data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "secret"}]
+    cfg = parse_config(data, base_dir=tmp_path, env={})
+    assert cfg.tenants["acme"].secrets[0].value.reveal() == "from-file"
+
+
+def test_unset_env_names_key_and_variable(tmp_path: Path) -> None:
+    msg = refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={})
+    assert "ACME_SECRET" in msg and "not set" in msg
+
+
+@pytest.mark.parametrize("value", ["", "has space", "tab\there", "new\nline"])
+def test_secret_empty_or_whitespace_refused(tmp_path: Path, value: str) -> None:
+    refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={"ACME_SECRET": value})
+
+
+def test_unknown_key_refused(tmp_path: Path) -> None:
+    data = base()
+    data["replay"] = {"tolerence_seconds": 10}
+    refused(data, "replay.tolerence_seconds", tmp_path)
+
+
+@pytest.mark.parametrize("value", [0, -1, 3601, "60", True])
+def test_tolerance_bounds(tmp_path: Path, value: object) -> None:
+    data = base()
+    data["replay"] = {"tolerance_seconds": value}
+    refused(data, "replay.tolerance_seconds", tmp_path)
+
+
+def test_tolerance_lower_accepted(tmp_path: Path) -> None:
+    data = base()
+    data["replay"] = {"tolerance_seconds": 300}
+    assert parse_config(data, base_dir=tmp_path, env=ENV).replay.tolerance_seconds == 300
+
+
+def test_several_workers_need_redis(tmp_path: Path) -> None:
+    data = base()
+    data["server"] = {"workers": 2}
+    msg = refused(data, "server.workers", tmp_path)
+    assert "redis_url" in msg
+    data["replay"] = {"redis_url": "redis://127.0.0.1:6379/0"}
+    assert parse_config(data, base_dir=tmp_path, env=ENV).server.workers == 2
+
+
+def test_bad_verify_mode(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["verify"] = "off"
+    refused(data, "tenants.acme.verify", tmp_path)
+
+
+def test_enforce_needs_a_key(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["secrets"] = []
+    refused(data, "tenants.acme.secrets", tmp_path)
+    data["tenants"]["acme"]["verify"] = "report"
+    assert parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].verify == "report"
+
+
+def test_duplicate_route_and_path(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["routes"].append(dict(data["tenants"]["acme"]["routes"][0]))
+    refused(data, "tenants.acme.routes[1]", tmp_path)
+    data = base()
+    data["tenants"]["beta"] = {**data["tenants"]["acme"], "path": "/volcengine/acme"}
+    refused(data, "tenants.beta.path", tmp_path)
+
+
+def test_secret_needs_exactly_one_source(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["secrets"][0]["value_file"] = "x"
+    refused(data, "tenants.acme.secrets[0]", tmp_path)
+
+
+def test_bad_toml_file(tmp_path: Path) -> None:
+    p = tmp_path / "bad.toml"
+    p.write_text("[server\nbind=1")
+    with pytest.raises(ConfigError) as exc:
+        load_config(p)
+    assert "TOML" in exc.value.message
+
+
+def test_not_after_parsed(tmp_path: Path) -> None:
+    import datetime as dt
+
+    data = base()
+    data["tenants"]["acme"]["secrets"][0]["not_after"] = dt.datetime(2026, 12, 31, tzinfo=dt.UTC)
+    key = parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].secrets[0]
+    assert key.not_after == dt.datetime(2026, 12, 31, tzinfo=dt.UTC).timestamp()
+    assert key.live(key.not_after) and not key.live(key.not_after + 1)
+    data["tenants"]["acme"]["secrets"][0]["not_after"] = dt.datetime(2026, 12, 31)
+    refused(data, "tenants.acme.secrets[0].not_after", tmp_path)

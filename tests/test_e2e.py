@@ -1,0 +1,208 @@
+"""End to end: the real CLI builds an index, a real hypercorn serves it, a probe answers.
+
+This is what `make run` does on a fresh clone, run on a free port with a temp config.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from gateway.signing import sign_headers
+from tests.conftest import ROOT, free_port
+
+SECRET = "e2e-secret-Zq81"
+
+
+def kbgate(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120, input=input, cwd=ROOT)
+
+
+def write_config(tmp: Path, port: int, redis_url: str | None, workers: int, key_prefix: str) -> Path:
+    (tmp / "secret").write_text(SECRET + "\n")
+    replay = f'redis_url = "{redis_url}"\nkey_prefix = "{key_prefix}"' if redis_url else ""
+    cfg = tmp / "gateway.toml"
+    cfg.write_text(f"""
+[server]
+bind = "127.0.0.1:{port}"
+workers = {workers}
+[replay]
+{replay}
+[indexes]
+dir = "indexes"
+[tenants.demo]
+path = "/volcengine/demo"
+[[tenants.demo.secrets]]
+id = "e2e"
+value_file = "secret"
+[[tenants.demo.routes]]
+first_level_id = "tech"
+second_level_id = "software"
+index = "demo-docs"
+""")
+    return cfg
+
+
+def wait_ready(base: str, proc: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"kbgate serve exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("kbgate serve did not become ready")
+
+
+def serve(cfg: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(cfg)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@pytest.fixture(name="server")
+def _server(tmp_path: Path, redis_url: str, key_prefix: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    workers, use_redis = getattr(request, "param", (1, False))
+    port = free_port()
+    cfg = write_config(tmp_path, port, redis_url if use_redis else None, workers, key_prefix)
+    built = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+                   str(ROOT / "deploy" / "demo" / "docs"))
+    assert built.returncode == 0, built.stderr
+    assert "added" in built.stdout
+    proc = serve(cfg)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, proc)
+        yield base
+    finally:
+        stop(proc)
+
+
+def test_probe_answers_like_make_run(server: str, tmp_path: Path) -> None:
+    r = kbgate("probe", f"{server}/volcengine/demo", "--config", str(tmp_path / "gateway.toml"), "--tenant", "demo",
+               "--first", "tech", "--second", "software", "--query", "如何轮换密钥")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Ret=0" in r.stdout and "ops/rotation.md" in r.stdout
+
+
+def test_probe_explains_a_wrong_key(server: str) -> None:
+    r = kbgate("probe", f"{server}/volcengine/demo", "--secret-env", "WRONG", "--tenant", "demo",
+               "--first", "tech", "--second", "software", "--query", "密钥", env={"WRONG": "not-the-key"})
+    assert r.returncode == 1
+    assert "signature_mismatch" in r.stdout and "differ" in r.stdout
+    assert "not-the-key" not in r.stdout
+
+
+def test_probe_explains_nothing_listening() -> None:
+    r = kbgate("probe", f"http://127.0.0.1:{free_port()}/volcengine/demo", "--unsigned", "--tenant", "demo",
+               "--first", "a", "--second", "b", "--query", "q")
+    assert r.returncode == 1 and "connection refused" in r.stdout
+
+
+@pytest.mark.parametrize("server", [(2, True)], indirect=True)
+def test_two_workers_share_replay_state(server: str) -> None:
+    body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "签名校验", "Limit": 2})
+    headers = sign_headers(SECRET, body, int(time.time()), "SharedNonce42")
+
+    def send(_: int) -> int:
+        with httpx.Client(timeout=10.0) as c:  # a new connection each: spread over the workers
+            return c.post(f"{server}/volcengine/demo", content=body, headers=headers).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = sorted(pool.map(send, range(24)))
+    assert codes.count(200) == 1 and codes.count(409) == 23, codes
+
+
+def test_raw_http_garbage_never_500(server: str) -> None:
+    import socket
+
+    port = int(server.rsplit(":", 1)[1])
+    payloads = [
+        b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n\xff\xfe\x00\x01\x02",
+        b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nX-Content-Timestamp: \xe4\xb8\xad\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n{}",
+    ]
+    for p in payloads:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(p)
+            head = s.recv(4096).split(b"\r\n", 1)[0]
+        assert head.startswith(b"HTTP/1.1 4"), (p, head)
+
+
+def test_cli_sign_matches_signature_module() -> None:
+    from gateway.signing import compute_signature
+
+    r = kbgate("sign", "--secret-env", "S", "--timestamp", "1700000000", "--nonce", "AbC123xyz",
+               "--body", '{"Query":"火山"}', env={"S": "test-secret-key"})
+    assert r.returncode == 0
+    lines = dict(line.split(": ", 1) for line in r.stdout.strip().splitlines())
+    assert lines["X-Content-Signature"] == compute_signature("test-secret-key", "1700000000", "AbC123xyz",
+                                                             '{"Query":"火山"}'.encode())
+
+
+def test_cli_index_add_reports_bad_files_and_continues(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# 好文档\n\n正文内容。\n", encoding="utf-8")
+    (docs / "bad.md").write_bytes(b"# \xff\xfe broken\n")
+    (docs / "rows.jsonl").write_text('{"id":"a","title":"甲","content":"内容甲"}\n{broken\n', encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 1
+    assert "2 added" in r.stdout
+    assert "bad.md" in r.stderr and "rows.jsonl:2" in r.stderr
+    r = kbgate("index", "stats", "--config", str(cfg))
+    assert "documents=2" in r.stdout
+
+
+def test_cli_config_error_names_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[tenants.a]\n[[tenants.a.secrets]]\nid="k"\nvalue_env="NOPE_NOT_SET"\n')
+    r = kbgate("check-config", "--config", str(cfg))
+    assert r.returncode == 2
+    assert "tenants.a.secrets[0].value_env" in r.stderr and "NOPE_NOT_SET" in r.stderr
+
+
+def test_running_server_sees_new_commit_without_restart(server: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "gateway.toml"
+
+    def ask() -> list[str]:
+        body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "量子纠缠咖啡机",
+                             "Limit": 3})
+        r = httpx.post(f"{server}/volcengine/demo", content=body, headers=sign_headers(SECRET, body, int(time.time())))
+        assert r.status_code == 200
+        return [i["Id"] for i in orjson.loads(r.content)["Result"]]
+
+    assert "new/coffee.md" not in ask()
+    extra = tmp_path / "extra" / "new"
+    extra.mkdir(parents=True)
+    (extra / "coffee.md").write_text("# 量子纠缠咖啡机\n\n这台咖啡机利用量子纠缠同时煮两杯咖啡。\n", encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+               str(tmp_path / "extra"))
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "new/coffee.md" not in ask():
+        time.sleep(0.2)
+    assert ask()[0] == "new/coffee.md"

@@ -1,0 +1,118 @@
+"""indexes.store: real Tantivy indexes in tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from indexes.errors import IndexLockedError, IndexNotFoundError, SchemaVersionError
+from indexes.schema import SIDECAR
+from indexes.store import IndexStore, KnowledgeIndex
+from indexes.types import Document, IngestError, SearchFilter, Section
+
+
+def _doc(doc_id: str, text: str, **kw: object) -> Document:
+    return Document(doc_id, kw.pop("title", f"标题{doc_id}"), (Section("", text),), **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(name="store")
+def _store(tmp_path: Path) -> IndexStore:
+    return IndexStore(tmp_path / "indexes")
+
+
+@pytest.fixture(name="index")
+def _index(store: IndexStore) -> KnowledgeIndex:
+    ki = store.create_or_open_for_write("kb")
+    ki.ingest([_doc("a", "苹果是一种水果。"), _doc("b", "香蕉是一种黄色的水果。")], progress=False)
+    return ki
+
+
+def test_names_open_and_stats(store: IndexStore, index: KnowledgeIndex) -> None:
+    assert store.names() == ["kb"]
+    reader = store.open("kb")
+    assert store.open("kb") is reader
+    stats = reader.stats()
+    assert (stats.documents, stats.chunks) == (2, 2)
+    assert stats.generation > 0 and stats.size_bytes > 0
+    with pytest.raises(IndexNotFoundError):
+        store.open("nope")
+
+
+def test_upsert_replaces_and_unchanged_is_skipped(store: IndexStore, index: KnowledgeIndex) -> None:
+    report = index.ingest([_doc("a", "苹果是一种水果。"), _doc("b", "葡萄是紫色的。")],
+                          progress=False)
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 1)
+    reader = store.open("kb")
+    reader.maybe_reload(force=True)
+    assert reader.stats().chunks == 2
+    assert [h.doc_id for h in reader.search("葡萄", 5)] == ["b"]
+    assert reader.search("香蕉", 5) == []
+
+
+def test_delete_missing(store: IndexStore, index: KnowledgeIndex) -> None:
+    report = index.ingest([_doc("a", "苹果是一种水果。")], delete_missing=True, progress=False)
+    assert (report.deleted, report.unchanged) == (1, 1)
+    assert index.get_document("b") is None and index.get_document("a") is not None
+
+
+def test_delete_missing_is_skipped_after_an_input_error(index: KnowledgeIndex) -> None:
+    report = index.ingest([_doc("a", "苹果是一种水果。"), IngestError("x.md", "bad")],
+                          delete_missing=True, progress=False)
+    assert report.deleted == 0 and report.errors[0] == ("x.md", "bad")
+    assert index.get_document("b") is not None
+
+
+def test_get_document_reassembles_chunks(store: IndexStore) -> None:
+    ki = store.create_or_open_for_write("long", chunk_chars=100)
+    sections = (Section("第一节", "".join(f"第{i}句内容在这里。" for i in range(40))),
+                Section("第二节", "短的结尾。"))
+    doc = Document("d", "长文", sections, url="https://x", publish_time=5, path="p/d.md")
+    ki.ingest([doc], progress=False)
+    stored = ki.get_document("d")
+    assert stored is not None
+    assert stored.text == doc.text
+    assert (stored.title, stored.url, stored.publish_time, stored.path) == ("长文", "https://x",
+                                                                           5, "p/d.md")
+    assert ki.stats().chunks > 3
+
+
+def test_qa_hidden_documents_are_never_returned(store: IndexStore) -> None:
+    ki = store.create_or_open_for_write("kb")
+    ki.ingest([_doc("v", "公开的资料。"), _doc("h", "隐藏的资料。", qa_visible=False)],
+              progress=False)
+    assert [h.doc_id for h in ki.search("资料", 10)] == ["v"]
+    assert ki.get_document("h") is None
+    both = ki.search("资料", 10, filter=SearchFilter(include_hidden=True))
+    assert {h.doc_id for h in both} == {"v", "h"}
+    assert ki.get_document("h", include_hidden=True) is not None
+
+
+def test_reader_sees_new_commit_after_maybe_reload(store: IndexStore, index: KnowledgeIndex) -> None:
+    now = [0.0]
+    reader = IndexStore(store.root, clock=lambda: now[0]).open("kb")
+    assert reader.search("樱桃", 5) == []
+    index.ingest([_doc("c", "樱桃很甜。")], progress=False)
+    assert reader.search("樱桃", 5) == []  # checked less than 0.5 s ago: no stat yet
+    now[0] += 0.6
+    assert [h.doc_id for h in reader.search("樱桃", 5)] == ["c"]
+
+
+def test_second_writer_fails_with_clear_error(store: IndexStore, index: KnowledgeIndex) -> None:
+    writer = index._writer()
+    try:
+        other = store.create_or_open_for_write("kb")
+        with pytest.raises(IndexLockedError, match="another process"):
+            other.ingest([_doc("z", "内容")], progress=False)
+    finally:
+        writer.rollback()
+        writer.wait_merging_threads()
+
+
+def test_schema_version_mismatch_raises(store: IndexStore, index: KnowledgeIndex) -> None:
+    (index.path / SIDECAR).write_text(json.dumps({"schema_version": 0}), encoding="utf-8")
+    with pytest.raises(SchemaVersionError, match="rebuild"):
+        store.open("kb")
+    with pytest.raises(SchemaVersionError):
+        store.create_or_open_for_write("kb")
