@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway import callback
+from gateway import agent_knowledge, callback
 from gateway.admin import ROUTES as ADMIN_ROUTES
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
@@ -140,7 +140,8 @@ class Gateway:
             finally:
                 await runtime.close()
 
-        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics), *ADMIN_ROUTES]
+        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics), *ADMIN_ROUTES,
+                  *agent_knowledge.routes()]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         self.router.state.runtime = runtime
 
