@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway import callback
+from gateway import agent_knowledge, callback
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
 from gateway.config import Config
@@ -109,7 +109,10 @@ class Gateway:
             finally:
                 await runtime.close()
 
-        self.router = Starlette(routes=[Route("/healthz", healthz), Route("/readyz", readyz)], lifespan=lifespan)
+        self.router = Starlette(
+            routes=[Route("/healthz", healthz), Route("/readyz", readyz), *agent_knowledge.routes()],
+            lifespan=lifespan,
+        )
         self.router.state.runtime = runtime
 
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]

@@ -122,6 +122,8 @@ class Config:
     source: Path | None = None
     log_level: str = "info"
     paths: Mapping[str, str] = field(default_factory=dict)
+    agent: AgentConfig = field(default_factory=lambda: AgentConfig())
+    audit: AuditConfig = field(default_factory=lambda: AuditConfig())
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""
@@ -156,7 +158,7 @@ def parse_config(
 ) -> Config:
     """Validate a parsed TOML document (see `load_config`)."""
     env = os.environ if env is None else env
-    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log"})
+    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log", "agent", "audit"})
     server = _server(_table(data, "server"))
     replay = _replay(_table(data, "replay"))
     if server.workers > 1 and replay.redis_url is None:
@@ -188,6 +190,8 @@ def parse_config(
             raise ConfigError(f"{key}.path", f"repeats the path of tenants.{paths[tenant.path]}")
         paths[tenant.path] = name
         tenants[name] = tenant
+    agent = _agent(_table(data, "agent"), base_dir, env, tenants)
+    audit = _audit(_table(data, "audit"), base_dir)
     return Config(
         server=server,
         replay=replay,
@@ -197,6 +201,8 @@ def parse_config(
         source=source,
         log_level=log_level,
         paths=paths,
+        agent=agent,
+        audit=audit,
     )
 
 
@@ -406,3 +412,200 @@ def _instant(v: Any, key: str) -> float | None:
     if isinstance(v, dt.date):
         return dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC).timestamp()
     raise ConfigError(key, "must be a date-time (2026-12-31T00:00:00Z) or unix seconds")
+
+
+# ================================================================ agent endpoints
+#
+# [agent]                      ref_key_env | ref_key_file (the master key of refs/cursors)
+# [agent.routes.NAME]          index, datasets?, path_globs?, enabled, min_score
+# [agent.clients.ID]           routes, indexes?, datasets, path_globs, tools, include_working_docs
+# [[agent.clients.ID.tokens]]  id, sha256 (hex SHA-256 of the Bearer token; the token itself
+#                              is never stored)
+# [audit]                      sink = "stdout" | "file" | "off", path (for "file")
+#
+# Policies deny by default (seed 002 §13 "默认拒绝未声明工具、路径和 dataset"): a client
+# must name its routes, tools, datasets and path globs; "*" in datasets and "**" in
+# path_globs are the explicit "all".
+
+AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read"})
+_ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRoute:
+    """A workspace route of the agent API: name → one index plus the route's own filter.
+
+    datasets / path_globs: None = no restriction by the route (the client policy still
+    applies). enabled: False answers search with status 'disabled'. min_score: hits below
+    this BM25 score are dropped, never lowered to fill a list (seed 000 "独立搜索").
+    """
+
+    name: str
+    index: str
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+    enabled: bool = True
+    min_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentToken:
+    """One Bearer token of a client: id (shown in audit) and the SHA-256 hex of the token."""
+
+    id: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPolicy:
+    """What one agent client may see (seed 002 §8).
+
+    routes: agent route names. indexes: None = whatever its routes map to, else a
+    whitelist. datasets: None = all ("*"). path_globs: ("**",) = all. tools: names from
+    AGENT_TOOLS. include_working_docs: may the client see `working/**` (default False).
+    """
+
+    routes: tuple[str, ...]
+    tools: tuple[str, ...]
+    path_globs: tuple[str, ...]
+    datasets: tuple[str, ...] | None = None
+    indexes: tuple[str, ...] | None = None
+    include_working_docs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentClient:
+    id: str
+    tokens: tuple[AgentToken, ...]
+    policy: AgentPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """The agent section. ref_key: master key of refs and cursors (None when no client)."""
+
+    routes: Mapping[str, AgentRoute] = field(default_factory=dict)
+    clients: Mapping[str, AgentClient] = field(default_factory=dict)
+    ref_key: Secret | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditConfig:
+    """sink: 'stdout' | 'file' | 'off'; path: the JSON-lines file for 'file'."""
+
+    sink: str = "stdout"
+    path: Path | None = None
+
+
+def _agent(t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str],
+           tenants: Mapping[str, Tenant]) -> AgentConfig:
+    _only(t, "agent", {"ref_key_env", "ref_key_file", "routes", "clients"})
+    routes: dict[str, AgentRoute] = {}
+    for name, r in _table(t, "routes").items():
+        key = f"agent.routes.{name}"
+        if not _ROUTE_NAME.fullmatch(name):
+            raise ConfigError(key, "route names use letters, digits, '_', '.', '-'")
+        if not isinstance(r, dict):
+            raise ConfigError(key, "must be a table")
+        _only(r, key, {"index", "datasets", "path_globs", "enabled", "min_score"})
+        index = _str(r, key, "index", None)
+        if not _INDEX_NAME.fullmatch(index):
+            raise ConfigError(f"{key}.index", "uses letters, digits, '_', '.', '-'")
+        enabled = r.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{key}.enabled", "must be true or false")
+        routes[name] = AgentRoute(name, index, _strs(r, key, "datasets"), _strs(r, key, "path_globs"),
+                                  enabled, _num(r, key, "min_score", 0.0, lo=0.0, hi=1e6))
+    clients: dict[str, AgentClient] = {}
+    seen_hashes: dict[str, str] = {}
+    for cid, c in _table(t, "clients").items():
+        key = f"agent.clients.{cid}"
+        if not _CLIENT_ID.fullmatch(cid):
+            raise ConfigError(key, "client ids use letters, digits, '_', '.', ':', '-'")
+        if not isinstance(c, dict):
+            raise ConfigError(key, "must be a table")
+        _only(c, key, {"tokens", "routes", "indexes", "datasets", "path_globs", "tools",
+                       "include_working_docs"})
+        tokens = _agent_tokens(c.get("tokens"), key, seen_hashes)
+        policy_routes = _required_strs(c, key, "routes")
+        for rn in policy_routes:
+            if rn not in routes:
+                raise ConfigError(f"{key}.routes", f"names route {rn!r}, which is not in agent.routes")
+        tools = _required_strs(c, key, "tools")
+        for tool in tools:
+            if tool not in AGENT_TOOLS:
+                raise ConfigError(f"{key}.tools", f"names unknown tool {tool!r}; known: {sorted(AGENT_TOOLS)}")
+        datasets = _required_strs(c, key, "datasets")
+        working = c.get("include_working_docs", False)
+        if not isinstance(working, bool):
+            raise ConfigError(f"{key}.include_working_docs", "must be true or false")
+        policy = AgentPolicy(
+            routes=policy_routes,
+            tools=tools,
+            path_globs=_required_strs(c, key, "path_globs"),
+            datasets=None if "*" in datasets else datasets,
+            indexes=_strs(c, key, "indexes"),
+            include_working_docs=working,
+        )
+        clients[cid] = AgentClient(cid, tokens, policy)
+    ref_key: Secret | None = None
+    has_env, has_file = "ref_key_env" in t, "ref_key_file" in t
+    if has_env and has_file:
+        raise ConfigError("agent", "needs at most one of ref_key_env or ref_key_file")
+    if has_env or has_file:
+        k = "agent.ref_key_env" if has_env else "agent.ref_key_file"
+        ref = _str(t, "agent", k.split(".")[1], None)
+        ref_key = read_secret(("env:" if has_env else "file:") + ref, k, base_dir, env)
+        if len(ref_key.reveal()) < 32:
+            raise ConfigError(k, "gives a key shorter than 32 characters")
+        for tenant in tenants.values():
+            for s in tenant.secrets:
+                if s.value == ref_key:
+                    raise ConfigError(k, f"equals the webhook secret tenants.{tenant.name} key "
+                                         f"{s.id!r}; the ref key must be its own")
+    elif clients:
+        raise ConfigError("agent.ref_key_env", "is required (or agent.ref_key_file) when agent clients exist")
+    return AgentConfig(routes, clients, ref_key)
+
+
+def _agent_tokens(raw: Any, key: str, seen: dict[str, str]) -> tuple[AgentToken, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{key}.tokens", "must be a non-empty array of tables ([[...tokens]])")
+    out: list[AgentToken] = []
+    for i, tk in enumerate(raw):
+        tkey = f"{key}.tokens[{i}]"
+        if not isinstance(tk, dict):
+            raise ConfigError(tkey, "must be a table")
+        _only(tk, tkey, {"id", "sha256"})
+        tid = _str(tk, tkey, "id", None)
+        if not _KEY_ID.fullmatch(tid) or any(x.id == tid for x in out):
+            raise ConfigError(f"{tkey}.id", "must be a unique id of letters, digits, '_', '.', ':', '-'")
+        digest = _str(tk, tkey, "sha256", None)
+        if not _SHA256_HEX.fullmatch(digest):
+            raise ConfigError(f"{tkey}.sha256", "must be 64 lower-case hex digits (SHA-256 of the token)")
+        if digest in seen:
+            raise ConfigError(f"{tkey}.sha256", f"repeats a token hash of {seen[digest]}")
+        seen[digest] = tkey
+        out.append(AgentToken(tid, digest))
+    return tuple(out)
+
+
+def _required_strs(t: Mapping[str, Any], table: str, key: str) -> tuple[str, ...]:
+    v = _strs(t, table, key)
+    if v is None:
+        raise ConfigError(f"{table}.{key}", "is required (policies deny what they do not name)")
+    return v
+
+
+def _audit(t: Mapping[str, Any], base_dir: Path) -> AuditConfig:
+    _only(t, "audit", {"sink", "path"})
+    sink = _str(t, "audit", "sink", "stdout")
+    if sink not in {"stdout", "file", "off"}:
+        raise ConfigError("audit.sink", "must be 'stdout', 'file' or 'off'")
+    if sink == "file":
+        return AuditConfig(sink, base_dir / _str(t, "audit", "path", None))
+    if "path" in t:
+        raise ConfigError("audit.path", "is only used with sink = 'file'")
+    return AuditConfig(sink)

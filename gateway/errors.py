@@ -12,6 +12,9 @@ Exception tree::
     │   ├── PayloadTooLarge          413
     │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
     │   └── DependencyUnavailable    503: replay store or index down
+    ├── AgentError                   an agent-endpoint rejection: `code` from `AGENT_CODES`
+    │   ├── AccessDenied             401/403: identity and policy (seed 002 "错误处理")
+    │   └── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
     └── ConfigError                  an invalid configuration, naming the key
 
 A `CallbackError`'s message is short and built once; it never carries a secret,
@@ -127,6 +130,48 @@ class UnsupportedMedia(CallbackError):
 
 class DependencyUnavailable(CallbackError):
     """503: Redis or an index is not available; fail closed."""
+
+
+# ------------------------------------------------------------------ agent endpoints
+
+# Agent error codes (seed 000 "按引用分页读取" for knowledge_*, seed 002 §12 for access.*).
+# code → (HTTP status, retryable, meaning). Names are the seeds' own; never rename, only add.
+AGENT_CODES: dict[str, tuple[int, bool, str]] = {
+    "access.unauthorized": (401, False, "no valid Bearer token"),
+    "access.forbidden_tool": (403, False, "the tool is not in the client's allowed tools"),
+    "access.forbidden_scope": (403, False, "route, index, path or working docs outside the policy"),
+    "access.dataset_not_allowed": (403, False, "a requested dataset is outside the policy"),
+    "knowledge_request_invalid": (400, False, "the request body is not as the protocol requires"),
+    "knowledge_request_too_large": (413, False, "the request body is too large"),
+    "knowledge_route_unknown": (404, False, "no such knowledge route"),
+    "knowledge_method_not_allowed": (405, False, "method not allowed on this endpoint"),
+    "knowledge_reference_invalid": (400, False, "ref or cursor tampered, malformed or another identity's"),
+    "knowledge_reference_expired": (410, False, "ref or cursor older than its lifetime; search again"),
+    "knowledge_scope_changed": (409, False, "the knowledge configuration changed; search again"),
+    "knowledge_changed": (409, False, "the document was updated, deleted or hidden; search again"),
+    "knowledge_unavailable": (503, True, "the knowledge service is unavailable"),
+    "internal": (500, False, "a bug in kbgate (logged)"),
+}
+
+
+class AgentError(KbgateError):
+    """A rejection on an agent endpoint. code: a key of `AGENT_CODES`; message: safe text
+    (never a document's text, a path on disk, a token or a secret)."""
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        status, retryable, meaning = AGENT_CODES[code]
+        super().__init__(message or meaning)
+        self.code = code
+        self.status = status
+        self.retryable = retryable
+
+
+class AccessDenied(AgentError):
+    """401/403: the caller is not who it must be, or asks beyond its policy."""
+
+
+class KnowledgeError(AgentError):
+    """An error of the agent knowledge protocol (seed 000)."""
 
 
 class ConfigError(KbgateError):
