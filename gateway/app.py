@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway import agent_knowledge, callback
+from gateway import agent_access, agent_knowledge, callback
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
 from gateway.config import Config
@@ -47,6 +47,7 @@ class Runtime:
         )
         self.indexes = IndexStore(config.indexes_dir)
         self.deliveries: list[Delivery] = []
+        self.access: agent_access.AccessState | None = None  # built on first tool call
 
     def index(self, name: str):  # type: ignore[no-untyped-def]
         """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
@@ -72,6 +73,8 @@ class Runtime:
 
     async def close(self) -> None:
         await self.nonces.close()
+        if self.access is not None:
+            await self.access.close()
 
 
 async def healthz(request: Request) -> Response:
@@ -110,7 +113,7 @@ class Gateway:
                 await runtime.close()
 
         self.router = Starlette(
-            routes=[Route("/healthz", healthz), Route("/readyz", readyz), *agent_knowledge.routes()],
+            routes=[Route("/healthz", healthz), Route("/readyz", readyz), *agent_knowledge.routes(), *agent_access.routes()],
             lifespan=lifespan,
         )
         self.router.state.runtime = runtime
