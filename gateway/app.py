@@ -113,7 +113,8 @@ class Gateway:
                 await runtime.close()
 
         self.router = Starlette(
-            routes=[Route("/healthz", healthz), Route("/readyz", readyz), *agent_knowledge.routes(), *agent_access.routes()],
+            routes=[Route("/healthz", healthz), Route("/readyz", readyz), *agent_knowledge.routes(),
+                    *agent_access.routes()],
             lifespan=lifespan,
         )
         self.router.state.runtime = runtime

@@ -47,7 +47,8 @@ class FakeGitHub:
         self.posts += 1
         await asyncio.sleep(self.delay)
         data = json.loads(request.content)
-        issue = {"number": len(self.issues) + 1, "html_url": f"https://github.com/acme/kb/issues/{len(self.issues) + 1}",
+        n = len(self.issues) + 1
+        issue = {"number": n, "html_url": f"https://github.com/acme/kb/issues/{n}",
                  "title": data["title"], "body": data["body"], "labels": data.get("labels", []),
                  "created_at": "2026-05-01T08:30:00Z", "state": "open"}
         self.issues.append(issue)

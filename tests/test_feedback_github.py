@@ -64,7 +64,8 @@ async def test_201_creates_issue_with_marker_and_labels(respx_mock: respx.MockRo
     issue = await tracker.create(DRAFT)
     sent = json.loads(route.calls.last.request.content)
     assert sent["title"] == DRAFT.title and sent["labels"] == ["kbgate", "feedback"]
-    assert sent["body"].startswith("**Kind:** no_answer") and marker_comment("feedback", "sha256:abc12345") in sent["body"]
+    assert sent["body"].startswith("**Kind:** no_answer")
+    assert marker_comment("feedback", "sha256:abc12345") in sent["body"]
     req = route.calls.last.request
     assert req.headers["authorization"] == f"Bearer {TOKEN}"
     assert req.headers["x-github-api-version"] == "2022-11-28"
