@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway import agent_knowledge, callback
+from gateway import agent_access, agent_knowledge, callback
 from gateway.admin import ROUTES as ADMIN_ROUTES
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
@@ -54,6 +54,7 @@ class Runtime:
         self.indexes = IndexStore(config.indexes_dir)
         self.metrics = Metrics(self.index_stats)
         self.deliveries: DeliveryLog = make_delivery_log(config, on_drop=self.metrics.drop)
+        self.access: agent_access.AccessState | None = None  # built on first tool call
 
     def index(self, name: str):  # type: ignore[no-untyped-def]
         """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
@@ -96,6 +97,8 @@ class Runtime:
         await self.deliveries.close()
         await self.nonces.close()
         self.metrics.close()
+        if self.access is not None:
+            await self.access.close()
 
 
 async def healthz(request: Request) -> Response:
@@ -141,7 +144,7 @@ class Gateway:
                 await runtime.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics), *ADMIN_ROUTES,
-                  *agent_knowledge.routes()]
+                  *agent_knowledge.routes(), *agent_access.routes()]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         self.router.state.runtime = runtime
 

@@ -141,6 +141,7 @@ class Config:
     admin: AdminConfig = AdminConfig()
     agent: AgentConfig = field(default_factory=lambda: AgentConfig())
     audit: AuditConfig = field(default_factory=lambda: AuditConfig())
+    access: AccessConfig = field(default_factory=lambda: AccessConfig())
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""
@@ -175,7 +176,7 @@ def parse_config(
 ) -> Config:
     """Validate a parsed TOML document (see `load_config`)."""
     env = os.environ if env is None else env
-    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit"})
+    _only(data, "", {"server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access"})
     server = _server(_table(data, "server"))
     replay = _replay(_table(data, "replay"))
     if server.workers > 1 and replay.redis_url is None:
@@ -209,6 +210,7 @@ def parse_config(
         tenants[name] = tenant
     agent = _agent(_table(data, "agent"), base_dir, env, tenants)
     audit = _audit(_table(data, "audit"), base_dir)
+    access = _access(_table(data, "access"), base_dir, env)
     return Config(
         server=server,
         replay=replay,
@@ -221,6 +223,7 @@ def parse_config(
         admin=_admin(_table(data, "admin")),
         agent=agent,
         audit=audit,
+        access=access,
     )
 
 
@@ -458,7 +461,10 @@ def _instant(v: Any, key: str) -> float | None:
 # must name its routes, tools, datasets and path globs; "*" in datasets and "**" in
 # path_globs are the explicit "all".
 
-AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read"})
+# Agent Access tool API (seed 002 §7); 'get_page.full_text' lets get_page return whole text.
+ACCESS_TOOLS = ("search", "ask", "get_page", "get_page.full_text", "get_context", "create_feedback",
+                "create_improvement_task")
+AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS})
 _ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -641,3 +647,84 @@ def _audit(t: Mapping[str, Any], base_dir: Path) -> AuditConfig:
     if "path" in t:
         raise ConfigError("audit.path", "is only used with sink = 'file'")
     return AuditConfig(sink)
+
+
+# ================================================================ agent access tools
+#
+# [access]          tracker = "sqlite" | "github", sqlite_path, idempotency_ttl_seconds,
+#                   dedupe_ttl_seconds, labels, page_max_bytes, context_max_pages,
+#                   context_max_bytes_per_page, context_max_total_bytes
+# [access.github]   repo = "owner/name", token_env | token_file, api_url, map_path
+# [access.answer]   url (an upstream Answer API; absent → extractive answers), timeout_seconds
+# Retention of idempotency records: seed 002 §16 leaves it open; 24 h by default.
+
+_REPO = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+
+
+@dataclass(frozen=True, slots=True)
+class AccessConfig:
+    """The Agent Access tool API (seed 002). Durations in seconds, sizes in UTF-8 bytes.
+
+    tracker: 'sqlite' (embedded default, works without GitHub) or 'github'.
+    github_token: only for 'github'. answer_url: None → extractive `ask`.
+    """
+
+    tracker: str = "sqlite"
+    sqlite_path: Path = Path("data/feedback.sqlite3")
+    idempotency_ttl_seconds: int = 24 * 3600 * SECONDS
+    dedupe_ttl_seconds: int = 7 * 24 * 3600 * SECONDS
+    labels: tuple[str, ...] = ("kbgate",)
+    page_max_bytes: int = 8 * KIB
+    context_max_pages: int = 5
+    context_max_bytes_per_page: int = 2 * KIB
+    context_max_total_bytes: int = 8 * KIB
+    github_repo: str | None = None
+    github_token: Secret | None = None
+    github_api_url: str = "https://api.github.com"
+    github_map_path: Path = Path("data/github-issue-map.sqlite3")
+    answer_url: str | None = None
+    answer_timeout_seconds: float = 10.0
+
+
+def _access(t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str]) -> AccessConfig:
+    k = "access"
+    _only(t, k, {"tracker", "sqlite_path", "idempotency_ttl_seconds", "dedupe_ttl_seconds", "labels",
+                 "page_max_bytes", "context_max_pages", "context_max_bytes_per_page", "context_max_total_bytes",
+                 "github", "answer"})
+    tracker = _str(t, k, "tracker", "sqlite")
+    if tracker not in {"sqlite", "github"}:
+        raise ConfigError("access.tracker", "must be 'sqlite' or 'github'")
+    gh = _table(t, "github")
+    _only(gh, "access.github", {"repo", "token_env", "token_file", "api_url", "map_path"})
+    repo = token = None
+    if tracker == "github":
+        repo = _str(gh, "access.github", "repo", None)
+        if not _REPO.fullmatch(repo):
+            raise ConfigError("access.github.repo", "must be 'owner/name'")
+        if ("token_env" in gh) == ("token_file" in gh):
+            raise ConfigError("access.github", "needs exactly one of token_env or token_file")
+        key = "access.github.token_env" if "token_env" in gh else "access.github.token_file"
+        ref = _str(gh, "access.github", key.rsplit(".", 1)[1], None)
+        token = read_secret(("env:" if "token_env" in gh else "file:") + ref, key, base_dir, env)
+    ans = _table(t, "answer")
+    _only(ans, "access.answer", {"url", "timeout_seconds"})
+    url = ans.get("url")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+        raise ConfigError("access.answer.url", "must be an http:// or https:// URL")
+    return AccessConfig(
+        tracker=tracker,
+        sqlite_path=base_dir / _str(t, k, "sqlite_path", "data/feedback.sqlite3"),
+        idempotency_ttl_seconds=_int(t, k, "idempotency_ttl_seconds", 24 * 3600, lo=60, hi=30 * 24 * 3600),
+        dedupe_ttl_seconds=_int(t, k, "dedupe_ttl_seconds", 7 * 24 * 3600, lo=60, hi=365 * 24 * 3600),
+        labels=_strs(t, k, "labels") or ("kbgate",),
+        page_max_bytes=_int(t, k, "page_max_bytes", 8 * KIB, lo=256, hi=256 * KIB),
+        context_max_pages=_int(t, k, "context_max_pages", 5, lo=1, hi=20),
+        context_max_bytes_per_page=_int(t, k, "context_max_bytes_per_page", 2 * KIB, lo=64, hi=64 * KIB),
+        context_max_total_bytes=_int(t, k, "context_max_total_bytes", 8 * KIB, lo=256, hi=256 * KIB),
+        github_repo=repo,
+        github_token=token,
+        github_api_url=_str(gh, "access.github", "api_url", "https://api.github.com"),
+        github_map_path=base_dir / _str(gh, "access.github", "map_path", "data/github-issue-map.sqlite3"),
+        answer_url=url,
+        answer_timeout_seconds=_num(ans, "access.answer", "timeout_seconds", 10.0, lo=0.1, hi=120.0),
+    )

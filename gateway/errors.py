@@ -182,3 +182,42 @@ class ConfigError(KbgateError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"Config '{key}' {problem}")
         self.key = key
+
+
+# ================================================================ agent access tools
+#
+# The write-controlled and answer codes of the Agent Access tool API (seed 002 §12
+# "错误处理"), kept apart from the Ret table above: these travel as ErrorObject
+# {code, message, retryable} inside an AgentToolResult, never as a Ret. The denial codes
+# of the same seed (access.unauthorized 401, access.forbidden_tool 403,
+# access.forbidden_scope 403, access.dataset_not_allowed 403) belong to the scope engine
+# and are defined with it. Status 200 marks an *info* code: it rides along a passed result.
+# code → (HTTP status, retryable, meaning). Never rename, only add.
+ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
+    "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
+    "access.tool_unknown": (404, False, "no such tool"),
+    "access.page_not_found": (404, False, "no page with this id or path in the caller's scope"),
+    "access.idempotency_conflict": (409, False, "this idempotencyKey was used with a different payload"),
+    "access.feedback_deduped": (200, False, "an equal feedback or task exists; its count was raised"),
+    "access.tool_failed": (502, True, "a downstream tool failed"),
+    "answer.no_answer": (200, False, "no passage in scope answers the question"),
+}
+
+
+class ToolError(KbgateError):
+    """A failure of one agent tool call (seed 002 §12). code: a key of `ACCESS_TOOL_CODES`.
+
+    retryable: overrides the table for access.tool_failed ("depends": a 5xx or a rate
+    limit is retryable, a 4xx of the tracker is not). retry_after: seconds the caller
+    should wait (from a tracker's rate limit), or None. message: safe text, never a
+    token, a tracker URL or unauthorized document text.
+    """
+
+    def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
+                 retry_after: float | None = None) -> None:
+        status, default_retryable, meaning = ACCESS_TOOL_CODES[code]
+        super().__init__(message or meaning)
+        self.code = code
+        self.status = status
+        self.retryable = default_retryable if retryable is None else retryable
+        self.retry_after = retry_after

@@ -200,8 +200,12 @@ def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool) -> bo
 
 
 def route_grant(route: Route | AgentRoute) -> Grant:
-    """The grant of a configured route (callback or agent): its datasets and path globs."""
-    return Grant(datasets=route.datasets, path_globs=route.path_globs)
+    """The grant of a configured route (callback or agent): its datasets and path globs.
+
+    A route does not decide about working docs: the caller's policy and the request do
+    (seed 002: both must opt in), so a route grant never vetoes them.
+    """
+    return Grant(datasets=route.datasets, path_globs=route.path_globs, include_working_docs=True)
 
 
 def resolve_callback(tenant: Tenant, first_level_id: str, second_level_id: str, key_id: str | None) -> EffectiveScope:

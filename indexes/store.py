@@ -262,6 +262,21 @@ class KnowledgeIndex:
             qa_visible=visible,
         )
 
+    def doc_id_at(self, path: str) -> str | None:
+        """The id of the document whose tree `path` is exactly `path` (raw term), or None.
+
+        Visibility is not checked here; callers read the document and check it.
+        """
+        self.maybe_reload()
+        searcher = self._index.searcher()
+        q = Query.boolean_query([(tantivy.Occur.Must, Query.term_query(self._schema, "path", path)),
+                                 (tantivy.Occur.Must, Query.term_query(self._schema, "chunk", 0))])
+        hits = searcher.search(q, 1).hits
+        if not hits:
+            return None
+        doc_id: str = searcher.doc(hits[0][1]).get_first("doc_id")
+        return doc_id
+
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""
         searcher = self._index.searcher()

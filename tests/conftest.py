@@ -104,3 +104,24 @@ def corpora_or_skip() -> Path:
 
 def kbgate_cmd() -> list[str]:
     return [sys.executable, "-m", "gateway.cli"]
+
+
+# Agent Access tool API contracts (gateway/schemas/*.json, seed 002): the files refer to
+# each other by $id, so validators need a registry holding all of them.
+ACCESS_SCHEMAS = (
+    "AgentToolRequest", "AgentToolResult", "ErrorObject", "EffectiveScope", "Citation",
+    "SearchResult", "Answer", "Page", "ContextPack", "FeedbackRequest",
+    "ImprovementTaskRequest", "WriteResult", "ToolInputs",
+)
+
+
+def access_validator(name: str):  # type: ignore[no-untyped-def]
+    """A Draft 2020-12 validator for the access contract `name`, with every $ref resolvable."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    from gateway.schemas import load
+
+    registry = Registry().with_resources(
+        (load(n)["$id"], Resource.from_contents(load(n))) for n in ACCESS_SCHEMAS)
+    return Draft202012Validator(load(name), registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER)
