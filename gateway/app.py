@@ -7,6 +7,7 @@ router (health, readiness, and later the agent and admin endpoints).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,7 +22,10 @@ from gateway import callback
 from gateway.callback import Delivery
 from gateway.clock import SYSTEM_CLOCK
 from gateway.config import Config
+from gateway.deliveries import make_delivery_log, to_record
 from gateway.errors import DependencyUnavailable, NotFound
+from gateway.keyuse import make_key_usage
+from gateway.reload import Reloader
 from gateway.replay import make_store
 from gateway.types import Clock, NonceStore
 from gateway.volcengine import error_body
@@ -47,6 +51,10 @@ class Runtime:
         )
         self.indexes = IndexStore(config.indexes_dir)
         self.deliveries: list[Delivery] = []
+        self.delivery_log = make_delivery_log(config)
+        self.key_usage = make_key_usage(config.replay.redis_url, config.replay.key_prefix,
+                                        config.replay.timeout_seconds)
+        self.reloader = Reloader(self)
 
     def index(self, name: str):  # type: ignore[no-untyped-def]
         """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
@@ -69,8 +77,14 @@ class Runtime:
             log.debug("callback query", extra={"request_id": d.request_id, "query": query})
         self.deliveries.append(d)
         del self.deliveries[:-200]
+        self.delivery_log.submit(to_record(d, show_query=getattr(getattr(self.config, "admin", None),
+                                                                  "show_queries", False)))
+        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
+            self.key_usage.note(d.tenant, d.key_id, d.received_at)
 
     async def close(self) -> None:
+        await self.delivery_log.close()
+        await self.key_usage.close()
         await self.nonces.close()
 
 
@@ -104,9 +118,11 @@ class Gateway:
 
         @asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            watcher = asyncio.get_running_loop().create_task(runtime.reloader.run(), name="kbgate-reload")
             try:
                 yield
             finally:
+                watcher.cancel()
                 await runtime.close()
 
         self.router = Starlette(routes=[Route("/healthz", healthz), Route("/readyz", readyz)], lifespan=lifespan)
