@@ -31,12 +31,15 @@ from hypercorn.config import Sockets
 log = logging.getLogger("kbgate.master")
 
 
-def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType, generation: Any) -> None:
-    """Body of one worker process: install the generation counter, then run hypercorn's worker."""
+def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType, generation: Any,
+            app_config: Any) -> None:
+    """Body of one worker process: install the generation counter and the master's config
+    (fallback for an invalid file, see `gateway.reload.load_worker_config`), run hypercorn's worker."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    from gateway.reload import set_generation_source
+    from gateway.reload import set_fallback_config, set_generation_source
 
     set_generation_source(generation)
+    set_fallback_config(app_config)
     if config.worker_class == "uvloop":
         from hypercorn.asyncio.run import uvloop_worker as run_worker
     else:
@@ -44,8 +47,10 @@ def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType
     run_worker(config, sockets, shutdown_event)
 
 
-def run(config: HypercornConfig) -> int:
+def run(config: HypercornConfig, app_config: Any = None) -> int:
     """Serve with `config.workers` (≥ 1) worker processes until SIGINT/SIGTERM.
+
+    app_config: the validated gateway Config, handed to every worker as its fallback.
 
     SIGHUP: bump the reload generation (every worker reloads its config within ~1 s).
     Returns 0 after a clean shutdown, else the exit code of the first failed worker.
@@ -74,7 +79,7 @@ def run(config: HypercornConfig) -> int:
     exitcode = 0
     try:
         for _ in range(config.workers):
-            p = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation))
+            p = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation, app_config))
             p.daemon = config.daemon
             p.start()
             processes.append(p)
@@ -94,7 +99,7 @@ def run(config: HypercornConfig) -> int:
                     shutdown()
                 elif active:
                     # hypercorn's habit: a worker that ended cleanly is replaced.
-                    np = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation))
+                    np = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation, app_config))
                     np.daemon = config.daemon
                     np.start()
                     processes.append(np)

@@ -82,8 +82,8 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
         say("\nStep 3. Save the configuration in the console, open 知识库配置 again and copy the 鉴权密钥 "
             "it shows.")
         secret = _read_secret(secret_stdin)
-        added = add_key(path, tenant, now=time.time(), value=secret)
-        set_verify(path, tenant, "enforce")
+        # One atomic edit: a worker never serves "enforce" without the key, or the key in report mode.
+        added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce")
         say(f"Stored the key as {added.key_id} in {added.created_file} (mode 0600); tenant {tenant} is now "
             "verify = enforce.")
         await asyncio.sleep(2 * INTERVAL + 0.2)

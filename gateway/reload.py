@@ -36,8 +36,10 @@ log = logging.getLogger("kbgate.reload")
 INTERVAL = 1 * SECONDS
 RESTART_ONLY = ("server", "replay", "indexes_dir")
 
-# Set by gateway.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP.
+# Set by gateway.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
+# and the config the master validated at start (used only when the file is invalid now).
 _generation: Any = None
+_fallback: Config | None = None
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 
@@ -46,6 +48,33 @@ def set_generation_source(value: Any) -> None:
     """Install the shared SIGHUP generation counter (a multiprocessing.Value) of this worker."""
     global _generation
     _generation = value
+
+
+def set_fallback_config(config: Config | None) -> None:
+    """Install the master's start-up config: a worker (re)started while the file is invalid runs it."""
+    global _fallback
+    _fallback = config
+
+
+def load_worker_config(path: str | os.PathLike[str]) -> Config:
+    """The config a starting worker serves: the file when valid, else the master's start-up config.
+
+    Without the fallback a worker replaced while someone's bad edit sits in the file would
+    crash at import and stop the whole service. The rejection is logged naming the key; the
+    file is loaded again once it changes (`Reloader`). Raises ConfigError when there is no
+    fallback (a worker not started by gateway.master).
+    """
+    try:
+        return load_config(path)
+    except ConfigError as err:
+        if _fallback is None:
+            raise
+        from gateway.logs import setup_logging
+
+        setup_logging(_fallback.log_level)
+        log.error("config rejected at worker start, serving the config the master started with", extra={
+            "key": err.key, "problem": err.message, "file": str(path), "trigger": "start", "pid": os.getpid()})
+        return _fallback
 
 
 def current_generation() -> int:

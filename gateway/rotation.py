@@ -118,7 +118,7 @@ def new_key_id(existing: set[str], now: float) -> str:
 
 def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, value_env: str | None = None,
             value_file: str | None = None, value: str | None = None, not_after: float | None = None,
-            env: Mapping[str, str] | None = None) -> AddedKey:
+            verify: str | None = None, env: Mapping[str, str] | None = None) -> AddedKey:
     """Append a key to `[[tenants.<tenant>.secrets]]` of the config file at `path`.
 
     Exactly one source, or none: value_env (an env var name, must be set here too, so the
@@ -126,6 +126,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     absolute), value (the secret text, e.g. pasted from the console) or none of them (a
     generated 256-bit url-safe token). `value` and generated secrets are written to a new
     0600 file `secrets/<tenant>-<id>` next to the config. now, not_after: unix seconds.
+    verify: also set the tenant's mode in the same atomic edit ('enforce' after onboarding).
     Raises ConfigError (invalid result, id taken, file exists); nothing is left behind then.
     """
     path = Path(path).resolve()
@@ -157,6 +158,8 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
             entry["not_after"] = dt.datetime.fromtimestamp(not_after, dt.UTC)
         entry.add(tomlkit.nl())
         aot.append(entry)
+        if verify is not None:
+            t["verify"] = verify
 
     try:
         edit_config(path, mutate, env)

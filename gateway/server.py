@@ -58,4 +58,4 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
         if t.verify == "report":
             print(f"kbgate: WARNING tenant {t.name} is in report mode: unsigned requests are answered",
                   file=sys.stderr, flush=True)
-    return run(hc)
+    return run(hc, config)

@@ -100,8 +100,9 @@ class Server:
 
 
 @contextmanager
-def running(config_path: Path, port: int, env: dict[str, str] | None = None) -> Iterator[Server]:
-    """Start `kbgate serve --config config_path`, wait for /readyz, stop it (SIGTERM) afterwards."""
+def running(config_path: Path, port: int, env: dict[str, str] | None = None, workers: int = 2) -> Iterator[Server]:
+    """Start `kbgate serve --config config_path`, wait until every worker listens and /readyz
+    answers 200, stop it (SIGTERM) afterwards."""
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(config_path)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})})
@@ -112,7 +113,8 @@ def running(config_path: Path, port: int, env: dict[str, str] | None = None) -> 
             if proc.poll() is not None:
                 raise AssertionError("kbgate serve exited:\n" + "\n".join(server.lines))
             try:
-                if httpx.get(server.base + "/readyz", timeout=1).status_code == 200:
+                listening = sum("Running on http" in line for line in list(server.lines))
+                if listening >= workers and httpx.get(server.base + "/readyz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -15,7 +15,8 @@ import pytest
 
 from gateway.app import Runtime
 from gateway.config import load_config
-from gateway.reload import Reloader
+from gateway.errors import ConfigError
+from gateway.reload import Reloader, load_worker_config, set_fallback_config
 from tests.serving import build_index, config_text, free_port, post, ret, running, write_atomic
 
 SECRET = "reload-secret-0001"
@@ -77,6 +78,24 @@ def test_rotated_secret_file_is_picked_up(tmp_path: Path, redis_url: str, key_pr
     os.replace(tmp_path / "k1.new", tmp_path / "k1")  # how a Kubernetes secret volume swaps files
     assert rl.check() == "reloaded"
     assert rt.config.tenants["acme"].secrets[0].value.reveal() == "rotated-on-disk-0002"
+
+
+def test_worker_started_on_a_bad_file_serves_the_masters_config(tmp_path: Path, redis_url: str,
+                                                                 key_prefix: str) -> None:
+    cfg = _files(tmp_path, redis_url, key_prefix)
+    good = load_config(cfg)
+    write_atomic(cfg, cfg.read_text().replace('value_file = "k1"', 'value_file = "gone"'))
+    with pytest.raises(ConfigError):
+        load_worker_config(cfg)  # no master: no fallback
+    set_fallback_config(good)
+    try:
+        assert load_worker_config(cfg) is good
+    finally:
+        set_fallback_config(None)
+        kb = logging.getLogger("kbgate")  # load_worker_config set up JSON logging: undo it
+        kb.handlers.clear()
+        kb.propagate = True
+        kb.setLevel(logging.NOTSET)
 
 
 # ------------------------------------------------------------------ a real server under load
