@@ -21,7 +21,15 @@ from gateway.clock import FixedClock
 from gateway.replay import RedisNonceStore
 from gateway.signing import sign_headers
 from tests.conftest import ROOT
-from tests.test_callback import NOW, SECRET_NEW, _anyio_backend, _index_dir, assert_rejected, body_of, make_config
+from tests.test_callback import (
+    NOW,
+    SECRET_NEW,
+    _anyio_backend,
+    _index_dir,
+    assert_rejected,
+    body_of,
+    make_config,
+)
 
 __all__ = ["_anyio_backend", "_index_dir"]  # fixtures shared with test_callback
 
