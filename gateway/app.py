@@ -7,6 +7,7 @@ router (health, readiness, and later the agent and admin endpoints).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,6 +28,8 @@ from gateway.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.errors import DependencyUnavailable, NotFound
 from gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from gateway.metrics import Metrics
+from gateway.keyuse import make_key_usage
+from gateway.reload import Reloader
 from gateway.replay import make_store
 from gateway.types import Clock, NonceStore
 from gateway.volcengine import error_body
@@ -55,6 +58,9 @@ class Runtime:
         self.metrics = Metrics(self.index_stats)
         self.deliveries: DeliveryLog = make_delivery_log(config, on_drop=self.metrics.drop)
         self.access: agent_access.AccessState | None = None  # built on first tool call
+        self.key_usage = make_key_usage(config.replay.redis_url, config.replay.key_prefix,
+                                        config.replay.timeout_seconds)
+        self.reloader = Reloader(self)
 
     def index(self, name: str):  # type: ignore[no-untyped-def]
         """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
@@ -92,9 +98,12 @@ class Runtime:
             self.deliveries.submit(to_record(d, show_query=self.config.admin.show_queries))
         except Exception:  # fail open: the record is for operators, the answer already left
             log.warning("deliveries record failed", extra={"request_id": d.request_id}, exc_info=True)
+        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
+            self.key_usage.note(d.tenant, d.key_id, d.received_at)
 
     async def close(self) -> None:
         await self.deliveries.close()
+        await self.key_usage.close()
         await self.nonces.close()
         self.metrics.close()
         if self.access is not None:
@@ -138,9 +147,11 @@ class Gateway:
 
         @asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            watcher = asyncio.get_running_loop().create_task(runtime.reloader.run(), name="kbgate-reload")
             try:
                 yield
             finally:
+                watcher.cancel()
                 await runtime.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics), *ADMIN_ROUTES,

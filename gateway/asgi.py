@@ -1,6 +1,7 @@
 """The ASGI entry point of hypercorn workers: `gateway.asgi:app`.
 
-Loads the config file named by KBGATE_CONFIG (set by `kbgate serve`).
+Loads the config file named by KBGATE_CONFIG (set by `kbgate serve`); when that file is
+invalid right now, the config the master started with (gateway/reload.py).
 """
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from __future__ import annotations
 import os
 
 from gateway.app import create_app
-from gateway.config import load_config
 from gateway.logs import setup_logging
+from gateway.reload import load_worker_config
 from gateway.server import CONFIG_ENV
 
-_config = load_config(os.environ[CONFIG_ENV])
+_config = load_worker_config(os.environ[CONFIG_ENV])
 setup_logging(_config.log_level)
 app = create_app(_config)

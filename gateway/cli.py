@@ -8,6 +8,7 @@ kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
 kbgate eval --queries FILE ... (see gateway/evaluate.py)
+kbgate secrets add|retire|list, kbgate onboard (see gateway/ops_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error.
@@ -108,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--max-queries", type=int, default=0, help="0 = all")
     e.add_argument("--workdir", default=".eval")
     e.set_defaults(func=cmd_eval)
+
+    from gateway.ops_cli import register as register_ops
+
+    register_ops(sub)
     return p
 
 

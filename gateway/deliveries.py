@@ -57,6 +57,7 @@ class DeliveryRecord(TypedDict, total=False):
     signature: str
     signature_reason: str | None
     skew_seconds: float | None
+    keys_tried: list[str]
     first_level_id: str | None
     second_level_id: str | None
     results: int
@@ -81,6 +82,7 @@ def to_record(d: Delivery, *, show_query: bool) -> DeliveryRecord:
         "signature": d.signature,
         "signature_reason": d.signature_reason,
         "skew_seconds": d.skew_seconds,
+        "keys_tried": list(d.keys_tried),
         "first_level_id": d.first_level_id,
         "second_level_id": d.second_level_id,
         "results": d.results,

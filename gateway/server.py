@@ -1,5 +1,6 @@
 """Run the gateway under hypercorn with uvloop workers.
 
+`gateway.master` starts the workers (SIGHUP → in-process reload, not hypercorn's restart).
 Each worker process imports `gateway.asgi:app`, which loads the config named by the
 KBGATE_CONFIG environment variable; indexes are opened read-only (mmap) in every worker.
 """
@@ -10,10 +11,11 @@ import os
 import sys
 
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.run import run
 
 from gateway.config import Config
 from gateway.errors import ConfigError
+from gateway.logs import setup_logging
+from gateway.master import run
 from gateway.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
 
 CONFIG_ENV = "KBGATE_CONFIG"
@@ -42,8 +44,12 @@ def hypercorn_config(config: Config, bind: str | None = None, workers: int | Non
 
 
 def serve(config: Config, bind: str | None = None, workers: int | None = None) -> int:
-    """Serve until SIGINT/SIGTERM; returns hypercorn's exit code."""
+    """Serve until SIGINT/SIGTERM; SIGHUP reloads the config in every worker (gateway.master).
+
+    Returns 0 after a clean shutdown, else the exit code of the first failed worker.
+    """
     hc = hypercorn_config(config, bind, workers)
+    setup_logging(config.log_level)
     assert config.source is not None
     os.environ[CONFIG_ENV] = str(config.source)
     replay = "redis" if config.replay.redis_url else "in-process"
@@ -56,7 +62,7 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     # Before the workers spawn, so each one's prometheus-client writes to the shared folder.
     metrics_dir, created = prepare_multiprocess_dir()
     try:
-        return run(hc)
+        return run(hc, config)
     finally:
         if created:
             remove_multiprocess_dir(metrics_dir)
