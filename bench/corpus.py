@@ -126,9 +126,9 @@ def documents(n_chunks: int, pool: Pool, seed: int = 20261130) -> Iterator[Docum
 
 
 def queries(root: Path = CORPORA) -> list[str]:
-    """The real questions of both corpora (cmrc2018 first), in file order."""
+    """The real non-blank questions of both corpora (cmrc2018 first), in file order."""
     out: list[str] = []
     for f in (root / "cmrc2018" / "queries.jsonl", root / "tidb-docs-cn" / "queries.jsonl"):
         with f.open(encoding="utf-8") as fh:
-            out.extend(json.loads(line)["query"] for line in fh if line.strip())
+            out.extend(q for q in (json.loads(line)["query"] for line in fh if line.strip()) if q.strip())
     return out

@@ -6,8 +6,8 @@ and threads never mix into a measurement.
 index     build `--index` under `--dir` from the scaled corpus with the indexer's real path
           (`IndexStore.create_or_open_for_write(...).ingest`): chunks, documents, seconds,
           chunks_per_s, size_bytes, rss_before_kib (corpus materialized), hwm_kib (peak).
-search    `KnowledgeIndex.search` (analysis, query, doc fetch, excerpts: what a callback
-          runs) for `--seconds` per thread count: per count qps, p50_ms, p99_ms.
+search    `KnowledgeIndex.search` with the route's filter from `gateway.scope.route_filter`
+          (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for `--seconds` per thread count: per count qps, p50_ms, p99_ms.
 baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
           same search figures.
 """
@@ -101,11 +101,12 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _search(args: argparse.Namespace) -> dict[str, object]:
+    from gateway.config import Route
+    from gateway.scope import route_filter
     from indexes.store import IndexStore
-    from indexes.types import SearchFilter
 
     index = IndexStore(Path(args.dir)).open(args.index)
-    flt = SearchFilter()
+    flt = route_filter(Route("bench", "bench", args.index))  # exactly what a callback searches with
     qs = queries()
 
     def one(q: str) -> object:

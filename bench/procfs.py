@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["children", "memory_kib"]
+__all__ = ["children", "cpu_seconds", "memory_kib", "system_busy_seconds"]
 
 
 def memory_kib(pid: int | str = "self") -> dict[str, int]:
@@ -30,3 +30,24 @@ def children(pid: int) -> list[int]:
         except OSError:
             continue
     return sorted(set(out))
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU seconds of a process (all its threads); 0.0 when it is gone."""
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def system_busy_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    import os
+
+    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(values) - idle) / tick, sum(values) / tick
