@@ -74,8 +74,8 @@ def render(result: dict[str, Any]) -> str:
         "### End to end over loopback HTTP (signed callbacks, fresh nonces, real Redis)",
         "",
         "| scale | server | connections | req/s | p50 ms | p99 ms | p99.9 ms | non-2xx | errors "
-        "| ÷ floor req/s | loadgen CPU % | other CPU % |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ÷ floor req/s | server CPU ms/req | loadgen CPU % | other CPU % |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     floor = {int(r["connections"]): r for r in result.get("floor", [])}
     for c, r in sorted(floor.items()):
@@ -111,7 +111,8 @@ def _e2e_row(label: str, server: str, r: dict[str, Any], floor: dict[str, Any] |
     non2xx = r["requests"] - r["ok"]
     ratio = f"{r['rps'] / floor['rps']:.2f}" if floor and floor["rps"] else "-"
     return (f"| {label} | {server} | {r['connections']} | {_f(r['rps'], 0)} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
-            f"| {r['p999_ms']:.2f} | {non2xx} | {r['errors']} | {ratio} | {_f(r.get('loadgen_cpu_pct', 0), 0)} "
+            f"| {r['p999_ms']:.2f} | {non2xx} | {r['errors']} | {ratio} | {r.get('server_cpu_ms_per_req', 0):.2f} "
+            f"| {_f(r.get('loadgen_cpu_pct', 0), 0)} "
             f"| {_f(r.get('other_cpu_pct', 0), 0)} |")
 
 
