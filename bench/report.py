@@ -78,7 +78,7 @@ def render(result: dict[str, Any]) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     floor = {int(r["connections"]): r for r in result.get("floor", [])}
-    for c, r in sorted(floor.items()):
+    for _, r in sorted(floor.items()):
         out.append(_e2e_row("-", "floor (bare Starlette)", r, None))
     for s in result["scales"]:
         for r in s.get("e2e", []):

@@ -30,7 +30,15 @@ from bench.corpus import CORPORA, parse_scale, queries, scale_label
 from bench.flame import summarize
 from bench.procfs import cpu_seconds, system_busy_seconds
 from bench.report import render
-from bench.serving import CALLBACK_PATH, Server, floor_argv, free_port, gateway_argv, sample_answer, write_config
+from bench.serving import (
+    CALLBACK_PATH,
+    Server,
+    floor_argv,
+    free_port,
+    gateway_argv,
+    sample_answer,
+    write_config,
+)
 
 __all__ = ["main", "run"]
 

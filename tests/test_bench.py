@@ -61,7 +61,7 @@ def test_harness_prints_every_table_with_positive_figures(
     assert code == 0
     md = capsys.readouterr().out
     assert sorted(p.suffix for p in tmp_path.glob("bench-*")) == [".json", ".md"]
-    assert (tmp_path / next(tmp_path.glob("bench-*.md")).name).read_text(encoding="utf-8") == md
+    assert (tmp_path / next(tmp_path.glob("bench-*.md")).name).read_text(encoding="utf-8").strip() == md.strip()
 
     build = _table(md, "Index build")
     assert build[0][:5] == ["scale", "chunks", "documents", "build s", "chunks/s"]

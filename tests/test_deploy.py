@@ -187,5 +187,5 @@ def test_dockerfile_builds_wheels_in_a_builder_and_runs_non_root() -> None:
     assert re.search(r"^RUN pip wheel ", text, re.MULTILINE)
     assert re.search(r"^COPY --from=builder ", text, re.MULTILINE)
     users = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
-    assert users and not users[-1].split(":")[0] in ("0", "root")
+    assert users and users[-1].split(":")[0] not in ("0", "root")
     assert re.search(r"^HEALTHCHECK .*", text, re.MULTILINE)
