@@ -1,0 +1,55 @@
+"""The floor: a bare Starlette endpoint on the same hypercorn settings as `kbgate serve`.
+
+`python -m bench.floor --config GATEWAY.toml --bind HOST:PORT --workers N` takes the
+hypercorn settings from `gateway.server.hypercorn_config` (uvloop workers, keep-alive,
+graceful timeout, no access log) and only swaps the application for `bench.floor:app`:
+every POST reads its body and answers the fixed bytes of `$BENCH_FLOOR_BODY` (a file
+holding a real gateway answer captured in the same run, so both sides send the same
+response size). GET /readyz answers 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+BODY_ENV = "BENCH_FLOOR_BODY"
+_BODY = open(os.environ[BODY_ENV], "rb").read() if os.environ.get(BODY_ENV) else b'{"Ret":0,"Msg":"success","Result":[]}'
+
+
+async def _answer(request: Request) -> Response:
+    await request.body()
+    return Response(_BODY, media_type="application/json")
+
+
+async def _ready(request: Request) -> Response:
+    return Response(b'{"status":"ready"}', media_type="application/json")
+
+
+app = Starlette(routes=[Route("/readyz", _ready), Route("/{path:path}", _answer, methods=["POST"])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hypercorn.run import run
+
+    from gateway.config import load_config
+    from gateway.server import hypercorn_config
+
+    p = argparse.ArgumentParser(prog="python -m bench.floor")
+    p.add_argument("--config", required=True)
+    p.add_argument("--bind", required=True)
+    p.add_argument("--workers", type=int, required=True)
+    args = p.parse_args(argv)
+    hc = hypercorn_config(load_config(args.config), args.bind, args.workers)
+    hc.application_path = "bench.floor:app"
+    return int(run(hc) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Markdown tables of one benchmark run, and the issue's targets checked against them.
+
+`render(result)` takes the JSON-able dict built by bench.run and returns Markdown:
+index build, search alone (kbgate beside bm25s), end to end (gateway beside the floor,
+ratio), worker memory, targets. Figures are printed as measured; nothing is smoothed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["TARGETS", "check_targets", "render"]
+
+MB = 1024  # KiB per MiB
+
+TARGETS = {
+    "e2e_ratio": 0.70,        # gateway req/s ≥ 70% of the floor's at 100k chunks
+    "e2e_p99_ms": 25.0,       # p99 ≤ 25 ms at 32 connections, 100k chunks
+    "search_vs_bm25s": 5.0,   # search alone ≥ 5× the bm25s baseline's queries/s
+    "build_chunks_per_s": 20_000.0,
+    "worker_rss_mib": 300.0,  # VmHWM per worker at 100k chunks
+    "latency_1m_over_10k": 3.0,
+}
+
+
+def _f(x: float, digits: int = 1) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def _runs(phase: dict[str, Any] | None) -> dict[int, dict[str, float]]:
+    return {} if not phase else {int(r["threads"]): r for r in phase["runs"]}
+
+
+def render(result: dict[str, Any]) -> str:
+    env = result["environment"]
+    out = [
+        f"## kbgate benchmark, {env['started']}",
+        "",
+        f"Command: `{env['command']}`  ",
+        f"Machine: {env['cpus']} CPUs, Python {env['python']}, hypercorn {env['workers']} uvloop workers, "
+        f"Redis {env['redis']}; load average at start {env['loadavg_start']}, at end {env.get('loadavg_end', '?')}. "
+        f"Load generator: {env['loadgen']}.",
+        "",
+        "### Index build (indexer process: `IndexStore.create_or_open_for_write(...).ingest`)",
+        "",
+        "| scale | chunks | documents | build s | chunks/s | size on disk MiB | indexer peak RSS MiB "
+        "| of which corpus held MiB | bm25s build chunks/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in result["scales"]:
+        ix, base = s["index"], s.get("baseline")
+        out.append(
+            f"| {s['label']} | {ix['chunks']:,} | {ix['documents']:,} | {_f(ix['seconds'])} | {_f(ix['chunks_per_s'], 0)} "
+            f"| {_f(ix['size_bytes'] / 2**20)} | {_f(ix['hwm_kib'] / MB)} | {_f(ix['rss_before_kib'] / MB)} "
+            f"| {_f(base['chunks_per_s'], 0) if base else 'not run'} |")
+    out += [
+        "",
+        "### Search alone (`KnowledgeIndex.search`, Limit 5, excerpts included; real queries cycled)",
+        "",
+        "| scale | engine | threads | queries/s | p50 ms | p99 ms | kbgate ÷ bm25s |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for s in result["scales"]:
+        ours, theirs = _runs(s["search"]), _runs(s.get("baseline"))
+        for t, r in sorted(ours.items()):
+            ratio = f"{r['qps'] / theirs[t]['qps']:.1f}×" if t in theirs and theirs[t]["qps"] else "-"
+            out.append(f"| {s['label']} | kbgate | {t} | {_f(r['qps'], 0)} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
+                       f"| {ratio} |")
+        for t, r in sorted(theirs.items()):
+            out.append(f"| {s['label']} | bm25s+rjieba | {t} | {_f(r['qps'], 0)} | {r['p50_ms']:.2f} "
+                       f"| {r['p99_ms']:.2f} | |")
+    out += [
+        "",
+        "### End to end over loopback HTTP (signed callbacks, fresh nonces, real Redis)",
+        "",
+        "| scale | server | connections | req/s | p50 ms | p99 ms | p99.9 ms | non-2xx | errors "
+        "| ÷ floor req/s | server CPU ms/req | loadgen CPU % | other CPU % |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    floor = {int(r["connections"]): r for r in result.get("floor", [])}
+    for _, r in sorted(floor.items()):
+        out.append(_e2e_row("-", "floor (bare Starlette)", r, None))
+    for s in result["scales"]:
+        for r in s.get("e2e", []):
+            out.append(_e2e_row(s["label"], "kbgate", r, floor.get(int(r["connections"]))))
+    out += [
+        "",
+        "### Memory per hypercorn worker after the load (VmHWM = peak resident)",
+        "",
+        "| scale | server | workers | VmHWM MiB each | VmRSS MiB each |",
+        "|---|---|---:|---|---|",
+    ]
+    if result.get("floor_memory"):
+        m = result["floor_memory"]
+        out.append(f"| - | floor | {len(m)} | {', '.join(_f(w.get('VmHWM', 0) / MB) for w in m)} "
+                   f"| {', '.join(_f(w.get('VmRSS', 0) / MB) for w in m)} |")
+    for s in result["scales"]:
+        m = s.get("worker_memory", [])
+        out.append(f"| {s['label']} | kbgate | {len(m)} | {', '.join(_f(w.get('VmHWM', 0) / MB) for w in m)} "
+                   f"| {', '.join(_f(w.get('VmRSS', 0) / MB) for w in m)} |")
+    out += ["", "### Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for name, measured, met in check_targets(result):
+        out.append(f"| {name} | {measured} | {met} |")
+    for s in result["scales"]:
+        if s.get("profile"):
+            out += ["", f"### py-spy: one gateway worker under 32 connections at {s['label']}", "", s["profile"]]
+    return "\n".join(out) + "\n"
+
+
+def _e2e_row(label: str, server: str, r: dict[str, Any], floor: dict[str, Any] | None) -> str:
+    non2xx = r["requests"] - r["ok"]
+    ratio = f"{r['rps'] / floor['rps']:.2f}" if floor and floor["rps"] else "-"
+    return (f"| {label} | {server} | {r['connections']} | {_f(r['rps'], 0)} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
+            f"| {r['p999_ms']:.2f} | {non2xx} | {r['errors']} | {ratio} | {r.get('server_cpu_ms_per_req', 0):.2f} "
+            f"| {_f(r.get('loadgen_cpu_pct', 0), 0)} "
+            f"| {_f(r.get('other_cpu_pct', 0), 0)} |")
+
+
+def _scale(result: dict[str, Any], n: int) -> dict[str, Any] | None:
+    return next((s for s in result["scales"] if s["chunks"] == n), None)
+
+
+def check_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(target, measured, 'yes' | 'NO' | 'not run') rows; the main figures are at 100k."""
+    rows: list[tuple[str, str, str]] = []
+    main = _scale(result, 100_000) or result["scales"][-1]
+    at = main["label"]
+    floor = {int(r["connections"]): r for r in result.get("floor", [])}
+    ratios = [(int(r["connections"]), r["rps"] / floor[int(r["connections"])]["rps"])
+              for r in main.get("e2e", []) if int(r["connections"]) in floor and floor[int(r["connections"])]["rps"]]
+    if ratios:
+        worst = min(x for _, x in ratios)
+        rows.append((f"end to end ≥ 70% of the floor's req/s ({at})",
+                     ", ".join(f"{x:.0%} at {c} conns" for c, x in ratios), _yes(worst >= TARGETS["e2e_ratio"])))
+    e32 = next((r for r in main.get("e2e", []) if int(r["connections"]) == 32), None)
+    rows.append((f"p99 ≤ 25 ms at 32 connections ({at})", f"{e32['p99_ms']:.1f} ms" if e32 else "-",
+                 _yes(e32["p99_ms"] <= TARGETS["e2e_p99_ms"]) if e32 else "not run"))
+    ours, theirs = _runs(main["search"]), _runs(main.get("baseline"))
+    if theirs:
+        pairs = [(t, ours[t]["qps"] / theirs[t]["qps"]) for t in sorted(ours) if t in theirs and theirs[t]["qps"]]
+        rows.append((f"search ≥ 5× bm25s queries/s ({at})",
+                     ", ".join(f"{x:.1f}× at {t} thread(s)" for t, x in pairs),
+                     _yes(min(x for _, x in pairs) >= TARGETS["search_vs_bm25s"])))
+    else:
+        rows.append((f"search ≥ 5× bm25s queries/s ({at})", "baseline not run", "not run"))
+    rate = main["index"]["chunks_per_s"]
+    rows.append((f"index build ≥ 20k chunks/s ({at})", f"{rate:,.0f} chunks/s", _yes(rate >= TARGETS["build_chunks_per_s"])))
+    mem = main.get("worker_memory", [])
+    if mem:
+        worst_mib = max(w.get("VmHWM", 0) for w in mem) / MB
+        rows.append((f"RSS per worker ≤ 300 MB ({at})", f"{worst_mib:,.0f} MiB peak",
+                     _yes(worst_mib <= TARGETS["worker_rss_mib"])))
+    small, big = _scale(result, 10_000), _scale(result, 1_000_000)
+    if small and big:
+        a, b = _runs(small["search"])[1]["p50_ms"], _runs(big["search"])[1]["p50_ms"]
+        c, d = _runs(small["search"])[1]["p99_ms"], _runs(big["search"])[1]["p99_ms"]
+        rows.append(("search latency at 1M ≤ 3× at 10k (1 thread)", f"p50 {b / a:.1f}×, p99 {d / c:.1f}×",
+                     _yes(b / a <= TARGETS["latency_1m_over_10k"])))
+    else:
+        rows.append(("search latency at 1M ≤ 3× at 10k", "run with --scale 1m", "not run"))
+    return rows
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "NO"
