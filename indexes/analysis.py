@@ -92,6 +92,27 @@ def normalize(text: str) -> str:
     return str(_t2s().convert(folded))
 
 
+# Full-width ASCII (U+FF01..U+FF5E) and the ideographic space → their half-width forms:
+# the part of NFKC that matters for locating query terms, at a fraction of its cost.
+_WIDTH_FOLD = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+
+
+def normalize_positions(text: str) -> str:
+    """A cheap, length-preserving fold of `text` for locating query terms in it.
+
+    Full-width → half-width ASCII, lower-case, Traditional → Simplified (character by
+    character in practice). Unlike `normalize`, the result has the same length as `text`
+    for almost every input, so a position in it is a position in `text`; callers check
+    the lengths and fall back when they differ. Used for excerpts, not for indexing.
+    """
+    if not text:
+        return ""
+    folded = text.translate(_WIDTH_FOLD).lower()
+    if _CJK_RUN.search(folded) is None:
+        return folded
+    return str(_t2s().convert(folded))
+
+
 _NON_WORD = re.compile(r"[^\w]+")
 
 

@@ -33,7 +33,7 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: text_fold (excerpt positions folded at index time)
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 ANALYSIS_FIELDS = ("body_words", "body_bigrams", "title_words", "title_bigrams")
@@ -44,7 +44,9 @@ _INT_STORED = ("chunk", "n_chunks", "overlap", "section", "publish_time", "cover
                "cover_width", "qa_visible")
 # Long free text is stored as UTF-8 bytes: a text field is always indexed, and a
 # `raw`-indexed chunk body would fill the term dictionary with one term per chunk.
-_BYTES_STORED = ("text", "summary")
+# text_fold: `analysis.normalize_positions(text)` when it differs from text and has its
+# length, so excerpts locate query terms without folding at query time.
+_BYTES_STORED = ("text", "summary", "text_fold")
 
 
 def build_schema() -> tantivy.Schema:

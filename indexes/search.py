@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import tantivy
 from tantivy import Occur, Query
 
-from .analysis import QueryTerms, normalize
+from .analysis import QueryTerms, normalize_positions
 from .types import SearchFilter
 
 __all__ = [
@@ -131,12 +131,18 @@ def build_query(
     terms: QueryTerms,
     flt: SearchFilter | None = None,
     boosts: Boosts = DEFAULT_BOOSTS,
+    *,
+    filters: tuple[Query | None, Query | None] | None = None,
 ) -> Query | None:
-    """The full search query, or None when the query has no searchable term."""
+    """The full search query, or None when the query has no searchable term.
+
+    filters: `filter_query(schema, flt)` computed earlier (callers cache it: building the
+    glob regex queries costs more than the search itself); computed here when None.
+    """
     scored = terms_query(schema, terms, boosts)
     if scored is None:
         return None
-    must, must_not = filter_query(schema, flt)
+    must, must_not = filters if filters is not None else filter_query(schema, flt)
     clauses: list[tuple[Occur, Query]] = [(Occur.Must, scored)]
     if must is not None:
         clauses.append((Occur.Must, must))
@@ -162,19 +168,20 @@ def bounded(text: str, max_chars: int) -> str:
     return window[: max_chars - 1].rstrip() + "…"
 
 
-def excerpt(text: str, terms: QueryTerms, max_chars: int) -> str:
+def excerpt(text: str, terms: QueryTerms, max_chars: int, *, folded: str | None = None) -> str:
     """A query-biased plain-text window of `text`, at most max_chars characters.
 
     The window starts at the sentence start (or text start) whose following
     max_chars characters contain the most distinct query bigrams/words; ties go to
-    the earliest. Matching is on normalized text; when normalization changed the
-    length, the text start is used. Raises nothing; returns '' for max_chars <= 0.
+    the earliest. Matching is on `folded` (`analysis.normalize_positions(text)`, stored at
+    index time) or on a fold computed here; when folding changed the length, the text
+    start is used. Raises nothing; returns '' for max_chars <= 0.
     """
     if max_chars <= 0 or not text:
         return ""
     if len(text) <= max_chars:
         return text.strip()
-    norm = normalize(text)
+    norm = folded if folded is not None and len(folded) == len(text) else normalize_positions(text)
     wanted = set(terms.bigrams) | {w for w in terms.words if len(w) > 1}
     start = 0
     if len(norm) == len(text) and wanted:

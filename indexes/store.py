@@ -23,11 +23,11 @@ from typing import Any
 import tantivy
 from tantivy import Query
 
-from .analysis import index_tokens, normalize, query_terms
+from .analysis import index_tokens, normalize, normalize_positions, query_terms
 from .errors import IndexLockedError, IndexNotFoundError, IndexStoreError
 from .ingest.chunking import DEFAULT_MAX_CHARS, chunk
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, bounded, build_query, excerpt
+from .search import DEFAULT_BOOSTS, Boosts, bounded, build_query, excerpt, filter_query
 from .types import (
     Chunk,
     CoverImage,
@@ -45,6 +45,7 @@ __all__ = ["IndexStore", "KnowledgeIndex", "document_revision"]
 MIB = 1024 * 1024
 WRITER_HEAP_BYTES = 256 * MIB
 RELOAD_CHECK_SECONDS = 0.5
+FILTER_CACHE_SIZE = 256  # distinct scope filters kept per index
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -102,6 +103,7 @@ class KnowledgeIndex:
         self.path = path
         self._index = index
         self._schema = index.schema
+        self._filters: dict[SearchFilter | None, tuple[Query | None, Query | None]] = {}
         self._clock = clock
         self.boosts = boosts
         self.chunk_chars = chunk_chars
@@ -155,7 +157,7 @@ class KnowledgeIndex:
             return []
         self.maybe_reload()
         terms = query_terms(query)
-        q = build_query(self._schema, terms, filter, self.boosts)
+        q = build_query(self._schema, terms, filter, self.boosts, filters=self._filter_parts(filter))
         if q is None:
             return []
         searcher = self._index.searcher()
@@ -185,6 +187,15 @@ class KnowledgeIndex:
             for score, doc in picked
         ]
 
+    def _filter_parts(self, flt: SearchFilter | None) -> tuple[Query | None, Query | None]:
+        """`filter_query` for `flt`, cached per filter (a scope's filter repeats on every call)."""
+        parts = self._filters.get(flt)
+        if parts is None:
+            if len(self._filters) >= FILTER_CACHE_SIZE:
+                self._filters.clear()
+            parts = self._filters[flt] = filter_query(self._schema, flt)
+        return parts
+
     def _hit(self, score: float, doc: tantivy.Document, terms: Any, summary_chars: int,
              content_chars: int, context: Sequence[tantivy.Document] = ()) -> Hit:
         """A Hit from the best chunk `doc`; `context`: further matching chunks of the same
@@ -203,7 +214,8 @@ class KnowledgeIndex:
             doc_id=doc_id,
             chunk=n,
             title=doc.get_first("title") or "",
-            summary=excerpt(text, terms, summary_chars),
+            # No text_fold stored: the text is its own fold (or folding changed its length).
+            summary=excerpt(text, terms, summary_chars, folded=_first(doc, "text_fold") or text),
             content=bounded(content, content_chars),
             score=float(score),
             url=doc.get_first("url") or None,
@@ -343,6 +355,9 @@ class KnowledgeIndex:
                 common["cover_width"] = cover.width
         out = []
         for c in chunks:
+            fold = normalize_positions(c.text)
+            keep_fold = fold != c.text and len(fold) == len(c.text)
+            extra = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
             body_words, body_grams = index_tokens(
                 normalize(f"{c.heading}\n{c.text}" if c.heading else c.text))
             out.append(tantivy.Document(
@@ -355,6 +370,7 @@ class KnowledgeIndex:
                 text=[c.text.encode("utf-8")],
                 body_words=body_words,
                 body_bigrams=body_grams,
+                **extra,
             ))
         return out
 

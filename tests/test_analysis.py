@@ -53,3 +53,13 @@ def test_query_of_only_stop_words_keeps_them() -> None:
 
 def test_empty_query() -> None:
     assert query_terms("？！ ").is_empty
+
+
+def test_normalize_positions_keeps_length_and_folds_like_normalize() -> None:
+    from indexes.analysis import normalize, normalize_positions
+
+    text = "ＴｉＤＢ　軟體，版本Ｖ８"
+    folded = normalize_positions(text)
+    assert len(folded) == len(text)
+    assert folded == "tidb 软体,版本v8"
+    assert normalize(text).replace(" ", "") == folded.replace(" ", "")

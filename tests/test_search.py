@@ -131,3 +131,13 @@ def test_quality_beats_bm25s_baseline(corpus: str, tmp_path: Path,
               f"  baseline MRR@10={base.mrr:.4f} answer-hit@5={base.answer_hit:.4f}")
     assert ours.mrr > base.mrr
     assert ours.answer_hit > base.answer_hit
+
+
+def test_excerpt_uses_the_stored_fold_for_positions() -> None:
+    text = "第一句没有关系。" * 10 + "這裡說明軟體授權。" + "结尾无关。" * 10
+    terms = query_terms("软体授权")
+    from indexes.analysis import normalize_positions
+
+    with_fold = excerpt(text, terms, 30, folded=normalize_positions(text))
+    assert "授權" in with_fold and len(with_fold) <= 30
+    assert excerpt(text, terms, 30) == with_fold
