@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import fields as dataclass_fields
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -40,6 +40,8 @@ from indexes.types import IndexStats
 log = logging.getLogger("kbgate.access")
 
 CALLBACK_PREFIX = "/volcengine/"
+# What one callback's log line carries: every Delivery field but the query text and extras.
+_LOGGED_FIELDS = tuple(f.name for f in dataclass_fields(Delivery) if f.name not in ("query", "extra"))
 
 
 class Runtime:
@@ -86,9 +88,8 @@ class Runtime:
     def record(self, d: Delivery) -> None:
         """After the response was sent: log one JSON line (query text at debug level only),
         count it in the metrics and hand it to the deliveries record. Does no I/O wait."""
-        fields = asdict(d)
-        query = fields.pop("query")
-        fields.pop("extra")
+        fields = {name: getattr(d, name) for name in _LOGGED_FIELDS}  # asdict() deep-copies: 10x slower
+        query = d.query
         level = logging.INFO if d.status < 500 else logging.ERROR
         log.log(level, "callback", extra=fields)
         if query is not None and log.isEnabledFor(logging.DEBUG):
