@@ -42,7 +42,7 @@ bench: install
 	$(BIN)/python -m bench
 
 lint: install
-	$(BIN)/pip install -q ruff && $(BIN)/ruff check gateway indexes tests
+	$(BIN)/pip install -q ruff && $(BIN)/ruff check gateway indexes tests bench
 
 clean:
 	rm -rf data .eval bench-results test-artifacts

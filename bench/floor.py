@@ -20,7 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 BODY_ENV = "BENCH_FLOOR_BODY"
-_BODY = open(os.environ[BODY_ENV], "rb").read() if os.environ.get(BODY_ENV) else b'{"Ret":0,"Msg":"success","Result":[]}'
+_DEFAULT_BODY = b'{"Ret":0,"Msg":"success","Result":[]}'
+_BODY = open(os.environ[BODY_ENV], "rb").read() if os.environ.get(BODY_ENV) else _DEFAULT_BODY
 
 
 async def _answer(request: Request) -> Response:

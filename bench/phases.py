@@ -7,7 +7,8 @@ index     build `--index` under `--dir` from the scaled corpus with the indexer'
           (`IndexStore.create_or_open_for_write(...).ingest`): chunks, documents, seconds,
           chunks_per_s, size_bytes, rss_before_kib (corpus materialized), hwm_kib (peak).
 search    `KnowledgeIndex.search` with the route's filter from `gateway.scope.resolve_callback`
-          (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for `--seconds` per thread count: per count qps, p50_ms, p99_ms.
+          (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
+          `--seconds` per thread count: per count qps, p50_ms, p99_ms.
 baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
           same search figures.
 """

@@ -50,7 +50,8 @@ def render(result: dict[str, Any]) -> str:
     for s in result["scales"]:
         ix, base = s["index"], s.get("baseline")
         out.append(
-            f"| {s['label']} | {ix['chunks']:,} | {ix['documents']:,} | {_f(ix['seconds'])} | {_f(ix['chunks_per_s'], 0)} "
+            f"| {s['label']} | {ix['chunks']:,} | {ix['documents']:,} | {_f(ix['seconds'])} "
+            f"| {_f(ix['chunks_per_s'], 0)} "
             f"| {_f(ix['size_bytes'] / 2**20)} | {_f(ix['hwm_kib'] / MB)} | {_f(ix['rss_before_kib'] / MB)} "
             f"| {_f(base['chunks_per_s'], 0) if base else 'not run'} |")
     out += [
@@ -144,7 +145,8 @@ def check_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     else:
         rows.append((f"search ≥ 5× bm25s queries/s ({at})", "baseline not run", "not run"))
     rate = main["index"]["chunks_per_s"]
-    rows.append((f"index build ≥ 20k chunks/s ({at})", f"{rate:,.0f} chunks/s", _yes(rate >= TARGETS["build_chunks_per_s"])))
+    rows.append((f"index build ≥ 20k chunks/s ({at})", f"{rate:,.0f} chunks/s",
+                 _yes(rate >= TARGETS["build_chunks_per_s"])))
     mem = main.get("worker_memory", [])
     if mem:
         worst_mib = max(w.get("VmHWM", 0) for w in mem) / MB

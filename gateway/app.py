@@ -26,9 +26,9 @@ from gateway.clock import SYSTEM_CLOCK
 from gateway.config import Config
 from gateway.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.errors import DependencyUnavailable, NotFound
+from gateway.keyuse import make_key_usage
 from gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from gateway.metrics import Metrics
-from gateway.keyuse import make_key_usage
 from gateway.reload import Reloader
 from gateway.replay import make_store
 from gateway.types import Clock, NonceStore

@@ -49,7 +49,8 @@ def _doc(doc_id: str, title: str, text: str, **kw: Any) -> Document:
 
 DOCS = [
     _doc("guide/key-rotation.md", "密钥轮换", "新旧两把密钥可以同时生效，确认旧密钥不再使用后退役。", dataset="public"),
-    _doc("guide/replay.md", "重放攻击防护", "每个随机串在时间窗口内只能使用一次，重复投递会被拒绝。", dataset="internal"),
+    _doc("guide/replay.md", "重放攻击防护", "每个随机串在时间窗口内只能使用一次，重复投递会被拒绝。",
+         dataset="internal"),
     _doc("ops/deploy.md", "部署与密钥", "部署时把密钥放进环境变量，轮换时滚动重启。", dataset="public"),
     _doc("config/secrets.md", "密钥轮换配置", SECRET_TEXT, dataset="public"),
     _doc("state/manifest.md", "密钥轮换状态", "状态文件记录密钥轮换的进度。", dataset="public"),
