@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,8 @@ __all__ = ["IndexStore", "KnowledgeIndex", "document_revision"]
 MIB = 1024 * 1024
 WRITER_HEAP_BYTES = 256 * MIB
 RELOAD_CHECK_SECONDS = 0.5
+INGEST_BATCH_DOCS = 256  # documents analysed per batch
+PARALLEL_MIN_DOCS = 2000  # below this, worker start-up (rjieba load) costs more than it saves
 FILTER_CACHE_SIZE = 256  # distinct scope filters kept per index
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -81,6 +87,108 @@ def _chunk_text(doc: tantivy.Document) -> str:
 def _first(doc: tantivy.Document, name: str) -> Any:
     value = doc.get_first(name)
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[str, Any]]:
+    """The stored and analysed fields of each chunk of `doc`, as plain dicts.
+
+    Pure and picklable, so ingest can run it in worker processes: this analysis (rjieba,
+    bigrams, folding) is where indexing spends its time.
+    """
+    chunks: list[Chunk] = chunk(doc, max_chars=chunk_chars)
+    title_words, title_grams = index_tokens(normalize(doc.title))
+    cover = doc.cover_image
+    common: dict[str, Any] = {
+        "doc_id": doc.id,
+        "title": doc.title,
+        "n_chunks": len(chunks),
+        "revision": revision,
+        "path": doc.path,
+        "dataset": doc.dataset,
+        "qa_visible": 1 if doc.qa_visible else 0,
+        "title_words": title_words,
+        "title_bigrams": title_grams,
+    }
+    if doc.url:
+        common["url"] = doc.url
+    if doc.summary:
+        common["summary"] = [doc.summary.encode("utf-8")]
+    if doc.publish_time is not None:
+        common["publish_time"] = doc.publish_time
+    if cover is not None:
+        common["cover_url"] = cover.url
+        if cover.height is not None:
+            common["cover_height"] = cover.height
+        if cover.width is not None:
+            common["cover_width"] = cover.width
+    out: list[dict[str, Any]] = []
+    for c in chunks:
+        fold = normalize_positions(c.text)
+        keep_fold = fold != c.text and len(fold) == len(c.text)
+        extra = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
+        body_words, body_grams = index_tokens(
+            normalize(f"{c.heading}\n{c.text}" if c.heading else c.text))
+        out.append(dict(
+            **common,
+            chunk_id=f"{doc.id}#{c.n}",
+            chunk=c.n,
+            overlap=c.overlap,
+            section=c.section,
+            heading=c.heading,
+            text=[c.text.encode("utf-8")],
+            body_words=body_words,
+            body_bigrams=body_grams,
+            **extra,
+        ))
+    return out
+
+
+class _Analyser:
+    """Turns batches of (Document, revision) into tantivy documents added to a writer.
+
+    In this process while few documents have been seen; from PARALLEL_MIN_DOCS on, in a
+    pool of `workers` spawned processes (spawn, not fork: the writer runs threads).
+    """
+
+    def __init__(self, chunk_chars: int, workers: int | None) -> None:
+        self.chunk_chars = chunk_chars
+        self.workers = workers if workers is not None else (os.cpu_count() or 1)
+        self.seen = 0
+        self.pool: ProcessPoolExecutor | None = None
+
+    def add(self, writer: tantivy.IndexWriter, batch: list[tuple[Document, str]]) -> int:
+        """Analyse `batch`, add its chunks to `writer`; returns the number of chunks added."""
+        if not batch:
+            return 0
+        self.seen += len(batch)
+        if self.pool is None and self.workers > 1 and self.seen > PARALLEL_MIN_DOCS:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        docs = [d for d, _ in batch]
+        revisions = [r for _, r in batch]
+        sizes = [self.chunk_chars] * len(batch)
+        results: Iterable[list[dict[str, Any]]] = []
+        if self.pool is not None:
+            try:
+                results = list(self.pool.map(chunk_fields, docs, revisions, sizes, chunksize=16))
+            except BrokenProcessPool:
+                # e.g. a script without an `if __name__ == "__main__":` guard, re-run by spawn
+                print("kbgate: analysis worker processes failed; indexing in this process",
+                      file=sys.stderr)
+                self.close()
+                self.workers = 1
+        if self.pool is None:
+            results = map(chunk_fields, docs, revisions, sizes)
+        added = 0
+        for fields in results:
+            for f in fields:
+                writer.add_document(tantivy.Document(**f))
+                added += 1
+        return added
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
 
 
 class KnowledgeIndex:
@@ -326,60 +434,13 @@ class KnowledgeIndex:
                 raise IndexLockedError(self.name, str(self.path)) from None
             raise
 
-    def _tantivy_docs(self, doc: Document, revision: str) -> list[tantivy.Document]:
-        chunks: list[Chunk] = chunk(doc, max_chars=self.chunk_chars)
-        title_words, title_grams = index_tokens(normalize(doc.title))
-        cover = doc.cover_image
-        common: dict[str, Any] = {
-            "doc_id": doc.id,
-            "title": doc.title,
-            "n_chunks": len(chunks),
-            "revision": revision,
-            "path": doc.path,
-            "dataset": doc.dataset,
-            "qa_visible": 1 if doc.qa_visible else 0,
-            "title_words": title_words,
-            "title_bigrams": title_grams,
-        }
-        if doc.url:
-            common["url"] = doc.url
-        if doc.summary:
-            common["summary"] = [doc.summary.encode("utf-8")]
-        if doc.publish_time is not None:
-            common["publish_time"] = doc.publish_time
-        if cover is not None:
-            common["cover_url"] = cover.url
-            if cover.height is not None:
-                common["cover_height"] = cover.height
-            if cover.width is not None:
-                common["cover_width"] = cover.width
-        out = []
-        for c in chunks:
-            fold = normalize_positions(c.text)
-            keep_fold = fold != c.text and len(fold) == len(c.text)
-            extra = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
-            body_words, body_grams = index_tokens(
-                normalize(f"{c.heading}\n{c.text}" if c.heading else c.text))
-            out.append(tantivy.Document(
-                **common,
-                chunk_id=f"{doc.id}#{c.n}",
-                chunk=c.n,
-                overlap=c.overlap,
-                section=c.section,
-                heading=c.heading,
-                text=[c.text.encode("utf-8")],
-                body_words=body_words,
-                body_bigrams=body_grams,
-                **extra,
-            ))
-        return out
-
     def ingest(
         self,
         documents: Iterable[Document | IngestError],
         *,
         delete_missing: bool = False,
         progress: bool = True,
+        workers: int | None = None,
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
@@ -388,12 +449,17 @@ class KnowledgeIndex:
         delete_missing: delete indexed ids not seen in this run; skipped (and reported
         as an error) when any input error occurred, so a broken file never empties the
         index. progress: tqdm bar on stderr, only when stderr is a TTY.
+        workers: processes for the analysis (default: one per CPU); used only once more than
+        PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
         Raises IndexLockedError when another writer holds the index.
         """
         from tqdm import tqdm
 
         writer = self._writer()
         report = IngestReport()
+        analyser = _Analyser(self.chunk_chars, workers)
+        batch: list[tuple[Document, str]] = []
+        batch_ids: set[str] = set()
         try:
             known = self.revisions()
             seen: set[str] = set()
@@ -417,12 +483,19 @@ class KnowledgeIndex:
                 else:
                     report.updated += 1
                 seen.add(item.id)
+                if item.id in batch_ids:
+                    # A delete only affects documents added before it: add the queued copy first.
+                    report.chunks += analyser.add(writer, batch)
+                    batch, batch_ids = [], set()
                 if previous is not None or item.id in known:
                     writer.delete_documents_by_term("doc_id", item.id)
                 known[item.id] = revision
-                for tdoc in self._tantivy_docs(item, revision):
-                    writer.add_document(tdoc)
-                    report.chunks += 1
+                batch.append((item, revision))
+                batch_ids.add(item.id)
+                if len(batch) >= INGEST_BATCH_DOCS:
+                    report.chunks += analyser.add(writer, batch)
+                    batch, batch_ids = [], set()
+            report.chunks += analyser.add(writer, batch)
             bar.close()
             if delete_missing:
                 if report.errors:
@@ -437,6 +510,7 @@ class KnowledgeIndex:
             writer.rollback()
             raise
         finally:
+            analyser.close()
             writer.wait_merging_threads()
         self.maybe_reload(force=True)
         return report

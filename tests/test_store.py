@@ -116,3 +116,35 @@ def test_schema_version_mismatch_raises(store: IndexStore, index: KnowledgeIndex
         store.open("kb")
     with pytest.raises(SchemaVersionError):
         store.create_or_open_for_write("kb")
+
+
+def test_parallel_analysis_indexes_the_same_as_in_process(
+    store: IndexStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import indexes.store as store_module
+
+    docs = [_doc(f"d{i}", f"第{i}篇文档讲述密钥轮换与重放防护。" * (1 + i % 5)) for i in range(60)]
+    one = store.create_or_open_for_write("one")
+    one.ingest(docs, progress=False, workers=1)
+    monkeypatch.setattr(store_module, "PARALLEL_MIN_DOCS", 10)
+    monkeypatch.setattr(store_module, "INGEST_BATCH_DOCS", 16)
+    two = store.create_or_open_for_write("two")
+    report = two.ingest(docs, progress=False, workers=2)
+    assert report.added == 60
+    assert one.stats().chunks == two.stats().chunks
+    for q in ("密钥轮换", "第7篇", "重放"):
+        assert [(h.id, round(h.score, 4)) for h in one.search(q, 10)] == [
+            (h.id, round(h.score, 4)) for h in two.search(q, 10)]
+
+
+def test_repeated_id_in_one_run_keeps_only_the_last(
+    index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import indexes.store as store_module
+
+    monkeypatch.setattr(store_module, "INGEST_BATCH_DOCS", 1000)  # both copies queued in one batch
+    index.ingest([_doc("dup", "第一版内容：苹果"), _doc("dup", "第二版内容：香蕉")], progress=False)
+    doc = index.get_document("dup")
+    assert doc is not None and "香蕉" in doc.text and "苹果" not in doc.text
+    assert "dup" not in [h.doc_id for h in index.search("第一版 苹果", 5)]
+    assert index.stats().documents == 3  # a, b from the fixture, and one dup
