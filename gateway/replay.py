@@ -16,6 +16,9 @@ import asyncio
 import heapq
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from gateway.clock import SYSTEM_CLOCK
@@ -93,10 +96,15 @@ class RedisNonceStore:
     def __init__(self, url: str, timeout: float = 1.0, clock: Clock = SYSTEM_CLOCK) -> None:
         self._timeout = timeout
         self._clock = clock
+        # One immediate retry on a broken connection: after a Redis restart every pooled
+        # connection is dead and the first command on each would otherwise fail. A timeout
+        # is never retried (the whole claim must stay within `timeout`).
         self.client = aioredis.Redis.from_url(
             url,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
             retry_on_timeout=False,
             health_check_interval=30,
         )

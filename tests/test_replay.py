@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -141,3 +142,44 @@ def test_make_store_picks_by_config(redis_url: str) -> None:
     assert isinstance(s, RedisNonceStore)
     assert s.shared
     asyncio.run(s.close())
+
+
+def test_redis_restart_costs_no_failed_claim(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("needs the redis-server binary")
+    port = free_port()
+    cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)]
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                if redis.Redis(port=port, socket_timeout=0.2).ping():
+                    return proc
+            except redis.RedisError:
+                time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    server = start()
+    store = RedisNonceStore(f"redis://127.0.0.1:{port}/0", 1.0)
+
+    async def go() -> list[bool]:
+        out = [await store.claim("before", int(time.time()) + 60)]
+        server.terminate()
+        server.wait(5)
+        restarted = start()
+        try:
+            # every pooled connection is now dead; the first claim must still succeed
+            out.append(await store.claim("after", int(time.time()) + 60))
+            out.append(await store.claim("after", int(time.time()) + 60))
+        finally:
+            await store.close()
+            restarted.terminate()
+            restarted.wait(5)
+        return out
+
+    assert asyncio.run(go()) == [True, True, False]
