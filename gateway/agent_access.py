@@ -35,8 +35,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway import answer, audit
+from gateway.bodies import BodyLimitExceeded, read_limited
 from gateway.config import AgentClient, AgentRoute, Config
-from gateway.errors import AccessDenied, AgentError, ToolError
+from gateway.errors import AccessDenied, AgentError, DependencyUnavailable, ToolError
 from gateway.feedback import FeedbackBridge, IssueTracker
 from gateway.feedback.github import GitHubTracker
 from gateway.feedback.sqlite import SqliteTracker
@@ -44,6 +45,7 @@ from gateway.idempotency import IdempotencyStore, canonical_hash
 from gateway.principals import authenticate_agent
 from gateway.scope import EffectiveScope, Principal, ScopeRequest, allows, resolve_agent
 from gateway.types import KIB
+from indexes.search import glob_problem
 from indexes.store import KnowledgeIndex
 from indexes.types import Hit, StoredDocument
 
@@ -236,6 +238,16 @@ def _strs(v: Any, name: str, *, max_items: int, max_len: int) -> tuple[str, ...]
     return tuple(dict.fromkeys(v))
 
 
+def _globs(v: Any, name: str, *, max_items: int) -> tuple[str, ...]:
+    """Path globs of a request: strings (≤ 300 characters) that compile to a path filter."""
+    globs = _strs(v, name, max_items=max_items, max_len=300)
+    for i, glob in enumerate(globs):
+        problem = glob_problem(glob)
+        if problem:
+            raise _invalid(f"{name}[{i}] {problem}")
+    return globs
+
+
 def _only(d: dict[str, Any], name: str, allowed: set[str]) -> None:
     for k in d:
         if k not in allowed:
@@ -261,15 +273,13 @@ def _int(d: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
 async def _request_body(request: Request, client: AgentClient, tool: str) -> dict[str, Any]:
     """Read and check an AgentToolRequest. Raises ToolError('access.request_invalid') or
     AccessDenied('access.unauthorized') when caller.id names another client."""
-    chunks: list[bytes] = []
-    total = 0
-    async for part in request.stream():
-        total += len(part)
-        if total > MAX_BODY_BYTES:
-            raise _invalid(f"the body exceeds {MAX_BODY_BYTES} bytes")
-        chunks.append(part)
     try:
-        body = orjson.loads(b"".join(chunks))
+        raw = await read_limited(request.stream(), MAX_BODY_BYTES,
+                                 request.app.state.runtime.config.server.body_timeout_seconds)
+    except BodyLimitExceeded as exc:
+        raise _invalid(exc.message) from None
+    try:
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise _invalid("the body is not JSON") from None
     if not isinstance(body, dict):
@@ -288,9 +298,11 @@ async def _request_body(request: Request, client: AgentClient, tool: str) -> dic
     if not isinstance(scope, dict):
         raise _invalid("scope must be an object")
     _only(scope, "scope", {"routes", "paths", "datasets", "includeWorkingDocs"})
-    for k, n, m in (("routes", 16, 64), ("paths", 32, 300), ("datasets", 32, 128)):
+    for k, n, m in (("routes", 16, 64), ("datasets", 32, 128)):
         if k in scope:
             _strs(scope[k], f"scope.{k}", max_items=n, max_len=m)
+    if "paths" in scope:
+        _globs(scope["paths"], "scope.paths", max_items=32)
     if not isinstance(scope.get("includeWorkingDocs", False), bool):
         raise _invalid("scope.includeWorkingDocs must be true or false")
     for k in ("idempotencyKey", "dedupeKey"):
@@ -367,7 +379,7 @@ def _index(call: Call, route: AgentRoute, eff: EffectiveScope) -> KnowledgeIndex
     try:
         idx: KnowledgeIndex = call.rt.index(eff.index)
         return idx
-    except Exception:
+    except DependencyUnavailable:
         call.warn("access.tool_failed", f"the index of route {route.name!r} is unavailable", retryable=True)
         return None
 
@@ -408,7 +420,8 @@ def scoped_search(call: Call, query: str, limit: int, *, content_chars: int = 1)
         try:
             hits = idx.search(query, limit, filter=eff.filter, one_per_document=True,
                               summary_chars=SNIPPET_CHARS, content_chars=content_chars)
-        except Exception:
+        except (OSError, ValueError):  # a damaged or vanished index: partial, logged for operators
+            log.warning("agent search failed", extra={"route": route.name, "index": eff.index}, exc_info=True)
             call.warn("access.tool_failed", f"the search of route {route.name!r} failed", retryable=True)
             continue
         served += 1
@@ -636,7 +649,7 @@ async def tool_create_improvement_task(call: Call) -> dict[str, Any]:
     if not isinstance(scope, dict) or not scope:
         raise _invalid("input.scope must name paths and/or datasets")
     _only(scope, "input.scope", {"paths", "datasets"})
-    paths = _strs(scope["paths"], "input.scope.paths", max_items=20, max_len=300) if "paths" in scope else None
+    paths = _globs(scope["paths"], "input.scope.paths", max_items=20) if "paths" in scope else None
     datasets = (_strs(scope["datasets"], "input.scope.datasets", max_items=20, max_len=128)
                 if "datasets" in scope else None)
     ev = i.get("evidence", [])

@@ -32,6 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway import audit
+from gateway.bodies import BodyLimitExceeded, read_limited
 from gateway.config import AgentClient, AgentRoute, Config
 from gateway.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.principals import authenticate_agent
@@ -168,15 +169,14 @@ def _revision(call: Call, route: AgentRoute, eff: EffectiveScope, generation: in
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
-    chunks: list[bytes] = []
-    total = 0
-    async for part in request.stream():
-        total += len(part)
-        if total > MAX_BODY_BYTES:
-            raise KnowledgeError("knowledge_request_too_large", f"body exceeds {MAX_BODY_BYTES} bytes")
-        chunks.append(part)
     try:
-        data = orjson.loads(b"".join(chunks))
+        raw = await read_limited(request.stream(), MAX_BODY_BYTES,
+                                 request.app.state.runtime.config.server.body_timeout_seconds)
+    except BodyLimitExceeded as exc:
+        code = "knowledge_request_too_large" if exc.kind == "too_large" else "knowledge_request_invalid"
+        raise KnowledgeError(code, exc.message) from None
+    try:
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise KnowledgeError("knowledge_request_invalid", "the body is not JSON") from None
     if not isinstance(data, dict):

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gateway import signing
+from gateway.bodies import BodyLimitExceeded, asgi_chunks, read_limited
 from gateway.errors import (
+    BodyTimeout,
     CallbackError,
     DependencyUnavailable,
     MethodNotAllowed,
@@ -76,26 +78,15 @@ class Delivery:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-async def read_body(receive, max_bytes: int) -> bytes:  # type: ignore[no-untyped-def]
-    """Read the whole ASGI request body, at most `max_bytes` bytes.
-
-    Raises PayloadTooLarge as soon as the running total exceeds the cap (the rest is
-    not read, so a huge body costs little).
-    """
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        part = message.get("body", b"")
-        total += len(part)
-        if total > max_bytes:
-            raise PayloadTooLarge("body_too_large", f"body exceeds {max_bytes} bytes")
-        chunks.append(part)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+async def read_body(receive, max_bytes: int, timeout: float | None = None) -> bytes:  # type: ignore[no-untyped-def]
+    """Read the raw ASGI body (gateway.bodies): PayloadTooLarge past `max_bytes` bytes,
+    BodyTimeout when it is not complete within `timeout` seconds."""
+    try:
+        return await read_limited(asgi_chunks(receive), max_bytes, timeout)
+    except BodyLimitExceeded as exc:
+        if exc.kind == "too_large":
+            raise PayloadTooLarge("body_too_large", exc.message) from None
+        raise BodyTimeout("body_timeout", exc.message) from None
 
 
 def _check_media(headers: list[tuple[bytes, bytes]], max_bytes: int) -> None:
@@ -161,7 +152,7 @@ async def _answer(rt: Runtime, tenant: Tenant, scope, receive, d: Delivery) -> b
         raise MethodNotAllowed("method_not_allowed")
     raw_headers = scope["headers"]
     _check_media(raw_headers, cfg.server.max_body_bytes)
-    body = await read_body(receive, cfg.server.max_body_bytes)
+    body = await read_body(receive, cfg.server.max_body_bytes, cfg.server.body_timeout_seconds)
     hdrs = signing.signing_headers(raw_headers)
     now = rt.clock.now()
     tolerance = cfg.replay.tolerance_seconds

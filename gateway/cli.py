@@ -25,6 +25,8 @@ from pathlib import Path
 
 from gateway.config import Config, load_config
 from gateway.errors import ConfigError, KbgateError
+from gateway.signing import NONCE_PATTERN
+from indexes.errors import IndexStoreError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,6 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KbgateError as exc:
         print(f"kbgate: {exc.message}", file=sys.stderr)
         return 1
+    except IndexStoreError as exc:  # messages name the index, never a secret
+        print(f"kbgate: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a file named on the command line
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"kbgate: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 
@@ -136,16 +145,25 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"config {config.source}: valid")
     print(f"replay store: {'redis' if config.replay.redis_url else 'in-process (one worker only)'}, "
           f"tolerance {config.replay.tolerance_seconds} s")
+    now = time.time()
     for t in config.tenants.values():
-        keys = ", ".join(k.id for k in t.secrets) or "none"
+        keys = ", ".join(k.id if k.live(now) else f"{k.id} (expired)" for k in t.secrets) or "none"
         print(f"tenant {t.name}: POST {t.path}  verify={t.verify}  keys: {keys}")
         if t.verify == "report":
             print(f"  WARNING: tenant {t.name} is in report mode: unsigned requests are answered")
+        if t.secrets and not any(k.live(now) for k in t.secrets):
+            print(f"  WARNING: every key of tenant {t.name} has expired: signed callbacks get Ret 40106")
+        for k in t.secrets:
+            if len(k.value.reveal()) < MIN_SECRET_CHARS:
+                print(f"  WARNING: key {k.id} of tenant {t.name} is shorter than {MIN_SECRET_CHARS} characters")
         for r in t.routes:
             mark = "ok" if r.index in have else "MISSING"
             ok &= r.index in have
             print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} [{mark}]")
     return 0 if ok else 1
+
+
+MIN_SECRET_CHARS = 16  # below this, check-config warns: a short HMAC key is guessable
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
@@ -201,9 +219,24 @@ def cmd_sign(args: argparse.Namespace) -> int:
         return 2
     body = Path(args.body_file).read_bytes() if args.body_file else args.body.encode("utf-8")
     ts = args.timestamp if args.timestamp is not None else int(time.time())
+    problem = _signing_input_problem(secret, ts, args.nonce)
+    if problem:
+        print(f"kbgate: {problem}", file=sys.stderr)
+        return 2
     for k, v in sign_headers(secret, body, ts, args.nonce).items():
         print(f"{k}: {v}")
     return 0
+
+
+def _signing_input_problem(secret: str, timestamp: int, nonce: str | None) -> str | None:
+    """Why a request signed with these would be refused by the gateway (seed 003), or None."""
+    if not 10**9 <= timestamp < 10**10:
+        return "--timestamp must be unix seconds of exactly 10 digits"
+    if nonce is not None and not NONCE_PATTERN.fullmatch(nonce):
+        return "--nonce must be 6 to 32 ASCII letters and digits"
+    if any(c.isspace() for c in secret):
+        return "the secret contains whitespace; the gateway refuses such keys"
+    return None
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -221,6 +254,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         else:
             print("kbgate: give --config, --secret-env or --unsigned", file=sys.stderr)
             return 2
+    if not 0 < args.timeout <= 300:
+        print("kbgate: --timeout must be more than 0 and at most 300 seconds", file=sys.stderr)
+        return 2
     outcome = probe(args.url, secret=secret, first=args.first, second=args.second, query=args.query,
                     limit=args.limit, timeout=args.timeout)
     print(outcome.explain())

@@ -20,12 +20,15 @@ from typing import Any
 
 from gateway.errors import ConfigError
 from gateway.types import KIB, SECONDS, Secret
+from indexes.search import glob_problem
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
 _TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _WHITESPACE = re.compile(r"\s")
+# The gateway's own endpoints: a tenant's callback path may not shadow them.
+RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "/agent-access/")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -85,6 +88,7 @@ class ServerConfig:
     bind: str = "127.0.0.1:8080"
     workers: int = 1
     max_body_bytes: int = 64 * KIB
+    body_timeout_seconds: float = 10.0
     graceful_timeout: float = 10.0
 
 
@@ -203,7 +207,7 @@ def parse_config(
             raise ConfigError(key, "tenant names use letters, digits, '_', '.', '-'")
         if not isinstance(t, dict):
             raise ConfigError(key, "must be a table")
-        tenant = _tenant(name, t, base_dir, env)
+        tenant = _tenant(name, t, base_dir, env, search.max_level_id_chars)
         if tenant.path in paths:
             raise ConfigError(f"{key}.path", f"repeats the path of tenants.{paths[tenant.path]}")
         paths[tenant.path] = name
@@ -242,6 +246,8 @@ def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -
         fp = Path(ref) if Path(ref).is_absolute() else base_dir / ref
         try:
             value = fp.read_text("utf-8")
+        except FileNotFoundError:
+            raise ConfigError(key, f"names file {ref}, which does not exist") from None
         except (OSError, UnicodeDecodeError):
             raise ConfigError(key, f"names file {ref}, which cannot be read as UTF-8") from None
         if value.endswith("\r\n"):
@@ -259,7 +265,7 @@ def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -
 
 
 def _server(t: Mapping[str, Any]) -> ServerConfig:
-    _only(t, "server", {"bind", "workers", "max_body_bytes", "graceful_timeout"})
+    _only(t, "server", {"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout"})
     bind = _str(t, "server", "bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -268,6 +274,7 @@ def _server(t: Mapping[str, Any]) -> ServerConfig:
         bind=bind,
         workers=_int(t, "server", "workers", 1, lo=1, hi=64),
         max_body_bytes=_int(t, "server", "max_body_bytes", 64 * KIB, lo=256, hi=16 * 1024 * KIB),
+        body_timeout_seconds=_num(t, "server", "body_timeout_seconds", 10.0, lo=0.1, hi=300.0),
         graceful_timeout=_num(t, "server", "graceful_timeout", 10.0, lo=0.0, hi=600.0),
     )
 
@@ -316,12 +323,14 @@ def _admin(t: Mapping[str, Any]) -> AdminConfig:
     return AdminConfig(digest, show, _int(t, "admin", "keep_deliveries", 200, lo=1, hi=10_000))
 
 
-def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str]) -> Tenant:
+def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str], max_id_chars: int) -> Tenant:
     key = f"tenants.{name}"
     _only(t, key, {"path", "verify", "secrets", "routes"})
     path = _str(t, key, "path", f"/volcengine/{name}")
     if not path.startswith("/") or _WHITESPACE.search(path) or "?" in path or "#" in path:
         raise ConfigError(f"{key}.path", "must be an absolute URL path like /volcengine/acme")
+    if any(path == p.rstrip("/") or path.startswith(p) for p in RESERVED_PATHS):
+        raise ConfigError(f"{key}.path", f"{path} is one of the gateway's own endpoints")
     verify = _str(t, key, "verify", "enforce")
     if verify not in {"enforce", "report"}:
         raise ConfigError(f"{key}.verify", "must be 'enforce' or 'report'")
@@ -367,8 +376,15 @@ def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, s
             second_level_id=_str(r, rkey, "second_level_id", None),
             index=_str(r, rkey, "index", None),
             datasets=_strs(r, rkey, "datasets"),
-            path_globs=_strs(r, rkey, "path_globs"),
+            path_globs=_globs(r, rkey, "path_globs"),
         )
+        for field_name in ("first_level_id", "second_level_id"):
+            value = getattr(route, field_name)
+            if value != value.strip():
+                raise ConfigError(f"{rkey}.{field_name}", "has leading or trailing whitespace")
+            if len(value) > max_id_chars:
+                raise ConfigError(f"{rkey}.{field_name}", f"is longer than search.max_level_id_chars "
+                                  f"({max_id_chars}): no request could reach it")
         if not _INDEX_NAME.fullmatch(route.index):
             raise ConfigError(f"{rkey}.index", "uses letters, digits, '_', '.', '-'")
         if any(
@@ -415,6 +431,16 @@ def _strs(t: Mapping[str, Any], table: str, key: str) -> tuple[str, ...] | None:
     if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
         raise ConfigError(f"{table}.{key}", "must be a non-empty array of non-empty strings")
     return tuple(v)
+
+
+def _globs(t: Mapping[str, Any], table: str, key: str) -> tuple[str, ...] | None:
+    """Like _strs, and every glob must be usable as a path filter (indexes.search.glob_problem)."""
+    globs = _strs(t, table, key)
+    for i, g in enumerate(globs or ()):
+        problem = glob_problem(g)
+        if problem:
+            raise ConfigError(f"{table}.{key}[{i}]", problem)
+    return globs
 
 
 def _int(t: Mapping[str, Any], table: str, key: str, default: int, *, lo: int, hi: int) -> int:
@@ -554,7 +580,7 @@ def _agent(t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str],
         enabled = r.get("enabled", True)
         if not isinstance(enabled, bool):
             raise ConfigError(f"{key}.enabled", "must be true or false")
-        routes[name] = AgentRoute(name, index, _strs(r, key, "datasets"), _strs(r, key, "path_globs"),
+        routes[name] = AgentRoute(name, index, _strs(r, key, "datasets"), _globs(r, key, "path_globs"),
                                   enabled, _num(r, key, "min_score", 0.0, lo=0.0, hi=1e6))
     clients: dict[str, AgentClient] = {}
     seen_hashes: dict[str, str] = {}
@@ -582,7 +608,7 @@ def _agent(t: Mapping[str, Any], base_dir: Path, env: Mapping[str, str],
         policy = AgentPolicy(
             routes=policy_routes,
             tools=tools,
-            path_globs=_required_strs(c, key, "path_globs"),
+            path_globs=_required_globs(c, key, "path_globs"),
             datasets=None if "*" in datasets else datasets,
             indexes=_strs(c, key, "indexes"),
             include_working_docs=working,
@@ -628,6 +654,13 @@ def _agent_tokens(raw: Any, key: str, seen: dict[str, str]) -> tuple[AgentToken,
         seen[digest] = tkey
         out.append(AgentToken(tid, digest))
     return tuple(out)
+
+
+def _required_globs(t: Mapping[str, Any], table: str, key: str) -> tuple[str, ...]:
+    v = _globs(t, table, key)
+    if v is None:
+        raise ConfigError(f"{table}.{key}", "is required (policies deny what they do not name)")
+    return v
 
 
 def _required_strs(t: Mapping[str, Any], table: str, key: str) -> tuple[str, ...]:

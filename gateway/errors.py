@@ -8,6 +8,7 @@ Exception tree::
     │   ├── VerificationFailed       401: timestamp / signature problems
     │   ├── NotFound                 404: unknown tenant path or knowledge route
     │   ├── MethodNotAllowed         405
+    │   ├── BodyTimeout              408: the body did not arrive in time
     │   ├── Replayed                 409: nonce already claimed
     │   ├── PayloadTooLarge          413
     │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
@@ -61,6 +62,7 @@ RET_TABLE: tuple[RetCode, ...] = (
     RetCode(40401, 404, "tenant_unknown", "no tenant is configured at this path"),
     RetCode(40402, 404, "route_unknown", "no route for this FirstLevelId/SecondLevelId pair"),
     RetCode(40501, 405, "method_not_allowed", "the callback accepts POST only"),
+    RetCode(40801, 408, "body_timeout", "the body did not arrive within server.body_timeout_seconds"),
     RetCode(40901, 409, "replayed", "this (timestamp, nonce) was already delivered"),
     RetCode(41301, 413, "body_too_large", "the body exceeds the configured maximum bytes"),
     RetCode(41501, 415, "content_type_unsupported", "Content-Type is not application/json"),
@@ -114,6 +116,10 @@ class NotFound(CallbackError):
 
 class MethodNotAllowed(CallbackError):
     """405: anything but POST on a callback path."""
+
+
+class BodyTimeout(CallbackError):
+    """408: the body arrived too slowly (a stalled or slow-drip client)."""
 
 
 class Replayed(CallbackError):

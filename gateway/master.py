@@ -47,10 +47,11 @@ def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType
     run_worker(config, sockets, shutdown_event)
 
 
-def run(config: HypercornConfig, app_config: Any = None) -> int:
+def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None = None) -> int:
     """Serve with `config.workers` (≥ 1) worker processes until SIGINT/SIGTERM.
 
     app_config: the validated gateway Config, handed to every worker as its fallback.
+    sockets: already bound listening sockets (`config.create_sockets()`), else bound here.
 
     SIGHUP: bump the reload generation (every worker reloads its config within ~1 s).
     Returns 0 after a clean shutdown, else the exit code of the first failed worker.
@@ -58,7 +59,7 @@ def run(config: HypercornConfig, app_config: Any = None) -> int:
     if config.workers < 1:
         raise ValueError("gateway.master.run needs workers >= 1")
     ctx = multiprocessing.get_context("spawn")
-    sockets = config.create_sockets()
+    sockets = sockets if sockets is not None else config.create_sockets()
     shutdown_event = ctx.Event()
     generation = ctx.Value("Q", 0)
     active = True

@@ -52,6 +52,10 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     setup_logging(config.log_level)
     assert config.source is not None
     os.environ[CONFIG_ENV] = str(config.source)
+    try:  # bind before announcing anything, so a taken port is one clear line
+        sockets = hc.create_sockets()
+    except OSError as exc:
+        raise ConfigError("server.bind", f"{hc.bind[0]} cannot be bound: {exc.strerror or exc}") from None
     replay = "redis" if config.replay.redis_url else "in-process"
     print(f"kbgate: serving on http://{hc.bind[0]} with {hc.workers} worker(s), replay store {replay}",
           file=sys.stderr, flush=True)
@@ -62,7 +66,7 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     # Before the workers spawn, so each one's prometheus-client writes to the shared folder.
     metrics_dir, created = prepare_multiprocess_dir()
     try:
-        return run(hc, config)
+        return run(hc, config, sockets)
     finally:
         if created:
             remove_multiprocess_dir(metrics_dir)

@@ -27,7 +27,8 @@ SIGNING_HEADERS = (TIMESTAMP_HEADER, NONCE_HEADER, SIGNATURE_HEADER)
 
 # ASCII-only classes: \d would also accept other Unicode digits.
 _TIMESTAMP = re.compile(r"[0-9]{10}")
-_NONCE = re.compile(r"[A-Za-z0-9]{6,32}")
+NONCE_PATTERN = re.compile(r"[A-Za-z0-9]{6,32}")  # seed 003: 6-32 letters and digits
+_NONCE = NONCE_PATTERN
 _SIGNATURE = re.compile(r"[0-9a-fA-F]{64}")
 
 

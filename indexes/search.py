@@ -68,6 +68,31 @@ def glob_to_regex(glob: str) -> str:
     return "".join(out)
 
 
+MAX_GLOB_CHARS = 256
+_GLOB_CHECK_SCHEMA: tantivy.Schema | None = None
+
+
+def glob_problem(glob: str) -> str | None:
+    """Why `glob` cannot be a path filter, or None when it can.
+
+    A glob becomes a Tantivy regex query, whose automaton has a size limit (1000 states);
+    a glob such as '**/' + 40 × '?' exceeds it and would fail every search it is part of.
+    Config and request validation call this, so such a glob is refused up front.
+    """
+    global _GLOB_CHECK_SCHEMA
+    if len(glob) > MAX_GLOB_CHARS:
+        return f"is longer than {MAX_GLOB_CHARS} characters"
+    if _GLOB_CHECK_SCHEMA is None:
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("path", stored=False, tokenizer_name="raw")
+        _GLOB_CHECK_SCHEMA = sb.build()
+    try:
+        Query.regex_query(_GLOB_CHECK_SCHEMA, "path", glob_to_regex(glob))
+    except ValueError:
+        return "is too complex to match paths with (too many wildcards)"
+    return None
+
+
 def _any_of(queries: list[Query]) -> Query:
     if len(queries) == 1:
         return queries[0]

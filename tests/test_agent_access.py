@@ -557,3 +557,11 @@ async def test_upstream_failure_is_tool_failed(status: int, retryable: bool) -> 
         await answer.upstream(c, "http://answer/answer", "q", PASSAGES, 3)
     assert e.value.code == "access.tool_failed" and e.value.retryable is retryable
     await c.aclose()
+
+
+@pytest.mark.anyio
+async def test_path_glob_too_complex_is_a_request_error_not_a_failed_tool(env: Env) -> None:
+    r = await env.call("search", req({"query": "密钥", "limit": 5}, scope={"paths": ["**/" + "?" * 40]}))
+    body = result(r, 400, "failed")
+    assert codes(body) == ["access.request_invalid"]
+    assert "scope.paths[0]" in body["errors"][0]["message"]

@@ -147,3 +147,31 @@ def test_not_after_parsed(tmp_path: Path) -> None:
     assert key.live(key.not_after) and not key.live(key.not_after + 1)
     data["tenants"]["acme"]["secrets"][0]["not_after"] = dt.datetime(2026, 12, 31)
     refused(data, "tenants.acme.secrets[0].not_after", tmp_path)
+
+
+@pytest.mark.parametrize("glob", ["**/" + "?" * 40, "a*" * 150])
+def test_path_glob_that_cannot_filter_is_refused(tmp_path: Path, glob: str) -> None:
+    data = base()
+    data["tenants"]["acme"]["routes"][0]["path_globs"] = ["guide/**", glob]
+    refused(data, "tenants.acme.routes[0].path_globs[1]", tmp_path)
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/metrics", "/admin/", "/admin", "/agent-access/v1/tools/search",
+                                  "/agent-api/v1/x", "/readyz"])
+def test_tenant_path_may_not_shadow_an_endpoint(tmp_path: Path, path: str) -> None:
+    data = base()
+    data["tenants"]["acme"]["path"] = path
+    refused(data, "tenants.acme.path", tmp_path)
+
+
+@pytest.mark.parametrize("value", ["tech ", " tech", "x" * 129])
+def test_route_ids_reachable_by_requests(tmp_path: Path, value: str) -> None:
+    data = base()
+    data["tenants"]["acme"]["routes"][0]["first_level_id"] = value
+    refused(data, "tenants.acme.routes[0].first_level_id", tmp_path)
+
+
+def test_missing_secret_file_says_so(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "nope"}]
+    assert "does not exist" in refused(data, "tenants.acme.secrets[0].value_file", tmp_path, env={})

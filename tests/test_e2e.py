@@ -206,3 +206,76 @@ def test_running_server_sees_new_commit_without_restart(server: str, tmp_path: P
     while time.monotonic() < deadline and "new/coffee.md" not in ask():
         time.sleep(0.2)
     assert ask()[0] == "new/coffee.md"
+
+
+def test_stalled_body_gets_408_not_a_hang(tmp_path: Path, key_prefix: str) -> None:
+    import socket
+
+    port = free_port()
+    cfg = write_config(tmp_path, port, None, 1, key_prefix)
+    cfg.write_text(cfg.read_text().replace("workers = 1", "workers = 1\nbody_timeout_seconds = 1.0"))
+    built = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+                   str(ROOT / "deploy" / "demo" / "docs"))
+    assert built.returncode == 0, built.stderr
+    proc = serve(cfg)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}", proc)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n{\"a\":")
+            t0 = time.monotonic()
+            head = s.recv(4096)
+            took = time.monotonic() - t0
+        assert head.startswith(b"HTTP/1.1 408"), head[:200]
+        assert b'"Ret":40801' in head or b"40801" in head
+        assert took < 5
+    finally:
+        stop(proc)
+
+
+def test_taken_port_is_one_clear_line(tmp_path: Path, key_prefix: str) -> None:
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        cfg = write_config(tmp_path, port, None, 1, key_prefix)
+        r = kbgate("serve", "--config", str(cfg))
+    assert r.returncode == 2
+    assert "server.bind" in r.stderr and "cannot be bound" in r.stderr
+    assert "Traceback" not in r.stderr and "serving on" not in r.stderr
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["sign", "--secret-env", "S", "--body-file", "/nonexistent/body.json"], "No such file"),
+    (["sign", "--secret-env", "S", "--body", "{}", "--nonce", "bad nonce!"], "--nonce"),
+    (["sign", "--secret-env", "S", "--body", "{}", "--timestamp", "-5"], "--timestamp"),
+    (["sign", "--secret-env", "S", "--body", "{}", "--timestamp", "99999999999"], "--timestamp"),
+    (["probe", "http://127.0.0.1:9/volcengine/x", "--unsigned", "--tenant", "x", "--first", "a", "--second", "b",
+      "--query", "q", "--timeout", "-1"], "--timeout"),
+])
+def test_cli_mistakes_are_one_clear_line(args: list[str], needle: str) -> None:
+    r = kbgate(*args, env={"S": "test-secret-key"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_index_errors_are_one_clear_line(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    for args in (["index", "stats", "--config", str(cfg), "--index", "nope"],
+                 ["index", "add", "--config", str(cfg), "--index", "bad/../name", str(tmp_path)]):
+        r = kbgate(*args)
+        assert r.returncode in (1, 2), r.stderr
+        assert r.stderr.startswith("kbgate: ") and "Traceback" not in r.stderr
+
+
+def test_check_config_warns_about_expired_and_short_keys(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    (tmp_path / "short").write_text("abc")
+    cfg.write_text(cfg.read_text().replace('value_file = "secret"',
+                                           'value_file = "secret"\nnot_after = 2000-01-01T00:00:00Z')
+                   + '[[tenants.demo.secrets]]\nid = "short"\nvalue_file = "short"\n')
+    r = kbgate("check-config", "--config", str(cfg))
+    assert "e2e (expired)" in r.stdout
+    assert "key short of tenant demo is shorter than 16" in r.stdout

@@ -133,8 +133,9 @@ def test_parallel_analysis_indexes_the_same_as_in_process(
     assert report.added == 60
     assert one.stats().chunks == two.stats().chunks
     for q in ("密钥轮换", "第7篇", "重放"):
-        assert [(h.id, round(h.score, 4)) for h in one.search(q, 10)] == [
-            (h.id, round(h.score, 4)) for h in two.search(q, 10)]
+        # the same hits and scores; ties may come in another order (segments differ)
+        assert sorted((h.id, round(h.score, 4)) for h in one.search(q, 60)) == sorted(
+            (h.id, round(h.score, 4)) for h in two.search(q, 60))
 
 
 def test_repeated_id_in_one_run_keeps_only_the_last(

@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from gateway.admin.auth import COOKIE, COOKIE_MAX_AGE, bearer, token_ok
 from gateway.admin.page import OUTCOME_FILTERS, deliveries_page, login_page
+from gateway.bodies import BodyLimitExceeded, read_limited
 from gateway.errors import RET_BY_REASON, DependencyUnavailable
 
 if TYPE_CHECKING:
@@ -148,11 +149,12 @@ async def login(request: Request) -> Response:
     rt = _runtime(request)
     if rt.config.admin.token_sha256 is None:
         return _not_found()
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
+    try:
+        body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
+    except BodyLimitExceeded as exc:
+        if exc.kind == "too_large":
             return _html(login_page("The form is too large."), 413)
+        return _html(login_page("The form did not arrive in time."), 408)
     fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
     token = (fields.get("token") or [None])[0]
     if not token_ok(token, rt.config.admin.token_sha256):

@@ -1,0 +1,62 @@
+"""gateway/bodies.py: size cap and deadline for every request body."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.bodies import BodyLimitExceeded, asgi_chunks, read_limited
+
+
+async def drip(parts: list[bytes], pause: float) -> AsyncIterator[bytes]:
+    for p in parts:
+        await asyncio.sleep(pause)
+        yield p
+
+
+def test_whole_body_within_limits() -> None:
+    assert asyncio.run(read_limited(drip([b"ab", b"cd"], 0), 4, 1.0)) == b"abcd"
+
+
+def test_too_large_stops_reading_at_once() -> None:
+    seen: list[bytes] = []
+
+    async def parts() -> AsyncIterator[bytes]:
+        for p in (b"abc", b"def", b"never read"):
+            seen.append(p)
+            yield p
+
+    with pytest.raises(BodyLimitExceeded) as exc:
+        asyncio.run(read_limited(parts(), 4, 1.0))
+    assert exc.value.kind == "too_large"
+    assert seen == [b"abc", b"def"]
+
+
+def test_slow_drip_times_out() -> None:
+    async def go() -> float:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        with pytest.raises(BodyLimitExceeded) as exc:
+            await read_limited(drip([b"x"] * 100, 0.05), 1000, 0.3)
+        assert exc.value.kind == "timeout" and "0.3 s" in exc.value.message
+        return loop.time() - t0
+
+    assert asyncio.run(go()) < 1.0
+
+
+def test_asgi_chunks_stop_at_last_part_and_disconnect() -> None:
+    msgs = [{"type": "http.request", "body": b"a", "more_body": True},
+            {"type": "http.request", "body": b"b", "more_body": False},
+            {"type": "http.request", "body": b"never", "more_body": False}]
+
+    async def receive() -> dict[str, object]:
+        return msgs.pop(0)
+
+    async def collect() -> list[bytes]:
+        return [p async for p in asgi_chunks(receive)]
+
+    assert asyncio.run(collect()) == [b"a", b"b"]
+    msgs[:] = [{"type": "http.disconnect"}]
+    assert asyncio.run(collect()) == []
