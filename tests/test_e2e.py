@@ -279,3 +279,59 @@ def test_check_config_warns_about_expired_and_short_keys(tmp_path: Path) -> None
     r = kbgate("check-config", "--config", str(cfg))
     assert "e2e (expired)" in r.stdout
     assert "key short of tenant demo is shorter than 16" in r.stdout
+
+
+@pytest.mark.parametrize("server", [(2, True)], indirect=True)
+def test_index_update_reaches_every_worker(server: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "gateway.toml"
+    extra = tmp_path / "extra2"
+    extra.mkdir()
+    (extra / "tea.md").write_text("# 量子茶壶\n\n量子茶壶可以同时泡绿茶和红茶。\n", encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress", str(extra))
+    assert r.returncode == 0, r.stderr
+    time.sleep(1.0)  # each worker checks for a new commit at most every 0.5 s
+
+    def first_id(_: int) -> str:
+        body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "量子茶壶", "Limit": 1})
+        with httpx.Client(timeout=10.0) as c:  # a fresh connection: any worker may take it
+            signed = sign_headers(SECRET, body, int(time.time()))
+            resp = c.post(f"{server}/volcengine/demo", content=body, headers=signed)
+        return str(orjson.loads(resp.content)["Result"][0]["Id"])
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(pool.map(first_id, range(24)))
+    assert set(ids) == {"tea.md"}, ids
+
+
+def test_shutdown_drains_an_in_flight_request(tmp_path: Path, key_prefix: str) -> None:
+    import signal
+    import socket
+
+    port = free_port()
+    cfg = write_config(tmp_path, port, None, 1, key_prefix)
+    built = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+                   str(ROOT / "deploy" / "demo" / "docs"))
+    assert built.returncode == 0, built.stderr
+    proc = serve(cfg)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}", proc)
+        body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "密钥", "Limit": 1})
+        head = "".join(f"{k}: {v}\r\n" for k, v in sign_headers(SECRET, body, int(time.time())).items())
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
+            s.sendall(f"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+                      .encode() + body[:5])
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)  # shutdown begins while the body is still arriving
+            time.sleep(0.5)
+            s.sendall(body[5:])
+            answer = b""
+            while b'"Result"' not in answer:
+                part = s.recv(65536)
+                if not part:
+                    break
+                answer += part
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        assert b'"Ret":0' in answer
+        assert proc.wait(20) == 0
+    finally:
+        stop(proc)
