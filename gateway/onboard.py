@@ -14,7 +14,10 @@ any key exists, and (4) only after saving does 知识库配置 show the 鉴权�
 4. wait for the next delivery and confirm it verified with the new key.
 
 Every config edit goes through gateway/rotation.py (validated, atomic); the running server
-reloads it by itself within a second (gateway/reload.py).
+reloads it by itself within a second (gateway/reload.py). When onboard stops before the key
+is stored (no delivery in time, Ctrl-C, an error), it puts the config file back exactly as it
+found it, so a tenant it created or switched to report mode does not stay open to unsigned
+requests.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import asyncio
 import getpass
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +35,22 @@ from gateway.deliveries import make_delivery_log
 from gateway.errors import ConfigError, DependencyUnavailable
 from gateway.probe import ADVICE
 from gateway.reload import INTERVAL
-from gateway.rotation import add_key, ensure_tenant, set_verify
+from gateway.rotation import add_key, ensure_tenant, set_verify, write_atomically
 
 POLL = 0.3  # seconds between two reads of the deliveries record
+
+
+@dataclass(slots=True)
+class _Edits:
+    """What onboard did to the config file: its text and mode before, the text of onboard's last
+    edit (None: nothing changed yet), what undoing means in words ("tenant newt is removed
+    again"), and whether the key is stored (then nothing is undone)."""
+
+    before: str
+    mode: int
+    written: str | None = None
+    undoes: str = ""
+    key_stored: bool = False
 
 
 def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], secret_stdin: bool,
@@ -41,14 +58,56 @@ def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], se
     """Run the four steps above; returns 0 when the signed delivery verified, else 1.
 
     routes: 'FIRST/SECOND=INDEX' strings, used only when the tenant does not exist yet.
-    Raises ConfigError (exit 2) for a missing tenant without --route, a config without
-    replay.redis_url (the record must be shared with the server) or an invalid edit.
+    wait: seconds to wait for each delivery. Raises ConfigError (exit 2) for a missing tenant
+    without --route, a config without replay.redis_url (the record must be shared with the
+    server), an empty secret or an invalid edit; KeyboardInterrupt on Ctrl-C. Whenever it
+    returns 1 or raises before the key is stored, the config file is first restored to its
+    text and mode from before onboard (see `_undo`).
     """
-    return asyncio.run(_onboard(Path(path).resolve(), tenant, base_url, routes, secret_stdin, wait))
+    path = Path(path).resolve()
+    try:
+        edits = _Edits(path.read_text("utf-8"), path.stat().st_mode & 0o777)
+    except (OSError, UnicodeDecodeError):
+        raise ConfigError("<file>", f"{path} cannot be read as UTF-8") from None
+    try:
+        code = asyncio.run(_onboard(path, tenant, base_url, routes, secret_stdin, wait, edits))
+    except BaseException:
+        _undo(path, tenant, edits)
+        raise
+    if code != 0:
+        _undo(path, tenant, edits)
+    return code
+
+
+def _undo(path: Path, tenant: str, edits: _Edits) -> None:
+    """Put the config back as it was before onboard, unless the key is stored or nothing changed.
+
+    Restores only when the file still holds onboard's own last edit: an edit someone made
+    meanwhile is never overwritten (onboard says what to check instead). Never raises an
+    OSError; a failed write is reported.
+    """
+    if edits.key_stored or edits.written is None:
+        return
+    try:
+        now = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        now = None
+    if now != edits.written:
+        say(f"\nOnboarding stopped before a key was stored, and {path} was changed by someone else meanwhile, "
+            f"so it was NOT put back. Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
+        return
+    try:
+        write_atomically(path, edits.before, edits.mode)
+    except OSError as exc:
+        say(f"\nOnboarding stopped before a key was stored, and {path} could not be put back ({exc}). "
+            f"Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
+        return
+    say(f"\nOnboarding stopped before a key was stored, so {path} is back exactly as it was before: "
+        f"{edits.undoes}. Run `kbgate onboard` again to connect the tenant.")
 
 
 async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_stdin: bool,
-                   wait: float) -> int:
+                   wait: float, edits: _Edits) -> int:
     config = load_config(path)
     if not config.replay.redis_url:
         raise ConfigError("replay.redis_url", "is not set: onboard reads the deliveries record the server "
@@ -57,6 +116,8 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
         if not routes:
             raise ConfigError(f"tenants.{tenant}", "does not exist; pass --route FIRST/SECOND=INDEX to create it")
         config = ensure_tenant(path, tenant, [_route(r) for r in routes])
+        edits.written = path.read_text("utf-8")
+        edits.undoes = f"tenant {tenant} is removed again, so nothing answers unsigned requests for it"
         say(f"Created tenant {tenant} in {path} (verify = report) with {len(routes)} route(s).")
     t = config.tenants[tenant]
     say(f"Step 1. In 联网问答Agent控制台 → 知识库配置 → 路径导入, enter the request path:\n\n    "
@@ -66,6 +127,8 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
     now = time.time()
     if not any(k.live(now) for k in t.secrets) and t.verify != "report":
         config = set_verify(path, tenant, "report")
+        edits.written = path.read_text("utf-8")
+        edits.undoes = f"tenant {tenant} is back to verify = \"{t.verify}\" and rejects unsigned requests"
     if config.tenants[tenant].verify == "report":
         say(f"Tenant {tenant} is in report mode: unsigned requests are answered (and recorded) until the "
             "key is known.")
@@ -84,6 +147,7 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
         secret = _read_secret(secret_stdin)
         # One atomic edit: a worker never serves "enforce" without the key, or the key in report mode.
         added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce")
+        edits.key_stored = True
         say(f"Stored the key as {added.key_id} in {added.created_file} (mode 0600); tenant {tenant} is now "
             "verify = enforce.")
         await asyncio.sleep(2 * INTERVAL + 0.2)

@@ -21,7 +21,7 @@ from typing import Any
 
 from gateway.config import load_config
 from gateway.errors import ConfigError
-from gateway.rotation import add_key, format_rows, list_keys, parse_instant, retire_key
+from gateway.rotation import add_key, check_key_id, format_rows, list_keys, parse_instant, retire_key
 
 
 def register(sub: Any) -> None:
@@ -79,6 +79,8 @@ def _when(text: str | None, key: str) -> float | None:
 
 
 def cmd_secrets_add(args: argparse.Namespace) -> int:
+    if args.key_id is not None:
+        check_key_id(args.key_id, "--id")  # before the secret is read or any file is made
     value = None
     if args.value_stdin:
         value = sys.stdin.readline().strip()
@@ -97,11 +99,16 @@ def cmd_secrets_add(args: argparse.Namespace) -> int:
 def cmd_secrets_retire(args: argparse.Namespace) -> int:
     now = time.time()
     at = _when(args.at, "--at")
-    retire_key(Path(args.config), args.tenant, args.key_id, now=now, at=at, remove=args.remove,
-               force=args.force)
+    done = retire_key(Path(args.config), args.tenant, args.key_id, now=now, at=at, remove=args.remove,
+                      force=args.force)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at if at is not None else now))
     what = "removed" if args.remove else f"retired (not_after = {stamp})"
     print(f"tenant {args.tenant}: key {args.key_id} {what}")
+    if done.deleted_file is not None:
+        print(f"  deleted its secret file {done.deleted_file} (kbgate had generated it)")
+    if done.kept_file is not None:
+        print(f"  left its secret file {done.kept_file} on disk (kbgate did not generate it, or another key "
+              "still uses it): delete it yourself once nothing needs it")
     return 0
 
 

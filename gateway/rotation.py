@@ -13,6 +13,7 @@ Rotation (issue 3, "Key rotation"): add the new key next to the old one (both ve
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets as pysecrets
@@ -27,7 +28,7 @@ from redis.exceptions import RedisError
 from tomlkit.items import AoT, Table
 from tomlkit.toml_document import TOMLDocument
 
-from gateway.config import Config, parse_config
+from gateway.config import _KEY_ID, Config, parse_config
 from gateway.errors import ConfigError
 from gateway.keyuse import KeyUse, read_key_usage
 
@@ -43,6 +44,17 @@ class AddedKey:
     kind: str
     ref: str
     created_file: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredKey:
+    """What `retire_key` did: the validated new config, and for a removed key its secret file:
+    `deleted_file` when kbgate had generated it (secrets/<tenant>-<id>) and deleted it,
+    `kept_file` when the entry named another file, which is left on disk. Both None otherwise."""
+
+    config: Config
+    deleted_file: Path | None = None
+    kept_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +88,21 @@ def edit_config(path: Path, mutate: Callable[[TOMLDocument], None],
         raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
     mutate(doc)
     config = parse_config(doc.unwrap(), base_dir=path.parent, env=env, source=path)
+    write_atomically(path, tomlkit.dumps(doc), mode)
+    return config
+
+
+def write_atomically(path: Path, text: str, mode: int) -> None:
+    """Replace the file at `path` by `text` (UTF-8) with permission bits `mode` (e.g. 0o640).
+
+    A temporary file in the same folder, fsynced, then renamed over `path`: a reader (the
+    server's Reloader) sees the old file or the whole new one, never a part. Raises OSError;
+    the temporary file is removed then.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(tomlkit.dumps(doc))
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
@@ -87,7 +110,6 @@ def edit_config(path: Path, mutate: Callable[[TOMLDocument], None],
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return config
 
 
 def tenant_table(doc: TOMLDocument, tenant: str) -> Table:
@@ -104,6 +126,18 @@ def _secrets_aot(t: Table) -> AoT:
         t["secrets"] = tomlkit.aot()
     aot: AoT = t["secrets"]
     return aot
+
+
+def check_key_id(key_id: str, key: str) -> None:
+    """Raise ConfigError(key, ...) unless `key_id` is a valid key id; touches nothing.
+
+    key_id: 1-64 chars of letters, digits, '_', '.', ':', '-', starting with a letter or digit
+    (the rule of `tenants.<t>.secrets[].id` in gateway/config.py), and no '..'. Checked before
+    any file is made, since the id names the secret file secrets/<tenant>-<id>.
+    """
+    if not _KEY_ID.fullmatch(key_id) or ".." in key_id:
+        raise ConfigError(key, f"{key_id!r} is not a key id: use 1-64 letters, digits, '_', '.', ':', '-', "
+                          "starting with a letter or digit, without '..'")
 
 
 def new_key_id(existing: set[str], now: float) -> str:
@@ -127,11 +161,16 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     generated 256-bit url-safe token). `value` and generated secrets are written to a new
     0600 file `secrets/<tenant>-<id>` next to the config. now, not_after: unix seconds.
     verify: also set the tenant's mode in the same atomic edit ('enforce' after onboarding).
-    Raises ConfigError (invalid result, id taken, file exists); nothing is left behind then.
+    Raises ConfigError (bad key id, invalid result, id taken, file exists); nothing is left
+    behind then: no secret file, and no secrets/ folder when this call made it.
     """
     path = Path(path).resolve()
     if sum(x is not None for x in (value_env, value_file, value)) > 1:
         raise ConfigError(f"tenants.{tenant}.secrets", "takes one of value_env, value_file or a value")
+    if key_id is not None:
+        check_key_id(key_id, f"tenants.{tenant}.secrets.id")
+    secrets_dir = path.parent / SECRETS_DIR
+    made_dir = not secrets_dir.exists()
     created: Path | None = None
     kid = key_id
     kind, ref = "", ""
@@ -166,28 +205,38 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     except BaseException:
         if created is not None:
             created.unlink(missing_ok=True)
+        if made_dir:
+            with contextlib.suppress(OSError):  # only when empty: another key may have landed meanwhile
+                secrets_dir.rmdir()
         raise
     assert kid is not None
     return AddedKey(kid, kind, ref, created)
 
 
 def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | None = None,
-               remove: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> Config:
+               remove: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> RetiredKey:
     """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
 
-    A removed key's secret file is left in place (delete it by hand once sure).
-    Refuses (ConfigError) when the tenant would have no key live at `at` while in enforce
-    mode, since every callback would then fail, unless `force`.
+    When `remove` drops an entry whose value_file is the file kbgate generated for it
+    (secrets/<tenant>-<key id> next to the config, a regular file, named by no other key),
+    that file is deleted after the config was written; any other value_file is left on disk
+    and returned as `kept_file`. Refuses (ConfigError) when the tenant would have no key
+    live at `at` while in enforce mode, since every callback would then fail, unless `force`.
     """
+    path = Path(path).resolve()
     when = now if at is None else at
+    removed_file: str | None = None
 
     def mutate(doc: TOMLDocument) -> None:
+        nonlocal removed_file
         t = tenant_table(doc, tenant)
         aot = _secrets_aot(t)
         idx = next((i for i, s in enumerate(aot) if s.get("id") == key_id), None)
         if idx is None:
             raise ConfigError(f"tenants.{tenant}.secrets", f"holds no key with id {key_id!r}")
         if remove:
+            ref = aot[idx].get("value_file")
+            removed_file = str(ref) if ref is not None else None
             del aot[idx]
         else:
             aot[idx]["not_after"] = dt.datetime.fromtimestamp(when, dt.UTC).replace(microsecond=0)
@@ -197,7 +246,19 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
                               f"would hold no live key after retiring {key_id!r}: every callback would be "
                               "rejected (add the new key first, or pass --force)")
 
-    return edit_config(path, mutate, env)
+    config = edit_config(path, mutate, env)
+    if removed_file is None:
+        return RetiredKey(config)
+    fp = Path(os.path.normpath(path.parent / removed_file))  # normpath: never follow a symlink here
+    if not os.path.lexists(fp):
+        return RetiredKey(config)
+    generated = fp == path.parent / SECRETS_DIR / f"{tenant}-{key_id}"
+    still_named = any(Path(k.source[5:]).resolve() == fp.resolve()
+                      for t in config.tenants.values() for k in t.secrets if k.source.startswith("file:"))
+    if generated and not still_named and fp.is_file() and not fp.is_symlink():
+        fp.unlink()
+        return RetiredKey(config, deleted_file=fp)
+    return RetiredKey(config, kept_file=fp)
 
 
 def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None) -> Config:

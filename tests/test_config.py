@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,33 @@ def test_example_config_is_valid() -> None:
                       env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32})
     assert "acme" in cfg.tenants
     assert cfg.replay.redis_url
+
+
+def _uncomment(block: str) -> str:
+    """The example's commented-out keys and tables made live: '# key = v' and '# [table]' lose '# '."""
+    return "\n".join(re.sub(r"^# (?=\[|[a-z0-9_]+ = )", "", line) for line in block.splitlines())
+
+
+def test_example_config_commented_agent_and_github_sections_are_valid(tmp_path: Path) -> None:
+    """What an admin gets by uncommenting [agent] (with a real token hash) and [access.github]."""
+    text = (ROOT / "deploy" / "gateway.example.toml").read_text("utf-8")
+    agent, audit = text.index("# [agent]\n"), text.index("\n[audit]\n")
+    github, answer = text.index("# [access.github]\n"), text.index("\n[access.answer]\n")
+    live = (text[:agent] + _uncomment(text[agent:audit]).replace('"<64 hex>"', '"' + "a" * 64 + '"')
+            + text[audit:github].replace('tracker = "sqlite"', 'tracker = "github"')
+            + _uncomment(text[github:answer]) + _uncomment(text[answer:]))
+    (tmp_path / "gateway.toml").write_text(live, "utf-8")
+    cfg = load_config(tmp_path / "gateway.toml", env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32,
+                                                      "KBGATE_REF_KEY": "r" * 32, "KBGATE_GITHUB_TOKEN": "t"})
+    route, client = cfg.agent.routes["support"], cfg.agent.clients["helpdesk-bot"]
+    assert (route.index, route.datasets, route.path_globs, route.enabled) == (
+        "software-docs", ("public",), ("guide/**",), True)
+    assert client.policy.tools == ("knowledge.search", "knowledge.read") and client.policy.datasets is None
+    assert client.policy.indexes == ("software-docs",)
+    assert [t.id for t in client.tokens] == ["2026-11"] and cfg.agent.ref_key is not None
+    assert (cfg.access.tracker, cfg.access.github_repo) == ("github", "acme/kb-feedback")
+    assert cfg.access.github_token is not None and cfg.access.answer_url == "https://answer.internal/v1/answer"
+    assert cfg.audit.sink == "stdout"
 
 
 def test_demo_config_names_a_file_secret(tmp_path: Path) -> None:

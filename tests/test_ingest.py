@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from indexes.ingest import chunk, read_paths
+from indexes.ingest import chunk, delete_missing_problem, read_paths
 from indexes.types import CoverImage, Document, IngestError, Section
 
 CORPORA = Path(__file__).parents[1].parent / "shared" / "corpora"
@@ -116,6 +116,85 @@ def test_bad_files_are_reported_and_batch_continues(tmp_path: Path) -> None:
     assert txt.title == "标题行" and txt.text == "正文"
     assert html.title == "页" and [s.heading for s in html.sections] == ["一", "二"]
     assert "菜单" not in html.text and "var a" not in html.text
+
+
+def _symlink_tree(tmp_path: Path) -> Path:
+    """docs/ with a.txt, sub/b.txt, and outside/secret.txt next to docs/ (not inside it)."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.txt").write_text("甲\n正文甲\n", encoding="utf-8")
+    (docs / "sub" / "b.txt").write_text("乙\n正文乙\n", encoding="utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("机密\n不应入库\n", encoding="utf-8")
+    return docs
+
+
+def test_symlinked_file_outside_the_folder_is_reported_not_read(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "link.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason) for e in _errors(items)] == [
+        ("link.txt", "symlink points outside the ingested folder")]
+    assert "机密" not in "".join(d.text for d in _docs(items))
+
+
+def test_symlinked_folder_outside_the_folder_is_reported_not_walked(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "ext").symlink_to(tmp_path / "outside", target_is_directory=True)
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason) for e in _errors(items)] == [
+        ("ext", "symlink points outside the ingested folder")]
+
+
+def test_relative_symlink_escaping_through_dotdot_is_reported(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "sub" / "up.txt").symlink_to("../../outside/secret.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [e.file for e in _errors(items)] == ["sub/up.txt"]
+
+
+def test_symlinks_inside_the_folder_are_followed(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "alias.txt").symlink_to("sub/b.txt")
+    (docs / "same").symlink_to("sub", target_is_directory=True)
+    items = list(read_paths([docs]))
+    assert _errors(items) == []
+    assert [d.id for d in _docs(items)] == ["a.txt", "alias.txt", "same/b.txt", "sub/b.txt"]
+
+
+def test_symlink_loops_are_reported_and_the_walk_ends(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "sub" / "back").symlink_to("..", target_is_directory=True)  # docs/sub/back -> docs
+    (docs / "x.txt").symlink_to("y.txt")
+    (docs / "y.txt").symlink_to("x.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason.split(":")[0]) for e in _errors(items)] == [
+        ("sub/back", "symlink loop"), ("x.txt", "symlink loop"), ("y.txt", "symlink loop")]
+
+
+def test_symlink_given_directly_is_the_users_choice(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (tmp_path / "given.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    (tmp_path / "given-docs").symlink_to(docs, target_is_directory=True)
+    items = list(read_paths([tmp_path / "given.txt", tmp_path / "given-docs"]))
+    assert _errors(items) == []
+    assert [d.id for d in _docs(items)] == ["given.txt", "a.txt", "sub/b.txt"]
+
+
+def test_delete_missing_problem_refuses_a_single_file(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (tmp_path / "docs-link").symlink_to(docs, target_is_directory=True)
+    assert delete_missing_problem([docs, tmp_path / "docs-link"]) is None
+    problem = delete_missing_problem([docs, str(docs / "a.txt")])
+    assert problem is not None
+    assert f"{docs / 'a.txt'} is not a folder" in problem and "--force" in problem
+    assert str(docs) + " " not in problem  # the folder is not named as a problem
+    problem = delete_missing_problem([docs / "a.txt", tmp_path / "missing"])
+    assert problem is not None and "are not folders" in problem and str(tmp_path / "missing") in problem
 
 
 def test_chunk_short_passage_is_one_chunk() -> None:

@@ -98,6 +98,62 @@ def test_retire_sets_not_after_and_refuses_the_last_live_key(tmp_path: Path, red
     assert [k.id for k in load_config(cfg).tenants["acme"].secrets] == ["new"]
 
 
+@pytest.mark.parametrize("bad_id", ["a/b", "../../evil", "a..b", ".hidden", "-x", "", "k" * 65, "a b"])
+def test_add_rejects_a_bad_key_id_before_touching_the_filesystem(tmp_path: Path, redis_url: str, key_prefix: str,
+                                                                  bad_id: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    text = cfg.read_text()
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", f"--id={bad_id}", "--value-stdin",
+                 stdin=NEW + "\n")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "is not a key id" in out.stderr and NEW not in out.stdout + out.stderr
+    with pytest.raises(ConfigError, match="is not a key id"):
+        add_key(cfg, "acme", now=0, key_id=bad_id)  # generated value: the same rule, no file either
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no secrets/acme-a, acme-..
+    assert cfg.read_text() == text
+
+
+def test_failed_add_removes_the_secrets_folder_it_made(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    with pytest.raises(ConfigError, match="must be 'enforce' or 'report'"):
+        add_key(cfg, "acme", now=0, key_id="k2", verify="maybe")  # the file is written, then validation fails
+    assert not (tmp_path / "secrets").exists()
+
+
+def test_retire_remove_deletes_the_secret_file_kbgate_generated(tmp_path: Path, redis_url: str,
+                                                                key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen")
+    assert added.created_file is not None and added.created_file.is_file()
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "gen", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert not added.created_file.exists()
+    assert f"deleted its secret file {added.created_file}" in out.stdout
+    assert [k.id for k in load_config(cfg).tenants["acme"].secrets] == ["old"]
+
+
+def test_retire_remove_leaves_a_secret_file_kbgate_did_not_generate(tmp_path: Path, redis_url: str,
+                                                                    key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    add_key(cfg, "acme", now=0, key_id="new")
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "old", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "old").read_text() == OLD + "\n"
+    assert f"left its secret file {tmp_path / 'old'} on disk" in out.stdout
+
+
+def test_retire_remove_keeps_a_generated_file_another_key_still_names(tmp_path: Path, redis_url: str,
+                                                                      key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen")
+    add_key(cfg, "acme", now=0, key_id="same", value_file="secrets/acme-gen")
+    done = retire_key(cfg, "acme", "gen", now=0, remove=True)
+    assert added.created_file is not None and added.created_file.is_file()
+    assert done.deleted_file is None and done.kept_file == added.created_file
+    assert load_config(cfg).tenants["acme"].secrets[1].value.reveal() == added.created_file.read_text().strip()
+
+
 def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _config(tmp_path, redis_url, key_prefix)
     assert set_verify(cfg, "acme", "report").tenants["acme"].verify == "report"

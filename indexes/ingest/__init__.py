@@ -4,10 +4,17 @@
 and walks folders recursively in sorted order (hidden files and folders
 skipped, unknown extensions ignored inside folders). A file that fails is
 reported as an `IngestError` item and skipped; the batch always continues.
+
+Inside a folder, symlinks are followed only to targets inside that folder: one pointing
+outside it (`docs/link.txt -> /etc/passwd`), dangling, or looping is reported and skipped.
+A path given directly (a file or folder named on the command line) may itself be a symlink.
+`delete_missing_problem` is the guard `kbgate index add --delete-missing` runs first.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,7 +25,7 @@ from .jsonl import read_jsonl
 from .markdown import read_markdown
 from .text import read_text
 
-__all__ = ["DEFAULT_MAX_CHARS", "SUFFIXES", "chunk", "read_file", "read_paths"]
+__all__ = ["DEFAULT_MAX_CHARS", "SUFFIXES", "chunk", "delete_missing_problem", "read_file", "read_paths"]
 
 SUFFIXES = frozenset({".jsonl", ".md", ".markdown", ".html", ".htm", ".txt"})
 
@@ -38,27 +45,106 @@ def read_file(path: Path, rel_path: str) -> Iterator[Document | IngestError]:
         yield IngestError(rel_path, f"unsupported file type {suffix or '(none)'!r}")
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts):
+def _inside(target: str, root: str) -> bool:
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _walk(folder: Path) -> Iterator[Path | IngestError]:
+    """Files under `folder` with a known suffix (depth first, sorted by name), and an IngestError
+    (path relative to `folder`) for each symlink skipped.
+
+    A symlink (to a file or a folder) is followed only when its resolved target lies inside
+    `folder` (itself resolved, so a folder given as a symlink is walked as usual); one pointing
+    outside, dangling, or looping back to a folder being walked is an IngestError, not read.
+    Why: a docs folder with `link.txt -> /etc/passwd` must not put /etc/passwd in an index.
+    """
+    root = os.path.realpath(folder)
+    yield from _walk_dir(folder, folder, root, (root,))
+
+
+def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...]) -> Iterator[Path | IngestError]:
+    try:
+        with os.scandir(here) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        yield IngestError(here.relative_to(folder).as_posix(), f"cannot read folder: {exc.strerror or exc}")
+        return
+    for e in entries:
+        if e.name.startswith("."):
             continue
-        if p.is_file() and p.suffix.lower() in SUFFIXES:
+        p = here / e.name
+        rel = p.relative_to(folder).as_posix()
+        wanted = p.suffix.lower() in SUFFIXES  # a file we would read (a folder is always walked)
+        try:
+            is_dir, is_file = e.is_dir(), e.is_file()  # both follow symlinks
+        except OSError:
+            is_dir = is_file = False
+        if not e.is_symlink():
+            if is_dir:
+                yield from _walk_dir(folder, p, root, (*ancestors, os.path.realpath(p)))
+            elif is_file and wanted:
+                yield p
+            continue
+        target = os.path.realpath(p)
+        if not is_dir and not is_file:  # dangling, looping, or not a regular file (fifo, device)
+            if wanted:
+                reason = "symlink loop" if _loops(p) else "symlink target does not exist or is not a file"
+                yield IngestError(rel, reason)
+        elif not _inside(target, root):
+            if is_dir or wanted:
+                yield IngestError(rel, "symlink points outside the ingested folder")
+        elif is_dir:
+            if target in ancestors:
+                yield IngestError(rel, "symlink loop: points back to a folder being walked")
+            else:
+                yield from _walk_dir(folder, p, root, (*ancestors, target))
+        elif wanted:
             yield p
+
+
+def _loops(p: Path) -> bool:
+    try:
+        os.stat(p)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def read_paths(paths: Iterable[Path | str]) -> Iterator[Document | IngestError]:
     """Documents and errors from files and folders, in order.
 
+    paths: files and folders as given (a symlink given here is followed, whatever its target).
     A folder's files get ids relative to that folder ("dm/dm-safe-mode.md"); a file
-    given directly gets its own name. A missing path is an IngestError.
+    given directly gets its own name. A missing path is an IngestError, and so is a symlink
+    inside a folder that points outside it, dangles or loops (see `_walk`). Never raises
+    for a bad file: errors are items of the stream.
     """
     for given in paths:
         root = Path(given)
         if root.is_dir():
             for p in _walk(root):
-                yield from read_file(p, p.relative_to(root).as_posix())
+                if isinstance(p, IngestError):
+                    yield p
+                else:
+                    yield from read_file(p, p.relative_to(root).as_posix())
         elif root.is_file():
             yield from read_file(root, root.name)
         else:
             yield IngestError(str(given), "no such file or folder")
+
+
+def delete_missing_problem(paths: Iterable[Path | str]) -> str | None:
+    """Why `--delete-missing` must not run with these PATHs, or None when it may.
+
+    paths: the PATH arguments of `kbgate index add`, as given. `--delete-missing` removes every
+    indexed document this run did not see, so a PATH that is a single file (or missing) would
+    delete every other document of the index; only folders (or symlinks to folders) are safe.
+    Returns one line naming the offending paths (without the "kbgate:" prefix). Never raises.
+    """
+    files = [str(p) for p in paths if not Path(p).is_dir()]
+    if not files:
+        return None
+    what = "is not a folder" if len(files) == 1 else "are not folders"
+    return (f"--delete-missing removes every document this run does not see, and {', '.join(files)} {what}: "
+            "every other document of the index would be deleted. Give the whole folder, or pass --force "
+            "to delete them anyway.")
