@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--index", required=True)
     a.add_argument("--delete-missing", action="store_true", help="remove documents not seen in this run")
     a.add_argument("--dataset", default=None, help="dataset name for documents that do not carry one")
+    a.add_argument("--force", action="store_true",
+                   help="with --delete-missing: allow PATHs that are single files (deletes every other document)")
     a.add_argument("--no-progress", action="store_true")
     a.add_argument("paths", nargs="+")
     a.set_defaults(func=cmd_index_add)
@@ -169,7 +171,7 @@ MIN_SECRET_CHARS = 16  # below this, check-config warns: a short HMAC key is gue
 def cmd_index_add(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from indexes.ingest import read_paths
+    from indexes.ingest import delete_missing_problem, read_paths
     from indexes.store import IndexStore
     from indexes.types import Document
 
@@ -179,6 +181,11 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if args.delete_missing and not args.force:
+        problem = delete_missing_problem(args.paths)
+        if problem is not None:
+            print(f"kbgate: {problem}", file=sys.stderr)
+            return 2
     items = read_paths([Path(p) for p in args.paths])
     if args.dataset:
         items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset

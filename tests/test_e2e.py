@@ -335,3 +335,19 @@ def test_shutdown_drains_an_in_flight_request(tmp_path: Path, key_prefix: str) -
         assert proc.wait(20) == 0
     finally:
         stop(proc)
+
+
+def test_delete_missing_refuses_a_single_file(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "d"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"t{i}.txt").write_text(f"第{i}篇\n内容{i}\n", encoding="utf-8")
+    assert kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs)).returncode == 0
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--delete-missing", "--no-progress",
+               str(docs / "t0.txt"))
+    assert r.returncode == 2 and "is not a folder" in r.stderr
+    assert "documents=3" in kbgate("index", "stats", "--config", str(cfg)).stdout
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--delete-missing", "--force", "--no-progress",
+               str(docs / "t0.txt"))
+    assert r.returncode == 0 and "2 deleted" in r.stdout
