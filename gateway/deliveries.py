@@ -27,6 +27,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from gateway.background import BackgroundWriter
 from gateway.errors import DependencyUnavailable
 
 if TYPE_CHECKING:
@@ -160,9 +161,7 @@ class RedisDeliveryLog:
                                               retry_on_timeout=False)
         self._queue: deque[bytes] = deque()
         self._tenants: deque[str] = deque()
-        self._wake: asyncio.Event | None = None
-        self._writer: asyncio.Task[None] | None = None
-        self._idle: asyncio.Event | None = None
+        self._writer = BackgroundWriter("kbgate-deliveries", lambda: bool(self._queue), self._write_batch)
         self._last_warning = 0.0
         self._suppressed = 0
 
@@ -182,25 +181,13 @@ class RedisDeliveryLog:
             return
         self._queue.append(orjson.dumps(record))
         self._tenants.append(record["tenant"])
-        if self._writer is None or self._writer.done():
-            self._wake, self._idle = asyncio.Event(), asyncio.Event()
-            self._writer = asyncio.get_running_loop().create_task(self._run(), name="kbgate-deliveries")
-        assert self._wake is not None and self._idle is not None
-        self._idle.clear()
-        self._wake.set()
+        self._writer.poke()
 
-    async def _run(self) -> None:
-        assert self._wake is not None and self._idle is not None
-        while True:
-            if not self._queue:
-                self._idle.set()
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            batch: dict[str, list[bytes]] = {}
-            for _ in range(min(BATCH, len(self._queue))):
-                batch.setdefault(self._tenants.popleft(), []).append(self._queue.popleft())
-            await self._write(batch)
+    async def _write_batch(self) -> None:
+        batch: dict[str, list[bytes]] = {}
+        for _ in range(min(BATCH, len(self._queue))):
+            batch.setdefault(self._tenants.popleft(), []).append(self._queue.popleft())
+        await self._write(batch)
 
     async def _write(self, batch: dict[str, list[bytes]]) -> None:
         try:
@@ -249,22 +236,10 @@ class RedisDeliveryLog:
         return _newest(out, n)
 
     async def flush(self, timeout: float = 2.0) -> None:
-        if self._idle is None or self._writer is None or self._writer.done():
-            return
-        try:
-            async with asyncio.timeout(timeout):
-                await self._idle.wait()
-        except TimeoutError:
-            pass
+        await self._writer.flush(timeout)
 
     async def close(self) -> None:
-        await self.flush(self._timeout)
-        if self._writer is not None:
-            self._writer.cancel()
-            try:
-                await self._writer
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - shutting down
-                pass
+        await self._writer.close(self._timeout)
         await self.client.aclose()
 
 

@@ -29,6 +29,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from gateway.background import BackgroundWriter
 from gateway.types import SECONDS
 
 log = logging.getLogger("kbgate.keyuse")
@@ -98,9 +99,7 @@ class RedisKeyUsage:
                                               retry_on_timeout=False)
         # (tenant, key_id) -> [count, newest unix s]; aggregated between two writes.
         self._pending: dict[tuple[str, str], list[float]] = {}
-        self._wake: asyncio.Event | None = None
-        self._idle: asyncio.Event | None = None
-        self._writer: asyncio.Task[None] | None = None
+        self._writer = BackgroundWriter("kbgate-keyuse", lambda: bool(self._pending), self._write_batch)
         self._last_warning = 0.0
         self._me = worker_name()
 
@@ -115,27 +114,11 @@ class RedisKeyUsage:
         else:
             entry[0] += 1
             entry[1] = max(entry[1], at)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # not inside the server's loop (a sync caller): written with the next batch
-        if self._writer is None or self._writer.done():
-            self._wake, self._idle = asyncio.Event(), asyncio.Event()
-            self._writer = loop.create_task(self._run(), name="kbgate-keyuse")
-        assert self._wake is not None and self._idle is not None
-        self._idle.clear()
-        self._wake.set()
+        self._writer.poke()
 
-    async def _run(self) -> None:
-        assert self._wake is not None and self._idle is not None
-        while True:
-            if not self._pending:
-                self._idle.set()
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            batch, self._pending = self._pending, {}
-            await self._write(batch)
+    async def _write_batch(self) -> None:
+        batch, self._pending = self._pending, {}
+        await self._write(batch)
 
     async def _write(self, batch: dict[tuple[str, str], list[float]]) -> None:
         try:
@@ -167,22 +150,10 @@ class RedisKeyUsage:
 
     async def flush(self, timeout: float = 2.0) -> None:
         """Wait until noted uses are written (tests, shutdown)."""
-        if self._idle is None or self._writer is None or self._writer.done():
-            return
-        try:
-            async with asyncio.timeout(timeout):
-                await self._idle.wait()
-        except TimeoutError:
-            pass
+        await self._writer.flush(timeout)
 
     async def close(self) -> None:
-        await self.flush(self._timeout)
-        if self._writer is not None:
-            self._writer.cancel()
-            try:
-                await self._writer
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - shutting down
-                pass
+        await self._writer.close(self._timeout)
         await self.client.aclose()
 
 

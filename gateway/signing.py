@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gateway.config import SecretKey
@@ -155,8 +155,3 @@ def new_nonce(length: int = 16) -> str:
 
 def _title(lower_name: str) -> str:
     return "-".join(part.capitalize() for part in lower_name.split("-"))
-
-
-def headers_mapping(h: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
-    """Convert a str mapping to ASGI raw header pairs (tests and probes)."""
-    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in h.items()]
