@@ -35,13 +35,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway import answer, audit
-from gateway.bodies import BodyLimitExceeded, read_limited
+from gateway.bodies import BodyLimitExceeded, json_media_problem, read_limited
 from gateway.config import AgentClient, AgentRoute, Config
 from gateway.errors import AccessDenied, AgentError, DependencyUnavailable, ToolError
 from gateway.feedback import FeedbackBridge, IssueTracker
 from gateway.feedback.github import GitHubTracker
 from gateway.feedback.sqlite import SqliteTracker
-from gateway.idempotency import IdempotencyStore, canonical_hash
+from gateway.idempotency import IdempotencyStore, canonical_dedupe_key, canonical_hash
 from gateway.principals import authenticate_agent
 from gateway.scope import EffectiveScope, Principal, ScopeRequest, allows, resolve_agent
 from gateway.types import KIB
@@ -273,6 +273,9 @@ def _int(d: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
 async def _request_body(request: Request, client: AgentClient, tool: str) -> dict[str, Any]:
     """Read and check an AgentToolRequest. Raises ToolError('access.request_invalid') or
     AccessDenied('access.unauthorized') when caller.id names another client."""
+    media = json_media_problem(request.headers.get("content-type"), request.headers.get("content-encoding"))
+    if media is not None:
+        raise _invalid(media[1])
     try:
         raw = await read_limited(request.stream(), MAX_BODY_BYTES,
                                  request.app.state.runtime.config.server.body_timeout_seconds)
@@ -312,6 +315,10 @@ async def _request_body(request: Request, client: AgentClient, tool: str) -> dic
         raise _invalid("requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
     if tool in WRITE_TOOLS and "dedupeKey" not in body:
         raise _invalid("dedupeKey is required for write tools (seed 002 §9.5)")
+    if tool in WRITE_TOOLS and body["dedupeKey"] != canonical_dedupe_key(tool, body["input"]):
+        # A key that is not the payload's own hash would let one caller fold another's
+        # different feedback into its record (seed 002 §10, §15: a stable canonical payload).
+        raise _invalid("dedupeKey must be the canonical payload hash (gateway.idempotency.canonical_dedupe_key)")
     return body
 
 
@@ -661,8 +668,15 @@ async def tool_create_improvement_task(call: Call) -> dict[str, Any]:
             _citations([e["citation"]], "input.evidence[].citation")
     if i.get("priority", "normal") not in ("low", "normal", "high"):
         raise _invalid("input.priority must be low, normal or high")
-    resolve(call, paths=paths, datasets=datasets)
-    return await _write(call, i)
+    scopes = resolve(call, paths=paths, datasets=datasets)
+    # The task records the scope the caller was granted, never the raw request (seed 002 §8:
+    # a request only narrows the policy; AgentBridge acts on what is recorded).
+    granted = {
+        "paths": sorted({g for _, e in scopes for g in (e.filter.path_globs or ("**",))}),
+        "datasets": sorted({d for _, e in scopes for d in (e.filter.datasets or ("*",))}),
+        "excluded": sorted({g for _, e in scopes for g in e.filter.exclude_path_globs}),
+    }
+    return await _write(call, {**i, "scope": granted})
 
 
 TOOLS = {

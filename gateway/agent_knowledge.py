@@ -32,7 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway import audit
-from gateway.bodies import BodyLimitExceeded, read_limited
+from gateway.bodies import BodyLimitExceeded, json_media_problem, read_limited
 from gateway.config import AgentClient, AgentRoute, Config
 from gateway.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.principals import authenticate_agent
@@ -169,6 +169,9 @@ def _revision(call: Call, route: AgentRoute, eff: EffectiveScope, generation: in
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
+    media = json_media_problem(request.headers.get("content-type"), request.headers.get("content-encoding"))
+    if media is not None:
+        raise KnowledgeError("knowledge_request_invalid", media[1])
     try:
         raw = await read_limited(request.stream(), MAX_BODY_BYTES,
                                  request.app.state.runtime.config.server.body_timeout_seconds)

@@ -170,11 +170,28 @@ class Gateway:
             if scope["path"].startswith(CALLBACK_PREFIX):
                 body = error_body(NotFound("tenant_unknown", "no tenant is configured at this path"))
                 await send({"type": "http.response.start", "status": 404, "headers": [
-                    (b"content-type", b"application/json; charset=utf-8"),
+                    (b"content-type", b"application/json; charset=utf-8"), (b"cache-control", b"no-store"),
                     (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})
                 return
+            await self.router(scope, receive, _no_store(send))
+            return
         await self.router(scope, receive, send)
+
+
+def _no_store(send):  # type: ignore[no-untyped-def]
+    """Wrap `send` so every response carries Cache-Control: no-store (404s and 405s too):
+    nothing this gateway serves may be cached (seed 000: 响应均 no-store)."""
+
+    async def wrapped(message):  # type: ignore[no-untyped-def]
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(k.lower() == b"cache-control" for k, _ in headers):
+                headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+        await send(message)
+
+    return wrapped
 
 
 def create_app(config: Config, *, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> Gateway:

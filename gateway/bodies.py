@@ -51,3 +51,28 @@ async def read_limited(chunks: AsyncIterable[bytes], max_bytes: int, timeout: fl
     except TimeoutError:
         raise BodyLimitExceeded("timeout", f"the body did not arrive within {timeout:g} s") from None
     return b"".join(parts)
+
+
+JSON_TYPES = frozenset({"application/json", "text/json"})
+
+
+def json_media_problem(content_type: str | None, content_encoding: str | None) -> tuple[str, str] | None:
+    """Why a body with these headers is not plain UTF-8 JSON we accept, or None.
+
+    Returns ('encoding', message) for a Content-Encoding other than identity (we never
+    inflate), ('type', message) for a Content-Type other than application/json or text/json
+    or a charset other than utf-8. An absent Content-Type is accepted.
+    """
+    if content_encoding is not None and content_encoding.strip().lower() not in ("", "identity"):
+        return "encoding", "Content-Encoding must be identity"
+    if content_type is None:
+        return None
+    mime, _, params = content_type.partition(";")
+    if mime.strip().lower() not in JSON_TYPES:
+        return "type", "Content-Type must be application/json"
+    for p in params.split(";"):
+        k, _, v = p.partition("=")
+        if k.strip().lower() == "charset" and v.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            return "type", "charset must be utf-8"
+    return None
+

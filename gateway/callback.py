@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gateway import signing
-from gateway.bodies import BodyLimitExceeded, asgi_chunks, read_limited
+from gateway.bodies import BodyLimitExceeded, asgi_chunks, json_media_problem, read_limited
 from gateway.errors import (
     BodyTimeout,
     CallbackError,
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbgate.callback")
 
-_JSON_TYPES = {"application/json", "text/json"}
 # A caller's X-Request-Id is echoed and logged when it is a plain token; anything else
 # (too long, spaces, non-ASCII) is replaced so logs cannot be forged or bloated through it.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -90,26 +89,22 @@ async def read_body(receive, max_bytes: int, timeout: float | None = None) -> by
 
 
 def _check_media(headers: list[tuple[bytes, bytes]], max_bytes: int) -> None:
-    ctype: bytes | None = None
+    ctype: str | None = None
+    encoding: str | None = None
     for name, value in headers:
         if name == b"content-encoding":
-            enc = value.decode("latin-1").strip().lower()
-            if enc not in ("", "identity"):
-                raise UnsupportedMedia("content_encoding_unsupported", "Content-Encoding must be identity")
+            encoding = value.decode("latin-1")
         elif name == b"content-type":
-            ctype = value
+            ctype = value.decode("latin-1")
         elif name == b"content-length":
             v = value.decode("latin-1").strip()
             if v.isdigit() and int(v) > max_bytes:
                 raise PayloadTooLarge("body_too_large", f"body exceeds {max_bytes} bytes")
-    if ctype is not None:
-        mime, _, params = ctype.decode("latin-1").partition(";")
-        if mime.strip().lower() not in _JSON_TYPES:
-            raise UnsupportedMedia("content_type_unsupported", "Content-Type must be application/json")
-        for p in params.split(";"):
-            k, _, v = p.partition("=")
-            if k.strip().lower() == "charset" and v.strip().strip('"').lower() not in ("utf-8", "utf8"):
-                raise UnsupportedMedia("content_type_unsupported", "charset must be utf-8")
+    problem = json_media_problem(ctype, encoding)
+    if problem is not None:
+        kind, message = problem
+        reason = "content_encoding_unsupported" if kind == "encoding" else "content_type_unsupported"
+        raise UnsupportedMedia(reason, message)
 
 
 def request_id(raw_headers: list[tuple[bytes, bytes]]) -> str:

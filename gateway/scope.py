@@ -154,7 +154,8 @@ def effective_scope(principal: Principal, route: tuple[str, ...], index: str,
 
     Raises AccessDenied: 'access.dataset_not_allowed' when the request names a dataset
     outside the grants or the grants share none; 'access.forbidden_scope' when no path
-    remains or working docs are asked for without every grant allowing them.
+    remains (paths wholly inside config/**, state/** or, without the opt-in, working/**
+    count as none) or working docs are asked for without every grant allowing them.
     """
     datasets: tuple[str, ...] | None = None
     globs: tuple[str, ...] | None = None
@@ -174,6 +175,12 @@ def effective_scope(principal: Principal, route: tuple[str, ...], index: str,
     if request.include_working_docs and not all(g.include_working_docs for g in grants):
         raise AccessDenied("access.forbidden_scope", "working docs are not allowed by the policy")
     excluded = ALWAYS_EXCLUDED + (() if request.include_working_docs else WORKING_DOCS)
+    if globs is not None:
+        # A glob wholly inside an excluded tree can match nothing visible: drop it, and
+        # when nothing is left the request asked only for what no caller may see.
+        globs = tuple(g for g in globs if not any(glob_within(g, x) for x in excluded))
+        if not globs:
+            raise AccessDenied("access.forbidden_scope", "the requested paths are never readable")
     return EffectiveScope(
         principal=principal,
         route=route,

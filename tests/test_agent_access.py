@@ -565,3 +565,47 @@ async def test_path_glob_too_complex_is_a_request_error_not_a_failed_tool(env: E
     body = result(r, 400, "failed")
     assert codes(body) == ["access.request_invalid"]
     assert "scope.paths[0]" in body["errors"][0]["message"]
+
+
+@pytest.mark.anyio
+async def test_dedupe_key_must_be_the_payload_hash(env: Env) -> None:
+    mine = {"kind": "no_answer", "message": "找不到退款窗口说明"}
+    theirs = {"kind": "other", "message": "另一条无关的反馈"}
+    ok = await env.call("create_feedback", req(mine, dedupeKey=canonical_dedupe_key("create_feedback", mine)), "alice")
+    assert ok.status_code == 200
+    # reusing alice's key for different content must not fold bob's feedback into hers
+    r = await env.call("create_feedback", req(theirs, dedupeKey=canonical_dedupe_key("create_feedback", mine)), "bob")
+    body = result(r, 400, "failed")
+    assert codes(body) == ["access.request_invalid"]
+
+
+@pytest.mark.anyio
+async def test_improvement_task_records_the_granted_scope_not_the_request(env: Env) -> None:
+    task = {"goal": "补充密钥轮换说明", "scope": {"paths": ["**"]}}
+    r = await env.call("create_improvement_task",
+                       req(task, dedupeKey=canonical_dedupe_key("create_improvement_task", task)))
+    result(r, 200, "passed")
+    with sqlite3.connect(env.root / "feedback.sqlite3") as db:
+        (record,) = db.execute("SELECT body FROM records WHERE kind = 'improvement_task'").fetchone()
+    assert "`guide/**`, `long/**`, `ops/**`" in record  # bob's policy, not the raw request
+    assert "`**`" not in record
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("headers", [{"content-type": "text/plain"},
+                                     {"content-type": "application/x-www-form-urlencoded"},
+                                     {"content-type": "application/json; charset=latin-1"},
+                                     {"content-type": "application/json", "content-encoding": "gzip"}])
+async def test_body_must_be_plain_json(env: Env, headers: dict[str, str]) -> None:
+    body = orjson.dumps(req({"query": "密钥", "limit": 3}))
+    r = await env.http.post("/agent-access/v1/tools/search", content=body,
+                            headers={"authorization": f"Bearer {TOKENS['bob']}", **headers})
+    assert codes(result(r, 400, "failed")) == ["access.request_invalid"]
+
+
+@pytest.mark.anyio
+async def test_every_response_is_no_store(env: Env) -> None:
+    for method, path in (("GET", "/agent-access/v1/tools/search"), ("GET", "/agent-api/v1/workspaces/support/nope"),
+                         ("GET", "/nothing-here"), ("POST", "/volcengine/nobody"), ("GET", "/healthz")):
+        r = await env.http.request(method, path)
+        assert r.headers.get("cache-control") == "no-store", (method, path, r.status_code)

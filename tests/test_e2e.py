@@ -224,10 +224,15 @@ def test_stalled_body_gets_408_not_a_hang(tmp_path: Path, key_prefix: str) -> No
             s.sendall(b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 100\r\n\r\n{\"a\":")
             t0 = time.monotonic()
-            head = s.recv(4096)
+            head = b""
+            while b"Result" not in head:
+                part = s.recv(4096)
+                if not part:
+                    break
+                head += part
             took = time.monotonic() - t0
         assert head.startswith(b"HTTP/1.1 408"), head[:200]
-        assert b'"Ret":40801' in head or b"40801" in head
+        assert b'"Ret":40801' in head
         assert took < 5
     finally:
         stop(proc)

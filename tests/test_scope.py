@@ -250,3 +250,17 @@ def test_ref_key_too_short(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         _agent_cfg(tmp_path, agent_section(), env={**ENV, "KBGATE_REF_KEY": "short"})
     assert err.value.key == "agent.ref_key_env"
+
+
+def test_paths_wholly_inside_excluded_trees_are_a_denial() -> None:
+    grant = Grant(datasets=None, path_globs=("**",), include_working_docs=True)
+    for globs in (("config/**",), ("state/**",), ("working/**",), ("config/a/**", "state/x.md")):
+        with pytest.raises(AccessDenied) as exc:
+            effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant], ScopeRequest(path_globs=globs))
+        assert exc.value.code == "access.forbidden_scope"
+    eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant],
+                          ScopeRequest(path_globs=("config/**", "guide/**")))
+    assert eff.filter.path_globs == ("guide/**",)
+    eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant],
+                          ScopeRequest(path_globs=("working/**",), include_working_docs=True))
+    assert eff.filter.path_globs == ("working/**",)
