@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.config import Config, load_config
+from gateway.config import Config, load_config, load_indexes_dir
 from gateway.errors import ConfigError, KbgateError
 from gateway.signing import NONCE_PATTERN
 from indexes.errors import IndexStoreError
@@ -175,8 +175,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
     from indexes.types import Document
 
-    config = load_config(args.config)
-    store = IndexStore(config.indexes_dir)
+    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -204,11 +203,10 @@ def cmd_index_add(args: argparse.Namespace) -> int:
 def cmd_index_list(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
 
-    config = load_config(args.config)
-    store = IndexStore(config.indexes_dir)
+    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
     names = [args.index] if getattr(args, "index", None) else store.names()
     if not names:
-        print(f"no indexes under {config.indexes_dir}")
+        print(f"no indexes under {store.root}")
     for name in names:
         s = store.open(name).stats()
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"

@@ -171,6 +171,24 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     return parse_config(data, base_dir=p.resolve().parent, env=env, source=p.resolve())
 
 
+def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
+    """Only `indexes.dir` of a config file, resolved against the file's folder.
+
+    For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
+    environment. Raises ConfigError for an unreadable or invalid file or key.
+    """
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+    idx = _table(data, "indexes")
+    _only(idx, "indexes", {"dir"})
+    return p.resolve().parent / _str(idx, "indexes", "dir", "data/indexes")
+
+
 def parse_config(
     data: Mapping[str, Any],
     *,

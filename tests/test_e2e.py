@@ -356,3 +356,15 @@ def test_delete_missing_refuses_a_single_file(tmp_path: Path) -> None:
     r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--delete-missing", "--force", "--no-progress",
                str(docs / "t0.txt"))
     assert r.returncode == 0 and "2 deleted" in r.stdout
+
+
+def test_indexer_needs_no_secrets(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[indexes]\ndir = "ix"\n[tenants.a]\n[[tenants.a.secrets]]\nid = "k"\nvalue_env = "NOT_SET_HERE"\n')
+    docs = tmp_path / "d"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 标题\n\n正文。\n", encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 0, r.stderr
+    assert "documents=1" in kbgate("index", "stats", "--config", str(cfg)).stdout
+    assert kbgate("check-config", "--config", str(cfg)).returncode == 2  # the gateway itself still needs them
