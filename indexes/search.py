@@ -102,13 +102,15 @@ def _any_of(queries: list[Query]) -> Query:
 def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Query | None, Query | None]:
     """(must, must_not) filter queries for `flt`; None where there is nothing to filter.
 
-    Hidden documents (qa_visible=0) are excluded unless flt.include_hidden.
+    must: datasets and path globs, as a constant-score (0) clause, only when restricted.
+    must_not: hidden documents (qa_visible=0, unless flt.include_hidden) and excluded globs.
+    Exclusions go in must_not rather than "qa_visible=1" in must: a must clause matching
+    nearly every document makes Tantivy intersect with that whole posting list (measured
+    at 1M chunks: 6.6 → 3.3 ms per query), where a must_not of a rare term costs nothing.
     An empty tuple of datasets or globs allows nothing (a deliberate deny).
     """
     flt = flt or SearchFilter()
     musts: list[Query] = []
-    if not flt.include_hidden:
-        musts.append(Query.term_query(schema, "qa_visible", 1))
     if flt.datasets is not None:
         if not flt.datasets:
             return Query.empty_query(), None
@@ -125,11 +127,10 @@ def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Quer
             [(Occur.Must, q) for q in musts]
         )
         must = Query.const_score_query(inner, 0.0)
-    must_not = None
-    if flt.exclude_path_globs:
-        must_not = _any_of(
-            [Query.regex_query(schema, "path", glob_to_regex(g)) for g in flt.exclude_path_globs]
-        )
+    nots = [Query.regex_query(schema, "path", glob_to_regex(g)) for g in flt.exclude_path_globs]
+    if not flt.include_hidden:
+        nots.append(Query.term_query(schema, "qa_visible", 0))
+    must_not = _any_of(nots) if nots else None
     return must, must_not
 
 
