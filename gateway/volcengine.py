@@ -77,7 +77,8 @@ def _limit(v: Any, search: SearchConfig) -> int:
 
 def result_item(hit: Hit) -> dict[str, Any]:
     """One Result item (seed 003 "Result") from a search hit; unknown optional fields omitted."""
-    item: dict[str, Any] = {"Id": hit.id, "Title": hit.title, "Summary": hit.summary}
+    # Summary on one line: the excerpt may span a heading and its paragraph.
+    item: dict[str, Any] = {"Id": hit.id, "Title": hit.title, "Summary": " ".join(hit.summary.split())}
     if hit.publish_time is not None:
         item["PublishTime"] = hit.publish_time
     if hit.url:

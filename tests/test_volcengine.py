@@ -55,3 +55,8 @@ def test_success_body_never_repeats_an_id() -> None:
 def test_error_body_envelope() -> None:
     env = orjson.loads(error_body(CallbackError("route_unknown", "no route")))
     assert env == {"Ret": 40402, "Msg": "no route", "Result": []}
+
+
+def test_summary_is_one_line() -> None:
+    h = Hit(id="d", doc_id="d", chunk=0, title="t", summary="增量更新\n再次导入时  内容未变化", content="c", score=1.0)
+    assert result_item(h)["Summary"] == "增量更新 再次导入时 内容未变化"
