@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import orjson
 
+from gateway.probe import wait_ready
 from gateway.signing import sign_headers
 from indexes.evaluation import Bm25sBaseline, EvalQuery, evaluate, load_queries
 from indexes.ingest import read_paths
@@ -141,7 +142,7 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path) -> Row:
     rejected: list[str] = []
     try:
         base = f"http://127.0.0.1:{port}"
-        _wait_ready(base, proc)
+        wait_ready(base, proc)
         with httpx.Client(base_url=base, timeout=10.0) as client:
 
             def via_callback(query: str) -> list[tuple[str, str]]:
@@ -171,20 +172,6 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path) -> Row:
     latencies.sort()
     return Row(corpus.name, len(queries), ours.mrr, ours.answer_hit, theirs.mrr, theirs.answer_hit,
                statistics.median(latencies), latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))])
-
-
-def _wait_ready(base: str, proc: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"kbgate serve exited with code {proc.returncode}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("kbgate serve did not become ready in time")
 
 
 def _free_port() -> int:

@@ -5,6 +5,7 @@ The body is compact JSON with the seed 003 field names, signed over the exact by
 
 from __future__ import annotations
 
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,3 +103,22 @@ def probe(url: str, *, secret: str | None, first: str, second: str, query: str, 
     except (orjson.JSONDecodeError, ValueError) as exc:
         return ProbeOutcome(url, r.status_code, None, elapsed, str(exc), headers)
     return ProbeOutcome(url, r.status_code, env, elapsed, None, headers)
+
+
+def wait_ready(base: str, proc: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
+    """Wait until `base`/readyz answers 200 (a `kbgate serve` we started as `proc`).
+
+    Raises RuntimeError when the process exits first or `seconds` pass.
+    """
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"kbgate serve exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("kbgate serve did not become ready in time")
+

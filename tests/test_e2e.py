@@ -17,6 +17,7 @@ import httpx
 import orjson
 import pytest
 
+from gateway.probe import wait_ready
 from gateway.signing import sign_headers
 from tests.conftest import ROOT, free_port
 
@@ -51,20 +52,6 @@ second_level_id = "software"
 index = "demo-docs"
 """)
     return cfg
-
-
-def wait_ready(base: str, proc: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"kbgate serve exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("kbgate serve did not become ready")
 
 
 def serve(cfg: Path) -> subprocess.Popen[bytes]:
