@@ -103,9 +103,10 @@ class EffectiveScope:
 # ------------------------------------------------------------------ pure set algebra
 
 
-def glob_matches(glob: str, path: str) -> bool:
-    """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?"""
-    return re.fullmatch(glob_to_regex(glob), path) is not None
+def glob_matches(glob: str, path: str, *, ignore_case: bool = False) -> bool:
+    """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?
+    ignore_case: as the index applies exclusions (indexes.search.filter_query)."""
+    return re.fullmatch(glob_to_regex(glob), path, re.IGNORECASE if ignore_case else 0) is not None
 
 
 def glob_within(inner: str, outer: str) -> bool:
@@ -200,7 +201,7 @@ def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool) -> bo
         return False
     if f.path_globs is not None and not any(glob_matches(g, path) for g in f.path_globs):
         return False
-    return not any(glob_matches(g, path) for g in f.exclude_path_globs)
+    return not any(glob_matches(g, path, ignore_case=True) for g in f.exclude_path_globs)
 
 
 # ------------------------------------------------------------------ callers

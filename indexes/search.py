@@ -127,7 +127,9 @@ def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Quer
             [(Occur.Must, q) for q in musts]
         )
         must = Query.const_score_query(inner, 0.0)
-    nots = [Query.regex_query(schema, "path", glob_to_regex(g)) for g in flt.exclude_path_globs]
+    # Exclusions ignore case: `CONFIG/` must stay as hidden as `config/` (sources written on
+    # case-insensitive filesystems).
+    nots = [Query.regex_query(schema, "path", "(?i)" + glob_to_regex(g)) for g in flt.exclude_path_globs]
     if not flt.include_hidden:
         nots.append(Query.term_query(schema, "qa_visible", 0))
     must_not = _any_of(nots) if nots else None

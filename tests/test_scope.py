@@ -264,3 +264,11 @@ def test_paths_wholly_inside_excluded_trees_are_a_denial() -> None:
     eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant],
                           ScopeRequest(path_globs=("working/**",), include_working_docs=True))
     assert eff.filter.path_globs == ("working/**",)
+
+
+def test_excluded_trees_ignore_case() -> None:
+    grant = Grant(datasets=None, path_globs=("**",), include_working_docs=False)
+    eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant], ScopeRequest())
+    for path in ("config/a.md", "CONFIG/a.md", "Config/x/y.md", "State/s.md", "WORKING/w.md"):
+        assert not allows(eff, path, "", True), path
+    assert allows(eff, "guide/config.md", "", True)

@@ -141,3 +141,12 @@ def test_excerpt_uses_the_stored_fold_for_positions() -> None:
     with_fold = excerpt(text, terms, 30, folded=normalize_positions(text))
     assert "授權" in with_fold and len(with_fold) <= 30
     assert excerpt(text, terms, 30) == with_fold
+
+
+def test_excluded_trees_ignore_case_in_the_index(tmp_path: Path) -> None:
+    ki = IndexStore(tmp_path).create_or_open_for_write("case")
+    docs = [Document(p, "密钥", (Section("", "密钥轮换的配置。"),), path=p)
+            for p in ("config/a.md", "CONFIG/b.md", "Config/c.md", "guide/d.md")]
+    ki.ingest(docs, progress=False)
+    flt = SearchFilter(exclude_path_globs=("config/**",))
+    assert [h.doc_id for h in ki.search("密钥轮换", 10, filter=flt)] == ["guide/d.md"]
