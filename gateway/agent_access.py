@@ -349,7 +349,10 @@ def resolve(call: Call, *, paths: tuple[str, ...] | None = None,
     out: list[tuple[AgentRoute, EffectiveScope]] = []
     last: AccessDenied | None = None
     policy_tool = "get_page" if call.tool == "get_page" else call.tool
+    routes = call.cfg.agent.routes
     for name in named or call.client.policy.routes:
+        if named is None and name in routes and not routes[name].enabled:
+            continue  # a disabled route the caller did not ask for is not a partial answer
         try:
             out.append(resolve_agent(call.cfg.agent, call.client, call.principal, name, policy_tool, request))
         except AccessDenied as exc:

@@ -609,3 +609,14 @@ async def test_every_response_is_no_store(env: Env) -> None:
                          ("GET", "/nothing-here"), ("POST", "/volcengine/nobody"), ("GET", "/healthz")):
         r = await env.http.request(method, path)
         assert r.headers.get("cache-control") == "no-store", (method, path, r.status_code)
+
+
+@pytest.mark.anyio
+async def test_disabled_route_counts_only_when_named(env: Env) -> None:
+    # alice's policy lists the disabled route 'off': unnamed, it is skipped (the absent
+    # index of 'gone' still makes the answer partial); named, it is a warning of its own
+    body = result(await env.call("search", req({"query": "密钥轮换"}), "alice"), 200, "partial")
+    assert not any("'off'" in w["message"] for w in body["errors"])
+    body = result(await env.call("search", req({"query": "密钥轮换"}, scope={"routes": ["support", "off"]}), "alice"),
+                  200, "partial")
+    assert any("'off'" in w["message"] for w in body["errors"])
