@@ -162,6 +162,11 @@ def public_scope(scopes: list[tuple[AgentRoute, EffectiveScope]]) -> dict[str, A
     }
 
 
+def _requested_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    """The audit-safe shape of a requested scope: route names, path globs, datasets (no text)."""
+    return {k: scope[k] for k in ("routes", "paths", "datasets", "includeWorkingDocs") if k in scope}
+
+
 async def endpoint(request: Request) -> Response:
     """POST /agent-access/v1/tools/{tool} → AgentToolResult JSON (see module doc)."""
     rt: Runtime = request.app.state.runtime
@@ -183,7 +188,7 @@ async def endpoint(request: Request) -> Response:
             raise ToolError("access.tool_unknown", "no such tool")
         body = await _request_body(request, client, tool)
         if "requestId" in body:
-            event.request_id = body["requestId"]
+            event.extra["caller_request_id"] = body["requestId"]  # ours stays the audit key
         call = Call(rt, cfg, tool, client, principal, body, event)
         event.extra["caller_type"] = body["caller"]["type"]
         if body.get("scope", {}).get("includeWorkingDocs"):
@@ -207,10 +212,14 @@ async def endpoint(request: Request) -> Response:
         event.code = "internal"
     scopes = call.scopes if call is not None else []
     result = {"tool": tool, "status": status_word, "data": data, "errors": errors, "scope": public_scope(scopes),
-              "requestId": event.request_id, "auditRef": audit_ref}
+              "requestId": event.extra.get("caller_request_id", event.request_id), "auditRef": audit_ref}
     event.status = http
     event.outcome = status_word
-    event.scope = {"routes": [e.summary() for _, e in scopes]} if scopes else None
+    event.route = ",".join(r.name for r, _ in scopes)
+    if scopes:
+        event.scope = {"routes": [e.summary() for _, e in scopes]}
+    elif call is not None and isinstance(call.body.get("scope"), dict):
+        event.scope = {"requested": _requested_scope(call.body["scope"])}  # what was refused
     event.extra["audit_ref"] = audit_ref
     if errors and event.code is None:
         event.code = errors[0]["code"]

@@ -620,3 +620,18 @@ async def test_disabled_route_counts_only_when_named(env: Env) -> None:
     body = result(await env.call("search", req({"query": "密钥轮换"}, scope={"routes": ["support", "off"]}), "alice"),
                   200, "partial")
     assert any("'off'" in w["message"] for w in body["errors"])
+
+
+@pytest.mark.anyio
+async def test_audit_names_routes_and_what_a_denial_refused(env: Env) -> None:
+    result(await env.call("search", req({"query": "密钥轮换"}, scope={"routes": ["support"]}), "bob"), 200, "passed")
+    line = env.audit_lines()[-1]
+    assert line["route"] == "support"
+    r = await env.call("search", req({"query": "密钥", "limit": 5}, scope={"paths": ["secret/**"]}), "bob")
+    result(r, 403, "denied")
+    line = env.audit_lines()[-1]
+    assert line["outcome"] == "denied" and line["scope"] == {"requested": {"paths": ["secret/**"]}}
+    # a caller's requestId is echoed but never replaces the audit's own request id
+    r = await env.call("search", req({"query": "密钥"}, requestId="caller-req-0001"), "bob")
+    assert result(r, 200, "passed")["requestId"] == "caller-req-0001"
+    assert env.audit_lines()[-1]["request_id"] != "caller-req-0001"
