@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 import redis
 
+# The agent endpoints' fixtures (env, root, index_root, anyio_backend) for the modules that use them.
+pytest_plugins = ("tests.agent_env",)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 CORPORA = SHARED / "corpora"

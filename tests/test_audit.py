@@ -18,10 +18,6 @@ from tests.agent_env import (
     TOKEN_BOB,
     TOKEN_CAROL,
     EnvFactory,
-    _anyio_backend,  # noqa: F401  (fixture)
-    _env,  # noqa: F401  (fixture)
-    _index_root,  # noqa: F401  (fixture)
-    _root,  # noqa: F401  (fixture)
     ok,
 )
 

@@ -37,10 +37,6 @@ from tests.agent_env import (
     NOW,
     WEBHOOK_SECRET,
     EnvFactory,
-    _anyio_backend,  # noqa: F401  (fixture)
-    _env,  # noqa: F401  (fixture)
-    _index_root,  # noqa: F401  (fixture)
-    _root,  # noqa: F401  (fixture)
     agent_section,
     ok,
 )
