@@ -32,7 +32,7 @@ run: demo
 	$(BIN)/kbgate serve --config $(DEMO) --bind $(BIND)
 
 test: install
-	bash tests/ensure-browser.sh
+	bash tests/ensure-tools.sh
 	$(BIN)/python -m pytest
 
 eval: install

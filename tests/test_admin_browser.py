@@ -28,7 +28,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture(name="browser")
 def _browser() -> Iterator[object]:
     if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: run `bash tests/ensure-browser.sh` as root "
+        pytest.fail("/usr/bin/chromium is missing: run `bash tests/ensure-tools.sh` as root "
                     "(apt-get install chromium fonts-wqy-microhei); never `playwright install`")
     from playwright.sync_api import sync_playwright
 
