@@ -100,6 +100,14 @@ def _dumps(obj: object) -> bytes:
     return orjson.dumps(obj)
 
 
+def _head(schema_version: str, call: Call, run_id: str | None) -> dict[str, Any]:
+    """The fields every search/read answer starts with (seed 000): schema, protocol, route, run."""
+    head: dict[str, Any] = {"schema_version": schema_version, "protocol": PROTOCOL, "route": call.route_name}
+    if run_id is not None:
+        head["run_id"] = run_id
+    return head
+
+
 def error_body(err: AgentError) -> bytes:
     return _dumps({"schema_version": "bailing.agent-knowledge-error.v1", "protocol": PROTOCOL,
                    "error": {"code": err.code, "message": err.message, "retryable": err.retryable}})
@@ -260,13 +268,7 @@ async def search(call: Call) -> dict[str, Any]:
     # Denials raise here, before any index is touched (seed 002 §14 "不调用下游").
     route, eff = resolve_agent(call.cfg.agent, call.client, call.principal, call.route_name, "knowledge.search")
     call.event.scope = eff.summary()
-    out: dict[str, Any] = {
-        "schema_version": "bailing.agent-knowledge-search.v1",
-        "protocol": PROTOCOL,
-        "route": call.route_name,
-    }
-    if run_id is not None:
-        out["run_id"] = run_id
+    out = _head("bailing.agent-knowledge-search.v1", call, run_id)
     status = "ok"
     generation: int | None = None
     hits = []
@@ -354,13 +356,7 @@ async def read(call: Call) -> dict[str, Any]:
     if revision != claims.scope_revision or not allows(eff, doc.path, doc.dataset, doc.qa_visible):
         raise KnowledgeError("knowledge_scope_changed")
 
-    base: dict[str, Any] = {
-        "schema_version": "bailing.agent-knowledge-read.v1",
-        "protocol": PROTOCOL,
-        "route": call.route_name,
-    }
-    if run_id is not None:
-        base["run_id"] = run_id
+    base = _head("bailing.agent-knowledge-read.v1", call, run_id)
     base |= {"knowledge_scope_revision": revision, "ref": ref, "revision": doc.revision,
              "title": _clip(doc.title, TITLE_CHARS), "trust": "reference_only"}
     offset = cursor.offset if cursor is not None else 0

@@ -68,20 +68,33 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(5)
 
 
-@pytest.fixture(name="server")
-def _server(tmp_path: Path, redis_url: str, key_prefix: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    workers, use_redis = getattr(request, "param", (1, False))
+def start_demo(tmp: Path, key_prefix: str, *, redis_url: str | None = None, workers: int = 1,
+               server_extra: str = "") -> tuple[int, subprocess.Popen[bytes]]:
+    """What `make run` does, on a free port: config (plus `server_extra` lines in [server]),
+    the demo index built by the CLI, `kbgate serve` ready. Returns (port, process)."""
     port = free_port()
-    cfg = write_config(tmp_path, port, redis_url if use_redis else None, workers, key_prefix)
+    cfg = write_config(tmp, port, redis_url, workers, key_prefix)
+    if server_extra:
+        cfg.write_text(cfg.read_text().replace(f"workers = {workers}", f"workers = {workers}\n{server_extra}", 1))
     built = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
                    str(ROOT / "deploy" / "demo" / "docs"))
     assert built.returncode == 0, built.stderr
     assert "added" in built.stdout
     proc = serve(cfg)
-    base = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(base, proc)
-        yield base
+        wait_ready(f"http://127.0.0.1:{port}", proc)
+    except BaseException:
+        stop(proc)
+        raise
+    return port, proc
+
+
+@pytest.fixture(name="server")
+def _server(tmp_path: Path, redis_url: str, key_prefix: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    workers, use_redis = getattr(request, "param", (1, False))
+    port, proc = start_demo(tmp_path, key_prefix, redis_url=redis_url if use_redis else None, workers=workers)
+    try:
+        yield f"http://127.0.0.1:{port}"
     finally:
         stop(proc)
 
@@ -198,15 +211,8 @@ def test_running_server_sees_new_commit_without_restart(server: str, tmp_path: P
 def test_stalled_body_gets_408_not_a_hang(tmp_path: Path, key_prefix: str) -> None:
     import socket
 
-    port = free_port()
-    cfg = write_config(tmp_path, port, None, 1, key_prefix)
-    cfg.write_text(cfg.read_text().replace("workers = 1", "workers = 1\nbody_timeout_seconds = 1.0"))
-    built = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
-                   str(ROOT / "deploy" / "demo" / "docs"))
-    assert built.returncode == 0, built.stderr
-    proc = serve(cfg)
+    port, proc = start_demo(tmp_path, key_prefix, server_extra="body_timeout_seconds = 1.0")
     try:
-        wait_ready(f"http://127.0.0.1:{port}", proc)
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             s.sendall(b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 100\r\n\r\n{\"a\":")
@@ -299,14 +305,8 @@ def test_shutdown_drains_an_in_flight_request(tmp_path: Path, key_prefix: str) -
     import signal
     import socket
 
-    port = free_port()
-    cfg = write_config(tmp_path, port, None, 1, key_prefix)
-    built = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
-                   str(ROOT / "deploy" / "demo" / "docs"))
-    assert built.returncode == 0, built.stderr
-    proc = serve(cfg)
+    port, proc = start_demo(tmp_path, key_prefix)
     try:
-        wait_ready(f"http://127.0.0.1:{port}", proc)
         body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "密钥", "Limit": 1})
         head = "".join(f"{k}: {v}\r\n" for k, v in sign_headers(SECRET, body, int(time.time())).items())
         with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
