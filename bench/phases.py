@@ -6,7 +6,7 @@ and threads never mix into a measurement.
 index     build `--index` under `--dir` from the scaled corpus with the indexer's real path
           (`IndexStore.create_or_open_for_write(...).ingest`): chunks, documents, seconds,
           chunks_per_s, size_bytes, rss_before_kib (corpus materialized), hwm_kib (peak).
-search    `KnowledgeIndex.search` with the route's filter from `gateway.scope.resolve_callback`
+search    `KnowledgeIndex.search` with the route's filter from `gateway.core.scope.resolve_callback`
           (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
           `--seconds` per thread count: per count qps, p50_ms, p99_ms.
 baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
@@ -102,8 +102,8 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _search(args: argparse.Namespace) -> dict[str, object]:
-    from gateway.config import Route, Tenant
-    from gateway.scope import resolve_callback
+    from gateway.core.config import Route, Tenant
+    from gateway.core.scope import resolve_callback
     from indexes.store import IndexStore
 
     index = IndexStore(Path(args.dir)).open(args.index)

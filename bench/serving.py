@@ -136,7 +136,7 @@ def floor_argv(config: Path, port: int, workers: int) -> list[str]:
 
 def sample_answer(base: str, secret: str, query: str) -> bytes:
     """One real signed callback's answer body (Ret must be 0). Raises RuntimeError."""
-    from gateway.signing import sign_headers
+    from gateway.volcengine.signing import sign_headers
 
     body = orjson.dumps({"FirstLevelId": "bench", "SecondLevelId": "bench", "Query": query, "Limit": 5})
     r = httpx.post(f"{base}{CALLBACK_PATH}", content=body, timeout=10.0,

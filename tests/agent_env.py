@@ -17,12 +17,12 @@ import orjson
 import pytest
 from asgi_lifespan import LifespanManager
 
-from gateway.app import Gateway, Runtime, create_app
-from gateway.clock import FixedClock
-from gateway.config import Config, parse_config
-from gateway.principals import token_hash
-from gateway.replay import RedisNonceStore
-from gateway.schemas import load
+from gateway.agent.principals import token_hash
+from gateway.agent.schemas import load
+from gateway.core.clock import FixedClock
+from gateway.core.config import Config, parse_config
+from gateway.core.replay import RedisNonceStore
+from gateway.serve.app import Gateway, Runtime, create_app
 from indexes.store import IndexStore
 from indexes.types import Document, Section
 

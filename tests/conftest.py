@@ -109,7 +109,7 @@ def kbgate_cmd() -> list[str]:
     return [sys.executable, "-m", "gateway.cli"]
 
 
-# Agent Access tool API contracts (gateway/schemas/*.json, seed 002): the files refer to
+# Agent Access tool API contracts (gateway/agent/schemas/*.json, seed 002): the files refer to
 # each other by $id, so validators need a registry holding all of them.
 ACCESS_SCHEMAS = (
     "AgentToolRequest", "AgentToolResult", "ErrorObject", "EffectiveScope", "Citation",
@@ -123,7 +123,7 @@ def access_validator(name: str):  # type: ignore[no-untyped-def]
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
 
-    from gateway.schemas import load
+    from gateway.agent.schemas import load
 
     registry = Registry().with_resources(
         (load(n)["$id"], Resource.from_contents(load(n))) for n in ACCESS_SCHEMAS)

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import orjson
 
-from gateway.admin.auth import token_digest
-from gateway.signing import sign_headers
+from gateway.ops.admin.auth import token_digest
+from gateway.volcengine.signing import sign_headers
 from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.conftest import free_port

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import orjson
 
-from gateway.signing import sign_headers
+from gateway.volcengine.signing import sign_headers
 from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.conftest import ROOT, free_port

@@ -15,10 +15,10 @@ import orjson
 import pytest
 from asgi_lifespan import LifespanManager
 
-from gateway.admin.auth import bearer, token_digest, token_ok
-from gateway.app import create_app
-from gateway.config import load_config, parse_config
-from gateway.errors import ConfigError
+from gateway.core.config import load_config, parse_config
+from gateway.core.errors import ConfigError
+from gateway.ops.admin.auth import bearer, token_digest, token_ok
+from gateway.serve.app import create_app
 from tests.live import ADMIN_TOKEN, ENV, SECRET_ACME, SECRET_BETA, SECRETS, body, signed, write_setup
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""gateway/agent_access.py through the ASGI app: a real Tantivy index, a real Redis, the
+"""gateway/agent/access.py through the ASGI app: a real Tantivy index, a real Redis, the
 SQLite tracker, the shared scope engine. One test per row of seed 002 §14's table
 (fixtures in tests/fixtures/access), every denial audited, a schema contract test per
 tool, and parallel writes that must file exactly once."""
@@ -22,14 +22,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway import answer
-from gateway.app import Gateway, create_app
-from gateway.clock import FixedClock
-from gateway.config import parse_config
-from gateway.errors import ToolError
-from gateway.idempotency import canonical_dedupe_key
-from gateway.principals import token_hash
-from gateway.replay import RedisNonceStore
+from gateway.agent import upstream_answer as answer
+from gateway.agent.idempotency import canonical_dedupe_key
+from gateway.agent.principals import token_hash
+from gateway.core.clock import FixedClock
+from gateway.core.config import parse_config
+from gateway.core.errors import ToolError
+from gateway.core.replay import RedisNonceStore
+from gateway.serve.app import Gateway, create_app
 from tests.agent_env import DOCS, REF_KEY, SECRET_TEXT
 from tests.conftest import access_validator
 

@@ -1,8 +1,8 @@
-"""gateway/agent_knowledge.py through the ASGI app: the protocol of seed 000, every
+"""gateway/agent/knowledge.py through the ASGI app: the protocol of seed 000, every
 schema, every error code, ref binding and lifetime, read pages and the read chain.
 
 A real Tantivy index (a private copy per test), a real Redis nonce store, and the app's
-injected clock; every response is validated against gateway/schemas/*.json.
+injected clock; every response is validated against gateway/agent/schemas/*.json.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.errors import AGENT_CODES, DependencyUnavailable
-from gateway.schemas import load
+from gateway.agent.schemas import load
+from gateway.core.errors import AGENT_CODES, DependencyUnavailable
 from indexes.types import Document, Section
 from tests.agent_env import (
     BASE,
@@ -528,7 +528,7 @@ def test_seed_codes_have_the_seed_statuses() -> None:
 
 
 async def test_a_bug_is_a_bare_500_without_detail(env: EnvFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway import agent_knowledge
+    from gateway.agent import knowledge as agent_knowledge
 
     def boom(*a: Any, **kw: Any) -> Any:
         raise RuntimeError(f"kaboom at {e.root}")

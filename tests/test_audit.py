@@ -1,4 +1,4 @@
-"""gateway/audit.py: one JSON line per agent call — passed, denied, failed, partial."""
+"""gateway/core/audit.py: one JSON line per agent call — passed, denied, failed, partial."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gateway import audit
-from gateway.config import AuditConfig, parse_config
-from gateway.errors import ConfigError
-from gateway.scope import Principal
+from gateway.core import audit
+from gateway.core.config import AuditConfig, parse_config
+from gateway.core.errors import ConfigError
+from gateway.core.scope import Principal
 from tests.agent_env import (
     REF_KEY,
     SECRET_TEXT,

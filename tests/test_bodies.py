@@ -1,4 +1,4 @@
-"""gateway/bodies.py: size cap and deadline for every request body."""
+"""gateway/core/bodies.py: size cap and deadline for every request body."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.bodies import BodyLimitExceeded, asgi_chunks, read_limited
+from gateway.core.bodies import BodyLimitExceeded, asgi_chunks, read_limited
 
 
 async def drip(parts: list[bytes], pause: float) -> AsyncIterator[bytes]:

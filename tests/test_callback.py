@@ -1,4 +1,4 @@
-"""gateway/callback.py through the ASGI app: every rejection reason, one test each.
+"""gateway/volcengine/handler.py through the ASGI app: every rejection reason, one test each.
 
 The app runs with a real Tantivy index in tmp_path and a real Redis nonce store;
 the clock is injected so tolerance boundaries are exact.
@@ -16,12 +16,12 @@ import orjson
 import pytest
 from asgi_lifespan import LifespanManager
 
-from gateway.app import create_app
-from gateway.clock import FixedClock
-from gateway.config import Config, parse_config
-from gateway.errors import RET_BY_REASON
-from gateway.replay import RedisNonceStore
-from gateway.signing import sign_headers
+from gateway.core.clock import FixedClock
+from gateway.core.config import Config, parse_config
+from gateway.core.errors import RET_BY_REASON
+from gateway.core.replay import RedisNonceStore
+from gateway.serve.app import create_app
+from gateway.volcengine.signing import sign_headers
 from indexes.store import IndexStore
 from indexes.types import CoverImage, Document, Section
 

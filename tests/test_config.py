@@ -1,4 +1,4 @@
-"""gateway/config.py: valid configs load; every invalid one is refused naming the key."""
+"""gateway/core/config.py: valid configs load; every invalid one is refused naming the key."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.config import load_config, parse_config
-from gateway.errors import ConfigError
+from gateway.core.config import load_config, parse_config
+from gateway.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {"ACME_SECRET": "s3cret-value"}

@@ -1,4 +1,4 @@
-"""gateway/deliveries.py: bounded rings per tenant in memory and in a real Redis.
+"""gateway/ops/deliveries.py: bounded rings per tenant in memory and in a real Redis.
 
 Also through the app: every callback is recorded after its response, without the Query
 unless admin.show_queries is on, and a dead Redis never fails or slows a callback.
@@ -18,11 +18,11 @@ import pytest
 import redis
 from asgi_lifespan import LifespanManager
 
-from gateway.app import Runtime, create_app
-from gateway.callback import Delivery
-from gateway.config import load_config
-from gateway.deliveries import MemoryDeliveryLog, RedisDeliveryLog, to_record
-from gateway.errors import DependencyUnavailable
+from gateway.core.config import load_config
+from gateway.core.errors import DependencyUnavailable
+from gateway.ops.deliveries import MemoryDeliveryLog, RedisDeliveryLog, to_record
+from gateway.serve.app import Runtime, create_app
+from gateway.volcengine.handler import Delivery
 from tests.conftest import free_port
 from tests.live import ENV, SECRETS, body, signed, write_setup
 from tests.live import SECRET_ACME as SECRET

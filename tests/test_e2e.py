@@ -17,8 +17,8 @@ import httpx
 import orjson
 import pytest
 
-from gateway.probe import wait_ready
-from gateway.signing import sign_headers
+from gateway.ops.probe import wait_ready
+from gateway.volcengine.signing import sign_headers
 from tests.conftest import ROOT, free_port
 
 SECRET = "e2e-secret-Zq81"
@@ -152,7 +152,7 @@ def test_raw_http_garbage_never_500(server: str) -> None:
 
 
 def test_cli_sign_matches_signature_module() -> None:
-    from gateway.signing import compute_signature
+    from gateway.volcengine.signing import compute_signature
 
     r = kbgate("sign", "--secret-env", "S", "--timestamp", "1700000000", "--nonce", "AbC123xyz",
                "--body", '{"Query":"火山"}', env={"S": "test-secret-key"})

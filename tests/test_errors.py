@@ -1,10 +1,10 @@
-"""gateway/errors.py: the Ret table is stable, distinct, and equal to the README's copy."""
+"""gateway/core/errors.py: the Ret table is stable, distinct, and equal to the README's copy."""
 
 from __future__ import annotations
 
 import re
 
-from gateway.errors import RET_TABLE, CallbackError, ConfigError
+from gateway.core.errors import RET_TABLE, CallbackError, ConfigError
 from tests.conftest import ROOT
 
 

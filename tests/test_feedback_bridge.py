@@ -16,14 +16,14 @@ import pytest
 import redis.asyncio as aioredis
 import respx
 
-from gateway.clock import FixedClock
-from gateway.errors import ToolError
-from gateway.feedback import FeedbackBridge, IssueDraft, IssueTracker
-from gateway.feedback.bridge import draft_for
-from gateway.feedback.github import GitHubTracker
-from gateway.feedback.sqlite import SqliteTracker
-from gateway.idempotency import IdempotencyStore, canonical_dedupe_key, canonical_hash
-from gateway.types import Secret
+from gateway.agent.feedback import FeedbackBridge, IssueDraft, IssueTracker
+from gateway.agent.feedback.bridge import draft_for
+from gateway.agent.feedback.github import GitHubTracker
+from gateway.agent.feedback.sqlite import SqliteTracker
+from gateway.agent.idempotency import IdempotencyStore, canonical_dedupe_key, canonical_hash
+from gateway.core.clock import FixedClock
+from gateway.core.errors import ToolError
+from gateway.core.types import Secret
 
 NOW = 1_777_000_000.0
 FEEDBACK = {"kind": "no_answer", "message": "搜索“密钥轮换”没有找到答案", "question": "如何轮换密钥"}

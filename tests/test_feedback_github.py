@@ -1,4 +1,4 @@
-"""gateway/feedback/github.py with respx against recorded GitHub response shapes
+"""gateway/agent/feedback/github.py with respx against recorded GitHub response shapes
 (tests/fixtures/github): 201, 403 rate limits, 410, 422, 5xx, search by marker."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import httpx
 import pytest
 import respx
 
-from gateway.clock import FixedClock
-from gateway.errors import ToolError
-from gateway.feedback.github import GitHubTracker, marker_comment
-from gateway.feedback.tracker import IssueDraft
-from gateway.types import Secret
+from gateway.agent.feedback.github import GitHubTracker, marker_comment
+from gateway.agent.feedback.tracker import IssueDraft
+from gateway.core.clock import FixedClock
+from gateway.core.errors import ToolError
+from gateway.core.types import Secret
 
 FIXTURES = Path(__file__).parent / "fixtures" / "github"
 API = "https://api.github.com"

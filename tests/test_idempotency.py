@@ -1,4 +1,4 @@
-"""gateway/idempotency.py against a real Redis: replay, conflict, dedupe, races, retention."""
+"""gateway/agent/idempotency.py against a real Redis: replay, conflict, dedupe, races, retention."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
-from gateway.errors import ToolError
-from gateway.idempotency import (
+from gateway.agent.idempotency import (
     IdempotencyStore,
     canonical_dedupe_key,
     canonical_hash,
     dedupe_redis_key,
     idempotency_redis_key,
 )
+from gateway.core.errors import ToolError
 
 
 @pytest.fixture(name="anyio_backend")

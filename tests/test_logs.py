@@ -1,6 +1,6 @@
 """Logs never hold a secret, and hold the query text only at debug level.
 
-Captured three ways: the app in-process (gateway.logs JSON lines into a buffer), a real
+Captured three ways: the app in-process (gateway.core.logs JSON lines into a buffer), a real
 `kbgate serve` (its stderr), and `kbgate` CLI config errors. Each run covers success,
 signature failure, report mode (unsigned and badly signed) and admin logins, then greps
 for every secret value and the admin token.
@@ -22,9 +22,9 @@ import orjson
 import pytest
 from asgi_lifespan import LifespanManager
 
-from gateway.app import create_app
-from gateway.config import load_config
-from gateway.logs import setup_logging
+from gateway.core.config import load_config
+from gateway.core.logs import setup_logging
+from gateway.serve.app import create_app
 from tests.live import (
     ADMIN_TOKEN,
     ENV,

@@ -1,4 +1,4 @@
-"""gateway/metrics.py: /metrics parsed with the Prometheus text parser; counts equal requests.
+"""gateway/ops/metrics.py: /metrics parsed with the Prometheus text parser; counts equal requests.
 
 In-process (own registry) and through a real `kbgate serve` with two hypercorn workers
 sharing a real Redis and a PROMETHEUS_MULTIPROC_DIR: whichever worker answers the scrape
@@ -18,8 +18,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.app import create_app
-from gateway.config import load_config
+from gateway.core.config import load_config
+from gateway.serve.app import create_app
 from tests.live import ENV, SECRET_ACME, SECRET_ACME_OLD, SECRETS, LiveServer, body, signed, write_setup
 
 

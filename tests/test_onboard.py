@@ -1,4 +1,4 @@
-"""`kbgate onboard` (gateway/onboard.py) against a running 2-worker server, its prompts answered
+"""`kbgate onboard` (gateway/ops/onboard.py) against a running 2-worker server, its prompts answered
 by this test the way an admin would, following seed 003 "接入流程": the 测试 button sends an
 unsigned request first, the key is shown only after saving.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from gateway.config import load_config
-from gateway.deliveries import RedisDeliveryLog
+from gateway.core.config import load_config
+from gateway.ops.deliveries import RedisDeliveryLog
 from tests.conftest import ROOT
 from tests.serving import build_index, config_text, free_port, post, ret, running
 

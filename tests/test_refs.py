@@ -1,4 +1,4 @@
-"""gateway/refs.py: signed refs and cursors, domain-separated keys, clock-driven expiry."""
+"""gateway/agent/refs.py: signed refs and cursors, domain-separated keys, clock-driven expiry."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from gateway.clock import FixedClock
-from gateway.errors import KnowledgeError
-from gateway.refs import CURSOR_LABEL, REF_LABEL, REF_TTL, RefClaims, RefSigner, derive_key
-from gateway.types import Secret
+from gateway.agent.refs import CURSOR_LABEL, REF_LABEL, REF_TTL, RefClaims, RefSigner, derive_key
+from gateway.core.clock import FixedClock
+from gateway.core.errors import KnowledgeError
+from gateway.core.types import Secret
 
 MASTER = Secret("ref-master-key-0123456789-abcdefghijklmnop")
 NOW = 1_800_000_000

@@ -1,4 +1,4 @@
-"""Config reload (gateway/reload.py, gateway/master.py): unit checks of the Reloader, then a real
+"""Config reload (gateway/serve/reload.py, gateway/serve/master.py): unit checks of the Reloader, then a real
 `kbgate serve` with 2 workers and Redis reloading under a load loop that must see no failure.
 """
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.app import Runtime
-from gateway.config import load_config
-from gateway.errors import ConfigError
-from gateway.reload import Reloader, load_worker_config, set_fallback_config
+from gateway.core.config import load_config
+from gateway.core.errors import ConfigError
+from gateway.serve.app import Runtime
+from gateway.serve.reload import Reloader, load_worker_config, set_fallback_config
 from tests.serving import build_index, config_text, free_port, post, ret, running, write_atomic
 
 SECRET = "reload-secret-0001"

@@ -1,4 +1,4 @@
-"""gateway/replay.py against a real Redis server and the in-process store."""
+"""gateway/core/replay.py against a real Redis server and the in-process store."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from gateway.clock import FixedClock
-from gateway.errors import DependencyUnavailable
-from gateway.replay import MemoryNonceStore, RedisNonceStore, claim_expiry, make_store, nonce_key
+from gateway.core.clock import FixedClock
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.replay import MemoryNonceStore, RedisNonceStore, claim_expiry, make_store, nonce_key
 from tests.conftest import free_port
 
 

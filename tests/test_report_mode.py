@@ -17,10 +17,10 @@ import orjson
 import pytest
 from asgi_lifespan import LifespanManager
 
-from gateway.app import Gateway, create_app
-from gateway.clock import FixedClock
-from gateway.replay import RedisNonceStore
-from gateway.signing import sign_headers
+from gateway.core.clock import FixedClock
+from gateway.core.replay import RedisNonceStore
+from gateway.serve.app import Gateway, create_app
+from gateway.volcengine.signing import sign_headers
 from tests.conftest import ROOT
 from tests.test_callback import (
     NOW,

@@ -1,4 +1,4 @@
-"""Key rotation (gateway/rotation.py, gateway/keyuse.py, `kbgate secrets`): config edits that keep
+"""Key rotation (gateway/ops/secrets.py, gateway/volcengine/keyuse.py, `kbgate secrets`): config edits that keep
 comments and never write an invalid file; key usage across workers in a real Redis; and
 rotation through a running 2-worker server (both keys valid, old key rejected after retire).
 """
@@ -16,10 +16,10 @@ import httpx
 import pytest
 import redis
 
-from gateway.config import load_config
-from gateway.errors import ConfigError
-from gateway.keyuse import RedisKeyUsage, read_key_usage
-from gateway.rotation import add_key, retire_key, set_verify
+from gateway.core.config import load_config
+from gateway.core.errors import ConfigError
+from gateway.ops.secrets import add_key, retire_key, set_verify
+from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
 from tests.conftest import ROOT
 from tests.serving import build_index, config_text, free_port, post, ret, running
 

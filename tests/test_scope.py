@@ -1,4 +1,4 @@
-"""gateway/scope.py: the one scope engine (seed 002 §8).
+"""gateway/core/scope.py: the one scope engine (seed 002 §8).
 
 Property tests (hypothesis): for random grants and requests the effective scope admits
 only documents that the request and every grant admit; denials raise before anything
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway import scope
-from gateway.config import parse_config
-from gateway.errors import AccessDenied, ConfigError
-from gateway.scope import (
+from gateway.core import scope
+from gateway.core.config import parse_config
+from gateway.core.errors import AccessDenied, ConfigError
+from gateway.core.scope import (
     ALWAYS_EXCLUDED,
     Grant,
     Principal,
@@ -31,7 +31,7 @@ from gateway.scope import (
     intersect_globs,
     resolve_callback,
 )
-from gateway.signing import sign_headers
+from gateway.volcengine.signing import sign_headers
 from tests.agent_env import (
     ENV,
     NOW,
@@ -185,7 +185,7 @@ async def test_callback_and_agent_endpoints_resolve_through_the_same_function(
 
 
 def test_no_second_copy_of_the_scope_rules() -> None:
-    """Only gateway/scope.py builds a SearchFilter or names the excluded trees."""
+    """Only gateway/core/scope.py builds a SearchFilter or names the excluded trees."""
     gateway_dir = Path(scope.__file__).parent
     offenders = []
     for py in gateway_dir.rglob("*.py"):

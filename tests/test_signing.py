@@ -1,4 +1,4 @@
-"""gateway/signing.py: formats, tolerance, HMAC over raw bytes, rotation (seed 003 签名校验)."""
+"""gateway/volcengine/signing.py: formats, tolerance, HMAC over raw bytes, rotation (seed 003 签名校验)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import json
 import orjson
 import pytest
 
-from gateway.config import SecretKey
-from gateway.errors import MalformedRequest, VerificationFailed
-from gateway.signing import (
+from gateway.core.config import SecretKey
+from gateway.core.errors import MalformedRequest, VerificationFailed
+from gateway.core.types import Secret
+from gateway.volcengine.signing import (
     SigningHeaders,
     check_formats,
     check_tolerance,
@@ -18,7 +19,6 @@ from gateway.signing import (
     sign_headers,
     signing_headers,
 )
-from gateway.types import Secret
 from tests.conftest import CASES
 
 SEED_EXAMPLE_BODY = {"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "寻找相关软件信息", "Limit": 5}

@@ -1,13 +1,13 @@
-"""gateway/volcengine.py: Body parsing and Result shaping (seed 003)."""
+"""gateway/volcengine/wire.py: Body parsing and Result shaping (seed 003)."""
 
 from __future__ import annotations
 
 import orjson
 import pytest
 
-from gateway.config import SearchConfig
-from gateway.errors import CallbackError, MalformedRequest
-from gateway.volcengine import error_body, parse_body, result_item, success_body
+from gateway.core.config import SearchConfig
+from gateway.core.errors import CallbackError, MalformedRequest
+from gateway.volcengine.wire import error_body, parse_body, result_item, success_body
 from indexes.types import CoverImage, Hit
 
 SEARCH = SearchConfig(default_limit=5, max_limit=20, max_query_chars=10)
