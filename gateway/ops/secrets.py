@@ -1,9 +1,8 @@
 """Key rotation and tenant edits on the config file: `kbgate secrets add|retire|list`.
 
-Every edit is a round trip through tomlkit (comments, order and layout are kept), is
-validated with the same `parse_config` the server uses BEFORE anything is written, and
-lands with an atomic rename (same folder, same file mode), so a running server's
-`Reloader` (gateway/serve/reload.py) sees either the old file or the whole new one.
+Every edit goes through `gateway.core.config.edit.edit_config` (a tomlkit round trip that
+keeps comments, validated with the server's own `parse_config` before an atomic rename), and
+every rule about keys reads the parsed `Config` (`SecretKey.live`), never the raw TOML.
 
 Rotation (issue 3, "Key rotation"): add the new key next to the old one (both verify,
 `signing.match_key` tries every live key), switch the sender to the new key, watch
@@ -17,18 +16,17 @@ import contextlib
 import datetime as dt
 import os
 import secrets as pysecrets
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import tomlkit
 from redis.exceptions import RedisError
-from tomlkit.items import AoT, Table
 from tomlkit.toml_document import TOMLDocument
 
-from gateway.core.config import _KEY_ID, Config, parse_config
+from gateway.core.config import Config, load_config
+from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
+from gateway.core.config.fields import KEY_ID
 from gateway.core.errors import ConfigError
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
@@ -69,63 +67,16 @@ class KeyRow:
     usage: KeyUse | None
 
 
-def edit_config(path: Path, mutate: Callable[[TOMLDocument], None],
-                env: Mapping[str, str] | None = None) -> Config:
-    """Apply `mutate` to the TOML document at `path`, validate, then replace the file atomically.
-
-    Returns the validated new Config. Raises ConfigError naming the key when the edited
-    document is invalid (the file is left untouched) or the file cannot be read.
-    """
-    path = Path(path).resolve()
-    try:
-        text = path.read_text("utf-8")
-        mode = path.stat().st_mode & 0o777
-    except (OSError, UnicodeDecodeError):
-        raise ConfigError("<file>", f"{path} cannot be read as UTF-8") from None
-    try:
-        doc = tomlkit.parse(text)
-    except Exception as exc:  # tomlkit raises its own ParseError family
-        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
-    mutate(doc)
-    config = parse_config(doc.unwrap(), base_dir=path.parent, env=env, source=path)
-    write_atomically(path, tomlkit.dumps(doc), mode)
-    return config
 
 
-def write_atomically(path: Path, text: str, mode: int) -> None:
-    """Replace the file at `path` by `text` (UTF-8) with permission bits `mode` (e.g. 0o640).
-
-    A temporary file in the same folder, fsynced, then renamed over `path`: a reader (the
-    server's Reloader) sees the old file or the whole new one, never a part. Raises OSError;
-    the temporary file is removed then.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
-def tenant_table(doc: TOMLDocument, tenant: str) -> Table:
-    """The `[tenants.<tenant>]` table of a document. Raises ConfigError when absent."""
-    tenants = doc.get("tenants")
-    if tenants is None or tenant not in tenants:
-        raise ConfigError(f"tenants.{tenant}", "does not exist in this config")
-    table: Table = tenants[tenant]
-    return table
 
 
-def _secrets_aot(t: Table) -> AoT:
-    if "secrets" not in t:
-        t["secrets"] = tomlkit.aot()
-    aot: AoT = t["secrets"]
-    return aot
+
+
+
+
 
 
 def check_key_id(key_id: str, key: str) -> None:
@@ -135,7 +86,7 @@ def check_key_id(key_id: str, key: str) -> None:
     (the rule of `tenants.<t>.secrets[].id` in gateway/core/config.py), and no '..'. Checked before
     any file is made, since the id names the secret file secrets/<tenant>-<id>.
     """
-    if not _KEY_ID.fullmatch(key_id) or ".." in key_id:
+    if not KEY_ID.fullmatch(key_id) or ".." in key_id:
         raise ConfigError(key, f"{key_id!r} is not a key id: use 1-64 letters, digits, '_', '.', ':', '-', "
                           "starting with a letter or digit, without '..'")
 
@@ -178,7 +129,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     def mutate(doc: TOMLDocument) -> None:
         nonlocal kid, created, kind, ref
         t = tenant_table(doc, tenant)
-        aot = _secrets_aot(t)
+        aot = array_of_tables(t, "secrets")
         taken = {str(s.get("id")) for s in aot}
         kid = kid or new_key_id(taken, now)
         if kid in taken:
@@ -226,11 +177,17 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     path = Path(path).resolve()
     when = now if at is None else at
     removed_file: str | None = None
+    current = load_config(path, env).tenants.get(tenant)
+    if current is not None and key_id in {k.id for k in current.secrets} and not force \
+            and current.verify == "enforce" and not any(k.live(when + 1) for k in current.secrets if k.id != key_id):
+        raise ConfigError(f"tenants.{tenant}.secrets",
+                          f"would hold no live key after retiring {key_id!r}: every callback would be "
+                          "rejected (add the new key first, or pass --force)")
 
     def mutate(doc: TOMLDocument) -> None:
         nonlocal removed_file
         t = tenant_table(doc, tenant)
-        aot = _secrets_aot(t)
+        aot = array_of_tables(t, "secrets")
         idx = next((i for i, s in enumerate(aot) if s.get("id") == key_id), None)
         if idx is None:
             raise ConfigError(f"tenants.{tenant}.secrets", f"holds no key with id {key_id!r}")
@@ -240,11 +197,6 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
             del aot[idx]
         else:
             aot[idx]["not_after"] = dt.datetime.fromtimestamp(when, dt.UTC).replace(microsecond=0)
-        others_live = [s for s in aot if s.get("id") != key_id and _live(s.get("not_after"), when + 1)]
-        if not force and t.get("verify", "enforce") == "enforce" and not others_live:
-            raise ConfigError(f"tenants.{tenant}.secrets",
-                              f"would hold no live key after retiring {key_id!r}: every callback would be "
-                              "rejected (add the new key first, or pass --force)")
 
     config = edit_config(path, mutate, env)
     if removed_file is None:
@@ -372,14 +324,7 @@ def _write_secret_file(fp: Path, value: str) -> Path:
     return fp
 
 
-def _live(not_after: Any, at: float) -> bool:
-    if not_after is None:
-        return True
-    if isinstance(not_after, dt.datetime):
-        return at <= not_after.timestamp()
-    if isinstance(not_after, dt.date):
-        return at <= dt.datetime(not_after.year, not_after.month, not_after.day, tzinfo=dt.UTC).timestamp()
-    return at <= float(not_after)
+
 
 
 def _short(source: str) -> str:
