@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.core.bodies import BodyLimitExceeded, asgi_chunks, read_limited
+from gateway.core.bodies import asgi_chunks, read_limited
+from gateway.core.validate import ProblemError
 
 
 async def drip(parts: list[bytes], pause: float) -> AsyncIterator[bytes]:
@@ -28,9 +29,9 @@ def test_too_large_stops_reading_at_once() -> None:
             seen.append(p)
             yield p
 
-    with pytest.raises(BodyLimitExceeded) as exc:
+    with pytest.raises(ProblemError) as exc:
         asyncio.run(read_limited(parts(), 4, 1.0))
-    assert exc.value.kind == "too_large"
+    assert exc.value.problem.kind == "too_large"
     assert seen == [b"abc", b"def"]
 
 
@@ -38,9 +39,9 @@ def test_slow_drip_times_out() -> None:
     async def go() -> float:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        with pytest.raises(BodyLimitExceeded) as exc:
+        with pytest.raises(ProblemError) as exc:
             await read_limited(drip([b"x"] * 100, 0.05), 1000, 0.3)
-        assert exc.value.kind == "timeout" and "0.3 s" in exc.value.message
+        assert exc.value.problem.kind == "timeout" and "0.3 s" in exc.value.problem.message
         return loop.time() - t0
 
     assert asyncio.run(go()) < 1.0

@@ -20,9 +20,9 @@ from asgi_lifespan import LifespanManager
 
 from gateway.core.config import load_config
 from gateway.core.errors import DependencyUnavailable
+from gateway.core.events import Delivery
 from gateway.ops.deliveries import MemoryDeliveryLog, RedisDeliveryLog, to_record
-from gateway.serve.app import Runtime, create_app
-from gateway.volcengine.handler import Delivery
+from gateway.serve.app import Gateway, create_app
 from tests.conftest import free_port
 from tests.live import ENV, SECRETS, body, signed, write_setup
 from tests.live import SECRET_ACME as SECRET
@@ -108,7 +108,7 @@ async def _app_client(tmp_path: Path, redis_url: str, key_prefix: str,
         monkeypatch.setenv(k, v)
     made: list[LifespanManager] = []
 
-    async def factory(**kw: Any) -> tuple[httpx.AsyncClient, Runtime]:
+    async def factory(**kw: Any) -> tuple[httpx.AsyncClient, Gateway]:
         sub = tmp_path / f"s{len(made)}"
         sub.mkdir()
         cfg = load_config(write_setup(sub, **kw))
@@ -116,7 +116,7 @@ async def _app_client(tmp_path: Path, redis_url: str, key_prefix: str,
         m = LifespanManager(app)  # type: ignore[arg-type]
         await m.__aenter__()
         made.append(m)
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://kbgate"), app.runtime
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://kbgate"), app
 
     yield factory
     for m in made:
@@ -125,11 +125,11 @@ async def _app_client(tmp_path: Path, redis_url: str, key_prefix: str,
 
 async def test_callback_recorded_in_redis_without_query_or_secret(app_client: Any, redis_url: str,
                                                                   key_prefix: str) -> None:
-    c, rt = await app_client(redis_url=redis_url, key_prefix=key_prefix)
+    c, gw = await app_client(redis_url=redis_url, key_prefix=key_prefix)
     raw = body()
     r = await c.post("/volcengine/acme", content=raw, headers={**signed(SECRET, raw), "x-request-id": "trace-42"})
     assert r.status_code == 200 and r.headers["x-request-id"] == "trace-42"
-    await rt.deliveries.flush()
+    await gw.deliveries.flush()
     [rec] = await RedisDeliveryLog(redis_url, key_prefix).recent("acme", 5)
     assert rec["request_id"] == "trace-42"
     assert (rec["first_level_id"], rec["second_level_id"], rec["outcome"], rec["ret"]) == ("tech", "software", "ok", 0)
@@ -140,19 +140,19 @@ async def test_callback_recorded_in_redis_without_query_or_secret(app_client: An
 
 
 async def test_query_recorded_when_show_queries(app_client: Any) -> None:
-    c, rt = await app_client(show_queries=True)
+    c, gw = await app_client(show_queries=True)
     raw = body(query="如何轮换密钥")
     await c.post("/volcengine/acme", content=raw, headers=signed(SECRET, raw))
-    [rec] = await rt.deliveries.recent("acme", 5)
+    [rec] = await gw.deliveries.recent("acme", 5)
     assert rec["query"] == "如何轮换密钥"
 
 
 async def test_rejection_recorded_with_reason(app_client: Any) -> None:
-    c, rt = await app_client()
+    c, gw = await app_client()
     raw = body()
     r = await c.post("/volcengine/acme", content=raw, headers=signed("wrong-secret-value", raw))
     assert r.status_code == 401
-    [rec] = await rt.deliveries.recent("acme", 5)
+    [rec] = await gw.deliveries.recent("acme", 5)
     assert (rec["outcome"], rec["ret"], rec["signature"]) == ("signature_mismatch", 40105, "failed")
     assert rec["key_id"] is None
 
@@ -160,13 +160,13 @@ async def test_rejection_recorded_with_reason(app_client: Any) -> None:
 async def test_hung_redis_does_not_fail_or_slow_the_callback(app_client: Any, key_prefix: str) -> None:
     # A socket that accepts connections but never answers: every Redis command hangs
     # until the record's 0.5 s timeout. The callback must still answer 200 at once.
-    c, rt = await app_client()
+    c, gw = await app_client()
     with socket.socket() as hole:
         hole.bind(("127.0.0.1", 0))
         hole.listen(16)
         hung = RedisDeliveryLog(f"redis://127.0.0.1:{hole.getsockname()[1]}/0", key_prefix, timeout=0.5,
-                                on_drop=rt.metrics.drop)
-        rt.deliveries = hung
+                                on_drop=gw.metrics.drop)
+        gw.deliveries = hung
         raw = body()
         started = time.perf_counter()
         r = await c.post("/volcengine/acme", content=raw, headers=signed(SECRET, raw))
@@ -174,4 +174,4 @@ async def test_hung_redis_does_not_fail_or_slow_the_callback(app_client: Any, ke
         assert r.status_code == 200 and orjson.loads(r.content)["Ret"] == 0
         assert took < 0.3, took  # the response did not wait for the hung record write
         await hung.flush(3.0)
-    assert b'kbgate_deliveries_dropped_total{reason="redis_error"} 1.0' in rt.metrics.exposition()
+    assert b'kbgate_deliveries_dropped_total{reason="redis_error"} 1.0' in gw.metrics.exposition()

@@ -15,7 +15,7 @@ import pytest
 
 from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
-from gateway.serve.app import Runtime
+from gateway.core.runtime import Runtime
 from gateway.serve.reload import Reloader, load_worker_config, set_fallback_config
 from tests.serving import build_index, config_text, free_port, post, ret, running, write_atomic
 

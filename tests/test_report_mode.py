@@ -57,8 +57,8 @@ async def _gateway(index_dir: Path, redis_url: str, key_prefix: str) -> AsyncIte
 
 async def last(app: Any) -> SimpleNamespace:
     """The newest delivery record of tenant acme, as kept by the deliveries record."""
-    await app.runtime.deliveries.flush()
-    rec = (await app.runtime.deliveries.recent("acme", 1))[0]
+    await app.deliveries.flush()
+    rec = (await app.deliveries.recent("acme", 1))[0]
     return SimpleNamespace(**{**rec, "keys_tried": tuple(rec.get("keys_tried", ()))})
 
 

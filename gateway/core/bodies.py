@@ -2,8 +2,10 @@
 
 A client that sends too much, or too slowly (a stalled or slow-drip upload), must never
 hold a worker: the body is read as it arrives, the read stops as soon as the cap is
-passed, and the whole body must arrive within the deadline. Each endpoint maps
-`BodyLimitExceeded` to its own documented error code.
+passed, and the whole body must arrive within the deadline. Problems are raised through
+the caller's error factory (gateway.core.validate.Invalid), so each endpoint answers with
+its own documented code: Problem kinds 'media', 'too_large', 'timeout' (key 'body' or the
+header's name), then 'utf8', 'json', 'object' from `json_object`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,9 @@ import asyncio
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
+from gateway.core.validate import Invalid, Problem, ProblemError, fail, json_object
 
-class BodyLimitExceeded(Exception):
-    """kind: 'too_large' (more than max_bytes) or 'timeout' (not complete within timeout s)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
+JSON_TYPES = frozenset({"application/json", "text/json"})
 
 
 async def asgi_chunks(receive: Any) -> AsyncIterator[bytes]:
@@ -33,11 +30,13 @@ async def asgi_chunks(receive: Any) -> AsyncIterator[bytes]:
             return
 
 
-async def read_limited(chunks: AsyncIterable[bytes], max_bytes: int, timeout: float | None) -> bytes:
+async def read_limited(chunks: AsyncIterable[bytes], max_bytes: int, timeout: float | None,
+                       invalid: Invalid = ProblemError) -> bytes:
     """The whole body from `chunks`: at most `max_bytes` bytes, within `timeout` seconds.
 
-    Raises BodyLimitExceeded('too_large') as soon as the running total passes the cap (the
-    rest is not read), BodyLimitExceeded('timeout') when the body is not complete in time.
+    Raises invalid(Problem('body', 'too_large')) as soon as the running total passes the cap
+    (the rest is not read), invalid(Problem('body', 'timeout')) when the body is not
+    complete in time.
     """
     parts: list[bytes] = []
     total = 0
@@ -46,33 +45,41 @@ async def read_limited(chunks: AsyncIterable[bytes], max_bytes: int, timeout: fl
             async for part in chunks:
                 total += len(part)
                 if total > max_bytes:
-                    raise BodyLimitExceeded("too_large", f"body exceeds {max_bytes} bytes")
+                    fail(invalid, "body", "too_large", f"exceeds {max_bytes} bytes")
                 parts.append(part)
     except TimeoutError:
-        raise BodyLimitExceeded("timeout", f"the body did not arrive within {timeout:g} s") from None
+        fail(invalid, "body", "timeout", f"did not arrive within {timeout:g} s")
     return b"".join(parts)
 
 
-JSON_TYPES = frozenset({"application/json", "text/json"})
-
-
-def json_media_problem(content_type: str | None, content_encoding: str | None) -> tuple[str, str] | None:
+def json_media_problem(content_type: str | None, content_encoding: str | None) -> Problem | None:
     """Why a body with these headers is not plain UTF-8 JSON we accept, or None.
 
-    Returns ('encoding', message) for a Content-Encoding other than identity (we never
-    inflate), ('type', message) for a Content-Type other than application/json or text/json
-    or a charset other than utf-8. An absent Content-Type is accepted.
+    A Problem of kind 'media' keyed 'Content-Encoding' for an encoding other than identity
+    (we never inflate), keyed 'Content-Type' for a type other than application/json or
+    text/json or a charset other than utf-8. An absent Content-Type is accepted.
     """
     if content_encoding is not None and content_encoding.strip().lower() not in ("", "identity"):
-        return "encoding", "Content-Encoding must be identity"
+        return Problem("Content-Encoding", "media", "must be identity")
     if content_type is None:
         return None
     mime, _, params = content_type.partition(";")
     if mime.strip().lower() not in JSON_TYPES:
-        return "type", "Content-Type must be application/json"
+        return Problem("Content-Type", "media", "must be application/json")
     for p in params.split(";"):
         k, _, v = p.partition("=")
         if k.strip().lower() == "charset" and v.strip().strip('"').lower() not in ("utf-8", "utf8"):
-            return "type", "charset must be utf-8"
+            return Problem("Content-Type", "media", "must have charset utf-8")
     return None
 
+
+async def read_json_object(chunks: AsyncIterable[bytes], content_type: str | None, content_encoding: str | None,
+                           max_bytes: int, timeout: float | None, invalid: Invalid) -> dict[str, Any]:
+    """A bounded JSON-object body: media check, then `read_limited`, then `json_object`.
+
+    Raises invalid(Problem) of kind media, too_large, timeout, utf8, json or object.
+    """
+    problem = json_media_problem(content_type, content_encoding)
+    if problem is not None:
+        raise invalid(problem)
+    return json_object(await read_limited(chunks, max_bytes, timeout, invalid), invalid)

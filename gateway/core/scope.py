@@ -15,10 +15,12 @@ documents). `working/**` (working docs) only when the request and every grant sa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import orjson
 
@@ -106,7 +108,13 @@ class EffectiveScope:
 def glob_matches(glob: str, path: str, *, ignore_case: bool = False) -> bool:
     """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?
     ignore_case: as the index applies exclusions (indexes.search.filter_query)."""
-    return re.fullmatch(glob_to_regex(glob), path, re.IGNORECASE if ignore_case else 0) is not None
+    return _glob_regex(glob, ignore_case).fullmatch(path) is not None
+
+
+@lru_cache(maxsize=1024)
+def _glob_regex(glob: str, ignore_case: bool) -> re.Pattern[str]:
+    # Scopes repeat the same few globs on every hit: compile each once.
+    return re.compile(glob_to_regex(glob), re.IGNORECASE if ignore_case else 0)
 
 
 def glob_within(inner: str, outer: str) -> bool:
@@ -204,6 +212,33 @@ def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool) -> bo
     return not any(glob_matches(g, path, ignore_case=True) for g in f.exclude_path_globs)
 
 
+def allows_path(eff: EffectiveScope, path: str) -> bool:
+    """Could a visible document at `path` be inside `eff`, whatever its dataset? `allows`
+    without the dataset test, asked about a path before any index is touched."""
+    return allows(dataclasses.replace(eff, filter=dataclasses.replace(eff.filter, datasets=None)), path, "", True)
+
+
+def narrow(request: ScopeRequest, *, paths: tuple[str, ...] | None = None,
+           datasets: tuple[str, ...] | None = None) -> ScopeRequest:
+    """`request` narrowed further by a tool input's own paths and datasets (which can only
+    narrow, never widen, what the request asked for).
+
+    Raises AccessDenied: 'access.forbidden_scope' when the paths share nothing with the
+    request's, 'access.dataset_not_allowed' when a dataset is outside the request's.
+    """
+    globs = request.path_globs
+    if paths is not None:
+        globs = paths if globs is None else intersect_globs(paths, globs)
+        if not globs:
+            raise AccessDenied("access.forbidden_scope", "the input paths are outside the request scope")
+    wanted = request.datasets
+    if datasets is not None:
+        if wanted is not None and any(d not in wanted for d in datasets):
+            raise AccessDenied("access.dataset_not_allowed", "a dataset of the input is outside the request scope")
+        wanted = datasets
+    return ScopeRequest(datasets=wanted, path_globs=globs, include_working_docs=request.include_working_docs)
+
+
 # ------------------------------------------------------------------ callers
 
 
@@ -266,6 +301,32 @@ def resolve_agent(agent: AgentConfig, client: AgentClient, principal: Principal,
     eff = effective_scope(principal, (route_name,), route.index,
                           [route_grant(route), policy_grant(client)], request)
     return route, eff
+
+
+def resolve_agent_routes(agent: AgentConfig, client: AgentClient, principal: Principal, tool: str,
+                         request: ScopeRequest, named: tuple[str, ...] | None = None,
+                         ) -> list[tuple[AgentRoute, EffectiveScope]]:
+    """Resolve a request over several routes (seed 002 §8): each route's effective scope.
+
+    named: the routes the caller asked for (each must resolve, else its denial is raised);
+    None = every route of the client's policy, where a route the request cannot use is
+    skipped (a disabled one silently) and only when none is left is the last denial raised.
+    Raises AccessDenied as `resolve_agent` does ('access.forbidden_tool' always).
+    """
+    out: list[tuple[AgentRoute, EffectiveScope]] = []
+    last: AccessDenied | None = None
+    for name in named or client.policy.routes:
+        if named is None and name in agent.routes and not agent.routes[name].enabled:
+            continue  # a disabled route the caller did not ask for is not a partial answer
+        try:
+            out.append(resolve_agent(agent, client, principal, name, tool, request))
+        except AccessDenied as exc:
+            if named is not None or exc.code == "access.forbidden_tool":
+                raise
+            last = exc
+    if not out:
+        raise last or AccessDenied("access.forbidden_scope", "no route of the policy is open to this request")
+    return out
 
 
 def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], generation: int | None) -> str:

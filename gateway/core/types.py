@@ -1,16 +1,14 @@
 """Interfaces and shared shapes of the gateway, in one place.
 
-Modules depend on these shapes rather than on each other: the replay store,
-the clock, secrets and the parsed callback request.
+Modules depend on these shapes rather than on each other: units, the clock, the
+replay store and secrets.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 SECONDS = 1
-MINUTES = 60 * SECONDS
 KIB = 1024
 MIB = 1024 * KIB
 
@@ -66,19 +64,3 @@ class Secret:
 
     def __hash__(self) -> int:
         return hash(self._value)
-
-
-@dataclass(frozen=True, slots=True)
-class CallbackRequest:
-    """A parsed Volcengine knowledge query (seed 003, "Body").
-
-    first_level_id, second_level_id: the knowledge path as configured in the console
-        (a JSON number is taken as its decimal string).
-    query: non-empty, at most `search.max_query_chars` characters.
-    limit: 1..`search.max_limit` after clamping.
-    """
-
-    first_level_id: str
-    second_level_id: str
-    query: str
-    limit: int

@@ -22,7 +22,8 @@ from typing import Any, Literal, NoReturn
 
 import orjson
 
-Kind = Literal["missing", "type", "empty", "too_long", "range", "unknown", "format", "utf8", "json", "object"]
+Kind = Literal["missing", "type", "empty", "too_long", "range", "unknown", "format",  # a field
+               "utf8", "json", "object", "media", "too_large", "timeout"]  # a whole body
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +31,9 @@ class Problem:
     """One malformed field.
 
     key: dotted path of the field, e.g. 'server.workers', 'input.limit', 'Query', 'body'.
-    kind: what is wrong (missing, type, empty, too_long, range, unknown, format, and for a
-        whole body utf8, json, object), so a caller can map kinds to its own error codes.
+    kind: what is wrong (missing, type, empty, too_long, range, unknown, format; for a whole
+        body utf8, json, object, media, too_large, timeout), so a caller can map kinds to its
+        own error codes.
     text: what is wrong, phrased to follow the key: 'must be an integer from 1 to 64'.
     """
 
@@ -47,6 +49,14 @@ class Problem:
 
 Invalid = Callable[[Problem], Exception]
 """An error factory: the caller's exception for a Problem (raised by the getters)."""
+
+class ProblemError(Exception):
+    """The plain error factory, for a caller that decides later what a Problem means."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
 
 REQUIRED: Any = object()
 """The default that makes a field required (a missing field is a 'missing' Problem)."""

@@ -21,18 +21,16 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.core.background import BackgroundWriter
+from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
-
-if TYPE_CHECKING:
-    from gateway.core.config import Config
-    from gateway.volcengine.handler import Delivery
+from gateway.core.events import Delivery
 
 log = logging.getLogger("kbgate.deliveries")
 
@@ -248,8 +246,7 @@ def _newest(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     return records[:n]
 
 
-def make_delivery_log(config: Config, on_drop: Callable[[str, int], None] | None = None
-                      ) -> MemoryDeliveryLog | RedisDeliveryLog:
+def make_delivery_log(config: Config, on_drop: Callable[[str, int], None] | None = None) -> DeliveryLog:
     """The configured record: Redis when replay.redis_url is set, else this process's memory.
 
     Also what `kbgate onboard` opens (with the same config) to read deliveries; without

@@ -21,7 +21,6 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -33,10 +32,12 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
 
-if TYPE_CHECKING:
-    from gateway.volcengine.handler import Delivery
-    from indexes.types import IndexStats
+from gateway.core.events import Delivery
+from indexes.types import IndexStats
 
 log = logging.getLogger("kbgate.metrics")
 
@@ -178,3 +179,14 @@ class Metrics:
         """Mark this worker dead so its live gauges leave the multiprocess files."""
         if self.multiprocess:
             multiprocess.mark_process_dead(os.getpid())
+
+    async def aclose(self) -> None:
+        """`close`, for the worker's shutdown (Runtime.on_close)."""
+        self.close()
+
+
+async def endpoint(request: Request) -> Response:
+    """GET /metrics: the Prometheus text exposition of every worker (the app's `Metrics`)."""
+    metrics: Metrics = request.app.state.metrics
+    body = await run_in_threadpool(metrics.exposition)  # index stats touch the disk
+    return Response(body, media_type=CONTENT_TYPE, headers={"cache-control": "no-store"})

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from gateway.core.config import load_config
+from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
 from gateway.ops.deliveries import make_delivery_log
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
-from gateway.serve.reload import INTERVAL
 
 POLL = 0.3  # seconds between two reads of the deliveries record
 

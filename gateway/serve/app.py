@@ -1,191 +1,94 @@
-"""The ASGI application: app factory, lifespan, routes.
+"""The ASGI application: the composition root where core, wings and operators' tools meet.
 
-Tenant callback paths come from the config (and may change on reload), so the
-top-level app dispatches them itself before handing everything else to a Starlette
-router (health, readiness, and later the agent and admin endpoints).
+`create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
+it (Volcengine callbacks, the agent knowledge protocol, the agent tool API), and subscribes
+the operators' observers (metrics, the deliveries record) to its events. Tenant callback
+paths come from the config (and may change on reload), so the top-level app dispatches them
+itself before handing everything else to a Starlette router (health, readiness, metrics,
+admin, agent endpoints). A new caller's wing is added here: its `routes(rt)`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from dataclasses import fields as dataclass_fields
+from typing import Any
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.agent import access as agent_access
-from gateway.agent import knowledge as agent_knowledge
+from gateway.agent import knowledge, tools
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
-from gateway.core.errors import DependencyUnavailable, NotFound
-from gateway.core.replay import make_store
+from gateway.core.events import Delivery
+from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
-from gateway.ops.admin import ROUTES as ADMIN_ROUTES
+from gateway.ops import admin, metrics
 from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
-from gateway.ops.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from gateway.ops.metrics import Metrics
+from gateway.serve.health import healthz, readyz
 from gateway.serve.reload import Reloader
-from gateway.volcengine import handler as callback
-from gateway.volcengine.handler import Delivery
-from gateway.volcengine.keyuse import make_key_usage
-from gateway.volcengine.wire import error_body
-from indexes.errors import IndexStoreError
-from indexes.store import IndexStore
-from indexes.types import IndexStats
+from gateway.volcengine.handler import VolcengineWing
 
-log = logging.getLogger("kbgate.access")
-
-CALLBACK_PREFIX = "/volcengine/"
-# What one callback's log line carries: every Delivery field but the query text and extras.
-_LOGGED_FIELDS = tuple(f.name for f in dataclass_fields(Delivery) if f.name not in ("query", "extra"))
-
-
-class Runtime:
-    """Everything one worker holds while serving: config, clock, nonce store, indexes.
-
-    `config` may be swapped whole by a reload; handlers read it once per request.
-    """
-
-    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
-        self.config = config
-        self.clock = clock
-        self.nonces: NonceStore = nonces or make_store(
-            config.replay.redis_url, config.replay.timeout_seconds, clock
-        )
-        self.indexes = IndexStore(config.indexes_dir)
-        self.metrics = Metrics(self.index_stats)
-        self.deliveries: DeliveryLog = make_delivery_log(config, on_drop=self.metrics.drop)
-        self.access: agent_access.AccessState | None = None  # built on first tool call
-        self.key_usage = make_key_usage(config.replay.redis_url, config.replay.key_prefix,
-                                        config.replay.timeout_seconds)
-        self.reloader = Reloader(self)
-
-    def index(self, name: str):  # type: ignore[no-untyped-def]
-        """The named index, reloaded if a new commit landed. Raises DependencyUnavailable."""
-        try:
-            idx = self.indexes.open(name)
-            idx.maybe_reload()
-        except (IndexStoreError, OSError, ValueError):
-            log.warning("index unavailable", extra={"index": name})
-            raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
-        return idx
-
-    def index_stats(self) -> list[tuple[str, IndexStats | None]]:
-        """(name, stats or None when it cannot be opened) of every routed index, for /metrics."""
-        names = sorted({r.index for t in self.config.tenants.values() for r in t.routes})
-        out: list[tuple[str, IndexStats | None]] = []
-        for name in names:
-            try:
-                out.append((name, self.index(name).stats()))
-            except (DependencyUnavailable, OSError, ValueError):
-                out.append((name, None))
-        return out
-
-    def record(self, d: Delivery) -> None:
-        """After the response was sent: log one JSON line (query text at debug level only),
-        count it in the metrics and hand it to the deliveries record. Does no I/O wait."""
-        fields = {name: getattr(d, name) for name in _LOGGED_FIELDS}  # asdict() deep-copies: 10x slower
-        query = d.query
-        level = logging.INFO if d.status < 500 else logging.ERROR
-        log.log(level, "callback", extra=fields)
-        if query is not None and log.isEnabledFor(logging.DEBUG):
-            log.debug("callback query", extra={"request_id": d.request_id, "query": query})
-        self.metrics.observe(d)
-        try:
-            self.deliveries.submit(to_record(d, show_query=self.config.admin.show_queries))
-        except Exception:  # fail open: the record is for operators, the answer already left
-            log.warning("deliveries record failed", extra={"request_id": d.request_id}, exc_info=True)
-        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
-            self.key_usage.note(d.tenant, d.key_id, d.received_at)
-
-    async def close(self) -> None:
-        await self.deliveries.close()
-        await self.key_usage.close()
-        await self.nonces.close()
-        self.metrics.close()
-        if self.access is not None:
-            await self.access.close()
-
-
-async def healthz(request: Request) -> Response:
-    """Process alive: always 200 while the event loop answers."""
-    return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
-
-
-async def metrics(request: Request) -> Response:
-    """Prometheus text exposition of every worker (see gateway.ops.metrics)."""
-    rt: Runtime = request.app.state.runtime
-    body = await run_in_threadpool(rt.metrics.exposition)  # index stats touch the disk
-    return Response(body, media_type=METRICS_CONTENT_TYPE, headers={"cache-control": "no-store"})
-
-
-async def readyz(request: Request) -> Response:
-    """Ready: config loaded, every routed index opens, Redis answers when configured."""
-    rt: Runtime = request.app.state.runtime
-    problems: list[str] = []
-    for t in rt.config.tenants.values():
-        for r in t.routes:
-            try:
-                rt.index(r.index)
-            except DependencyUnavailable:
-                problems.append(f"index {r.index} unavailable")
-    if not await rt.nonces.ping():
-        problems.append("replay store unavailable")
-    status = 200 if not problems else 503
-    return JSONResponse({"status": "ready" if not problems else "not_ready", "problems": sorted(set(problems))},
-                        status_code=status, headers={"cache-control": "no-store"})
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 
 class Gateway:
-    """The top-level ASGI app: tenant callback paths first, the Starlette router otherwise."""
+    """The top-level ASGI app of one worker: Volcengine paths first, the Starlette router otherwise.
+
+    runtime: the core. metrics, deliveries: the operators' observers of its events (also
+    served by /metrics and /admin/). reloader: swaps runtime.config when the file changes.
+    """
 
     def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+        rt = self.runtime = runtime
+        self.metrics = metrics.Metrics(rt.index_stats)
+        self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
+        self.volcengine = VolcengineWing(rt)
+        self.reloader = Reloader(rt)
+        rt.events.subscribe(Delivery, self.metrics.observe)
+        rt.events.subscribe(Delivery, self._keep)
+        rt.on_close(self.deliveries.close)
+        rt.on_close(self.metrics.aclose)
 
         @asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            watcher = asyncio.get_running_loop().create_task(runtime.reloader.run(), name="kbgate-reload")
+            watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             try:
                 yield
             finally:
                 watcher.cancel()
-                await runtime.close()
+                await rt.close()
 
-        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics), *ADMIN_ROUTES,
-                  *agent_knowledge.routes(), *agent_access.routes()]
+        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
+                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt)]
         self.router = Starlette(routes=routes, lifespan=lifespan)
-        self.router.state.runtime = runtime
+        self.router.state.runtime = rt
+        self.router.state.metrics = self.metrics
+        self.router.state.deliveries = self.deliveries
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    def _keep(self, d: Delivery) -> None:
+        """The deliveries record's observer (the Query only when admin.show_queries is on)."""
+        self.deliveries.submit(to_record(d, show_query=self.runtime.config.admin.show_queries))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            rt = self.runtime
-            tenant = rt.config.tenant_at(scope["path"])
-            if tenant is not None:
-                await callback.handle(rt, tenant, scope, receive, send)
-                return
-            if scope["path"].startswith(CALLBACK_PREFIX):
-                body = error_body(NotFound("tenant_unknown", "no tenant is configured at this path"))
-                await send({"type": "http.response.start", "status": 404, "headers": [
-                    (b"content-type", b"application/json; charset=utf-8"), (b"cache-control", b"no-store"),
-                    (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+            if self.volcengine.serves(scope["path"]):
+                await self.volcengine(scope, receive, send)
                 return
             await self.router(scope, receive, _no_store(send))
             return
         await self.router(scope, receive, send)
 
 
-def _no_store(send):  # type: ignore[no-untyped-def]
+def _no_store(send: Send) -> Send:
     """Wrap `send` so every response carries Cache-Control: no-store (404s and 405s too):
     nothing this gateway serves may be cached (seed 000: 响应均 no-store)."""
 
-    async def wrapped(message):  # type: ignore[no-untyped-def]
+    async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             headers = list(message.get("headers", []))
             if not any(k.lower() == b"cache-control" for k, _ in headers):

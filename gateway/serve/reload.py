@@ -22,18 +22,16 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.core.config import Config, SecretKey, Tenant, load_config, read_secret
+from gateway.core.config.edit import RELOAD_INTERVAL
 from gateway.core.errors import ConfigError
-from gateway.core.types import SECONDS
-
-if TYPE_CHECKING:
-    from gateway.serve.app import Runtime
+from gateway.core.runtime import Runtime
 
 log = logging.getLogger("kbgate.reload")
 
-INTERVAL = 1 * SECONDS
+INTERVAL = RELOAD_INTERVAL
 RESTART_ONLY = ("server", "replay", "indexes_dir")
 
 # Set by gateway.serve.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
@@ -148,8 +146,6 @@ class Reloader:
         self.on_swap = on_swap
         self._seen = fingerprint(watched_files(rt.config))
         self._generation = current_generation()
-        self.reloads = 0
-        self.rejections = 0
 
     def check(self) -> str | None:
         """One check. Returns 'reloaded', 'rejected', or None when nothing changed."""
@@ -167,7 +163,6 @@ class Reloader:
         try:
             new, restart = reload_config(old)
         except ConfigError as err:
-            self.rejections += 1
             log.error("config rejected, the running config keeps serving", extra={
                 "key": err.key, "problem": err.message, "file": str(old.source), "trigger": trigger,
                 "pid": os.getpid()})
@@ -175,7 +170,6 @@ class Reloader:
         self.rt.config = new
         # A reload may add a value_file: watch the files of the new config from now on.
         self._seen = fingerprint(watched_files(new))
-        self.reloads += 1
         logging.getLogger("kbgate").setLevel(new.log_level.upper())
         log.info("config reloaded", extra={
             "file": str(new.source), "trigger": trigger, "pid": os.getpid(), "tenants": sorted(new.tenants),

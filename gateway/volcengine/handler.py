@@ -1,9 +1,14 @@
-"""The Volcengine knowledge callback endpoint: one straight path per request.
+"""The Volcengine knowledge callback (seed 003): one straight path per request, as an ASGI app.
 
-raw body + headers → signing (formats → tolerance → HMAC over every live key)
-→ replay claim (SET NX) → parse Body → scope → search → Ret/Msg/Result envelope.
-Any failure: the same envelope with a non-zero Ret and the HTTP status of its class
-(gateway.core.errors.RET_TABLE). No input produces a 500.
+raw body + headers → media and size checks → `signing.verify` (a Verdict: formats →
+tolerance → HMAC over every live key, report or enforce) → replay claim (SET NX) →
+parse the Body (`wire.parse_body`) → scope (`resolve_callback`) → `retrieve.search` →
+Ret/Msg/Result envelope. Any failure: the same envelope with a non-zero Ret and the HTTP
+status of its class (gateway.core.errors.RET_TABLE). No input produces a 500.
+
+After the response is sent, the `Delivery` is published on the runtime's events: the log
+line and key usage are this wing's observers; metrics and the deliveries record are the
+operators' (subscribed by gateway/serve/app.py).
 """
 
 from __future__ import annotations
@@ -12,99 +17,43 @@ import logging
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import fields
+from typing import Any
 
-from gateway.core.bodies import BodyLimitExceeded, asgi_chunks, json_media_problem, read_limited
+from gateway.core import retrieve
+from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
+from gateway.core.config import Tenant
 from gateway.core.errors import (
     BodyTimeout,
     CallbackError,
-    DependencyUnavailable,
     MethodNotAllowed,
+    NotFound,
     PayloadTooLarge,
     Replayed,
     UnsupportedMedia,
-    VerificationFailed,
 )
+from gateway.core.events import Delivery
 from gateway.core.replay import claim_expiry, nonce_key
+from gateway.core.runtime import Runtime
 from gateway.core.scope import resolve_callback
-from gateway.core.types import CallbackRequest
-from gateway.volcengine import signing
+from gateway.core.validate import Problem
+from gateway.volcengine.keyuse import KeyUsage, make_key_usage
+from gateway.volcengine.signing import Verdict, signing_headers, verify
 from gateway.volcengine.wire import error_body, parse_body, success_body
 
-if TYPE_CHECKING:
-    from gateway.core.config import Tenant
-    from gateway.serve.app import Runtime
-
 log = logging.getLogger("kbgate.callback")
+access_log = logging.getLogger("kbgate.access")
 
+CALLBACK_PREFIX = "/volcengine/"
 # A caller's X-Request-Id is echoed and logged when it is a plain token; anything else
 # (too long, spaces, non-ASCII) is replaced so logs cannot be forged or bloated through it.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_RESPONSE_HEADERS = [
-    (b"content-type", b"application/json; charset=utf-8"),
-    (b"cache-control", b"no-store"),
-]
+_RESPONSE_HEADERS = [(b"content-type", b"application/json; charset=utf-8"), (b"cache-control", b"no-store")]
+# What one callback's log line carries: every Delivery field but the query text and extras.
+_LOGGED_FIELDS = tuple(f.name for f in fields(Delivery) if f.name not in ("query", "extra"))
 
-
-@dataclass(slots=True)
-class Delivery:
-    """What happened to one callback, for logs, metrics and the deliveries record.
-
-    Never holds a secret; `query` is kept only for debug logs and the opt-in admin view.
-    latency_ms: milliseconds from first byte handled to response built.
-    signature: 'verified' | 'unsigned' | 'failed' | 'unchecked'.
-    keys_tried: ids of the live keys the signature was checked against (never values).
-    """
-
-    request_id: str
-    tenant: str
-    received_at: float
-    outcome: str = "ok"
-    ret: int = 0
-    status: int = 200
-    key_id: str | None = None
-    signature: str = "unchecked"
-    signature_reason: str | None = None
-    keys_tried: tuple[str, ...] = ()
-    skew_seconds: float | None = None
-    first_level_id: str | None = None
-    second_level_id: str | None = None
-    query: str | None = None
-    results: int = 0
-    latency_ms: float = 0.0
-    search_ms: float | None = None
-    extra: dict[str, object] = field(default_factory=dict)
-
-
-async def read_body(receive, max_bytes: int, timeout: float | None = None) -> bytes:  # type: ignore[no-untyped-def]
-    """Read the raw ASGI body (gateway.core.bodies): PayloadTooLarge past `max_bytes` bytes,
-    BodyTimeout when it is not complete within `timeout` seconds."""
-    try:
-        return await read_limited(asgi_chunks(receive), max_bytes, timeout)
-    except BodyLimitExceeded as exc:
-        if exc.kind == "too_large":
-            raise PayloadTooLarge("body_too_large", exc.message) from None
-        raise BodyTimeout("body_timeout", exc.message) from None
-
-
-def _check_media(headers: list[tuple[bytes, bytes]], max_bytes: int) -> None:
-    ctype: str | None = None
-    encoding: str | None = None
-    for name, value in headers:
-        if name == b"content-encoding":
-            encoding = value.decode("latin-1")
-        elif name == b"content-type":
-            ctype = value.decode("latin-1")
-        elif name == b"content-length":
-            v = value.decode("latin-1").strip()
-            if v.isdigit() and int(v) > max_bytes:
-                raise PayloadTooLarge("body_too_large", f"body exceeds {max_bytes} bytes")
-    problem = json_media_problem(ctype, encoding)
-    if problem is not None:
-        kind, message = problem
-        reason = "content_encoding_unsupported" if kind == "encoding" else "content_type_unsupported"
-        raise UnsupportedMedia(reason, message)
+ASGIReceive = Any
+ASGISend = Any
 
 
 def request_id(raw_headers: list[tuple[bytes, bytes]]) -> str:
@@ -119,102 +68,117 @@ def request_id(raw_headers: list[tuple[bytes, bytes]]) -> str:
     return uuid.uuid4().hex[:16]
 
 
-async def handle(rt: Runtime, tenant: Tenant, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
-    """ASGI handler of one tenant's callback path (see module docstring)."""
-    started = time.perf_counter()
-    d = Delivery(request_id=request_id(scope["headers"]), tenant=tenant.name, received_at=rt.clock.now())
-    try:
-        body = await _answer(rt, tenant, scope, receive, d)
-    except CallbackError as err:
-        d.outcome, d.ret, d.status = err.code, err.ret, err.status
-        body = error_body(err)
-    except Exception:  # a bug: answer with the envelope, log the trace, never leak it
-        log.exception("internal error", extra={"request_id": d.request_id, "tenant": tenant.name})
-        err = CallbackError("internal", "internal error")
-        d.outcome, d.ret, d.status = err.code, err.ret, err.status
-        body = error_body(err)
-    d.latency_ms = (time.perf_counter() - started) * 1000.0
-    await send({"type": "http.response.start", "status": d.status, "headers": [
-        *_RESPONSE_HEADERS, (b"content-length", str(len(body)).encode()), (b"x-request-id", d.request_id.encode()),
-    ]})
-    await send({"type": "http.response.body", "body": body})
-    rt.record(d)
+def _body_problem(p: Problem) -> CallbackError:
+    if p.kind == "too_large":
+        return PayloadTooLarge("body_too_large", p.message)
+    if p.kind == "timeout":
+        return BodyTimeout("body_timeout", p.message)
+    reason = "content_encoding_unsupported" if p.key == "Content-Encoding" else "content_type_unsupported"
+    return UnsupportedMedia(reason, p.message)
 
 
-async def _answer(rt: Runtime, tenant: Tenant, scope, receive, d: Delivery) -> bytes:  # type: ignore[no-untyped-def]
-    cfg = rt.config
-    if scope["method"] != "POST":
-        raise MethodNotAllowed("method_not_allowed")
-    raw_headers = scope["headers"]
-    _check_media(raw_headers, cfg.server.max_body_bytes)
-    body = await read_body(receive, cfg.server.max_body_bytes, cfg.server.body_timeout_seconds)
-    hdrs = signing.signing_headers(raw_headers)
-    now = rt.clock.now()
-    tolerance = cfg.replay.tolerance_seconds
-
-    ts_nonce = _verify(rt, tenant, hdrs, body, now, tolerance, d)
-    if ts_nonce is not None:
-        ts, nonce = ts_nonce
-        key = nonce_key(cfg.replay.key_prefix, tenant.name, f"{ts:010d}", nonce)
-        if not await rt.nonces.claim(key, claim_expiry(ts, tolerance)):
-            raise Replayed("replayed", "this timestamp and nonce were already delivered")
-
-    req: CallbackRequest = parse_body(body, cfg.search)
-    d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
-    eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
-    index = rt.index(eff.index)
-    t0 = time.perf_counter()
-    hits = index.search(
-        req.query,
-        req.limit,
-        filter=eff.filter,
-        one_per_document=cfg.search.one_per_document,
-        summary_chars=cfg.search.summary_chars,
-        content_chars=cfg.search.content_chars,
-    )
-    d.search_ms = (time.perf_counter() - t0) * 1000.0
-    d.results = len(hits)
-    return success_body(hits)
+def _check_media(headers: list[tuple[bytes, bytes]], max_bytes: int) -> None:
+    """Content-Type, Content-Encoding and a declared Content-Length, before any body is read."""
+    ctype = encoding = None
+    for name, value in headers:
+        if name == b"content-encoding":
+            encoding = value.decode("latin-1")
+        elif name == b"content-type":
+            ctype = value.decode("latin-1")
+        elif name == b"content-length":
+            v = value.decode("latin-1").strip()
+            if v.isdigit() and int(v) > max_bytes:
+                raise PayloadTooLarge("body_too_large", f"body exceeds {max_bytes} bytes")
+    problem = json_media_problem(ctype, encoding)
+    if problem is not None:
+        raise _body_problem(problem)
 
 
-def _verify(rt: Runtime, tenant: Tenant, hdrs: signing.SigningHeaders, body: bytes, now: float,
-            tolerance: int, d: Delivery) -> tuple[int, str] | None:
-    """Verify per the tenant's mode; return (timestamp, nonce) to claim, or None.
+def log_delivery(d: Delivery) -> None:
+    """The one JSON log line of a callback (query text only at debug level, as its own line)."""
+    extra = {name: getattr(d, name) for name in _LOGGED_FIELDS}  # asdict() deep-copies: 10x slower
+    access_log.log(logging.INFO if d.status < 500 else logging.ERROR, "callback", extra=extra)
+    if d.query is not None and access_log.isEnabledFor(logging.DEBUG):
+        access_log.debug("callback query", extra={"request_id": d.request_id, "query": d.query})
 
-    enforce: every failure raises. report (seed 003 "接入流程" 3-4: the console's 测试 is
-    sent before the key is shown): a missing or failing signature is recorded on `d`
-    (signature 'unsigned' | 'failed', signature_reason, keys_tried, skew_seconds) and the
-    request is still answered. Format checks of the headers that are present, and the
-    replay claim whenever a valid timestamp and nonce are present, stay on in both modes.
-    Raises MalformedRequest / VerificationFailed (enforce, or a malformed header in report).
+
+class VolcengineWing:
+    """Every tenant callback path of the current config, as one ASGI app.
+
+    rt: the worker's Runtime. key_usage: where verified keys are counted (made from the
+    config when None). Subscribes its observers (log line, key usage) to `rt.events`.
     """
-    if tenant.verify == "report" and hdrs.signature is None:
-        d.signature, d.signature_reason = "unsigned", "header_missing"
-        # The headers that are present are still format-checked; placeholders stand in for
-        # the absent ones, and nothing is claimed without both a timestamp and a nonce.
-        ts_s, nonce, _ = signing.check_formats(signing.SigningHeaders(
-            hdrs.timestamp or "0" * 10, hdrs.nonce or "absent", "0" * 64))
-        if hdrs.timestamp is None or hdrs.nonce is None:
-            return None
-        d.skew_seconds = round(now - int(ts_s), 3)
-        if abs(now - int(ts_s)) > tolerance:
-            return None  # outside the window a claim could not expire correctly
-        return int(ts_s), nonce
-    ts_s, nonce, sig = signing.check_formats(hdrs)
-    d.skew_seconds = round(now - int(ts_s), 3)
-    d.keys_tried = tuple(k.id for k in tenant.secrets if k.live(now))
-    try:
-        ts = signing.check_tolerance(ts_s, now, tolerance)
-        d.key_id = signing.match_key(tenant.secrets, ts_s, nonce, sig, body, now)
-        d.signature = "verified"
-    except VerificationFailed as err:
-        d.signature, d.signature_reason = "failed", err.code
-        if tenant.verify != "report":
-            raise
-        if err.code == "timestamp_expired":
-            return None  # outside the window a claim could not expire correctly
-        ts = int(ts_s)
-    return ts, nonce
+
+    def __init__(self, rt: Runtime, key_usage: KeyUsage | None = None) -> None:
+        self.rt = rt
+        replay = rt.config.replay
+        self.key_usage = key_usage or make_key_usage(replay.redis_url, replay.key_prefix, replay.timeout_seconds)
+        rt.events.subscribe(Delivery, log_delivery)
+        rt.events.subscribe(Delivery, self._note_key)
+        rt.on_close(self.key_usage.close)
+
+    def serves(self, path: str) -> bool:
+        """True for a configured tenant path and for anything else under /volcengine/ (a 404 envelope)."""
+        return path.startswith(CALLBACK_PREFIX) or self.rt.config.tenant_at(path) is not None
+
+    def _note_key(self, d: Delivery) -> None:
+        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
+            self.key_usage.note(d.tenant, d.key_id, d.received_at)
+
+    async def __call__(self, scope: dict[str, Any], receive: ASGIReceive, send: ASGISend) -> None:
+        rt = self.rt
+        started = time.perf_counter()
+        tenant = rt.config.tenant_at(scope["path"])
+        d = Delivery(request_id=request_id(scope["headers"]), tenant=tenant.name if tenant else "",
+                     received_at=rt.clock.now())
+        try:
+            if tenant is None:
+                raise NotFound("tenant_unknown", "no tenant is configured at this path")
+            body = await self._answer(tenant, scope, receive, d)
+        except CallbackError as err:
+            d.outcome, d.ret, d.status = err.code, err.ret, err.status
+            body = error_body(err)
+        except Exception:  # a bug: answer with the envelope, log the trace, never leak it
+            log.exception("internal error", extra={"request_id": d.request_id, "tenant": d.tenant})
+            err = CallbackError("internal", "internal error")
+            d.outcome, d.ret, d.status = err.code, err.ret, err.status
+            body = error_body(err)
+        d.latency_ms = (time.perf_counter() - started) * 1000.0
+        headers = [*_RESPONSE_HEADERS, (b"content-length", str(len(body)).encode())]
+        if tenant is not None:
+            headers.append((b"x-request-id", d.request_id.encode()))
+        await send({"type": "http.response.start", "status": d.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        if tenant is not None:  # an unknown path is nobody's delivery
+            rt.events.publish(d)
+
+    async def _answer(self, tenant: Tenant, scope: dict[str, Any], receive: ASGIReceive, d: Delivery) -> bytes:
+        rt = self.rt
+        cfg = rt.config  # read once: a reload mid-request changes nothing here
+        if scope["method"] != "POST":
+            raise MethodNotAllowed("method_not_allowed")
+        _check_media(scope["headers"], cfg.server.max_body_bytes)
+        body = await read_limited(asgi_chunks(receive), cfg.server.max_body_bytes, cfg.server.body_timeout_seconds,
+                                  _body_problem)
+        verdict = verify(tenant, signing_headers(scope["headers"]), body, rt.clock.now(), cfg.replay.tolerance_seconds)
+        _record(d, verdict)
+        if verdict.refusal is not None:
+            raise verdict.refusal
+        if verdict.claim is not None:
+            ts, nonce = verdict.claim
+            key = nonce_key(cfg.replay.key_prefix, tenant.name, ts, nonce)
+            if not await rt.nonces.claim(key, claim_expiry(int(ts), cfg.replay.tolerance_seconds)):
+                raise Replayed("replayed", "this timestamp and nonce were already delivered")
+        req = parse_body(body, cfg.search)
+        d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
+        eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
+        found = retrieve.search(rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
+                                content_chars=cfg.search.content_chars,
+                                one_per_document=cfg.search.one_per_document)
+        d.search_ms, d.results = found.took_ms, len(found.hits)
+        return success_body(found.hits)
 
 
-__all__ = ["Delivery", "handle", "read_body", "DependencyUnavailable"]
+def _record(d: Delivery, v: Verdict) -> None:
+    d.signature, d.signature_reason, d.key_id = v.signature, v.reason, v.key_id
+    d.keys_tried, d.skew_seconds = v.keys_tried, v.skew_seconds

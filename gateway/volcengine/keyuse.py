@@ -24,6 +24,7 @@ import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import redis
 import redis.asyncio as aioredis
@@ -56,6 +57,24 @@ class KeyUse:
     count: int = 0
     last: float | None = None
     workers: dict[str, int] = field(default_factory=dict)
+
+
+class KeyUsage(Protocol):
+    """Counts verified signatures per key (memory or Redis; see the module docstring).
+
+    note(tenant, key_id, at): count one at `at` (unix seconds); no I/O, never raises.
+    read(tenant, key_ids): {key_id: KeyUse}. flush(): wait until noted uses are readable.
+    """
+
+    shared: bool
+
+    def note(self, tenant: str, key_id: str, at: float) -> None: ...
+
+    async def read(self, tenant: str, key_ids: Iterable[str]) -> dict[str, KeyUse]: ...
+
+    async def flush(self, timeout: float = 2.0) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class MemoryKeyUsage:
@@ -184,7 +203,7 @@ def _parse(row: dict[bytes, bytes]) -> KeyUse:
     return KeyUse(int(fields.get("count", "0")), last, workers)
 
 
-def make_key_usage(redis_url: str | None, prefix: str, timeout: float) -> MemoryKeyUsage | RedisKeyUsage:
+def make_key_usage(redis_url: str | None, prefix: str, timeout: float) -> KeyUsage:
     """Redis-backed usage when `redis_url` is set, else this process's memory."""
     if redis_url:
         return RedisKeyUsage(redis_url, prefix, timeout)

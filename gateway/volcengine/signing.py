@@ -6,6 +6,7 @@ never over a re-serialized body (seed 003 "注意").
 
 Order of checks (cheapest and least informative to an attacker first):
 formats → tolerance (through the injected clock) → HMAC against every live key.
+`verify` runs them per the tenant's mode and returns a `Verdict`; the handler only records it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gateway.core.config import SecretKey
+from gateway.core.config import SecretKey, Tenant
 from gateway.core.errors import MalformedRequest, VerificationFailed
 
 TIMESTAMP_HEADER = "x-content-timestamp"
@@ -42,11 +43,28 @@ class SigningHeaders:
 
 
 @dataclass(frozen=True, slots=True)
-class Verified:
-    """A successful verification: the key id that matched, and the timestamp (unix s)."""
+class Verdict:
+    """What verification concluded about one callback, whichever the tenant's mode.
 
-    key_id: str
-    timestamp: int
+    signature: 'verified' | 'unsigned' (report mode, no signature) | 'failed'.
+    reason: why not verified, a Ret reason ('header_missing', 'timestamp_expired',
+        'signature_mismatch', 'no_live_key'), or None when verified.
+    key_id: the key that matched (verified only). keys_tried: ids of the live keys checked
+        (never values). skew_seconds: now − timestamp in seconds (3 decimals) when a valid
+        timestamp was present, else None.
+    claim: (timestamp as sent: 10 digits, nonce) to claim against replay, or None when nothing
+        may be claimed (no timestamp and nonce, or a timestamp outside the tolerance, whose
+        claim could not expire correctly).
+    refusal: the error to answer with (enforce mode, not verified), or None: the request goes on.
+    """
+
+    signature: str
+    reason: str | None = None
+    key_id: str | None = None
+    keys_tried: tuple[str, ...] = ()
+    skew_seconds: float | None = None
+    claim: tuple[str, str] | None = None
+    refusal: VerificationFailed | None = None
 
 
 def signing_headers(raw_headers: Iterable[tuple[bytes, bytes]]) -> SigningHeaders:
@@ -73,17 +91,63 @@ def check_formats(h: SigningHeaders) -> tuple[str, str, str]:
     Raises MalformedRequest('header_missing') or VerificationFailed(timestamp_invalid |
     nonce_invalid | signature_invalid).
     """
-    for name, value in zip(SIGNING_HEADERS, (h.timestamp, h.nonce, h.signature), strict=True):
-        if value is None:
-            raise MalformedRequest("header_missing", f"header {_title(name)} is missing")
-    assert h.timestamp is not None and h.nonce is not None and h.signature is not None
-    if not _TIMESTAMP.fullmatch(h.timestamp):
+    if h.timestamp is None or h.nonce is None or h.signature is None:
+        name = next(n for n, v in zip(SIGNING_HEADERS, (h.timestamp, h.nonce, h.signature), strict=True) if v is None)
+        raise MalformedRequest("header_missing", f"header {_title(name)} is missing")
+    return _timestamp(h.timestamp), _nonce(h.nonce), _signature(h.signature)
+
+
+def _timestamp(value: str) -> str:
+    if not _TIMESTAMP.fullmatch(value):
         raise VerificationFailed("timestamp_invalid")
-    if not _NONCE.fullmatch(h.nonce):
+    return value
+
+
+def _nonce(value: str) -> str:
+    if not _NONCE.fullmatch(value):
         raise VerificationFailed("nonce_invalid")
-    if not _SIGNATURE.fullmatch(h.signature):
+    return value
+
+
+def _signature(value: str) -> str:
+    if not _SIGNATURE.fullmatch(value):
         raise VerificationFailed("signature_invalid")
-    return h.timestamp, h.nonce, h.signature
+    return value
+
+
+def verify(tenant: Tenant, h: SigningHeaders, body: bytes, now: float, tolerance: int) -> Verdict:
+    """Verify one callback per the tenant's mode (seed 003 "签名校验"); the verdict says what to record.
+
+    enforce: a signature that does not verify yields a verdict whose `refusal` must be answered.
+    report (seed 003 "接入流程" 3-4: the console's 测试 is sent before the key is shown): a
+    missing or failing signature is recorded ('unsigned' | 'failed') and the request goes on.
+    In both modes the headers that are present are format-checked, and a valid (timestamp,
+    nonce) inside the tolerance is claimed against replay.
+    h: the signing headers as sent; body: the raw bytes; now: unix seconds (the one clock);
+    tolerance: seconds. Raises MalformedRequest('header_missing') when a header is absent
+    (enforce) and VerificationFailed(timestamp_invalid | nonce_invalid | signature_invalid)
+    for a malformed header (both modes).
+    """
+    if tenant.verify == "report" and h.signature is None:
+        ts = _timestamp(h.timestamp) if h.timestamp is not None else None
+        nonce = _nonce(h.nonce) if h.nonce is not None else None
+        if ts is None or nonce is None:
+            return Verdict("unsigned", "header_missing")
+        skew = now - int(ts)
+        return Verdict("unsigned", "header_missing", skew_seconds=round(skew, 3),
+                       claim=(ts, nonce) if abs(skew) <= tolerance else None)
+    ts, nonce, sig = check_formats(h)
+    skew = round(now - int(ts), 3)
+    tried = tuple(k.id for k in tenant.secrets if k.live(now))
+    try:
+        check_tolerance(ts, now, tolerance)
+        key_id = match_key(tenant.secrets, ts, nonce, sig, body, now)
+    except VerificationFailed as err:
+        if tenant.verify != "report":
+            return Verdict("failed", err.code, None, tried, skew, None, err)
+        claim = None if err.code == "timestamp_expired" else (ts, nonce)
+        return Verdict("failed", err.code, None, tried, skew, claim)
+    return Verdict("verified", None, key_id, tried, skew, (ts, nonce))
 
 
 def check_tolerance(timestamp: str, now: float, tolerance: int) -> int:

@@ -8,14 +8,50 @@ Optional fields are omitted when unknown rather than faked.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from gateway.core.config import SearchConfig
 from gateway.core.errors import CallbackError, MalformedRequest
-from gateway.core.types import CallbackRequest
+from gateway.core.validate import Fields, Problem, json_object
 from indexes.types import Hit
+
+LEVEL_IDS = ("FirstLevelId", "SecondLevelId")
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackRequest:
+    """A parsed Volcengine knowledge query (seed 003, "Body").
+
+    first_level_id, second_level_id: the knowledge path as configured in the console
+        (a JSON number is taken as its decimal string).
+    query: non-empty, at most `search.max_query_chars` characters, stripped.
+    limit: 1..`search.max_limit` after clamping.
+    """
+
+    first_level_id: str
+    second_level_id: str
+    query: str
+    limit: int
+
+
+def malformed(p: Problem) -> MalformedRequest:
+    """The Ret reason of a malformed body (gateway.core.errors.RET_TABLE), message naming the field."""
+    if p.kind in ("utf8", "json", "object"):
+        return MalformedRequest(f"body_not_{p.kind}")
+    if p.key == "Limit":
+        return MalformedRequest("limit_invalid", "field Limit must be a positive integer")
+    if p.kind == "missing":
+        return MalformedRequest("field_missing", f"field {p.key} is missing")
+    if p.key in LEVEL_IDS and p.kind != "type":
+        return MalformedRequest("level_id_invalid", f"field {p.key} {p.text}")
+    if p.kind == "type":
+        return MalformedRequest("field_type", f"field {p.key} {p.text}")
+    if p.kind == "empty":
+        return MalformedRequest("query_empty")
+    return MalformedRequest("query_too_long", f"field {p.key} {p.text}")
 
 
 def parse_body(body: bytes, search: SearchConfig) -> CallbackRequest:
@@ -27,52 +63,26 @@ def parse_body(body: bytes, search: SearchConfig) -> CallbackRequest:
     (body_not_utf8, body_not_json, body_not_object, field_missing, field_type,
     query_empty, query_too_long, limit_invalid, level_id_invalid).
     """
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MalformedRequest("body_not_utf8") from None
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise MalformedRequest("body_not_json") from None
-    if not isinstance(data, dict):
-        raise MalformedRequest("body_not_object")
-    first = _level_id(data, "FirstLevelId", search)
-    second = _level_id(data, "SecondLevelId", search)
-    if "Query" not in data:
-        raise MalformedRequest("field_missing", "field Query is missing")
-    query = data["Query"]
-    if not isinstance(query, str):
-        raise MalformedRequest("field_type", "field Query must be a string")
-    if not query.strip():
-        raise MalformedRequest("query_empty")
-    if len(query) > search.max_query_chars:
-        raise MalformedRequest("query_too_long", f"Query exceeds {search.max_query_chars} characters")
-    return CallbackRequest(first, second, query.strip(), _limit(data.get("Limit"), search))
+    f = Fields(json_object(body, malformed), "", malformed)
+    first, second = (_level_id(f, name, search) for name in LEVEL_IDS)
+    query = f.string("Query", non_blank=True, max_len=search.max_query_chars)
+    return CallbackRequest(first, second, query.strip(), _limit(f, search))
 
 
-def _level_id(data: dict[str, Any], name: str, search: SearchConfig) -> str:
-    if name not in data:
-        raise MalformedRequest("field_missing", f"field {name} is missing")
-    v = data[name]
-    if isinstance(v, bool) or not isinstance(v, str | int):
-        raise MalformedRequest("field_type", f"field {name} must be a string")
-    s = str(v)
-    if not s or len(s) > search.max_level_id_chars:
-        raise MalformedRequest("level_id_invalid", f"field {name} must be 1-{search.max_level_id_chars} characters")
-    return s
+def _level_id(f: Fields, name: str, search: SearchConfig) -> str:
+    v = f.data.get(name)
+    if isinstance(v, int) and not isinstance(v, bool):  # a console configured with numbers sends numbers
+        f = Fields({name: str(v)}, "", f.invalid)
+    return f.string(name, max_len=search.max_level_id_chars)
 
 
-def _limit(v: Any, search: SearchConfig) -> int:
+def _limit(f: Fields, search: SearchConfig) -> int:
+    v = f.data.get("Limit")
     if v is None:
         return search.default_limit
     if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise MalformedRequest("limit_invalid", "field Limit must be a positive integer")
-    if v < 1:
-        raise MalformedRequest("limit_invalid", "field Limit must be a positive integer")
-    return min(v, search.max_limit)
+        f = Fields({"Limit": int(v)}, "", f.invalid)
+    return min(f.integer("Limit", 1, lo=1, hi=2**64), search.max_limit)
 
 
 def result_item(hit: Hit) -> dict[str, Any]:

@@ -20,6 +20,9 @@ from tomlkit.toml_document import TOMLDocument
 from gateway.core.config.load import parse_config
 from gateway.core.config.model import Config
 from gateway.core.errors import ConfigError
+from gateway.core.types import SECONDS
+
+RELOAD_INTERVAL = 1 * SECONDS  # how often a running server looks at its config file for changes
 
 
 def edit_config(path: Path, mutate: Callable[[TOMLDocument], None], env: Mapping[str, str] | None = None,

@@ -11,20 +11,20 @@ With no `admin.token_sha256` configured every /admin path answers 404, as if abs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.core.bodies import BodyLimitExceeded, read_limited
+from gateway.core.bodies import read_limited
 from gateway.core.errors import RET_BY_REASON, DependencyUnavailable
+from gateway.core.runtime import Runtime
+from gateway.core.validate import ProblemError
 from gateway.ops.admin.auth import COOKIE, COOKIE_MAX_AGE, bearer, token_ok
 from gateway.ops.admin.page import OUTCOME_FILTERS, deliveries_page, login_page
-
-if TYPE_CHECKING:
-    from gateway.serve.app import Runtime
+from gateway.ops.deliveries import DeliveryLog
 
 MAX_FORM_BYTES = 4096
 MAX_ROWS = 500
@@ -43,6 +43,11 @@ SECURITY_HEADERS = {
 def _runtime(request: Request) -> Runtime:
     rt: Runtime = request.app.state.runtime
     return rt
+
+
+def _deliveries(request: Request) -> DeliveryLog:
+    log: DeliveryLog = request.app.state.deliveries
+    return log
 
 
 def _not_found() -> Response:
@@ -83,13 +88,14 @@ async def _query(request: Request) -> tuple[str, str, int] | Response:
     return tenant, outcome, max(1, min(MAX_ROWS, n))
 
 
-async def _sections(rt: Runtime, tenant: str, outcome: str, n: int) -> list[tuple[str, list[dict[str, Any]]]]:
+async def _sections(rt: Runtime, log: DeliveryLog, tenant: str, outcome: str,
+                    n: int) -> list[tuple[str, list[dict[str, Any]]]]:
     names = [tenant] if tenant else sorted(rt.config.tenants)
     # With an outcome filter read the whole ring, so `n` matching rows can be found.
     fetch = rt.config.admin.keep_deliveries if outcome else n
     out = []
     for name in names:
-        rows = [r for r in await rt.deliveries.recent(name, fetch) if matches(r, outcome)]
+        rows = [r for r in await log.recent(name, fetch) if matches(r, outcome)]
         out.append((name, rows[:n]))
     return out
 
@@ -107,7 +113,7 @@ async def admin_page(request: Request) -> Response:
     tenant, outcome, n = q
     error = None
     try:
-        sections = await _sections(rt, tenant, outcome, n)
+        sections = await _sections(rt, _deliveries(request), tenant, outcome, n)
     except DependencyUnavailable:
         sections, error = [], "The deliveries record (Redis) is not answering; try again shortly."
     show = rt.config.admin.show_queries
@@ -117,7 +123,8 @@ async def admin_page(request: Request) -> Response:
                 r.pop("query", None)
     outcomes = ["ok", "failed", *(reason for reason in RET_BY_REASON if reason != "success")]
     return _html(deliveries_page(sections, tenants=sorted(rt.config.tenants), outcomes=outcomes, tenant=tenant,
-                                 outcome=outcome, n=n, show_queries=show, shared=rt.deliveries.shared, error=error))
+                                 outcome=outcome, n=n, show_queries=show, shared=_deliveries(request).shared,
+                                 error=error))
 
 
 async def deliveries_json(request: Request) -> Response:
@@ -133,14 +140,14 @@ async def deliveries_json(request: Request) -> Response:
         return JSONResponse({"error": "bad filter"}, status_code=400)
     tenant, outcome, n = q
     try:
-        sections = await _sections(rt, tenant, outcome, n)
+        sections = await _sections(rt, _deliveries(request), tenant, outcome, n)
     except DependencyUnavailable:
         return JSONResponse({"error": "deliveries record unavailable"}, status_code=503)
     rows = sorted((r for _, rs in sections for r in rs), key=lambda r: r.get("received_at") or 0, reverse=True)
     if not rt.config.admin.show_queries:
         for r in rows:
             r.pop("query", None)
-    return JSONResponse({"deliveries": rows[:n], "shared": rt.deliveries.shared},
+    return JSONResponse({"deliveries": rows[:n], "shared": _deliveries(request).shared},
                         headers={"cache-control": "no-store"})
 
 
@@ -151,8 +158,8 @@ async def login(request: Request) -> Response:
         return _not_found()
     try:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
-    except BodyLimitExceeded as exc:
-        if exc.kind == "too_large":
+    except ProblemError as exc:
+        if exc.problem.kind == "too_large":
             return _html(login_page("The form is too large."), 413)
         return _html(login_page("The form did not arrive in time."), 408)
     fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
