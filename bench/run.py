@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -28,19 +29,14 @@ from typing import Any
 
 from bench.corpus import CORPORA, parse_scale, queries, scale_label
 from bench.flame import summarize
-from bench.procfs import cpu_seconds, system_busy_seconds
+from bench.procfs import cpu_seconds, memory_kib, system_busy_seconds
 from bench.report import render
-from bench.serving import (
-    CALLBACK_PATH,
-    Server,
-    floor_argv,
-    free_port,
-    gateway_argv,
-    sample_answer,
-    write_config,
-)
+from tests.support.harness import Server, free_port, kbgate_argv
 
 __all__ = ["main", "run"]
+
+TENANT = "bench"
+CALLBACK_PATH = f"/volcengine/{TENANT}"
 
 DEFAULT_SCALES = ("10k", "100k")
 
@@ -70,6 +66,56 @@ def _redis_pid(url: str) -> int | None:
         return int(info["process_id"]) if Path(f"/proc/{info['process_id']}").exists() else None
     except (redis.RedisError, OSError, KeyError):
         return None
+
+
+def write_config(workdir: Path, indexes_dir: Path, index: str, port: int, workers: int,
+                 redis_url: str) -> tuple[Path, Path]:
+    """(config path, secret file) for serving `index` on 127.0.0.1:port: tenant `bench`, route
+    bench/bench, Redis replay store with a per-run key prefix, tolerance 120 s so benchmark
+    nonces expire soon."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    secret_file = workdir / "bench.secret"
+    if not secret_file.exists():
+        secret_file.write_text(secrets.token_urlsafe(32))
+        secret_file.chmod(0o600)
+    cfg = workdir / f"gateway-{index}.toml"
+    cfg.write_text(
+        f'[server]\nbind = "127.0.0.1:{port}"\nworkers = {workers}\n'
+        f'[replay]\nredis_url = {json.dumps(redis_url)}\ntolerance_seconds = 120\n'
+        f'key_prefix = "kbgate-bench-{os.getpid()}"\n'
+        f'[indexes]\ndir = {json.dumps(str(indexes_dir.resolve()))}\n'
+        f'[log]\nlevel = "info"\n'
+        f'[tenants.{TENANT}]\n[[tenants.{TENANT}.secrets]]\nid = "bench"\n'
+        f'value_file = {json.dumps(str(secret_file.resolve()))}\n'
+        f'[[tenants.{TENANT}.routes]]\nfirst_level_id = "bench"\nsecond_level_id = "bench"\n'
+        f'index = "{index}"\n'
+    )
+    return cfg, secret_file
+
+
+def floor_argv(config: Path, port: int, workers: int) -> list[str]:
+    return [sys.executable, "-m", "bench.floor", "--config", str(config), "--bind", f"127.0.0.1:{port}",
+            "--workers", str(workers)]
+
+
+def sample_answer(base: str, secret: str, query: str) -> bytes:
+    """One real signed callback's answer body (Ret must be 0). Raises RuntimeError."""
+    import httpx
+    import orjson
+
+    from gateway.volcengine.signing import sign_headers
+
+    body = orjson.dumps({"FirstLevelId": "bench", "SecondLevelId": "bench", "Query": query, "Limit": 5})
+    r = httpx.post(f"{base}{CALLBACK_PATH}", content=body, timeout=10.0,
+                   headers=sign_headers(secret, body, int(time.time())))
+    if orjson.loads(r.content).get("Ret") != 0:
+        raise RuntimeError(f"sample callback failed: {r.status_code} {r.text[:200]}")
+    return r.content
+
+
+def _memory(server: Server) -> list[dict[str, int]]:
+    """[{'pid', 'VmHWM', 'VmRSS'} in KiB] of each worker."""
+    return [{"pid": pid, **memory_kib(pid)} for pid in server.workers()]
 
 
 def _load(server: Server, secret_file: Path, connections: int, seconds: float, warmup: float,
@@ -170,7 +216,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             s["baseline"] = None
         port = free_port()
         cfg, secret_file = write_config(work, work / "indexes", name, port, args.workers, redis_url)
-        with Server(gateway_argv(cfg, args.workers), port, work / f"serve-{label}.log") as srv:
+        with Server(kbgate_argv(cfg, workers=args.workers), port, log_path=work / f"serve-{label}.log",
+                    workers=args.workers) as srv:
             if floor_body is None:
                 floor_body = work / "floor-body.json"
                 floor_body.write_bytes(sample_answer(srv.base, secret_file.read_text().strip(), queries()[0]))
@@ -178,19 +225,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for c in levels:
                 _say(f"{label}: kbgate, {c} connections, {args.seconds} s")
                 s["e2e"].append(_load(srv, secret_file, c, args.seconds, args.warmup, redis_pid))
-            s["worker_memory"] = srv.memory()
+            s["worker_memory"] = _memory(srv)
             if args.profile:
                 _say(f"{label}: py-spy on one worker")
                 s["profile"] = _profile(srv, secret_file, out_dir / f"pyspy-{stamp}-{label}.txt")
         result["scales"].append(s)
         if n == scales[0]:
             port = free_port()
-            with Server(floor_argv(cfg, port, args.workers), port, work / "floor.log",
-                        env={"BENCH_FLOOR_BODY": str(floor_body)}) as flr:
+            with Server(floor_argv(cfg, port, args.workers), port, log_path=work / "floor.log",
+                        env={"BENCH_FLOOR_BODY": str(floor_body)}, workers=args.workers) as flr:
                 for c in levels:
                     _say(f"floor, {c} connections, {args.seconds} s")
                     result["floor"].append(_load(flr, secret_file, c, args.seconds, args.warmup, redis_pid))
-                result["floor_memory"] = flr.memory()
+                result["floor_memory"] = _memory(flr)
     result["environment"]["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if not args.keep_indexes:
         shutil.rmtree(work / "indexes", ignore_errors=True)
