@@ -30,6 +30,7 @@ from gateway.core.config.tenants import parse_tenants
 from gateway.core.errors import ConfigError
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -63,8 +64,14 @@ def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
     For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
     environment. Raises ConfigError for an unreadable or invalid file or key.
     """
+    return load_indexer_config(path)[0]
+
+
+def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
+    """(`indexes.dir` resolved against the file's folder, `indexes.max_document_bytes`):
+    what `kbgate index add` reads, like `load_indexes_dir`."""
     p = Path(path)
-    return _indexes_dir(section(read_toml(p)), p.resolve().parent)
+    return _indexer(section(read_toml(p)), p.resolve().parent)
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
@@ -88,7 +95,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     return Config(
         server=server,
         replay=replay,
-        indexes_dir=_indexes_dir(top, base_dir),
+        indexes_dir=_indexer(top, base_dir)[0],  # max_document_bytes is the indexer's; checked here too
         search=search,
         tenants=tenants,
         source=source,
@@ -101,10 +108,11 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     )
 
 
-def _indexes_dir(top: Fields, base_dir: Path) -> Path:
+def _indexer(top: Fields, base_dir: Path) -> tuple[Path, int]:
     idx = top.table("indexes")
-    idx.only({"dir"})
-    return base_dir / idx.string("dir", "data/indexes")
+    idx.only({"dir", "max_document_bytes"})
+    limit = idx.integer("max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
+    return base_dir / idx.string("dir", "data/indexes"), limit
 
 
 def _server(t: Fields) -> ServerConfig:
