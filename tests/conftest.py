@@ -12,13 +12,20 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
+from asgi_lifespan import LifespanManager
 
+from gateway.core.clock import FixedClock
+from gateway.core.config import Config
+from gateway.core.replay import RedisNonceStore
+from gateway.serve.app import Gateway, create_app
 from indexes.store import IndexStore
+from tests.support.configs import NOW
 from tests.support.documents import DOCS
 from tests.support.harness import free_port
 
@@ -110,3 +117,27 @@ def _private_index(docs_index: Path, tmp_path: Path) -> Path:
     """A copy of the test index for this test only (tmp_path/indexes), free to change."""
     shutil.copytree(docs_index, tmp_path / "indexes")
     return tmp_path / "indexes"
+
+
+Started = tuple[httpx.AsyncClient, Gateway, FixedClock]
+
+
+@pytest.fixture(name="start_app")
+async def _start_app(redis_url: str) -> AsyncIterator[Callable[[Config], Awaitable[Started]]]:
+    """start_app(config) → (client, app, clock): the app in-process under its lifespan (so Redis
+    and indexes open as in production), a real Redis nonce store, the clock fixed at NOW.
+    Every app started is shut down when the test ends."""
+    managers: list[LifespanManager] = []
+
+    async def start(cfg: Config) -> Started:
+        clock = FixedClock(float(NOW))
+        app = create_app(cfg, clock=clock, nonces=RedisNonceStore(redis_url, 1.0, clock))
+        manager = LifespanManager(app)  # type: ignore[arg-type]
+        await manager.__aenter__()
+        managers.append(manager)
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate")
+        return client, app, clock
+
+    yield start
+    for m in managers:
+        await m.__aexit__(None, None, None)

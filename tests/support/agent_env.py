@@ -6,7 +6,7 @@ tests/conftest.py, so its fixtures (root, env) serve every test folder.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,19 +15,18 @@ import httpx
 import jsonschema
 import orjson
 import pytest
-from asgi_lifespan import LifespanManager
 
 from gateway.agent.schemas import load
 from gateway.core.clock import FixedClock
 from gateway.core.config import Config
-from gateway.core.replay import RedisNonceStore
 from gateway.core.runtime import Runtime
-from gateway.serve.app import Gateway, create_app
+from gateway.serve.app import Gateway
 from indexes.store import IndexStore
 from indexes.types import Document
 from tests.support.configs import (
     ACME,
     ENV,
+    NOW,
     REF_KEY,
     SECRET_ACME,
     TOKEN_ALICE,
@@ -39,7 +38,6 @@ from tests.support.configs import (
 )
 from tests.support.documents import DOCS, LONG_TEXT, SECRET_TEXT
 
-NOW = 1_800_000_000
 WEBHOOK_SECRET = SECRET_ACME
 RUN_ID = "0b5e7c1a-2f4d-4e6b-9a8c-1d2e3f405162"
 BASE = "/agent-api/v1/workspaces"
@@ -124,22 +122,14 @@ EnvFactory = Callable[..., Any]
 
 
 @pytest.fixture(name="env")
-async def _env(root: Path, redis_url: str, key_prefix: str) -> AsyncIterator[EnvFactory]:
-    managers: list[LifespanManager] = []
+def _env(root: Path, start_app: EnvFactory, redis_url: str, key_prefix: str) -> EnvFactory:
+    """env(agent=...) → Env: the app over a private copy of the test index (see make_config)."""
 
     async def factory(**kw: Any) -> Env:
-        cfg = make_config(root, redis_url, key_prefix, **kw)
-        clock = FixedClock(float(NOW))
-        app = create_app(cfg, clock=clock, nonces=RedisNonceStore(redis_url, 1.0, clock))
-        manager = LifespanManager(app)  # type: ignore[arg-type]
-        await manager.__aenter__()
-        managers.append(manager)
-        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate")
+        http, app, clock = await start_app(make_config(root, redis_url, key_prefix, **kw))
         return Env(app, clock, http, root)
 
-    yield factory
-    for m in managers:
-        await m.__aexit__(None, None, None)
+    return factory
 
 
 def check(r: httpx.Response, schema: str) -> dict[str, Any]:

@@ -47,7 +47,6 @@ def ret(r: httpx.Response) -> int:
     return int(orjson.loads(r.content)["Ret"])
 
 
-NOW = 1_800_000_000  # the clock of in-process callback tests
 
 
 def callback_config(indexes: Path, *, verify: str = "enforce", tolerance: int = 3600,

@@ -21,6 +21,7 @@ from gateway.agent.principals import token_hash
 from gateway.core.config import Config, parse_config
 from gateway.ops.admin.auth import token_digest
 
+NOW = 1_800_000_000  # the fixed clock of in-process app tests (unix seconds)
 SECRET_ACME = "acme-secret-Qz8vT1mK3pW6"
 SECRET_ACME_OLD = "acme-oldsecret-Lr4nB7xY2c"
 SECRET_BETA = "beta-secret-Hd5sJ9gF0aE2"

@@ -20,8 +20,8 @@ from gateway.core.clock import FixedClock
 from gateway.core.replay import RedisNonceStore
 from gateway.serve.app import create_app
 from gateway.volcengine.signing import sign_headers
-from tests.support.callbacks import NOW, assert_rejected, body_of, callback_config
-from tests.support.configs import ENV, SECRET_ACME, SECRET_ACME_OLD, config, parse, tenant
+from tests.support.callbacks import assert_rejected, body_of, callback_config
+from tests.support.configs import ENV, NOW, SECRET_ACME, SECRET_ACME_OLD, config, parse, tenant
 from tests.support.harness import free_port
 
 SECRET_OLD, SECRET_NEW = SECRET_ACME_OLD, SECRET_ACME

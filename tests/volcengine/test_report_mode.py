@@ -17,7 +17,8 @@ import orjson
 import pytest
 
 from gateway.volcengine.signing import sign_headers
-from tests.support.callbacks import NOW, assert_rejected, body_of
+from tests.support.callbacks import assert_rejected, body_of
+from tests.support.configs import NOW
 from tests.support.configs import SECRET_ACME as SECRET_NEW
 from tests.support.paths import ROOT
 
