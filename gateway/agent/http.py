@@ -28,7 +28,7 @@ from gateway.agent.principals import authenticate_agent
 from gateway.core import audit
 from gateway.core.bodies import read_json_object
 from gateway.core.config import AgentClient, AgentRoute, Config
-from gateway.core.errors import AgentError, ToolError
+from gateway.core.errors import AgentError
 from gateway.core.runtime import Runtime
 from gateway.core.scope import EffectiveScope, Principal
 from gateway.core.validate import Fields, Problem
@@ -36,7 +36,6 @@ from gateway.core.validate import Fields, Problem
 log = logging.getLogger("kbgate.agent")
 
 JSON_HEADERS = {"cache-control": "no-store", "content-type": "application/json; charset=utf-8"}
-WingError = AgentError | ToolError
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +61,13 @@ class Wire(Protocol):
 
     max_body_bytes: int
 
-    def invalid(self, problem: Problem) -> WingError: ...
+    def invalid(self, problem: Problem) -> AgentError: ...
 
-    def method_not_allowed(self, method: str) -> WingError: ...
+    def method_not_allowed(self, method: str) -> AgentError: ...
 
     def answer(self, call: Call, data: dict[str, Any]) -> Reply: ...
 
-    def refuse(self, event: audit.AuditEvent, call: Call | None, err: WingError) -> Reply: ...
+    def refuse(self, event: audit.AuditEvent, call: Call | None, err: AgentError) -> Reply: ...
 
 
 @dataclass(slots=True)
@@ -144,7 +143,7 @@ def endpoint(rt: Runtime, wire: Wire, handler: Handler, *, tool: str | Callable[
             event.principal = principal
             call = Call(rt, cfg, request, client, principal, event, wire)
             reply = wire.answer(call, await handler(call))
-        except (AgentError, ToolError) as err:
+        except AgentError as err:  # ToolError, AccessDenied and KnowledgeError included
             reply = wire.refuse(event, call, err)
         except Exception:  # a bug: answer 500 without detail, keep the trace in the log
             log.exception("agent internal error", extra={"request_id": event.request_id, "tool": event.tool})

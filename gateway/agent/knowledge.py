@@ -23,16 +23,16 @@ from typing import Any
 
 from starlette.routing import Route
 
-from gateway.agent.http import Call, Reply, WingError, dumps, endpoint
+from gateway.agent.http import Call, Reply, dumps, endpoint
 from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
 from gateway.agent.refs import RefClaims, RefSigner
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentRoute
-from gateway.core.errors import DependencyUnavailable, KnowledgeError
+from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.core.runtime import Runtime
 from gateway.core.scope import EffectiveScope, agent_configuration, allows, resolve_agent, scope_revision
 from gateway.core.types import KIB
-from gateway.core.validate import Problem
+from gateway.core.validate import Problem, clip
 from indexes.types import Hit
 
 PROTOCOL = "bailing.agent-knowledge.v1"
@@ -71,7 +71,7 @@ class KnowledgeWire:
     def answer(self, call: Call, data: dict[str, Any]) -> Reply:
         return Reply(200, dumps(data), call.event.outcome)  # the handler set passed, partial or failed
 
-    def refuse(self, event: audit.AuditEvent, call: Call | None, err: WingError) -> Reply:
+    def refuse(self, event: audit.AuditEvent, call: Call | None, err: AgentError) -> Reply:
         body = dumps({"schema_version": "bailing.agent-knowledge-error.v1", "protocol": PROTOCOL,
                       "error": {"code": err.code, "message": err.message, "retryable": err.retryable}})
         return Reply(err.status, body, audit.outcome_of(err.status), err.code)
@@ -130,10 +130,6 @@ def _run_id(call: Call, data: dict[str, Any]) -> str | None:
 
 def _rfc3339(ts: int) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 # ------------------------------------------------------------------ capabilities
@@ -205,7 +201,7 @@ def _hint(call: Call, signer: RefSigner, h: Hit, run_id: str | None, revision: s
         client=call.client.id, session=call.principal.session, on_behalf_of=call.principal.on_behalf_of,
         route=call.event.route, run_id=run_id, scope_revision=revision, doc_id=h.doc_id,
         revision=h.revision, expires_at=expires))
-    return {"ref": ref, "title": _clip(h.title, TITLE_CHARS), "summary": h.summary, "revision": h.revision,
+    return {"ref": ref, "title": clip(h.title, TITLE_CHARS), "summary": h.summary, "revision": h.revision,
             "score": round(h.score, 4), "expires_at": _rfc3339(expires)}
 
 
@@ -253,7 +249,7 @@ async def read(call: Call) -> dict[str, Any]:
 
     base = _head("bailing.agent-knowledge-read.v1", call, run_id)
     base |= {"knowledge_scope_revision": revision, "ref": ref, "revision": doc.revision,
-             "title": _clip(doc.title, TITLE_CHARS), "trust": "reference_only"}
+             "title": clip(doc.title, TITLE_CHARS), "trust": "reference_only"}
     offset = cursor.offset if cursor is not None else 0
     consumed = cursor.consumed if cursor is not None else 0
     if offset > len(doc.text) or consumed > READ_CHAIN_MAX_BYTES:

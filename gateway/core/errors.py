@@ -1,9 +1,9 @@
 """Every error kbgate answers with, its stable code and its HTTP status.
 
-Exception tree::
+Exception tree (each code is defined once, in the one table its branch reads)::
 
     KbgateError                      code, status, message, retryable
-    ├── CallbackError                a Volcengine callback rejection: `ret` is the Ret code
+    ├── CallbackError                a Volcengine callback rejection: code = reason, `ret` from RET_TABLE
     │   ├── MalformedRequest         400: headers or body not as seed 003 requires
     │   ├── VerificationFailed       401: timestamp / signature problems
     │   ├── NotFound                 404: unknown tenant path or knowledge route
@@ -13,19 +13,26 @@ Exception tree::
     │   ├── PayloadTooLarge          413
     │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
     │   └── DependencyUnavailable    503: replay store or index down
-    ├── AgentError                   an agent-endpoint rejection: `code` from `AGENT_CODES`
+    ├── AgentError                   an agent-endpoint rejection: code from AGENT_CODES
     │   ├── AccessDenied             401/403: identity and policy (seed 002 "错误处理")
-    │   └── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
-    └── ConfigError                  an invalid configuration, naming the key
+    │   ├── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
+    │   └── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
+    │                                 retryable per call, retry_after seconds
+    └── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
 
-A `CallbackError`'s message is short and built once; it never carries a secret,
-a filesystem path or a stack trace. The `RET` table below is the one place the
-Ret codes live; the README copies it (a test keeps the two in step).
+Three tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
+envelope's Ret numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool
+API answer as errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool
+API's own ErrorObject codes, seed 002 §12). A wing never invents a code: it raises one of
+these classes. A message is short and built once; it never carries a secret, a filesystem
+path or a stack trace. The README copies RET_TABLE (a test keeps the two in step).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,11 +168,13 @@ AGENT_CODES: dict[str, tuple[int, bool, str]] = {
 
 
 class AgentError(KbgateError):
-    """A rejection on an agent endpoint. code: a key of `AGENT_CODES`; message: safe text
-    (never a document's text, a path on disk, a token or a secret)."""
+    """A rejection on an agent endpoint. code: a key of the class's `codes` table (AGENT_CODES);
+    message: safe text (never a document's text, a path on disk, a token or a secret)."""
+
+    codes: ClassVar[Mapping[str, tuple[int, bool, str]]] = AGENT_CODES
 
     def __init__(self, code: str, message: str | None = None) -> None:
-        status, retryable, meaning = AGENT_CODES[code]
+        status, retryable, meaning = self.codes[code]
         super().__init__(message or meaning)
         self.code = code
         self.status = status
@@ -192,12 +201,11 @@ class ConfigError(KbgateError):
 
 # ================================================================ agent access tools
 #
-# The write-controlled and answer codes of the Agent Access tool API (seed 002 §12
-# "错误处理"), kept apart from the Ret table above: these travel as ErrorObject
+# The Agent Access tool API's own codes (seed 002 §12 "错误处理"): they travel as ErrorObject
 # {code, message, retryable} inside an AgentToolResult, never as a Ret. The denial codes
 # of the same seed (access.unauthorized 401, access.forbidden_tool 403,
-# access.forbidden_scope 403, access.dataset_not_allowed 403) belong to the scope engine
-# and are defined with it. Status 200 marks an *info* code: it rides along a passed result.
+# access.forbidden_scope 403, access.dataset_not_allowed 403) are AGENT_CODES, shared with
+# the knowledge protocol. Status 200 marks an *info* code: it rides along a passed result.
 # code → (HTTP status, retryable, meaning). Never rename, only add.
 ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
     "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
@@ -210,7 +218,7 @@ ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
 }
 
 
-class ToolError(KbgateError):
+class ToolError(AgentError):
     """A failure of one agent tool call (seed 002 §12). code: a key of `ACCESS_TOOL_CODES`.
 
     retryable: overrides the table for access.tool_failed ("depends": a 5xx or a rate
@@ -219,11 +227,11 @@ class ToolError(KbgateError):
     token, a tracker URL or unauthorized document text.
     """
 
+    codes = ACCESS_TOOL_CODES
+
     def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
                  retry_after: float | None = None) -> None:
-        status, default_retryable, meaning = ACCESS_TOOL_CODES[code]
-        super().__init__(message or meaning)
-        self.code = code
-        self.status = status
-        self.retryable = default_retryable if retryable is None else retryable
+        super().__init__(code, message)
+        if retryable is not None:
+            self.retryable = retryable
         self.retry_after = retry_after

@@ -26,6 +26,7 @@ import orjson
 
 from gateway.core.config import AgentClient, AgentConfig, AgentRoute, Route, Tenant
 from gateway.core.errors import AccessDenied, NotFound
+from gateway.core.validate import clip
 from indexes.search import glob_to_regex
 from indexes.types import SearchFilter
 
@@ -263,8 +264,8 @@ def resolve_callback(tenant: Tenant, first_level_id: str, second_level_id: str, 
     if route is None:
         raise NotFound(
             "route_unknown",
-            f"no knowledge route for FirstLevelId={_clip(first_level_id)!r}, "
-            f"SecondLevelId={_clip(second_level_id)!r}",
+            f"no knowledge route for FirstLevelId={clip(first_level_id, 64)!r}, "
+            f"SecondLevelId={clip(second_level_id, 64)!r}",
         )
     return effective_scope(
         Principal("volcengine_tenant", tenant.name, key_id),
@@ -350,7 +351,3 @@ def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], genera
 def agent_configuration(route: AgentRoute, client: AgentClient) -> dict[str, object]:
     """The configuration an agent scope revision covers (never the token hashes)."""
     return {"route": asdict(route), "policy": asdict(client.policy), "client": client.id}
-
-
-def _clip(s: str, n: int = 64) -> str:
-    return s if len(s) <= n else s[:n] + "…"

@@ -86,8 +86,10 @@ def json_object(raw: bytes, invalid: Invalid, key: str = "body") -> dict[str, An
     return data
 
 
-def _clip(name: str) -> str:
-    return name[:40]
+def clip(text: str, max_chars: int) -> str:
+    """`text` cut to at most `max_chars` characters, ending in '…' when cut (titles, names
+    echoed in messages: untrusted text never enters a message or an answer unbounded)."""
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 class Fields:
@@ -119,7 +121,7 @@ class Fields:
         known = set(allowed)
         for name in self.data:
             if name not in known:
-                self.fail(_clip(str(name)), "unknown", text)
+                self.fail(clip(str(name), 40), "unknown", text)
 
     def table(self, name: str, *, required: bool = False) -> Fields:
         """The nested object `name` as Fields ({} when absent and not required)."""

@@ -19,6 +19,7 @@ import orjson
 from gateway.agent.feedback.tracker import IssueDraft, IssueTracker
 from gateway.agent.idempotency import IdempotencyStore
 from gateway.core.errors import ToolError
+from gateway.core.validate import clip
 
 log = logging.getLogger("kbgate.feedback")
 
@@ -36,8 +37,7 @@ class Submitted:
 
 
 def _clip(s: str, n: int) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clip(" ".join(s.split()), n)  # a title is one line
 
 
 def draft_for(tool: str, dedupe_key: str, payload: dict[str, Any], caller_id: str,

@@ -18,12 +18,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.agent.http import Call, Reply, WingError, dumps
+from gateway.agent.http import Call, Reply, dumps
 from gateway.agent.idempotency import canonical_dedupe_key
 from gateway.agent.tools.clients import LazyClients
 from gateway.core import audit
 from gateway.core.config import AgentRoute
-from gateway.core.errors import AccessDenied, ToolError
+from gateway.core.errors import AccessDenied, AgentError, ToolError
 from gateway.core.scope import EffectiveScope
 from gateway.core.types import KIB
 from gateway.core.validate import Fields, Problem
@@ -122,7 +122,7 @@ def public_scope(scopes: list[tuple[AgentRoute, EffectiveScope]]) -> dict[str, A
     }
 
 
-def error_object(err: WingError) -> dict[str, Any]:
+def error_object(err: AgentError) -> dict[str, Any]:
     """ErrorObject.json of an error: code, message, retryable, severity, retryAfterSeconds?"""
     out: dict[str, Any] = {"code": err.code, "message": err.message, "retryable": err.retryable,
                            "severity": "error"}
@@ -152,7 +152,7 @@ class ToolsWire:
             return self._result(call.event, call, 200, "failed", None, errors)
         return self._result(call.event, call, 200, "passed", data, errors)
 
-    def refuse(self, event: audit.AuditEvent, call: Call | None, err: WingError) -> Reply:
+    def refuse(self, event: audit.AuditEvent, call: Call | None, err: AgentError) -> Reply:
         http = err.status if err.status != 200 else 400
         return self._result(event, call, http, "denied" if http in (401, 403) else "failed", None,
                             [error_object(err)])
