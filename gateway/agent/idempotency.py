@@ -31,7 +31,7 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import orjson
 import redis.asyncio as aioredis
@@ -102,6 +102,14 @@ if ARGV[2] == '1' and redis.call('HGET', KEYS[1], 'owner') == ARGV[1]
 end
 return 1
 """
+
+
+def _outcome(word: str) -> Outcome:
+    """The script's first answer as an Outcome (it answers nothing else)."""
+    for known in get_args(Outcome):
+        if word == known:
+            return known  # type: ignore[no-any-return]
+    raise ToolError("access.tool_failed", "the idempotency store answered outside its contract", retryable=True)
 
 
 def canonical_hash(value: Any) -> str:
@@ -206,7 +214,7 @@ class IdempotencyStore:
         owner = uuid.uuid4().hex
         out = await self._run(self._begin, [idem or ded, ded], [
             payload_hash, owner, self.idempotency_ttl * 1000, self.pending_ttl * 1000, "1" if idem else "0"])
-        outcome = out[0].decode() if isinstance(out[0], bytes) else out[0]
+        outcome = _outcome(out[0].decode() if isinstance(out[0], bytes) else str(out[0]))
         result = out[1] or None
         replayed = out[3].decode() if isinstance(out[3], bytes) else out[3]
         return Claim(outcome, result, int(out[2] or 0), owner, idem, ded, replayed)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.routing import Route
@@ -120,7 +121,7 @@ def _signer(call: Call) -> RefSigner:
     return RefSigner(key, call.rt.clock)
 
 
-def _run_id(call: Call, data: dict[str, Any]) -> str | None:
+def _run_id(call: Call, data: Mapping[str, Any]) -> str | None:
     run_id = data.get("run_id")
     if run_id is not None and (not isinstance(run_id, str) or not _UUID.fullmatch(run_id)):
         raise KnowledgeError("knowledge_request_invalid", "run_id must be a lower-case UUID")

@@ -123,11 +123,9 @@ class Fields:
             if name not in known:
                 self.fail(clip(str(name), 40), "unknown", text)
 
-    def table(self, name: str, *, required: bool = False) -> Fields:
-        """The nested object `name` as Fields ({} when absent and not required)."""
+    def table(self, name: str) -> Fields:
+        """The nested object `name` as Fields ({} when absent). Kind: type."""
         if name not in self.data:
-            if required:
-                self.fail(name, "missing", "is required")
             return Fields({}, self.key(name), self.invalid, self.noun)
         v = self.data[name]
         if not isinstance(v, dict):
@@ -206,8 +204,10 @@ class Fields:
         v = self.data[name]
         if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
             self.fail(name, "type", text or "must be a non-empty array of non-empty strings")
-        if (max_items is not None and len(v) > max_items) or (max_len is not None and any(len(x) > max_len for x in v)):
-            self.fail(name, "range", text or f"must be at most {max_items} strings of at most {max_len} characters")
+        if max_items is not None and len(v) > max_items:
+            self.fail(name, "range", text or f"must hold at most {max_items} strings")
+        if max_len is not None and any(len(x) > max_len for x in v):
+            self.fail(name, "range", text or f"must hold strings of at most {max_len} characters")
         return tuple(dict.fromkeys(v))
 
     def required_strings(self, name: str, text: str = "is required") -> tuple[str, ...]:

@@ -215,7 +215,8 @@ class RedisDeliveryLog:
                 if tenant is not None:
                     names = [tenant]
                 else:
-                    names = sorted(m.decode() for m in await self.client.smembers(self.tenants_key))
+                    members = await self.client.smembers(self.tenants_key)
+                    names = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
                 pipe = self.client.pipeline(transaction=False)
                 for name in names:
                     pipe.lrange(self.key(name), 0, n - 1)

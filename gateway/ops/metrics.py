@@ -144,7 +144,7 @@ class Metrics:
                                ["reason"], registry=reg)
         if self.multiprocess:
             self._scrape = CollectorRegistry()
-            multiprocess.MultiProcessCollector(self._scrape)
+            multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
         else:
             assert self._own is not None
             self._scrape = self._own
@@ -178,7 +178,7 @@ class Metrics:
     def close(self) -> None:
         """Mark this worker dead so its live gauges leave the multiprocess files."""
         if self.multiprocess:
-            multiprocess.mark_process_dead(os.getpid())
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]  # untyped library
 
     async def aclose(self) -> None:
         """`close`, for the worker's shutdown (Runtime.on_close)."""

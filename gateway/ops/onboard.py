@@ -34,7 +34,7 @@ from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
-from gateway.ops.deliveries import make_delivery_log
+from gateway.ops.deliveries import DeliveryLog, make_delivery_log
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
 
@@ -170,7 +170,7 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
         await log.close()
 
 
-async def _next_delivery(log: Any, tenant: str, *, since: float, wait: float) -> dict[str, Any] | None:
+async def _next_delivery(log: DeliveryLog, tenant: str, *, since: float, wait: float) -> dict[str, Any] | None:
     """The oldest delivery of `tenant` received at or after `since` (unix s), waiting up to `wait` s."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:

@@ -11,12 +11,12 @@ admin, agent endpoints). A new caller's wing is added here: its `routes(rt)`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
 
 from gateway.agent import knowledge, tools
 from gateway.core.clock import SYSTEM_CLOCK
@@ -29,11 +29,6 @@ from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
 from gateway.serve.reload import Reloader
 from gateway.volcengine.handler import VolcengineWing
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class Gateway:

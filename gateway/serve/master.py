@@ -78,12 +78,16 @@ def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     processes: list[BaseProcess] = []
     exitcode = 0
+
+    def spawn() -> None:
+        worker = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation, app_config))
+        worker.daemon = config.daemon
+        worker.start()
+        processes.append(worker)
+
     try:
         for _ in range(config.workers):
-            p = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation, app_config))
-            p.daemon = config.daemon
-            p.start()
-            processes.append(p)
+            spawn()
         signal.signal(signal.SIGINT, shutdown)
         signal.signal(signal.SIGTERM, shutdown)
         signal.signal(signal.SIGHUP, hangup)
@@ -99,11 +103,7 @@ def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None
                     exitcode = p.exitcode
                     shutdown()
                 elif active:
-                    # hypercorn's habit: a worker that ended cleanly is replaced.
-                    np = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation, app_config))
-                    np.daemon = config.daemon
-                    np.start()
-                    processes.append(np)
+                    spawn()  # hypercorn's habit: a worker that ended cleanly is replaced
     finally:
         shutdown_event.set()
         for p in processes:

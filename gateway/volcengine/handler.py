@@ -18,7 +18,8 @@ import re
 import time
 import uuid
 from dataclasses import fields
-from typing import Any
+
+from starlette.types import Receive, Scope, Send
 
 from gateway.core import retrieve
 from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
@@ -51,10 +52,6 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _RESPONSE_HEADERS = [(b"content-type", b"application/json; charset=utf-8"), (b"cache-control", b"no-store")]
 # What one callback's log line carries: every Delivery field but the query text and extras.
 _LOGGED_FIELDS = tuple(f.name for f in fields(Delivery) if f.name not in ("query", "extra"))
-
-ASGIReceive = Any
-ASGISend = Any
-
 
 def request_id(raw_headers: list[tuple[bytes, bytes]]) -> str:
     """The caller's X-Request-Id when it matches [A-Za-z0-9._:-]{1,64} (first one wins),
@@ -125,7 +122,7 @@ class VolcengineWing:
         if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
             self.key_usage.note(d.tenant, d.key_id, d.received_at)
 
-    async def __call__(self, scope: dict[str, Any], receive: ASGIReceive, send: ASGISend) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         rt = self.rt
         started = time.perf_counter()
         tenant = rt.config.tenant_at(scope["path"])
@@ -140,9 +137,9 @@ class VolcengineWing:
             body = error_body(err)
         except Exception:  # a bug: answer with the envelope, log the trace, never leak it
             log.exception("internal error", extra={"request_id": d.request_id, "tenant": d.tenant})
-            err = CallbackError("internal", "internal error")
-            d.outcome, d.ret, d.status = err.code, err.ret, err.status
-            body = error_body(err)
+            bug = CallbackError("internal", "internal error")
+            d.outcome, d.ret, d.status = bug.code, bug.ret, bug.status
+            body = error_body(bug)
         d.latency_ms = (time.perf_counter() - started) * 1000.0
         headers = [*_RESPONSE_HEADERS, (b"content-length", str(len(body)).encode())]
         if tenant is not None:
@@ -152,7 +149,7 @@ class VolcengineWing:
         if tenant is not None:  # an unknown path is nobody's delivery
             rt.events.publish(d)
 
-    async def _answer(self, tenant: Tenant, scope: dict[str, Any], receive: ASGIReceive, d: Delivery) -> bytes:
+    async def _answer(self, tenant: Tenant, scope: Scope, receive: Receive, d: Delivery) -> bytes:
         rt = self.rt
         cfg = rt.config  # read once: a reload mid-request changes nothing here
         if scope["method"] != "POST":

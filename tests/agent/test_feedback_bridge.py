@@ -1,4 +1,4 @@
-"""gateway/feedback: the IssueTracker contract for both adapters (SQLite, and GitHub
+"""gateway/agent/feedback: the IssueTracker contract for both adapters (SQLite, and GitHub
 behind a stateful respx fake), and the FeedbackBridge over a real Redis: dedupe,
 idempotency, conflicts, failures, and parallel writes that must file exactly once."""
 

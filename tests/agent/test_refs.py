@@ -101,3 +101,23 @@ def test_signed_but_ill_shaped_claims_are_invalid() -> None:
     _invalid(s.open_ref, s._refs.dumps(asdict(CLAIMS) | {"expires_at": "soon"}))
     _invalid(s.open_ref, s._refs.dumps(asdict(CLAIMS) | {"scope_revision": "short"}))
     _invalid(s.open_ref, s._refs.dumps([1, 2, 3]))
+
+
+def test_signed_but_ill_shaped_cursors_are_invalid() -> None:
+    s = _signer()
+    ref = s.mint_ref(CLAIMS)
+    good = s.open_cursor(s.mint_cursor(ref, 10, 20), ref)
+    assert (good.offset, good.consumed) == (10, 20)
+
+    def cursor(**over: object) -> str:
+        return str(s._cursors.dumps(asdict(good) | over))
+
+    def opened(token: str) -> None:
+        s.open_cursor(token, ref)
+
+    _invalid(opened, str(s._cursors.dumps({"offset": 1})))  # correctly signed, fields missing
+    _invalid(opened, cursor(extra=1))  # a field it does not have
+    _invalid(opened, cursor(offset=-1))
+    _invalid(opened, cursor(consumed=True))  # a boolean is not a count
+    _invalid(opened, cursor(expires_at="later"))
+    _invalid(opened, cursor(ref_digest=7))

@@ -1,4 +1,4 @@
-"""gateway/agent/access.py through the ASGI app: a real Tantivy index, a real Redis, the
+"""gateway/agent/tools/ (the tool API) through the ASGI app: a real Tantivy index, a real Redis, the
 SQLite tracker, the shared scope engine. One test per row of seed 002 §14's table
 (fixtures in tests/fixtures/access), every denial audited, a schema contract test per
 tool, and parallel writes that must file exactly once."""

@@ -1,4 +1,4 @@
-"""gateway/core/config.py: valid configs load; every invalid one is refused naming the key."""
+"""gateway/core/config/: valid configs load; every invalid one is refused naming the key."""
 
 from __future__ import annotations
 

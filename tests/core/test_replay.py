@@ -136,6 +136,34 @@ def test_memory_store_refuses_when_full_rather_than_forgetting() -> None:
     asyncio.run(go())
 
 
+def test_memory_store_answers_ping_and_forgets_everything_on_close() -> None:
+    store = MemoryNonceStore(FixedClock(0.0))
+
+    async def go() -> bool:
+        await store.claim("a", 100)
+        alive = await store.ping()
+        await store.close()
+        return alive
+
+    assert asyncio.run(go()) is True and len(store) == 0
+
+
+def test_a_stale_expiry_entry_never_drops_a_newer_claim_of_the_same_key() -> None:
+    """The expiry heap may hold an older entry for a key claimed again: purging it must not
+    forget the live claim (forgetting it would admit a replay)."""
+    clock = FixedClock(0.0)
+    store = MemoryNonceStore(clock)
+    store._claims["k"] = 300  # the live claim, until 300
+    store._expiries.append((100, "k"))  # an older entry for the same key
+
+    async def go() -> bool:
+        clock.t = 200.0
+        await store.claim("other", 400)  # purges up to 200: pops (100, "k")
+        return await store.claim("k", 500)
+
+    assert asyncio.run(go()) is False  # "k" is still claimed until 300
+
+
 def test_make_store_picks_by_config(redis_url: str) -> None:
     assert isinstance(make_store(None, 1.0), MemoryNonceStore)
     s = make_store(redis_url, 1.0)

@@ -29,6 +29,7 @@ from gateway.core.scope import (
     glob_matches,
     glob_within,
     intersect_globs,
+    narrow,
     resolve_callback,
 )
 from gateway.volcengine.signing import sign_headers
@@ -268,3 +269,20 @@ def test_excluded_trees_ignore_case() -> None:
     for path in ("config/a.md", "CONFIG/a.md", "Config/x/y.md", "State/s.md", "WORKING/w.md"):
         assert not allows(eff, path, "", True), path
     assert allows(eff, "guide/config.md", "", True)
+
+
+# ------------------------------------------------------------------ a tool input narrows a request
+
+
+def test_input_paths_and_datasets_only_narrow_the_request() -> None:
+    asked = ScopeRequest(datasets=("public", "internal"), path_globs=("guide/**",), include_working_docs=True)
+    assert narrow(asked) == asked
+    got = narrow(asked, paths=("guide/ops/**",), datasets=("public",))
+    assert (got.path_globs, got.datasets, got.include_working_docs) == (("guide/ops/**",), ("public",), True)
+    assert narrow(ScopeRequest(), paths=("ops/**",), datasets=("x",)) == ScopeRequest(("x",), ("ops/**",))
+    with pytest.raises(AccessDenied) as err:
+        narrow(asked, paths=("ops/**",))  # no path of the input lies inside the request's
+    assert err.value.code == "access.forbidden_scope"
+    with pytest.raises(AccessDenied) as err:
+        narrow(asked, datasets=("public", "secret"))
+    assert err.value.code == "access.dataset_not_allowed"

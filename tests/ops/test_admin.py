@@ -1,4 +1,4 @@
-"""gateway/admin: the deliveries page through the ASGI app (the browser test is separate).
+"""gateway/ops/admin: the deliveries page through the ASGI app (the browser test is separate).
 
 Token handling (hash only, Bearer, cookie flags, constant-time check), the 404 when no
 token is configured, filters, escaping, and that neither secrets nor query text show.

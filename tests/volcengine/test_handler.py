@@ -354,3 +354,50 @@ async def test_fuzzed_bodies_never_500(client: Client) -> None:
         r = await post(c, bytes(b), nonce=f"Fuzz{i:06d}")
         assert r.status_code < 500 or r.status_code == 503, r.text
         assert "Ret" in orjson.loads(r.content)
+
+
+# ------------------------------------------------------------------ request id and bugs
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("sent", "echoed"), [
+    (["trace-42"], "trace-42"),
+    (["a.b_c:d-9"], "a.b_c:d-9"),
+    (["first-1", "second-2"], "first-1"),  # the first one wins
+    (["x" * 65], None),  # too long
+    (["bad id with spaces"], None),
+    (["中文"], None),  # not ASCII
+    ([], None),
+])
+async def test_a_callers_request_id_is_echoed_only_when_it_is_a_plain_token(
+        client: Client, sent: list[str], echoed: str | None) -> None:
+    c = await client()
+    raw = body_of()
+    headers = [*sign_headers(SECRET_NEW, raw, NOW).items(), *(("x-request-id", v.encode()) for v in sent)]
+    r = await c.post("/volcengine/acme", content=raw, headers=headers)
+    assert r.status_code == 200
+    got = r.headers["x-request-id"]
+    if echoed is not None:
+        assert got == echoed
+    else:
+        assert len(got) == 16 and int(got, 16) >= 0 and got not in sent  # a fresh one
+
+
+@pytest.mark.anyio
+async def test_a_bug_is_the_internal_error_envelope_without_detail(client: Client, monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    from gateway.volcengine import handler
+
+    def boom(*args: Any, **kw: Any) -> Any:
+        raise RuntimeError("kaboom at /srv/secret/path")
+
+    monkeypatch.setattr(handler, "parse_body", boom)
+    c = await client()
+    r = await c.post("/volcengine/acme", content=body_of(), headers={**sign_headers(SECRET_NEW, body_of(), NOW),
+                                                                     "x-request-id": "bug-report-1"})
+    env = assert_rejected(r, "internal")
+    assert (r.status_code, env["Ret"], env["Msg"]) == (500, 50001, "internal error")
+    assert "kaboom" not in r.text and "Traceback" not in r.text
+    assert r.headers["x-request-id"] == "bug-report-1"
+    logged = [rec for rec in caplog.records if rec.name == "kbgate.callback" and rec.exc_info]
+    assert logged and getattr(logged[0], "request_id", None) == "bug-report-1"  # the trace is in the log

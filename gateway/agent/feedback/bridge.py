@@ -56,7 +56,7 @@ def draft_for(tool: str, dedupe_key: str, payload: dict[str, Any], caller_id: st
         if payload.get("question"):
             lines += [f"**Question:** {payload['question']}", ""]
         lines += [payload["message"], ""]
-        extra = ("feedback", str(payload["kind"]).replace("_", "-"))
+        extra: tuple[str, ...] = ("feedback", str(payload["kind"]).replace("_", "-"))
     else:
         title = "[kbgate task] " + _clip(payload["goal"], 100)
         lines += [f"**Goal:** {payload['goal']}", ""]

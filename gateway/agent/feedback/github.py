@@ -156,12 +156,12 @@ class GitHubTracker:
             reset = r.headers.get("x-ratelimit-reset", "")
             if reset.isdigit():
                 self._block(max(0.0, float(reset) - self._clock.now()))
-        wait = self._limited(r)
-        if wait is not None:
-            self._block(wait)
-            log.warning("github rate limited", extra={"status": r.status_code, "retry_after": wait})
+        limited = self._limited(r)
+        if limited is not None:
+            self._block(limited)
+            log.warning("github rate limited", extra={"status": r.status_code, "retry_after": limited})
             raise ToolError("access.tool_failed", "the issue tracker is rate limited; retry later",
-                            retryable=True, retry_after=wait)
+                            retryable=True, retry_after=limited)
         if r.status_code >= 500:
             if method == "POST":
                 raise _Uncertain()

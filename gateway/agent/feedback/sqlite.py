@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import orjson
 
@@ -18,6 +20,8 @@ from gateway.agent.feedback.tracker import IssueDraft, TrackedIssue
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.errors import ToolError
 from gateway.core.types import Clock
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -50,7 +54,7 @@ class SqliteTracker:
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
 
-    async def _run(self, fn, *args):  # type: ignore[no-untyped-def]
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         try:
             return await asyncio.to_thread(fn, *args)
         except sqlite3.Error:
@@ -84,18 +88,15 @@ class SqliteTracker:
 
     async def find(self, kind: str, dedupe_key: str) -> TrackedIssue | None:
         """The record filed under (kind, dedupe_key), or None."""
-        result: TrackedIssue | None = await self._run(self._find, kind, dedupe_key)
-        return result
+        return await self._run(self._find, kind, dedupe_key)
 
     async def create(self, draft: IssueDraft) -> TrackedIssue:
         """File `draft`, or return the record already filed under its key (never two rows)."""
-        result: TrackedIssue = await self._run(self._create, draft, int(self._clock.now()))
-        return result
+        return await self._run(self._create, draft, int(self._clock.now()))
 
     async def bump(self, kind: str, dedupe_key: str) -> int | None:
         """Raise the record's count by one; the new count, or None when there is no record."""
-        result: int | None = await self._run(self._bump, kind, dedupe_key)
-        return result
+        return await self._run(self._bump, kind, dedupe_key)
 
     async def close(self) -> None:
         return None

@@ -74,9 +74,9 @@ async def read_request(call: Call, tool: str) -> dict[str, Any]:
     """Read and check an AgentToolRequest. Raises ToolError('access.request_invalid') or
     AccessDenied('access.unauthorized') when caller.id names another client (identity comes
     from the token, never from the body)."""
-    f = call.fields(await call.json_object(), "request")
+    body = await call.json_object()
+    f = call.fields(body, "request")
     f.only({"caller", "scope", "input", "idempotencyKey", "dedupeKey", "requestId"})
-    body = f.data
     caller = body.get("caller")
     if not isinstance(caller, dict) or caller.get("type") not in ("agent", "system"):
         raise invalid("caller.type must be 'agent' or 'system'")

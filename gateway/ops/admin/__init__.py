@@ -163,7 +163,7 @@ async def login(request: Request) -> Response:
             return _html(login_page("The form is too large."), 413)
         return _html(login_page("The form did not arrive in time."), 408)
     fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
-    token = (fields.get("token") or [None])[0]
+    token = fields["token"][0] if fields.get("token") else None
     if not token_ok(token, rt.config.admin.token_sha256):
         return _html(login_page("That token is not valid."), 401)
     assert token is not None
