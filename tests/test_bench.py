@@ -194,7 +194,9 @@ def test_generators_count_refused_requests(redis_url: str, tmp_path: Path) -> No
                                  "/volcengine/bench", "--bodies", str(bodies), "--secret-file", str(wrong),
                                  "--rate", "40", "--seconds", "1", "--warmup", "0"],
                                 capture_output=True, text=True, check=True)
-    assert good["requests"] > 0 and good["non_2xx"] == 0 and good["wrapped"] == max(0, good["requests"] - 50)
-    assert bad["requests"] > 0 and bad["non_2xx"] == bad["requests"] and bad["rps"] == 0
+    assert good["requests"] > 50 and good["non_2xx"] == 0
+    # Sends past the 50 bodies are counted (requests still in flight at the end are sent, not answered).
+    assert good["requests"] - 50 <= good["wrapped"] <= good["requests"] - 50 + 20, good
+    assert bad["requests"] > 0 and bad["non_2xx"] == bad["requests"] and bad["rps"] == 0, bad
     o = json.loads(opened.stdout.strip().splitlines()[-1])
-    assert o["requests"] == o["scheduled"] == 40 and o["ok"] == 0 and o["statuses"] == {"401": 40}
+    assert o["requests"] == o["scheduled"] == 40 and o["ok"] == 0 and o["statuses"] == {"401": 40}, o
