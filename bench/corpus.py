@@ -153,7 +153,8 @@ def corpus_documents(relative: str, limit: int | None = None, root: Path = CORPO
 def huge_document(n_chunks: int, texts: list[str], seed: int = 35_000, doc_id: str = "huge/manual.md") -> Document:
     """One document of about `n_chunks` chunks built from sentences of `texts` (real chunk
     texts): sections of 330-580 characters, so no two sections merge into one chunk and
-    none is split (issue 9's "one oversized document", made at run time). The exact
+    none is split (issue 9's "one oversized document", made at run time). Its title and
+    headings hold the word 合订本, which no shared corpus text has. The exact
     count is `len(chunk(doc))`; callers report that. Raises ValueError when `texts` has
     no sentence."""
     sentences = [s.strip() for t in texts for s in _SENTENCE.findall(t) if 4 <= len(s.strip()) <= 200]
@@ -171,5 +172,5 @@ def huge_document(n_chunks: int, texts: list[str], seed: int = 35_000, doc_id: s
                 break
             parts.append(sent)
             size += len(sent)
-        sections.append(Section(f"第{i + 1}节", "".join(parts)))
+        sections.append(Section(f"合订本第{i + 1}节", "".join(parts)))
     return Document(id=doc_id, title="运维总手册（合订本）", sections=tuple(sections), path=doc_id, dataset="huge")

@@ -6,8 +6,10 @@ closed loop, where a slow answer delays the next question and hides the wait: "c
 omission"). Each due request takes an idle keep-alive connection, or opens a new one (at
 most `--max-connections`; beyond that it waits, and the wait counts). Latency is measured
 from the request's *intended* send time to the last byte of its answer, so time spent
-queued anywhere, including in this generator, is in the figure; `lag` (actual send −
-intended) shows how much of it was the generator's own.
+queued anywhere, including in this generator, is in the figure; `lag` (when the
+generator got round to the request − intended) shows how much of it was the generator's
+own; `service` (last byte − actual send) leaves out both the lag and any wait for a
+connection slot.
 
 Every request is built from the next line of `--bodies` (one JSON body per line) and
 signed fresh: `--mode hmac` Volcengine signing (X-Content-Timestamp / -Nonce /
@@ -117,6 +119,7 @@ async def _run(args: argparse.Namespace) -> dict[str, object]:
 
     async def one(intended: float, measured: bool) -> None:
         nonlocal opened
+        began = pc()  # the generator's own delay: began - intended (waiting for a slot comes after)
         async with slots:
             if idle:
                 reader, writer = idle.pop()
@@ -146,7 +149,7 @@ async def _run(args: argparse.Namespace) -> dict[str, object]:
         if measured:
             lat.append(done - intended)
             service.append(done - sent)
-            lag.append(sent - intended)
+            lag.append(began - intended)
             statuses[status] += 1
 
     rate = float(args.rate)

@@ -70,7 +70,7 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
         f"(bench.openloop, {st['seconds']:g} s after {st['warmup']:g} s warm-up at the same rate)",
         "",
         "| corpus | server | offered req/s | of kbgate's capacity | achieved req/s | p50 ms | p99 ms | p99.9 ms "
-        "| max ms | non-2xx | errors | service p99 ms | send lag p99 ms | server CPU ms/req | other CPU % |",
+        "| max ms | non-2xx | errors | service p99 ms | generator lag p99 ms | server CPU ms/req | other CPU % |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in c.get("open", []):
@@ -83,7 +83,7 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
     if g:
         out += ["", f"Open-loop generator's own ceiling: {_f(g['offered_rps'])} req/s offered to the floor → "
                     f"{_f(g['achieved_rps'])} req/s answered, p99 {g['p99_ms']:.2f} ms from the intended time, "
-                    f"send lag p99 {g['lag_p99_ms']:.2f} ms, errors {g['errors']}; the generator spends "
+                    f"generator lag p99 {g['lag_p99_ms']:.2f} ms, errors {g['errors']}; the generator spends "
                     f"{g['generator_us_per_req']:.0f} µs CPU per request (≈ "
                     f"{_f(1e6 / max(1e-9, g['generator_us_per_req']))} req/s on one core), "
                     f"{_f(g['loadgen_cpu_pct'])}% of the machine at that rate."]
