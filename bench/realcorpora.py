@@ -11,7 +11,7 @@
      answer bytes) under the same closed loop and the same offered rates.
    Every request is a fresh signed callback; no query repeats in the unique mix across the
    whole server lifetime (each phase takes its own slice of the corpus's unique stream).
-3. The open-loop generator's own ceiling against the floor (`--ceiling-rate`).
+3. The open-loop generator's own ceiling against the floor (`--ceiling-rates`, rising).
 4. The huge document: the same TiDB queries (half ordinary, half aimed at it), sequentially
    on one connection, routed to the index without and with it: latency and server CPU per
    callback, ratio.
@@ -47,6 +47,7 @@ from bench.workload import CORPUS_SOURCES, real_queries, repeat_share, unique_qu
 __all__ = ["HUGE_ROUTE", "run_corpora"]
 
 HUGE_ROUTE = "tidb-huge"
+HUGE_ID = "huge/manual.md"
 HUGE_TERM = "合订本"
 """A word only the huge document holds (its title and section headings)."""
 CALLBACK = WINGS[0]
@@ -152,8 +153,9 @@ def _huge(srv: Server, secret: str, queries: list[str], rounds: int) -> dict[str
             cpu[route] += sum(cpu_seconds(p) for p in pids) - c0
             per[route].append(lat)
             if route == HUGE_ROUTE and not matched:
-                matched = [any(item.get("Id") == "huge/manual.md" for item in orjson.loads(a).get("Result", []))
-                           for a in answers]
+                # A result's Id is the document id, or "id#chunk" for a document of several chunks.
+                matched = [any(str(item.get("Id", "")).split("#")[0] == HUGE_ID
+                               for item in orjson.loads(a).get("Result", [])) for a in answers]
     out: dict[str, Any] = {"queries": len(queries), "rounds": rounds,
                            "returned": sum(matched), "returned_share": sum(matched) / max(1, len(matched))}
     med = {route: [statistics.median(col) for col in zip(*per[route], strict=True)] for route in per}  # per query
@@ -300,13 +302,35 @@ def _floor(args: argparse.Namespace, work: Path, config: Path, srv: Server, corp
             o = open_loop(flr, path, bodies, secret_file, mode="hmac", rate=rate, seconds=args.seconds,
                           warmup=args.warmup, redis_pid=redis_pid)
             res["open"].append({"corpus": corpus, "server": "floor", "fraction": frac, **o})
-        if ceiling and args.ceiling_rate > 0:
-            _say(f"open-loop generator ceiling: {args.ceiling_rate:,.0f} req/s offered to the floor")
-            o = open_loop(flr, path, bodies, secret_file, mode="hmac", rate=args.ceiling_rate, seconds=args.seconds,
-                          warmup=args.warmup, redis_pid=redis_pid)
-            o["generator_us_per_req"] = 1e6 * o["cpu_s"] / max(1, o["sent"])
-            res["ceiling"] = o
+        if ceiling and args.ceiling_rates:
+            res["ceiling"] = _ceiling(args, flr, path, bodies, secret_file, redis_pid)
         res.setdefault("floor_memory", {})[corpus] = flr.memory()
+
+
+CEILING_LAG_MS = 5.0
+"""The open-loop generator keeps a rate when its own lag p99 stays under this, nothing fails,
+and at least 95% of the offered rate is answered."""
+
+
+def _ceiling(args: argparse.Namespace, flr: Server, path: str, bodies: Path, secret_file: Path,
+             redis_pid: int | None) -> dict[str, Any]:
+    """The open-loop generator against the floor at rising rates (3 s each) until it, or the
+    floor, no longer keeps up; `kept` is the highest rate kept (a lower bound of the
+    generator's ceiling on this machine at that moment)."""
+    steps: list[dict[str, Any]] = []
+    kept = None
+    for rate in args.ceiling_rates:
+        _say(f"open-loop generator ceiling: {rate:,.0f} req/s offered to the floor")
+        o = open_loop(flr, path, bodies, secret_file, mode="hmac", rate=rate, seconds=min(3.0, args.seconds),
+                      warmup=min(0.5, args.warmup), redis_pid=redis_pid)
+        o["generator_us_per_req"] = 1e6 * o["cpu_s"] / max(1, o["sent"])
+        o["kept"] = (o["lag_p99_ms"] <= CEILING_LAG_MS and not o["errors"] and not o["non_2xx"]
+                     and o["achieved_rps"] >= 0.95 * rate)
+        steps.append(o)
+        if not o["kept"]:
+            break
+        kept = rate
+    return {"steps": steps, "kept": kept, "lag_ms": CEILING_LAG_MS}
 
 
 def _wing(args: argparse.Namespace, work: Path, srv: Server, wing: Wing, stream: Stream, token: str,
@@ -344,8 +368,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus-connections", type=int, default=32, help="closed-loop connections (default 32)")
     p.add_argument("--open-rates", type=lambda s: [float(x) for x in s.split(",")], default=[0.5, 0.8],
                    help="open-loop offered rates as fractions of kbgate's closed-loop req/s (default 0.5,0.8)")
-    p.add_argument("--ceiling-rate", type=float, default=3000.0,
-                   help="offered req/s for the open-loop generator's ceiling run against the floor (0: skip)")
+    p.add_argument("--ceiling-rates", type=lambda s: [float(x) for x in s.split(",") if x],
+                   default=[500.0, 1000.0, 2000.0, 4000.0],
+                   help="rising offered req/s for the open-loop generator's ceiling against the floor ('' skips)")
     p.add_argument("--max-rps", type=float, default=2500.0,
                    help="req/s a closed loop is expected not to exceed: sizes each phase's unique-query slice")
     p.add_argument("--huge-chunks", type=int, default=35_000, help="chunks of the one huge document (default 35000)")

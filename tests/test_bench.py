@@ -97,7 +97,7 @@ def test_harness_prints_every_table_with_positive_figures(
     monkeypatch.setenv("REDIS_URL", redis_url)
     code = main(["--only", "--scale", "2000", "--seconds", "1", "--warmup", "0.2", "--search-seconds", "0.3",
                  "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
-                 "--ceiling-rate", "300", "--max-rps", "1500", "--out", str(tmp_path)])
+                 "--ceiling-rates", "100,200", "--max-rps", "1500", "--out", str(tmp_path)])
     assert code == 0
     md = capsys.readouterr().out
     assert sorted(p.suffix for p in tmp_path.glob("bench-*")) == [".json", ".md"]
@@ -128,13 +128,16 @@ def test_harness_prints_every_table_with_positive_figures(
             assert _number(r[5]) > 0  # ratio to the floor
             assert (r[11] == "0") == (r[3] == "unique")  # no repeats in the unique mix, many in Zipf
 
-    opened = _table(md, "Open loop")
+    rows = _table(md, "Open loop")
+    split = next(i for i, r in enumerate(rows) if r[0] == "offered req/s")  # then the generator's ceiling
+    opened, ceiling = rows[:split], rows[split:]
     assert len(opened) == 1 + 2 * 2 * 2  # 2 corpora × (kbgate, floor) × 2 rates
     assert {r[3] for r in opened[1:]} == {"50%", "80%"}
     for r in opened[1:]:
         assert _number(r[2]) > 0 and _number(r[4]) > 0 and _number(r[6]) > 0
         assert r[9] == "0" and r[10] == "0", f"non-2xx or errors in {r}"
-    assert "Open-loop generator's own ceiling: 300 req/s offered to the floor" in md
+    assert "Open-loop generator's own ceiling against the floor" in md
+    assert ceiling[1][0] == "100" and len(ceiling) in (2, 3) and all(r[-1] in ("yes", "NO") for r in ceiling[1:])
 
     huge = _table(md, "One document of")
     assert len(huge) == 3 and all(_number(c) > 0 for r in huge[1:] for c in r[1:])
