@@ -134,50 +134,50 @@ def _sequential(base: str, route: str, queries: list[str], secret: str) -> tuple
     return lat, answers
 
 
-def _huge(srv: Server, secret: str, queries: list[str], rounds: int) -> dict[str, Any]:
-    """The same queries routed without and with the huge document, interleaved by round.
-
-    Every query matches the huge document in Tantivy's sense (it is made of the same
-    corpus's sentences), so the comparison is over all queries; those that also return it
-    among their results are counted, with their own p50 ratio when there are at least 5."""
+def _huge(srv: Server, secret: str, sets: dict[str, list[str]], rounds: int) -> dict[str, Any]:
+    """Each query set routed without and with the huge document, interleaved by round; per
+    (set, route): latency (median per query over the rounds) and server CPU per callback,
+    and how many of the set's answers hold the huge document."""
     from bench.procfs import cpu_seconds
 
-    per: dict[str, list[list[float]]] = {"tidb-docs-cn": [], HUGE_ROUTE: []}
-    cpu = {"tidb-docs-cn": 0.0, HUGE_ROUTE: 0.0}
-    matched: list[bool] = []
+    routes = {"normal": "tidb-docs-cn", "huge": HUGE_ROUTE}
+    lat: dict[tuple[str, str], list[list[float]]] = {(q, r): [] for q in sets for r in routes}
+    cpu: dict[tuple[str, str], float] = dict.fromkeys(lat, 0.0)
+    returned: dict[str, int] = {}
     for k in range(rounds):
-        for route in (("tidb-docs-cn", HUGE_ROUTE) if k % 2 == 0 else (HUGE_ROUTE, "tidb-docs-cn")):
-            pids = [srv.proc.pid, *srv.workers()] if srv.proc else []
-            c0 = sum(cpu_seconds(p) for p in pids)
-            lat, answers = _sequential(srv.base, route, queries, secret)
-            cpu[route] += sum(cpu_seconds(p) for p in pids) - c0
-            per[route].append(lat)
-            if route == HUGE_ROUTE and not matched:
-                # A result's Id is the document id, or "id#chunk" for a document of several chunks.
-                matched = [any(str(item.get("Id", "")).split("#")[0] == HUGE_ID
-                               for item in orjson.loads(a).get("Result", [])) for a in answers]
-    out: dict[str, Any] = {"queries": len(queries), "rounds": rounds,
-                           "returned": sum(matched), "returned_share": sum(matched) / max(1, len(matched))}
-    med = {route: [statistics.median(col) for col in zip(*per[route], strict=True)] for route in per}  # per query
-    for route, key in (("tidb-docs-cn", "normal"), (HUGE_ROUTE, "huge")):
-        sel = sorted(med[route])
-        out[key] = {"p50_ms": 1000 * sel[len(sel) // 2], "p90_ms": 1000 * sel[min(len(sel) - 1, int(len(sel) * 0.9))],
-                    "mean_ms": 1000 * statistics.fmean(sel),
-                    "server_cpu_ms": 1000 * cpu[route] / (rounds * len(queries))}
-    out["p50_ratio"] = out["huge"]["p50_ms"] / out["normal"]["p50_ms"]
-    out["cpu_ratio"] = out["huge"]["server_cpu_ms"] / max(1e-9, out["normal"]["server_cpu_ms"])
-    # The queries that return the huge document pay for reading its chunks too: their own ratio.
-    pairs = [(b, a) for a, b, hit in zip(med["tidb-docs-cn"], med[HUGE_ROUTE], matched, strict=True) if hit]
-    out["returned_p50_ratio"] = (statistics.median(b for b, _ in pairs) / statistics.median(a for _, a in pairs)
-                                 if len(pairs) >= 5 else None)
+        for name, queries in sets.items():
+            for key in (("normal", "huge") if k % 2 == 0 else ("huge", "normal")):
+                pids = [srv.proc.pid, *srv.workers()] if srv.proc else []
+                c0 = sum(cpu_seconds(p) for p in pids)
+                times, answers = _sequential(srv.base, routes[key], queries, secret)
+                cpu[name, key] += sum(cpu_seconds(p) for p in pids) - c0
+                lat[name, key].append(times)
+                if key == "huge" and name not in returned:
+                    # A result's Id is the document id, or "id#chunk" for a document of several chunks.
+                    returned[name] = sum(any(str(item.get("Id", "")).split("#")[0] == HUGE_ID
+                                             for item in orjson.loads(a).get("Result", [])) for a in answers)
+    out: dict[str, Any] = {"rounds": rounds, "sets": {}}
+    for name, queries in sets.items():
+        row: dict[str, Any] = {"queries": len(queries), "returned": returned.get(name, 0)}
+        for key in routes:
+            med = sorted(statistics.median(col) for col in zip(*lat[name, key], strict=True))
+            row[key] = {"p50_ms": 1000 * med[len(med) // 2],
+                        "p90_ms": 1000 * med[min(len(med) - 1, int(len(med) * 0.9))],
+                        "mean_ms": 1000 * statistics.fmean(med),
+                        "server_cpu_ms": 1000 * cpu[name, key] / (rounds * len(queries))}
+        row["p50_ratio"] = row["huge"]["p50_ms"] / row["normal"]["p50_ms"]
+        row["cpu_ratio"] = row["huge"]["server_cpu_ms"] / max(1e-9, row["normal"]["server_cpu_ms"])
+        out["sets"][name] = row
     return out
 
 
-def _huge_queries(stream: Stream, n: int, huge_chunks: int) -> list[str]:
-    """Half ordinary TiDB questions (the real ones, then unique fragments), half aimed at
-    the huge document: a word of its title plus 24 characters of one of its sections (built
-    again here, deterministically, from the same texts), so its chunks rank first and the
-    one-per-document collapse has to get past them (the path issue 9 measured at 250-300 ms)."""
+def _huge_queries(stream: Stream, n: int, huge_chunks: int) -> dict[str, list[str]]:
+    """Two sets of n/2 queries. "ordinary": TiDB questions (the real ones, then unique
+    fragments); they match some of the huge document's chunks (it is made of the same
+    sentences) but rarely return it. "aimed": a word of its title plus 24 characters of one
+    of its sections (built again here, deterministically, from the same texts), so its chunks
+    rank first and the one-per-document collapse has to get past them (the path issue 9
+    measured at 250-300 ms)."""
     half = n // 2
     ordinary = (stream.real + stream.take(max(0, half - len(stream.real))))[:half]
     sections = huge_document(huge_chunks, stream.texts).sections
@@ -187,7 +187,7 @@ def _huge_queries(stream: Stream, n: int, huge_chunks: int) -> list[str]:
         text = rng.choice(sections).text
         start = rng.randrange(0, max(1, len(text) - 24))
         aimed.append(f"{HUGE_TERM} {text[start:start + 24]}")
-    return ordinary + aimed
+    return {"ordinary": ordinary, "aimed": aimed}
 
 
 def _profile(srv: Server, work: Path, out: Path, stream: Stream, secret_file: Path, seconds: float) -> str:

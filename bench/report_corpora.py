@@ -95,25 +95,25 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
                        f"| {_yes(o['kept'])} |")
     h = c.get("huge")
     if h:
-        n, k = h["queries"], h["returned"]
         out += [
             "",
-            f"### One document of {h['chunks']:,} chunks (TiDB docs with and without it; the same {n} queries "
-            f"through the callback, one connection, sequential, {h['rounds']} rounds, median per query)",
+            f"### One document of {h['chunks']:,} chunks (TiDB docs without and with it; the same queries through "
+            f"the callback, one connection, sequential, {h['rounds']} rounds, median per query)",
             "",
-            "| index | p50 ms | p90 ms | mean ms | server CPU ms/callback |",
-            "|---|---:|---:|---:|---:|",
+            "| queries | index | returns it | p50 ms | p90 ms | mean ms | server CPU ms/callback "
+            "| ÷ normal (p50, CPU) |",
+            "|---|---|---:|---:|---:|---:|---:|---|",
         ]
-        for key, name in (("normal", "tidb-docs-cn"), ("huge", f"tidb-docs-cn + 1 document of {h['chunks']:,} chunks")):
-            x = h[key]
-            out.append(f"| {name} | {x['p50_ms']:.2f} | {x['p90_ms']:.2f} | {x['mean_ms']:.2f} "
-                       f"| {x['server_cpu_ms']:.2f} |")
-        sub = (f" (p50 {h['returned_p50_ratio']:.2f}× over those)" if h.get("returned_p50_ratio") is not None
-               else "")
-        out += ["", f"The huge document is made of the same corpus's sentences, so every query matches some of its "
-                    f"chunks; {k} of {n} queries ({h['returned_share']:.0%}) also return it among their results{sub}. "
-                    f"Ratio huge ÷ normal over all queries: p50 {h['p50_ratio']:.2f}×, server CPU "
-                    f"{h['cpu_ratio']:.2f}×."]
+        for name, row in h["sets"].items():
+            for key, index in (("normal", "tidb-docs-cn"), ("huge", f"+ 1 document of {h['chunks']:,} chunks")):
+                x = row[key]
+                ratio = f"{row['p50_ratio']:.2f}×, {row['cpu_ratio']:.2f}×" if key == "huge" else "-"
+                ret = f"{row['returned']}/{row['queries']}" if key == "huge" else "-"
+                out.append(f"| {name} ({row['queries']}) | {index} | {ret} | {x['p50_ms']:.2f} | {x['p90_ms']:.2f} "
+                           f"| {x['mean_ms']:.2f} | {x['server_cpu_ms']:.2f} | {ratio} |")
+        out += ["", "ordinary: TiDB questions, which match some of the huge document's chunks (it is made of the "
+                    "same sentences); aimed: queries its chunks rank first for (a word of its title plus a passage of "
+                    "it), the case where a callback has to read past that document's chunks."]
     out += _wings(c)
     if c.get("memory"):
         m = c["memory"]
@@ -188,12 +188,11 @@ def corpora_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append((name, "scale study not run at 100k", "not run"))
     h = c.get("huge") if c else None
     if h:
-        ratios = [h["p50_ratio"], h["cpu_ratio"]] + ([h["returned_p50_ratio"]] if h.get("returned_p50_ratio") else [])
-        sub = (f", p50 {h['returned_p50_ratio']:.2f}× for the {h['returned']} that return it"
-               if h.get("returned_p50_ratio") else "")
+        worst = max((max(r["p50_ratio"], r["cpu_ratio"]), name) for name, r in h["sets"].items())
         rows.append((f"a callback matching a document of {h['chunks']:,} chunks ≤ 2× a normal one",
-                     f"p50 {h['p50_ratio']:.2f}×, server CPU {h['cpu_ratio']:.2f}× over {h['queries']} queries{sub}",
-                     _yes(max(ratios) <= TARGETS_13["huge_ratio"])))
+                     "; ".join(f"{name}: p50 {r['p50_ratio']:.2f}×, server CPU {r['cpu_ratio']:.2f}×"
+                               for name, r in h["sets"].items()) + f" (worst: {worst[1]})",
+                     _yes(worst[0] <= TARGETS_13["huge_ratio"])))
     else:
         rows.append(("a callback matching a document of 35,000 chunks ≤ 2× a normal one", "-", "not run"))
     rows.append(("no loss in `make eval` quality (within 0.01 on every set)", "measured by `make eval`",

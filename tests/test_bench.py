@@ -140,7 +140,10 @@ def test_harness_prints_every_table_with_positive_figures(
     assert ceiling[1][0] == "100" and len(ceiling) in (2, 3) and all(r[-1] in ("yes", "NO") for r in ceiling[1:])
 
     huge = _table(md, "One document of")
-    assert len(huge) == 3 and all(_number(c) > 0 for r in huge[1:] for c in r[1:])
+    assert [r[0].split(" ")[0] for r in huge[1:]] == ["ordinary", "ordinary", "aimed", "aimed"]
+    assert all(_number(c) > 0 for r in huge[1:] for c in r[3:7])
+    aimed = huge[4][2].split("/")
+    assert int(aimed[0]) > 0  # the aimed queries really return the huge document
 
     wings = _table(md, "Every wing")
     byname = {r[0]: r for r in wings[1:]}
