@@ -20,6 +20,7 @@ from typing import Any
 
 from gateway.errors import ConfigError
 from gateway.types import KIB, SECONDS, Secret
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.search import glob_problem
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
@@ -177,6 +178,12 @@ def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
     For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
     environment. Raises ConfigError for an unreadable or invalid file or key.
     """
+    return load_indexer_config(path)[0]
+
+
+def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
+    """(`indexes.dir` resolved against the file's folder, `indexes.max_document_bytes`):
+    what `kbgate index add` reads, like `load_indexes_dir`."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_bytes().decode("utf-8"))
@@ -184,9 +191,14 @@ def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
         raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+    return _indexer(data, p.resolve().parent)
+
+
+def _indexer(data: Mapping[str, Any], base_dir: Path) -> tuple[Path, int]:
     idx = _table(data, "indexes")
-    _only(idx, "indexes", {"dir"})
-    return p.resolve().parent / _str(idx, "indexes", "dir", "data/indexes")
+    _only(idx, "indexes", {"dir", "max_document_bytes"})
+    limit = _int(idx, "indexes", "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
+    return base_dir / _str(idx, "indexes", "dir", "data/indexes"), limit
 
 
 def parse_config(
@@ -207,9 +219,7 @@ def parse_config(
             f"is {server.workers}, but the in-process replay store serves one worker only; "
             "set replay.redis_url to share nonces between workers",
         )
-    idx = _table(data, "indexes")
-    _only(idx, "indexes", {"dir"})
-    indexes_dir = base_dir / _str(idx, "indexes", "dir", "data/indexes")
+    indexes_dir = _indexer(data, base_dir)[0]  # max_document_bytes is the indexer's; checked here too
     search = _search(_table(data, "search"))
     log = _table(data, "log")
     _only(log, "log", {"level"})
