@@ -369,7 +369,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--open-rates", type=lambda s: [float(x) for x in s.split(",")], default=[0.5, 0.8],
                    help="open-loop offered rates as fractions of kbgate's closed-loop req/s (default 0.5,0.8)")
     p.add_argument("--ceiling-rates", type=lambda s: [float(x) for x in s.split(",") if x],
-                   default=[500.0, 1000.0, 2000.0, 4000.0],
+                   default=[250.0, 500.0, 1000.0, 2000.0, 4000.0],
                    help="rising offered req/s for the open-loop generator's ceiling against the floor ('' skips)")
     p.add_argument("--max-rps", type=float, default=2500.0,
                    help="req/s a closed loop is expected not to exceed: sizes each phase's unique-query slice")
