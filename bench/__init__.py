@@ -3,7 +3,8 @@
 Modules, one concern each:
   run.py             the orchestrator and command line; the scale study
   realcorpora.py     issue 13's phases on the real corpora: closed and open loop beside the floor,
-                     unique and Zipf mixes, the huge document, every wing, py-spy
+                     unique and Zipf mixes, every wing, py-spy
+  hugedoc.py         one huge document against a normal index, the same queries one at a time
   workload.py        query streams (unique, Zipf) and the request bodies built from them
   corpus.py          the shared corpora, a deterministic scale-up, one huge document (run time only)
   wings.py           every caller's way in (callback, Bearer wings), timed the same way
