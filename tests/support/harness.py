@@ -69,7 +69,7 @@ class Server:
     listening workers make it ready. ready_timeout: seconds to wait for readiness.
     """
 
-    def __init__(self, argv: Sequence[str], port: int, *, log_path: Path | None = None,
+    def __init__(self, argv: Sequence[str], port: int, log_path: Path | None = None, *,
                  env: Mapping[str, str | None] | None = None, cwd: Path | None = None, workers: int = 1,
                  ready_timeout: float = 60.0) -> None:
         self.argv = list(argv)
