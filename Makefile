@@ -46,18 +46,20 @@ lint: install
 	$(BIN)/ruff check gateway indexes tests bench
 	$(BIN)/python -m mypy --strict gateway indexes
 
-# Branch coverage of the whole suite. The security- and protocol-critical modules must be
-# covered completely; the figure of the whole package is printed beside them.
+# Branch coverage of the whole suite, the CLI and the real servers it starts included. The
+# security- and protocol-critical modules must be covered completely; the figures of the
+# whole packages are printed beside them.
 COVERED_FULLY := gateway/volcengine/signing.py,gateway/volcengine/wire.py,gateway/core/replay.py,gateway/core/scope.py,gateway/agent/refs.py
 
 coverage: install
 	bash tests/ensure-tools.sh
 	$(BIN)/python -m coverage erase
 	$(BIN)/python -m coverage run -m pytest -q -p no:cacheprovider
-	@echo "== whole packages (gateway, indexes) =="
-	@$(BIN)/python -m coverage report --skip-covered | tail -n 1
-	@$(BIN)/python -m coverage report --include='gateway/*' | tail -n 1 | sed 's/^TOTAL/gateway/'
-	@echo "== must be 100% (signing/verify, wire format, replay, scope, refs) =="
+	$(BIN)/python -m coverage combine -q
+	@echo "branch coverage, whole packages: gateway $$($(BIN)/python -m coverage report --format=total --include='gateway/*')%," \
+	      "indexes $$($(BIN)/python -m coverage report --format=total --include='indexes/*')%," \
+	      "both $$($(BIN)/python -m coverage report --format=total)%"
+	@echo "must be 100%: signing/verify, the wire format, replay, scope, refs"
 	$(BIN)/python -m coverage report --include='$(COVERED_FULLY)' --fail-under=100
 
 clean:
