@@ -43,6 +43,7 @@ from gateway.feedback.github import GitHubTracker
 from gateway.feedback.sqlite import SqliteTracker
 from gateway.idempotency import IdempotencyStore, canonical_dedupe_key, canonical_hash
 from gateway.principals import authenticate_agent
+from gateway.redis_clients import async_client
 from gateway.scope import EffectiveScope, Principal, ScopeRequest, allows, resolve_agent
 from gateway.types import KIB
 from indexes.search import glob_problem
@@ -86,8 +87,7 @@ class AccessState:
             tracker = SqliteTracker(a.sqlite_path, rt.clock)
         self.tracker = tracker
         if cfg.replay.redis_url:
-            self.redis = aioredis.Redis.from_url(cfg.replay.redis_url, socket_timeout=cfg.replay.timeout_seconds,
-                                                 socket_connect_timeout=cfg.replay.timeout_seconds)
+            self.redis = async_client(cfg.replay.redis_url, cfg.replay.timeout_seconds)
             store = IdempotencyStore(self.redis, cfg.replay.key_prefix, idempotency_ttl=a.idempotency_ttl_seconds,
                                      dedupe_ttl=a.dedupe_ttl_seconds, timeout=cfg.replay.timeout_seconds)
             self.bridge = FeedbackBridge(store, tracker, a.labels)

@@ -145,7 +145,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     have = set(store.names())
     ok = True
     print(f"config {config.source}: valid")
-    print(f"replay store: {'redis' if config.replay.redis_url else 'in-process (one worker only)'}, "
+    from gateway.redis_clients import describe
+
+    replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process (one worker only)"
+    print(f"replay store: {replay}, "
           f"tolerance {config.replay.tolerance_seconds} s")
     now = time.time()
     for t in config.tenants.values():

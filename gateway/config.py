@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import ConfigError
+from gateway.redis_clients import url_problem
 from gateway.types import KIB, SECONDS, Secret
 from indexes.search import glob_problem
 
@@ -300,8 +301,9 @@ def _server(t: Mapping[str, Any]) -> ServerConfig:
 def _replay(t: Mapping[str, Any]) -> ReplayConfig:
     _only(t, "replay", {"redis_url", "tolerance_seconds", "timeout_seconds", "key_prefix"})
     url = t.get("redis_url")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://"))):
-        raise ConfigError("replay.redis_url", "must be a redis://, rediss:// or unix:// URL")
+    problem = None if url is None else url_problem(url)
+    if problem is not None:
+        raise ConfigError("replay.redis_url", problem)
     return ReplayConfig(
         redis_url=url or None,
         tolerance_seconds=_int(t, "replay", "tolerance_seconds", DEFAULT_TOLERANCE, lo=1, hi=DEFAULT_TOLERANCE),

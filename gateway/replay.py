@@ -15,14 +15,11 @@ from __future__ import annotations
 import asyncio
 import heapq
 
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from gateway.clock import SYSTEM_CLOCK
 from gateway.errors import DependencyUnavailable
+from gateway.redis_clients import async_client
 from gateway.types import Clock
 
 
@@ -88,7 +85,8 @@ class MemoryNonceStore:
 class RedisNonceStore:
     """Nonce claims in Redis, shared by every worker. Fails closed within `timeout` seconds.
 
-    url: redis:// URL. timeout: seconds for connect and for each command.
+    url: a Redis URL (gateway.redis_clients: redis://, rediss://, unix://, redis+sentinel://).
+    timeout: seconds for connect and for each command.
     """
 
     shared = True
@@ -96,18 +94,8 @@ class RedisNonceStore:
     def __init__(self, url: str, timeout: float = 1.0, clock: Clock = SYSTEM_CLOCK) -> None:
         self._timeout = timeout
         self._clock = clock
-        # One immediate retry on a broken connection: after a Redis restart every pooled
-        # connection is dead and the first command on each would otherwise fail. A timeout
-        # is never retried (the whole claim must stay within `timeout`).
-        self.client = aioredis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 1),
-            retry_on_error=[RedisConnectionError],
-            retry_on_timeout=False,
-            health_check_interval=30,
-        )
+        # One immediate retry on a broken connection, never on a timeout (gateway.redis_clients).
+        self.client = async_client(url, timeout)
 
     async def claim(self, key: str, expire_at: int) -> bool:
         """One atomic `SET key 1 NX EX ttl`, ttl = expire_at − now by our clock (≥ 1 s).

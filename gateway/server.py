@@ -17,6 +17,7 @@ from gateway.errors import ConfigError
 from gateway.logs import setup_logging
 from gateway.master import run
 from gateway.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+from gateway.redis_clients import describe
 
 CONFIG_ENV = "KBGATE_CONFIG"
 
@@ -56,7 +57,7 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
         sockets = hc.create_sockets()
     except OSError as exc:
         raise ConfigError("server.bind", f"{hc.bind[0]} cannot be bound: {exc.strerror or exc}") from None
-    replay = "redis" if config.replay.redis_url else "in-process"
+    replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process"
     print(f"kbgate: serving on http://{hc.bind[0]} with {hc.workers} worker(s), replay store {replay}",
           file=sys.stderr, flush=True)
     for t in config.tenants.values():
