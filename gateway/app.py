@@ -99,7 +99,7 @@ class Runtime:
             self.deliveries.submit(to_record(d, show_query=self.config.admin.show_queries))
         except Exception:  # fail open: the record is for operators, the answer already left
             log.warning("deliveries record failed", extra={"request_id": d.request_id}, exc_info=True)
-        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
+        if d.signature == "verified" and d.key_id is not None and d.outcome not in ("replayed", "delivery_pending"):
             self.key_usage.note(d.tenant, d.key_id, d.received_at)
 
     async def close(self) -> None:
