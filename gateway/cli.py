@@ -165,6 +165,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             mark = "ok" if r.index in have else "MISSING"
             ok &= r.index in have
             print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} [{mark}]")
+    for ar in config.agent.routes.values():
+        # A disabled route answers 'disabled' without searching: its index may come later.
+        mark = "ok" if ar.index in have else ("MISSING" if ar.enabled else "missing, route disabled")
+        ok &= ar.index in have or not ar.enabled
+        print(f"agent route {ar.name} -> index {ar.index} [{mark}]")
     return 0 if ok else 1
 
 

@@ -355,3 +355,17 @@ def test_indexer_needs_no_secrets(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "documents=1" in kbgate("index", "stats", "--config", str(cfg)).stdout
     assert kbgate("check-config", "--config", str(cfg)).returncode == 2  # the gateway itself still needs them
+
+
+def test_check_config_names_an_agent_route_whose_index_is_missing(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+           str(ROOT / "deploy" / "demo" / "docs"))
+    cfg.write_text(cfg.read_text() + '[agent.routes.handbook]\nindex = "demo-docs"\n'
+                   '[agent.routes.wiki]\nindex = "wiki-not-built"\n'
+                   '[agent.routes.later]\nindex = "later-index"\nenabled = false\n')
+    r = kbgate("check-config", "--config", str(cfg))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "agent route wiki -> index wiki-not-built [MISSING]" in r.stdout
+    assert "agent route handbook -> index demo-docs [ok]" in r.stdout
+    assert "agent route later -> index later-index [missing, route disabled]" in r.stdout
