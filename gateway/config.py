@@ -24,6 +24,9 @@ from gateway.types import KIB, SECONDS, Secret
 from indexes.search import glob_problem
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
+# A callback signing key shorter than this is refused: one captured request lets anyone test
+# candidate keys offline against its HMAC, and a short key falls to that search.
+MIN_SECRET_CHARS = 16
 _TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
@@ -280,6 +283,18 @@ def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -
     return Secret(value)
 
 
+def read_signing_key(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -> Secret:
+    """A tenant's HMAC signing key: `read_secret`, then at least MIN_SECRET_CHARS characters.
+
+    Raises ConfigError naming `key` (never the value, nor its length).
+    """
+    value = read_secret(source, key, base_dir, env)
+    if len(value.reveal()) < MIN_SECRET_CHARS:
+        raise ConfigError(key, f"gives a signing key shorter than {MIN_SECRET_CHARS} characters; use a longer one "
+                          "(`kbgate secrets add` generates 43)")
+    return value
+
+
 # ---------------------------------------------------------------- sections
 
 
@@ -373,12 +388,12 @@ def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, s
             raise ConfigError(skey, "needs exactly one of value_env or value_file")
         if has_env:
             source = "env:" + _str(s, skey, "value_env", None)
-            value = read_secret(source, f"{skey}.value_env", base_dir, env)
+            value = read_signing_key(source, f"{skey}.value_env", base_dir, env)
         else:
             ref = _str(s, skey, "value_file", None)
             fp = Path(ref) if Path(ref).is_absolute() else base_dir / ref
             source = f"file:{fp}"
-            value = read_secret(source, f"{skey}.value_file", base_dir, env)
+            value = read_signing_key(source, f"{skey}.value_file", base_dir, env)
         secrets.append(SecretKey(kid, value, _instant(s.get("not_after"), f"{skey}.not_after"), source))
     if verify == "enforce" and not secrets:
         raise ConfigError(f"{key}.secrets", "is empty, but verify = 'enforce' needs at least one key")

@@ -21,7 +21,7 @@ from gateway.probe import wait_ready
 from gateway.signing import sign_headers
 from tests.conftest import ROOT, free_port
 
-SECRET = "e2e-secret-Zq81"
+SECRET = "e2e-secret-Zq81-long"
 
 
 def kbgate(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -268,15 +268,22 @@ def test_cli_index_errors_are_one_clear_line(tmp_path: Path) -> None:
         assert r.stderr.startswith("kbgate: ") and "Traceback" not in r.stderr
 
 
-def test_check_config_warns_about_expired_and_short_keys(tmp_path: Path) -> None:
+def test_check_config_warns_about_expired_keys(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, free_port(), None, 1, "x")
-    (tmp_path / "short").write_text("abc")
     cfg.write_text(cfg.read_text().replace('value_file = "secret"',
-                                           'value_file = "secret"\nnot_after = 2000-01-01T00:00:00Z')
-                   + '[[tenants.demo.secrets]]\nid = "short"\nvalue_file = "short"\n')
+                                           'value_file = "secret"\nnot_after = 2000-01-01T00:00:00Z'))
     r = kbgate("check-config", "--config", str(cfg))
     assert "e2e (expired)" in r.stdout
-    assert "key short of tenant demo is shorter than 16" in r.stdout
+    assert "every key of tenant demo has expired" in r.stdout
+
+
+def test_check_config_refuses_a_short_signing_key_naming_it(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    (tmp_path / "short").write_text("abc")
+    cfg.write_text(cfg.read_text() + '[[tenants.demo.secrets]]\nid = "short"\nvalue_file = "short"\n')
+    r = kbgate("check-config", "--config", str(cfg))
+    assert r.returncode == 2
+    assert "tenants.demo.secrets[1].value_file" in r.stderr and "shorter than 16 characters" in r.stderr
 
 
 @pytest.mark.parametrize("server", [(2, True)], indirect=True)

@@ -75,6 +75,22 @@ def test_add_value_env_must_be_set(tmp_path: Path, redis_url: str, key_prefix: s
     assert cfg.read_text() == before
 
 
+@pytest.mark.parametrize("value", ["x", "fifteen-chars-1"])
+def test_add_refuses_a_short_secret_naming_the_key_and_leaves_nothing(tmp_path: Path, redis_url: str,
+                                                                      key_prefix: str, value: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = cfg.read_text()
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2", "--value-stdin",
+                 stdin=value + "\n")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "tenants.acme.secrets[1].value_file" in out.stderr and "shorter than 16 characters" in out.stderr
+    assert value not in out.stdout + out.stderr
+    assert cfg.read_text() == before and not (tmp_path / "secrets").exists()
+    with pytest.raises(ConfigError) as err:
+        add_key(cfg, "acme", now=0, key_id="e", value_env="KBGATE_SHORT", env={"KBGATE_SHORT": value})
+    assert err.value.key == "tenants.acme.secrets[1].value_env"
+
+
 def test_add_repeated_id_leaves_nothing_behind(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _config(tmp_path, redis_url, key_prefix)
     before = cfg.read_text()
