@@ -89,11 +89,20 @@ class Tenant:
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
+    """The listener. Sizes in bytes, durations in seconds.
+
+    body_timeout_seconds: a request body must arrive within this (else 408).
+    keep_alive_seconds: a connection with no request in progress (idle between requests, or
+        still sending a request's headers) is closed after this; hypercorn has no separate
+        header timeout, so this is what bounds a client trickling headers.
+    """
+
     bind: str = "127.0.0.1:8080"
     workers: int = 1
     max_body_bytes: int = 64 * KIB
     body_timeout_seconds: float = 10.0
     graceful_timeout: float = 10.0
+    keep_alive_seconds: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,7 +308,8 @@ def read_signing_key(source: str, key: str, base_dir: Path, env: Mapping[str, st
 
 
 def _server(t: Mapping[str, Any]) -> ServerConfig:
-    _only(t, "server", {"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout"})
+    _only(t, "server", {"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout",
+                        "keep_alive_seconds"})
     bind = _str(t, "server", "bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -310,6 +320,7 @@ def _server(t: Mapping[str, Any]) -> ServerConfig:
         max_body_bytes=_int(t, "server", "max_body_bytes", 64 * KIB, lo=256, hi=16 * 1024 * KIB),
         body_timeout_seconds=_num(t, "server", "body_timeout_seconds", 10.0, lo=0.1, hi=300.0),
         graceful_timeout=_num(t, "server", "graceful_timeout", 10.0, lo=0.0, hi=600.0),
+        keep_alive_seconds=_num(t, "server", "keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
     )
 
 

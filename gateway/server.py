@@ -40,7 +40,9 @@ def hypercorn_config(config: Config, bind: str | None = None, workers: int | Non
     hc.graceful_timeout = config.server.graceful_timeout
     hc.accesslog = None
     hc.errorlog = "-"
-    hc.keep_alive_timeout = 75
+    # Also the bound on request headers: hypercorn's idle timer runs from the end of the last
+    # response (or the connection's start) until a request's headers are complete.
+    hc.keep_alive_timeout = config.server.keep_alive_seconds
     return hc
 
 

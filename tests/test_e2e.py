@@ -376,3 +376,4 @@ def test_check_config_names_an_agent_route_whose_index_is_missing(tmp_path: Path
     assert "agent route wiki -> index wiki-not-built [MISSING]" in r.stdout
     assert "agent route handbook -> index demo-docs [ok]" in r.stdout
     assert "agent route later -> index later-index [missing, route disabled]" in r.stdout
+
