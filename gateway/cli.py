@@ -198,7 +198,11 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
     for path, reason in report.errors:
-        print(f"  skipped {path}: {reason}", file=sys.stderr)
+        if path == "(delete-missing)":  # indexes/store.py: the deletion step itself did not run
+            print(f"  --delete-missing not applied because of {reason.removeprefix('skipped: ')}: "
+                  "no document was deleted", file=sys.stderr)
+        else:
+            print(f"  skipped {path}: {reason}", file=sys.stderr)
     return 1 if report.errors else 0
 
 

@@ -175,6 +175,10 @@ def test_cli_index_add_reports_bad_files_and_continues(tmp_path: Path) -> None:
     assert "bad.md" in r.stderr and "rows.jsonl:2" in r.stderr
     r = kbgate("index", "stats", "--config", str(cfg))
     assert "documents=2" in r.stdout
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", "--delete-missing", str(docs))
+    assert r.returncode == 1
+    assert "--delete-missing not applied because of 2 input error(s): no document was deleted" in r.stderr
+    assert "skipped (delete-missing)" not in r.stderr  # it said "skipped" twice
 
 
 def test_cli_config_error_names_key(tmp_path: Path) -> None:
