@@ -171,7 +171,7 @@ async def _answer(rt: Runtime, tenant: Tenant, scope, receive, d: Delivery) -> b
             raise _not_ours(claim.state)
         try:
             answer = _search(rt, tenant, body, d)
-            if gone.done() and not gone.cancelled() and gone.result().get("type") == "http.disconnect":
+            if _hung_up(gone):
                 raise ClientDisconnected("client_disconnected")
             state = await rt.nonces.answered(key, claim.owner, expire_at)
             if state != "recorded":
@@ -182,6 +182,15 @@ async def _answer(rt: Runtime, tenant: Tenant, scope, receive, d: Delivery) -> b
             raise
     finally:
         gone.cancel()
+        if gone.done() and not gone.cancelled():
+            gone.exception()  # retrieved, so asyncio does not log it as lost
+
+
+def _hung_up(gone: asyncio.Future[dict[str, object]]) -> bool:
+    """True when `gone` (a pending ASGI receive after the whole body) got http.disconnect."""
+    if not gone.done() or gone.cancelled() or gone.exception() is not None:
+        return False
+    return gone.result().get("type") == "http.disconnect"
 
 
 def _not_ours(state: str) -> Replayed:
