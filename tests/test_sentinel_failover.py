@@ -69,16 +69,21 @@ def wait_until(check, timeout: float, what: str) -> None:  # type: ignore[no-unt
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def start_sentinel_set(tmp: Path) -> tuple[RedisProc, RedisProc, list[RedisProc]]:
-    primary = RedisProc(tmp).start()
-    replica = RedisProc(tmp, "--replicaof", "127.0.0.1", str(primary.port)).start()
+def start_sentinel_set(tmp: Path, started: list[RedisProc]) -> tuple[RedisProc, RedisProc, list[RedisProc]]:
+    """Primary, replica, three sentinels; each appended to `started` as it starts (for cleanup)."""
+    primary = RedisProc(tmp)
+    started.append(primary.start())
+    replica = RedisProc(tmp, "--replicaof", "127.0.0.1", str(primary.port))
+    started.append(replica.start())
     wait_until(lambda: primary.client().info("replication")["connected_slaves"] == 1
                and replica.client().info("replication")["master_link_status"] == "up", 10, "the replica")
     conf = (f"sentinel monitor {SERVICE} 127.0.0.1 {primary.port} 2\n"
             f"sentinel down-after-milliseconds {SERVICE} 1000\n"
             f"sentinel failover-timeout {SERVICE} 3000\n"
             f"sentinel parallel-syncs {SERVICE} 1\n")
-    sentinels = [RedisProc(tmp, sentinel_conf=conf).start() for _ in range(3)]
+    sentinels = [RedisProc(tmp, sentinel_conf=conf) for _ in range(3)]
+    for s in sentinels:
+        started.append(s.start())
 
     def ready() -> bool:
         for s in sentinels:
@@ -94,8 +99,7 @@ def start_sentinel_set(tmp: Path) -> tuple[RedisProc, RedisProc, list[RedisProc]
 def test_failover_under_a_stream_of_callbacks(tmp_path: Path) -> None:
     procs: list[RedisProc] = []
     try:
-        primary, replica, sentinels = start_sentinel_set(tmp_path)
-        procs += [primary, replica, *sentinels]
+        primary, _, sentinels = start_sentinel_set(tmp_path, procs)
         url = f"redis+sentinel://{','.join(f'127.0.0.1:{s.port}' for s in sentinels)}/{SERVICE}/0"
         (tmp_path / "secret").write_text(SECRET)
         build_index(tmp_path)
