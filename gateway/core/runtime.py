@@ -51,11 +51,13 @@ class Runtime:
         return idx
 
     def routed_indexes(self) -> list[str]:
-        """Names of the indexes the tenants' routes point to, sorted."""
-        return sorted({r.index for t in self.config.tenants.values() for r in t.routes})
+        """Names of the indexes a tenant route or an `[agent.routes.*]` entry points to, sorted."""
+        return sorted({r.index for t in self.config.tenants.values() for r in t.routes}
+                      | {r.index for r in self.config.agent.routes.values()})
 
     def index_stats(self) -> list[tuple[str, IndexStats | None]]:
-        """(name, stats or None when it cannot be opened) of every routed index, for /metrics."""
+        """(name, stats or None when it cannot be opened) of every routed index (tenant and
+        agent routes), for /metrics."""
         out: list[tuple[str, IndexStats | None]] = []
         for name in self.routed_indexes():
             try:

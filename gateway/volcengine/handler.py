@@ -1,10 +1,11 @@
 """The Volcengine knowledge callback (seed 003): one straight path per request, as an ASGI app.
 
 raw body + headers → media and size checks → `signing.verify` (a Verdict: formats →
-tolerance → HMAC over every live key, report or enforce) → replay claim (SET NX) →
-parse the Body (`wire.parse_body`) → scope (`resolve_callback`) → `retrieve.search` →
-Ret/Msg/Result envelope. Any failure: the same envelope with a non-zero Ret and the HTTP
-status of its class (gateway.core.errors.RET_TABLE). No input produces a 500.
+tolerance → HMAC over every live key, report or enforce) → replay claim → parse the Body
+(`wire.parse_body`) → scope (`resolve_callback`) → `retrieve.search` → envelope → replay
+`answered` → 200 (`replay.answer_once`: a delivery we failed to answer is answered when
+retried, one answered with a 200 never is). Any failure: the same envelope with a non-zero
+Ret and the HTTP status of its class (gateway.core.errors.RET_TABLE). No input produces a 500.
 
 After the response is sent, the `Delivery` is published on the runtime's events: the log
 line and key usage are this wing's observers; metrics and the deliveries record are the
@@ -13,28 +14,28 @@ operators' (subscribed by gateway/serve/app.py).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 import uuid
 from dataclasses import fields
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from gateway.core import retrieve
 from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
-from gateway.core.config import Tenant
+from gateway.core.config import Config, Tenant
 from gateway.core.errors import (
     BodyTimeout,
     CallbackError,
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
-    Replayed,
     UnsupportedMedia,
 )
 from gateway.core.events import Delivery
-from gateway.core.replay import claim_expiry, nonce_key
+from gateway.core.replay import answer_once, claim_expiry, nonce_key
 from gateway.core.runtime import Runtime
 from gateway.core.scope import resolve_callback
 from gateway.core.validate import Problem
@@ -119,7 +120,7 @@ class VolcengineWing:
         return path.startswith(CALLBACK_PREFIX) or self.rt.config.tenant_at(path) is not None
 
     def _note_key(self, d: Delivery) -> None:
-        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
+        if d.signature == "verified" and d.key_id is not None and d.outcome not in ("replayed", "delivery_pending"):
             self.key_usage.note(d.tenant, d.key_id, d.received_at)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,19 +162,39 @@ class VolcengineWing:
         _record(d, verdict)
         if verdict.refusal is not None:
             raise verdict.refusal
-        if verdict.claim is not None:
-            ts, nonce = verdict.claim
-            key = nonce_key(cfg.replay.key_prefix, tenant.name, ts, nonce)
-            if not await rt.nonces.claim(key, claim_expiry(int(ts), cfg.replay.tolerance_seconds)):
-                raise Replayed("replayed", "this timestamp and nonce were already delivered")
+        if verdict.claim is None:
+            return self._search(cfg, tenant, body, d)
+        ts, nonce = verdict.claim
+        key = nonce_key(cfg.replay.key_prefix, tenant.name, ts, nonce)
+        # The next ASGI message after the body is http.disconnect: a caller that gave up (its own
+        # timeout while Redis or the search was slow) must not find its retry refused as
+        # "already answered", so its claim is released instead of marked answered.
+        gone = asyncio.ensure_future(receive())
+        try:
+            return await answer_once(rt.nonces, key, claim_expiry(int(ts), cfg.replay.tolerance_seconds),
+                                     lambda: self._search(cfg, tenant, body, d), lambda: _hung_up(gone))
+        finally:
+            gone.cancel()
+            if gone.done() and not gone.cancelled():
+                gone.exception()  # retrieved, so asyncio does not log it as lost
+
+    def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
+        """Parse the verified body, resolve the scope, search, shape the success envelope."""
         req = parse_body(body, cfg.search)
         d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
         eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
-        found = retrieve.search(rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
+        found = retrieve.search(self.rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
                                 content_chars=cfg.search.content_chars,
                                 one_per_document=cfg.search.one_per_document)
         d.search_ms, d.results = found.took_ms, len(found.hits)
         return success_body(found.hits)
+
+
+def _hung_up(gone: asyncio.Future[Message]) -> bool:
+    """True when `gone` (a pending ASGI receive after the whole body) got http.disconnect."""
+    if not gone.done() or gone.cancelled() or gone.exception() is not None:
+        return False
+    return gone.result().get("type") == "http.disconnect"
 
 
 def _record(d: Delivery, v: Verdict) -> None:

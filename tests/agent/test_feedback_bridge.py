@@ -29,11 +29,6 @@ NOW = 1_777_000_000.0
 FEEDBACK = {"kind": "no_answer", "message": "搜索“密钥轮换”没有找到答案", "question": "如何轮换密钥"}
 
 
-@pytest.fixture(name="anyio_backend")
-def _anyio_backend() -> str:
-    return "asyncio"
-
-
 class FakeGitHub:
     """A tiny stateful GitHub Issues: POST files an issue (after `delay`), search finds
     issues whose body holds the searched hex. Counts POSTs."""

@@ -37,11 +37,6 @@ DRAFT = IssueDraft("feedback", "sha256:abc12345", "[kbgate feedback: no_answer] 
                    ("kbgate", "feedback"))
 
 
-@pytest.fixture(name="anyio_backend")
-def _anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(name="clock")
 def _clock() -> FixedClock:
     return FixedClock(NOW)

@@ -18,11 +18,6 @@ from gateway.agent.idempotency import (
 from gateway.core.errors import ToolError
 
 
-@pytest.fixture(name="anyio_backend")
-def _anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(name="store")
 async def _store(redis_url: str, key_prefix: str) -> AsyncIterator[IdempotencyStore]:
     client = aioredis.Redis.from_url(redis_url)

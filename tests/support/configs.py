@@ -148,14 +148,17 @@ def two_tenants(root: Path, indexes: Path, *, redis_url: str | None = None, key_
 
 
 def acme_toml(indexes: Path, *, port: int, redis_url: str, prefix: str, workers: int = 2, verify: str = "enforce",
-              secrets: Iterable[tuple[str, str]] | None = None,
-              routes: Iterable[tuple[str, str]] | None = None) -> str:
+              secrets: Iterable[tuple[str, str]] | None = None, routes: Iterable[tuple[str, str]] | None = None,
+              server: Mapping[str, Any] | None = None, more_tenants: Iterable[Mapping[str, Any]] = (),
+              admin_token: str | None = None) -> str:
     """The TOML text of a config for a real multi-worker server: tenant acme over `indexes`
-    with file secrets (id, value_file) and routes (first, second) → docs, Redis replay."""
+    with file secrets (id, value_file) and routes (first, second) → docs, Redis replay.
+    server: more [server] keys; more_tenants: tenant tables beside acme (see `tenant`)."""
     acme = tenant("acme", verify=verify, keys=[(kid, f"file:{vf}") for kid, vf in secrets or ()],
                   routes=[(f, s, "docs") for f, s in routes or [("tech", "software")]])
-    data = config(indexes.parent, tenants=[acme], indexes=indexes, port=port, workers=workers, redis_url=redis_url,
-                  key_prefix=prefix, server={"graceful_timeout": 5})
+    data = config(indexes.parent, tenants=[acme, *more_tenants], indexes=indexes, port=port, workers=workers,
+                  redis_url=redis_url, key_prefix=prefix, admin_token=admin_token,
+                  server={"graceful_timeout": 5, **(server or {})})
     return text(data)
 
 

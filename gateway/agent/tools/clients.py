@@ -14,6 +14,7 @@ from gateway.agent.feedback import FeedbackBridge, IssueTracker
 from gateway.agent.feedback.github import GitHubTracker
 from gateway.agent.feedback.sqlite import SqliteTracker
 from gateway.agent.idempotency import IdempotencyStore
+from gateway.core.redis_clients import async_client
 from gateway.core.runtime import Runtime
 
 
@@ -35,8 +36,7 @@ class Clients:
             tracker = SqliteTracker(a.sqlite_path, rt.clock)
         self.tracker = tracker
         if cfg.replay.redis_url:
-            self.redis = aioredis.Redis.from_url(cfg.replay.redis_url, socket_timeout=cfg.replay.timeout_seconds,
-                                                 socket_connect_timeout=cfg.replay.timeout_seconds)
+            self.redis = async_client(cfg.replay.redis_url, cfg.replay.timeout_seconds)
             store = IdempotencyStore(self.redis, cfg.replay.key_prefix, idempotency_ttl=a.idempotency_ttl_seconds,
                                      dedupe_ttl=a.dedupe_ttl_seconds, timeout=cfg.replay.timeout_seconds)
             self.bridge = FeedbackBridge(store, tracker, a.labels)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.agent.http import Call, Reply, dumps
-from gateway.agent.idempotency import canonical_dedupe_key
+from gateway.agent.idempotency import CANONICAL_PREFIX, canonical_dedupe_key
 from gateway.agent.tools.clients import LazyClients
 from gateway.core import audit
 from gateway.core.config import AgentRoute
@@ -98,10 +98,13 @@ async def read_request(call: Call, tool: str) -> dict[str, Any]:
         raise invalid("requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
     if tool in WRITE_TOOLS and "dedupeKey" not in body:
         raise invalid("dedupeKey is required for write tools (seed 002 §9.5)")
-    if tool in WRITE_TOOLS and body["dedupeKey"] != canonical_dedupe_key(tool, body["input"]):
-        # A key that is not the payload's own hash would let one caller fold another's
-        # different feedback into its record (seed 002 §10, §15: a stable canonical payload).
-        raise invalid("dedupeKey must be the canonical payload hash (gateway.agent.idempotency.canonical_dedupe_key)")
+    if (tool in WRITE_TOOLS and body["dedupeKey"].startswith(CANONICAL_PREFIX)
+            and body["dedupeKey"] != canonical_dedupe_key(tool, body["input"])):
+        # 'sha256:' keys mean "this content" (gateway.agent.idempotency): one that is not this
+        # payload's hash would fold this feedback into a record of other content.
+        raise invalid("a dedupeKey starting with 'sha256:' must be this input's canonical hash "
+                      "(gateway.agent.idempotency.canonical_dedupe_key); send that, or a key of your own "
+                      "without the prefix")
     return body
 
 

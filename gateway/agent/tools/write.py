@@ -36,8 +36,8 @@ async def _write(tc: ToolCall, kind_input: dict[str, Any]) -> dict[str, Any]:
     tc.call.event.extra |= {"record": done.data["recordId"], "deduped": done.deduped, "replayed": done.replayed,
                             "idempotency_key": "idempotencyKey" in body}
     if done.deduped:
-        tc.call.warn("access.feedback_deduped", f"an equal record exists; count is now {done.data['count']}",
-                     severity="info")
+        tc.call.warn("access.feedback_deduped", f"a record with this dedupeKey exists; its count is now "
+                     f"{done.data['count']} and this input was not filed separately", severity="info")
     return done.data
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.core.config.model import MIN_SECRET_CHARS
 from gateway.core.errors import ConfigError
 from gateway.core.types import Secret
 from gateway.core.validate import Fields, Problem
@@ -93,6 +94,18 @@ def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -
     if WHITESPACE.search(value):
         raise ConfigError(key, "gives a secret containing whitespace")
     return Secret(value)
+
+
+def read_signing_key(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -> Secret:
+    """A tenant's HMAC signing key: `read_secret`, then at least MIN_SECRET_CHARS characters.
+
+    Raises ConfigError naming `key` (never the value, nor its length).
+    """
+    value = read_secret(source, key, base_dir, env)
+    if len(value.reveal()) < MIN_SECRET_CHARS:
+        raise ConfigError(key, f"gives a signing key shorter than {MIN_SECRET_CHARS} characters; use a longer one "
+                          "(`kbgate secrets add` generates 43)")
+    return value
 
 
 def secret_ref(f: Fields, env_key: str, file_key: str, *, required: bool) -> tuple[str, str] | None:

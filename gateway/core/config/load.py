@@ -28,6 +28,7 @@ from gateway.core.config.model import (
 )
 from gateway.core.config.tenants import parse_tenants
 from gateway.core.errors import ConfigError
+from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
@@ -116,7 +117,7 @@ def _indexer(top: Fields, base_dir: Path) -> tuple[Path, int]:
 
 
 def _server(t: Fields) -> ServerConfig:
-    t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout"})
+    t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds"})
     bind = t.string("bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -127,14 +128,16 @@ def _server(t: Fields) -> ServerConfig:
         max_body_bytes=t.integer("max_body_bytes", 64 * KIB, lo=256, hi=16 * 1024 * KIB),
         body_timeout_seconds=t.number("body_timeout_seconds", 10.0, lo=0.1, hi=300.0),
         graceful_timeout=t.number("graceful_timeout", 10.0, lo=0.0, hi=600.0),
+        keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
     )
 
 
 def _replay(t: Fields) -> ReplayConfig:
     t.only({"redis_url", "tolerance_seconds", "timeout_seconds", "key_prefix"})
     url = t.data.get("redis_url")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://"))):
-        raise ConfigError("replay.redis_url", "must be a redis://, rediss:// or unix:// URL")
+    problem = None if url is None else url_problem(url)
+    if problem is not None:
+        raise ConfigError("replay.redis_url", problem)
     return ReplayConfig(
         redis_url=url or None,
         tolerance_seconds=t.integer("tolerance_seconds", DEFAULT_TOLERANCE, lo=1, hi=DEFAULT_TOLERANCE),

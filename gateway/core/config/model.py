@@ -14,6 +14,9 @@ from pathlib import Path
 from gateway.core.types import KIB, SECONDS, Secret
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
+# A callback signing key shorter than this is refused: one captured request lets anyone test
+# candidate keys offline against its HMAC, and a short key falls to that search.
+MIN_SECRET_CHARS = 16
 # The gateway's own endpoints: a tenant's callback path may not shadow them.
 RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "/agent-access/")
 # Agent Access tool API (seed 002 §7); 'get_page.full_text' lets get_page return whole text.
@@ -82,14 +85,21 @@ class Tenant:
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """[server]: bind HOST:PORT, hypercorn workers, request body cap (bytes) and deadline (s),
-    graceful shutdown (s)."""
+    """[server]: the listener. bind HOST:PORT, hypercorn workers. Sizes in bytes, durations in seconds.
+
+    body_timeout_seconds: a request body must arrive within this (else 408).
+    graceful_timeout: how long a stopping worker finishes the requests in flight.
+    keep_alive_seconds: a connection with no request in progress (idle between requests, or
+        still sending a request's headers) is closed after this; hypercorn has no separate
+        header timeout, so this is what bounds a client trickling headers.
+    """
 
     bind: str = "127.0.0.1:8080"
     workers: int = 1
     max_body_bytes: int = 64 * KIB
     body_timeout_seconds: float = 10.0
     graceful_timeout: float = 10.0
+    keep_alive_seconds: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)

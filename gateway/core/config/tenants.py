@@ -19,7 +19,7 @@ from gateway.core.config.fields import (
     globs,
     instant,
     named,
-    read_secret,
+    read_signing_key,
     secret_ref,
     table_of,
 )
@@ -89,7 +89,7 @@ def _secret(s: Fields, earlier: list[SecretKey], base_dir: Path, env: Mapping[st
     if source.startswith("file:"):  # kept absolute, so a reload re-reads the same file
         fp = Path(source[5:])
         source = f"file:{fp if fp.is_absolute() else base_dir / fp}"
-    value = read_secret(source, where, base_dir, env)
+    value = read_signing_key(source, where, base_dir, env)
     return SecretKey(kid, value, instant(s.data.get("not_after"), s.key("not_after")), source)
 
 
