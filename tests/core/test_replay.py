@@ -15,11 +15,12 @@ import pytest
 import redis
 
 from gateway.core.clock import FixedClock
-from gateway.core.errors import DependencyUnavailable
+from gateway.core.errors import ClientDisconnected, DependencyUnavailable, Replayed
 from gateway.core.replay import (
     PENDING_SECONDS,
     MemoryNonceStore,
     RedisNonceStore,
+    answer_once,
     claim_expiry,
     make_store,
     nonce_key,
@@ -320,3 +321,61 @@ def test_redis_restart_costs_no_failed_claim(tmp_path: Path) -> None:
         assert asyncio.run(go()) == ["claimed", "claimed", "pending"]
     finally:
         server.stop()
+
+
+# ------------------------------------------------------------------ answer_once (the handler's choreography)
+
+
+def test_answer_once_answers_once_and_releases_on_failure() -> None:
+    clock = FixedClock(NOW)
+    store = MemoryNonceStore(clock)
+
+    def boom() -> bytes:
+        raise ValueError("the search failed")
+
+    async def go() -> None:
+        with pytest.raises(ValueError):
+            await answer_once(store, "k", int(NOW) + 60, boom)
+        assert await answer_once(store, "k", int(NOW) + 60, lambda: b"ok") == b"ok"  # released: answered now
+        with pytest.raises(Replayed) as err:
+            await answer_once(store, "k", int(NOW) + 60, lambda: b"again")
+        assert err.value.code == "replayed"
+        with pytest.raises(ClientDisconnected):
+            await answer_once(store, "gone", int(NOW) + 60, lambda: b"late", lambda: True)
+        assert (await store.claim("gone", int(NOW) + 60)).state == "claimed"  # the hang-up released it
+
+    asyncio.run(go())
+
+
+def test_answer_once_loses_to_a_retry_that_took_the_claim_over() -> None:
+    clock = FixedClock(NOW)
+
+    class SlowOwner(MemoryNonceStore):
+        async def answered(self, key: str, owner: str, expire_at: int) -> str:
+            clock.advance(PENDING_SECONDS + 1)  # the owner took longer than its deadline...
+            assert (await self.claim(key, expire_at)).state == "claimed"  # ...and a retry took over
+            return await super().answered(key, owner, expire_at)
+
+    store = SlowOwner(clock)
+
+    async def go() -> None:
+        with pytest.raises(Replayed) as err:
+            await answer_once(store, "k", int(NOW) + 60, lambda: b"first")
+        assert err.value.code == "delivery_pending"
+        assert (await store.claim("k", int(NOW) + 60)).state == "pending"  # the retry's claim stands
+
+    asyncio.run(go())
+
+
+def test_memory_store_purges_released_records_and_answers_ping() -> None:
+    clock = FixedClock(NOW)
+    store = MemoryNonceStore(clock)
+
+    async def go() -> bool:
+        claim = await store.claim("k", int(NOW) + 10)
+        await store.release("k", claim.owner)
+        clock.advance(11)
+        await store.claim("other", int(NOW) + 100)  # purges the released key's expiry entry
+        return await store.ping()
+
+    assert asyncio.run(go()) is True and len(store) == 1
