@@ -42,11 +42,12 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 # 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
 #    and title_bigrams without frequencies
+# 5: body analysis of a chunk includes its section's heading trail (Section.trail)
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 UNIGRAM_TOKENIZER = "kbgate_cjk_chars"

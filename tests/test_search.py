@@ -259,3 +259,14 @@ def test_common_terms_only_score_documents_that_match_a_rarer_term(tmp_path: Pat
     ki.ingest(docs, progress=False)
     assert [h.doc_id for h in ki.search("通用 钨钢", 10)] == ["rare"]
     assert len(ki.search("通用", 10)) == 10  # a query of common terms only still finds them
+
+
+def test_a_section_is_found_by_the_headings_above_it(tmp_path: Path) -> None:
+    from indexes.ingest.markdown import parse_markdown
+
+    page = parse_markdown("# 手册\n\n## 垃圾回收\n\n### 参数\n\n" + "保留时间默认十分钟，可以调整。" * 3
+                          + "\n\n## 备份\n\n### 参数\n\n" + "并发默认四，可以调整。" * 3 + "\n", "manual.md")
+    ki = IndexStore(tmp_path).create_or_open_for_write("trail", chunk_chars=50)
+    ki.ingest([page], progress=False)
+    [hit] = ki.search("垃圾回收 参数", 1, one_per_document=False)
+    assert "保留时间" in hit.content and "并发" not in hit.content
