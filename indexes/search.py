@@ -60,7 +60,7 @@ DEFAULT_BOOSTS = Boosts()
 
 COMMON_TERM_RATIO = 0.2
 COMMON_TERM_MIN_CHUNKS = 100
-"""A body word or bigram found in more than COMMON_TERM_RATIO of an index's chunks (and in
+"""A body word, bigram or character found in more than COMMON_TERM_RATIO of an index's chunks (and in
 more than COMMON_TERM_MIN_CHUNKS, so that a small index has no common term) is a common
 term: it selects no document by itself and only adds its score (times `Boosts.common`) to
 chunks that match a rarer term of the query, unless every term of the query is common. The
@@ -201,8 +201,8 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
     """OR of term queries: words on body_words, bigrams on body_bigrams, lone CJK characters on
     *_unigrams (BM25 over chunks), and a title clause per word and bigram.
 
-    Body words and bigrams in more than COMMON_TERM_RATIO of the chunks (and more than
-    COMMON_TERM_MIN_CHUNKS) only score chunks that
+    Body words, bigrams and characters in more than COMMON_TERM_RATIO of the chunks (and more
+    than COMMON_TERM_MIN_CHUNKS) only score chunks that
     match a rarer term (unless all terms are common); a bigram spanning two query words weighs
     `boosts.joins`.
 
@@ -217,13 +217,14 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
     df = (doc_freqs or DocFreqs()).get
     chunks = searcher.num_docs
     body = [(field, tok, boost) for field, tokens, boost in (("body_words", terms.words, boosts.body_words),
-                                                            ("body_bigrams", terms.bigrams, boosts.body_bigrams))
+                                                            ("body_bigrams", terms.bigrams, boosts.body_bigrams),
+                                                            ("body_unigrams", terms.chars, boosts.body_unigrams))
             if boost > 0 for tok in tokens]
     cutoff = max(COMMON_TERM_RATIO * chunks, COMMON_TERM_MIN_CHUNKS)
     rare = [b for b in body if df(searcher, b[0], b[1]) <= cutoff] or body
     common = [b for b in body if b not in rare]
-    plan = [*rare, *(("body_unigrams", c, boosts.body_unigrams) for c in terms.chars if boosts.body_unigrams > 0),
-            *(("title_unigrams", c, boosts.title_unigrams) for c in terms.chars if boosts.title_unigrams > 0)]
+    plan = [*rare, *(("title_unigrams", tok, boosts.title_unigrams) for field, tok, _ in rare
+                     if field == "body_unigrams" and boosts.title_unigrams > 0)]
     for field, tok, boost in plan:
         if field == "body_bigrams" and tok in terms.joins:
             boost *= boosts.joins
