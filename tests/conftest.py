@@ -26,7 +26,7 @@ from gateway.core.replay import RedisNonceStore
 from gateway.serve.app import Gateway, create_app
 from indexes.store import IndexStore
 from tests.support.configs import NOW
-from tests.support.documents import DOCS
+from tests.support.documents import INDEXES
 from tests.support.harness import free_port
 
 # The agent endpoints' fixtures (env, root) for the modules that use them.
@@ -104,11 +104,11 @@ def _anyio_backend() -> str:
 
 @pytest.fixture(name="docs_index", scope="session")
 def _docs_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder (indexes.dir) holding index 'docs' of the test documents, built once.
-
-    Read-only for the tests: one that writes to an index copies it first (`private_index`)."""
+    """The folder (indexes.dir) holding the test indexes ('kb' and 'docs', tests.support.documents),
+    built once. Read-only for the tests: one that writes to an index copies it first (`private_index`)."""
     root = tmp_path_factory.mktemp("indexes")
-    IndexStore(root).create_or_open_for_write("docs").ingest(DOCS, progress=False)
+    for name, docs in INDEXES.items():
+        IndexStore(root).create_or_open_for_write(name).ingest(docs, progress=False)
     return root
 
 

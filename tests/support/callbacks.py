@@ -51,9 +51,9 @@ def ret(r: httpx.Response) -> int:
 
 def callback_config(indexes: Path, *, verify: str = "enforce", tolerance: int = 3600,
                     replay: dict[str, Any] | None = None, **search: Any) -> Config:
-    """Tenant acme (its two keys) with three routes: tech/software and 1/2 → docs, tech/missing →
+    """Tenant acme (its two keys) with three routes: tech/software and 1/2 → kb, tech/missing →
     an absent index; a 4 KiB body cap; search limits of 10 (default 3) and 100-character queries."""
-    routes = [("tech", "software", "docs"), ("1", "2", "docs"), ("tech", "missing", "absent")]
+    routes = [("tech", "software", "kb"), ("1", "2", "kb"), ("tech", "missing", "absent")]
     data = config(indexes.parent, tenants=[tenant("acme", verify=verify, keys=ACME_KEYS, routes=routes)],
                   indexes=indexes, server={"max_body_bytes": 4096},
                   replay={"tolerance_seconds": tolerance, **(replay or {})},

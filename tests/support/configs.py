@@ -38,10 +38,10 @@ Route = tuple[str, str, str]  # (FirstLevelId, SecondLevelId, index)
 
 
 def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]] = (),
-           routes: Iterable[Route] = (("tech", "software", "docs"),), path: str | None = None,
-           datasets: Iterable[str] | None = ("kb",)) -> dict[str, Any]:
+           routes: Iterable[Route] = (("tech", "software", "kb"),), path: str | None = None,
+           datasets: Iterable[str] | None = None) -> dict[str, Any]:
     """A [tenants.NAME] table. keys: (id, 'env:VAR' | 'file:PATH'); routes: (first, second, index),
-    each limited to `datasets` (the tenant's knowledge base in the test index; None: no limit)."""
+    each limited to `datasets` when given."""
     secrets = []
     for kid, source in keys:
         kind, _, ref = source.partition(":")
@@ -59,7 +59,7 @@ def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]
 # Tenant acme (enforce, rotating between two keys) and beta (report mode), as the README's examples.
 ACME_KEYS = (("acme-2026-10", "env:ACME_OLD"), ("acme-2026-11", "env:ACME_SECRET"))
 ACME = tenant("acme", keys=ACME_KEYS)
-BETA = tenant("beta", verify="report", keys=[("beta-1", "env:BETA_SECRET")], routes=[("产品", "文档", "docs")])
+BETA = tenant("beta", verify="report", keys=[("beta-1", "env:BETA_SECRET")], routes=[("产品", "文档", "kb")])
 
 EVERYTHING = {"datasets": ["*"], "path_globs": ["**"]}
 
@@ -152,10 +152,10 @@ def acme_toml(indexes: Path, *, port: int, redis_url: str, prefix: str, workers:
               server: Mapping[str, Any] | None = None, more_tenants: Iterable[Mapping[str, Any]] = (),
               admin_token: str | None = None) -> str:
     """The TOML text of a config for a real multi-worker server: tenant acme over `indexes`
-    with file secrets (id, value_file) and routes (first, second) → docs, Redis replay.
+    with file secrets (id, value_file) and routes (first, second) → kb, Redis replay.
     server: more [server] keys; more_tenants: tenant tables beside acme (see `tenant`)."""
     acme = tenant("acme", verify=verify, keys=[(kid, f"file:{vf}") for kid, vf in secrets or ()],
-                  routes=[(f, s, "docs") for f, s in routes or [("tech", "software")]])
+                  routes=[(f, s, "kb") for f, s in routes or [("tech", "software")]])
     data = config(indexes.parent, tenants=[acme, *more_tenants], indexes=indexes, port=port, workers=workers,
                   redis_url=redis_url, key_prefix=prefix, admin_token=admin_token,
                   server={"graceful_timeout": 5, **(server or {})})

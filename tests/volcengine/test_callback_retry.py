@@ -36,9 +36,9 @@ LATER = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "later", "Query":
 
 
 def retry_config(root: Path, indexes: Path, redis_url: str, prefix: str, timeout: float = 1.0) -> Config:
-    """Tenant acme: tech/software → docs, tech/later → an index 'later' that does not exist yet."""
+    """Tenant acme: tech/software → kb, tech/later → an index 'later' that does not exist yet."""
     acme = tenant("acme", keys=[("k1", "env:ACME_SECRET")],
-                  routes=[("tech", "software", "docs"), ("tech", "later", "later")])
+                  routes=[("tech", "software", "kb"), ("tech", "later", "later")])
     return parse(config(root, tenants=[acme], indexes=indexes, redis_url=redis_url, key_prefix=prefix,
                         replay={"timeout_seconds": timeout}), root, ENV)
 

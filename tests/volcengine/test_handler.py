@@ -49,7 +49,7 @@ async def test_success_envelope_and_items(client: Client) -> None:
     assert env["Ret"] == 0 and env["Msg"] == "success"
     first = env["Result"][0]
     assert first["Id"] == "kb-1"
-    assert first["Title"] == "密钥轮换指南"
+    assert first["Title"] == "密钥轮换"
     assert first["Url"] == "https://kb.example.com/1"
     assert first["PublishTime"] == 1_700_000_000
     assert first["CoverImage"] == {"Url": "https://kb.example.com/1.png", "Height": 300, "Width": 400}
