@@ -23,6 +23,7 @@ from asgi_lifespan import LifespanManager
 from gateway.core.clock import FixedClock
 from gateway.core.config import Config
 from gateway.core.replay import RedisNonceStore
+from gateway.core.types import Clock, NonceStore
 from gateway.serve.app import Gateway, create_app
 from indexes.store import IndexStore
 from tests.support.configs import NOW
@@ -119,19 +120,20 @@ def _private_index(docs_index: Path, tmp_path: Path) -> Path:
     return tmp_path / "indexes"
 
 
-Started = tuple[httpx.AsyncClient, Gateway, FixedClock]
+Started = tuple[httpx.AsyncClient, Gateway, Clock]
 
 
 @pytest.fixture(name="start_app")
-async def _start_app(redis_url: str) -> AsyncIterator[Callable[[Config], Awaitable[Started]]]:
-    """start_app(config) → (client, app, clock): the app in-process under its lifespan (so Redis
-    and indexes open as in production), a real Redis nonce store, the clock fixed at NOW.
-    Every app started is shut down when the test ends."""
+async def _start_app(redis_url: str) -> AsyncIterator[Callable[..., Awaitable[Started]]]:
+    """start_app(config, *, clock=, nonces=) → (client, app, clock): the app in-process under its
+    lifespan (so Redis and indexes open as in production). clock: fixed at NOW unless given
+    (SYSTEM_CLOCK for requests signed with the wall clock); nonces: a real Redis nonce store
+    unless given. Every app started is shut down when the test ends."""
     managers: list[LifespanManager] = []
 
-    async def start(cfg: Config) -> Started:
-        clock = FixedClock(float(NOW))
-        app = create_app(cfg, clock=clock, nonces=RedisNonceStore(redis_url, 1.0, clock))
+    async def start(cfg: Config, *, clock: Clock | None = None, nonces: NonceStore | None = None) -> Started:
+        clock = clock or FixedClock(float(NOW))
+        app = create_app(cfg, clock=clock, nonces=nonces or RedisNonceStore(redis_url, 1.0, clock))
         manager = LifespanManager(app)  # type: ignore[arg-type]
         await manager.__aenter__()
         managers.append(manager)

@@ -6,19 +6,17 @@ token is configured, filters, escaping, and that neither secrets nor query text 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from asgi_lifespan import LifespanManager
 
+from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import load_config, parse_config
 from gateway.core.errors import ConfigError
 from gateway.ops.admin.auth import bearer, token_digest, token_ok
-from gateway.serve.app import create_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ADMIN_TOKEN, ENV, SECRET_ACME, SECRET_BETA, SECRETS, two_tenants
 
@@ -27,23 +25,19 @@ AUTH = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture(name="client")
-async def _client(tmp_path: Path, docs_index: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+def _client(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """client(**two_tenants options) → a client of a fresh app on the wall clock."""
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)
-    made: list[LifespanManager] = []
+    made = iter(range(1000))
 
     async def factory(**kw: Any) -> httpx.AsyncClient:
-        sub = tmp_path / f"s{len(made)}"
+        sub = tmp_path / f"s{next(made)}"
         sub.mkdir()
-        app = create_app(load_config(two_tenants(sub, docs_index, **kw)))
-        m = LifespanManager(app)  # type: ignore[arg-type]
-        await m.__aenter__()
-        made.append(m)
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://kbgate")
+        c, _, _ = await start_app(load_config(two_tenants(sub, docs_index, **kw)), clock=SYSTEM_CLOCK)
+        return c  # type: ignore[no-any-return]
 
-    yield factory
-    for m in made:
-        await m.__aexit__(None, None, None)
+    return factory
 
 
 async def send(c: httpx.AsyncClient, tenant: str = "acme", secret: str = SECRET_ACME, **kw: Any) -> httpx.Response:

@@ -10,18 +10,17 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from asgi_lifespan import LifespanManager
 
+from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.replay import RedisNonceStore
-from gateway.serve.app import create_app
 from gateway.volcengine.signing import sign_headers
 from indexes.store import IndexStore
 from tests.support.callbacks import ret
@@ -47,23 +46,18 @@ Factory = Callable[..., Any]
 
 
 @pytest.fixture(name="gateway")
-async def _gateway(tmp_path: Path, private_index: Path) -> AsyncIterator[Factory]:
+def _gateway(tmp_path: Path, private_index: Path, start_app: Factory) -> Factory:
     """gateway(redis_url, prefix, timeout=, pending_seconds=) → a client of the app on the real
     clock, over a private copy of the test index (a test adds the index 'later' to it)."""
-    managers: list[LifespanManager] = []
 
     async def factory(redis_url: str, prefix: str, *, timeout: float = 1.0,
                       pending_seconds: float = 1.0) -> httpx.AsyncClient:
         cfg = retry_config(tmp_path, private_index, redis_url, prefix, timeout)
-        app = create_app(cfg, nonces=RedisNonceStore(redis_url, timeout, pending_seconds=pending_seconds))
-        manager = LifespanManager(app)  # type: ignore[arg-type]
-        await manager.__aenter__()
-        managers.append(manager)
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate")
+        c, _, _ = await start_app(cfg, clock=SYSTEM_CLOCK,
+                                  nonces=RedisNonceStore(redis_url, timeout, pending_seconds=pending_seconds))
+        return c  # type: ignore[no-any-return]
 
-    yield factory
-    for m in managers:
-        await m.__aexit__(None, None, None)
+    return factory
 
 
 async def deliver_until_answered(c: httpx.AsyncClient, body: bytes, headers: dict[str, str],
