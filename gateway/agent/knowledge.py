@@ -4,7 +4,7 @@
     POST /agent-api/v1/workspaces/{route}/knowledge/search   {query, limit, run_id?}
     POST /agent-api/v1/workspaces/{route}/knowledge/read     {ref, run_id?, max_bytes?, cursor?}
 
-Each call runs in the Bearer-token frame (gateway.agent.http): principal → effective scope
+Each call runs in the Bearer-token frame (gateway.core.frame): principal → effective scope
 through the one scope engine (gateway.core.scope.resolve_agent) → the one scoped retrieval
 (gateway.core.retrieve) → a JSON body validated in tests against
 gateway/agent/schemas/*.json. Errors use `AGENT_CODES` in the protocol's error envelope and
@@ -24,12 +24,12 @@ from typing import Any
 
 from starlette.routing import Route
 
-from gateway.agent.http import Call, Reply, dumps, endpoint
 from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
 from gateway.agent.refs import RefClaims, RefSigner
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentRoute
 from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
+from gateway.core.frame import Call, Reply, dumps, endpoint
 from gateway.core.runtime import Runtime
 from gateway.core.scope import EffectiveScope, agent_configuration, allows, resolve_agent, scope_revision
 from gateway.core.types import KIB

@@ -1,6 +1,6 @@
 """The Agent Access tool API (seed 002): `POST /agent-access/v1/tools/{tool}`.
 
-One straight path per call, in the Bearer-token frame (gateway.agent.http):
+One straight path per call, in the Bearer-token frame (gateway.core.frame):
 
     Bearer token → client, principal          (never the body)
     body → AgentToolRequest                   (request.py: caller, scope, input, keys)
@@ -23,12 +23,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from gateway.agent.http import Call, endpoint
 from gateway.agent.tools.clients import LazyClients
 from gateway.agent.tools.read import tool_ask, tool_get_context, tool_get_page, tool_search
 from gateway.agent.tools.request import ToolCall, ToolsWire, read_request
 from gateway.agent.tools.write import tool_create_feedback, tool_create_improvement_task
 from gateway.core.errors import ToolError
+from gateway.core.frame import Call, endpoint
 from gateway.core.runtime import Runtime
 
 PATH = "/agent-access/v1/tools/{tool}"

@@ -18,12 +18,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.agent.http import Call, Reply, dumps
 from gateway.agent.idempotency import CANONICAL_PREFIX, canonical_dedupe_key
 from gateway.agent.tools.clients import LazyClients
 from gateway.core import audit
 from gateway.core.config import AgentRoute
 from gateway.core.errors import AccessDenied, AgentError, ToolError
+from gateway.core.frame import Call, Reply, dumps
 from gateway.core.scope import EffectiveScope
 from gateway.core.types import KIB
 from gateway.core.validate import Fields, Problem

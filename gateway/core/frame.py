@@ -1,6 +1,9 @@
 """The one request frame of every Bearer-token wing: from an HTTP request to one audited answer.
 
-    method → Bearer token → (client, principal)          gateway.agent.principals, never the body
+It lives in the core because every Bearer-token wing (agent, dify, mcp) uses it and a wing may
+not import another wing.
+
+    method → Bearer token → (client, principal)          gateway.core.principals, never the body
     → the wing's handler(call)                            reads its bounded JSON body through the call
     → the wing's answer, or its refusal for any error     a `Wire` says how, in its own format
     → Cache-Control: no-store, X-Request-Id, one audit line (gateway.core.audit)
@@ -24,11 +27,11 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.agent.principals import authenticate_agent
 from gateway.core import audit
 from gateway.core.bodies import read_json_object
 from gateway.core.config import AgentClient, AgentRoute, Config
 from gateway.core.errors import AgentError
+from gateway.core.principals import authenticate_agent
 from gateway.core.runtime import Runtime
 from gateway.core.scope import EffectiveScope, Principal
 from gateway.core.validate import Fields, Problem
