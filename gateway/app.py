@@ -56,7 +56,7 @@ class Runtime:
         self.nonces: NonceStore = nonces or make_store(
             config.replay.redis_url, config.replay.timeout_seconds, clock
         )
-        self.indexes = IndexStore(config.indexes_dir)
+        self.indexes = IndexStore(config.indexes_dir, dense=config.dense)
         self.metrics = Metrics(self.index_stats)
         self.deliveries: DeliveryLog = make_delivery_log(config, on_drop=self.metrics.drop)
         self.access: agent_access.AccessState | None = None  # built on first tool call

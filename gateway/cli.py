@@ -23,10 +23,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.config import Config, load_config, load_indexes_dir
+from gateway.config import Config, load_config, load_indexes
 from gateway.errors import ConfigError, KbgateError
 from gateway.signing import NONCE_PATTERN
-from indexes.errors import IndexStoreError
+from indexes.errors import EmbeddingError, IndexStoreError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except IndexStoreError as exc:  # messages name the index, never a secret
         print(f"kbgate: {exc}", file=sys.stderr)
+        return 1
+    except EmbeddingError as exc:  # names the provider and the cause, never the key or the text
+        print(f"kbgate: {exc}; nothing was committed, run the same command again", file=sys.stderr)
         return 1
     except OSError as exc:  # a file named on the command line
         where = f": {exc.filename}" if exc.filename else ""
@@ -175,7 +178,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
     from indexes.types import Document
 
-    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
+    indexes_dir, dense = load_indexes(args.config)  # the indexer needs no gateway secrets
+    store = IndexStore(indexes_dir, dense=dense)
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -190,11 +194,14 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset
                  else d for d in items)
     started = time.perf_counter()
-    report = store.create_or_open_for_write(args.index).ingest(
-        items, delete_missing=args.delete_missing, progress=not args.no_progress)
+    index = store.create_or_open_for_write(args.index)
+    report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
     took = time.perf_counter() - started
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
+    dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
+    if dense_report is not None:
+        print(dense_report.line(args.index))
     for path, reason in report.errors:
         print(f"  skipped {path}: {reason}", file=sys.stderr)
     return 1 if report.errors else 0
@@ -203,7 +210,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
 def cmd_index_list(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
 
-    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
+    store = IndexStore(load_indexes(args.config)[0])  # the indexer needs no secrets
     names = [args.index] if getattr(args, "index", None) else store.names()
     if not names:
         print(f"no indexes under {store.root}")

@@ -20,6 +20,7 @@ from typing import Any
 
 from gateway.errors import ConfigError
 from gateway.types import KIB, SECONDS, Secret
+from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
 from indexes.search import glob_problem
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
@@ -146,6 +147,7 @@ class Config:
     agent: AgentConfig = field(default_factory=lambda: AgentConfig())
     audit: AuditConfig = field(default_factory=lambda: AuditConfig())
     access: AccessConfig = field(default_factory=lambda: AccessConfig())
+    dense: Mapping[str, DenseConfig] = field(default_factory=dict)
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""
@@ -184,9 +186,30 @@ def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
         raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+    # Per-index tables ([indexes.<name>.dense]) are not read here: listing needs no API key.
+    return p.resolve().parent / _str(_table(data, "indexes"), "indexes", "dir", "data/indexes")
+
+
+def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
+                 ) -> tuple[Path, dict[str, DenseConfig]]:
+    """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
+    (`[indexes.<name>.dense]`), and nothing else of the file.
+
+    For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
+    environment: only an embedding service's API key, when one is configured, is read.
+    Raises ConfigError for an unreadable or invalid file or key.
+    """
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+    base = p.resolve().parent
     idx = _table(data, "indexes")
-    _only(idx, "indexes", {"dir"})
-    return p.resolve().parent / _str(idx, "indexes", "dir", "data/indexes")
+    return base / _str(idx, "indexes", "dir", "data/indexes"), _indexes_dense(
+        idx, base, os.environ if env is None else env)
 
 
 def parse_config(
@@ -208,8 +231,8 @@ def parse_config(
             "set replay.redis_url to share nonces between workers",
         )
     idx = _table(data, "indexes")
-    _only(idx, "indexes", {"dir"})
     indexes_dir = base_dir / _str(idx, "indexes", "dir", "data/indexes")
+    dense = _indexes_dense(idx, base_dir, env)
     search = _search(_table(data, "search"))
     log = _table(data, "log")
     _only(log, "log", {"level"})
@@ -246,6 +269,7 @@ def parse_config(
         agent=agent,
         audit=audit,
         access=access,
+        dense=dense,
     )
 
 
@@ -412,6 +436,98 @@ def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, s
             raise ConfigError(rkey, "repeats an earlier (first_level_id, second_level_id) pair")
         routes.append(route)
     return Tenant(name, path, verify, tuple(secrets), tuple(routes))
+
+
+def _indexes_dense(idx: Mapping[str, Any], base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
+    """`[indexes]`: `dir`, and one `[indexes.<name>]` table per index with settings, whose only
+    key today is the `dense` table (hybrid retrieval, opt-in per index)."""
+    out: dict[str, DenseConfig] = {}
+    for name, t in idx.items():
+        if name == "dir":
+            continue
+        key = f"indexes.{name}"
+        if not isinstance(t, dict):
+            raise ConfigError(key, "is not a known key (a typo?); per-index settings are tables, "
+                              f"e.g. [indexes.{name}.dense]")
+        if not _INDEX_NAME.fullmatch(name):
+            raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
+        _only(t, key, {"dense"})
+        if "dense" in t:
+            if not isinstance(t["dense"], dict):
+                raise ConfigError(f"{key}.dense", "must be a table")
+            out[name] = _dense(t["dense"], f"{key}.dense", base_dir, env)
+    return out
+
+
+def _dense(t: Mapping[str, Any], key: str, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
+    """One `[indexes.<name>.dense]` table → DenseConfig (deploy/gateway.example.toml documents
+    each key). Every problem names its key; an API key's value is never echoed."""
+    _only(t, key, {"provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
+                   "passage_prefix", "batch_size", "max_input_chars", "timeout_seconds", "retries",
+                   "backoff_seconds", "query_timeout_ms", "breaker_failures", "breaker_reset_seconds",
+                   "candidates", "fusion", "rrf_k", "lexical_weight", "dense_weight", "cache_dir", "threads"})
+    provider = _str(t, key, "provider", None)
+    if provider not in PROVIDERS:
+        raise ConfigError(f"{key}.provider", f"must be one of {', '.join(repr(p) for p in PROVIDERS)}")
+    model = _str(t, key, "model", None)
+    if provider == "local" and model not in LOCAL_MODELS:
+        raise ConfigError(f"{key}.model", f"with provider 'local' must be one of {', '.join(LOCAL_MODELS)}")
+    remote_only = ("url", "api_key_env", "api_key_file", "dimensions")
+    url: str | None = None
+    api_key: ApiKey | None = None
+    if provider == "openai":
+        url = _str(t, key, "url", None)
+        if not url.startswith(("http://", "https://")) or _WHITESPACE.search(url):
+            raise ConfigError(f"{key}.url", "must be the http:// or https:// URL of the embeddings endpoint, "
+                              "e.g. https://ark.cn-beijing.volces.com/api/v3/embeddings")
+        if "api_key_env" in t and "api_key_file" in t:
+            raise ConfigError(key, "takes at most one of api_key_env or api_key_file")
+        if "api_key_env" in t:
+            api_key = ApiKey(read_secret("env:" + _str(t, key, "api_key_env", None), f"{key}.api_key_env",
+                                         base_dir, env).reveal())
+        elif "api_key_file" in t:
+            api_key = ApiKey(read_secret("file:" + _str(t, key, "api_key_file", None), f"{key}.api_key_file",
+                                         base_dir, env).reveal())
+    else:
+        for k in remote_only:
+            if k in t:
+                raise ConfigError(f"{key}.{k}", "applies to provider 'openai' only")
+    if provider != "local" and "threads" in t:
+        raise ConfigError(f"{key}.threads", "applies to provider 'local' only")
+    fusion = _str(t, key, "fusion", "rrf")
+    if fusion not in FUSIONS:
+        raise ConfigError(f"{key}.fusion", f"must be one of {', '.join(repr(f) for f in FUSIONS)}")
+    prefixes = {}
+    for k in ("query_prefix", "passage_prefix"):
+        v = t.get(k, "")
+        if not isinstance(v, str) or len(v) > 200:
+            raise ConfigError(f"{key}.{k}", "must be a string of at most 200 characters")
+        prefixes[k] = v
+    lexical_weight = _num(t, key, "lexical_weight", 1.0, lo=0.0, hi=100.0)
+    dense_weight = _num(t, key, "dense_weight", 1.0, lo=0.0, hi=100.0)
+    if lexical_weight == 0 and dense_weight == 0:
+        raise ConfigError(f"{key}.dense_weight", "and lexical_weight cannot both be 0")
+    cache_dir = None
+    if "cache_dir" in t:
+        ref = Path(_str(t, key, "cache_dir", None))
+        cache_dir = ref if ref.is_absolute() else base_dir / ref
+    return DenseConfig(
+        provider=provider, model=model, url=url, api_key=api_key,
+        dimensions=_int(t, key, "dimensions", 0, lo=1, hi=16_384) if "dimensions" in t else None,
+        query_prefix=prefixes["query_prefix"], passage_prefix=prefixes["passage_prefix"],
+        batch_size=_int(t, key, "batch_size", 32, lo=1, hi=2048),
+        max_input_chars=_int(t, key, "max_input_chars", 2000, lo=16, hi=100_000),
+        timeout_seconds=_num(t, key, "timeout_seconds", 30.0, lo=0.1, hi=600.0),
+        retries=_int(t, key, "retries", 4, lo=0, hi=10),
+        backoff_seconds=_num(t, key, "backoff_seconds", 0.5, lo=0.0, hi=60.0),
+        query_timeout_ms=_int(t, key, "query_timeout_ms", 250, lo=1, hi=10_000),
+        breaker_failures=_int(t, key, "breaker_failures", 3, lo=1, hi=100),
+        breaker_reset_seconds=_num(t, key, "breaker_reset_seconds", 30.0, lo=0.1, hi=3600.0),
+        candidates=_int(t, key, "candidates", 50, lo=1, hi=1000),
+        fusion=fusion, rrf_k=_int(t, key, "rrf_k", 60, lo=1, hi=1000),
+        lexical_weight=lexical_weight, dense_weight=dense_weight, cache_dir=cache_dir,
+        threads=_int(t, key, "threads", 1, lo=1, hi=64),
+    )
 
 
 # ---------------------------------------------------------------- typed getters

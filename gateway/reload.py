@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbgate.reload")
 
 INTERVAL = 1 * SECONDS
-RESTART_ONLY = ("server", "replay", "indexes_dir")
+RESTART_ONLY = ("server", "replay", "indexes_dir", "dense")
 
 # Set by gateway.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
 # and the config the master validated at start (used only when the file is invalid now).
@@ -113,7 +113,8 @@ def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Confi
         return refresh_secrets(old, env), []
     new = load_config(old.source, env=env)
     changed = [k for k in RESTART_ONLY if getattr(new, k) != getattr(old, k)]
-    return dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir), changed
+    return (dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
+                                dense=old.dense), changed)
 
 
 def refresh_secrets(old: Config, env: dict[str, str] | None = None) -> Config:
@@ -179,7 +180,7 @@ class Reloader:
         logging.getLogger("kbgate").setLevel(new.log_level.upper())
         log.info("config reloaded", extra={
             "file": str(new.source), "trigger": trigger, "pid": os.getpid(), "tenants": sorted(new.tenants),
-            "needs_restart": [("indexes.dir" if k == "indexes_dir" else k) for k in restart]})
+            "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense"}.get(k, k) for k in restart]})
         for t in new.tenants.values():
             if t.verify == "report":
                 log.warning("tenant in report mode: unsigned requests are answered",

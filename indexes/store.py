@@ -18,11 +18,11 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tantivy
 from tantivy import Query
@@ -43,6 +43,9 @@ from .types import (
     SearchFilter,
     StoredDocument,
 )
+
+if TYPE_CHECKING:
+    from .dense.config import DenseConfig
 
 __all__ = ["IndexStore", "KnowledgeIndex", "document_revision"]
 
@@ -519,9 +522,13 @@ class KnowledgeIndex:
 class IndexStore:
     """The folder of named indexes. `open` results are cached (one reader per index)."""
 
-    def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
+                 dense: Mapping[str, DenseConfig] | None = None) -> None:
+        """root: the folder of indexes. dense: index name → its hybrid settings; those indexes
+        open as `indexes.dense.index.HybridIndex` (the others stay lexical)."""
         self.root = Path(root)
         self._clock = clock
+        self.dense: Mapping[str, DenseConfig] = dense or {}
         self._open: dict[str, KnowledgeIndex] = {}
         self._lock = threading.Lock()
 
@@ -549,8 +556,7 @@ class IndexStore:
             meta = check_sidecar(folder, name)
             index = tantivy.Index.open(str(folder))
             register_analyzers(index)
-            ki = KnowledgeIndex(name, folder, index, clock=self._clock,
-                                chunk_chars=int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
+            ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
             self._open[name] = ki
             return ki
 
@@ -570,4 +576,14 @@ class IndexStore:
             index = tantivy.Index(build_schema(), path=str(folder))
             write_sidecar(folder, {"chunk_chars": chunk_chars})
         register_analyzers(index)
-        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars)
+        return self._make(name, folder, index, chunk_chars, warm=False)
+
+    def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
+              warm: bool = True) -> KnowledgeIndex:
+        dense = self.dense.get(name)
+        if dense is None:
+            return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars)
+        from .dense.index import HybridIndex
+
+        return HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
+                           chunk_chars=chunk_chars, warm=warm)

