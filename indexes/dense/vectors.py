@@ -132,6 +132,7 @@ def load(folder: Path, *, view: bool = True) -> VectorSet | None:
             index = Index.restore(str(graph), view=view)
             if index is None:
                 return None
+            index.expansion_search = EXPANSION_SEARCH  # a search setting: not kept in the file
         return VectorSet(folder, manifest, index)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         return None
