@@ -121,7 +121,7 @@ def test_schema_version_mismatch_raises(store: IndexStore, index: KnowledgeIndex
 def test_parallel_analysis_indexes_the_same_as_in_process(
     store: IndexStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import indexes.store as store_module
+    import indexes.writer as store_module
 
     docs = [_doc(f"d{i}", f"第{i}篇文档讲述密钥轮换与重放防护。" * (1 + i % 5)) for i in range(60)]
     one = store.create_or_open_for_write("one")
@@ -141,7 +141,7 @@ def test_parallel_analysis_indexes_the_same_as_in_process(
 def test_repeated_id_in_one_run_keeps_only_the_last(
     index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import indexes.store as store_module
+    import indexes.writer as store_module
 
     monkeypatch.setattr(store_module, "INGEST_BATCH_DOCS", 1000)  # both copies queued in one batch
     index.ingest([_doc("dup", "第一版内容：苹果"), _doc("dup", "第二版内容：香蕉")], progress=False)

@@ -23,6 +23,7 @@ from typing import Any
 import tantivy
 
 from ..analysis import query_terms
+from ..hits import make_hit
 from ..search import build_query
 from ..store import KnowledgeIndex
 from ..types import Document, Hit, IngestError, IngestReport, SearchFilter
@@ -103,15 +104,11 @@ class HybridIndex(KnowledgeIndex):
         if q is not None:
             hits = self.dense.search(self._index, q, query, terms, filters, limit,
                                      one_per_document=one_per_document, summary_chars=summary_chars,
-                                     content_chars=content_chars, make_hit=self._make_hit)
+                                     content_chars=content_chars, make_hit=make_hit)
             if hits is not None:
                 return hits
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
                               summary_chars=summary_chars, content_chars=content_chars)
-
-    def _make_hit(self, score: float, doc: tantivy.Document, terms: Any, summary_chars: int,
-                  content_chars: int, context: Any = ()) -> Hit:
-        return self._hit(score, doc, terms, summary_chars, content_chars, context)
 
     def ingest(self, documents: Iterable[Document | IngestError], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None) -> IngestReport:

@@ -1,0 +1,105 @@
+"""Reading whole documents back from an index: by id, by tree path, and every revision.
+
+An index stores one Tantivy document per chunk (`indexes.schema`); these functions find a
+document's chunks by its `doc_id` term and put it back together. They take a searcher, so
+a caller reads one consistent commit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tantivy
+from tantivy import Occur, Query
+
+from .types import StoredDocument
+
+__all__ = ["chunks_of", "count_matches", "doc_id_at", "read_document", "revisions", "stored_str"]
+
+
+def stored_str(doc: tantivy.Document, name: str) -> Any:
+    """The first stored value of field `name`, with bytes fields decoded as UTF-8."""
+    value = doc.get_first(name)
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def count_matches(searcher: tantivy.Searcher, query: Query) -> int:
+    """How many chunks `query` matches (Tantivy's count collector)."""
+    found: Any = searcher.search(query, 1, count=True)  # the stubs lack SearchResult.count
+    return int(found.count or 0)
+
+
+def chunks_of(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str) -> list[tantivy.Document]:
+    """Every stored chunk of document `doc_id`, in chunk order; [] when there is none."""
+    q = Query.term_query(schema, "doc_id", doc_id)
+    count = count_matches(searcher, q)
+    if not count:
+        return []
+    docs = [searcher.doc(a) for _, a in searcher.search(q, count).hits]
+    return sorted(docs, key=lambda d: int(d.get_first("chunk") or 0))
+
+
+def read_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str, *,
+                  include_hidden: bool = False) -> StoredDocument | None:
+    """The whole document `doc_id` reassembled from its chunks in order, or None.
+
+    Hidden documents (qa_visible=False) read as None unless include_hidden.
+    Text: each section heading then its body (overlaps removed), joined by newlines.
+    """
+    chunks = chunks_of(searcher, schema, doc_id)
+    if not chunks:
+        return None
+    first = chunks[0]
+    visible = first.get_first("qa_visible") == 1
+    if not visible and not include_hidden:
+        return None
+    parts: list[str] = []
+    section = None
+    for c in chunks:
+        body = (stored_str(c, "text") or "")[c.get_first("overlap") or 0:]
+        if c.get_first("section") != section:
+            section = c.get_first("section")
+            heading = c.get_first("heading")
+            if heading:
+                parts.append(str(heading))
+            parts.append(body)
+        else:
+            parts[-1] += body
+    return StoredDocument(
+        doc_id=doc_id,
+        title=first.get_first("title") or "",
+        text="\n".join(p for p in parts if p),
+        revision=first.get_first("revision") or "",
+        url=first.get_first("url") or None,
+        summary=stored_str(first, "summary") or None,
+        publish_time=first.get_first("publish_time"),
+        path=first.get_first("path") or "",
+        dataset=first.get_first("dataset") or "",
+        qa_visible=visible,
+    )
+
+
+def doc_id_at(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> str | None:
+    """The id of the document whose tree path is exactly `path` (raw term), or None.
+
+    Visibility is not checked here; callers read the document and check it.
+    """
+    q = Query.boolean_query([(Occur.Must, Query.term_query(schema, "path", path)),
+                             (Occur.Must, Query.term_query(schema, "chunk", 0))])
+    hits = searcher.search(q, 1).hits
+    if not hits:
+        return None
+    return str(searcher.doc(hits[0][1]).get_first("doc_id"))
+
+
+def revisions(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, str]:
+    """doc_id → revision for every document in the index (read from chunk 0)."""
+    q = Query.term_query(schema, "chunk", 0)
+    count = count_matches(searcher, q)
+    if not count:
+        return {}
+    out: dict[str, str] = {}
+    for _, address in searcher.search(q, count).hits:
+        d = searcher.doc(address)
+        out[str(d.get_first("doc_id"))] = str(d.get_first("revision"))
+    return out

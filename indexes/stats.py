@@ -1,0 +1,30 @@
+"""Counts of one index for `kbgate index stats`, /readyz and metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import tantivy
+from tantivy import Query
+
+from .documents import count_matches
+from .types import IndexStats
+
+__all__ = ["index_stats"]
+
+
+def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexStats:
+    """Documents (chunk-0 count), chunks, generation (commit opstamp from meta.json), last
+    commit time (meta.json mtime, unix seconds; None when unreadable) and size on disk in
+    bytes (the files directly in `folder`)."""
+    docs = count_matches(searcher, Query.term_query(schema, "chunk", 0))
+    last: float | None
+    try:
+        meta_path = folder / "meta.json"
+        opstamp = int(json.loads(meta_path.read_text(encoding="utf-8")).get("opstamp", 0))
+        last = meta_path.stat().st_mtime
+    except (OSError, ValueError):
+        opstamp, last = 0, None
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    return IndexStats(name, docs, int(searcher.num_docs), opstamp, last, size)

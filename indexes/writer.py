@@ -1,0 +1,168 @@
+"""The single writer of an index: parallel analysis and the upsert loop of `ingest`.
+
+`ingest` upserts documents by id in one Tantivy commit (readers see all of it or none of
+it). The analysis of each document (`indexes.records.chunk_fields`) runs in this process
+for small batches and in a pool of spawned worker processes once more than
+PARALLEL_MIN_DOCS documents need indexing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+import tantivy
+
+from .errors import IndexLockedError
+from .records import chunk_fields, document_revision
+from .types import Document, IngestError, IngestReport
+
+__all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "ingest", "open_writer"]
+
+MIB = 1024 * 1024
+WRITER_HEAP_BYTES = 256 * MIB
+INGEST_BATCH_DOCS = 256  # documents analysed per batch
+PARALLEL_MIN_DOCS = 2000  # below this, worker start-up (rjieba load) costs more than it saves
+
+
+class _Analyser:
+    """Turns batches of (Document, revision) into tantivy documents added to a writer.
+
+    In this process while few documents have been seen; from PARALLEL_MIN_DOCS on, in a
+    pool of `workers` spawned processes (spawn, not fork: the writer runs threads).
+    """
+
+    def __init__(self, chunk_chars: int, workers: int | None) -> None:
+        self.chunk_chars = chunk_chars
+        self.workers = workers if workers is not None else (os.cpu_count() or 1)
+        self.seen = 0
+        self.pool: ProcessPoolExecutor | None = None
+
+    def add(self, writer: tantivy.IndexWriter, batch: list[tuple[Document, str]]) -> int:
+        """Analyse `batch`, add its chunks to `writer`; returns the number of chunks added."""
+        if not batch:
+            return 0
+        self.seen += len(batch)
+        if self.pool is None and self.workers > 1 and self.seen > PARALLEL_MIN_DOCS:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        docs = [d for d, _ in batch]
+        revisions = [r for _, r in batch]
+        sizes = [self.chunk_chars] * len(batch)
+        results: Iterable[list[dict[str, Any]]] = []
+        if self.pool is not None:
+            try:
+                results = list(self.pool.map(chunk_fields, docs, revisions, sizes, chunksize=16))
+            except BrokenProcessPool:
+                # e.g. a script without an `if __name__ == "__main__":` guard, re-run by spawn
+                print("kbgate: analysis worker processes failed; indexing in this process",
+                      file=sys.stderr)
+                self.close()
+                self.workers = 1
+        if self.pool is None:
+            results = map(chunk_fields, docs, revisions, sizes)
+        added = 0
+        for fields in results:
+            for f in fields:
+                writer.add_document(tantivy.Document(**f))
+                added += 1
+        return added
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+
+
+def open_writer(index: tantivy.Index, name: str, path: str) -> tantivy.IndexWriter:
+    """The one writer of `index` (heap WRITER_HEAP_BYTES, Tantivy's thread count).
+
+    Raises IndexLockedError when another writer (this or another process) holds it.
+    """
+    try:
+        return index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=0)
+    except ValueError as exc:
+        if "lock" in str(exc).lower():
+            raise IndexLockedError(name, path) from None
+        raise
+
+
+def ingest(
+    writer: tantivy.IndexWriter,
+    documents: Iterable[Document | IngestError],
+    known: dict[str, str],
+    *,
+    chunk_chars: int,
+    delete_missing: bool = False,
+    progress: bool = True,
+    workers: int | None = None,
+    desc: str = "index",
+) -> IngestReport:
+    """Upsert `documents` through `writer` in one commit; returns what changed.
+
+    known: doc_id → revision of what the index holds now (updated in place).
+    See `indexes.store.KnowledgeIndex.ingest` for the rules. Rolls back on any exception
+    and always waits for the writer's merging threads (which consumes the writer).
+    """
+    from tqdm import tqdm
+
+    report = IngestReport()
+    analyser = _Analyser(chunk_chars, workers)
+    batch: list[tuple[Document, str]] = []
+    batch_ids: set[str] = set()
+    try:
+        seen: set[str] = set()
+        bar = tqdm(documents, unit="doc", file=sys.stderr,
+                   disable=not progress or not sys.stderr.isatty(), desc=desc)
+        for item in bar:
+            if isinstance(item, IngestError):
+                where = item.file if item.line is None else f"{item.file}:{item.line}"
+                report.errors.append((where, item.reason))
+                continue
+            revision = document_revision(item)
+            previous = known.get(item.id)
+            if item.id in seen:
+                report.updated += 1
+            elif previous == revision:
+                seen.add(item.id)
+                report.unchanged += 1
+                continue
+            elif previous is None:
+                report.added += 1
+            else:
+                report.updated += 1
+            seen.add(item.id)
+            if item.id in batch_ids:
+                # A delete only affects documents added before it: add the queued copy first.
+                report.chunks += analyser.add(writer, batch)
+                batch, batch_ids = [], set()
+            if previous is not None or item.id in known:
+                writer.delete_documents_by_term("doc_id", item.id)
+            known[item.id] = revision
+            batch.append((item, revision))
+            batch_ids.add(item.id)
+            if len(batch) >= INGEST_BATCH_DOCS:
+                report.chunks += analyser.add(writer, batch)
+                batch, batch_ids = [], set()
+        report.chunks += analyser.add(writer, batch)
+        bar.close()
+        if delete_missing:
+            if report.errors:
+                report.errors.append(
+                    ("(delete-missing)", f"skipped: {len(report.errors)} input error(s)"))
+            else:
+                for doc_id in sorted(set(known) - seen):
+                    writer.delete_documents_by_term("doc_id", doc_id)
+                    report.deleted += 1
+        writer.commit()
+    except BaseException:
+        writer.rollback()
+        raise
+    finally:
+        analyser.close()
+        writer.wait_merging_threads()
+    return report
