@@ -147,7 +147,8 @@ class OpenAIEmbedder:
             parts.append(self._with_retries(batch))
         if not parts:
             return np.zeros((0, self.config.dimensions or 0), dtype=np.float32)
-        return np.vstack(parts)
+        out: Vectors = np.vstack(parts)
+        return out
 
     def _with_retries(self, inputs: list[str]) -> Vectors:
         attempt = 0
@@ -168,7 +169,8 @@ class OpenAIEmbedder:
         """One request, no retry: a query must be answered within its deadline."""
         if timeout <= 0:
             raise EmbeddingUnavailable(self.name, "timeout", "no time left")
-        return self._post(self._inputs([text], self.config.query_prefix), timeout)[0]
+        vector: Vectors = self._post(self._inputs([text], self.config.query_prefix), timeout)[0]
+        return vector
 
     def warm(self) -> None:
         """Nothing to load: the connection opens on the first call."""
@@ -234,12 +236,14 @@ class LocalEmbedder:
         limit, prefix = self.config.max_input_chars, self.config.passage_prefix
         parts = [self._encode([(prefix + t)[:limit] for t in texts[i:i + self.config.batch_size]], False)
                  for i in range(0, len(texts), self.config.batch_size)]
-        return np.vstack(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+        out: Vectors = np.vstack(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+        return out
 
     def embed_query(self, text: str, timeout: float) -> Vectors:
         """The query's vector. `timeout` is enforced by the caller (`QueryEncoder`): a
         computation in this process cannot be abandoned half-way."""
-        return self._encode([(self.config.query_prefix + text)[:self.config.max_input_chars]], True)[0]
+        vector: Vectors = self._encode([(self.config.query_prefix + text)[:self.config.max_input_chars]], True)[0]
+        return vector
 
     def warm(self) -> None:
         """Load the model now (about 1 s for USE) rather than on the first query."""

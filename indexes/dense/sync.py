@@ -33,8 +33,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 import tantivy
-from tantivy import Query
 
+from ..documents import chunks_of, stored_str
+from ..documents import revisions as indexed_revisions
 from ..errors import IndexLockedError
 from ..ingest.chunking import chunk
 from ..types import Document, IngestError
@@ -110,35 +111,11 @@ def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: 
     return None, index.searcher()
 
 
-def _stored(doc: tantivy.Document, field: str) -> str:
-    value = doc.get_first(field)
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    return "" if value is None else str(value)
-
-
-def indexed_revisions(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, str]:
-    """doc_id → revision of every document (its chunk 0) in the searcher's commit."""
-    q = Query.term_query(schema, "chunk", 0)
-    count = searcher.search(q, 1, count=True).count or 0
-    out: dict[str, str] = {}
-    if count:
-        for _, address in searcher.search(q, count).hits:
-            d = searcher.doc(address)
-            out[_stored(d, "doc_id")] = _stored(d, "revision")
-    return out
-
-
 def indexed_chunks(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str) -> list[tuple[str, str]]:
     """(chunk_id, text to embed) of every chunk of `doc_id` in the searcher's commit."""
-    q = Query.term_query(schema, "doc_id", doc_id)
-    count = searcher.search(q, 1, count=True).count or 0
-    out = []
-    for _, address in searcher.search(q, max(count, 1)).hits if count else []:
-        d = searcher.doc(address)
-        out.append((_stored(d, "chunk_id"), passage_text(_stored(d, "title"), _stored(d, "heading"),
-                                                         _stored(d, "text"))))
-    return out
+    return [(str(d.get_first("chunk_id")),
+             passage_text(stored_str(d, "title") or "", stored_str(d, "heading") or "", stored_str(d, "text") or ""))
+            for d in chunks_of(searcher, schema, doc_id)]
 
 
 class DenseIngest:
@@ -229,7 +206,7 @@ class DenseIngest:
         if generation is None:
             raise RuntimeError("the index kept changing while its vectors were published")
         schema = index.schema
-        revisions = indexed_revisions(searcher, schema)
+        revisions = indexed_revisions(searcher, schema)  # doc_id → revision (chunk 0)
         previous = load_current(self.folder, view=False)
         if previous is not None and previous.fingerprint != self.embedder.fingerprint:
             previous = None  # another model: nothing carries over

@@ -127,7 +127,7 @@ def load(folder: Path, *, view: bool = True) -> VectorSet | None:
         if manifest.get("format") != FORMAT:
             return None
         graph = folder / "vectors.usearch"
-        index = None
+        index: Any = None
         if manifest["chunks"]:
             index = Index.restore(str(graph), view=view)
             if index is None:
