@@ -138,3 +138,9 @@ def test_example_config_with_its_dense_table_uncommented_loads(tmp_path: Path) -
     path.write_text("\n".join(out), "utf-8")
     cfg = load_config(path, env={"ACME_SECRET": "x" * 20, "ACME_SECRET_NEXT": "y" * 20, "KBGATE_EMBEDDING_KEY": "k"})
     assert cfg.dense["software-docs"].provider == "openai"
+
+
+def test_the_demo_of_make_run_is_hybrid_with_the_embedded_model() -> None:
+    # What `make demo` reads (the indexer needs no secret: data/demo/secret may not exist yet).
+    _, dense = load_indexes(ROOT / "deploy" / "demo" / "gateway.toml", env={})
+    assert dense == {"demo-docs": DenseConfig(provider="local", model="use-multilingual-v3")}
