@@ -73,6 +73,7 @@ class DenseSearch:
         self._lock = threading.Lock()
         self._state: DenseState | None = None
         self._last_check = 0.0
+        self._warned: int | None = None
         self.counters: dict[str, int] = {}
 
     # ---- generation tracking ----------------------------------------------
@@ -97,9 +98,11 @@ class DenseSearch:
         if vectors is None or vectors.generation != generation:
             return None
         if vectors.fingerprint != self.encoder.embedder.fingerprint:
-            log.warning("vectors of another model: answering lexically; run kbgate index add",
-                        extra={"index": self.folder.name, "vectors": vectors.fingerprint,
-                               "configured": self.encoder.embedder.fingerprint})
+            if self._warned != generation:  # once per generation, not at every re-check
+                self._warned = generation
+                log.warning("vectors of another model: answering lexically; run kbgate index add",
+                            extra={"index": self.folder.name, "vectors": vectors.fingerprint,
+                                   "configured": self.encoder.embedder.fingerprint})
             return None
         return vectors
 

@@ -25,7 +25,7 @@ import tantivy
 from ..analysis import query_terms
 from ..hits import make_hit
 from ..search import build_query
-from ..store import KnowledgeIndex
+from ..store import RELOAD_CHECK_SECONDS, KnowledgeIndex
 from ..types import Document, Hit, IngestError, IngestReport, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
@@ -79,7 +79,7 @@ class HybridIndex(KnowledgeIndex):
         """Like `KnowledgeIndex.maybe_reload`, and the dense state follows the reader: it is
         invalidated before the reload and re-paired with the generation loaded after it."""
         now = self._clock()
-        if not force and now - self._last_check < 0.5:
+        if not force and now - self._last_check < RELOAD_CHECK_SECONDS:
             return False
         with self._reload_lock:
             self._last_check = now
