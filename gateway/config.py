@@ -494,7 +494,7 @@ def _dense(t: Mapping[str, Any], key: str, base_dir: Path, env: Mapping[str, str
                 raise ConfigError(f"{key}.{k}", "applies to provider 'openai' only")
     if provider != "local" and "threads" in t:
         raise ConfigError(f"{key}.threads", "applies to provider 'local' only")
-    fusion = _str(t, key, "fusion", "rrf")
+    fusion = _str(t, key, "fusion", "mix")
     if fusion not in FUSIONS:
         raise ConfigError(f"{key}.fusion", f"must be one of {', '.join(repr(f) for f in FUSIONS)}")
     prefixes = {}
@@ -503,8 +503,8 @@ def _dense(t: Mapping[str, Any], key: str, base_dir: Path, env: Mapping[str, str
         if not isinstance(v, str) or len(v) > 200:
             raise ConfigError(f"{key}.{k}", "must be a string of at most 200 characters")
         prefixes[k] = v
-    lexical_weight = _num(t, key, "lexical_weight", 1.0, lo=0.0, hi=100.0)
-    dense_weight = _num(t, key, "dense_weight", 1.0, lo=0.0, hi=100.0)
+    lexical_weight = _num(t, key, "lexical_weight", 0.7, lo=0.0, hi=100.0)
+    dense_weight = _num(t, key, "dense_weight", 0.3, lo=0.0, hi=100.0)
     if lexical_weight == 0 and dense_weight == 0:
         raise ConfigError(f"{key}.dense_weight", "and lexical_weight cannot both be 0")
     cache_dir = None

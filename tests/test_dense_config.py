@@ -36,7 +36,8 @@ def test_local_defaults(tmp_path: Path) -> None:
     cfg = parse_config(data({"provider": "local", "model": "use-multilingual-v3"}), base_dir=tmp_path, env=ENV)
     d = cfg.dense["docs"]
     assert d == DenseConfig(provider="local", model="use-multilingual-v3")
-    assert (d.fusion, d.rrf_k, d.candidates, d.query_timeout_ms, d.breaker_failures) == ("rrf", 60, 50, 250, 3)
+    assert (d.fusion, d.lexical_weight, d.dense_weight, d.candidates, d.query_timeout_ms, d.breaker_failures) == (
+        "mix", 0.7, 0.3, 50, 250, 3)
     assert parse_config(data(), base_dir=tmp_path, env=ENV).dense == {}
 
 
@@ -45,11 +46,12 @@ def test_openai_with_every_key(tmp_path: Path) -> None:
              "api_key_env": "EMBED_KEY", "dimensions": 1024, "query_prefix": "query: ", "passage_prefix": "passage: ",
              "batch_size": 64, "max_input_chars": 1000, "timeout_seconds": 20, "retries": 5, "backoff_seconds": 1,
              "query_timeout_ms": 300, "breaker_failures": 5, "breaker_reset_seconds": 10, "candidates": 80,
-             "fusion": "mix", "rrf_k": 30, "lexical_weight": 0.6, "dense_weight": 0.4, "cache_dir": "cache"}
+             "fusion": "rrf", "rrf_k": 30, "lexical_weight": 0.6, "dense_weight": 0.4, "cache_dir": "cache"}
     d = parse_config(data(table), base_dir=tmp_path, env=ENV).dense["docs"]
     assert d.api_key is not None and d.api_key.reveal() == "sk-embed-0123456789"
     assert "sk-embed" not in repr(d) and d.cache_dir == tmp_path / "cache"
-    assert (d.dimensions, d.batch_size, d.fusion, d.lexical_weight, d.candidates) == (1024, 64, "mix", 0.6, 80)
+    assert (d.dimensions, d.batch_size, d.fusion, d.rrf_k, d.lexical_weight, d.candidates) == (
+        1024, 64, "rrf", 30, 0.6, 80)
 
 
 def test_api_key_from_a_file(tmp_path: Path) -> None:
