@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.config import Config, load_config, load_indexes
+from gateway.config import Config, load_config, load_indexer_config, load_indexes, load_indexes_dir
 from gateway.errors import ConfigError, KbgateError
 from gateway.signing import NONCE_PATTERN
 from indexes.errors import EmbeddingError, IndexStoreError
@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--dataset", default=None, help="dataset name for documents that do not carry one")
     a.add_argument("--force", action="store_true",
                    help="with --delete-missing: allow PATHs that are single files (deletes every other document)")
+    a.add_argument("--max-document-bytes", type=int, default=None, metavar="BYTES",
+                   help="refuse documents larger than this (default: indexes.max_document_bytes, 10 MiB)")
     a.add_argument("--no-progress", action="store_true")
     a.add_argument("paths", nargs="+")
     a.set_defaults(func=cmd_index_add)
@@ -178,8 +180,13 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
     from indexes.types import Document
 
-    indexes_dir, dense = load_indexes(args.config)  # the indexer needs no gateway secrets
-    store = IndexStore(indexes_dir, dense=dense)
+    indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
+    store = IndexStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
+    if args.max_document_bytes is not None:
+        if args.max_document_bytes < 1:
+            print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
+            return 2
+        max_bytes = args.max_document_bytes
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -189,7 +196,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"kbgate: {problem}", file=sys.stderr)
             return 2
-    items = read_paths([Path(p) for p in args.paths])
+    items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes)
     if args.dataset:
         items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset
                  else d for d in items)
@@ -204,13 +211,15 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         print(dense_report.line(args.index))
     for path, reason in report.errors:
         print(f"  skipped {path}: {reason}", file=sys.stderr)
+    for where, message in report.warnings:
+        print(f"  warning {where}: {message}", file=sys.stderr)
     return 1 if report.errors else 0
 
 
 def cmd_index_list(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
 
-    store = IndexStore(load_indexes(args.config)[0])  # the indexer needs no secrets
+    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
     names = [args.index] if getattr(args, "index", None) else store.names()
     if not names:
         print(f"no indexes under {store.root}")

@@ -21,6 +21,7 @@ from typing import Any
 from gateway.errors import ConfigError
 from gateway.types import KIB, SECONDS, Secret
 from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.search import glob_problem
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
@@ -179,6 +180,12 @@ def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
     For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
     environment. Raises ConfigError for an unreadable or invalid file or key.
     """
+    return load_indexer_config(path)[0]
+
+
+def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
+    """(`indexes.dir` resolved against the file's folder, `indexes.max_document_bytes`):
+    what `kbgate index add` reads, like `load_indexes_dir`."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_bytes().decode("utf-8"))
@@ -186,8 +193,7 @@ def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
         raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
-    # Per-index tables ([indexes.<name>.dense]) are not read here: listing needs no API key.
-    return p.resolve().parent / _str(_table(data, "indexes"), "indexes", "dir", "data/indexes")
+    return _indexer(data, p.resolve().parent)
 
 
 def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
@@ -195,7 +201,7 @@ def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = N
     """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
     (`[indexes.<name>.dense]`), and nothing else of the file.
 
-    For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
+    For the indexer (`kbgate index add`), which must not need the gateway's secrets in its
     environment: only an embedding service's API key, when one is configured, is read.
     Raises ConfigError for an unreadable or invalid file or key.
     """
@@ -207,9 +213,15 @@ def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = N
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
     base = p.resolve().parent
+    return _indexer(data, base)[0], _indexes_dense(_table(data, "indexes"), base, os.environ if env is None else env)
+
+
+def _indexer(data: Mapping[str, Any], base_dir: Path) -> tuple[Path, int]:
     idx = _table(data, "indexes")
-    return base / _str(idx, "indexes", "dir", "data/indexes"), _indexes_dense(
-        idx, base, os.environ if env is None else env)
+    # Tables are per-index settings ([indexes.<name>.dense]), validated by _indexes_dense.
+    _only({k: v for k, v in idx.items() if not isinstance(v, dict)}, "indexes", {"dir", "max_document_bytes"})
+    limit = _int(idx, "indexes", "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
+    return base_dir / _str(idx, "indexes", "dir", "data/indexes"), limit
 
 
 def parse_config(
@@ -230,9 +242,8 @@ def parse_config(
             f"is {server.workers}, but the in-process replay store serves one worker only; "
             "set replay.redis_url to share nonces between workers",
         )
-    idx = _table(data, "indexes")
-    indexes_dir = base_dir / _str(idx, "indexes", "dir", "data/indexes")
-    dense = _indexes_dense(idx, base_dir, env)
+    indexes_dir = _indexer(data, base_dir)[0]  # max_document_bytes is the indexer's; checked here too
+    dense = _indexes_dense(_table(data, "indexes"), base_dir, env)
     search = _search(_table(data, "search"))
     log = _table(data, "log")
     _only(log, "log", {"level"})
@@ -443,7 +454,7 @@ def _indexes_dense(idx: Mapping[str, Any], base_dir: Path, env: Mapping[str, str
     key today is the `dense` table (hybrid retrieval, opt-in per index)."""
     out: dict[str, DenseConfig] = {}
     for name, t in idx.items():
-        if name == "dir":
+        if name in ("dir", "max_document_bytes"):
             continue
         key = f"indexes.{name}"
         if not isinstance(t, dict):

@@ -164,15 +164,19 @@ class QueryTerms:
     """The analysed query: distinct jieba words and distinct bigram tokens, in query order.
 
     text: the normalized query (used for query-biased excerpts).
+    chars: the CJK characters that stand alone in the query (a one-character run once stop
+        words are blanked, e.g. 钥 in "钥"), searched on the unigram fields: no word or
+        bigram of the index holds 钥 when the text says 密钥 (issue 9).
     """
 
     text: str
     words: tuple[str, ...]
     bigrams: tuple[str, ...]
+    chars: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not self.words and not self.bigrams
+        return not self.words and not self.bigrams and not self.chars
 
 
 def _dedupe(tokens: list[str]) -> tuple[str, ...]:
@@ -195,8 +199,10 @@ def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> Query
     for token, start, end in rjieba.tokenize(norm):
         if token in stop_words:
             blanked[start:end] = " " * (end - start)
+    kept = "".join(blanked)
     words = [w for w in words_all if w not in stop_words]
-    grams = [g for g in bigrams("".join(blanked), normalized=True) if g not in stop_words]
+    grams = [g for g in bigrams(kept, normalized=True) if g not in stop_words]
     if not words and not grams:
-        words, grams = words_all, grams_all
-    return QueryTerms(text=norm, words=_dedupe(words), bigrams=_dedupe(grams))
+        words, grams, kept = words_all, grams_all, norm
+    chars = [run for run in _CJK_RUN.findall(kept) if len(run) == 1]
+    return QueryTerms(text=norm, words=_dedupe(words), bigrams=_dedupe(grams), chars=_dedupe(chars))

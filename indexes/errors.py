@@ -43,7 +43,8 @@ class SchemaVersionError(IndexStoreError):
         super().__init__(
             name,
             f"Index {name!r} at {path} has schema version {found!r}, this kbgate needs "
-            f"{expected}: rebuild it (delete the folder and run `kbgate index add` again).",
+            f"{expected}: rebuild it: delete the folder {path} and run `kbgate index add --config "
+            f"FILE --index {name} PATH...` again with the same sources.",
         )
 
 

@@ -30,10 +30,13 @@ __all__ = [
     "Bm25sBaseline",
     "EvalQuery",
     "EvalResult",
+    "QueryScore",
     "answer_hit_at_k",
     "evaluate",
     "load_queries",
     "mrr_at_k",
+    "score_queries",
+    "summarize",
 ]
 
 _ANSWER_NOISE = re.compile(r"[\s`*]+")
@@ -68,12 +71,27 @@ def answer_hit_at_k(texts: Sequence[str], answers: Iterable[str], k: int = 5) ->
 
 @dataclass(frozen=True, slots=True)
 class EvalQuery:
-    """One judged query: relevant document ids and answer strings."""
+    """One judged query: relevant document ids and answer strings.
+
+    style: how the question is written, when the set says ("colloquial", "paraphrase",
+    "keyword" in tidb-docs-cn/queries.colloquial.jsonl), else ''.
+    """
 
     query_id: str
     query: str
     relevant_ids: tuple[str, ...]
     answers: tuple[str, ...]
+    style: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryScore:
+    """One query's figures: mrr (reciprocal rank of the first relevant document, 0 if none
+    in the first k) and hit (1.0 when an answer is in the first k texts, else 0.0)."""
+
+    query: EvalQuery
+    mrr: float
+    hit: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +114,8 @@ def load_queries(path: Path) -> list[EvalQuery]:
             rec: dict[str, Any] = json.loads(line)
             relevant = rec.get("relevant_ids") or rec.get("relevant_paths") or []
             out.append(EvalQuery(str(rec.get("query_id", len(out))), rec["query"],
-                                 tuple(relevant), tuple(rec.get("answers") or ())))
+                                 tuple(relevant), tuple(rec.get("answers") or ()),
+                                 str(rec.get("style") or "")))
     return out
 
 
@@ -112,13 +131,29 @@ def evaluate(
     answer_k: int = 5,
 ) -> EvalResult:
     """Run `search` on every query; MRR@mrr_k over doc ids, answer-hit@answer_k over texts."""
-    mrr = hit = 0.0
+    return summarize(score_queries(search, queries, mrr_k=mrr_k, answer_k=answer_k))
+
+
+def score_queries(
+    search: Callable[[str], RankedTexts],
+    queries: Sequence[EvalQuery],
+    *,
+    mrr_k: int = 10,
+    answer_k: int = 5,
+) -> list[QueryScore]:
+    """Run `search` on every query, in order; one QueryScore each (see `evaluate`)."""
+    out: list[QueryScore] = []
     for q in queries:
         ranked = search(q.query)
-        mrr += mrr_at_k([d for d, _ in ranked], q.relevant_ids, mrr_k)
-        hit += answer_hit_at_k([t for _, t in ranked], q.answers, answer_k)
-    n = max(1, len(queries))
-    return EvalResult(len(queries), mrr / n, hit / n)
+        out.append(QueryScore(q, mrr_at_k([d for d, _ in ranked], q.relevant_ids, mrr_k),
+                              answer_hit_at_k([t for _, t in ranked], q.answers, answer_k)))
+    return out
+
+
+def summarize(scores: Sequence[QueryScore]) -> EvalResult:
+    """Averages of `scores` (0.0 for none)."""
+    n = max(1, len(scores))
+    return EvalResult(len(scores), sum(s.mrr for s in scores) / n, sum(s.hit for s in scores) / n)
 
 
 def _jieba_tokens(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .analysis import index_tokens, normalize, normalize_positions
 from .ingest.chunking import chunk
+from .schema import doc_key
 from .types import Chunk, Document
 
 __all__ = ["chunk_fields", "document_revision"]
@@ -48,10 +49,12 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
     worker processes: this analysis (rjieba, bigrams, folding) is where indexing spends its time.
     """
     chunks: list[Chunk] = chunk(doc, max_chars=chunk_chars)
-    title_words, title_grams = index_tokens(normalize(doc.title))
+    title = normalize(doc.title)
+    title_words, title_grams = index_tokens(title)
     cover = doc.cover_image
     common: dict[str, Any] = {
         "doc_id": doc.id,
+        "doc_key": doc_key(doc.id),
         "title": doc.title,
         "n_chunks": len(chunks),
         "revision": revision,
@@ -60,6 +63,7 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
         "qa_visible": 1 if doc.qa_visible else 0,
         "title_words": title_words,
         "title_bigrams": title_grams,
+        "title_unigrams": title,
     }
     if doc.url:
         common["url"] = doc.url
@@ -78,8 +82,8 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
         fold = normalize_positions(c.text)
         keep_fold = fold != c.text and len(fold) == len(c.text)
         extra = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
-        body_words, body_grams = index_tokens(
-            normalize(f"{c.heading}\n{c.text}" if c.heading else c.text))
+        body = normalize(f"{c.heading}\n{c.text}" if c.heading else c.text)
+        body_words, body_grams = index_tokens(body)
         out.append(dict(
             **common,
             chunk_id=f"{doc.id}#{c.n}",
@@ -90,6 +94,7 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
             text=[c.text.encode("utf-8")],
             body_words=body_words,
             body_bigrams=body_grams,
+            body_unigrams=body,
             **extra,
         ))
     return out

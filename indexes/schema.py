@@ -1,10 +1,14 @@
 """The Tantivy schema of a kbgate index, its analyzer registration and version sidecar.
 
 One Tantivy document per chunk. Stored fields carry what a `Hit` needs; the
-four analysis fields hold pre-analysed tokens (see `indexes.analysis`) joined
-by spaces and are tokenized by `TOKENIZER`, a whitespace tokenizer with a
-length guard. Tantivy does not persist tokenizer registrations, so
-`register_analyzers` must run after every `Index(...)`/`Index.open(...)`
+four word/bigram analysis fields hold pre-analysed tokens (see `indexes.analysis`)
+joined by spaces and are tokenized by `TOKENIZER`, a whitespace tokenizer with a
+length guard; the two unigram fields hold the normalized text and are tokenized in
+Rust by `UNIGRAM_TOKENIZER` (one token per CJK character), so a one-character query
+finds every chunk with that character (issue 9). `doc_key` (a 64-bit hash of doc_id,
+indexed and a fast field) lets a search collapse hits per document and exclude
+documents without loading stored documents. Tantivy does not persist tokenizer
+registrations, so `register_analyzers` must run after every `Index(...)`/`Index.open(...)`
 (/work/shared/notes/tantivy-py-0.27.md).
 
 `SCHEMA_VERSION` is written to `SIDECAR` (JSON) in the index folder; opening an
@@ -14,6 +18,7 @@ or the analysis change.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -27,16 +32,25 @@ __all__ = [
     "SCHEMA_VERSION",
     "SIDECAR",
     "TOKENIZER",
+    "UNIGRAM_FIELDS",
+    "UNIGRAM_TOKENIZER",
     "build_schema",
+    "doc_key",
     "check_sidecar",
     "register_analyzers",
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 2  # 2: text_fold (excerpt positions folded at index time)
+SCHEMA_VERSION = 3
+# 2: text_fold (excerpt positions folded at index time)
+# 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
+UNIGRAM_TOKENIZER = "kbgate_cjk_chars"
 ANALYSIS_FIELDS = ("body_words", "body_bigrams", "title_words", "title_bigrams")
+UNIGRAM_FIELDS = ("body_unigrams", "title_unigrams")
+# The CJK ranges of indexes.analysis._CJK, in Rust regex syntax.
+_CJK_CHAR = r"[\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{F900}-\x{FAFF}\x{20000}-\x{2FA1F}]"
 
 _RAW_STORED = ("doc_id", "chunk_id", "title", "heading", "url", "cover_url", "path", "dataset",
                "revision")
@@ -53,6 +67,7 @@ def build_schema() -> tantivy.Schema:
     """The schema of SCHEMA_VERSION. Indexed: doc_id, path, dataset (raw terms), chunk,
     qa_visible (integers) and the analysis fields (term frequencies, no positions)."""
     sb = tantivy.SchemaBuilder()
+    sb.add_integer_field("doc_key", stored=False, indexed=True, fast=True)
     for name in _RAW_STORED:
         sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
     for name in _INT_STORED:
@@ -62,17 +77,32 @@ def build_schema() -> tantivy.Schema:
         sb.add_bytes_field(name, stored=True)
     for name in ANALYSIS_FIELDS:
         sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER, index_option="freq")
+    for name in UNIGRAM_FIELDS:
+        sb.add_text_field(name, stored=False, tokenizer_name=UNIGRAM_TOKENIZER, index_option="freq")
     return sb.build()
 
 
+def doc_key(doc_id: str) -> int:
+    """The `doc_key` of `doc_id`: its BLAKE2b-64 digest as a signed 64-bit integer.
+
+    Two ids share a key with probability about n²/2⁶⁵ for n documents (1e-8 at 1M): such
+    documents would be collapsed into one result.
+    """
+    digest = hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def register_analyzers(index: tantivy.Index) -> None:
-    """Register TOKENIZER on `index`; call after every open (not persisted by Tantivy)."""
+    """Register TOKENIZER and UNIGRAM_TOKENIZER on `index`; call after every open (not
+    persisted by Tantivy)."""
     analyzer = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
         .filter(tantivy.Filter.remove_long(256))
         .build()
     )
     index.register_tokenizer(TOKENIZER, analyzer)
+    index.register_tokenizer(UNIGRAM_TOKENIZER,
+                             tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_CJK_CHAR)).build())
 
 
 def write_sidecar(folder: Path, extra: dict[str, Any] | None = None) -> None:

@@ -39,6 +39,8 @@ class Boosts:
     body_bigrams: float = 1.0
     title_words: float = 2.0
     title_bigrams: float = 2.0
+    body_unigrams: float = 1.0
+    title_unigrams: float = 2.0
 
 
 DEFAULT_BOOSTS = Boosts()
@@ -137,13 +139,16 @@ def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Quer
 
 
 def terms_query(schema: tantivy.Schema, terms: QueryTerms, boosts: Boosts = DEFAULT_BOOSTS) -> Query | None:
-    """OR of term queries: words on *_words fields, bigrams on *_bigrams, title fields boosted."""
+    """OR of term queries: words on *_words fields, bigrams on *_bigrams, lone CJK characters
+    on *_unigrams; title fields boosted."""
     clauses: list[tuple[Occur, Query]] = []
     plan = (
         ("body_words", terms.words, boosts.body_words),
         ("body_bigrams", terms.bigrams, boosts.body_bigrams),
         ("title_words", terms.words, boosts.title_words),
         ("title_bigrams", terms.bigrams, boosts.title_bigrams),
+        ("body_unigrams", terms.chars, boosts.body_unigrams),
+        ("title_unigrams", terms.chars, boosts.title_unigrams),
     )
     for field, tokens, boost in plan:
         if boost <= 0:

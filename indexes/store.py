@@ -33,7 +33,18 @@ from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, build_query, filter_query
 from .stats import index_stats
-from .types import Document, Hit, IndexStats, IngestError, IngestReport, SearchFilter, StoredDocument
+from .types import (
+    DEFAULT_BOUNDS,
+    Document,
+    Hit,
+    IndexStats,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    SearchBounds,
+    SearchFilter,
+    StoredDocument,
+)
 
 if TYPE_CHECKING:
     from .dense.config import DenseConfig
@@ -60,8 +71,10 @@ class KnowledgeIndex:
         clock: Callable[[], float] = time.monotonic,
         boosts: Boosts = DEFAULT_BOOSTS,
         chunk_chars: int = DEFAULT_MAX_CHARS,
+        bounds: SearchBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.name = name
+        self.bounds = bounds
         self.path = path
         self._index = index
         self._schema = index.schema
@@ -112,8 +125,10 @@ class KnowledgeIndex:
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
         filter: scope restriction; never changes scores. one_per_document: keep only the
-        best chunk of each document (ids unique by construction either way).
+        best chunk of each document (ids unique by construction either way); its content then
+        continues with further matching chunks of that document.
         summary_chars / content_chars: bounds in characters of Hit.summary / Hit.content.
+        The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
         """
         if limit <= 0:
             return []
@@ -122,8 +137,9 @@ class KnowledgeIndex:
         q = build_query(self._schema, terms, filter, self.boosts, filters=self._filter_parts(filter))
         if q is None:
             return []
-        return search_hits(self._index.searcher(), q, terms, limit, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars)
+        return search_hits(self._index.searcher(), self._schema, q, terms, limit,
+                           one_per_document=one_per_document, summary_chars=summary_chars,
+                           content_chars=content_chars, bounds=self.bounds)
 
     def _filter_parts(self, flt: SearchFilter | None) -> tuple[Query | None, Query | None]:
         """`filter_query` for `flt`, cached per filter (a scope's filter repeats on every call)."""
@@ -169,7 +185,7 @@ class KnowledgeIndex:
 
     def ingest(
         self,
-        documents: Iterable[Document | IngestError],
+        documents: Iterable[Document | IngestError | IngestWarning],
         *,
         delete_missing: bool = False,
         progress: bool = True,
@@ -177,10 +193,13 @@ class KnowledgeIndex:
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
-        documents: Documents (and IngestErrors from a reader, recorded in the report).
-        An unchanged revision is skipped; a changed one replaces all chunks of that id.
-        delete_missing: delete indexed ids not seen in this run; skipped (and reported
-        as an error) when any input error occurred, so a broken file never empties the
+        documents: Documents (and IngestErrors / IngestWarnings from a reader, recorded in
+        the report's errors / warnings).
+        An unchanged revision is skipped; a changed one replaces all chunks of that id. An id
+        repeated in one run: the last document wins, each override is a warning
+        (`indexes.writer.ingest`).
+        delete_missing: delete indexed ids not seen in this run; not run (and reported as a
+        warning) when any input error occurred, so a broken file never empties the
         index. progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
         writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
@@ -201,14 +220,18 @@ class KnowledgeIndex:
 
 
 class IndexStore:
-    """The folder of named indexes. `open` results are cached (one reader per index)."""
+    """The folder of named indexes. `open` results are cached (one reader per index).
+
+    bounds: the per-query work bounds of every index opened here (`SearchBounds`).
+    dense: index name → its hybrid settings; those indexes open as
+    `indexes.dense.index.HybridIndex` (the others stay lexical).
+    """
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
-                 dense: Mapping[str, DenseConfig] | None = None) -> None:
-        """root: the folder of indexes. dense: index name → its hybrid settings; those indexes
-        open as `indexes.dense.index.HybridIndex` (the others stay lexical)."""
+                 bounds: SearchBounds = DEFAULT_BOUNDS, dense: Mapping[str, DenseConfig] | None = None) -> None:
         self.root = Path(root)
         self._clock = clock
+        self.bounds = bounds
         self.dense: Mapping[str, DenseConfig] = dense or {}
         self._open: dict[str, KnowledgeIndex] = {}
         self._lock = threading.Lock()
@@ -263,8 +286,9 @@ class IndexStore:
               warm: bool = True) -> KnowledgeIndex:
         dense = self.dense.get(name)
         if dense is None:
-            return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars)
+            return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars,
+                                  bounds=self.bounds)
         from .dense.index import HybridIndex
 
         return HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
-                           chunk_chars=chunk_chars, warm=warm)
+                           chunk_chars=chunk_chars, bounds=self.bounds, warm=warm)

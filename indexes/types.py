@@ -44,6 +44,8 @@ class Document:
     path: the tree path used by scope path globs ('' for JSONL unless given).
     dataset: the dataset name used by scope policies ('' when not given).
     qa_visible: False hides the document from every search and read.
+    origin: where it was read, for reports ("rows.jsonl:3", "guide/a.md"; '' when built in
+        code). Not indexed, not part of the revision, not compared.
     """
 
     id: str
@@ -56,6 +58,7 @@ class Document:
     path: str = ""
     dataset: str = ""
     qa_visible: bool = True
+    origin: str = field(default="", compare=False)
 
     @property
     def text(self) -> str:
@@ -148,9 +151,40 @@ class IndexStats:
     size_bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class SearchBounds:
+    """Upper bounds of the work one search does, whatever the documents.
+
+    max_chunks_per_query: chunk hits taken from Tantivy for one query, over all its rounds
+        (their document keys are read from a fast field; no stored document is loaded).
+    max_chunks_per_document: stored chunks loaded for one result: its best chunk and at
+        most this many minus one more matching chunks for its content (KnowledgeContent).
+    So one search loads at most limit × max_chunks_per_document stored chunks, however many
+    chunks one document has (issue 9: a 35,818-chunk document made every matching callback
+    take 250–300 ms). Raises ValueError for a bound below 1.
+    """
+
+    max_chunks_per_query: int = 2000
+    max_chunks_per_document: int = 8
+
+    def __post_init__(self) -> None:
+        if self.max_chunks_per_query < 1 or self.max_chunks_per_document < 1:
+            raise ValueError(f"SearchBounds must be at least 1: {self}")
+
+
+DEFAULT_BOUNDS = SearchBounds()
+
+
 @dataclass(slots=True)
 class IngestReport:
-    """What one `kbgate index add` run did. errors: (file, reason) for each skipped file."""
+    """What one `kbgate index add` run did.
+
+    errors: (where, reason) for each file or record skipped because it failed (unreadable,
+        malformed, over the size limit); any error makes `--delete-missing` not run.
+    warnings: (where, message) for what was read but not indexed as given: a duplicate id
+        overridden by a later record, an empty file skipped, `--delete-missing` not run.
+    where: a file, "file:line" for a JSONL record, or an option name.
+    """
 
     added: int = 0
     updated: int = 0
@@ -158,6 +192,7 @@ class IngestReport:
     deleted: int = 0
     chunks: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +231,30 @@ class IngestError:
     reason: str
     line: int | None = None
 
+    @property
+    def where(self) -> str:
+        """'file' or 'file:line'."""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line is not None else self.file
-        return f"{where}: {self.reason}"
+        return f"{self.where}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestWarning:
+    """A file an ingest reader read but did not turn into a document, and why (e.g. it is
+    empty). Unlike an IngestError it does not stop `--delete-missing`: the file holds no
+    document, so an earlier version of it is deleted like any document no longer present.
+    """
+
+    file: str
+    reason: str
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        """'file' or 'file:line'."""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"

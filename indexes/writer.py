@@ -20,7 +20,7 @@ import tantivy
 
 from .errors import IndexLockedError
 from .records import chunk_fields, document_revision
-from .types import Document, IngestError, IngestReport
+from .types import Document, IngestError, IngestReport, IngestWarning
 
 __all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "ingest", "open_writer"]
 
@@ -91,9 +91,28 @@ def open_writer(index: tantivy.Index, name: str, path: str) -> tantivy.IndexWrit
         raise
 
 
+def _write(writer: tantivy.IndexWriter, analyser: _Analyser, batch: dict[str, tuple[Document, str]],
+           held: dict[str, str]) -> int:
+    """Write the documents of `batch` whose revision differs from what the index holds.
+
+    held: doc_id → revision in the index, updated here. Deletes come before the adds of the
+    same batch (a Tantivy delete only affects documents added before it). Returns chunks added.
+    """
+    todo: list[tuple[Document, str]] = []
+    for doc_id, (doc, revision) in batch.items():
+        before = held.get(doc_id)
+        if before == revision:
+            continue
+        if before is not None:
+            writer.delete_documents_by_term("doc_id", doc_id)
+        held[doc_id] = revision
+        todo.append((doc, revision))
+    return analyser.add(writer, todo)
+
+
 def ingest(
     writer: tantivy.IndexWriter,
-    documents: Iterable[Document | IngestError],
+    documents: Iterable[Document | IngestError | IngestWarning],
     known: dict[str, str],
     *,
     chunk_chars: int,
@@ -105,57 +124,60 @@ def ingest(
     """Upsert `documents` through `writer` in one commit; returns what changed.
 
     known: doc_id → revision of what the index holds now (updated in place).
-    See `indexes.store.KnowledgeIndex.ingest` for the rules. Rolls back on any exception
-    and always waits for the writer's merging threads (which consumes the writer).
+    A document whose id comes again later in the same run is replaced by the later one (the
+    last wins) and each override is a warning naming both origins; the counts compare each
+    id's final document with the index before the run, so a re-run of unchanged input reports
+    0 changes and writes nothing (issue 9). Documents are queued in batches of
+    INGEST_BATCH_DOCS ids; a copy still queued is replaced without being written.
+    See `indexes.store.KnowledgeIndex.ingest` for the rest. Rolls back on any exception and
+    always waits for the writer's merging threads (which consumes the writer).
     """
     from tqdm import tqdm
 
     report = IngestReport()
     analyser = _Analyser(chunk_chars, workers)
-    batch: list[tuple[Document, str]] = []
-    batch_ids: set[str] = set()
+    before = dict(known)
+    origins: dict[str, str] = {}  # doc_id → origin of the copy kept so far, in first-seen order
+    batch: dict[str, tuple[Document, str]] = {}
     try:
-        seen: set[str] = set()
         bar = tqdm(documents, unit="doc", file=sys.stderr,
                    disable=not progress or not sys.stderr.isatty(), desc=desc)
         for item in bar:
             if isinstance(item, IngestError):
-                where = item.file if item.line is None else f"{item.file}:{item.line}"
-                report.errors.append((where, item.reason))
+                report.errors.append((item.where, item.reason))
                 continue
-            revision = document_revision(item)
-            previous = known.get(item.id)
-            if item.id in seen:
-                report.updated += 1
-            elif previous == revision:
-                seen.add(item.id)
-                report.unchanged += 1
+            if isinstance(item, IngestWarning):
+                report.warnings.append((item.where, item.reason))
                 continue
-            elif previous is None:
-                report.added += 1
-            else:
-                report.updated += 1
-            seen.add(item.id)
-            if item.id in batch_ids:
-                # A delete only affects documents added before it: add the queued copy first.
-                report.chunks += analyser.add(writer, batch)
-                batch, batch_ids = [], set()
-            if previous is not None or item.id in known:
-                writer.delete_documents_by_term("doc_id", item.id)
-            known[item.id] = revision
-            batch.append((item, revision))
-            batch_ids.add(item.id)
+            origin = item.origin or f"document {item.id!r}"
+            earlier = origins.get(item.id)
+            if earlier is not None:
+                report.warnings.append((origin, f"duplicate id {item.id!r} overrides {earlier} "
+                                                "(the last record with an id is indexed)"))
+            origins[item.id] = origin
+            batch.pop(item.id, None)  # a queued earlier copy is never written
+            batch[item.id] = (item, document_revision(item))
             if len(batch) >= INGEST_BATCH_DOCS:
-                report.chunks += analyser.add(writer, batch)
-                batch, batch_ids = [], set()
-        report.chunks += analyser.add(writer, batch)
+                report.chunks += _write(writer, analyser, batch, known)
+                batch = {}
+        report.chunks += _write(writer, analyser, batch, known)
         bar.close()
+        for doc_id in origins:
+            previous = before.get(doc_id)
+            if previous is None:
+                report.added += 1
+            elif previous != known[doc_id]:
+                report.updated += 1
+            else:
+                report.unchanged += 1
         if delete_missing:
             if report.errors:
-                report.errors.append(
-                    ("(delete-missing)", f"skipped: {len(report.errors)} input error(s)"))
+                n = len(report.errors)
+                report.warnings.append(
+                    ("--delete-missing", f"not run because of {n} input error{'s' if n != 1 else ''}: "
+                                         "no document was deleted"))
             else:
-                for doc_id in sorted(set(known) - seen):
+                for doc_id in sorted(set(before) - set(origins)):
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
         writer.commit()

@@ -203,3 +203,10 @@ def test_missing_secret_file_says_so(tmp_path: Path) -> None:
     data = base()
     data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "nope"}]
     assert "does not exist" in refused(data, "tenants.acme.secrets[0].value_file", tmp_path, env={})
+
+
+@pytest.mark.parametrize("value", [0, -5, "10MB", True, 1.5])
+def test_max_document_bytes_must_be_a_positive_integer(tmp_path: Path, value: object) -> None:
+    data = base()
+    data["indexes"] = {"max_document_bytes": value}
+    refused(data, "indexes.max_document_bytes", tmp_path)

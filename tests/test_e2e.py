@@ -355,3 +355,25 @@ def test_indexer_needs_no_secrets(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "documents=1" in kbgate("index", "stats", "--config", str(cfg)).stdout
     assert kbgate("check-config", "--config", str(cfg)).returncode == 2  # the gateway itself still needs them
+
+
+def test_cli_index_add_max_document_bytes_from_config_and_flag(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[indexes]\ndir = "ix"\nmax_document_bytes = 200\n')
+    docs = tmp_path / "d"
+    docs.mkdir()
+    (docs / "big.md").write_text("# 大\n\n" + "很长的正文。" * 40, encoding="utf-8")
+    (docs / "small.md").write_text("# 小\n\n短。\n", encoding="utf-8")
+    (docs / "empty.md").write_text("", encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 1
+    assert "1 added" in r.stdout
+    assert "skipped big.md:" in r.stderr and "maximum document size of 200 bytes" in r.stderr
+    assert "warning empty.md: empty file (0 bytes): skipped" in r.stderr
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress",
+               "--max-document-bytes", "100000", str(docs))
+    assert r.returncode == 0, r.stderr
+    assert "1 added" in r.stdout and "1 unchanged" in r.stdout
+    cfg.write_text('[indexes]\ndir = "ix"\nmax_document_bytes = "big"\n')
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 2 and "indexes.max_document_bytes" in r.stderr

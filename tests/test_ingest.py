@@ -243,3 +243,38 @@ def test_markdown_heading_anchor_is_dropped(tmp_path: Path) -> None:
     (doc,) = list(read_markdown(p, "a.md"))
     assert [s.heading for s in doc.sections if s.heading] == ["标题", "限制"]
     assert "{#" not in doc.text
+
+
+def test_empty_files_are_skipped_and_reported(tmp_path: Path) -> None:
+    from indexes.types import IngestWarning
+
+    (tmp_path / "zero.md").write_bytes(b"")
+    (tmp_path / "blank.txt").write_text("  \n\t\n", encoding="utf-8")
+    (tmp_path / "blank.html").write_text("\n\n", encoding="utf-8")
+    (tmp_path / "none.jsonl").write_text("\n \n", encoding="utf-8")
+    (tmp_path / "ok.md").write_text("# 标题\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [d.id for d in items if isinstance(d, Document)] == ["ok.md"]
+    assert not [i for i in items if isinstance(i, IngestError)]
+    assert {(w.file, w.reason) for w in items if isinstance(w, IngestWarning)} == {
+        ("zero.md", "empty file (0 bytes): skipped"),
+        ("blank.txt", "empty file (only whitespace): skipped"),
+        ("blank.html", "empty file (only whitespace): skipped"),
+        ("none.jsonl", "empty file (only whitespace): skipped"),
+    }
+
+
+def test_documents_over_the_maximum_size_are_refused_with_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "big.md").write_text("# 大\n\n" + "很长的正文。" * 40, encoding="utf-8")
+    (tmp_path / "small.md").write_text("# 小\n\n短。\n", encoding="utf-8")
+    rows = [{"id": "r1", "content": "短"}, {"id": "r2", "content": "长" * 200}]
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n",
+                                         encoding="utf-8")
+    items = list(read_paths([tmp_path], max_document_bytes=300))
+    assert sorted(d.id for d in items if isinstance(d, Document)) == ["r1", "small.md"]
+    errors = {(e.file, e.line): e.reason for e in items if isinstance(e, IngestError)}
+    assert set(errors) == {("big.md", None), ("rows.jsonl", 2)}
+    assert all("over the maximum document size of 300 bytes" in r for r in errors.values())
+    assert "indexes.max_document_bytes" in errors[("big.md", None)]
+    # the default limit admits both
+    assert len([d for d in read_paths([tmp_path]) if isinstance(d, Document)]) == 4

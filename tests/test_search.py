@@ -12,7 +12,7 @@ from indexes.evaluation import Bm25sBaseline, answer_hit_at_k, evaluate, load_qu
 from indexes.ingest import read_paths
 from indexes.search import excerpt, glob_to_regex
 from indexes.store import IndexStore, KnowledgeIndex
-from indexes.types import Document, SearchFilter, Section
+from indexes.types import Document, SearchBounds, SearchFilter, Section
 
 CORPORA = Path(__file__).parents[1].parent / "shared" / "corpora"
 
@@ -150,3 +150,90 @@ def test_excluded_trees_ignore_case_in_the_index(tmp_path: Path) -> None:
     ki.ingest(docs, progress=False)
     flt = SearchFilter(exclude_path_globs=("config/**",))
     assert [h.doc_id for h in ki.search("密钥轮换", 10, filter=flt)] == ["guide/d.md"]
+
+
+DEMO_DOCS = Path(__file__).parents[1] / "deploy" / "demo" / "docs"
+
+
+@pytest.fixture(name="demo", scope="module")
+def _demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[KnowledgeIndex, list[Document]]:
+    docs = [d for d in read_paths([DEMO_DOCS]) if isinstance(d, Document)]
+    ki = IndexStore(tmp_path_factory.mktemp("demo")).create_or_open_for_write("demo")
+    ki.ingest(docs, progress=False)
+    return ki, docs
+
+
+@pytest.mark.parametrize("char", ["钥", "密", "鑰"])
+def test_one_character_query_finds_every_document_containing_it(
+    demo: tuple[KnowledgeIndex, list[Document]], char: str
+) -> None:
+    from indexes.analysis import normalize
+
+    ki, docs = demo
+    wanted = {d.id for d in docs if normalize(char) in normalize(f"{d.title}\n{d.text}")}
+    assert wanted  # the demo documents do contain it
+    assert {h.doc_id for h in ki.search(char, 10)} == wanted
+
+
+def test_one_character_query_ranks_where_the_character_matters_first(
+    demo: tuple[KnowledgeIndex, list[Document]]
+) -> None:
+    ki, _ = demo
+    # rotation.md is about keys (密钥 in its title and eight times in its text); the others
+    # mention a key once or twice
+    assert ki.search("钥", 10)[0].doc_id == "ops/rotation.md"
+    assert ki.search("鑰", 10)[0].doc_id == "ops/rotation.md"
+
+
+class _CountingSearcher:
+    """A tantivy Searcher that counts stored-document loads (`doc`)."""
+
+    def __init__(self, searcher: object, counts: dict[str, int]) -> None:
+        self._searcher, self._counts = searcher, counts
+
+    def doc(self, address: object) -> object:
+        self._counts["loads"] += 1
+        return self._searcher.doc(address)  # type: ignore[attr-defined]
+
+    def search(self, *args: object, **kw: object) -> object:
+        self._counts["searches"] += 1
+        return self._searcher.search(*args, **kw)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._searcher, name)
+
+
+class _CountingIndex:
+    def __init__(self, index: object) -> None:
+        self._index = index
+        self.counts = {"loads": 0, "searches": 0}
+
+    def searcher(self) -> _CountingSearcher:
+        return _CountingSearcher(self._index.searcher(), self.counts)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._index, name)
+
+
+def test_per_query_work_does_not_grow_with_the_chunks_of_one_document(tmp_path: Path) -> None:
+    # One document of 3,000 short chunks, each denser in the query terms than any other
+    # document: every one of the best few thousand chunks belongs to it.
+    huge = Document("huge", "日志", (Section("", "".join(
+        f"密钥轮换密钥轮换记录第{i:05d}条。" for i in range(3000))),))
+    small = [_doc(f"s{i}", f"说明{i}", f"第{i}篇说明里提到一次密钥轮换，其余都是与此无关的内容。" * 3)
+             for i in range(12)]
+    ki = IndexStore(tmp_path).create_or_open_for_write("big", chunk_chars=50)
+    report = ki.ingest([huge, *small], progress=False)
+    assert report.chunks >= 3000
+    counting = _CountingIndex(ki._index)
+    ki._index = counting  # type: ignore[assignment]
+
+    hits = ki.search("密钥轮换", 10)
+    assert [h.doc_id for h in hits][0] == "huge"
+    assert len({h.doc_id for h in hits}) == 10
+    assert "密钥轮换" in hits[0].content and len(hits[0].content) <= 1500
+    per_doc = SearchBounds().max_chunks_per_document
+    # Stored documents are loaded only for what is returned: each result's best chunk and
+    # at most max_chunks_per_document - 1 more of its chunks for KnowledgeContent.
+    assert counting.counts["loads"] <= 10 * per_doc
+    assert counting.counts["searches"] <= 4

@@ -60,7 +60,8 @@ def test_delete_missing(store: IndexStore, index: KnowledgeIndex) -> None:
 def test_delete_missing_is_skipped_after_an_input_error(index: KnowledgeIndex) -> None:
     report = index.ingest([_doc("a", "苹果是一种水果。"), IngestError("x.md", "bad")],
                           delete_missing=True, progress=False)
-    assert report.deleted == 0 and report.errors[0] == ("x.md", "bad")
+    assert report.deleted == 0 and report.errors == [("x.md", "bad")]
+    assert report.warnings == [("--delete-missing", "not run because of 1 input error: no document was deleted")]
     assert index.get_document("b") is not None
 
 
@@ -149,3 +150,46 @@ def test_repeated_id_in_one_run_keeps_only_the_last(
     assert doc is not None and "香蕉" in doc.text and "苹果" not in doc.text
     assert "dup" not in [h.doc_id for h in index.search("第一版 苹果", 5)]
     assert index.stats().documents == 3  # a, b from the fixture, and one dup
+
+
+def test_duplicate_jsonl_ids_are_reported_the_last_wins_and_a_rerun_changes_nothing(
+    tmp_path: Path, index: KnowledgeIndex
+) -> None:
+    from indexes.ingest import read_paths
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in (
+        {"id": "dup", "title": "第一版", "content": "苹果"},
+        {"id": "other", "title": "其他", "content": "樱桃"},
+        {"id": "dup", "title": "第二版", "content": "香蕉"},
+    )) + "\n", encoding="utf-8")
+    report = index.ingest(read_paths([rows]), progress=False)
+    assert (report.added, report.updated, report.unchanged) == (2, 0, 0)
+    assert report.errors == []
+    assert report.warnings == [("rows.jsonl:3", "duplicate id 'dup' overrides rows.jsonl:1 "
+                                                "(the last record with an id is indexed)")]
+    doc = index.get_document("dup")
+    assert doc is not None and doc.title == "第二版" and "香蕉" in doc.text
+
+    again = index.ingest(read_paths([rows]), progress=False)
+    assert (again.added, again.updated, again.unchanged, again.chunks) == (0, 0, 2, 0)
+    assert len(again.warnings) == 1  # still reported
+    doc = index.get_document("dup")
+    assert doc is not None and doc.title == "第二版"
+
+
+def test_duplicate_ids_in_different_batches_still_count_by_the_final_document(
+    index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import indexes.writer as writer_module
+
+    monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 1)  # every copy written on its own
+    docs = [_doc("dup", "第一版：苹果"), _doc("c", "樱桃"), _doc("dup", "第二版：香蕉")]
+    first = index.ingest(docs, progress=False)
+    assert (first.added, first.updated, first.unchanged) == (2, 0, 0)
+    assert [w for w, _ in first.warnings] == ["document 'dup'"]
+    again = index.ingest(docs, progress=False)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 2)
+    doc = index.get_document("dup")
+    assert doc is not None and "香蕉" in doc.text
+    assert index.stats().documents == 4  # a, b, c, dup

@@ -34,6 +34,7 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
+from ..types import DEFAULT_BOUNDS, SearchBounds
 from .config import DenseConfig
 from .fusion import mix, rrf
 from .query import QueryEncoder
@@ -130,12 +131,15 @@ class DenseSearch:
 
     def search(self, index: tantivy.Index, lexical_query: Query, query_text: str, terms: Any,
                filters: tuple[Query | None, Query | None], limit: int, *, one_per_document: bool,
-               summary_chars: int, content_chars: int, make_hit: MakeHit) -> list[Any] | None:
+               summary_chars: int, content_chars: int, make_hit: MakeHit,
+               bounds: SearchBounds = DEFAULT_BOUNDS) -> list[Any] | None:
         """Fused hits, best first, or None: answer lexically instead (see module doc).
 
         lexical_query: the full BM25 query (scope filter included). query_text: the raw query
         (embedded). terms: analysed query (for excerpts). filters: (must, must_not) of the
-        scope, as `indexes.search.filter_query` builds them. limit > 0.
+        scope, as `indexes.search.filter_query` builds them. limit > 0. bounds: the index's
+        per-query work bounds (BM25 candidates are at most max_chunks_per_query; context chunks
+        per result at most max_chunks_per_document - 1).
         """
         state = self._usable()
         if state is None or state.vectors is None:
@@ -150,8 +154,8 @@ class DenseSearch:
             self._count("fallback:reloading")
             return None
         k = self.config.candidates
-        fetch = max(k, limit * 4 if one_per_document else limit)
-        lexical = [(_key(a), float(s), a) for s, a in searcher.search(lexical_query, fetch).hits]
+        fetch = min(max(k, limit * 4 if one_per_document else limit), bounds.max_chunks_per_query)
+        lexical = [(_key(a), float(s), a) for s, a in searcher.search(lexical_query, fetch, count=False).hits]
         outcome = self.encoder.wait(pending)
         if outcome.vector is None:
             self._count(f"fallback:{outcome.reason}")
@@ -170,7 +174,7 @@ class DenseSearch:
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
         return _pick(searcher, fused, address, dense_only, state.vectors, terms, limit, one_per_document,
-                     summary_chars, content_chars, make_hit)
+                     summary_chars, content_chars, make_hit, keep_more=max(bounds.max_chunks_per_document - 1, 0))
 
 
 def _key(address: Any) -> Address:
@@ -194,7 +198,7 @@ def _resolve(searcher: tantivy.Searcher, schema: tantivy.Schema, neighbours: Seq
     if must_not is not None:
         clauses.append((Occur.MustNot, must_not))
     out = []
-    for score, address in searcher.search(Query.boolean_query(clauses), n).hits:
+    for score, address in searcher.search(Query.boolean_query(clauses), n, count=False).hits:
         rank = n - int(round(float(score)))
         if 0 <= rank < n:
             out.append((rank, _key(address), neighbours[rank][2], address))
@@ -204,28 +208,29 @@ def _resolve(searcher: tantivy.Searcher, schema: tantivy.Schema, neighbours: Seq
 
 def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], address: dict[Address, Any],
           dense_only: set[Address], vectors: VectorSet, terms: Any, limit: int, one_per_document: bool,
-          summary_chars: int, content_chars: int, make_hit: MakeHit) -> list[Any]:
-    """Walk the fused order like a BM25 order: the first chunk of each document becomes its
-    hit, its later chunks its context (one_per_document); stop reading once `limit` documents
-    are picked and no more context can be needed."""
-    picked: list[tuple[float, Any]] = []
-    more: dict[str, list[Any]] = {}
-    depth = limit * 4  # as deep as the BM25 path reads for context
-    for walked, (key, score) in enumerate(fused):
-        if len(picked) == limit and walked >= depth:
+          summary_chars: int, content_chars: int, make_hit: MakeHit, keep_more: int) -> list[Any]:
+    """Walk the fused order like a BM25 order (`indexes.hits`): chunks are grouped by document
+    through the `doc_key` fast field (no stored document loaded to group them); the first
+    chunk of each document becomes its hit and up to `keep_more` later ones its context, loaded
+    lazily while the content has room. Stored chunks loaded: at most limit × (1 + keep_more),
+    plus one per document dropped for a revision its vectors were not computed from."""
+    order = [address[key] for key, _ in fused]
+    doc_keys = searcher.fast_field_values("doc_key", order)
+    groups: dict[int, tuple[float, Address, Any, list[Any]]] = {}
+    for (key, score), a, dk in zip(fused, order, doc_keys, strict=True):
+        group_key = int(dk or 0) if one_per_document else len(groups)
+        seen = groups.get(group_key)
+        if seen is None:
+            groups[group_key] = (score, key, a, [])
+        elif len(seen[3]) < keep_more:
+            seen[3].append(a)
+    hits: list[Any] = []
+    for score, key, a, more in groups.values():
+        if len(hits) == limit:
             break
-        doc = searcher.doc(address[key])
-        doc_id = str(doc.get_first("doc_id"))
-        if key in dense_only and vectors.revision_of.get(doc_id) != doc.get_first("revision"):
+        doc = searcher.doc(a)
+        if key in dense_only and vectors.revision_of.get(str(doc.get_first("doc_id"))) != doc.get_first("revision"):
             continue  # a vector of another revision of this document: never trusted
-        if one_per_document:
-            if doc_id in more:
-                more[doc_id].append(doc)
-                continue
-            more[doc_id] = []
-        if len(picked) < limit:
-            picked.append((score, doc))
-        elif not one_per_document:
-            break
-    return [make_hit(score, doc, terms, summary_chars, content_chars, more.get(str(doc.get_first("doc_id")), ()))
-            for score, doc in picked]
+        context = (searcher.doc(m) for m in more)  # lazily: only while the content has room
+        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context))
+    return hits

@@ -26,7 +26,7 @@ from ..analysis import query_terms
 from ..hits import make_hit
 from ..search import build_query
 from ..store import RELOAD_CHECK_SECONDS, KnowledgeIndex
-from ..types import Document, Hit, IngestError, IngestReport, SearchFilter
+from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
 from .hybrid import DenseSearch
@@ -104,13 +104,13 @@ class HybridIndex(KnowledgeIndex):
         if q is not None:
             hits = self.dense.search(self._index, q, query, terms, filters, limit,
                                      one_per_document=one_per_document, summary_chars=summary_chars,
-                                     content_chars=content_chars, make_hit=make_hit)
+                                     content_chars=content_chars, make_hit=make_hit, bounds=self.bounds)
             if hits is not None:
                 return hits
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
                               summary_chars=summary_chars, content_chars=content_chars)
 
-    def ingest(self, documents: Iterable[Document | IngestError], *, delete_missing: bool = False,
+    def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None) -> IngestReport:
         """`KnowledgeIndex.ingest`, with the chunks of changed documents embedded before the
         commit and the vectors of the commit published after it (`indexes.dense.sync`).

@@ -38,7 +38,7 @@ from ..documents import chunks_of, stored_str
 from ..documents import revisions as indexed_revisions
 from ..errors import IndexLockedError
 from ..ingest.chunking import chunk
-from ..types import Document, IngestError
+from ..types import Document, IngestError, IngestWarning
 from .cache import EmbeddingCache, text_key
 from .config import DenseConfig
 from .providers import Embedder
@@ -140,7 +140,8 @@ class DenseIngest:
 
     # ---- step 1: embed what the ingest is about to write -----------------
 
-    def stream(self, items: Iterable[Document | IngestError]) -> Iterator[Document | IngestError]:
+    def stream(self, items: Iterable[Document | IngestError | IngestWarning],
+               ) -> Iterator[Document | IngestError | IngestWarning]:
         """`items` unchanged, staging (and embedding in rounds) the chunks of changed documents.
         The last round runs when `items` is exhausted, before the writer commits. Raises
         EmbeddingError when the provider fails after its retries (the ingest then rolls back)."""

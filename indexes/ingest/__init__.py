@@ -5,6 +5,12 @@ and walks folders recursively in sorted order (hidden files and folders
 skipped, unknown extensions ignored inside folders). A file that fails is
 reported as an `IngestError` item and skipped; the batch always continues.
 
+Two checks come before any parsing (issue 9: ingest never silently drops or rewrites):
+- a document over `max_document_bytes` (a file's size; for JSONL, one record's line) is an
+  `IngestError` naming the limit (config `indexes.max_document_bytes`, flag
+  `--max-document-bytes`; default DEFAULT_MAX_DOCUMENT_BYTES);
+- an empty file (0 bytes, or only whitespace) is an `IngestWarning` and yields no document.
+
 Inside a folder, symlinks are followed only to targets inside that folder: one pointing
 outside it (`docs/link.txt -> /etc/passwd`), dangling, or looping is reported and skipped.
 A path given directly (a file or folder named on the command line) may itself be a symlink.
@@ -16,33 +22,73 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from ..types import Document, IngestError
+from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .html import read_html
-from .jsonl import read_jsonl
+from .jsonl import read_jsonl, too_large
 from .markdown import read_markdown
 from .text import read_text
 
-__all__ = ["DEFAULT_MAX_CHARS", "SUFFIXES", "chunk", "delete_missing_problem", "read_file", "read_paths"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_DOCUMENT_BYTES",
+    "SUFFIXES",
+    "chunk",
+    "delete_missing_problem",
+    "read_file",
+    "read_paths",
+]
 
 SUFFIXES = frozenset({".jsonl", ".md", ".markdown", ".html", ".htm", ".txt"})
+MIB = 1024 * 1024
+DEFAULT_MAX_DOCUMENT_BYTES = 10 * MIB
+"""Largest document accepted by default: 25 times the largest page of the TiDB docs
+(system-variables.md, 393 kB); a 50 MB page made 35,818 chunks (issue 9)."""
+
+ReadItem = Document | IngestError | IngestWarning
+"""One item of an ingest stream: a document, a skipped file or record, or a notice."""
 
 
-def read_file(path: Path, rel_path: str) -> Iterator[Document | IngestError]:
-    """Documents of one file; rel_path (forward slashes) is its id/path for tree formats."""
+def read_file(path: Path, rel_path: str, *,
+              max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[ReadItem]:
+    """Documents of one file; rel_path (forward slashes) is its id/path for tree formats.
+
+    An empty file is one IngestWarning; a non-JSONL file over max_document_bytes one
+    IngestError (JSONL checks each record instead).
+    """
     suffix = path.suffix.lower()
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            yield IngestWarning(rel_path, "empty file (0 bytes): skipped")
+            return
+        if suffix != ".jsonl" and size > max_document_bytes:
+            yield IngestError(rel_path, too_large(size, max_document_bytes))
+            return
+        # JSONL: the reader reports a file without records (it may be large: not read twice)
+        if suffix != ".jsonl" and not path.read_bytes().decode("utf-8", "replace").lstrip("\ufeff").strip():
+            yield IngestWarning(rel_path, "empty file (only whitespace): skipped")
+            return
+    except OSError as exc:
+        yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
+        return
     if suffix == ".jsonl":
-        yield from read_jsonl(path, display=rel_path)
-    elif suffix in (".md", ".markdown"):
-        yield from read_markdown(path, rel_path)
+        yield from read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes)
+        return
+    if suffix in (".md", ".markdown"):
+        items: Iterator[ReadItem] = read_markdown(path, rel_path)
     elif suffix in (".html", ".htm"):
-        yield from read_html(path, rel_path)
+        items = read_html(path, rel_path)
     elif suffix == ".txt":
-        yield from read_text(path, rel_path)
+        items = read_text(path, rel_path)
     else:
         yield IngestError(rel_path, f"unsupported file type {suffix or '(none)'!r}")
+        return
+    for item in items:
+        yield replace(item, origin=rel_path) if isinstance(item, Document) else item
 
 
 def _inside(target: str, root: str) -> bool:
@@ -110,14 +156,16 @@ def _loops(p: Path) -> bool:
     return False
 
 
-def read_paths(paths: Iterable[Path | str]) -> Iterator[Document | IngestError]:
-    """Documents and errors from files and folders, in order.
+def read_paths(paths: Iterable[Path | str], *,
+               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[ReadItem]:
+    """Documents, errors and warnings from files and folders, in order.
 
     paths: files and folders as given (a symlink given here is followed, whatever its target).
     A folder's files get ids relative to that folder ("dm/dm-safe-mode.md"); a file
     given directly gets its own name. A missing path is an IngestError, and so is a symlink
     inside a folder that points outside it, dangles or loops (see `_walk`). Never raises
-    for a bad file: errors are items of the stream.
+    for a bad file: errors are items of the stream. max_document_bytes: see the module
+    docstring.
     """
     for given in paths:
         root = Path(given)
@@ -126,9 +174,10 @@ def read_paths(paths: Iterable[Path | str]) -> Iterator[Document | IngestError]:
                 if isinstance(p, IngestError):
                     yield p
                 else:
-                    yield from read_file(p, p.relative_to(root).as_posix())
+                    yield from read_file(p, p.relative_to(root).as_posix(),
+                                         max_document_bytes=max_document_bytes)
         elif root.is_file():
-            yield from read_file(root, root.name)
+            yield from read_file(root, root.name, max_document_bytes=max_document_bytes)
         else:
             yield IngestError(str(given), "no such file or folder")
 

@@ -5,19 +5,30 @@ url, summary, publish_time (int/float unix seconds, or an ISO-8601 date or
 date-time string; naive times are UTC), cover_image ({url, height, width} or a
 url string), path, dataset, qa_visible (bool). The CMRC 2018 repackaging uses
 id/title/url/content.
+
+A record longer than `max_document_bytes` (its line, in UTF-8 bytes) is refused with an
+IngestError naming the limit. Records that repeat an `id` are all read; the ingest keeps
+the last one and reports each override (`indexes.writer`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..types import Document, IngestError, Section
+from ..types import Document, IngestError, IngestWarning, Section
 from .fields import parse_cover_image, parse_publish_time, parse_qa_visible
 
-__all__ = ["read_jsonl", "record_to_document"]
+__all__ = ["read_jsonl", "record_to_document", "too_large"]
+
+
+def too_large(size: int, limit: int) -> str:
+    """The reason given for a document of `size` bytes over `limit` bytes."""
+    return (f"{size} bytes is over the maximum document size of {limit} bytes "
+            "(indexes.max_document_bytes, or kbgate index add --max-document-bytes)")
 
 
 def record_to_document(record: dict[str, Any]) -> Document:
@@ -48,22 +59,36 @@ def record_to_document(record: dict[str, Any]) -> Document:
     )
 
 
-def read_jsonl(path: Path, *, display: str | None = None) -> Iterator[Document | IngestError]:
+def read_jsonl(path: Path, *, display: str | None = None,
+               max_document_bytes: int | None = None) -> Iterator[Document | IngestError | IngestWarning]:
     """Documents of a .jsonl file; a bad line becomes an IngestError with its line number.
 
-    Blank lines are skipped. Undecodable UTF-8 fails the whole file (one error, line None)
-    since the lines before it were already yielded.
+    Blank lines are skipped; a file with no other line is one IngestWarning. Undecodable
+    UTF-8 fails the whole file (one error, line None) since the lines before it were
+    already yielded. max_document_bytes: longest record accepted (None: no limit).
+    Each Document's origin is "file:line".
     """
     name = display or str(path)
+    records = 0
     try:
         with path.open("r", encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
+                records += 1
+                if max_document_bytes is not None and len(line) * 4 > max_document_bytes:
+                    size = len(line.rstrip("\r\n").encode("utf-8"))
+                    if size > max_document_bytes:
+                        yield IngestError(name, too_large(size, max_document_bytes), lineno)
+                        continue
                 try:
-                    yield record_to_document(json.loads(line))
+                    doc = record_to_document(json.loads(line))
                 except (ValueError, TypeError) as exc:
                     yield IngestError(name, f"bad JSON record: {exc}", lineno)
+                    continue
+                yield dataclasses.replace(doc, origin=f"{name}:{lineno}")
+        if not records:
+            yield IngestWarning(name, "empty file (only whitespace): skipped")
     except UnicodeDecodeError as exc:
         yield IngestError(name, f"not UTF-8: {exc.reason} at byte {exc.start}")
     except OSError as exc:
