@@ -124,6 +124,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="NAME=DOCS_PATH:QUERIES_FILE (repeatable); default: both shared corpora")
     e.add_argument("--max-queries", type=int, default=0, help="0 = all")
     e.add_argument("--workdir", default=".eval")
+    e.add_argument("--hybrid", default="use-multilingual-v3", metavar="MODEL",
+                   help="embedded model of the hybrid column (use-multilingual-v3, multilingual-e5-small-q4), "
+                        "or none")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops_cli import register as register_ops
@@ -308,8 +311,13 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from gateway.evaluate import run_eval
+    from indexes.dense.config import LOCAL_MODELS
 
-    return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir))
+    if args.hybrid != "none" and args.hybrid not in LOCAL_MODELS:
+        print(f"kbgate: --hybrid must be none or one of {', '.join(LOCAL_MODELS)}", file=sys.stderr)
+        return 2
+    return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir),
+                    hybrid_model=None if args.hybrid == "none" else args.hybrid)
 
 
 if __name__ == "__main__":  # pragma: no cover

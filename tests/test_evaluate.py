@@ -39,3 +39,20 @@ def test_tree_cpu_seconds_counts_this_process() -> None:
     before = _tree_cpu_seconds(os.getpid())
     sum(i * i for i in range(2_000_000))
     assert _tree_cpu_seconds(os.getpid()) > before
+
+
+def test_the_hybrid_column_is_served_by_a_valid_dense_table_and_reports_its_own_latency(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import tomllib
+
+    from gateway.config import parse_config
+    from gateway.evaluate import HYBRID_MODEL, hybrid_settings, hybrid_toml
+
+    dense = hybrid_settings(HYBRID_MODEL)
+    data = tomllib.loads('[indexes]\ndir = "indexes"\n' + hybrid_toml("tidb-docs-cn", dense))
+    assert parse_config(data, base_dir=tmp_path, env={}).dense["tidb-docs-cn"] == dense
+    lexical = [_score("colloquial", 1.0, 1.0), _score("keyword", 0.0, 0.0)]
+    rows = _rows("tidb", "colloquial set", {"lexical": lexical, "hybrid": lexical, "bm25s": lexical}, [1.0, 3.0],
+                 0.5, (lexical, [10.0, 30.0], 7.5))
+    assert rows[0].hybrid_latencies == [10.0, 30.0] and rows[0].hybrid_cpu_ms == 7.5
+    assert rows[2].hybrid_latencies == [30.0]
+    assert "| 20.0 / 30.0 | 7.50 |" in table(rows)  # median of 10 and 30, p99
