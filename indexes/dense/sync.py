@@ -220,7 +220,7 @@ class DenseIngest:
         keys = list(dict.fromkeys(k for _, _, k, _ in texts))
         have = self.cache.get_many(keys)
         self.report.cached = sum(1 for k in keys if k in have and k not in self._embedded)
-        missing = [(k, t) for _, _, k, t in {k: x for x in texts for k in [x[2]] if k not in have}.values()]
+        missing = list({k: t for _, _, k, t in texts if k not in have}.items())  # each text once
         if missing:
             have.update(self._embed(missing))
             self._close_bar()

@@ -151,7 +151,8 @@ def publish(index_folder: Path, generation: int, fingerprint: str, dim: int, doc
 
     docs: doc_id → revision of every document the set covers. keep: keys of `previous` whose
     chunks are unchanged. added: new chunk vectors (new keys are given here). When
-    `previous` (of the same fingerprint, read into memory) is given and the set changes by
+    `previous` (of the same fingerprint, read into memory with view=False, and consumed: its
+    graph is patched in place) is given and the set changes by
     less than REBUILD_REMOVED_SHARE, its graph is patched (removals + additions); else the
     graph is rebuilt from all vectors. threads: for the graph build (0 = all cores).
     """
@@ -175,7 +176,7 @@ def publish(index_folder: Path, generation: int, fingerprint: str, dim: int, doc
                      and (removed + len(added)) < REBUILD_REMOVED_SHARE * max(len(previous), 1))
             if patch:
                 assert previous is not None
-                graph = previous._index.copy() if hasattr(previous._index, "copy") else previous._index
+                graph = previous._index  # the writer's private in-memory copy (view=False): patched in place
                 gone = sorted(set(previous.chunk_of) - set(keep))
                 if gone:
                     graph.remove(np.asarray(gone, dtype=np.uint64))
