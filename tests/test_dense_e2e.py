@@ -162,3 +162,17 @@ def test_callback_answers_lexically_within_the_deadline_when_the_embedding_servi
     finally:
         if proc is not None:
             stop(proc)
+
+
+def test_index_add_with_the_embedding_service_down_fails_clearly_and_commits_nothing(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1/embeddings"
+    cfg = write_site(tmp_path, f'provider = "openai"\nmodel = "m"\nurl = "{dead}"\nretries = 0\n'
+                               'api_key_env = "KBGATE_TEST_EMBEDDING_KEY"', free_port())
+    r = subprocess.run([sys.executable, "-m", "gateway.cli", "index", "add", "--config", str(cfg), "--index", "docs",
+                        "--no-progress", str(tmp_path / "docs")], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120, env={**__import__("os").environ, "KBGATE_TEST_EMBEDDING_KEY": "sk-never-shown"})
+    assert r.returncode == 1
+    assert "embedding provider 'openai': connect" in r.stderr and "nothing was committed" in r.stderr
+    assert "sk-never-shown" not in r.stderr + r.stdout
+    listed = kbgate("index", "stats", "--config", str(cfg), "--index", "docs")
+    assert "documents=0" in listed.stdout, listed.stdout + listed.stderr

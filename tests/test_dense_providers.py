@@ -229,3 +229,12 @@ def test_ingest_fails_whole_when_the_provider_stays_down(tmp_path: Path) -> None
         store.create_or_open_for_write("docs").ingest(DOCS, progress=False)
     # Nothing was committed: the Tantivy side rolled back with the vectors.
     assert IndexStore(tmp_path).open("docs").stats().documents == 0
+
+
+def test_the_local_e5_model_embeds_queries_and_passages() -> None:
+    e5 = LocalEmbedder(DenseConfig(provider="local", model="multilingual-e5-small-q4"))
+    passages = e5.embed_passages(["使用 BR 工具把全量数据备份到 S3。", "慢日志记录执行时间超过阈值的语句。"])
+    query = e5.embed_query("怎么备份数据", timeout=10.0)
+    assert passages.shape == (2, 384) and query.shape == (384,)
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+    assert float(passages[0] @ query) > float(passages[1] @ query)
