@@ -39,7 +39,8 @@ eval: install
 	$(BIN)/kbgate eval
 
 bench: install
-	$(BIN)/python -m bench
+	bash bench/ensure-tools.sh
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/pip install -q ruff && $(BIN)/ruff check gateway indexes tests bench

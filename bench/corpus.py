@@ -26,7 +26,7 @@ from indexes.ingest import chunk, read_paths
 from indexes.ingest.chunking import DEFAULT_MAX_CHARS
 from indexes.types import Document, Section
 
-__all__ = ["CORPORA", "Pool", "documents", "load_pool", "parse_scale", "queries"]
+__all__ = ["CORPORA", "Pool", "corpus_documents", "documents", "huge_document", "load_pool", "parse_scale", "queries"]
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]*")
@@ -132,3 +132,45 @@ def queries(root: Path = CORPORA) -> list[str]:
         with f.open(encoding="utf-8") as fh:
             out.extend(q for q in (json.loads(line)["query"] for line in fh if line.strip()) if q.strip())
     return out
+
+
+def corpus_documents(relative: str, limit: int | None = None, root: Path = CORPORA) -> list[Document]:
+    """The documents of one shared corpus (`relative` to `root`, e.g. "tidb-docs-cn/docs"),
+    read with the indexer's own reader; the first `limit` only when given (smoke runs).
+    Raises FileNotFoundError when the corpus is absent."""
+    source = root / relative
+    if not source.exists():
+        raise FileNotFoundError(f"shared corpus not found: {source}")
+    out: list[Document] = []
+    for doc in read_paths([source]):
+        if isinstance(doc, Document):
+            out.append(doc)
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def huge_document(n_chunks: int, texts: list[str], seed: int = 35_000, doc_id: str = "huge/manual.md") -> Document:
+    """One document of about `n_chunks` chunks built from sentences of `texts` (real chunk
+    texts): sections of 330-580 characters, so no two sections merge into one chunk and
+    none is split (issue 9's "one oversized document", made at run time). Its title and
+    headings hold the word 合订本, which no shared corpus text has. The exact
+    count is `len(chunk(doc))`; callers report that. Raises ValueError when `texts` has
+    no sentence."""
+    sentences = [s.strip() for t in texts for s in _SENTENCE.findall(t) if 4 <= len(s.strip()) <= 200]
+    if not sentences:
+        raise ValueError("huge_document: no sentences in the given texts")
+    rng = random.Random(seed)
+    sections = []
+    for i in range(n_chunks):
+        target = rng.randint(330, DEFAULT_MAX_CHARS - 20)
+        parts: list[str] = []
+        size = 0
+        while size < target:
+            sent = rng.choice(sentences)
+            if size + len(sent) > DEFAULT_MAX_CHARS - 20:
+                break
+            parts.append(sent)
+            size += len(sent)
+        sections.append(Section(f"合订本第{i + 1}节", "".join(parts)))
+    return Document(id=doc_id, title="运维总手册（合订本）", sections=tuple(sections), path=doc_id, dataset="huge")

@@ -3,9 +3,12 @@
 Each prints one JSON object on stdout (figures below), so the orchestrator's own memory
 and threads never mix into a measurement.
 
-index     build `--index` under `--dir` from the scaled corpus with the indexer's real path
-          (`IndexStore.create_or_open_for_write(...).ingest`): chunks, documents, seconds,
-          chunks_per_s, size_bytes, rss_before_kib (corpus materialized), hwm_kib (peak).
+index     build `--index` under `--dir` with the indexer's real path
+          (`IndexStore.create_or_open_for_write(...).ingest`) from the scaled corpus
+          (`--chunks N`) or one real corpus (`--corpus cmrc2018|tidb-docs-cn`, optionally
+          `--huge-chunks N`: plus one document of N chunks made from that corpus's text):
+          chunks, documents, seconds, chunks_per_s, size_bytes, rss_before_kib (corpus
+          materialized), hwm_kib (peak), huge_chunks (chunks of the huge document, 0 if none).
 search    `KnowledgeIndex.search` with the route's filter from `gateway.scope.resolve_callback`
           (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
           `--seconds` per thread count: per count qps, p50_ms, p99_ms.
@@ -24,13 +27,25 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.corpus import documents, load_pool, queries
+from bench.corpus import corpus_documents, documents, huge_document, load_pool, queries
 from bench.procfs import memory_kib
 
-__all__ = ["percentile", "run_threads"]
+__all__ = ["percentile", "run_phase", "run_threads"]
 
 SEARCH_LIMIT = 5
 """Results per query: the callback's default Limit (search.default_limit)."""
+
+
+def run_phase(args: list[str], timeout: float = 3600) -> dict[str, object]:
+    """Run `python -m bench.phases ARGS` in its own process and return its JSON line.
+    Raises RuntimeError (with the phase's stderr tail) when it fails."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "bench.phases", *args], capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench.phases {args[0]} failed:\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -79,9 +94,19 @@ def run_threads(search: Callable[[str], object], qs: list[str], threads: int, se
 
 
 def _index(args: argparse.Namespace) -> dict[str, object]:
+    from bench.workload import CORPUS_SOURCES
+    from indexes.ingest import chunk
     from indexes.store import IndexStore
 
-    docs = list(documents(args.chunks, load_pool()))
+    huge = 0
+    if args.corpus:
+        docs = corpus_documents(CORPUS_SOURCES[args.corpus][0], args.limit)
+        if args.huge_chunks:
+            big = huge_document(args.huge_chunks, [c.text for d in docs for c in chunk(d)])
+            huge = len(chunk(big))
+            docs.append(big)
+    else:
+        docs = list(documents(args.chunks, load_pool()))
     before = memory_kib()
     store = IndexStore(Path(args.dir))
     started = time.perf_counter()
@@ -98,6 +123,7 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
         "size_bytes": size,
         "rss_before_kib": before.get("VmRSS", 0),
         "hwm_kib": memory_kib().get("VmHWM", 0),
+        "huge_chunks": huge,
     }
 
 
@@ -149,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     i = sub.add_parser("index")
     i.add_argument("--dir", required=True)
     i.add_argument("--index", required=True)
-    i.add_argument("--chunks", type=int, required=True)
+    what = i.add_mutually_exclusive_group(required=True)
+    what.add_argument("--chunks", type=int, help="the scaled corpus of exactly this many chunks")
+    what.add_argument("--corpus", choices=("cmrc2018", "tidb-docs-cn"), help="one real corpus")
+    i.add_argument("--limit", type=int, default=None, help="with --corpus: its first N documents only")
+    i.add_argument("--huge-chunks", type=int, default=0, help="with --corpus: add one document of N chunks")
     i.set_defaults(func=_index)
     for name, func in (("search", _search), ("baseline", _baseline)):
         s = sub.add_parser(name)

@@ -1,15 +1,22 @@
 """`python -m bench` / `make bench`: the whole benchmark in one run, printed as Markdown.
 
-    python -m bench                     # 10k and 100k chunks (under 10 minutes on 2 cores)
-    python -m bench --scale 1m          # adds 1M chunks (index build alone takes minutes)
-    python -m bench --only --scale 2000 --seconds 1 --search-seconds 0.5   # a smoke run
+    python -m bench                     # the real corpora (issue 13) + the 100k scale study
+    python -m bench --quick             # the same phases, shorter loads (about 5 minutes)
+    python -m bench --profile           # adds py-spy on one worker under the TiDB closed loop
+    python -m bench --scale 10k --scale 1m --no-corpora   # the scale study alone, at 10k and 1M
 
-Per scale: build the index in its own process, search it alone (1 and 2 threads), the
-bm25s baseline on the same chunks (up to --baseline-max), then `kbgate serve` with
---workers hypercorn workers on a free loopback port against real Redis, loaded by
-bench.loadgen at each --connections level. The floor (bench.floor, same hypercorn
-settings) is loaded the same way once per run. Results: stdout, and
-bench-results/bench-<time>.md and .json (bench-results/ is git-ignored).
+Real corpora (bench.realcorpora): cmrc2018 and tidb-docs-cn routed through real signed
+Volcengine callbacks to one `kbgate serve` (--workers hypercorn workers), closed loop (wrk,
+32 connections) on a unique-query and a Zipf mix, open loop at 50% and 80% of the measured
+capacity, each beside the floor (bench.floor) on the same hypercorn settings; one huge
+document against a normal one; every served wing (bench.wings).
+
+Scale study, per --scale (default 100k): index build in its own process, search alone (1
+and 2 threads), the bm25s baseline on the same chunks (up to --baseline-max), and `kbgate
+serve` on that index under the same closed loop.
+
+Redis: a throwaway redis-server on a free port (bench.stack), or $REDIS_URL when set.
+Results: stdout, and bench-results/bench-<time>.md and .json (bench-results/ is git-ignored).
 """
 
 from __future__ import annotations
@@ -20,46 +27,27 @@ import os
 import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from bench import realcorpora
 from bench.corpus import CORPORA, parse_scale, queries, scale_label
-from bench.flame import summarize
-from bench.procfs import cpu_seconds, system_busy_seconds
+from bench.measure import closed_loop
+from bench.phases import run_phase
 from bench.report import render
-from bench.serving import (
-    CALLBACK_PATH,
-    Server,
-    floor_argv,
-    free_port,
-    gateway_argv,
-    sample_answer,
-    write_config,
-)
+from bench.serving import CALLBACK_PATH, Server, free_port, gateway_argv, write_config
+from bench.stack import throwaway_redis
+from bench.workload import callback_body, write_bodies
 
 __all__ = ["main", "run"]
 
-DEFAULT_SCALES = ("10k", "100k")
-
-
-def _phase(args: list[str], timeout: float = 3600) -> dict[str, Any]:
-    """Run `python -m bench.phases ARGS` and return its JSON line. Raises RuntimeError."""
-    proc = subprocess.run([sys.executable, "-m", "bench.phases", *args], capture_output=True, text=True,
-                          timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench.phases {args[0]} failed:\n{proc.stderr[-3000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+DEFAULT_SCALES = ("100k",)
 
 
 def _say(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-
-def _redis_url() -> str:
-    return os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def _redis_pid(url: str) -> int | None:
@@ -72,60 +60,9 @@ def _redis_pid(url: str) -> int | None:
         return None
 
 
-def _load(server: Server, secret_file: Path, connections: int, seconds: float, warmup: float,
-          redis_pid: int | None) -> dict[str, Any]:
-    """One load run against `server`; adds CPU shares (percent of all CPUs) of the load
-    generator and of processes other than ours (server, workers, generator, Redis)."""
-    served = [server.proc.pid, *server.workers()] if server.proc else []
-    ours = served + ([redis_pid] if redis_pid else [])
-    cpu0 = sum(cpu_seconds(p) for p in ours)
-    srv0 = sum(cpu_seconds(p) for p in served)
-    red0 = cpu_seconds(redis_pid) if redis_pid else 0.0
-    busy0, total0 = system_busy_seconds()
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.loadgen", "--port", str(server.port), "--path", CALLBACK_PATH,
-         "--secret-file", str(secret_file), "--connections", str(connections), "--seconds", str(seconds),
-         "--warmup", str(warmup)], capture_output=True, text=True, timeout=seconds + warmup + 120)
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench.loadgen failed:\n{proc.stderr[-3000:]}")
-    r: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    busy1, total1 = system_busy_seconds()
-    cpu1 = sum(cpu_seconds(p) for p in ours)
-    served_requests = max(1, r["requests"])  # warm-up requests cost CPU too: see below
-    r["server_cpu_s"] = sum(cpu_seconds(p) for p in served) - srv0
-    r["redis_cpu_s"] = (cpu_seconds(redis_pid) - red0) if redis_pid else 0.0
-    # CPU per measured request over the whole run (warm-up included): an upper bound.
-    r["server_cpu_ms_per_req"] = 1000 * r["server_cpu_s"] / served_requests
-    elapsed_cpu = max(1e-9, total1 - total0)  # all CPUs' seconds over the run
-    r["loadgen_cpu_pct"] = 100 * r["cpu_s"] / elapsed_cpu
-    r["other_cpu_pct"] = max(0.0, 100 * ((busy1 - busy0) - (cpu1 - cpu0) - r["cpu_s"]) / elapsed_cpu)
-    if r["requests"] != r["ok"] or r["errors"]:
-        _say(f"warning: {r['requests'] - r['ok']} non-2xx, {r['errors']} errors ({r['statuses']}, {r['first_error']})")
-    return r
-
-
-def _profile(server: Server, secret_file: Path, out: Path, seconds: float = 5.0) -> str:
-    """py-spy (raw collapsed stacks) of one worker during a 32-connection load; summary."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(spy).exists():
-        return "(py-spy not installed: `.venv/bin/pip install py-spy`)"
-    gen = subprocess.Popen(
-        [sys.executable, "-m", "bench.loadgen", "--port", str(server.port), "--path", CALLBACK_PATH,
-         "--secret-file", str(secret_file), "--connections", "32", "--seconds", str(seconds + 1),
-         "--warmup", "0.5"], stdout=subprocess.DEVNULL)
-    time.sleep(1.0)
-    subprocess.run([spy, "record", "-r", "250", "-d", str(seconds), "-f", "raw", "-o", str(out),
-                    "--pid", str(server.workers()[0])], capture_output=True, timeout=seconds + 60)
-    gen.wait(seconds + 60)
-    return summarize(out, 20) if out.exists() else "(py-spy produced no profile; is ptrace allowed?)"
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark; returns the result dict rendered by bench.report."""
-    scales = [parse_scale(s) for s in ([] if args.only else list(DEFAULT_SCALES)) + list(args.scale)]
-    scales = sorted(set(scales))
-    if not scales:
-        raise SystemExit("bench: no scale given")
+    scales = sorted({parse_scale(s) for s in ([] if args.only else list(DEFAULT_SCALES)) + list(args.scale)})
     if not CORPORA.is_dir():
         raise SystemExit(f"bench: the shared corpora are missing at {CORPORA}")
     out_dir = Path(args.out)
@@ -134,63 +71,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     (work / "indexes").mkdir(parents=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    redis_url = _redis_url()
-    redis_pid = _redis_pid(redis_url)
-    if redis_pid is None and not args.allow_remote_redis:
-        _say(f"note: Redis at {redis_url} is not a local process; its CPU is counted as 'other'")
-    result: dict[str, Any] = {
-        "environment": {
-            "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-            "command": "python -m bench " + shlex.join(sys.argv[1:]) if args.argv is None else
-                       "python -m bench " + shlex.join(args.argv),
-            "cpus": os.cpu_count(), "python": platform.python_version(), "workers": args.workers,
-            "redis": redis_url, "loadavg_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-            "loadgen": "bench.loadgen (Python asyncio + uvloop, keep-alive, one process)",
-            "baseline_max": args.baseline_max,
-        },
-        "scales": [],
-        "floor": [],
-    }
-    levels = [int(c) for c in args.connections.split(",")]
-    floor_body: Path | None = None
-    for n in scales:
-        label = scale_label(n)
-        name = f"bench-{label}"
-        _say(f"{label}: building the index ({n:,} chunks)")
-        s: dict[str, Any] = {"label": label, "chunks": n}
-        s["index"] = _phase(["index", "--dir", str(work / "indexes"), "--index", name, "--chunks", str(n)])
-        _say(f"{label}: {s['index']['chunks_per_s']:,.0f} chunks/s; searching alone")
-        s["search"] = _phase(["search", "--dir", str(work / "indexes"), "--index", name,
-                              "--seconds", str(args.search_seconds), "--threads", "1", "2"])
-        if n <= parse_scale(args.baseline_max):
-            _say(f"{label}: bm25s baseline on the same chunks")
-            s["baseline"] = _phase(["baseline", "--chunks", str(n), "--seconds", str(args.search_seconds),
-                                    "--threads", "1", "2"])
-        else:
-            s["baseline"] = None
-        port = free_port()
-        cfg, secret_file = write_config(work, work / "indexes", name, port, args.workers, redis_url)
-        with Server(gateway_argv(cfg, args.workers), port, work / f"serve-{label}.log") as srv:
-            if floor_body is None:
-                floor_body = work / "floor-body.json"
-                floor_body.write_bytes(sample_answer(srv.base, secret_file.read_text().strip(), queries()[0]))
-            s["e2e"] = []
-            for c in levels:
-                _say(f"{label}: kbgate, {c} connections, {args.seconds} s")
-                s["e2e"].append(_load(srv, secret_file, c, args.seconds, args.warmup, redis_pid))
-            s["worker_memory"] = srv.memory()
-            if args.profile:
-                _say(f"{label}: py-spy on one worker")
-                s["profile"] = _profile(srv, secret_file, out_dir / f"pyspy-{stamp}-{label}.txt")
-        result["scales"].append(s)
-        if n == scales[0]:
-            port = free_port()
-            with Server(floor_argv(cfg, port, args.workers), port, work / "floor.log",
-                        env={"BENCH_FLOOR_BODY": str(floor_body)}) as flr:
-                for c in levels:
-                    _say(f"floor, {c} connections, {args.seconds} s")
-                    result["floor"].append(_load(flr, secret_file, c, args.seconds, args.warmup, redis_pid))
-                result["floor_memory"] = flr.memory()
+    with throwaway_redis() as (redis_url, started_pid):
+        redis_pid = started_pid or _redis_pid(redis_url)
+        if redis_pid is None:
+            _say(f"note: Redis at {redis_url} is not a local process; its CPU is counted as 'other'")
+        result: dict[str, Any] = {
+            "environment": {
+                "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+                "command": "python -m bench " + shlex.join(sys.argv[1:] if args.argv is None else args.argv),
+                "cpus": os.cpu_count(), "python": platform.python_version(), "workers": args.workers,
+                "redis": redis_url + (" (throwaway redis-server)" if started_pid else ""),
+                "loadavg_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+                "loadgen": "closed loop: wrk (Debian) with bench/wrk_signed.lua, 2 threads; "
+                           "open loop: bench.openloop (Python asyncio + uvloop, one process)",
+                "baseline_max": args.baseline_max,
+            },
+            "scales": [],
+        }
+        if not args.no_corpora:
+            result["corpora"] = realcorpora.run_corpora(args, work, out_dir, stamp, redis_url, redis_pid)
+        for n in scales:
+            result["scales"].append(_scale(args, n, work, redis_url, redis_pid))
     result["environment"]["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if not args.keep_indexes:
         shutil.rmtree(work / "indexes", ignore_errors=True)
@@ -202,28 +103,62 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _scale(args: argparse.Namespace, n: int, work: Path, redis_url: str, redis_pid: int | None) -> dict[str, Any]:
+    """The scale study at `n` chunks: build, search alone, bm25s, kbgate under the closed loop."""
+    label = scale_label(n)
+    name = f"bench-{label}"
+    _say(f"{label}: building the index ({n:,} chunks)")
+    s: dict[str, Any] = {"label": label, "chunks": n}
+    s["index"] = run_phase(["index", "--dir", str(work / "indexes"), "--index", name, "--chunks", str(n)])
+    _say(f"{label}: {s['index']['chunks_per_s']:,.0f} chunks/s; searching alone")
+    s["search"] = run_phase(["search", "--dir", str(work / "indexes"), "--index", name,
+                          "--seconds", str(args.search_seconds), "--threads", "1", "2"])
+    s["baseline"] = None
+    if n <= parse_scale(args.baseline_max):
+        _say(f"{label}: bm25s baseline on the same chunks")
+        s["baseline"] = run_phase(["baseline", "--chunks", str(n), "--seconds", str(args.search_seconds),
+                                "--threads", "1", "2"])
+    port = free_port()
+    cfg, secret_file = write_config(work, work / "indexes", name, port, args.workers, redis_url)
+    bodies = work / f"bodies-scale-{label}.txt"
+    write_bodies(bodies, (callback_body("bench", "bench", q) for q in queries()))
+    with Server(gateway_argv(cfg, args.workers), port, work / f"serve-{label}.log") as srv:
+        s["e2e"] = []
+        for c in (int(x) for x in args.connections.split(",")):
+            _say(f"{label}: kbgate, {c} connections, {args.seconds} s")
+            s["e2e"].append(closed_loop(srv, CALLBACK_PATH, bodies, secret_file, mode="hmac", connections=c,
+                                        seconds=args.seconds, redis_pid=redis_pid, warmup_bodies=bodies,
+                                        warmup=args.warmup))
+        s["worker_memory"] = srv.memory()
+    return s
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="shorter loads (3 s measured, 0.5 s warm-up, 1 s search runs): same phases, noisier figures")
     p.add_argument("--scale", action="append", default=[],
-                   help="add a corpus size in chunks (2000, 10k, 1m); repeatable; default scales 10k and 100k")
-    p.add_argument("--only", action="store_true", help="run only the --scale sizes given, not the defaults")
-    p.add_argument("--seconds", type=float, default=10.0, help="measured seconds per load level (default 10)")
-    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each load level")
-    p.add_argument("--connections", default="8,32", help="load levels, comma-separated (default 8,32)")
+                   help="add a scale-study size in chunks (2000, 10k, 1m); repeatable; default 100k")
+    p.add_argument("--only", action="store_true", help="run only the --scale sizes given, not the default 100k")
+    p.add_argument("--seconds", type=float, default=10.0, help="measured seconds per load run (default 10)")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each load run")
+    p.add_argument("--connections", default="32", help="scale study: closed-loop connections, comma-separated")
     p.add_argument("--search-seconds", type=float, default=3.0, help="seconds per search-alone run")
     p.add_argument("--workers", type=int, default=2, help="hypercorn workers (default 2, one per core)")
     p.add_argument("--baseline-max", default="100k", help="largest scale the bm25s baseline is built for")
-    p.add_argument("--profile", action="store_true", help="attach py-spy to one worker under load per scale")
+    p.add_argument("--profile", action="store_true", help="py-spy on one worker under the TiDB closed loop")
     p.add_argument("--out", default="bench-results", help="folder for the .md/.json results")
     p.add_argument("--workdir", default=None, help="scratch folder (default OUT/work; emptied first)")
     p.add_argument("--keep-indexes", action="store_true", help="keep the built indexes in the workdir")
-    p.add_argument("--allow-remote-redis", action="store_true", help=argparse.SUPPRESS)
+    realcorpora.add_arguments(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.argv = argv
+    if args.quick:
+        args.seconds, args.warmup, args.search_seconds = min(args.seconds, 3.0), min(args.warmup, 0.5), 1.0
     result = run(args)
     print(result["markdown"])
     _say("written " + ", ".join(result["files"]))

@@ -1,0 +1,131 @@
+"""What the corpus phases serve from: a throwaway Redis and one gateway config for many routes.
+
+`throwaway_redis()` starts `redis-server` on a free loopback port (no persistence) for the
+load runs, so a benchmark never writes its hundred thousand nonces into the machine's
+shared Redis nor measures other people's traffic on it; with `$REDIS_URL` set, or no
+redis-server binary, it yields that URL (or 127.0.0.1:6379) instead and the config's
+per-run key prefix keeps the keys apart. It never stops or flushes a Redis it did not start.
+
+`write_routes_config` writes a gateway TOML serving several indexes at once:
+- a callback tenant `bench` with one (FirstLevelId, SecondLevelId) = ("bench", ROUTE) per
+  index, signed with a fresh random key (file `bench.secret`, mode 600);
+- the agent knowledge protocol's route of the same name for each index and one client
+  `bench` holding the given tool grants (default `knowledge.search`) with a fresh Bearer
+  token (file `bench.token`): the Bearer side of `bench.wings`.
+Search settings are the gateway's defaults (Limit 5, excerpts, one result per document).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import redis
+
+from bench.serving import free_port
+
+__all__ = ["CorpusConfig", "throwaway_redis", "write_routes_config"]
+
+TENANT = "bench"
+FIRST_LEVEL_ID = "bench"
+
+
+def _answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=0.5).ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def throwaway_redis(prefer_env: bool = True) -> Iterator[tuple[str, int | None]]:
+    """Yields (redis URL, pid of the redis-server we started or None).
+
+    $REDIS_URL wins when set (prefer_env); else a redis-server on a free port, stopped
+    (SIGTERM, our own pid only) on exit; else redis://127.0.0.1:6379/0.
+    Raises RuntimeError when the started server does not answer within 5 s."""
+    env = os.environ.get("REDIS_URL") if prefer_env else None
+    exe = shutil.which("redis-server")
+    if env or not exe:
+        yield env or "redis://127.0.0.1:6379/0", None
+        return
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="kbgate-bench-redis-")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        for _ in range(100):
+            if _answers(url):
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError(f"the throwaway redis-server on port {port} did not answer")
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class CorpusConfig:
+    """Paths of one written config: `config`, `secret_file` (callback HMAC key),
+    `token_file` (Bearer token), and `routes` (route name → index name)."""
+
+    def __init__(self, config: Path, secret_file: Path, token_file: Path, routes: Mapping[str, str]) -> None:
+        self.config, self.secret_file, self.token_file, self.routes = config, secret_file, token_file, dict(routes)
+
+
+def _secret_file(path: Path, value: str) -> Path:
+    if not path.exists():
+        path.write_text(value)
+        path.chmod(0o600)
+    return path
+
+
+def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, str], port: int, workers: int,
+                        redis_url: str, name: str = "corpora",
+                        grants: Sequence[str] = ("knowledge.search",)) -> CorpusConfig:
+    """Write `workdir/gateway-NAME.toml` serving each route → index of `routes` (see module
+    docstring) on 127.0.0.1:port; returns its CorpusConfig. Route names must be plain
+    identifiers (letters, digits, '-', '_'); grants: the agent client's tools."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    secret_file = _secret_file(workdir / "bench.secret", secrets.token_urlsafe(32))
+    token_file = _secret_file(workdir / "bench.token", "bench-" + secrets.token_urlsafe(32))
+    ref_key = _secret_file(workdir / "bench.refkey", secrets.token_urlsafe(48))
+    token_sha = hashlib.sha256(token_file.read_text().strip().encode("ascii")).hexdigest()
+    q = json.dumps
+    lines = [
+        f'[server]\nbind = "127.0.0.1:{port}"\nworkers = {workers}',
+        f'[replay]\nredis_url = {q(redis_url)}\ntolerance_seconds = 300\n'
+        f'key_prefix = "kbgate-bench-{os.getpid()}-{time.time_ns() % 10**9}"',
+        f'[indexes]\ndir = {q(str(indexes_dir.resolve()))}',
+        '[log]\nlevel = "info"',
+        f'[tenants.{TENANT}]',
+        f'[[tenants.{TENANT}.secrets]]\nid = "bench"\nvalue_file = {q(str(secret_file.resolve()))}',
+    ]
+    for route, index in routes.items():
+        lines.append(f'[[tenants.{TENANT}.routes]]\nfirst_level_id = "{FIRST_LEVEL_ID}"\n'
+                     f'second_level_id = {q(route)}\nindex = {q(index)}')
+    lines.append(f'[agent]\nref_key_file = {q(str(ref_key.resolve()))}')
+    for route, index in routes.items():
+        lines.append(f'[agent.routes.{q(route)}]\nindex = {q(index)}')
+    lines.append(f'[agent.clients.bench]\nroutes = {q(list(routes))}\ntools = {q(list(grants))}\n'
+                 f'datasets = ["*"]\npath_globs = ["**"]')
+    lines.append(f'[[agent.clients.bench.tokens]]\nid = "bench"\nsha256 = "{token_sha}"')
+    cfg = workdir / f"gateway-{name}.toml"
+    cfg.write_text("\n\n".join(lines) + "\n")
+    return CorpusConfig(cfg, secret_file, token_file, routes)

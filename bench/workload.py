@@ -1,0 +1,132 @@
+"""What the load generators send: per-corpus query streams and the request bodies built from them.
+
+Two mixes, reported apart so an answer cache can never hide the cold cost (issue 13):
+
+unique       no query repeats within a run. The corpus's real questions first (seeded
+             shuffle), then questions synthesized at run time from the corpus's own chunk
+             text: a sentence cut to a length drawn from the real questions' lengths
+             (so the number of analysed terms per query stays like the real ones), deduplicated.
+zipf         repeat-heavy: queries drawn with P(rank k) ∝ 1 / k^s from the first
+             `pool` queries of the unique stream (s = 1.1, pool = 1,000 by default, seeded),
+             the shape of a real question log where a few questions dominate.
+
+Bodies are written one JSON document per line (orjson never emits a raw newline), the
+form `bench/wrk_signed.lua` and `bench.openloop` read. Nothing of the corpora is written into
+the repository: body files live in the run's scratch folder.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import json
+import random
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import orjson
+
+from bench.corpus import CORPORA
+
+__all__ = ["CORPUS_SOURCES", "MIXES", "callback_body", "real_queries", "repeat_share", "unique_queries",
+           "write_bodies", "zipf_queries"]
+
+CORPUS_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    # name: (documents path under CORPORA, question files under CORPORA)
+    "cmrc2018": ("cmrc2018/docs.jsonl", ("cmrc2018/queries.jsonl",)),
+    "tidb-docs-cn": ("tidb-docs-cn/docs", ("tidb-docs-cn/queries.jsonl", "tidb-docs-cn/queries.colloquial.jsonl")),
+}
+"""The two real corpora routed end to end, with their question files."""
+
+MIXES = ("unique", "zipf")
+ZIPF_S = 1.1
+ZIPF_POOL = 1_000
+_PASSES = 8
+_SENTENCE = re.compile(r"[^。！？!?\n；;]+")
+
+
+def real_queries(corpus: str, root: Path = CORPORA) -> list[str]:
+    """The real non-blank questions of `corpus` (a CORPUS_SOURCES name), in file order.
+    Raises KeyError for an unknown corpus, FileNotFoundError when its files are absent."""
+    out: list[str] = []
+    for rel in CORPUS_SOURCES[corpus][1]:
+        with (root / rel).open(encoding="utf-8") as fh:
+            out.extend(q.strip() for q in (json.loads(line)["query"] for line in fh if line.strip()) if q.strip())
+    return out
+
+
+def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int = 13) -> list[str]:
+    """`n` distinct queries: `real` (deduplicated, seeded shuffle) then sentences of `texts`
+    cut to lengths drawn from the real questions' lengths (at least 6 characters; up to
+    8 passes over the sentences, each cutting them anew).
+
+    texts: the corpus's chunk texts. Returns fewer than `n` only when the text runs out of
+    distinct sentences (the caller reports the count it got)."""
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    out: list[str] = []
+    first = list(dict.fromkeys(real))
+    rng.shuffle(first)
+    for q in first[:n]:
+        seen.add(q)
+        out.append(q)
+    lengths = sorted(len(q) for q in first) or [20]
+    sentences = [s.strip() for t in texts for s in _SENTENCE.findall(t) if len(s.strip()) >= 6]
+    for _ in range(_PASSES):  # a small corpus gives each sentence several different cuts
+        rng.shuffle(sentences)
+        for s in sentences:
+            if len(out) >= n:
+                return out
+            cut = max(6, rng.choice(lengths))
+            start = rng.randrange(0, max(1, len(s) - cut + 1))
+            q = s[start:start + cut].strip()
+            if len(q) >= 6 and q not in seen:
+                seen.add(q)
+                out.append(q)
+    return out
+
+
+def zipf_queries(pool: Sequence[str], n: int, s: float = ZIPF_S, seed: int = 17) -> list[str]:
+    """`n` queries drawn from `pool` with P(rank k) ∝ 1/k^s (rank 1 = pool[0] after a
+    seeded shuffle, so the most asked question is not always the file's first).
+    Raises ValueError when `pool` is empty."""
+    if not pool:
+        raise ValueError("zipf_queries: empty pool")
+    rng = random.Random(seed)
+    ranked = list(pool)
+    rng.shuffle(ranked)
+    cumulative = list(itertools.accumulate(1.0 / (k ** s) for k in range(1, len(ranked) + 1)))
+    total = cumulative[-1]
+    return [ranked[min(len(ranked) - 1, bisect.bisect_left(cumulative, rng.random() * total))] for _ in range(n)]
+
+
+def repeat_share(stream: Sequence[str]) -> float:
+    """Share (0..1) of `stream` that repeats an earlier entry: what an unbounded answer
+    cache could answer without searching."""
+    seen: set[str] = set()
+    repeats = 0
+    for q in stream:
+        if q in seen:
+            repeats += 1
+        else:
+            seen.add(q)
+    return repeats / len(stream) if stream else 0.0
+
+
+def callback_body(first: str, second: str, query: str, limit: int = 5) -> bytes:
+    """A Volcengine callback body (seed 003 field names), compact JSON bytes."""
+    return orjson.dumps({"FirstLevelId": first, "SecondLevelId": second, "Query": query, "Limit": limit})
+
+
+def write_bodies(path: Path, bodies: Iterator[bytes] | Iterable[bytes]) -> int:
+    """Write one body per line to `path`; returns the count. Raises ValueError for a body
+    holding a newline (the line format could not carry it)."""
+    n = 0
+    with path.open("wb") as fh:
+        for b in bodies:
+            if b"\n" in b:
+                raise ValueError("a request body holds a newline")
+            fh.write(b + b"\n")
+            n += 1
+    return n
