@@ -66,7 +66,7 @@ class HybridIndex(KnowledgeIndex):
         self.dense = DenseSearch(path, dense, QueryEncoder(self.embedder, dense.query_timeout_ms, breaker, clock),
                                  clock)
         self.last_dense_report: DenseReport | None = None
-        self._pin_generation(reload=False)
+        self._pin_generation(reload=True)  # the reader may predate a commit that landed since Index.open
         if warm:
             self.dense.encoder.warm()
 
