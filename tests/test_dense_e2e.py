@@ -5,6 +5,7 @@ within the deadline) when the embedding service goes down."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -86,7 +87,7 @@ def callback(client: httpx.Client, query: str) -> dict:
 def serve(cfg: Path, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(cfg)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**__import__("os").environ, "KBGATE_REF_KEY": REF_KEY})
+                            env={**os.environ, "KBGATE_REF_KEY": REF_KEY})
     wait_ready(f"http://127.0.0.1:{port}", proc)
     return proc
 
@@ -170,7 +171,7 @@ def test_index_add_with_the_embedding_service_down_fails_clearly_and_commits_not
                                'api_key_env = "KBGATE_TEST_EMBEDDING_KEY"', free_port())
     r = subprocess.run([sys.executable, "-m", "gateway.cli", "index", "add", "--config", str(cfg), "--index", "docs",
                         "--no-progress", str(tmp_path / "docs")], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120, env={**__import__("os").environ, "KBGATE_TEST_EMBEDDING_KEY": "sk-never-shown"})
+                       timeout=120, env={**os.environ, "KBGATE_TEST_EMBEDDING_KEY": "sk-never-shown"})
     assert r.returncode == 1
     assert "embedding provider 'openai': connect" in r.stderr and "nothing was committed" in r.stderr
     assert "sk-never-shown" not in r.stderr + r.stdout
