@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from gateway.config import Config, load_config, load_indexer_config, load_indexes, load_indexes_dir
 from gateway.errors import ConfigError, KbgateError
@@ -170,7 +171,28 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             mark = "ok" if r.index in have else "MISSING"
             ok &= r.index in have
             print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} [{mark}]")
+    for name, dense in sorted(config.dense.items()):
+        print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1
+
+
+def _vectors_state(folder: Path, dense: Any) -> str:
+    """One phrase on whether the vectors of an index's latest commit are published."""
+    from indexes.dense.sync import read_generation
+    from indexes.dense.vectors import load_current
+
+    generation = read_generation(folder)
+    if generation is None:
+        return "index not built yet (kbgate index add)"
+    vectors = load_current(folder)
+    if vectors is None:
+        return "no vectors yet: searches are lexical until `kbgate index add` runs"
+    if vectors.fingerprint != dense.fingerprint:
+        return f"vectors of another model ({vectors.fingerprint}): lexical until `kbgate index add` runs"
+    if vectors.generation != generation:
+        return (f"vectors of generation {vectors.generation}, index at {generation}: lexical until "
+                "`kbgate index add` publishes them")
+    return f"{len(vectors)} vectors of generation {generation} (current)"
 
 
 MIN_SECRET_CHARS = 16  # below this, check-config warns: a short HMAC key is guessable

@@ -177,3 +177,18 @@ def test_index_add_with_the_embedding_service_down_fails_clearly_and_commits_not
     assert "sk-never-shown" not in r.stderr + r.stdout
     listed = kbgate("index", "stats", "--config", str(cfg), "--index", "docs")
     assert "documents=0" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_check_config_says_whether_the_vectors_of_the_latest_commit_are_published(tmp_path: Path) -> None:
+    cfg = write_site(tmp_path, 'provider = "local"\nmodel = "use-multilingual-v3"', free_port())
+    env = {"KBGATE_REF_KEY": REF_KEY}
+    before = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", "--config", str(cfg)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert "index docs: hybrid (local use-multilingual-v3): index not built yet" in before.stdout, before.stderr
+    assert kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress",
+                  str(tmp_path / "docs")).returncode == 0
+    after = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", "--config", str(cfg)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "index docs: hybrid (local use-multilingual-v3): 4 vectors of generation" in after.stdout
+    assert "(current)" in after.stdout
