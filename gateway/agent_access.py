@@ -41,8 +41,9 @@ from gateway.errors import AccessDenied, AgentError, DependencyUnavailable, Tool
 from gateway.feedback import FeedbackBridge, IssueTracker
 from gateway.feedback.github import GitHubTracker
 from gateway.feedback.sqlite import SqliteTracker
-from gateway.idempotency import IdempotencyStore, canonical_dedupe_key, canonical_hash
+from gateway.idempotency import CANONICAL_PREFIX, IdempotencyStore, canonical_dedupe_key, canonical_hash
 from gateway.principals import authenticate_agent
+from gateway.redis_clients import async_client
 from gateway.scope import EffectiveScope, Principal, ScopeRequest, allows, resolve_agent
 from gateway.types import KIB
 from indexes.search import glob_problem
@@ -86,8 +87,7 @@ class AccessState:
             tracker = SqliteTracker(a.sqlite_path, rt.clock)
         self.tracker = tracker
         if cfg.replay.redis_url:
-            self.redis = aioredis.Redis.from_url(cfg.replay.redis_url, socket_timeout=cfg.replay.timeout_seconds,
-                                                 socket_connect_timeout=cfg.replay.timeout_seconds)
+            self.redis = async_client(cfg.replay.redis_url, cfg.replay.timeout_seconds)
             store = IdempotencyStore(self.redis, cfg.replay.key_prefix, idempotency_ttl=a.idempotency_ttl_seconds,
                                      dedupe_ttl=a.dedupe_ttl_seconds, timeout=cfg.replay.timeout_seconds)
             self.bridge = FeedbackBridge(store, tracker, a.labels)
@@ -324,10 +324,12 @@ async def _request_body(request: Request, client: AgentClient, tool: str) -> dic
         raise _invalid("requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
     if tool in WRITE_TOOLS and "dedupeKey" not in body:
         raise _invalid("dedupeKey is required for write tools (seed 002 §9.5)")
-    if tool in WRITE_TOOLS and body["dedupeKey"] != canonical_dedupe_key(tool, body["input"]):
-        # A key that is not the payload's own hash would let one caller fold another's
-        # different feedback into its record (seed 002 §10, §15: a stable canonical payload).
-        raise _invalid("dedupeKey must be the canonical payload hash (gateway.idempotency.canonical_dedupe_key)")
+    if (tool in WRITE_TOOLS and body["dedupeKey"].startswith(CANONICAL_PREFIX)
+            and body["dedupeKey"] != canonical_dedupe_key(tool, body["input"])):
+        # 'sha256:' keys mean "this content" (gateway.idempotency): one that is not this
+        # payload's hash would fold this feedback into a record of other content.
+        raise _invalid("a dedupeKey starting with 'sha256:' must be this input's canonical hash "
+                       "(gateway.idempotency.canonical_dedupe_key); send that, or a key of your own without the prefix")
     return body
 
 
@@ -639,8 +641,8 @@ async def _write(call: Call, kind_input: dict[str, Any]) -> dict[str, Any]:
     call.event.extra |= {"record": done.data["recordId"], "deduped": done.deduped, "replayed": done.replayed,
                          "idempotency_key": "idempotencyKey" in body}
     if done.deduped:
-        call.warn("access.feedback_deduped", f"an equal record exists; count is now {done.data['count']}",
-                  severity="info")
+        call.warn("access.feedback_deduped", f"a record with this dedupeKey exists; its count is now "
+                  f"{done.data['count']} and this input was not filed separately", severity="info")
     return done.data
 
 

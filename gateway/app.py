@@ -75,8 +75,10 @@ class Runtime:
         return idx
 
     def index_stats(self) -> list[tuple[str, IndexStats | None]]:
-        """(name, stats or None when it cannot be opened) of every routed index, for /metrics."""
-        names = sorted({r.index for t in self.config.tenants.values() for r in t.routes})
+        """(name, stats or None when it cannot be opened) of every routed index (tenant and
+        agent routes), for /metrics."""
+        names = sorted({r.index for t in self.config.tenants.values() for r in t.routes}
+                       | {r.index for r in self.config.agent.routes.values()})
         out: list[tuple[str, IndexStats | None]] = []
         for name in names:
             try:
@@ -99,7 +101,7 @@ class Runtime:
             self.deliveries.submit(to_record(d, show_query=self.config.admin.show_queries))
         except Exception:  # fail open: the record is for operators, the answer already left
             log.warning("deliveries record failed", extra={"request_id": d.request_id}, exc_info=True)
-        if d.signature == "verified" and d.key_id is not None and d.outcome != "replayed":
+        if d.signature == "verified" and d.key_id is not None and d.outcome not in ("replayed", "delivery_pending"):
             self.key_usage.note(d.tenant, d.key_id, d.received_at)
 
     async def close(self) -> None:
@@ -124,7 +126,8 @@ async def metrics(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Ready: config loaded, every routed index opens, Redis answers when configured."""
+    """Ready: config loaded, every index a tenant route or an enabled `[agent.routes.*]` entry
+    names opens, Redis answers when configured. 503 lists each problem, naming the route."""
     rt: Runtime = request.app.state.runtime
     problems: list[str] = []
     for t in rt.config.tenants.values():
@@ -133,6 +136,13 @@ async def readyz(request: Request) -> Response:
                 rt.index(r.index)
             except DependencyUnavailable:
                 problems.append(f"index {r.index} unavailable")
+    for ar in rt.config.agent.routes.values():
+        if not ar.enabled:
+            continue  # answers 'disabled' without searching
+        try:
+            rt.index(ar.index)
+        except DependencyUnavailable:
+            problems.append(f"agent route {ar.name}: index {ar.index} unavailable")
     if not await rt.nonces.ping():
         problems.append("replay store unavailable")
     status = 200 if not problems else 503

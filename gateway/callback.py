@@ -1,13 +1,15 @@
 """The Volcengine knowledge callback endpoint: one straight path per request.
 
 raw body + headers → signing (formats → tolerance → HMAC over every live key)
-→ replay claim (SET NX) → parse Body → scope → search → Ret/Msg/Result envelope.
+→ replay claim → parse Body → scope → search → envelope → replay `answered` → 200.
 Any failure: the same envelope with a non-zero Ret and the HTTP status of its class
-(gateway.errors.RET_TABLE). No input produces a 500.
+(gateway.errors.RET_TABLE), and the replay claim released so a retry is answered
+(gateway.replay). No input produces a 500.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -20,6 +22,7 @@ from gateway.bodies import BodyLimitExceeded, asgi_chunks, json_media_problem, r
 from gateway.errors import (
     BodyTimeout,
     CallbackError,
+    ClientDisconnected,
     DependencyUnavailable,
     MethodNotAllowed,
     PayloadTooLarge,
@@ -153,12 +156,54 @@ async def _answer(rt: Runtime, tenant: Tenant, scope, receive, d: Delivery) -> b
     tolerance = cfg.replay.tolerance_seconds
 
     ts_nonce = _verify(rt, tenant, hdrs, body, now, tolerance, d)
-    if ts_nonce is not None:
-        ts, nonce = ts_nonce
-        key = nonce_key(cfg.replay.key_prefix, tenant.name, f"{ts:010d}", nonce)
-        if not await rt.nonces.claim(key, claim_expiry(ts, tolerance)):
-            raise Replayed("replayed", "this timestamp and nonce were already delivered")
+    if ts_nonce is None:
+        return _search(rt, tenant, body, d)
+    ts, nonce = ts_nonce
+    key = nonce_key(cfg.replay.key_prefix, tenant.name, f"{ts:010d}", nonce)
+    expire_at = claim_expiry(ts, tolerance)
+    # The next ASGI message after the body is http.disconnect: a caller that gave up (its own
+    # timeout while Redis or the search was slow) must not find its retry refused as
+    # "already answered", so its claim is released instead of marked answered.
+    gone = asyncio.ensure_future(receive())
+    try:
+        claim = await rt.nonces.claim(key, expire_at)
+        if claim.state != "claimed":
+            raise _not_ours(claim.state)
+        try:
+            answer = _search(rt, tenant, body, d)
+            if _hung_up(gone):
+                raise ClientDisconnected("client_disconnected")
+            state = await rt.nonces.answered(key, claim.owner, expire_at)
+            if state != "recorded":
+                raise _not_ours(state)
+            return answer
+        except BaseException:
+            await rt.nonces.release(key, claim.owner)
+            raise
+    finally:
+        gone.cancel()
+        if gone.done() and not gone.cancelled():
+            gone.exception()  # retrieved, so asyncio does not log it as lost
 
+
+def _hung_up(gone: asyncio.Future[dict[str, object]]) -> bool:
+    """True when `gone` (a pending ASGI receive after the whole body) got http.disconnect."""
+    if not gone.done() or gone.cancelled() or gone.exception() is not None:
+        return False
+    return gone.result().get("type") == "http.disconnect"
+
+
+def _not_ours(state: str) -> Replayed:
+    """The 409 for a delivery another request answered ('answered') or is answering ('pending')."""
+    if state == "answered":
+        return Replayed("replayed", "this timestamp and nonce were already answered")
+    return Replayed("delivery_pending", "an identical delivery is being answered right now; "
+                    "if it fails, a retry after a few seconds is answered")
+
+
+def _search(rt: Runtime, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
+    """Parse the verified body, resolve the scope, search, shape the success envelope."""
+    cfg = rt.config
     req: CallbackRequest = parse_body(body, cfg.search)
     d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
     eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)

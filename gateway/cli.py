@@ -154,7 +154,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     have = set(store.names())
     ok = True
     print(f"config {config.source}: valid")
-    print(f"replay store: {'redis' if config.replay.redis_url else 'in-process (one worker only)'}, "
+    from gateway.redis_clients import describe
+
+    replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process (one worker only)"
+    print(f"replay store: {replay}, "
           f"tolerance {config.replay.tolerance_seconds} s")
     now = time.time()
     for t in config.tenants.values():
@@ -164,13 +167,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             print(f"  WARNING: tenant {t.name} is in report mode: unsigned requests are answered")
         if t.secrets and not any(k.live(now) for k in t.secrets):
             print(f"  WARNING: every key of tenant {t.name} has expired: signed callbacks get Ret 40106")
-        for k in t.secrets:
-            if len(k.value.reveal()) < MIN_SECRET_CHARS:
-                print(f"  WARNING: key {k.id} of tenant {t.name} is shorter than {MIN_SECRET_CHARS} characters")
         for r in t.routes:
             mark = "ok" if r.index in have else "MISSING"
             ok &= r.index in have
             print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} [{mark}]")
+    for ar in config.agent.routes.values():
+        # A disabled route answers 'disabled' without searching: its index may come later.
+        mark = "ok" if ar.index in have else ("MISSING" if ar.enabled else "missing, route disabled")
+        ok &= ar.index in have or not ar.enabled
+        print(f"agent route {ar.name} -> index {ar.index} [{mark}]")
     for name, dense in sorted(config.dense.items()):
         print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1

@@ -19,12 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import ConfigError
+from gateway.redis_clients import url_problem
 from gateway.types import KIB, SECONDS, Secret
 from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.search import glob_problem
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
+# A callback signing key shorter than this is refused: one captured request lets anyone test
+# candidate keys offline against its HMAC, and a short key falls to that search.
+MIN_SECRET_CHARS = 16
 _TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
@@ -87,11 +91,20 @@ class Tenant:
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
+    """The listener. Sizes in bytes, durations in seconds.
+
+    body_timeout_seconds: a request body must arrive within this (else 408).
+    keep_alive_seconds: a connection with no request in progress (idle between requests, or
+        still sending a request's headers) is closed after this; hypercorn has no separate
+        header timeout, so this is what bounds a client trickling headers.
+    """
+
     bind: str = "127.0.0.1:8080"
     workers: int = 1
     max_body_bytes: int = 64 * KIB
     body_timeout_seconds: float = 10.0
     graceful_timeout: float = 10.0
+    keep_alive_seconds: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,11 +327,24 @@ def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -
     return Secret(value)
 
 
+def read_signing_key(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -> Secret:
+    """A tenant's HMAC signing key: `read_secret`, then at least MIN_SECRET_CHARS characters.
+
+    Raises ConfigError naming `key` (never the value, nor its length).
+    """
+    value = read_secret(source, key, base_dir, env)
+    if len(value.reveal()) < MIN_SECRET_CHARS:
+        raise ConfigError(key, f"gives a signing key shorter than {MIN_SECRET_CHARS} characters; use a longer one "
+                          "(`kbgate secrets add` generates 43)")
+    return value
+
+
 # ---------------------------------------------------------------- sections
 
 
 def _server(t: Mapping[str, Any]) -> ServerConfig:
-    _only(t, "server", {"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout"})
+    _only(t, "server", {"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout",
+                        "keep_alive_seconds"})
     bind = _str(t, "server", "bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -329,14 +355,16 @@ def _server(t: Mapping[str, Any]) -> ServerConfig:
         max_body_bytes=_int(t, "server", "max_body_bytes", 64 * KIB, lo=256, hi=16 * 1024 * KIB),
         body_timeout_seconds=_num(t, "server", "body_timeout_seconds", 10.0, lo=0.1, hi=300.0),
         graceful_timeout=_num(t, "server", "graceful_timeout", 10.0, lo=0.0, hi=600.0),
+        keep_alive_seconds=_num(t, "server", "keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
     )
 
 
 def _replay(t: Mapping[str, Any]) -> ReplayConfig:
     _only(t, "replay", {"redis_url", "tolerance_seconds", "timeout_seconds", "key_prefix"})
     url = t.get("redis_url")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://"))):
-        raise ConfigError("replay.redis_url", "must be a redis://, rediss:// or unix:// URL")
+    problem = None if url is None else url_problem(url)
+    if problem is not None:
+        raise ConfigError("replay.redis_url", problem)
     return ReplayConfig(
         redis_url=url or None,
         tolerance_seconds=_int(t, "replay", "tolerance_seconds", DEFAULT_TOLERANCE, lo=1, hi=DEFAULT_TOLERANCE),
@@ -406,12 +434,12 @@ def _tenant(name: str, t: Mapping[str, Any], base_dir: Path, env: Mapping[str, s
             raise ConfigError(skey, "needs exactly one of value_env or value_file")
         if has_env:
             source = "env:" + _str(s, skey, "value_env", None)
-            value = read_secret(source, f"{skey}.value_env", base_dir, env)
+            value = read_signing_key(source, f"{skey}.value_env", base_dir, env)
         else:
             ref = _str(s, skey, "value_file", None)
             fp = Path(ref) if Path(ref).is_absolute() else base_dir / ref
             source = f"file:{fp}"
-            value = read_secret(source, f"{skey}.value_file", base_dir, env)
+            value = read_signing_key(source, f"{skey}.value_file", base_dir, env)
         secrets.append(SecretKey(kid, value, _instant(s.get("not_after"), f"{skey}.not_after"), source))
     if verify == "enforce" and not secrets:
         raise ConfigError(f"{key}.secrets", "is empty, but verify = 'enforce' needs at least one key")

@@ -24,11 +24,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import orjson
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.background import BackgroundWriter
 from gateway.errors import DependencyUnavailable
+from gateway.redis_clients import async_client
 
 if TYPE_CHECKING:
     from gateway.callback import Delivery
@@ -145,7 +145,7 @@ class MemoryDeliveryLog:
 class RedisDeliveryLog:
     """Deliveries in Redis, shared by every worker; see the module docstring for the keys.
 
-    url: redis:// URL. capacity: records kept per tenant. timeout: seconds per command.
+    url: a Redis URL (gateway.redis_clients). capacity: records kept per tenant. timeout: seconds per command.
     on_drop(reason, count): called when records are dropped ('overflow' | 'redis_error').
     """
 
@@ -157,8 +157,7 @@ class RedisDeliveryLog:
         self.capacity = capacity
         self._timeout = timeout
         self._on_drop = on_drop or (lambda reason, count: None)
-        self.client = aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                              retry_on_timeout=False)
+        self.client = async_client(url, timeout)
         self._queue: deque[bytes] = deque()
         self._tenants: deque[str] = deque()
         self._writer = BackgroundWriter("kbgate-deliveries", lambda: bool(self._queue), self._write_batch)

@@ -9,7 +9,7 @@ Exception tree::
     │   ├── NotFound                 404: unknown tenant path or knowledge route
     │   ├── MethodNotAllowed         405
     │   ├── BodyTimeout              408: the body did not arrive in time
-    │   ├── Replayed                 409: nonce already claimed
+    │   ├── Replayed                 409: already answered, or being answered right now
     │   ├── PayloadTooLarge          413
     │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
     │   └── DependencyUnavailable    503: replay store or index down
@@ -63,10 +63,12 @@ RET_TABLE: tuple[RetCode, ...] = (
     RetCode(40402, 404, "route_unknown", "no route for this FirstLevelId/SecondLevelId pair"),
     RetCode(40501, 405, "method_not_allowed", "the callback accepts POST only"),
     RetCode(40801, 408, "body_timeout", "the body did not arrive within server.body_timeout_seconds"),
-    RetCode(40901, 409, "replayed", "this (timestamp, nonce) was already delivered"),
+    RetCode(40901, 409, "replayed", "this (timestamp, nonce) was already answered with a 200"),
+    RetCode(40902, 409, "delivery_pending", "an identical delivery is being answered right now"),
     RetCode(41301, 413, "body_too_large", "the body exceeds the configured maximum bytes"),
     RetCode(41501, 415, "content_type_unsupported", "Content-Type is not application/json"),
     RetCode(41502, 415, "content_encoding_unsupported", "Content-Encoding other than identity"),
+    RetCode(49901, 499, "client_disconnected", "the caller left before the answer was ready; nothing sent"),
     RetCode(50001, 500, "internal", "a bug in kbgate; never caused by input (logged)"),
     RetCode(50301, 503, "replay_store_unavailable", "Redis did not answer in time; fail closed"),
     RetCode(50302, 503, "index_unavailable", "the routed index cannot be opened"),
@@ -123,7 +125,13 @@ class BodyTimeout(CallbackError):
 
 
 class Replayed(CallbackError):
-    """409: the (tenant, timestamp, nonce) was already claimed."""
+    """409: the (tenant, timestamp, nonce) was answered with a 200 ('replayed') or another
+    request is answering it right now ('delivery_pending'); see gateway.replay."""
+
+
+class ClientDisconnected(CallbackError):
+    """499 (recorded, never sent): the caller closed the connection before the answer was
+    ready; the claim is released so the platform's retry is answered."""
 
 
 class PayloadTooLarge(CallbackError):

@@ -6,9 +6,17 @@ Two keys, never mixed (seed 002 §10 "两者不能混用"):
   `{prefix}:access:idem:{sha256(caller id, tool, key)}`, so two callers' equal keys never
   meet. It remembers the payload hash: the same key with the same payload returns the same
   result; with a different payload it is `access.idempotency_conflict`.
-- dedupeKey — the *content's* identity: a canonical payload hash without the caller id
-  (`canonical_dedupe_key`). Stored under `{prefix}:access:dedupe:{tool}:{sha256(key)}`;
-  a second equal feedback gets the existing record back and raises its count.
+- dedupeKey — the *record's* identity, without the caller id (seed 002 §9.5, §10): two
+  calls with the same dedupeKey are one record, whoever sends them. Stored under
+  `{prefix}:access:dedupe:{tool}:{sha256(key)}`; a second call gets the existing record back
+  (`access.feedback_deduped`) and raises its count; its own input is not filed.
+  The recommended key is the canonical payload hash (`canonical_dedupe_key`, 'sha256:' + 64
+  hex): equal feedback from any agent then dedupes, and different feedback never does. The
+  'sha256:' prefix is reserved for it: such a key must be the hash of the call's own input.
+  A client may instead send a key of its own (8-128 of A-Z a-z 0-9 . _ : -, without that
+  prefix), e.g. to group differently worded reports of one problem; equal keys then dedupe
+  whatever the content, including two clients' keys that collide by accident — so a
+  client's own keys should carry its own namespace ('<client>:<topic>').
 
 Every decision is one Lua script (`begin`), so two workers racing on the same keys
 cannot both be told "new": exactly one becomes the owner of a *pending* record and
@@ -122,15 +130,19 @@ def _canon(value: Any) -> Any:
     return value
 
 
+CANONICAL_PREFIX = "sha256:"
+
+
 def canonical_dedupe_key(tool: str, payload: dict[str, Any]) -> str:
-    """The documented dedupeKey of a write tool's input: 'sha256:' + 64 hex digits.
+    """The recommended dedupeKey of a write tool's input: 'sha256:' + 64 hex digits.
 
     tool: 'create_feedback' | 'create_improvement_task'. payload: the FeedbackRequest or
     ImprovementTaskRequest. Strings are NFKC-normalized, whitespace-collapsed and
     case-folded, keys sorted; the caller id is never part of it (seed 002 §10), so the
-    same feedback from two agents dedupes. Clients may send their own key instead.
+    same feedback from two agents dedupes. Clients may send a key of their own instead
+    (module docstring: what happens when such keys collide).
     """
-    return "sha256:" + canonical_hash({"tool": tool, "payload": _canon(payload)})
+    return CANONICAL_PREFIX + canonical_hash({"tool": tool, "payload": _canon(payload)})
 
 
 def idempotency_redis_key(prefix: str, caller_id: str, tool: str, key: str) -> str:

@@ -25,11 +25,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import redis
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.background import BackgroundWriter
+from gateway.redis_clients import async_client, sync_client
 from gateway.types import SECONDS
 
 log = logging.getLogger("kbgate.keyuse")
@@ -87,7 +86,7 @@ class MemoryKeyUsage:
 class RedisKeyUsage:
     """Key usage in Redis, shared by every worker (see the module docstring for the keys).
 
-    url: redis:// URL; prefix: `replay.key_prefix`; timeout: seconds per pipeline.
+    url: a Redis URL (gateway.redis_clients); prefix: `replay.key_prefix`; timeout: seconds per pipeline.
     """
 
     shared = True
@@ -95,8 +94,7 @@ class RedisKeyUsage:
     def __init__(self, url: str, prefix: str, timeout: float = 1.0) -> None:
         self.prefix = prefix
         self._timeout = timeout
-        self.client = aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                              retry_on_timeout=False)
+        self.client = async_client(url, timeout)
         # (tenant, key_id) -> [count, newest unix s]; aggregated between two writes.
         self._pending: dict[tuple[str, str], list[float]] = {}
         self._writer = BackgroundWriter("kbgate-keyuse", lambda: bool(self._pending), self._write_batch)
@@ -164,7 +162,7 @@ def read_key_usage(url: str, prefix: str, tenant: str, key_ids: Iterable[str],
     Raises redis.RedisError / OSError when Redis cannot be reached.
     """
     ids = list(key_ids)
-    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    client = sync_client(url, timeout)
     try:
         pipe = client.pipeline(transaction=False)
         for k in ids:

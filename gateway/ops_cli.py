@@ -14,6 +14,7 @@ edit up within a second (gateway/reload.py); `kill -HUP` the master to force it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,8 @@ def register(sub: Any) -> None:
     a.add_argument("--tenant", required=True)
     a.add_argument("--id", dest="key_id", help="key id (default: today's UTC date)")
     src = a.add_mutually_exclusive_group()
-    src.add_argument("--value-env", help="environment variable holding the value (must be set here too)")
+    src.add_argument("--value-env", help="environment variable holding the value in the SERVER's environment "
+                     "(a running server cannot see a new one: restart it with the variable set)")
     src.add_argument("--value-file", help="existing file holding the value (e.g. a mounted Kubernetes secret)")
     src.add_argument("--value-stdin", action="store_true",
                      help="read the value from standard input into secrets/<tenant>-<id> (0600)")
@@ -86,12 +88,23 @@ def cmd_secrets_add(args: argparse.Namespace) -> int:
         value = sys.stdin.readline().strip()
         if not value:
             raise ConfigError("--value-stdin", "read an empty secret")
+    env = None
+    if args.value_env is not None and args.value_env not in os.environ:
+        # The server, not this shell, must have the variable; validate the rest of the edit with
+        # a stand-in (never written anywhere) and say that the value itself went unchecked.
+        print(f"kbgate: WARNING {args.value_env} is not set in this environment, so its value could not be "
+              "checked (non-empty, no whitespace, at least 16 characters)", file=sys.stderr)
+        env = {**os.environ, args.value_env: "unchecked-stand-in-value-0000"}
     added = add_key(Path(args.config), args.tenant, now=time.time(), key_id=args.key_id,
                     value_env=args.value_env, value_file=args.value_file, value=value,
-                    not_after=_when(args.not_after, "--not-after"))
+                    not_after=_when(args.not_after, "--not-after"), env=env)
     print(f"tenant {args.tenant}: added key {added.key_id} ({added.kind} = {added.ref!r})")
     if added.created_file is not None and value is None:
         print(f"  generated a new secret in {added.created_file} (mode 0600); give it to the sender")
+    if added.kind == "value_env":
+        print(f"  the server reads {added.ref} from its own environment, which a running server cannot change: "
+              f"until its workers are restarted with {added.ref} set, they refuse this config (one log line per "
+              "worker) and keep serving the old one, so the new key is not accepted yet")
     print("  the old keys stay valid: retire them once `kbgate secrets list` shows they are no longer used")
     return 0
 

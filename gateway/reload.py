@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import Config, SecretKey, Tenant, load_config, read_secret
+from gateway.config import Config, SecretKey, Tenant, load_config, read_signing_key
 from gateway.errors import ConfigError
 from gateway.types import SECONDS
 
@@ -128,7 +128,7 @@ def refresh_secrets(old: Config, env: dict[str, str] | None = None) -> Config:
         keys = []
         for i, k in enumerate(t.secrets):
             if k.source.startswith("file:"):
-                value = read_secret(k.source, f"tenants.{name}.secrets[{i}].value_file", Path("/"), env_map)
+                value = read_signing_key(k.source, f"tenants.{name}.secrets[{i}].value_file", Path("/"), env_map)
                 k = SecretKey(k.id, value, k.not_after, k.source)
             keys.append(k)
         tenants[name] = dataclasses.replace(t, secrets=tuple(keys))

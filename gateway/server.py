@@ -17,6 +17,7 @@ from gateway.errors import ConfigError
 from gateway.logs import setup_logging
 from gateway.master import run
 from gateway.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+from gateway.redis_clients import describe
 
 CONFIG_ENV = "KBGATE_CONFIG"
 
@@ -39,7 +40,9 @@ def hypercorn_config(config: Config, bind: str | None = None, workers: int | Non
     hc.graceful_timeout = config.server.graceful_timeout
     hc.accesslog = None
     hc.errorlog = "-"
-    hc.keep_alive_timeout = 75
+    # Also the bound on request headers: hypercorn's idle timer runs from the end of the last
+    # response (or the connection's start) until a request's headers are complete.
+    hc.keep_alive_timeout = config.server.keep_alive_seconds
     return hc
 
 
@@ -56,7 +59,7 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
         sockets = hc.create_sockets()
     except OSError as exc:
         raise ConfigError("server.bind", f"{hc.bind[0]} cannot be bound: {exc.strerror or exc}") from None
-    replay = "redis" if config.replay.redis_url else "in-process"
+    replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process"
     print(f"kbgate: serving on http://{hc.bind[0]} with {hc.workers} worker(s), replay store {replay}",
           file=sys.stderr, flush=True)
     for t in config.tenants.values():

@@ -21,15 +21,33 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
 
-class NonceStore(Protocol):
-    """Claims a nonce once. Implemented in `gateway.replay` (memory and Redis).
+@dataclass(frozen=True, slots=True)
+class ReplayClaim:
+    """What `NonceStore.claim` found. state: 'claimed' (this request owns the pending record:
+    `owner` is its token), 'answered' (a 200 went out for this delivery) or 'pending'
+    (another request is answering it now and its deadline has not passed)."""
 
-    claim(key, expire_at) -> True when this call claimed it first, False when it was
-    already claimed. expire_at: unix seconds (int) after which the claim may vanish.
-    Raises `DependencyUnavailable` when the backing store cannot answer in time.
+    state: str
+    owner: str = ""
+
+
+class NonceStore(Protocol):
+    """Each delivery answered at most once; a failed one answerable again (gateway.replay
+    describes the state machine; memory and Redis implement it).
+
+    claim(key, expire_at) -> ReplayClaim. expire_at: unix seconds (int) after which the
+        record may vanish (the end of the tolerance window).
+    answered(key, owner, expire_at) -> 'recorded' (the owner's 200 may leave), 'answered'
+        (another request's 200 went out) or 'pending' (another request took the claim over).
+    release(key, owner): drop the owner's record after any answer but a 200; never raises.
+    claim and answered raise `DependencyUnavailable` when the store cannot answer in time.
     """
 
-    async def claim(self, key: str, expire_at: int) -> bool: ...
+    async def claim(self, key: str, expire_at: int) -> ReplayClaim: ...
+
+    async def answered(self, key: str, owner: str, expire_at: int) -> str: ...
+
+    async def release(self, key: str, owner: str) -> None: ...
 
     async def ping(self) -> bool: ...
 

@@ -568,15 +568,38 @@ async def test_path_glob_too_complex_is_a_request_error_not_a_failed_tool(env: E
 
 
 @pytest.mark.anyio
-async def test_dedupe_key_must_be_the_payload_hash(env: Env) -> None:
+async def test_a_canonical_dedupe_key_must_be_the_hash_of_its_own_input(env: Env) -> None:
     mine = {"kind": "no_answer", "message": "找不到退款窗口说明"}
     theirs = {"kind": "other", "message": "另一条无关的反馈"}
     ok = await env.call("create_feedback", req(mine, dedupeKey=canonical_dedupe_key("create_feedback", mine)), "alice")
     assert ok.status_code == 200
-    # reusing alice's key for different content must not fold bob's feedback into hers
+    # reusing alice's content hash for different content must not fold bob's feedback into hers
     r = await env.call("create_feedback", req(theirs, dedupeKey=canonical_dedupe_key("create_feedback", mine)), "bob")
     body = result(r, 400, "failed")
     assert codes(body) == ["access.request_invalid"]
+    assert "sha256:" in body["errors"][0]["message"]
+
+
+@pytest.mark.anyio
+async def test_a_clients_own_dedupe_key_is_the_records_identity(env: Env) -> None:
+    # Seed 002 §9.5/§10: the dedupeKey is required and excludes the caller id; a client's own
+    # well-formed key is accepted as the identity (issue 9, item 6).
+    first = {"kind": "no_answer", "message": "找不到退款窗口说明"}
+    reworded = {"kind": "no_answer", "message": "退款窗口的说明在哪里？"}
+    a = result(await env.call("create_feedback", req(first, dedupeKey="alice:refund-window"), "alice"), 200, "passed")
+    assert (a["data"]["deduped"], a["data"]["count"]) == (False, 1)
+    b = result(await env.call("create_feedback", req(reworded, dedupeKey="alice:refund-window"), "alice"),
+               200, "passed")
+    assert (b["data"]["recordId"], b["data"]["deduped"], b["data"]["count"]) == (a["data"]["recordId"], True, 2)
+    assert codes(b) == ["access.feedback_deduped"] and "not filed separately" in b["errors"][0]["message"]
+    # Another client's key that collides is the same record too (documented: namespace your keys).
+    c = result(await env.call("create_feedback", req({"kind": "other", "message": "无关"},
+                                                     dedupeKey="alice:refund-window"), "bob"), 200, "passed")
+    assert (c["data"]["recordId"], c["data"]["count"]) == (a["data"]["recordId"], 3)
+    d = result(await env.call("create_feedback", req(first, dedupeKey="bob:refund-window"), "bob"), 200, "passed")
+    assert d["data"]["recordId"] != a["data"]["recordId"] and not d["data"]["deduped"]
+    with sqlite3.connect(env.root / "feedback.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM records").fetchone() == (2,)
 
 
 @pytest.mark.anyio

@@ -60,3 +60,15 @@ def test_asgi_chunks_stop_at_last_part_and_disconnect() -> None:
     assert asyncio.run(collect()) == [b"a", b"b"]
     msgs[:] = [{"type": "http.disconnect"}]
     assert asyncio.run(collect()) == []
+
+
+@pytest.mark.parametrize(("ctype", "ok"), [
+    (None, True), ("application/json", True), ("TEXT/JSON", True), ("application/json; charset=utf-8", True),
+    ("application/json; charset=UTF8", True), ('application/json; charset="utf-8"', True),
+    ("application/json; version=2", True),  # unknown parameters are ignored (README, "Decisions")
+    ("application/json; charset=latin-1", False), ("text/plain", False), ("application/jsonx", False),
+])
+def test_json_media_rule_is_the_documented_one(ctype: str | None, ok: bool) -> None:
+    from gateway.bodies import json_media_problem
+
+    assert (json_media_problem(ctype, None) is None) == ok

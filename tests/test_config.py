@@ -12,7 +12,7 @@ from gateway.config import load_config, parse_config
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {"ACME_SECRET": "s3cret-value"}
+ENV = {"ACME_SECRET": "s3cret-value-0123456"}
 
 
 def base() -> dict[str, Any]:
@@ -30,7 +30,7 @@ def refused(data: dict[str, Any], key: str, tmp_path: Path, env: dict[str, str] 
     with pytest.raises(ConfigError) as exc:
         parse_config(data, base_dir=tmp_path, env=env)
     assert exc.value.key == key, exc.value.message
-    assert "s3cret-value" not in exc.value.message
+    assert "s3cret-value-0123456" not in exc.value.message
     return exc.value.message
 
 
@@ -44,8 +44,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert cfg.indexes_dir == tmp_path / "data/indexes"
     assert cfg.tenant_at("/volcengine/acme") is t
     assert cfg.tenant_at("/volcengine/other") is None
-    assert t.secrets[0].value.reveal() == "s3cret-value"
-    assert "s3cret-value" not in repr(cfg)
+    assert t.secrets[0].value.reveal() == "s3cret-value-0123456"
+    assert "s3cret-value-0123456" not in repr(cfg)
 
 
 def test_example_config_is_valid() -> None:
@@ -84,10 +84,10 @@ def test_example_config_commented_agent_and_github_sections_are_valid(tmp_path: 
 
 def test_demo_config_names_a_file_secret(tmp_path: Path) -> None:
     data = base()
-    (tmp_path / "secret").write_text("from-file\n")
+    (tmp_path / "secret").write_text("from-file-secret-value\n")
     data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "secret"}]
     cfg = parse_config(data, base_dir=tmp_path, env={})
-    assert cfg.tenants["acme"].secrets[0].value.reveal() == "from-file"
+    assert cfg.tenants["acme"].secrets[0].value.reveal() == "from-file-secret-value"
 
 
 def test_unset_env_names_key_and_variable(tmp_path: Path) -> None:
@@ -98,6 +98,21 @@ def test_unset_env_names_key_and_variable(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["", "has space", "tab\there", "new\nline"])
 def test_secret_empty_or_whitespace_refused(tmp_path: Path, value: str) -> None:
     refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={"ACME_SECRET": value})
+
+
+@pytest.mark.parametrize("value", ["x", "a" * 15])
+def test_short_signing_key_refused_naming_the_key(tmp_path: Path, value: str) -> None:
+    msg = refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={"ACME_SECRET": value})
+    assert "shorter than 16 characters" in msg and value not in msg
+    (tmp_path / "short").write_text(value + "\n")
+    data = base()
+    data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "short"}]
+    refused(data, "tenants.acme.secrets[0].value_file", tmp_path)
+
+
+def test_sixteen_character_signing_key_accepted(tmp_path: Path) -> None:
+    cfg = parse_config(base(), base_dir=tmp_path, env={"ACME_SECRET": "b" * 16})
+    assert cfg.tenants["acme"].secrets[0].value.reveal() == "b" * 16
 
 
 def test_unknown_key_refused(tmp_path: Path) -> None:

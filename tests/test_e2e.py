@@ -21,7 +21,7 @@ from gateway.probe import wait_ready
 from gateway.signing import sign_headers
 from tests.conftest import ROOT, free_port
 
-SECRET = "e2e-secret-Zq81"
+SECRET = "e2e-secret-Zq81-long"
 
 
 def kbgate(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -175,6 +175,10 @@ def test_cli_index_add_reports_bad_files_and_continues(tmp_path: Path) -> None:
     assert "bad.md" in r.stderr and "rows.jsonl:2" in r.stderr
     r = kbgate("index", "stats", "--config", str(cfg))
     assert "documents=2" in r.stdout
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", "--delete-missing", str(docs))
+    assert r.returncode == 1
+    assert "warning --delete-missing: not run because of 2 input errors: no document was deleted" in r.stderr
+    assert "skipped (delete-missing)" not in r.stderr  # it said "skipped" twice
 
 
 def test_cli_config_error_names_key(tmp_path: Path) -> None:
@@ -268,15 +272,22 @@ def test_cli_index_errors_are_one_clear_line(tmp_path: Path) -> None:
         assert r.stderr.startswith("kbgate: ") and "Traceback" not in r.stderr
 
 
-def test_check_config_warns_about_expired_and_short_keys(tmp_path: Path) -> None:
+def test_check_config_warns_about_expired_keys(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, free_port(), None, 1, "x")
-    (tmp_path / "short").write_text("abc")
     cfg.write_text(cfg.read_text().replace('value_file = "secret"',
-                                           'value_file = "secret"\nnot_after = 2000-01-01T00:00:00Z')
-                   + '[[tenants.demo.secrets]]\nid = "short"\nvalue_file = "short"\n')
+                                           'value_file = "secret"\nnot_after = 2000-01-01T00:00:00Z'))
     r = kbgate("check-config", "--config", str(cfg))
     assert "e2e (expired)" in r.stdout
-    assert "key short of tenant demo is shorter than 16" in r.stdout
+    assert "every key of tenant demo has expired" in r.stdout
+
+
+def test_check_config_refuses_a_short_signing_key_naming_it(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    (tmp_path / "short").write_text("abc")
+    cfg.write_text(cfg.read_text() + '[[tenants.demo.secrets]]\nid = "short"\nvalue_file = "short"\n')
+    r = kbgate("check-config", "--config", str(cfg))
+    assert r.returncode == 2
+    assert "tenants.demo.secrets[1].value_file" in r.stderr and "shorter than 16 characters" in r.stderr
 
 
 @pytest.mark.parametrize("server", [(2, True)], indirect=True)
@@ -377,3 +388,18 @@ def test_cli_index_add_max_document_bytes_from_config_and_flag(tmp_path: Path) -
     cfg.write_text('[indexes]\ndir = "ix"\nmax_document_bytes = "big"\n')
     r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
     assert r.returncode == 2 and "indexes.max_document_bytes" in r.stderr
+
+
+def test_check_config_names_an_agent_route_whose_index_is_missing(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+           str(ROOT / "deploy" / "demo" / "docs"))
+    cfg.write_text(cfg.read_text() + '[agent.routes.handbook]\nindex = "demo-docs"\n'
+                   '[agent.routes.wiki]\nindex = "wiki-not-built"\n'
+                   '[agent.routes.later]\nindex = "later-index"\nenabled = false\n')
+    r = kbgate("check-config", "--config", str(cfg))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "agent route wiki -> index wiki-not-built [MISSING]" in r.stdout
+    assert "agent route handbook -> index demo-docs [ok]" in r.stdout
+    assert "agent route later -> index later-index [missing, route disabled]" in r.stdout
+

@@ -147,7 +147,7 @@ def test_onboard_reports_a_wrong_key(tmp_path: Path, redis_url: str, key_prefix:
 
 def _existing_config(tmp_path: Path, redis_url: str, key_prefix: str, *, expired: bool = False) -> Path:
     """A config whose tenant 'acme' enforces with key k1 (expired when asked), mode 0640."""
-    (tmp_path / "k1").write_text("k1-secret-value\n")
+    (tmp_path / "k1").write_text("k1-secret-value-0123\n")
     cfg = tmp_path / "gateway.toml"
     text = config_text(port=free_port(), redis_url=redis_url, prefix=key_prefix, secrets=[("k1", "k1")])
     if expired:

@@ -16,7 +16,7 @@ def test_suite_starts_a_throwaway_redis_when_none_answers() -> None:
     env["KBGATE_TEST_LOCAL_REDIS"] = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_replay.py", "-k",
-         "concurrent_duplicates or claim_once"],
+         "concurrent_duplicates or ttl_follows_our_clock"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

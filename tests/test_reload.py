@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -78,6 +79,25 @@ def test_rotated_secret_file_is_picked_up(tmp_path: Path, redis_url: str, key_pr
     os.replace(tmp_path / "k1.new", tmp_path / "k1")  # how a Kubernetes secret volume swaps files
     assert rl.check() == "reloaded"
     assert rt.config.tenants["acme"].secrets[0].value.reveal() == "rotated-on-disk-0002"
+
+
+def test_a_secret_file_rotated_to_a_short_key_is_refused(tmp_path: Path, redis_url: str, key_prefix: str,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    from gateway.reload import refresh_secrets
+
+    cfg = _files(tmp_path, redis_url, key_prefix)
+    rt = Runtime(load_config(cfg))
+    old = rt.config
+    rl = Reloader(rt)
+    (tmp_path / "k1.new").write_text("short-key\n")
+    os.replace(tmp_path / "k1.new", tmp_path / "k1")
+    with caplog.at_level(logging.ERROR, logger="kbgate.reload"):
+        assert rl.check() == "rejected"
+    assert rt.config is old
+    assert [r.key for r in caplog.records if r.name == "kbgate.reload"] == ["tenants.acme.secrets[0].value_file"]  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError) as exc:  # the file-only refresh (no config file) applies the same rule
+        refresh_secrets(dataclasses.replace(old, source=None))
+    assert exc.value.key == "tenants.acme.secrets[0].value_file" and "shorter than 16" in exc.value.message
 
 
 def test_worker_started_on_a_bad_file_serves_the_masters_config(tmp_path: Path, redis_url: str,

@@ -6,6 +6,7 @@ rotation through a running 2-worker server (both keys valid, old key rejected af
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
 import subprocess
 import sys
@@ -73,6 +74,48 @@ def test_add_value_env_must_be_set(tmp_path: Path, redis_url: str, key_prefix: s
         add_key(cfg, "acme", now=0, key_id="e", value_env="KBGATE_TEST_UNSET_VAR", env={})
     assert err.value.key == "tenants.acme.secrets[1].value_env"
     assert cfg.read_text() == before
+
+
+@pytest.mark.parametrize("value", ["x", "fifteen-chars-1"])
+def test_add_refuses_a_short_secret_naming_the_key_and_leaves_nothing(tmp_path: Path, redis_url: str,
+                                                                      key_prefix: str, value: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = cfg.read_text()
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2", "--value-stdin",
+                 stdin=value + "\n")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "tenants.acme.secrets[1].value_file" in out.stderr and "shorter than 16 characters" in out.stderr
+    assert value not in out.stdout + out.stderr
+    assert cfg.read_text() == before and not (tmp_path / "secrets").exists()
+    with pytest.raises(ConfigError) as err:
+        add_key(cfg, "acme", now=0, key_id="e", value_env="KBGATE_SHORT", env={"KBGATE_SHORT": value})
+    assert err.value.key == "tenants.acme.secrets[1].value_env"
+
+
+def test_add_value_env_unset_here_warns_and_says_the_server_needs_it(tmp_path: Path, redis_url: str,
+                                                                    key_prefix: str) -> None:
+    # Issue 9 item 6: the variable must be in the SERVER's environment; the CLI's own
+    # environment only lets it check the value.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2",
+                 "--value-env", "KBGATE_TEST_NOT_SET_HERE")
+    assert out.returncode == 0, out.stderr
+    assert "WARNING KBGATE_TEST_NOT_SET_HERE is not set in this environment" in out.stderr
+    assert "restarted with KBGATE_TEST_NOT_SET_HERE set" in out.stdout
+    assert 'value_env = "KBGATE_TEST_NOT_SET_HERE"' in cfg.read_text()
+    assert "unchecked-stand-in" not in cfg.read_text()
+    with_var = subprocess.run([sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant",
+                               "acme", "--id", "k3", "--value-env", "KBGATE_TEST_SET_HERE"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "KBGATE_TEST_SET_HERE": NEW, "KBGATE_TEST_NOT_SET_HERE": OLD})
+    assert with_var.returncode == 0, with_var.stderr
+    assert "WARNING" not in with_var.stderr and "restarted with KBGATE_TEST_SET_HERE set" in with_var.stdout
+    short = subprocess.run([sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant",
+                            "acme", "--id", "k4", "--value-env", "KBGATE_TEST_SHORT"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "KBGATE_TEST_SHORT": "short", "KBGATE_TEST_SET_HERE": NEW,
+                                "KBGATE_TEST_NOT_SET_HERE": OLD})
+    assert short.returncode == 2 and "tenants.acme.secrets[3].value_env" in short.stderr
 
 
 def test_add_repeated_id_leaves_nothing_behind(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
