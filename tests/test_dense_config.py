@@ -14,7 +14,7 @@ from gateway.reload import RESTART_ONLY
 from indexes.dense.config import DenseConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {"ACME_SECRET": "s3cret-value", "EMBED_KEY": "sk-embed-0123456789"}
+ENV = {"ACME_SECRET": "s3cret-value-0123456789", "EMBED_KEY": "sk-embed-0123456789"}
 
 
 def data(dense: dict[str, Any] | None = None, **indexes: Any) -> dict[str, Any]:
