@@ -9,8 +9,8 @@ Per question set, and per question style when the set labels its questions (`sty
 colloquial | paraphrase | keyword in tidb-docs-cn/queries.colloquial.jsonl). Beside it, in
 the same run, the bm25s + rjieba baseline over 300-character chunks of the same documents
 (indexes.evaluation.Bm25sBaseline), the callback latency seen by the client (p50 / p99) and
-the server's CPU time per callback (user + system time of the server's processes, from
-/proc, over the set, divided by its callbacks). Prints one table.
+the server's CPU time per callback (run time of the server's processes and threads, from
+/proc schedstat, over the set, divided by its callbacks). Prints one table.
 
 Systems are columns: `lexical` (kbgate as configured by default), `hybrid` (the same index
 served hybrid, README "Hybrid retrieval": vectors of the embedded model `--hybrid MODEL`,
@@ -324,30 +324,34 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
 
 
 def _tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process `pid` and its descendants (Linux /proc; 0.0
-    elsewhere). Resolution: one clock tick (usually 10 ms)."""
+    """CPU seconds run by process `pid` and its descendants, all their threads (Linux /proc:
+    the first field of each task's schedstat, in nanoseconds; 0.0 elsewhere). Threads that
+    ended are not counted: the server's workers live as long as the run."""
     proc = Path("/proc")
     if not proc.is_dir():
         return 0.0
     parent: dict[int, int] = {}
-    times: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
     for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
-        parent[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    total, todo = 0.0, [pid]
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (comm) "
+    total_ns, todo = 0, [pid]
     while todo:
         p = todo.pop()
-        total += times.get(p, 0.0)
         todo += [c for c, pp in parent.items() if pp == p]
-    return total
+        try:
+            tasks = list((proc / str(p) / "task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                total_ns += int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    return total_ns / 1e9
 
 
 def _free_port() -> int:

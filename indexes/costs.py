@@ -92,7 +92,7 @@ class _Counting:
 def _former_search(ki: KnowledgeIndex, searcher: _Counting, query: str, limit: int) -> list[Hit]:
     """The collapse before schema 3: load every hit until `limit` documents are seen."""
     terms = query_terms(query)
-    q = build_query(ki._schema, terms)
+    q = build_query(ki._schema, terms, searcher.searcher)
     if q is None:
         return []
     fetch = limit * 4

@@ -81,9 +81,14 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
     for c in chunks:
         fold = normalize_positions(c.text)
         keep_fold = fold != c.text and len(fold) == len(c.text)
-        extra = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
-        body = normalize(f"{c.heading}\n{c.text}" if c.heading else c.text)
+        extra: dict[str, Any] = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
+        # The headings above the chunk's own (e.g. the "## 配置" of a "### 参数" section) are
+        # analysed with it: the section's place in the page is part of what it is about.
+        trail = doc.sections[c.section].trail if c.section < len(doc.sections) else ""
+        body = normalize("\n".join(p for p in (trail, c.heading, c.text) if p))
         body_words, body_grams = index_tokens(body)
+        if c.n == 0:
+            extra["doc_title_words"], extra["doc_title_bigrams"] = title_words, title_grams
         out.append(dict(
             **common,
             chunk_id=f"{doc.id}#{c.n}",

@@ -29,6 +29,7 @@ from .errors import SchemaVersionError
 
 __all__ = [
     "ANALYSIS_FIELDS",
+    "DOC_TITLE_FIELDS",
     "SCHEMA_VERSION",
     "SIDECAR",
     "TOKENIZER",
@@ -41,14 +42,20 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
+# 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
+#    and title_bigrams without frequencies
+# 5: body analysis of a chunk includes its section's heading trail (Section.trail)
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 UNIGRAM_TOKENIZER = "kbgate_cjk_chars"
 ANALYSIS_FIELDS = ("body_words", "body_bigrams", "title_words", "title_bigrams")
 UNIGRAM_FIELDS = ("body_unigrams", "title_unigrams")
+# The title's words and bigrams again, on chunk 0 only: their document frequencies count
+# documents, for the title clauses of indexes.search.terms_query. Not scored themselves.
+DOC_TITLE_FIELDS = ("doc_title_words", "doc_title_bigrams")
 # The CJK ranges of indexes.analysis._CJK, in Rust regex syntax.
 _CJK_CHAR = r"[\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{F900}-\x{FAFF}\x{20000}-\x{2FA1F}]"
 
@@ -76,9 +83,13 @@ def build_schema() -> tantivy.Schema:
     for name in _BYTES_STORED:
         sb.add_bytes_field(name, stored=True)
     for name in ANALYSIS_FIELDS:
-        sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER, index_option="freq")
+        # Title terms are matched, not BM25-scored (indexes.search.terms_query): no frequencies.
+        sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER,
+                          index_option="basic" if name.startswith("title_") else "freq")
     for name in UNIGRAM_FIELDS:
         sb.add_text_field(name, stored=False, tokenizer_name=UNIGRAM_TOKENIZER, index_option="freq")
+    for name in DOC_TITLE_FIELDS:
+        sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER, index_option="basic")
     return sb.build()
 
 

@@ -31,7 +31,7 @@ from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, build_query, filter_query
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
 from .stats import index_stats
 from .types import (
     DEFAULT_BOUNDS,
@@ -79,6 +79,7 @@ class KnowledgeIndex:
         self._index = index
         self._schema = index.schema
         self._filters: dict[SearchFilter | None, tuple[Query | None, Query | None]] = {}
+        self._doc_freqs = DocFreqs()
         self._clock = clock
         self.boosts = boosts
         self.chunk_chars = chunk_chars
@@ -109,6 +110,7 @@ class KnowledgeIndex:
                 return False
             self._meta_mtime = mtime
             self._index.reload()
+            self._doc_freqs.clear()
             return True
 
     def search(
@@ -134,10 +136,12 @@ class KnowledgeIndex:
             return []
         self.maybe_reload()
         terms = query_terms(query)
-        q = build_query(self._schema, terms, filter, self.boosts, filters=self._filter_parts(filter))
+        searcher = self._index.searcher()
+        q = build_query(self._schema, terms, searcher, filter, self.boosts, filters=self._filter_parts(filter),
+                        doc_freqs=self._doc_freqs)
         if q is None:
             return []
-        return search_hits(self._index.searcher(), self._schema, q, terms, limit,
+        return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds)
 

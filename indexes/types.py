@@ -26,10 +26,16 @@ class CoverImage:
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """One section of a source document: heading text (may be '') and plain body text."""
+    """One section of a source document: heading text (may be '') and plain body text.
+
+    trail: the headings above this one below the page's top level, outermost first, joined
+    by " / " (Markdown "## 配置" above "### 参数" gives "配置" for the latter); '' when none.
+    Indexed with the section's chunks, not shown.
+    """
 
     heading: str
     text: str
+    trail: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -278,3 +278,11 @@ def test_documents_over_the_maximum_size_are_refused_with_the_limit(tmp_path: Pa
     assert "indexes.max_document_bytes" in errors[("big.md", None)]
     # the default limit admits both
     assert len([d for d in read_paths([tmp_path]) if isinstance(d, Document)]) == 4
+
+
+def test_markdown_sections_carry_the_headings_above_them(tmp_path: Path) -> None:
+    from indexes.ingest.markdown import parse_markdown
+
+    doc = parse_markdown("# 页\n\n## 配置\n\n甲\n\n### 参数\n\n乙\n\n#### 默认值\n\n丙\n\n## 示例\n\n丁\n", "a.md")
+    assert [(s.heading, s.trail) for s in doc.sections] == [
+        ("页", ""), ("配置", ""), ("参数", "配置"), ("默认值", "配置 / 参数"), ("示例", "")]

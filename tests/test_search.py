@@ -237,3 +237,36 @@ def test_per_query_work_does_not_grow_with_the_chunks_of_one_document(tmp_path: 
     # at most max_chunks_per_document - 1 more of its chunks for KnowledgeContent.
     assert counting.counts["loads"] <= 10 * per_doc
     assert counting.counts["searches"] <= 4
+
+
+def test_title_terms_weigh_the_same_for_a_long_and_a_short_document(tmp_path: Path) -> None:
+    # Every chunk carries its document's title: counted per chunk, the 30-chunk document's
+    # title term would look 30 times as common as the other's and weigh less.
+    filler = "".join(f"第{i}段是与问题无关的说明文字。" for i in range(30))
+    ki = IndexStore(tmp_path).create_or_open_for_write("titles", chunk_chars=50)
+    ki.ingest([_doc("short", "苹果", "无关的说明文字。"), _doc("long", "香蕉", filler)], progress=False)
+    assert ki.stats().chunks > 10
+    hits = {h.doc_id: h.score for h in ki.search("苹果 香蕉", 10)}
+    assert set(hits) == {"short", "long"}
+    assert hits["short"] == pytest.approx(hits["long"])
+
+
+def test_common_terms_only_score_documents_that_match_a_rarer_term(tmp_path: Path) -> None:
+    # 通用 is in every chunk (over COMMON_TERM_RATIO, and more than COMMON_TERM_MIN_CHUNKS)
+    docs = [_doc(f"d{i}", f"文档{i}", f"通用说明第{i}篇。") for i in range(150)]
+    docs.append(_doc("rare", "特别", "通用说明，并且提到罕见的钨钢。"))
+    ki = IndexStore(tmp_path).create_or_open_for_write("common")
+    ki.ingest(docs, progress=False)
+    assert [h.doc_id for h in ki.search("通用 钨钢", 10)] == ["rare"]
+    assert len(ki.search("通用", 10)) == 10  # a query of common terms only still finds them
+
+
+def test_a_section_is_found_by_the_headings_above_it(tmp_path: Path) -> None:
+    from indexes.ingest.markdown import parse_markdown
+
+    page = parse_markdown("# 手册\n\n## 垃圾回收\n\n### 参数\n\n" + "保留时间默认十分钟，可以调整。" * 3
+                          + "\n\n## 备份\n\n### 参数\n\n" + "并发默认四，可以调整。" * 3 + "\n", "manual.md")
+    ki = IndexStore(tmp_path).create_or_open_for_write("trail", chunk_chars=50)
+    ki.ingest([page], progress=False)
+    [hit] = ki.search("垃圾回收 参数", 1, one_per_document=False)
+    assert "保留时间" in hit.content and "并发" not in hit.content

@@ -131,7 +131,8 @@ def parse_markdown(text: str, rel_path: str) -> Document:
     meta, body = _split_front_matter(text.lstrip("\ufeff").replace("\r\n", "\n"))
     body = _COMMENT.sub("", body)
     sections: list[Section] = []
-    heading = ""
+    heading = trail = ""
+    above: list[tuple[int, str]] = []  # (level, heading) of the headings enclosing this one
     buf: list[str] = []
     first_heading = ""
     fence: str | None = None
@@ -148,8 +149,13 @@ def parse_markdown(text: str, rel_path: str) -> Document:
             continue
         h = _HEADING.match(raw) if "#" in raw else None
         if h:
-            sections.append(Section(heading, _finish(buf)))
+            sections.append(Section(heading, _finish(buf), trail))
             heading = strip_inline(_HEADING_ANCHOR.sub("", h.group(2))).strip()
+            level = len(h.group(1))
+            while above and above[-1][0] >= level:
+                above.pop()
+            trail = " / ".join(t for lvl, t in above if lvl > 1)
+            above.append((level, heading))
             first_heading = first_heading or heading
             buf = []
             continue
@@ -157,8 +163,13 @@ def parse_markdown(text: str, rel_path: str) -> Document:
             continue
         if raw[:1] in "=-" and _SETEXT.match(raw) and buf and buf[-1].strip():
             # "Title\n=====": the previous line was a heading.
-            sections.append(Section(heading, _finish(buf[:-1])))
+            sections.append(Section(heading, _finish(buf[:-1]), trail))
             heading = buf[-1].strip()
+            level = 1 if raw.lstrip()[:1] == "=" else 2
+            while above and above[-1][0] >= level:
+                above.pop()
+            trail = " / ".join(t for lvl, t in above if lvl > 1)
+            above.append((level, heading))
             first_heading = first_heading or heading
             buf = []
             continue
@@ -167,7 +178,7 @@ def parse_markdown(text: str, rel_path: str) -> Document:
         if line.lstrip().startswith("|"):
             line = _table_row(line)
         buf.append(strip_inline(line))
-    sections.append(Section(heading, _finish(buf)))
+    sections.append(Section(heading, _finish(buf), trail))
     kept = tuple(s for s in sections if s.text or s.heading)
     title = meta.get("title")
     title = str(title).strip() if title else first_heading or Path(rel_path).stem
