@@ -9,8 +9,8 @@ the Tantivy commit of another (`indexes.dense.vectors` for the files, `indexes.d
 for the writer). When the vectors of the new commit are not published yet, the state has no
 vectors and `CURRENT` is checked again every RECHECK_SECONDS.
 
-One search (`search`): the query embedding starts first, on the encoder's pool, with its
-per-query deadline; the BM25 search runs meanwhile, taking `candidates` chunks; then the
+One search (`search`): the query embedding starts on the encoder's pool, with its per-query
+deadline, as soon as the BM25 query is built; the BM25 search runs meanwhile, taking `candidates` chunks; then the
 `candidates` nearest chunks are mapped back into the same Tantivy searcher with the scope
 filter applied (one query of constant-score `chunk_id` terms, score = rank, so no stored
 document is read to do it); the two lists are fused (`indexes.dense.fusion`) and the fused
@@ -129,13 +129,16 @@ class DenseSearch:
 
     # ---- search ----------------------------------------------------------
 
-    def search(self, index: tantivy.Index, lexical_query: Query, query_text: str, terms: Any,
+    def search(self, index: tantivy.Index, lexical_query: Callable[[tantivy.Searcher], Query | None],
+               query_text: str, terms: Any,
                filters: tuple[Query | None, Query | None], limit: int, *, one_per_document: bool,
                summary_chars: int, content_chars: int, make_hit: MakeHit,
                bounds: SearchBounds = DEFAULT_BOUNDS) -> list[Any] | None:
         """Fused hits, best first, or None: answer lexically instead (see module doc).
 
-        lexical_query: the full BM25 query (scope filter included). query_text: the raw query
+        lexical_query: builds the full BM25 query (scope filter included) for the searcher the
+        search runs on (term statistics come from it), or None (no searchable term: the caller
+        answers lexically, with nothing). query_text: the raw query
         (embedded). terms: analysed query (for excerpts). filters: (must, must_not) of the
         scope, as `indexes.search.filter_query` builds them. limit > 0. bounds: the index's
         per-query work bounds (BM25 candidates are at most max_chunks_per_query; context chunks
@@ -145,17 +148,20 @@ class DenseSearch:
         if state is None or state.vectors is None:
             self._count("fallback:stale")
             return None
-        pending = self.encoder.start(query_text)
-        if pending.skipped:
-            self._count(f"fallback:{pending.skipped}")
-            return None
         searcher = index.searcher()
         if self._state is not state:  # a reload began after we read the state
             self._count("fallback:reloading")
             return None
+        q = lexical_query(searcher)
+        if q is None:
+            return None
+        pending = self.encoder.start(query_text)
+        if pending.skipped:
+            self._count(f"fallback:{pending.skipped}")
+            return None
         k = self.config.candidates
         fetch = min(max(k, limit * 4 if one_per_document else limit), bounds.max_chunks_per_query)
-        lexical = [(_key(a), float(s), a) for s, a in searcher.search(lexical_query, fetch, count=False).hits]
+        lexical = [(_key(a), float(s), a) for s, a in searcher.search(q, fetch, count=False).hits]
         outcome = self.encoder.wait(pending)
         if outcome.vector is None:
             self._count(f"fallback:{outcome.reason}")

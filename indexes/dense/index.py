@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import tantivy
+from tantivy import Query
 
 from ..analysis import query_terms
 from ..hits import make_hit
@@ -88,6 +89,7 @@ class HybridIndex(KnowledgeIndex):
                 return False
             self._meta_mtime = mtime
             self._pin_generation(reload=True)
+            self._doc_freqs.clear()  # term statistics of the old commit
             return True
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
@@ -100,13 +102,16 @@ class HybridIndex(KnowledgeIndex):
         self.maybe_reload()
         terms = query_terms(query)
         filters = self._filter_parts(filter)
-        q = build_query(self._schema, terms, filter, self.boosts, filters=filters)
-        if q is not None:
-            hits = self.dense.search(self._index, q, query, terms, filters, limit,
-                                     one_per_document=one_per_document, summary_chars=summary_chars,
-                                     content_chars=content_chars, make_hit=make_hit, bounds=self.bounds)
-            if hits is not None:
-                return hits
+
+        def lexical_query(searcher: tantivy.Searcher) -> Query | None:
+            return build_query(self._schema, terms, searcher, filter, self.boosts, filters=filters,
+                               doc_freqs=self._doc_freqs)
+
+        hits = self.dense.search(self._index, lexical_query, query, terms, filters, limit,
+                                 one_per_document=one_per_document, summary_chars=summary_chars,
+                                 content_chars=content_chars, make_hit=make_hit, bounds=self.bounds)
+        if hits is not None:
+            return hits
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
                               summary_chars=summary_chars, content_chars=content_chars)
 
