@@ -18,6 +18,7 @@ from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Events
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
+from indexes.dense import HybridStore
 from indexes.errors import IndexStoreError
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import IndexStats
@@ -28,7 +29,8 @@ log = logging.getLogger("kbgate.runtime")
 class Runtime:
     """config: the current Config. clock: the one clock seam. nonces: the replay store (Redis
     when replay.redis_url is set, else in-process). indexes: the read-only index store under
-    indexes.dir. events: where request paths publish what happened."""
+    indexes.dir (an index configured hybrid opens as indexes.dense.HybridIndex). events: where
+    request paths publish what happened."""
 
     def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
         self.config = config
@@ -36,7 +38,7 @@ class Runtime:
         self.nonces: NonceStore = nonces or make_store(
             config.replay.redis_url, config.replay.timeout_seconds, clock
         )
-        self.indexes = IndexStore(config.indexes_dir)
+        self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense)
         self.events = Events()
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
