@@ -56,7 +56,12 @@ class KnowledgeIndex:
     """One opened index. Thread-safe for searches; `ingest` is for the one writer process.
 
     Build through `IndexStore.open` / `IndexStore.create_or_open_for_write`.
+    search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a
+    caller on an event loop may run it inline; a subclass that waits on something else sets
+    it True (`indexes.dense.HybridIndex`: a query embedding).
     """
+
+    search_may_wait = False
 
     def __init__(
         self,

@@ -40,7 +40,7 @@ from .fusion import mix, rrf
 from .query import QueryEncoder
 from .vectors import VectorSet, current_generation, load_current
 
-__all__ = ["DenseSearch", "DenseState", "RECHECK_SECONDS"]
+__all__ = ["OUTCOMES", "DenseSearch", "DenseState", "Observe", "RECHECK_SECONDS", "outcome_of"]
 
 log = logging.getLogger("kbgate.dense")
 RECHECK_SECONDS = 0.5
@@ -48,6 +48,21 @@ Address = tuple[int, int]  # (segment_ord, doc) of a Tantivy DocAddress
 
 # make_hit(score, doc, terms, summary_chars, content_chars, context) -> Hit (indexes.hits / store)
 MakeHit = Callable[..., Any]
+
+OUTCOMES = ("hybrid", "stale", "reloading", "timeout", "breaker_open", "error")
+"""What became of one search of a hybrid index: `hybrid` (the vectors were used) or why it was
+answered lexically: `stale` (no vectors of the Tantivy generation searched: not published
+yet, or of another model), `reloading` (a reload overlapped the search), `timeout` (the
+query embedding missed query_timeout_ms), `breaker_open`, `error` (the provider failed)."""
+
+Observe = Callable[[str, str], None]
+"""observe(index name, outcome): told of every search of a hybrid index (outcome in OUTCOMES),
+in the searching thread; it must not block and never raises into the search."""
+
+
+def outcome_of(counter: str) -> str:
+    """The OUTCOMES entry of a `DenseSearch.counters` key ('fallback:error:http_503' → 'error')."""
+    return counter.removeprefix("fallback:").split(":", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +77,13 @@ class DenseSearch:
     """Hybrid search for one index (see module doc). Thread-safe.
 
     index_folder: the index. config: its dense settings. encoder: its query encoder.
-    clock: monotonic seconds. counters: searches answered 'hybrid' and fallbacks by reason.
+    clock: monotonic seconds. counters: this process's searches answered 'hybrid' and
+    fallbacks by reason ('fallback:timeout', 'fallback:error:http_503', ...). observe: told of
+    each search's outcome (`Observe`), e.g. to count it in /metrics across workers.
     """
 
     def __init__(self, index_folder: Path, config: DenseConfig, encoder: QueryEncoder,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, observe: Observe | None = None) -> None:
         self.folder = Path(index_folder)
         self.config = config
         self.encoder = encoder
@@ -76,6 +93,7 @@ class DenseSearch:
         self._last_check = 0.0
         self._warned: int | None = None
         self.counters: dict[str, int] = {}
+        self._observe = observe
 
     # ---- generation tracking ----------------------------------------------
 
@@ -125,7 +143,13 @@ class DenseSearch:
             return self._state
 
     def _count(self, what: str) -> None:
-        self.counters[what] = self.counters.get(what, 0) + 1
+        with self._lock:  # searches run in several threads at once
+            self.counters[what] = self.counters.get(what, 0) + 1
+        if self._observe is not None:
+            try:
+                self._observe(self.folder.name, outcome_of(what))
+            except Exception:  # an observer never fails a search
+                log.warning("hybrid outcome observer failed", exc_info=True)
 
     # ---- search ----------------------------------------------------------
 

@@ -31,7 +31,7 @@ from ..store import RELOAD_CHECK_SECONDS, IndexStore, KnowledgeIndex
 from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
-from .hybrid import DenseSearch
+from .hybrid import DenseSearch, Observe
 from .providers import Embedder, make_embedder
 from .query import Breaker, QueryEncoder
 from .sync import DenseIngest, DenseReport, ingest_lock, searcher_at_generation
@@ -53,12 +53,18 @@ class HybridIndex(KnowledgeIndex):
 
     dense: the index's settings. store_root: the folder of all indexes (embedding cache).
     embedder: a provider to use instead of `make_embedder(dense)` (tests). warm: start loading
-    the provider's model at once, in the background (a writer does not need it).
+    the provider's model at once, in the background (a writer does not need it). observe: told
+    of every search's outcome (`indexes.dense.hybrid.Observe`).
+    search_may_wait: True: a search may wait up to `dense.query_timeout_ms` for its query
+    embedding (a served model's HTTP round trip, the local model's turn on its thread pool, the
+    model still loading), so a caller on an event loop runs it in a worker thread.
     """
+
+    search_may_wait = True
 
     def __init__(self, name: str, path: Path, index: tantivy.Index, *, dense: DenseConfig, store_root: Path,
                  embedder: Embedder | None = None, warm: bool = True, clock: Callable[[], float] = time.monotonic,
-                 **kwargs: Any) -> None:
+                 observe: Observe | None = None, **kwargs: Any) -> None:
         index.config_reader(reload_policy="manual")
         super().__init__(name, path, index, clock=clock, **kwargs)
         self.dense_config = dense
@@ -66,7 +72,7 @@ class HybridIndex(KnowledgeIndex):
         self.embedder = embedder if embedder is not None else make_embedder(dense)
         breaker = Breaker(dense.breaker_failures, dense.breaker_reset_seconds, clock)
         self.dense = DenseSearch(path, dense, QueryEncoder(self.embedder, dense.query_timeout_ms, breaker, clock),
-                                 clock)
+                                 clock, observe)
         self.last_dense_report: DenseReport | None = None
         self._pin_generation(reload=True)  # the reader may predate a commit that landed since Index.open
         if warm:
@@ -143,11 +149,14 @@ class HybridIndex(KnowledgeIndex):
 class HybridStore(IndexStore):
     """An `IndexStore` whose indexes configured hybrid open as `HybridIndex`; the others stay
     lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`);
-    other keyword arguments as `IndexStore` (clock, bounds)."""
+    observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`); other
+    keyword arguments as `IndexStore` (clock, bounds)."""
 
-    def __init__(self, root: Path, *, dense: Mapping[str, DenseConfig] | None = None, **kwargs: Any) -> None:
+    def __init__(self, root: Path, *, dense: Mapping[str, DenseConfig] | None = None,
+                 observe: Observe | None = None, **kwargs: Any) -> None:
         super().__init__(root, **kwargs)
         self.dense: Mapping[str, DenseConfig] = dense or {}
+        self._observe = observe
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
               warm: bool = True) -> KnowledgeIndex:
@@ -155,4 +164,4 @@ class HybridStore(IndexStore):
         if dense is None:
             return super()._make(name, folder, index, chunk_chars, warm=warm)
         return HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
-                           chunk_chars=chunk_chars, bounds=self.bounds, warm=warm)
+                           chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe)

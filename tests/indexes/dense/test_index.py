@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from indexes.dense.config import DenseConfig
-from indexes.dense.hybrid import RECHECK_SECONDS
+from indexes.dense.hybrid import OUTCOMES, RECHECK_SECONDS, outcome_of
 from indexes.dense.index import HybridIndex, HybridStore
 from indexes.dense.sync import read_generation
 from indexes.dense.vectors import current_generation
@@ -163,3 +163,33 @@ def test_vectors_of_another_model_are_not_used(built: Path) -> None:
         assert ix.dense.counters == {"fallback:stale": 1}
     finally:
         ix.close()
+
+
+def test_every_search_outcome_is_told_to_the_observer_and_counted(built: Path) -> None:
+    told: list[tuple[str, str]] = []
+    ix = HybridStore(built, dense={"kb": USE}, observe=lambda index, outcome: told.append((index, outcome))).open("kb")
+    assert isinstance(ix, HybridIndex)
+    ix.embedder.warm()
+    try:
+        ix.search(PARAPHRASE, 3)
+        ix.dense.invalidate()  # what a reload does first: the next search is lexical
+        ix.search(PARAPHRASE, 3)
+        assert told == [("kb", "hybrid"), ("kb", "stale")]
+        assert ix.dense.counters == {"hybrid": 1, "fallback:stale": 1}
+    finally:
+        ix.close()
+
+
+def test_outcomes_name_the_reason_without_the_providers_detail() -> None:
+    assert [outcome_of(k) for k in ("hybrid", "fallback:stale", "fallback:timeout", "fallback:breaker_open",
+                                    "fallback:error:http_503", "fallback:reloading")] == [
+        "hybrid", "stale", "timeout", "breaker_open", "error", "reloading"]
+    assert set(OUTCOMES) == {"hybrid", "stale", "timeout", "breaker_open", "error", "reloading"}
+
+
+def test_the_size_of_a_hybrid_index_counts_its_vectors(built: Path) -> None:
+    folder = built / "kb"
+    tantivy_bytes = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    vector_bytes = sum(p.stat().st_size for p in (folder / "dense").rglob("*") if p.is_file())
+    assert vector_bytes > 0
+    assert IndexStore(built).open("kb").stats().size_bytes == tantivy_bytes + vector_bytes
