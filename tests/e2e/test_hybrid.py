@@ -84,8 +84,10 @@ def hybrid_searches(metrics: str, outcome: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def start(cfg: Path, port: int) -> Server:
-    return serve(cfg, port=port, env=ENV, cwd=ROOT).start()
+def server(cfg: Path, port: int) -> Server:
+    """`kbgate serve` of `cfg` on `port` with the suite's secrets, one worker; not started yet
+    (`with server(...) as srv` starts and stops it)."""
+    return serve(cfg, port=port, env=ENV, cwd=ROOT)
 
 
 def test_local_model_hybrid_through_callback_knowledge_protocol_and_tool_api(tmp_path: Path) -> None:
@@ -94,7 +96,7 @@ def test_local_model_hybrid_through_callback_knowledge_protocol_and_tool_api(tmp
     built = index_add(cfg, tmp_path)
     assert built.returncode == 0, built.stderr
     assert "vectors of generation" in built.stdout and "5 embedded" in built.stdout
-    with start(cfg, port) as srv, httpx.Client(timeout=30) as client:
+    with server(cfg, port) as srv, httpx.Client(timeout=30) as client:
         deadline = time.monotonic() + 30  # the worker loads the model in the background
         answer = callback(client, srv.base, PARAPHRASE)
         while first_ids(answer)[:1] != ["pw"] and time.monotonic() < deadline:
@@ -125,7 +127,7 @@ def test_callback_answers_lexically_within_the_deadline_when_the_embedding_servi
         with embedding_server(emb_port), httpx.Client(timeout=30) as client:
             built = index_add(cfg, tmp_path)
             assert built.returncode == 0, built.stderr
-            srv = start(cfg, port)
+            srv = server(cfg, port).start()
             assert first_ids(callback(client, srv.base, PARAPHRASE))[0] == "pw"
         # The embedding service is gone now: every callback is still answered, lexically, in time.
         with httpx.Client(timeout=30) as client:
@@ -184,7 +186,7 @@ def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_work
         assert index_add(cfg, tmp_path).returncode == 0
         assert kbgate("index", "add", "--config", str(cfg), "--index", "kb", "--no-progress",
                       str(tmp_path / "kb")).returncode == 0
-        with start(cfg, port) as srv, httpx.Client(timeout=30) as client, ThreadPoolExecutor(1) as pool:
+        with server(cfg, port) as srv, httpx.Client(timeout=30) as client, ThreadPoolExecutor(1) as pool:
             assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"  # hybrid, fast: warm
             httpx.post(f"{emb}/control", json={"delay": 2.0}).raise_for_status()
             t0 = time.monotonic()
