@@ -22,11 +22,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gateway.core.config import Config, load_config, load_indexer_config, load_indexes_dir
+from gateway.core.config import Config, load_config, load_indexer_config, load_indexes, load_indexes_dir
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
-from indexes.errors import IndexStoreError
+from indexes.errors import EmbeddingError, IndexStoreError
+
+if TYPE_CHECKING:
+    from indexes.dense.config import DenseConfig
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except IndexStoreError as exc:  # messages name the index, never a secret
         print(f"kbgate: {exc}", file=sys.stderr)
+        return 1
+    except EmbeddingError as exc:  # names the provider and the cause, never the key or the text
+        print(f"kbgate: {exc}; nothing was committed, run the same command again", file=sys.stderr)
         return 1
     except OSError as exc:  # a file named on the command line
         where = f": {exc.filename}" if exc.filename else ""
@@ -121,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="NAME=DOCS_PATH:QUERIES_FILE (repeatable); default: both shared corpora")
     e.add_argument("--max-queries", type=int, default=0, help="0 = all")
     e.add_argument("--workdir", default=".eval")
+    e.add_argument("--hybrid", default="use-multilingual-v3", metavar="MODEL",
+                   help="embedded model of the hybrid column (use-multilingual-v3, multilingual-e5-small-q4), "
+                        "or none")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops
@@ -169,18 +179,39 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         mark = "ok" if ar.index in have else ("MISSING" if ar.enabled else "missing, route disabled")
         ok &= ar.index in have or not ar.enabled
         print(f"agent route {ar.name} -> index {ar.index} [{mark}]")
+    for name, dense in sorted(config.dense.items()):
+        print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1
+
+
+def _vectors_state(folder: Path, dense: DenseConfig) -> str:
+    """One phrase on whether the vectors of an index's latest commit are published."""
+    from indexes.dense.sync import read_generation
+    from indexes.dense.vectors import load_current
+
+    generation = read_generation(folder)
+    if generation is None:
+        return "index not built yet (kbgate index add)"
+    vectors = load_current(folder)
+    if vectors is None:
+        return "no vectors yet: searches are lexical until `kbgate index add` runs"
+    if vectors.fingerprint != dense.fingerprint:
+        return f"vectors of another model ({vectors.fingerprint}): lexical until `kbgate index add` runs"
+    if vectors.generation != generation:
+        return (f"vectors of generation {vectors.generation}, index at {generation}: lexical until "
+                "`kbgate index add` publishes them")
+    return f"{len(vectors)} vectors of generation {generation} (current)"
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from indexes.dense import HybridStore
     from indexes.ingest import delete_missing_problem, read_paths
-    from indexes.store import IndexStore
     from indexes.types import Document
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
-    store = IndexStore(indexes_dir)
+    store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
     if args.max_document_bytes is not None:
         if args.max_document_bytes < 1:
             print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
@@ -200,11 +231,14 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset
                  else d for d in items)
     started = time.perf_counter()
-    report = store.create_or_open_for_write(args.index).ingest(
-        items, delete_missing=args.delete_missing, progress=not args.no_progress)
+    index = store.create_or_open_for_write(args.index)
+    report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
     took = time.perf_counter() - started
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
+    dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
+    if dense_report is not None:
+        print(dense_report.line(args.index))
     for path, reason in report.errors:
         print(f"  skipped {path}: {reason}", file=sys.stderr)
     for where, message in report.warnings:
@@ -304,8 +338,13 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from gateway.ops.evaluate import run_eval
+    from indexes.dense.config import LOCAL_MODELS
 
-    return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir))
+    if args.hybrid != "none" and args.hybrid not in LOCAL_MODELS:
+        print(f"kbgate: --hybrid must be none or one of {', '.join(LOCAL_MODELS)}", file=sys.stderr)
+        return 2
+    return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir),
+                    hybrid_model=None if args.hybrid == "none" else args.hybrid)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,11 +4,23 @@
     ├── IndexNotFoundError          no such index under the store root
     ├── SchemaVersionError          index built by another schema version (rebuild it)
     └── IndexLockedError            another writer holds the index (Tantivy LockBusy)
+
+    EmbeddingError                  an embedding provider gave no usable vectors (`indexes.dense`)
+    ├── EmbeddingUnavailable        down, slow, overloaded or refusing (retryable)
+    └── EmbeddingResponseError      answered, but not with usable embeddings (not retryable)
 """
 
 from __future__ import annotations
 
-__all__ = ["IndexLockedError", "IndexNotFoundError", "IndexStoreError", "SchemaVersionError"]
+__all__ = [
+    "EmbeddingError",
+    "EmbeddingResponseError",
+    "EmbeddingUnavailable",
+    "IndexLockedError",
+    "IndexNotFoundError",
+    "IndexStoreError",
+    "SchemaVersionError",
+]
 
 
 class IndexStoreError(Exception):
@@ -44,3 +56,31 @@ class IndexLockedError(IndexStoreError):
             f"Index {name!r} at {path} is being written by another process (Tantivy writer "
             "lock busy); wait for it to finish and retry.",
         )
+
+
+class EmbeddingError(Exception):
+    """An embedding provider gave no usable vectors.
+
+    provider: the provider's name as configured ("openai", "local"); reason: a short
+    machine-readable cause ("timeout", "connect", "http_503", "breaker_open", "bad_shape");
+    retryable: whether the same call may succeed later. Messages never carry an API key
+    or the embedded text.
+    """
+
+    retryable = False
+
+    def __init__(self, provider: str, reason: str, detail: str = "") -> None:
+        self.provider, self.reason, self.detail = provider, reason, detail
+        super().__init__(f"embedding provider {provider!r}: {reason}" + (f" ({detail})" if detail else ""))
+
+
+class EmbeddingUnavailable(EmbeddingError):
+    """Down, slow, overloaded or refusing: a timeout, a connection error, HTTP 429 or 5xx,
+    an open circuit breaker. A query falls back to lexical; ingest retries with backoff."""
+
+    retryable = True
+
+
+class EmbeddingResponseError(EmbeddingError):
+    """The provider answered, but not with embeddings we can use (HTTP 4xx, not JSON, a wrong
+    number or length of vectors, non-finite values)."""

@@ -17,7 +17,8 @@ __all__ = ["index_stats"]
 def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexStats:
     """Documents (chunk-0 count), chunks, generation (commit opstamp from meta.json), last
     commit time (meta.json mtime, unix seconds; None when unreadable) and size on disk in
-    bytes (the files directly in `folder`)."""
+    bytes: the files directly in `folder` (Tantivy's) and every file under `folder/dense`
+    (the vectors of a hybrid index, `indexes.dense.vectors`)."""
     docs = count_matches(searcher, Query.term_query(schema, "chunk", 0))
     last: float | None
     try:
@@ -26,5 +27,21 @@ def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tan
         last = meta_path.stat().st_mtime
     except (OSError, ValueError):
         opstamp, last = 0, None
-    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    # "dense" is indexes.dense.vectors.DENSE_DIR (not imported: the dense package imports this one)
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) + _tree_bytes(folder / "dense")
     return IndexStats(name, docs, int(searcher.num_docs), opstamp, last, size)
+
+
+def _tree_bytes(folder: Path) -> int:
+    """Bytes of every file under `folder` (0 when absent); a file removed meanwhile (an old
+    vector generation pruned by the writer) counts 0."""
+    total = 0
+    if not folder.is_dir():  # a lexical index: one stat
+        return 0
+    for p in folder.rglob("*"):
+        try:
+            if p.is_file():
+                total += p.stat().st_size
+        except OSError:
+            continue
+    return total

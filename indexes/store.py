@@ -56,7 +56,12 @@ class KnowledgeIndex:
     """One opened index. Thread-safe for searches; `ingest` is for the one writer process.
 
     Build through `IndexStore.open` / `IndexStore.create_or_open_for_write`.
+    search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a
+    caller on an event loop may run it inline; a subclass that waits on something else sets
+    it True (`indexes.dense.HybridIndex`: a query embedding).
     """
+
+    search_may_wait = False
 
     def __init__(
         self,
@@ -223,6 +228,8 @@ class IndexStore:
     """The folder of named indexes. `open` results are cached (one reader per index).
 
     bounds: the per-query work bounds of every index opened here (`SearchBounds`).
+    Every index opens as a lexical `KnowledgeIndex`; `indexes.dense.HybridStore` opens those
+    configured hybrid as `HybridIndex` instead (it overrides `_make`).
     """
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic,
@@ -257,8 +264,7 @@ class IndexStore:
             meta = check_sidecar(folder, name)
             index = tantivy.Index.open(str(folder))
             register_analyzers(index)
-            ki = KnowledgeIndex(name, folder, index, clock=self._clock, bounds=self.bounds,
-                                chunk_chars=int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
+            ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
             self._open[name] = ki
             return ki
 
@@ -278,5 +284,10 @@ class IndexStore:
             index = tantivy.Index(build_schema(), path=str(folder))
             write_sidecar(folder, {"chunk_chars": chunk_chars})
         register_analyzers(index)
-        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars,
-                              bounds=self.bounds)
+        return self._make(name, folder, index, chunk_chars, warm=False)
+
+    def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
+              warm: bool = True) -> KnowledgeIndex:
+        """The index object over an opened Tantivy `index` (warm: it will serve searches, not
+        only an ingest). The one place a subclass chooses another KnowledgeIndex class."""
+        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars, bounds=self.bounds)

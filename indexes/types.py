@@ -106,7 +106,8 @@ class Hit:
     summary: a query-biased plain-text excerpt of the chunk, at most
         `summary_chars` characters (characters, not bytes).
     content: the matched chunk with its section heading, at most `content_chars` characters.
-    score: BM25 score (higher is better), comparable only within one search.
+    score: BM25 score (higher is better), comparable only within one search; on a hybrid
+        index the fused score (`indexes.dense.fusion`).
     revision: SHA-256 hex of the document's title + full text at index time.
     """
 

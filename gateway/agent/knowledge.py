@@ -173,8 +173,8 @@ async def search(call: Call) -> dict[str, Any]:
         status = "disabled"
     else:
         try:
-            found = retrieve.search(call.rt, eff, query, limit, summary_chars=SUMMARY_CHARS, content_chars=1,
-                                    min_score=route.min_score, with_generation=True)
+            found = await retrieve.search(call.rt, eff, query, limit, summary_chars=SUMMARY_CHARS, content_chars=1,
+                                          min_score=route.min_score, with_generation=True)
             generation, hits = found.generation, found.hits
         except DependencyUnavailable:
             status, hits = "unavailable", []

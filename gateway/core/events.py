@@ -1,6 +1,7 @@
 """What happened, told to whoever listens: the one seam between request paths and observers.
 
-A request path (the Volcengine handler) publishes a `Delivery` after its response was sent;
+A request path (the Volcengine handler) publishes a `Delivery` after its response was sent,
+the indexes a `HybridSearched` for each search of a hybrid index;
 observers subscribed at start-up (the log line, metrics, the deliveries record, key usage)
 each get it in turn. The core knows none of them: it only holds the list. An observer must
 not block and does no I/O wait; one that raises is logged and skipped, never failing the
@@ -49,6 +50,17 @@ class Delivery:
     latency_ms: float = 0.0
     search_ms: float | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSearched:
+    """One search of an index configured hybrid, for metrics: index name, and its outcome:
+    'hybrid' (the vectors were used) or why it was answered lexically ('stale', 'reloading',
+    'timeout', 'breaker_open', 'error'; indexes.dense.hybrid.OUTCOMES). Published from the
+    thread the search ran in."""
+
+    index: str
+    outcome: str
 
 
 class Events:

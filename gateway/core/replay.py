@@ -54,7 +54,7 @@ import asyncio
 import heapq
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from redis.exceptions import RedisError
@@ -86,12 +86,12 @@ def claim_expiry(timestamp: int, tolerance: int) -> int:
     return timestamp + tolerance + 1
 
 
-async def answer_once(store: NonceStore, key: str, expire_at: int, answer: Callable[[], bytes],
+async def answer_once(store: NonceStore, key: str, expire_at: int, answer: Callable[[], Awaitable[bytes]],
                       gone: Callable[[], bool] = lambda: False) -> bytes:
     """Build the answer of one delivery under its replay record (the state machine above).
 
-    key: `nonce_key` of the delivery; expire_at: `claim_expiry` (unix s). answer(): builds
-    the 200's body (it may raise; the claim is then released so a retry is answered).
+    key: `nonce_key` of the delivery; expire_at: `claim_expiry` (unix s). `await answer()`:
+    builds the 200's body (it may raise; the claim is then released so a retry is answered).
     gone(): True when the caller hung up before the answer was ready (nothing will reach it,
     so the claim is released instead of marked answered). Returns the body to send.
     Raises Replayed('replayed') when a 200 already went out for this delivery,
@@ -102,7 +102,7 @@ async def answer_once(store: NonceStore, key: str, expire_at: int, answer: Calla
     if claim.state != "claimed":
         raise _not_ours(claim.state)
     try:
-        body = answer()
+        body = await answer()
         if gone():
             raise ClientDisconnected("client_disconnected")
         state = await store.answered(key, claim.owner, expire_at)

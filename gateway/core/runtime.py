@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
-from gateway.core.events import Events
+from gateway.core.events import Events, HybridSearched
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
+from indexes.dense import HybridStore
 from indexes.errors import IndexStoreError
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import IndexStats
@@ -28,7 +29,8 @@ log = logging.getLogger("kbgate.runtime")
 class Runtime:
     """config: the current Config. clock: the one clock seam. nonces: the replay store (Redis
     when replay.redis_url is set, else in-process). indexes: the read-only index store under
-    indexes.dir. events: where request paths publish what happened."""
+    indexes.dir (an index configured hybrid opens as indexes.dense.HybridIndex). events: where
+    request paths publish what happened."""
 
     def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
         self.config = config
@@ -36,8 +38,8 @@ class Runtime:
         self.nonces: NonceStore = nonces or make_store(
             config.replay.redis_url, config.replay.timeout_seconds, clock
         )
-        self.indexes = IndexStore(config.indexes_dir)
         self.events = Events()
+        self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense, observe=self._hybrid_searched)
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def index(self, name: str) -> KnowledgeIndex:
@@ -49,6 +51,9 @@ class Runtime:
             log.warning("index unavailable", extra={"index": name})
             raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
         return idx
+
+    def _hybrid_searched(self, index: str, outcome: str) -> None:
+        self.events.publish(HybridSearched(index, outcome))
 
     def routed_indexes(self) -> list[str]:
         """Names of the indexes a tenant route or an `[agent.routes.*]` entry points to, sorted."""

@@ -12,8 +12,13 @@ the same run, the bm25s + rjieba baseline over 300-character chunks of the same 
 the server's CPU time per callback (run time of the server's processes and threads, from
 /proc schedstat, over the set, divided by its callbacks). Prints one table.
 
-Systems are columns: `lexical` (kbgate as configured by default), `hybrid` (kbgate with dense
-retrieval fused in, issue 12 item 2: empty until it is wired in `HYBRID_CONFIG`) and `bm25s`.
+Systems are columns: `lexical` (kbgate as configured by default), `hybrid` (the same index
+served hybrid, README "Hybrid retrieval": vectors of the embedded model `--hybrid MODEL`,
+default use-multilingual-v3, computed at ingest and kept in `<workdir>/indexes/.embedding-cache`
+so only the first run embeds the corpora; `--hybrid none` leaves the column empty) and `bm25s`.
+The hybrid server runs with a 2 s query deadline so that every question is answered hybrid
+on a busy machine; its callback latency and CPU per callback are columns of their own, so the
+cost hybrid adds per callback is read beside the lexical one.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import orjson
 
 from gateway.ops.probe import wait_ready
 from gateway.volcengine.signing import sign_headers
+from indexes.dense import DenseConfig, HybridStore
 from indexes.evaluation import (
     Bm25sBaseline,
     EvalQuery,
@@ -44,7 +50,6 @@ from indexes.evaluation import (
     summarize,
 )
 from indexes.ingest import read_paths
-from indexes.store import IndexStore
 from indexes.types import Document
 
 # The callback refuses these queries by contract (query_empty, query_too_long).
@@ -53,10 +58,20 @@ SHARED_CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 SYSTEMS = ("lexical", "hybrid", "bm25s")
 LIMIT = 10
 
-HYBRID_CONFIG: str | None = None
-"""TOML appended to the eval server's config to serve the `hybrid` column (for example the
-index's embedding settings), or None while hybrid retrieval is not available: the column then
-prints '—'. Issue 12 item 2 sets it (or a function returning it)."""
+HYBRID_MODEL = "use-multilingual-v3"
+HYBRID_QUERY_TIMEOUT_MS = 2000
+
+
+def hybrid_settings(model: str) -> DenseConfig:
+    """The `hybrid` column's settings: the local `model`, fusion and candidates as configured
+    by default, a deadline long enough that no question falls back to lexical."""
+    return DenseConfig(provider="local", model=model, query_timeout_ms=HYBRID_QUERY_TIMEOUT_MS)
+
+
+def hybrid_toml(index: str, dense: DenseConfig) -> str:
+    """The `[indexes.<index>.dense]` table serving `dense` (appended to the eval server's config)."""
+    return (f'[indexes.{index}.dense]\nprovider = "{dense.provider}"\nmodel = "{dense.model}"\n'
+            f"query_timeout_ms = {dense.query_timeout_ms}\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +127,8 @@ class Row:
 
     scores: system name → figures (a system absent from it was not run). latencies: the
     lexical callbacks' client-side milliseconds. cpu_ms: server CPU milliseconds per
-    lexical callback over the whole set (None on style rows).
+    lexical callback over the whole set (None on style rows). hybrid_latencies / hybrid_cpu_ms:
+    the same for the hybrid server (empty / None without a hybrid column).
     """
 
     corpus: str
@@ -121,6 +137,8 @@ class Row:
     scores: dict[str, EvalResult] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     cpu_ms: float | None = None
+    hybrid_latencies: list[float] = field(default_factory=list)
+    hybrid_cpu_ms: float | None = None
 
     @property
     def queries(self) -> int:
@@ -133,7 +151,7 @@ class Row:
         return ours is not None and theirs is not None and ours.mrr > theirs.mrr and ours.answer_hit > theirs.answer_hit
 
 
-def run_eval(corpora: list[str], max_queries: int, workdir: Path) -> int:
+def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: str | None = HYBRID_MODEL) -> int:
     """Evaluate each corpus; print the table. Returns 0 when lexical is ahead of the baseline
     on both figures for every whole question set, 1 otherwise, 2 when a corpus is missing."""
     chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
@@ -144,11 +162,14 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path) -> int:
             return 2
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    rows = [r for c in chosen for r in _evaluate_one(c, max_queries, workdir)]
+    hybrid = hybrid_settings(hybrid_model) if hybrid_model else None
+    rows = [r for c in chosen for r in _evaluate_one(c, max_queries, workdir, hybrid)]
     print()
     print(table(rows))
     print(f"\n{sum(r.queries for r in rows if not r.style)} questions in {time.perf_counter() - started:.0f} s; "
-          "lexical = kbgate's callback as configured by default, Limit 10, one result per document.")
+          "lexical = kbgate's callback as configured by default, Limit 10, one result per document"
+          + (f"; hybrid = the same with [indexes.*.dense] model {hybrid.model}, fusion {hybrid.fusion} "
+             f"{hybrid.lexical_weight}/{hybrid.dense_weight}, {hybrid.candidates} candidates." if hybrid else "."))
     return 0 if all(r.ahead for r in rows if not r.style) else 1
 
 
@@ -161,36 +182,44 @@ def table(rows: list[Row]) -> str:
     callback latency and server CPU per callback."""
     head = ["corpus", "question set", "queries"]
     head += [f"MRR@10 {s}" for s in SYSTEMS] + [f"answer-hit@5 {s}" for s in SYSTEMS]
-    head += ["callback p50 / p99 ms", "server CPU ms / callback"]
+    head += ["callback p50 / p99 ms", "server CPU ms / callback", "hybrid p50 / p99 ms", "hybrid CPU ms / callback"]
     out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for r in rows:
-        lat = sorted(r.latencies)
-        latency = (f"{statistics.median(lat):.1f} / {lat[min(len(lat) - 1, int(len(lat) * 0.99))]:.1f}"
-                   if lat else "—")
+        latency, hybrid_latency = _p50_p99(r.latencies), _p50_p99(r.hybrid_latencies)
         cells = [r.corpus if not r.style else "", r.label if not r.style else f"↳ {r.style}", str(r.queries)]
         cells += [_fmt(r.scores.get(s), "mrr") for s in SYSTEMS]
         cells += [_fmt(r.scores.get(s), "answer_hit") for s in SYSTEMS]
         cells += [latency, "—" if r.cpu_ms is None else f"{r.cpu_ms:.2f}"]
+        cells += [hybrid_latency, "—" if r.hybrid_cpu_ms is None else f"{r.hybrid_cpu_ms:.2f}"]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
+def _p50_p99(latencies: list[float]) -> str:
+    lat = sorted(latencies)
+    return f"{statistics.median(lat):.1f} / {lat[min(len(lat) - 1, int(len(lat) * 0.99))]:.1f}" if lat else "—"
+
+
 def _rows(corpus: str, label: str, per_system: dict[str, list[QueryScore]], latencies: list[float],
-          cpu_ms: float | None) -> list[Row]:
+          cpu_ms: float | None, hybrid: SetResult | None = None) -> list[Row]:
     """The whole-set row, then one row per style when the set labels its questions."""
     lexical = per_system["lexical"]
-    whole = Row(corpus, label, "", {s: summarize(v) for s, v in per_system.items()}, latencies, cpu_ms)
+    hybrid_latencies = hybrid[1] if hybrid is not None else []
+    whole = Row(corpus, label, "", {s: summarize(v) for s, v in per_system.items()}, latencies, cpu_ms,
+                hybrid_latencies, hybrid[2] if hybrid is not None else None)
     styles = list(dict.fromkeys(q.query.style for q in lexical if q.query.style))
     out = [whole]
     for style in styles:
         picked = [i for i, q in enumerate(lexical) if q.query.style == style]
         out.append(Row(corpus, label, style,
                        {s: summarize([v[i] for i in picked]) for s, v in per_system.items()},
-                       [latencies[i] for i in picked]))
+                       [latencies[i] for i in picked], None,
+                       [hybrid_latencies[i] for i in picked] if hybrid_latencies else []))
     return out
 
 
-def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path) -> list[Row]:
+def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense: DenseConfig | None = None,
+                  ) -> list[Row]:
     sets: list[tuple[QuerySet, list[EvalQuery]]] = []
     for qs in corpus.sets:
         queries = load_queries(qs.path)
@@ -200,14 +229,20 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path) -> list[Row]:
     # Always a fresh index: an index left by older code would keep its old chunks for
     # unchanged documents and measure that code instead of this one.
     shutil.rmtree(workdir / "indexes" / corpus.name, ignore_errors=True)
-    store = IndexStore(workdir / "indexes")
+    # With a hybrid column, the one index also gets its vectors (the lexical server ignores them).
+    store = HybridStore(workdir / "indexes", dense={corpus.name: hybrid_dense} if hybrid_dense else None)
     t0 = time.perf_counter()
-    report = store.create_or_open_for_write(corpus.name).ingest(documents, delete_missing=True, progress=False)
+    index = store.create_or_open_for_write(corpus.name)
+    report = index.ingest(documents, delete_missing=True, progress=False)
     print(f"{corpus.name}: {len(documents)} documents, {report.chunks} chunks, index ready in "
           f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    dense_report = getattr(index, "last_dense_report", None)
+    if dense_report is not None:
+        print(dense_report.line(corpus.name), file=sys.stderr)
 
     lexical = _by_callback(corpus, [q for _, q in sets], workdir)
-    hybrid = _by_callback(corpus, [q for _, q in sets], workdir, HYBRID_CONFIG) if HYBRID_CONFIG else None
+    hybrid = (_by_callback(corpus, [q for _, q in sets], workdir, hybrid_toml(corpus.name, hybrid_dense))
+              if hybrid_dense else None)
     baseline = Bm25sBaseline(documents, chunk_chars=300)
     rows: list[Row] = []
     for i, (qs, queries) in enumerate(sets):
@@ -216,7 +251,7 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path) -> list[Row]:
                       "bm25s": score_queries(lambda q: baseline.search(q, 50), queries)}
         if hybrid is not None:
             per_system["hybrid"] = hybrid[i][0]
-        rows += _rows(corpus.name, qs.label, per_system, latencies, cpu_ms)
+        rows += _rows(corpus.name, qs.label, per_system, latencies, cpu_ms, hybrid[i] if hybrid else None)
     return rows
 
 
@@ -264,6 +299,13 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
                         for i in env["Result"]]
 
             via_callback("预热")  # the first callback opens the index and loads the analysers
+            if extra_config:  # a hybrid server loads its model in the background: wait for it
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    started = time.perf_counter()
+                    via_callback("预热模型")
+                    if time.perf_counter() - started < HYBRID_QUERY_TIMEOUT_MS / 2000:
+                        break
             for queries in sets:
                 latencies = []
                 cpu_before = _tree_cpu_seconds(proc.pid)
@@ -319,5 +361,5 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-__all__ = ["Corpus", "HYBRID_CONFIG", "QuerySet", "Row", "SYSTEMS", "default_corpora", "doc_id_of", "parse_corpus",
-           "run_eval", "table"]
+__all__ = ["HYBRID_MODEL", "SYSTEMS", "Corpus", "QuerySet", "Row", "default_corpora", "doc_id_of", "hybrid_settings",
+           "hybrid_toml", "parse_corpus", "run_eval", "table"]

@@ -36,7 +36,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.core.events import Delivery
+from gateway.core.events import Delivery, HybridSearched
 from indexes.types import IndexStats
 
 log = logging.getLogger("kbgate.metrics")
@@ -117,7 +117,8 @@ class Metrics:
     callback_signatures_total{tenant,signature}, callback_duration_seconds{tenant},
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
-    deliveries_dropped_total{reason}; index gauges from `IndexCollector`.
+    deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome}; index gauges
+    from `IndexCollector`.
     """
 
     def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
@@ -142,6 +143,8 @@ class Metrics:
                                     ["tenant"], registry=reg)
         self.dropped = Counter("kbgate_deliveries_dropped", "Delivery records not kept (writer behind, Redis error)",
                                ["reason"], registry=reg)
+        self.hybrid = Counter("kbgate_hybrid_searches", "Searches of hybrid indexes: outcome 'hybrid' used the "
+                              "vectors, any other is why it answered lexically", ["index", "outcome"], registry=reg)
         if self.multiprocess:
             self._scrape = CollectorRegistry()
             multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
@@ -165,6 +168,13 @@ class Metrics:
             if d.outcome == "replay_store_unavailable":
                 self.nonce_errors.labels(t).inc()
         except Exception:  # metrics must never fail a request
+            log.warning("metrics update failed", exc_info=True)
+
+    def observe_hybrid(self, e: HybridSearched) -> None:
+        """Count one search of a hybrid index by its outcome (any thread). Never raises."""
+        try:
+            self.hybrid.labels(e.index, e.outcome).inc()
+        except Exception:  # metrics must never fail a search
             log.warning("metrics update failed", exc_info=True)
 
     def drop(self, reason: str, count: int) -> None:

@@ -21,7 +21,7 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway.agent import knowledge, tools
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
-from gateway.core.events import Delivery
+from gateway.core.events import Delivery, HybridSearched
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.ops import admin, metrics
@@ -46,6 +46,7 @@ class Gateway:
         self.reloader = Reloader(rt)
         rt.events.subscribe(Delivery, self.metrics.observe)
         rt.events.subscribe(Delivery, self._keep)
+        rt.events.subscribe(HybridSearched, self.metrics.observe_hybrid)
         rt.on_close(self.deliveries.close)
         rt.on_close(self.metrics.aclose)
 

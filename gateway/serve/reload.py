@@ -9,8 +9,8 @@ in-flight request finishes with the config it began with and none fails. An inva
 rejected with one JSON log line naming the key (`ConfigError.key`); the old config keeps
 serving and the same file is not re-tried until it changes again.
 
-Sections that need new sockets, processes or connections (server.*, replay.*,
-indexes.dir) are kept from the running config; a change to them is logged as
+Sections that need new sockets, processes, connections or opened indexes (server.*,
+replay.*, indexes.dir, indexes.*.dense) are kept from the running config; a change to them is logged as
 "needs a restart".
 """
 
@@ -32,7 +32,7 @@ from gateway.core.runtime import Runtime
 log = logging.getLogger("kbgate.reload")
 
 INTERVAL = RELOAD_INTERVAL
-RESTART_ONLY = ("server", "replay", "indexes_dir")
+RESTART_ONLY = ("server", "replay", "indexes_dir", "dense")
 
 # Set by gateway.serve.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
 # and the config the master validated at start (used only when the file is invalid now).
@@ -103,7 +103,7 @@ def fingerprint(paths: list[Path]) -> Fingerprint:
 def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Config, list[str]]:
     """Load `old.source` again; return (new config, restart-only keys that changed).
 
-    The new config keeps old's server, replay and indexes_dir (they need a restart).
+    The new config keeps old's server, replay, indexes_dir and dense (they need a restart).
     When `old.source` is None only `value_file` secrets are re-read (`refresh_secrets`).
     Raises ConfigError naming the offending key; nothing is swapped then.
     """
@@ -111,7 +111,8 @@ def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Confi
         return refresh_secrets(old, env), []
     new = load_config(old.source, env=env)
     changed = [k for k in RESTART_ONLY if getattr(new, k) != getattr(old, k)]
-    return dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir), changed
+    return (dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
+                                dense=old.dense), changed)
 
 
 def refresh_secrets(old: Config, env: dict[str, str] | None = None) -> Config:
@@ -173,7 +174,7 @@ class Reloader:
         logging.getLogger("kbgate").setLevel(new.log_level.upper())
         log.info("config reloaded", extra={
             "file": str(new.source), "trigger": trigger, "pid": os.getpid(), "tenants": sorted(new.tenants),
-            "needs_restart": [("indexes.dir" if k == "indexes_dir" else k) for k in restart]})
+            "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense"}.get(k, k) for k in restart]})
         for t in new.tenants.values():
             if t.verify == "report":
                 log.warning("tenant in report mode: unsigned requests are answered",

@@ -163,7 +163,7 @@ class VolcengineWing:
         if verdict.refusal is not None:
             raise verdict.refusal
         if verdict.claim is None:
-            return self._search(cfg, tenant, body, d)
+            return await self._search(cfg, tenant, body, d)
         ts, nonce = verdict.claim
         key = nonce_key(cfg.replay.key_prefix, tenant.name, ts, nonce)
         # The next ASGI message after the body is http.disconnect: a caller that gave up (its own
@@ -178,14 +178,15 @@ class VolcengineWing:
             if gone.done() and not gone.cancelled():
                 gone.exception()  # retrieved, so asyncio does not log it as lost
 
-    def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
-        """Parse the verified body, resolve the scope, search, shape the success envelope."""
+    async def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
+        """Parse the verified body, resolve the scope, search (off the event loop when the index
+        may wait: `retrieve.search`), shape the success envelope."""
         req = parse_body(body, cfg.search)
         d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
         eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
-        found = retrieve.search(self.rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
-                                content_chars=cfg.search.content_chars,
-                                one_per_document=cfg.search.one_per_document)
+        found = await retrieve.search(self.rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
+                                      content_chars=cfg.search.content_chars,
+                                      one_per_document=cfg.search.one_per_document)
         d.search_ms, d.results = found.took_ms, len(found.hits)
         return success_body(found.hits)
 

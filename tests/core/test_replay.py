@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -326,22 +326,31 @@ def test_redis_restart_costs_no_failed_claim(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ answer_once (the handler's choreography)
 
 
+def answer(body: bytes) -> Callable[[], Awaitable[bytes]]:
+    """An answer builder, as the handler's search is: a coroutine function giving `body`."""
+
+    async def build() -> bytes:
+        return body
+
+    return build
+
+
 def test_answer_once_answers_once_and_releases_on_failure() -> None:
     clock = FixedClock(NOW)
     store = MemoryNonceStore(clock)
 
-    def boom() -> bytes:
+    async def boom() -> bytes:
         raise ValueError("the search failed")
 
     async def go() -> None:
         with pytest.raises(ValueError):
             await answer_once(store, "k", int(NOW) + 60, boom)
-        assert await answer_once(store, "k", int(NOW) + 60, lambda: b"ok") == b"ok"  # released: answered now
+        assert await answer_once(store, "k", int(NOW) + 60, answer(b"ok")) == b"ok"  # released: answered now
         with pytest.raises(Replayed) as err:
-            await answer_once(store, "k", int(NOW) + 60, lambda: b"again")
+            await answer_once(store, "k", int(NOW) + 60, answer(b"again"))
         assert err.value.code == "replayed"
         with pytest.raises(ClientDisconnected):
-            await answer_once(store, "gone", int(NOW) + 60, lambda: b"late", lambda: True)
+            await answer_once(store, "gone", int(NOW) + 60, answer(b"late"), lambda: True)
         assert (await store.claim("gone", int(NOW) + 60)).state == "claimed"  # the hang-up released it
 
     asyncio.run(go())
@@ -360,7 +369,7 @@ def test_answer_once_loses_to_a_retry_that_took_the_claim_over() -> None:
 
     async def go() -> None:
         with pytest.raises(Replayed) as err:
-            await answer_once(store, "k", int(NOW) + 60, lambda: b"first")
+            await answer_once(store, "k", int(NOW) + 60, answer(b"first"))
         assert err.value.code == "delivery_pending"
         assert (await store.claim("k", int(NOW) + 60)).state == "pending"  # the retry's claim stands
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,35 +27,40 @@ def _rt(docs_index: Path, tmp_path: Path) -> Runtime:
     return Runtime(parse(config(tmp_path, tenants=[], indexes=docs_index), tmp_path))
 
 
-def test_search_is_inside_the_scope_best_first(rt: Runtime) -> None:
-    found = retrieve.search(rt, scope(datasets=("public",)), "密钥轮换", 10, summary_chars=50, content_chars=80)
+@pytest.mark.anyio
+async def test_search_is_inside_the_scope_best_first(rt: Runtime) -> None:
+    found = await retrieve.search(rt, scope(datasets=("public",)), "密钥轮换", 10, summary_chars=50, content_chars=80)
     assert found.hits and all(h.dataset == "public" for h in found.hits)
     assert [h.score for h in found.hits] == sorted((h.score for h in found.hits), reverse=True)
     assert not any(h.path.startswith(("config/", "state/", "working/")) for h in found.hits)
     assert all(len(h.summary) <= 50 and len(h.content) <= 80 for h in found.hits)
     assert found.took_ms >= 0 and found.generation is None
-    assert retrieve.search(rt, scope(), "密钥轮换", 3, summary_chars=50, content_chars=1,
-                           with_generation=True).generation == retrieve.generation(rt, scope())
+    assert (await retrieve.search(rt, scope(), "密钥轮换", 3, summary_chars=50, content_chars=1,
+                                  with_generation=True)).generation == retrieve.generation(rt, scope())
 
 
-def test_min_score_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
-    everything = retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1).hits
+@pytest.mark.anyio
+async def test_min_score_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
+    everything = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1)).hits
     bar = everything[1].score
-    kept = retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1, min_score=bar).hits
+    kept = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1,
+                                  min_score=bar)).hits
     assert kept == [h for h in everything if h.score >= bar] and len(kept) < len(everything)
 
 
-def test_every_hit_is_rechecked_against_the_scope(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_every_hit_is_rechecked_against_the_scope(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(retrieve, "allows", lambda eff, path, dataset, visible: path.startswith("guide/"))
-    hits = retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1).hits
+    hits = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1)).hits
     assert hits and all(h.path.startswith("guide/") for h in hits)
 
 
-def test_search_many_merges_best_first_one_per_document_and_lists_failures(rt: Runtime) -> None:
+@pytest.mark.anyio
+async def test_search_many_merges_best_first_one_per_document_and_lists_failures(rt: Runtime) -> None:
     targets = [retrieve.Target("guide", scope(path_globs=("guide/**",))),
                retrieve.Target("all", scope()),
                retrieve.Target("gone", scope("absent"))]
-    merged = retrieve.search_many(rt, targets, "密钥轮换", 5, summary_chars=50, content_chars=1)
+    merged = await retrieve.search_many(rt, targets, "密钥轮换", 5, summary_chars=50, content_chars=1)
     docs = [h.doc_id for _, h in merged.hits]
     assert len(docs) == len(set(docs)) <= 5  # the same document through two routes appears once
     assert [h.score for _, h in merged.hits] == sorted((h.score for _, h in merged.hits), reverse=True)
@@ -77,11 +83,12 @@ def test_find_by_path_or_id_only_inside_the_scope(rt: Runtime) -> None:
 
 
 @pytest.mark.parametrize("call", ["search", "generation", "read", "find"])
-def test_an_absent_index_is_dependency_unavailable(rt: Runtime, call: str) -> None:
+@pytest.mark.anyio
+async def test_an_absent_index_is_dependency_unavailable(rt: Runtime, call: str) -> None:
     gone = scope("absent")
     with pytest.raises(DependencyUnavailable) as err:
         if call == "search":
-            retrieve.search(rt, gone, "q", 3, summary_chars=50, content_chars=1)
+            await retrieve.search(rt, gone, "q", 3, summary_chars=50, content_chars=1)
         elif call == "generation":
             retrieve.generation(rt, gone)
         elif call == "read":
@@ -92,7 +99,8 @@ def test_an_absent_index_is_dependency_unavailable(rt: Runtime, call: str) -> No
 
 
 @pytest.mark.parametrize("method", ["search", "stats", "get_document", "doc_id_at"])
-def test_a_failing_index_is_dependency_unavailable_and_logged(rt: Runtime, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.anyio
+async def test_a_failing_index_is_dependency_unavailable_and_logged(rt: Runtime, monkeypatch: pytest.MonkeyPatch,
                                                               caplog: pytest.LogCaptureFixture, method: str) -> None:
     idx = rt.index("docs")
 
@@ -102,7 +110,7 @@ def test_a_failing_index_is_dependency_unavailable_and_logged(rt: Runtime, monke
     monkeypatch.setattr(idx, method, broken)
     with caplog.at_level(logging.WARNING, logger="kbgate.retrieve"), pytest.raises(DependencyUnavailable):
         if method == "search":
-            retrieve.search(rt, scope(), "密钥", 3, summary_chars=50, content_chars=1)
+            await retrieve.search(rt, scope(), "密钥", 3, summary_chars=50, content_chars=1)
         elif method == "stats":
             retrieve.generation(rt, scope())
         elif method == "get_document":
@@ -110,3 +118,22 @@ def test_a_failing_index_is_dependency_unavailable_and_logged(rt: Runtime, monke
         else:
             retrieve.find(rt, scope(), path="guide/replay.md")
     assert any(r.name == "kbgate.retrieve" and getattr(r, "index", None) == "docs" for r in caplog.records)
+
+
+@pytest.mark.anyio
+async def test_a_search_that_may_wait_runs_in_a_worker_thread_and_a_lexical_one_inline(
+        rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    idx = rt.index("docs")
+    ran_in: list[int] = []
+    search = idx.search
+
+    def recorded(*args: Any, **kw: Any) -> Any:
+        ran_in.append(threading.get_ident())
+        return search(*args, **kw)
+
+    monkeypatch.setattr(idx, "search", recorded)
+    lexical = await retrieve.search(rt, scope(), "密钥轮换", 3, summary_chars=50, content_chars=1)
+    monkeypatch.setattr(idx, "search_may_wait", True)  # what indexes.dense.HybridIndex declares
+    waiting = await retrieve.search(rt, scope(), "密钥轮换", 3, summary_chars=50, content_chars=1)
+    assert ran_in[0] == threading.get_ident() and ran_in[1] != threading.get_ident()
+    assert waiting.hits == lexical.hits and lexical.hits

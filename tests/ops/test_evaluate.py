@@ -4,8 +4,20 @@
 from __future__ import annotations
 
 import os
+import tomllib
+from pathlib import Path
 
-from gateway.ops.evaluate import _rows, _tree_cpu_seconds, default_corpora, doc_id_of, table
+from gateway.core.config import parse_config
+from gateway.ops.evaluate import (
+    HYBRID_MODEL,
+    _rows,
+    _tree_cpu_seconds,
+    default_corpora,
+    doc_id_of,
+    hybrid_settings,
+    hybrid_toml,
+    table,
+)
 from indexes.evaluation import EvalQuery, QueryScore
 
 
@@ -39,3 +51,15 @@ def test_tree_cpu_seconds_counts_this_process() -> None:
     before = _tree_cpu_seconds(os.getpid())
     sum(i * i for i in range(2_000_000))
     assert _tree_cpu_seconds(os.getpid()) > before
+
+
+def test_the_hybrid_column_is_served_by_a_valid_dense_table_and_reports_its_own_latency(tmp_path: Path) -> None:
+    dense = hybrid_settings(HYBRID_MODEL)
+    data = tomllib.loads('[indexes]\ndir = "indexes"\n' + hybrid_toml("tidb-docs-cn", dense))
+    assert parse_config(data, base_dir=tmp_path, env={}).dense["tidb-docs-cn"] == dense
+    lexical = [_score("colloquial", 1.0, 1.0), _score("keyword", 0.0, 0.0)]
+    rows = _rows("tidb", "colloquial set", {"lexical": lexical, "hybrid": lexical, "bm25s": lexical}, [1.0, 3.0],
+                 0.5, (lexical, [10.0, 30.0], 7.5))
+    assert rows[0].hybrid_latencies == [10.0, 30.0] and rows[0].hybrid_cpu_ms == 7.5
+    assert rows[2].hybrid_latencies == [30.0]
+    assert "| 20.0 / 30.0 | 7.50 |" in table(rows)  # median of 10 and 30, p99

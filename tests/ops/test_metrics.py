@@ -18,6 +18,8 @@ from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.core.config import load_config
+from gateway.core.events import HybridSearched
+from gateway.ops.metrics import Metrics
 from gateway.serve.app import create_app
 from indexes.store import IndexStore
 from tests.support.callbacks import body, signed
@@ -143,3 +145,17 @@ def test_serve_makes_and_removes_its_own_metrics_dir(tmp_path: Path, docs_index:
         assert val(m, "kbgate_callbacks_total", tenant="acme", outcome="ok") == 1
         assert len(during) == 1 and any(p.suffix == ".db" for p in next(iter(during)).iterdir())
     assert not next(iter(during)).exists()
+
+
+def test_hybrid_search_outcomes_are_counted_per_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    metrics = Metrics(lambda: [])
+    for outcome in ("hybrid", "hybrid", "timeout", "breaker_open", "stale"):
+        metrics.observe_hybrid(HybridSearched("docs", outcome))
+    metrics.observe_hybrid(HybridSearched("kb", "error"))
+    m = samples(metrics.exposition().decode())
+    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="hybrid") == 2
+    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="timeout") == 1
+    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="breaker_open") == 1
+    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="stale") == 1
+    assert val(m, "kbgate_hybrid_searches_total", index="kb", outcome="error") == 1

@@ -30,9 +30,11 @@ REF_KEY = "ref-master-key-0123456789-abcdefghijklmnop"
 TOKEN_ALICE = "alice-token-AAAAAAAAAAAAAAAAAAAA"
 TOKEN_BOB = "bob-token-BBBBBBBBBBBBBBBBBBBBBBBB"
 TOKEN_CAROL = "carol-token-CCCCCCCCCCCCCCCCCCCC"
-SECRETS = (SECRET_ACME, SECRET_ACME_OLD, SECRET_BETA, ADMIN_TOKEN, REF_KEY, TOKEN_ALICE, TOKEN_BOB, TOKEN_CAROL)
+EMBEDDING_KEY = "sk-embed-0123456789"  # an embedding service's API key ([indexes.NAME.dense] api_key_env)
+SECRETS = (SECRET_ACME, SECRET_ACME_OLD, SECRET_BETA, ADMIN_TOKEN, REF_KEY, TOKEN_ALICE, TOKEN_BOB, TOKEN_CAROL,
+           EMBEDDING_KEY)
 ENV = {"ACME_OLD": SECRET_ACME_OLD, "ACME_SECRET": SECRET_ACME, "BETA_SECRET": SECRET_BETA,
-       "KBGATE_REF_KEY": REF_KEY}
+       "KBGATE_REF_KEY": REF_KEY, "KBGATE_EMBEDDING_KEY": EMBEDDING_KEY}
 
 Route = tuple[str, str, str]  # (FirstLevelId, SecondLevelId, index)
 
@@ -97,10 +99,14 @@ def client(token_id: str, token: str, routes: Iterable[str], tools: Iterable[str
 def config(root: Path, *, tenants: Iterable[Mapping[str, Any]] = (ACME,), indexes: Path | str = "indexes",
            port: int | None = None, workers: int | None = None, redis_url: str | None = None,
            key_prefix: str | None = None, log_level: str | None = None, admin_token: str | None = None,
-           show_queries: bool | None = None, **sections: Mapping[str, Any]) -> dict[str, Any]:
+           show_queries: bool | None = None, dense: Mapping[str, Mapping[str, Any]] | None = None,
+           **sections: Mapping[str, Any]) -> dict[str, Any]:
     """A whole config as a dict. indexes: indexes.dir (relative to the config's folder).
+    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval).
     sections: more tables (server, replay, search, agent, audit, access), merged key by key."""
     data: dict[str, Any] = {"indexes": {"dir": str(indexes)}}
+    for name, table in (dense or {}).items():
+        data["indexes"][name] = {"dense": dict(table)}
     server: dict[str, Any] = {}
     if port is not None:
         server["bind"] = f"127.0.0.1:{port}"

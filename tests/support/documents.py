@@ -6,11 +6,18 @@ and cover image, one in Traditional Chinese, one about replay); AGENT_DOCS, inde
 what agent clients read (datasets 'public' and 'internal', paths in trees, the
 always-excluded config/ and state/ trees, a working draft, a hidden document, a long manual
 and three wide ones for byte budgets).
+
+HYBRID_DOCS, for hybrid retrieval (indexes/dense): PARAPHRASE shares no word with the page that
+answers it ('pw'), so BM25 misses it and only the vectors find it; one internal page, one hidden.
+`as_jsonl` writes documents as the JSONL `kbgate index add` reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+import orjson
 
 from indexes.types import CoverImage, Document, Section
 
@@ -54,3 +61,19 @@ AGENT_DOCS = [
 
 DOCS = [*KB_DOCS, *AGENT_DOCS]
 INDEXES = {"kb": KB_DOCS, "docs": AGENT_DOCS}  # index name → its documents
+
+PARAPHRASE = "忘记密码了怎么办"  # answered by 'pw' (重置管理员口令), with which it shares no word
+HYBRID_DOCS = [
+    _doc("pw", "账号管理", "重置管理员口令：在登录页点击找回，按邮件里的链接设置新口令。", dataset="public"),
+    _doc("scale", "集群扩容", "向集群添加新的存储节点，数据会自动均衡。", dataset="public"),
+    _doc("slow", "慢日志", "记录执行时间超过阈值的语句。", dataset="internal"),
+    _doc("br", "备份", "使用 BR 工具把全量数据备份到 S3 对象存储。", dataset="public"),
+    _doc("secret", "内部口令表", "忘记密码时不要来这里找：这是隐藏的内部口令表。", dataset="public", qa_visible=False),
+]
+
+
+def as_jsonl(docs: Iterable[Document]) -> str:
+    """`docs` as JSONL records (id, title, content, path, dataset, qa_visible), one per line."""
+    return "".join(orjson.dumps({"id": d.id, "title": d.title, "content": "\n\n".join(s.text for s in d.sections),
+                                 "path": d.path, "dataset": d.dataset, "qa_visible": d.qa_visible}).decode() + "\n"
+                   for d in docs)

@@ -67,12 +67,14 @@ def _settle_partial(tc: ToolCall, served: int) -> None:
         tc.call.partial = True
 
 
-def scoped_search(tc: ToolCall, query: str, limit: int, *, content_chars: int = 1) -> list[tuple[AgentRoute, Hit]]:
+async def scoped_search(tc: ToolCall, query: str, limit: int, *,
+                        content_chars: int = 1) -> list[tuple[AgentRoute, Hit]]:
     """Best hits across the resolved routes (retrieve.search_many: re-checked against each
     scope, each route's min_score), best score first, one per document."""
     serving = _serving(tc)
-    merged = retrieve.search_many(tc.call.rt, [retrieve.Target(r, e, r.min_score) for r, e in serving], query, limit,
-                                  summary_chars=SNIPPET_CHARS, content_chars=content_chars)
+    targets = [retrieve.Target(r, e, r.min_score) for r, e in serving]
+    merged = await retrieve.search_many(tc.call.rt, targets, query, limit, summary_chars=SNIPPET_CHARS,
+                                        content_chars=content_chars)
     for route in merged.failed:
         _unavailable(tc, route)
     _settle_partial(tc, len(serving) - len(merged.failed))
@@ -141,7 +143,7 @@ async def tool_search(tc: ToolCall) -> dict[str, Any]:
     query = f.string("query", non_blank=True, max_len=512)
     limit = f.integer("limit", 10, lo=1, hi=SEARCH_MAX_RESULTS)
     resolve(tc)
-    hits = scoped_search(tc, query, limit)
+    hits = await scoped_search(tc, query, limit)
     tc.call.event.extra["results"] = len(hits)
     return {"results": [{"id": f"{r.name}:{h.id}", "title": h.title, "snippet": h.summary,
                          "score": round(h.score, 4), "citation": _hit_citation(r, h)} for r, h in hits]}
@@ -160,7 +162,7 @@ async def tool_ask(tc: ToolCall) -> dict[str, Any]:
     strict = f.boolean("strict", False)
     resolve(tc)
     passages = [answer.Passage(h.content, h.score, _hit_citation(r, h))
-                for r, h in scoped_search(tc, question, limit, content_chars=PASSAGE_CHARS)]
+                for r, h in await scoped_search(tc, question, limit, content_chars=PASSAGE_CHARS)]
     url, client = tc.call.cfg.access.answer_url, tc.clients.get().answer_client
     if client is not None and url and passages:
         result = await answer.upstream(client, url, question, passages, limit)
@@ -224,7 +226,7 @@ async def tool_get_context(tc: ToolCall) -> dict[str, Any]:
     resolve(tc)
     items: list[tuple[AgentRoute, str, str, str, str, str, str | None, str]] = []
     if question is not None and strategy == "search":
-        for r, h in scoped_search(tc, question, max_pages, content_chars=a.context_max_bytes_per_page):
+        for r, h in await scoped_search(tc, question, max_pages, content_chars=a.context_max_bytes_per_page):
             items.append((r, h.doc_id, h.title, h.path, h.dataset, h.revision, h.url, h.content))
     else:
         for p in (paths or ())[:max_pages]:

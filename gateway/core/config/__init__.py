@@ -1,7 +1,7 @@
 """The configuration: shapes (model), reading a file (load), editing it in place (edit)."""
 
 from gateway.core.config.fields import read_secret, read_signing_key
-from gateway.core.config.load import load_config, load_indexer_config, load_indexes_dir, parse_config
+from gateway.core.config.load import load_config, load_indexer_config, load_indexes, load_indexes_dir, parse_config
 from gateway.core.config.model import (
     AccessConfig,
     AdminConfig,
@@ -23,5 +23,6 @@ from gateway.core.config.model import (
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
     "AuditConfig", "Config", "ReplayConfig", "Route", "SearchConfig", "SecretKey", "ServerConfig", "Tenant",
-    "load_config", "load_indexer_config", "load_indexes_dir", "parse_config", "read_secret", "read_signing_key",
+    "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "parse_config", "read_secret",
+    "read_signing_key",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.fields import SHA256_HEX, section
+from gateway.core.config.indexes import parse_dense, parse_indexer
 from gateway.core.config.model import (
     DEFAULT_TOLERANCE,
     AdminConfig,
@@ -31,7 +32,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
-from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+from indexes.dense.config import DenseConfig
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -72,7 +73,22 @@ def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
     """(`indexes.dir` resolved against the file's folder, `indexes.max_document_bytes`):
     what `kbgate index add` reads, like `load_indexes_dir`."""
     p = Path(path)
-    return _indexer(section(read_toml(p)), p.resolve().parent)
+    return parse_indexer(section(read_toml(p)).table("indexes"), p.resolve().parent)
+
+
+def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
+                 ) -> tuple[Path, dict[str, DenseConfig]]:
+    """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
+    (`[indexes.NAME.dense]`), and nothing else of the file.
+
+    For the indexer (`kbgate index add`), which must not need the gateway's secrets in its
+    environment: only an embedding service's API key, when one is configured, is read (from
+    `env`, default os.environ). Raises ConfigError for an unreadable or invalid file or key.
+    """
+    p = Path(path)
+    base = p.resolve().parent
+    idx = section(read_toml(p)).table("indexes")
+    return parse_indexer(idx, base)[0], parse_dense(idx, base, os.environ if env is None else env)
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
@@ -93,10 +109,11 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     log = top.table("log")
     log.only({"level"})
     tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars)
+    indexes = top.table("indexes")
     return Config(
         server=server,
         replay=replay,
-        indexes_dir=_indexer(top, base_dir)[0],  # max_document_bytes is the indexer's; checked here too
+        indexes_dir=parse_indexer(indexes, base_dir)[0],  # max_document_bytes is the indexer's; checked here too
         search=search,
         tenants=tenants,
         source=source,
@@ -106,14 +123,8 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         agent=parse_agent(top.table("agent"), base_dir, env, tenants),
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
+        dense=parse_dense(indexes, base_dir, env),
     )
-
-
-def _indexer(top: Fields, base_dir: Path) -> tuple[Path, int]:
-    idx = top.table("indexes")
-    idx.only({"dir", "max_document_bytes"})
-    limit = idx.integer("max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
-    return base_dir / idx.string("dir", "data/indexes"), limit
 
 
 def _server(t: Fields) -> ServerConfig:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.core.types import KIB, SECONDS, Secret
+from indexes.dense.config import DenseConfig
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
 # A callback signing key shorter than this is refused: one captured request lets anyone test
@@ -252,6 +253,8 @@ class Config:
     """The whole configuration. `source` is the file it came from (or None).
 
     paths: callback path → tenant name (each tenant's `path`, unique).
+    dense: index name → its hybrid retrieval settings (`[indexes.NAME.dense]`); an index
+        absent from it is lexical only.
     """
 
     server: ServerConfig
@@ -266,6 +269,7 @@ class Config:
     agent: AgentConfig = AgentConfig()
     audit: AuditConfig = AuditConfig()
     access: AccessConfig = AccessConfig()
+    dense: Mapping[str, DenseConfig] = field(default_factory=dict)
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""

@@ -1,0 +1,121 @@
+"""`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
+
+    [indexes]                 dir, max_document_bytes
+    [indexes.NAME.dense]      hybrid retrieval of index NAME (README "Hybrid retrieval"): provider,
+                              model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
+                              batching and retries, the query deadline and breaker, fusion
+
+`parse_indexer` is all `kbgate index add` needs besides the dense tables: it never reads a
+tenant's secret, only an embedding service's API key when one is configured. Every problem
+raises ConfigError naming the key; an API key's value is never echoed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from gateway.core.config.fields import INDEX_NAME, WHITESPACE, read_secret, secret_ref, table_of
+from gateway.core.errors import ConfigError
+from gateway.core.validate import Fields
+from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+
+INDEXER_KEYS = ("dir", "max_document_bytes")
+DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
+              "passage_prefix", "batch_size", "max_input_chars", "timeout_seconds", "retries", "backoff_seconds",
+              "query_timeout_ms", "breaker_failures", "breaker_reset_seconds", "candidates", "fusion", "rrf_k",
+              "lexical_weight", "dense_weight", "cache_dir", "threads")
+REMOTE_ONLY = ("url", "api_key_env", "api_key_file", "dimensions")
+MAX_PREFIX_CHARS = 200
+
+
+def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
+    """The [indexes] table's own keys: (`dir` resolved against base_dir, `max_document_bytes`).
+
+    Per-index tables (`[indexes.NAME]`) are left to `parse_dense`; any other key is refused,
+    naming it. Raises ConfigError.
+    """
+    for name, value in idx.data.items():
+        if name not in INDEXER_KEYS and not isinstance(value, dict):
+            raise ConfigError(idx.key(name), "is not a known key (a typo?); per-index settings are tables, "
+                                             f"e.g. [indexes.{name}.dense]")
+    limit = idx.integer("max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
+    return base_dir / idx.string("dir", "data/indexes"), limit
+
+
+def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
+    """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
+    one stay lexical). `[indexes.NAME]` holds only `dense` today. Raises ConfigError naming the key."""
+    out: dict[str, DenseConfig] = {}
+    for name, raw in idx.data.items():
+        if name in INDEXER_KEYS:
+            continue
+        key = idx.key(name)
+        if not INDEX_NAME.fullmatch(name):
+            raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
+        t = table_of(raw, key)
+        t.only({"dense"})
+        if "dense" in t:
+            out[name] = _dense(t.table("dense"), base_dir, env)
+    return out
+
+
+def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
+    """One `[indexes.NAME.dense]` table → DenseConfig (deploy/gateway.example.toml documents each key)."""
+    t.only(DENSE_KEYS)
+    provider = t.choice("provider", PROVIDERS)
+    model = t.string("model")
+    if provider == "local" and model not in LOCAL_MODELS:
+        t.fail("model", "format", f"with provider 'local' must be one of {', '.join(LOCAL_MODELS)}")
+    url: str | None = None
+    api_key: ApiKey | None = None
+    if provider == "openai":
+        url = t.string("url")
+        if not url.startswith(("http://", "https://")) or WHITESPACE.search(url):
+            t.fail("url", "format", "must be the http:// or https:// URL of the embeddings endpoint, "
+                                    "e.g. https://ark.cn-beijing.volces.com/api/v3/embeddings")
+        ref = secret_ref(t, "api_key_env", "api_key_file", required=False)
+        if ref is not None:
+            api_key = ApiKey(read_secret(ref[0], ref[1], base_dir, env).reveal())
+    else:
+        for k in REMOTE_ONLY:
+            if k in t:
+                t.fail(k, "format", "applies to provider 'openai' only")
+    if provider != "local" and "threads" in t:
+        t.fail("threads", "format", "applies to provider 'local' only")
+    lexical_weight = t.number("lexical_weight", 0.7, lo=0.0, hi=100.0)
+    dense_weight = t.number("dense_weight", 0.3, lo=0.0, hi=100.0)
+    if lexical_weight == 0 and dense_weight == 0:
+        t.fail("dense_weight", "range", "and lexical_weight cannot both be 0")
+    cache_dir = None
+    if "cache_dir" in t:
+        ref_dir = Path(t.string("cache_dir"))
+        cache_dir = ref_dir if ref_dir.is_absolute() else base_dir / ref_dir
+    return DenseConfig(
+        provider=provider, model=model, url=url, api_key=api_key,
+        dimensions=t.integer("dimensions", 0, lo=1, hi=16_384) if "dimensions" in t else None,
+        query_prefix=_prefix(t, "query_prefix"), passage_prefix=_prefix(t, "passage_prefix"),
+        batch_size=t.integer("batch_size", 32, lo=1, hi=2048),
+        max_input_chars=t.integer("max_input_chars", 2000, lo=16, hi=100_000),
+        timeout_seconds=t.number("timeout_seconds", 30.0, lo=0.1, hi=600.0),
+        retries=t.integer("retries", 4, lo=0, hi=10),
+        backoff_seconds=t.number("backoff_seconds", 0.5, lo=0.0, hi=60.0),
+        query_timeout_ms=t.integer("query_timeout_ms", 250, lo=1, hi=10_000),
+        breaker_failures=t.integer("breaker_failures", 3, lo=1, hi=100),
+        breaker_reset_seconds=t.number("breaker_reset_seconds", 30.0, lo=0.1, hi=3600.0),
+        candidates=t.integer("candidates", 50, lo=1, hi=1000),
+        fusion=t.choice("fusion", FUSIONS, "mix"),
+        rrf_k=t.integer("rrf_k", 60, lo=1, hi=1000),
+        lexical_weight=lexical_weight, dense_weight=dense_weight, cache_dir=cache_dir,
+        threads=t.integer("threads", 1, lo=1, hi=64),
+    )
+
+
+def _prefix(t: Fields, name: str) -> str:
+    """A query/passage prefix: any string of at most MAX_PREFIX_CHARS characters, "" included
+    (the typed `string` getter refuses an empty one)."""
+    v = t.data.get(name, "")
+    if not isinstance(v, str) or len(v) > MAX_PREFIX_CHARS:
+        t.fail(name, "type", f"must be a string of at most {MAX_PREFIX_CHARS} characters")
+    return v

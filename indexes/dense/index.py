@@ -1,0 +1,167 @@
+"""`HybridIndex`: a `KnowledgeIndex` whose one search entry fuses BM25 with dense vectors.
+
+Every caller (the Volcengine callback, the knowledge protocol, the tool API, and the wings
+to come) searches through `KnowledgeIndex.search`; `HybridStore` (the `IndexStore` of a
+process that has hybrid settings) opens an index configured hybrid as this subclass, so
+they all get hybrid retrieval without a change of their own, and lexical answers whenever
+the dense side cannot answer in time (`indexes.dense.hybrid`).
+
+Differences from `KnowledgeIndex`:
+- the Tantivy reader reloads only when told (`reload_policy="manual"`), in `maybe_reload`,
+  which pins down the generation it loaded and pairs it with the vectors of that generation;
+- `search` tries the hybrid path first and falls back to the lexical one;
+- `ingest` embeds changed chunks before the commit and publishes the vectors after it, under
+  the index's dense lock (`indexes.dense.sync`); `last_dense_report` says what it did.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import tantivy
+from tantivy import Query
+
+from ..analysis import query_terms
+from ..hits import make_hit
+from ..search import build_query
+from ..store import RELOAD_CHECK_SECONDS, IndexStore, KnowledgeIndex
+from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, SearchFilter
+from .cache import EmbeddingCache
+from .config import DenseConfig
+from .hybrid import DenseSearch, Observe
+from .providers import Embedder, make_embedder
+from .query import Breaker, QueryEncoder
+from .sync import DenseIngest, DenseReport, ingest_lock, searcher_at_generation
+
+__all__ = ["HybridIndex", "HybridStore", "cache_for"]
+
+CACHE_DIR = ".embedding-cache"
+
+
+def cache_for(config: DenseConfig, store_root: Path, fingerprint: str) -> EmbeddingCache:
+    """The embedding cache of `fingerprint`: under config.cache_dir, else
+    `<store_root>/.embedding-cache/` (a dot folder is never taken for an index)."""
+    folder = config.cache_dir if config.cache_dir is not None else Path(store_root) / CACHE_DIR
+    return EmbeddingCache(EmbeddingCache.path_for(folder, fingerprint))
+
+
+class HybridIndex(KnowledgeIndex):
+    """An index configured hybrid (see module doc). Build through `IndexStore`.
+
+    dense: the index's settings. store_root: the folder of all indexes (embedding cache).
+    embedder: a provider to use instead of `make_embedder(dense)` (tests). warm: start loading
+    the provider's model at once, in the background (a writer does not need it). observe: told
+    of every search's outcome (`indexes.dense.hybrid.Observe`).
+    search_may_wait: True: a search may wait up to `dense.query_timeout_ms` for its query
+    embedding (a served model's HTTP round trip, the local model's turn on its thread pool, the
+    model still loading), so a caller on an event loop runs it in a worker thread.
+    """
+
+    search_may_wait = True
+
+    def __init__(self, name: str, path: Path, index: tantivy.Index, *, dense: DenseConfig, store_root: Path,
+                 embedder: Embedder | None = None, warm: bool = True, clock: Callable[[], float] = time.monotonic,
+                 observe: Observe | None = None, **kwargs: Any) -> None:
+        index.config_reader(reload_policy="manual")
+        super().__init__(name, path, index, clock=clock, **kwargs)
+        self.dense_config = dense
+        self.store_root = Path(store_root)
+        self.embedder = embedder if embedder is not None else make_embedder(dense)
+        breaker = Breaker(dense.breaker_failures, dense.breaker_reset_seconds, clock)
+        self.dense = DenseSearch(path, dense, QueryEncoder(self.embedder, dense.query_timeout_ms, breaker, clock),
+                                 clock, observe)
+        self.last_dense_report: DenseReport | None = None
+        self._pin_generation(reload=True)  # the reader may predate a commit that landed since Index.open
+        if warm:
+            self.dense.encoder.warm()
+
+    def _pin_generation(self, *, reload: bool) -> None:
+        self.dense.invalidate()
+        generation, _ = searcher_at_generation(self._index, self.path, reload=reload)
+        self.dense.reloaded(generation)
+
+    def maybe_reload(self, *, force: bool = False) -> bool:
+        """Like `KnowledgeIndex.maybe_reload`, and the dense state follows the reader: it is
+        invalidated before the reload and re-paired with the generation loaded after it."""
+        now = self._clock()
+        if not force and now - self._last_check < RELOAD_CHECK_SECONDS:
+            return False
+        with self._reload_lock:
+            self._last_check = now
+            mtime = self._stat_meta()
+            if mtime == self._meta_mtime and not force:
+                return False
+            self._meta_mtime = mtime
+            self._pin_generation(reload=True)
+            self._doc_freqs.clear()  # term statistics of the old commit
+            return True
+
+    def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
+               one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500) -> list[Hit]:
+        """Hybrid hits (fused BM25 + nearest neighbours, best first; Hit.score is the fused
+        score), or exactly `KnowledgeIndex.search` whenever the dense side cannot answer
+        within the per-query deadline. Same arguments and bounds as `KnowledgeIndex.search`."""
+        if limit <= 0:
+            return []
+        self.maybe_reload()
+        terms = query_terms(query)
+        filters = self._filter_parts(filter)
+
+        def lexical_query(searcher: tantivy.Searcher) -> Query | None:
+            return build_query(self._schema, terms, searcher, filter, self.boosts, filters=filters,
+                               doc_freqs=self._doc_freqs)
+
+        hits = self.dense.search(self._index, lexical_query, query, terms, filters, limit,
+                                 one_per_document=one_per_document, summary_chars=summary_chars,
+                                 content_chars=content_chars, make_hit=make_hit, bounds=self.bounds)
+        if hits is not None:
+            return hits
+        return super().search(query, limit, filter=filter, one_per_document=one_per_document,
+                              summary_chars=summary_chars, content_chars=content_chars)
+
+    def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
+               progress: bool = True, workers: int | None = None) -> IngestReport:
+        """`KnowledgeIndex.ingest`, with the chunks of changed documents embedded before the
+        commit and the vectors of the commit published after it (`indexes.dense.sync`).
+        Raises IndexLockedError (another writer), EmbeddingError (provider failed after its
+        retries: before the commit, nothing was written)."""
+        with ingest_lock(self.path, self.name):
+            cache = cache_for(self.dense_config, self.store_root, self.embedder.fingerprint)
+            try:
+                dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
+                                    known=self.revisions(), progress=progress)
+                report = super().ingest(dense.stream(documents), delete_missing=delete_missing, progress=progress,
+                                        workers=workers)
+                self.last_dense_report = dense.publish(self._index)
+            finally:
+                cache.close()
+        self.maybe_reload(force=True)
+        return report
+
+    def close(self) -> None:
+        """Stop the query encoder's threads and release the provider."""
+        self.dense.encoder.close()
+
+
+class HybridStore(IndexStore):
+    """An `IndexStore` whose indexes configured hybrid open as `HybridIndex`; the others stay
+    lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`);
+    observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`); other
+    keyword arguments as `IndexStore` (clock, bounds)."""
+
+    def __init__(self, root: Path, *, dense: Mapping[str, DenseConfig] | None = None,
+                 observe: Observe | None = None, **kwargs: Any) -> None:
+        super().__init__(root, **kwargs)
+        self.dense: Mapping[str, DenseConfig] = dense or {}
+        self._observe = observe
+
+    def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
+              warm: bool = True) -> KnowledgeIndex:
+        dense = self.dense.get(name)
+        if dense is None:
+            return super()._make(name, folder, index, chunk_chars, warm=warm)
+        return HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
+                           chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe)

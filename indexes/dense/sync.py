@@ -1,0 +1,234 @@
+"""Keeping an index's vectors in step with its Tantivy commits (the writer's side).
+
+`kbgate index add` on a hybrid index runs, under `ingest_lock`:
+1. `DenseIngest.stream(items)` wraps the documents going into the Tantivy writer: every
+   document whose revision differs from the indexed one is chunked exactly as the writer
+   chunks it and its chunk texts embedded (batched, embedding cache first). All of this
+   happens before the Tantivy commit, so a provider that fails after its retries makes
+   the whole ingest fail and roll back: nothing is lost, nothing half-published.
+2. The Tantivy commit (the writer, unchanged).
+3. `DenseIngest.publish(index)` reconciles the vectors with what the commit holds:
+   documents whose revision the previous vector set already has keep their vectors;
+   the others are read back from the index and embedded (from the cache, so in practice
+   only what step 1 could not foresee: an index switched to hybrid, a crashed earlier run);
+   deleted documents drop out. The new set is written for the commit's generation and
+   swapped in (`indexes.dense.vectors.publish`).
+Between 2 and 3 readers see a Tantivy generation without its vectors: they notice and answer
+lexically (`indexes.dense.hybrid`), for as long as step 3 takes (seconds; see the README).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+import tantivy
+
+from ..documents import chunks_of, stored_str
+from ..documents import revisions as indexed_revisions
+from ..errors import IndexLockedError
+from ..ingest.chunking import chunk
+from ..types import Document, IngestError, IngestWarning
+from .cache import EmbeddingCache, text_key
+from .config import DenseConfig
+from .providers import Embedder
+from .texts import passage_text
+from .vectors import DENSE_DIR, Entry, load_current, publish
+
+__all__ = ["DenseIngest", "DenseReport", "ingest_lock", "read_generation", "searcher_at_generation"]
+
+STAGE_FLUSH_TEXTS = 256  # texts gathered before one round of embedding
+
+
+@dataclass(slots=True)
+class DenseReport:
+    """What one publish did: generation published, chunks covered, how many vectors were
+    computed by the provider vs found in the cache or kept from the previous set, seconds."""
+
+    generation: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    kept: int = 0
+    publish_seconds: float = 0.0
+
+    def line(self, name: str) -> str:
+        return (f"index {name}: vectors of generation {self.generation}: {self.chunks} chunks ({self.kept} kept, "
+                f"{self.cached} from the embedding cache, {self.embedded} embedded), published in "
+                f"{self.publish_seconds:.1f} s")
+
+
+@contextlib.contextmanager
+def ingest_lock(index_folder: Path, name: str) -> Iterator[None]:
+    """Hold `dense/LOCK` (flock) for a whole ingest + publish, so two writers never interleave
+    their vector generations. Raises IndexLockedError at once when another process holds it."""
+    folder = Path(index_folder) / DENSE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexLockedError(name, str(index_folder)) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_generation(index_folder: Path) -> int | None:
+    """The opstamp of the Tantivy commit meta.json names, or None when unreadable."""
+    try:
+        return int(orjson.loads((Path(index_folder) / "meta.json").read_bytes())["opstamp"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: bool = True,
+                           attempts: int = 5) -> tuple[int | None, tantivy.Searcher]:
+    """(generation, searcher) where the searcher is known to show exactly that commit.
+
+    meta.json is read before and after `index.reload()`: when both name the same opstamp, no
+    commit landed in between, so the reload loaded that one. Otherwise it is tried again;
+    None as generation means it could not be pinned down (the caller answers lexically).
+    """
+    for _ in range(attempts):
+        before = read_generation(index_folder)
+        if reload:
+            index.reload()
+        searcher = index.searcher()
+        if before is not None and before == read_generation(index_folder):
+            return before, searcher
+    return None, index.searcher()
+
+
+def indexed_chunks(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str) -> list[tuple[str, str]]:
+    """(chunk_id, text to embed) of every chunk of `doc_id` in the searcher's commit."""
+    return [(str(d.get_first("chunk_id")),
+             passage_text(stored_str(d, "title") or "", stored_str(d, "heading") or "", stored_str(d, "text") or ""))
+            for d in chunks_of(searcher, schema, doc_id)]
+
+
+class DenseIngest:
+    """The vector side of one ingest of one index (see module doc).
+
+    index_folder: the index. config/embedder/cache: the index's dense settings and provider.
+    chunk_chars: the index's chunk size (the writer's). known: doc_id → revision before this
+    ingest (documents staged are those whose revision differs). progress: a tqdm bar on a TTY.
+    """
+
+    def __init__(self, index_folder: Path, config: DenseConfig, embedder: Embedder, cache: EmbeddingCache,
+                 *, chunk_chars: int, known: dict[str, str], progress: bool = False) -> None:
+        self.folder = Path(index_folder)
+        self.config, self.embedder, self.cache = config, embedder, cache
+        self.chunk_chars = chunk_chars
+        self.known = dict(known)
+        self.progress = progress
+        self.report = DenseReport()
+        self._pending: dict[bytes, str] = {}
+        self._embedded: set[bytes] = set()  # keys this run computed
+        self._bar: Any = None
+
+    # ---- step 1: embed what the ingest is about to write -----------------
+
+    def stream(self, items: Iterable[Document | IngestError | IngestWarning],
+               ) -> Iterator[Document | IngestError | IngestWarning]:
+        """`items` unchanged, staging (and embedding in rounds) the chunks of changed documents.
+        The last round runs when `items` is exhausted, before the writer commits. Raises
+        EmbeddingError when the provider fails after its retries (the ingest then rolls back)."""
+        from ..store import document_revision
+
+        for item in items:
+            if isinstance(item, Document) and self.known.get(item.id) != document_revision(item):
+                for c in chunk(item, max_chars=self.chunk_chars):
+                    text = passage_text(item.title, c.heading, c.text)
+                    self._pending[text_key(text)] = text
+                if len(self._pending) >= STAGE_FLUSH_TEXTS:
+                    self._embed_pending()
+            yield item
+        self._embed_pending()
+        self._close_bar()
+
+    def _embed_pending(self) -> None:
+        if not self._pending:
+            return
+        keys = list(self._pending)
+        have = self.cache.get_many(keys)
+        todo = [k for k in keys if k not in have]
+        self._embed([(k, self._pending[k]) for k in todo])
+        self._pending.clear()
+
+    def _embed(self, todo: list[tuple[bytes, str]]) -> dict[bytes, npt.NDArray[np.float32]]:
+        """Embed (key, text) pairs in batches, storing each batch in the cache at once (an
+        interrupted run keeps what it paid for)."""
+        out: dict[bytes, npt.NDArray[np.float32]] = {}
+        step = max(self.config.batch_size, 1)
+        for start in range(0, len(todo), step):
+            part = todo[start:start + step]
+            vectors = self.embedder.embed_passages([t for _, t in part])
+            pairs = [(k, v) for (k, _), v in zip(part, vectors, strict=True)]
+            self.cache.put_many(pairs)
+            out.update(pairs)
+            self._embedded.update(k for k, _ in part)
+            self.report.embedded += len(part)
+            self._tick(len(part))
+        return out
+
+    def _tick(self, n: int) -> None:
+        if not (self.progress and sys.stderr.isatty()):
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(unit="chunk", file=sys.stderr, desc=f"embed ({self.config.model})")
+        self._bar.update(n)
+
+    def _close_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    # ---- step 3: publish the vectors of the commit ------------------------
+
+    def publish(self, index: tantivy.Index) -> DenseReport:
+        """Reconcile and publish the vector set of the index's latest commit (see module doc).
+        Raises EmbeddingError when chunks that must be embedded now cannot be."""
+        t0 = time.perf_counter()
+        generation, searcher = searcher_at_generation(index, self.folder)
+        if generation is None:
+            raise RuntimeError("the index kept changing while its vectors were published")
+        schema = index.schema
+        revisions = indexed_revisions(searcher, schema)  # doc_id → revision (chunk 0)
+        previous = load_current(self.folder, view=False)
+        if previous is not None and previous.fingerprint != self.embedder.fingerprint:
+            previous = None  # another model: nothing carries over
+        kept_docs = {d for d, r in revisions.items() if previous is not None and previous.revision_of.get(d) == r}
+        keep = [] if previous is None else [k for k, (_, d) in previous.chunk_of.items() if d in kept_docs]
+        texts: list[tuple[str, str, bytes, str]] = []  # chunk_id, doc_id, key, text
+        for doc_id in sorted(set(revisions) - kept_docs):
+            for chunk_id, text in indexed_chunks(searcher, schema, doc_id):
+                texts.append((chunk_id, doc_id, text_key(text), text))
+        keys = list(dict.fromkeys(k for _, _, k, _ in texts))
+        have = self.cache.get_many(keys)
+        self.report.cached = sum(1 for k in keys if k in have and k not in self._embedded)
+        missing = list({k: t for _, _, k, t in texts if k not in have}.items())  # each text once
+        if missing:
+            have.update(self._embed(missing))
+            self._close_bar()
+        added = [Entry(cid, did, have[k]) for cid, did, k, _ in texts]
+        dim = added[0].vector.shape[0] if added else (previous.dim if previous is not None else 0)
+        publish(self.folder, generation, self.embedder.fingerprint, dim, revisions, keep, previous, added)
+        self.report.generation = generation
+        self.report.kept = len(keep)
+        self.report.chunks = len(keep) + len(added)
+        self.report.publish_seconds = time.perf_counter() - t0
+        return self.report

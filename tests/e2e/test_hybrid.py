@@ -1,0 +1,205 @@
+"""Hybrid retrieval end to end: `kbgate index add` embeds at ingest for an index configured
+hybrid, then a real `kbgate serve` answers a signed Volcengine callback, the knowledge
+protocol and the tool API through the one search entry — and keeps answering (lexically,
+within the deadline) when the embedding service goes down."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from tests.support.callbacks import post
+from tests.support.configs import (
+    ACME_KEYS,
+    EMBEDDING_KEY,
+    ENV,
+    EVERYTHING,
+    SECRET_ACME,
+    TOKEN_ALICE,
+    client,
+    config,
+    tenant,
+    write,
+)
+from tests.support.documents import HYBRID_DOCS, KB_DOCS, PARAPHRASE, as_jsonl
+from tests.support.embedding_server import running as embedding_server
+from tests.support.harness import Server, free_port, serve
+from tests.support.paths import ROOT
+
+LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
+
+
+def write_site(tmp: Path, dense: dict[str, Any], port: int, *, lexical: bool = False) -> Path:
+    """tmp/docs/pages.jsonl (HYBRID_DOCS) and tmp/gateway.toml: tenant acme's route tech/docs and
+    the agent routes over index 'docs', configured hybrid with `dense`; with `lexical`, also
+    tmp/kb/pages.jsonl (KB_DOCS) and the route tech/kb over the lexical index 'kb'."""
+    (tmp / "docs").mkdir()
+    (tmp / "docs" / "pages.jsonl").write_text(as_jsonl(HYBRID_DOCS), "utf-8")
+    routes = [("tech", "docs", "docs")]
+    if lexical:
+        (tmp / "kb").mkdir()
+        (tmp / "kb" / "pages.jsonl").write_text(as_jsonl(KB_DOCS), "utf-8")
+        routes.append(("tech", "kb", "kb"))
+    acme = tenant("acme", keys=ACME_KEYS, routes=routes)
+    alice = client("t1", TOKEN_ALICE, ["support"], ["knowledge.search", "search"], **EVERYTHING)
+    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}}, "clients": {"alice": alice}}
+    data = config(tmp, tenants=[acme], port=port, dense={"docs": dense}, agent=agent,
+                  access={"sqlite_path": "feedback.sqlite3"})
+    return write(tmp / "gateway.toml", data)
+
+
+def kbgate(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI, with the suite's secrets (and the embedding key) in its environment."""
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **ENV})
+
+
+def index_add(cfg: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    return kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress", str(tmp / "docs"))
+
+
+def callback(client: httpx.Client, base: str, query: str) -> dict[str, Any]:
+    r = post(client, base, SECRET_ACME, second="docs", query=query, limit=3)
+    assert r.status_code == 200, r.text
+    answer: dict[str, Any] = orjson.loads(r.content)
+    return answer
+
+
+def first_ids(answer: dict[str, Any]) -> list[str]:
+    return [item["Id"] for item in answer["Result"]]
+
+
+def hybrid_searches(metrics: str, outcome: str) -> float:
+    """kbgate_hybrid_searches_total of index 'docs' and `outcome` in a /metrics text (0 when absent)."""
+    found = re.search(rf'^kbgate_hybrid_searches_total{{index="docs",outcome="{outcome}"}} (\S+)$', metrics, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def server(cfg: Path, port: int) -> Server:
+    """`kbgate serve` of `cfg` on `port` with the suite's secrets, one worker; not started yet
+    (`with server(...) as srv` starts and stops it)."""
+    return serve(cfg, port=port, env=ENV, cwd=ROOT)
+
+
+def test_local_model_hybrid_through_callback_knowledge_protocol_and_tool_api(tmp_path: Path) -> None:
+    port = free_port()
+    cfg = write_site(tmp_path, {**LOCAL, "query_timeout_ms": 5000}, port)
+    built = index_add(cfg, tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "vectors of generation" in built.stdout and "5 embedded" in built.stdout
+    with server(cfg, port) as srv, httpx.Client(timeout=30) as client:
+        deadline = time.monotonic() + 30  # the worker loads the model in the background
+        answer = callback(client, srv.base, PARAPHRASE)
+        while first_ids(answer)[:1] != ["pw"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+            answer = callback(client, srv.base, PARAPHRASE)
+        assert answer["Ret"] == 0 and first_ids(answer)[0] == "pw"
+        assert answer["Result"][0]["Title"] == "账号管理"
+        assert "secret" not in first_ids(answer)  # hidden, whatever the vectors say
+        auth = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
+        r = client.post(f"{srv.base}/agent-api/v1/workspaces/support/knowledge/search", headers=auth,
+                        content=orjson.dumps({"query": PARAPHRASE}))
+        assert r.status_code == 200, r.text
+        assert r.json()["hints"][0]["title"] == "账号管理"
+        r = client.post(f"{srv.base}/agent-access/v1/tools/search", headers=auth,
+                        content=orjson.dumps({"caller": {"type": "agent"}, "input": {"query": PARAPHRASE}}))
+        assert r.status_code == 200, r.text
+        assert r.json()["data"]["results"][0]["citation"]["docId"] == "pw"
+        assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") >= 3
+
+
+def test_callback_answers_lexically_within_the_deadline_when_the_embedding_service_dies(tmp_path: Path) -> None:
+    port, emb_port = free_port(), free_port()
+    dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings",
+             "query_timeout_ms": 800, "breaker_failures": 2, "breaker_reset_seconds": 600}
+    cfg = write_site(tmp_path, dense, port)
+    srv: Server | None = None
+    try:
+        with embedding_server(emb_port), httpx.Client(timeout=30) as client:
+            built = index_add(cfg, tmp_path)
+            assert built.returncode == 0, built.stderr
+            srv = server(cfg, port).start()
+            assert first_ids(callback(client, srv.base, PARAPHRASE))[0] == "pw"
+        # The embedding service is gone now: every callback is still answered, lexically, in time.
+        with httpx.Client(timeout=30) as client:
+            for query in ("备份到 S3", "慢日志 语句", "集群 节点"):
+                t0 = time.monotonic()
+                answer = callback(client, srv.base, query)
+                assert time.monotonic() - t0 < 2.0
+                assert answer["Ret"] == 0 and answer["Result"], answer
+            assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"
+            # The breaker is open (2 failures): an answer without any wait for the dead service.
+            t0 = time.monotonic()
+            assert callback(client, srv.base, "集群扩容")["Ret"] == 0
+            assert time.monotonic() - t0 < 0.5
+            metrics = client.get(f"{srv.base}/metrics").text
+            assert hybrid_searches(metrics, "hybrid") == 1
+            assert hybrid_searches(metrics, "breaker_open") >= 1
+            assert hybrid_searches(metrics, "timeout") + hybrid_searches(metrics, "error") == 2  # opened it
+    finally:
+        if srv is not None:
+            srv.stop()
+
+
+def test_index_add_with_the_embedding_service_down_fails_clearly_and_commits_nothing(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1/embeddings"
+    cfg = write_site(tmp_path, {"provider": "openai", "model": "m", "url": dead, "retries": 0,
+                                "api_key_env": "KBGATE_EMBEDDING_KEY"}, free_port())
+    r = index_add(cfg, tmp_path)
+    assert r.returncode == 1
+    assert "embedding provider 'openai': connect" in r.stderr and "nothing was committed" in r.stderr
+    assert EMBEDDING_KEY not in r.stderr + r.stdout
+    listed = kbgate("index", "stats", "--config", str(cfg), "--index", "docs")
+    assert "documents=0" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_check_config_says_whether_the_vectors_of_the_latest_commit_are_published(tmp_path: Path) -> None:
+    cfg = write_site(tmp_path, LOCAL, free_port())
+    before = kbgate("check-config", "--config", str(cfg))
+    assert before.returncode == 1  # the route's index is missing
+    assert "index docs: hybrid (local use-multilingual-v3): index not built yet" in before.stdout, before.stderr
+    assert index_add(cfg, tmp_path).returncode == 0
+    after = kbgate("check-config", "--config", str(cfg))
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "index docs: hybrid (local use-multilingual-v3): 5 vectors of generation" in after.stdout
+    assert "(current)" in after.stdout
+
+
+def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_worker(tmp_path: Path) -> None:
+    """One worker; a hybrid callback waits ~2 s for its query embedding (the real embeddings
+    server, slowed): meanwhile callbacks to a lexical index of the same worker are answered at
+    once. Before searches that may wait ran off the event loop, each of them waited behind it."""
+    port, emb_port = free_port(), free_port()
+    dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings",
+             "query_timeout_ms": 4000, "breaker_failures": 100}
+    cfg = write_site(tmp_path, dense, port, lexical=True)
+    with embedding_server(emb_port) as emb:
+        assert index_add(cfg, tmp_path).returncode == 0
+        assert kbgate("index", "add", "--config", str(cfg), "--index", "kb", "--no-progress",
+                      str(tmp_path / "kb")).returncode == 0
+        with server(cfg, port) as srv, httpx.Client(timeout=30) as client, ThreadPoolExecutor(1) as pool:
+            assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"  # hybrid, fast: warm
+            httpx.post(f"{emb}/control", json={"delay": 2.0}).raise_for_status()
+            t0 = time.monotonic()
+            slow = pool.submit(callback, httpx.Client(timeout=30), srv.base, PARAPHRASE)
+            time.sleep(0.3)  # the hybrid callback is waiting for its embedding now
+            waits = []
+            for query in ("密钥轮换", "重放攻击", "软件安装", "密钥", "随机串"):
+                t1 = time.monotonic()
+                r = post(client, srv.base, SECRET_ACME, second="kb", query=query, limit=3)
+                waits.append(time.monotonic() - t1)
+                assert r.status_code == 200 and orjson.loads(r.content)["Result"], r.text
+            assert not slow.done()  # all answered while the hybrid one still waited
+            answer = slow.result()
+            took = time.monotonic() - t0
+    assert took >= 2.0 and first_ids(answer)[0] == "pw"  # it did wait, and got the vectors' answer
+    assert max(waits) < 0.5, waits  # blocked behind it, each would have taken ~1.7 s or more

