@@ -9,6 +9,7 @@ import pytest
 
 from indexes.analysis import query_terms
 from indexes.evaluation import Bm25sBaseline, answer_hit_at_k, evaluate, load_queries, mrr_at_k
+from indexes.hits import CONTEXT_WINDOW_CHARS
 from indexes.ingest import read_paths
 from indexes.search import excerpt, glob_to_regex
 from indexes.store import IndexStore, KnowledgeIndex
@@ -141,6 +142,19 @@ def test_excerpt_uses_the_stored_fold_for_positions() -> None:
     with_fold = excerpt(text, terms, 30, folded=normalize_positions(text))
     assert "授權" in with_fold and len(with_fold) <= 30
     assert excerpt(text, terms, 30) == with_fold
+
+
+def test_further_chunks_show_their_best_matching_window(tmp_path: Path) -> None:
+    first = "密钥轮换的步骤如下。" * 6
+    second = "无关的开头。" * 45 + "轮换密钥时旧密钥保留一天。" + "无关的结尾。" * 45
+    ki = IndexStore(tmp_path).create_or_open_for_write("windows", chunk_chars=600)
+    ki.ingest([_doc("page", "手册", first, second)], progress=False)
+    assert ki.stats().chunks == 2
+    [hit] = ki.search("密钥轮换步骤 旧密钥保留", 1)
+    assert hit.content.startswith(f"节0\n{first}\n\n")  # the best chunk whole, with its heading
+    rest = hit.content[len(f"节0\n{first}\n\n"):]
+    # the further chunk (553 characters) shows the window around its match, not its head
+    assert "旧密钥保留一天" in rest and 0 < len(rest) <= CONTEXT_WINDOW_CHARS
 
 
 def test_excluded_trees_ignore_case_in_the_index(tmp_path: Path) -> None:
