@@ -146,8 +146,8 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         more_text = chunk_text(extra)
         if len(more_text) > room:
             # A further chunk shows its best-matching window, as a Summary does, not its head.
-            extra_text = stored_str(extra, "text") or ""
-            more_text = excerpt(extra_text, terms, room, folded=stored_str(extra, "text_fold") or extra_text)
+            more_text = excerpt(stored_str(extra, "text") or "", terms, room,
+                                folded=stored_str(extra, "text_fold"))
         content = f"{content}\n\n{more_text}"
     cover_url = doc.get_first("cover_url")
     return Hit(
@@ -155,8 +155,8 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         doc_id=doc_id,
         chunk=n,
         title=doc.get_first("title") or "",
-        # No text_fold stored: the text is its own fold (or folding changed its length).
-        summary=excerpt(text, terms, summary_chars, folded=stored_str(doc, "text_fold") or text),
+        # No text_fold stored: text.lower() is the fold (or folding changed its length).
+        summary=excerpt(text, terms, summary_chars, folded=stored_str(doc, "text_fold")),
         content=bounded(content, content_chars),
         score=float(score),
         url=doc.get_first("url") or None,
