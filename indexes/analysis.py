@@ -240,7 +240,7 @@ class QueryTerms:
 
 
 def _dedupe(tokens: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t for t in tokens if len(t) <= MAX_TOKEN_CHARS))
+    return tuple(dict.fromkeys([t for t in tokens if len(t) <= MAX_TOKEN_CHARS]))
 
 
 def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> QueryTerms:
@@ -280,8 +280,9 @@ def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> Query
     chars = [run for run in kept_runs if len(run) == 1]
     # Bigrams across a jieba word boundary ("务碰" in 任务|碰到): evidence that two words are
     # adjacent, weaker than a bigram inside a word; a bigram that is itself a word is not one.
-    whole = set(words_all)
-    joins = frozenset(kept[i:i + 2] for m in _CJK_RUN.finditer(kept) for i in range(m.start(), m.end() - 1)
-                      if i + 1 in starts and kept[i:i + 2] not in whole)
+    # (Two CJK characters side by side in `kept` are in one run, so a pair at a word start
+    # that is one of the runs' bigrams is such a bigram.)
+    pairs = {kept[p - 1:p + 1] for p in starts if p}
+    joins = frozenset(pairs.intersection(cjk_bigrams(kept_runs)).difference(words_all))
     return QueryTerms(text=norm, words=_dedupe(found), bigrams=_dedupe(grams), chars=_dedupe(chars),
                       joins=joins, latin=_dedupe(latin))

@@ -10,7 +10,7 @@ never given to `parse_query`, which would turn an unspaced run into one phrase
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -286,7 +286,8 @@ def build_query(
     return Query.boolean_query(clauses)
 
 
-_SENTENCE_END = re.compile(r"[。！？!?；;\n]")
+_SENTENCE_END_CHARS = "。！？!?；;\n"
+_SENTENCE_END = re.compile(f"[{_SENTENCE_END_CHARS}]")
 
 
 def bounded(text: str, max_chars: int) -> str:
@@ -297,9 +298,9 @@ def bounded(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     window = text[:max_chars]
-    ends = [m.end() for m in _SENTENCE_END.finditer(window)]
-    if ends and ends[-1] >= 0.6 * max_chars:
-        return window[: ends[-1]].rstrip()
+    end = max(map(window.rfind, _SENTENCE_END_CHARS)) + 1  # after the last sentence end, 0 if none
+    if end and end >= 0.6 * max_chars:
+        return window[:end].rstrip()
     return window[: max_chars - 1].rstrip() + "…"
 
 
@@ -310,37 +311,53 @@ def excerpt(text: str, terms: QueryTerms, max_chars: int, *, folded: str | None 
     max_chars characters contain the most distinct query bigrams/words; ties go to
     the earliest. Matching is on `folded` (`analysis.fold_positions(text)`, stored at index
     time where it differs from `text.lower()`) or on `text.lower()`; when folding changed
-    the length, the text start is used. Raises nothing; returns '' for max_chars <= 0.
+    the length, the text start is used. Work: one scan per query term and one pass over
+    the sentence starts, whatever the number of terms. Raises nothing; returns '' for
+    max_chars <= 0.
     """
     if max_chars <= 0 or not text:
         return ""
     if len(text) <= max_chars:
         return text.strip()
     norm = folded if folded is not None and len(folded) == len(text) else text.lower()
-    wanted = {*terms.bigrams, *terms.latin} | {w for w in terms.words if len(w) > 1}
-    start = 0
-    if len(norm) == len(text) and wanted:
-        occurrences: list[list[int]] = []
-        for term in wanted:
-            pos, found = norm.find(term), []
-            while pos >= 0:
-                found.append(pos)
-                pos = norm.find(term, pos + 1)
-            if found:
-                occurrences.append(found)
-        if occurrences:
-            starts = [0] + [m.end() for m in _SENTENCE_END.finditer(norm) if m.end() < len(norm)]
-            best = -1
-            for s in starts:
-                hi = s + max_chars - 2
-                score = 0
-                for found in occurrences:
-                    i = bisect.bisect_left(found, s)
-                    if i < len(found) and found[i] <= hi:
-                        score += 1
-                if score > best:
-                    best, start = score, s
+    start = _best_start(norm, terms, max_chars) if len(norm) == len(text) else 0
     while start < len(text) and text[start].isspace():
         start += 1
     return bounded(text[start:], max_chars)
 
+
+def _best_start(norm: str, terms: QueryTerms, max_chars: int) -> int:
+    """The first sentence start s of `norm` whose window [s, s + max_chars - 2] holds the
+    start of an occurrence of the most distinct terms (0 when no term occurs)."""
+    wanted = {*terms.bigrams, *terms.latin} | {w for w in terms.words if len(w) > 1}
+    hits: list[tuple[int, int]] = []  # (position, term number), every occurrence
+    for k, term in enumerate(wanted):
+        pos = norm.find(term)
+        while pos >= 0:
+            hits.append((pos, k))
+            pos = norm.find(term, pos + 1)
+    if not hits:
+        return 0
+    hits.sort()
+    present = len({k for _, k in hits})
+    counts = [0] * len(wanted)
+    distinct = best = 0
+    start = added = dropped = 0
+    ends = _SENTENCE_END.finditer(norm, 0, len(norm) - 1)  # lazily: the loop often stops early
+    for s in itertools.chain((0,), (m.end() for m in ends)):
+        hi = s + max_chars - 2
+        while added < len(hits) and hits[added][0] <= hi:  # occurrences entering the window
+            k = hits[added][1]
+            distinct += counts[k] == 0
+            counts[k] += 1
+            added += 1
+        while dropped < added and hits[dropped][0] < s:  # and leaving it
+            k = hits[dropped][1]
+            counts[k] -= 1
+            distinct -= counts[k] == 0
+            dropped += 1
+        if distinct > best:
+            best, start = distinct, s
+            if best == present:
+                break  # no later window can hold more; ties go to the earliest
+    return start
