@@ -1,7 +1,7 @@
 """The floor: a bare Starlette endpoint on the same hypercorn settings as `kbgate serve`.
 
 `python -m bench.floor --config GATEWAY.toml --bind HOST:PORT --workers N` takes the
-hypercorn settings from `gateway.server.hypercorn_config` (uvloop workers, keep-alive,
+hypercorn settings from `gateway.serve.server.hypercorn_config` (uvloop workers, keep-alive,
 graceful timeout, no access log) and only swaps the application for `bench.floor:app`:
 every POST reads its body and answers the fixed bytes of `$BENCH_FLOOR_BODY` (a file
 holding a real gateway answer captured in the same run, so both sides send the same
@@ -39,8 +39,8 @@ app = Starlette(routes=[Route("/readyz", _ready), Route("/{path:path}", _answer,
 def main(argv: list[str] | None = None) -> int:
     from hypercorn.run import run
 
-    from gateway.config import load_config
-    from gateway.server import hypercorn_config
+    from gateway.core.config import load_config
+    from gateway.serve.server import hypercorn_config
 
     p = argparse.ArgumentParser(prog="python -m bench.floor")
     p.add_argument("--config", required=True)

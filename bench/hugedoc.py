@@ -17,8 +17,8 @@ import httpx
 import orjson
 
 from bench.corpus import huge_document
-from bench.serving import Server
 from bench.wings import WINGS
+from tests.support.harness import Server
 
 if TYPE_CHECKING:
     from bench.realcorpora import Stream
@@ -34,7 +34,7 @@ CALLBACK = WINGS[0]
 
 def _sequential(base: str, route: str, queries: list[str], secret: str) -> tuple[list[float], list[bytes]]:
     """Each query once through the callback on one keep-alive connection: (seconds, answers)."""
-    from gateway.signing import sign_headers
+    from gateway.volcengine.signing import sign_headers
 
     lat: list[float] = []
     answers: list[bytes] = []

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.procfs import cpu_seconds, system_busy_seconds
-from bench.serving import Server
+from bench.procfs import cpu_seconds, memory_kib, system_busy_seconds
 from bench.wrk import run_wrk
+from tests.support.harness import Server
 
 __all__ = ["closed_loop", "open_loop", "with_cpu"]
 
@@ -76,3 +76,8 @@ def open_loop(server: Server, path: str, bodies: Path, secret_file: Path, *, mod
         return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
     return with_cpu(server, redis_pid, run)
+
+
+def worker_memory(server: Server) -> list[dict[str, int]]:
+    """[{'pid', 'VmHWM', 'VmRSS'} in KiB] of each worker of `server`."""
+    return [{"pid": pid, **memory_kib(pid)} for pid in server.workers()]

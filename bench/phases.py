@@ -9,7 +9,7 @@ index     build `--index` under `--dir` with the indexer's real path
           `--huge-chunks N`: plus one document of N chunks made from that corpus's text):
           chunks, documents, seconds, chunks_per_s, size_bytes, rss_before_kib (corpus
           materialized), hwm_kib (peak), huge_chunks (chunks of the huge document, 0 if none).
-search    `KnowledgeIndex.search` with the route's filter from `gateway.scope.resolve_callback`
+search    `KnowledgeIndex.search` with the route's filter from `gateway.core.scope.resolve_callback`
           (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
           `--seconds` per thread count: per count qps, p50_ms, p99_ms.
 baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
@@ -128,8 +128,8 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _search(args: argparse.Namespace) -> dict[str, object]:
-    from gateway.config import Route, Tenant
-    from gateway.scope import resolve_callback
+    from gateway.core.config import Route, Tenant
+    from gateway.core.scope import resolve_callback
     from indexes.store import IndexStore
 
     index = IndexStore(Path(args.dir)).open(args.index)

@@ -35,12 +35,12 @@ import httpx
 from bench.corpus import corpus_documents
 from bench.flame import summarize
 from bench.hugedoc import HUGE_ROUTE, huge_queries, huge_vs_normal
-from bench.measure import closed_loop, open_loop
+from bench.measure import closed_loop, open_loop, worker_memory
 from bench.phases import run_phase
-from bench.serving import Server, floor_argv, free_port, gateway_argv
-from bench.stack import write_routes_config
+from bench.stack import floor_argv, gateway_argv, write_routes_config
 from bench.wings import WINGS, Wing, served_grants
 from bench.workload import CORPUS_SOURCES, real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
+from tests.support.harness import Server, free_port
 
 __all__ = ["add_arguments", "run_corpora"]
 
@@ -96,7 +96,7 @@ def _bodies(work: Path, tag: str, wing: Wing, route: str, queries: list[str]) ->
 
 def _check(base: str, wing: Wing, route: str, query: str, secret: str) -> bytes:
     """One request through `wing`; its raw answer. Raises RuntimeError unless 200 and expected."""
-    from gateway.signing import sign_headers
+    from gateway.volcengine.signing import sign_headers
 
     body = wing.body(route, query)
     headers = dict(wing.headers)
@@ -192,7 +192,7 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
         for wing in WINGS[1:]:
             res["wings"].append(_wing(args, work, srv, wing, streams["tidb-docs-cn"], token, cc.token_file,
                                       tidb_cb["offered_rps"], redis_pid))
-        res["memory"] = srv.memory()
+        res["memory"] = worker_memory(srv)
         res["streams"] = {c: s.summary() for c, s in streams.items()}
         if args.profile:
             _say("py-spy on one worker under the TiDB closed loop")
@@ -225,7 +225,7 @@ def _floor(args: argparse.Namespace, work: Path, config: Path, srv: Server, corp
             res["open"].append({"corpus": corpus, "server": "floor", "fraction": frac, **o})
         if ceiling and args.ceiling_rates:
             res["ceiling"] = _ceiling(args, flr, path, bodies, secret_file, redis_pid)
-        res.setdefault("floor_memory", {})[corpus] = flr.memory()
+        res.setdefault("floor_memory", {})[corpus] = worker_memory(flr)
 
 
 CEILING_LAG_MS = 5.0

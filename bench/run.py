@@ -34,12 +34,12 @@ from typing import Any
 
 from bench import realcorpora
 from bench.corpus import CORPORA, parse_scale, queries, scale_label
-from bench.measure import closed_loop
+from bench.measure import closed_loop, worker_memory
 from bench.phases import run_phase
 from bench.report import render
-from bench.serving import CALLBACK_PATH, Server, free_port, gateway_argv, write_config
-from bench.stack import throwaway_redis
+from bench.stack import CALLBACK_PATH, gateway_argv, throwaway_redis, write_config
 from bench.workload import callback_body, write_bodies
+from tests.support.harness import Server, free_port
 
 __all__ = ["main", "run"]
 
@@ -129,7 +129,7 @@ def _scale(args: argparse.Namespace, n: int, work: Path, redis_url: str, redis_p
             s["e2e"].append(closed_loop(srv, CALLBACK_PATH, bodies, secret_file, mode="hmac", connections=c,
                                         seconds=args.seconds, redis_pid=redis_pid, warmup_bodies=bodies,
                                         warmup=args.warmup))
-        s["worker_memory"] = srv.memory()
+        s["worker_memory"] = worker_memory(srv)
     return s
 
 

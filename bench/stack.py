@@ -24,6 +24,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,12 +32,50 @@ from pathlib import Path
 
 import redis
 
-from bench.serving import free_port
+from tests.support.harness import free_port, kbgate_argv
 
-__all__ = ["CorpusConfig", "throwaway_redis", "write_routes_config"]
+__all__ = ["CALLBACK_PATH", "CorpusConfig", "floor_argv", "gateway_argv", "throwaway_redis", "write_config",
+           "write_routes_config"]
 
 TENANT = "bench"
 FIRST_LEVEL_ID = "bench"
+CALLBACK_PATH = f"/volcengine/{TENANT}"
+
+
+def gateway_argv(config: Path, workers: int) -> list[str]:
+    """`kbgate serve --config CONFIG --workers N` (the servers run under tests/support/harness.py)."""
+    return kbgate_argv(config, workers=workers)
+
+
+def floor_argv(config: Path, port: int, workers: int) -> list[str]:
+    """The floor (bench.floor) on the gateway's hypercorn settings from `config`."""
+    return [sys.executable, "-m", "bench.floor", "--config", str(config), "--bind", f"127.0.0.1:{port}",
+            "--workers", str(workers)]
+
+
+def write_config(workdir: Path, indexes_dir: Path, index: str, port: int, workers: int,
+                 redis_url: str) -> tuple[Path, Path]:
+    """(config path, secret file) for serving `index` on 127.0.0.1:port: tenant `bench`, route
+    bench/bench, Redis replay store with a per-run key prefix, tolerance 120 s so benchmark
+    nonces expire soon."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    secret_file = workdir / "bench.secret"
+    if not secret_file.exists():
+        secret_file.write_text(secrets.token_urlsafe(32))
+        secret_file.chmod(0o600)
+    cfg = workdir / f"gateway-{index}.toml"
+    cfg.write_text(
+        f'[server]\nbind = "127.0.0.1:{port}"\nworkers = {workers}\n'
+        f'[replay]\nredis_url = {json.dumps(redis_url)}\ntolerance_seconds = 120\n'
+        f'key_prefix = "kbgate-bench-{os.getpid()}"\n'
+        f'[indexes]\ndir = {json.dumps(str(indexes_dir.resolve()))}\n'
+        f'[log]\nlevel = "info"\n'
+        f'[tenants.{TENANT}]\n[[tenants.{TENANT}.secrets]]\nid = "bench"\n'
+        f'value_file = {json.dumps(str(secret_file.resolve()))}\n'
+        f'[[tenants.{TENANT}.routes]]\nfirst_level_id = "bench"\nsecond_level_id = "bench"\n'
+        f'index = "{index}"\n'
+    )
+    return cfg, secret_file
 
 
 def _answers(url: str) -> bool:

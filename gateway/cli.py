@@ -7,8 +7,8 @@ kbgate index list|stats --config FILE [--index NAME]
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F)
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
-kbgate eval --queries FILE ... (see gateway/evaluate.py)
-kbgate secrets add|retire|list, kbgate onboard (see gateway/ops_cli.py)
+kbgate eval --queries FILE ... (see gateway/ops/evaluate.py)
+kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error.
@@ -23,9 +23,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.config import Config, load_config, load_indexer_config, load_indexes_dir
-from gateway.errors import ConfigError, KbgateError
-from gateway.signing import NONCE_PATTERN
+from gateway.core.config import Config, load_config, load_indexer_config, load_indexes_dir
+from gateway.core.errors import ConfigError, KbgateError
+from gateway.volcengine.signing import NONCE_PATTERN
 from indexes.errors import IndexStoreError
 
 
@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--workdir", default=".eval")
     e.set_defaults(func=cmd_eval)
 
-    from gateway.ops_cli import register as register_ops
+    from gateway.ops.commands import register as register_ops
 
     register_ops(sub)
     return p
@@ -133,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from gateway.server import serve
+    from gateway.serve.server import serve
 
     config = load_config(args.config)
     return serve(config, bind=args.bind, workers=args.workers)
@@ -147,7 +147,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     have = set(store.names())
     ok = True
     print(f"config {config.source}: valid")
-    from gateway.redis_clients import describe
+    from gateway.core.redis_clients import describe
 
     replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process (one worker only)"
     print(f"replay store: {replay}, "
@@ -228,7 +228,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
-    from gateway.signing import sign_headers
+    from gateway.volcengine.signing import sign_headers
 
     secret = os.environ.get(args.secret_env)
     if not secret:
@@ -257,7 +257,7 @@ def _signing_input_problem(secret: str, timestamp: int, nonce: str | None) -> st
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from gateway.probe import probe
+    from gateway.ops.probe import probe
 
     secret: str | None = None
     if not args.unsigned:
@@ -292,7 +292,7 @@ def _tenant_secret(config: Config, tenant: str) -> str:
 
 
 def cmd_admin_token(args: argparse.Namespace) -> int:
-    from gateway.admin.auth import new_token, token_digest
+    from gateway.ops.admin.auth import new_token, token_digest
 
     token = new_token()
     print(f"admin token (give it to operators; it is not stored anywhere): {token}")
@@ -303,7 +303,7 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from gateway.evaluate import run_eval
+    from gateway.ops.evaluate import run_eval
 
     return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir))
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real Redis, free ports, a running kbgate, the shared corpora.
+"""Shared fixtures: a real Redis, the one test index, the anyio backend, the agent app.
 
 Redis, in order: $REDIS_URL; else 127.0.0.1:6379 if it answers; else a throwaway
 `redis-server` started on a free port for this session; else the run stops with a
@@ -9,30 +9,29 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
+from asgi_lifespan import LifespanManager
 
-# The agent endpoints' fixtures (env, root, index_root, anyio_backend) for the modules that use them.
-pytest_plugins = ("tests.agent_env",)
+from gateway.core.clock import FixedClock
+from gateway.core.config import Config
+from gateway.core.replay import RedisNonceStore
+from gateway.core.types import Clock, NonceStore
+from gateway.serve.app import Gateway, create_app
+from indexes.store import IndexStore
+from tests.support.configs import NOW
+from tests.support.documents import INDEXES
+from tests.support.harness import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CORPORA = SHARED / "corpora"
-CASES = SHARED / "cases"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# The agent endpoints' fixtures (env, root) for the modules that use them.
+pytest_plugins = ("tests.support.agent_env",)
 
 
 def _answers(url: str) -> bool:
@@ -98,33 +97,49 @@ def _key_prefix() -> str:
     return f"kbgate-test-{os.getpid()}-{time.monotonic_ns()}"
 
 
-def corpora_or_skip() -> Path:
-    """The shared corpora folder; tests needing it skip only when it is absent."""
-    if not CORPORA.is_dir():
-        pytest.skip("../shared/corpora is absent")
-    return CORPORA
+@pytest.fixture(name="anyio_backend", scope="session")
+def _anyio_backend() -> str:
+    """Every async test runs on asyncio (the gateway's loop: uvloop is asyncio's)."""
+    return "asyncio"
 
 
-def kbgate_cmd() -> list[str]:
-    return [sys.executable, "-m", "gateway.cli"]
+@pytest.fixture(name="docs_index", scope="session")
+def _docs_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder (indexes.dir) holding the test indexes ('kb' and 'docs', tests.support.documents),
+    built once. Read-only for the tests: one that writes to an index copies it first (`private_index`)."""
+    root = tmp_path_factory.mktemp("indexes")
+    for name, docs in INDEXES.items():
+        IndexStore(root).create_or_open_for_write(name).ingest(docs, progress=False)
+    return root
 
 
-# Agent Access tool API contracts (gateway/schemas/*.json, seed 002): the files refer to
-# each other by $id, so validators need a registry holding all of them.
-ACCESS_SCHEMAS = (
-    "AgentToolRequest", "AgentToolResult", "ErrorObject", "EffectiveScope", "Citation",
-    "SearchResult", "Answer", "Page", "ContextPack", "FeedbackRequest",
-    "ImprovementTaskRequest", "WriteResult", "ToolInputs",
-)
+@pytest.fixture(name="private_index")
+def _private_index(docs_index: Path, tmp_path: Path) -> Path:
+    """A copy of the test index for this test only (tmp_path/indexes), free to change."""
+    shutil.copytree(docs_index, tmp_path / "indexes")
+    return tmp_path / "indexes"
 
 
-def access_validator(name: str):  # type: ignore[no-untyped-def]
-    """A Draft 2020-12 validator for the access contract `name`, with every $ref resolvable."""
-    from jsonschema import Draft202012Validator
-    from referencing import Registry, Resource
+Started = tuple[httpx.AsyncClient, Gateway, Clock]
 
-    from gateway.schemas import load
 
-    registry = Registry().with_resources(
-        (load(n)["$id"], Resource.from_contents(load(n))) for n in ACCESS_SCHEMAS)
-    return Draft202012Validator(load(name), registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER)
+@pytest.fixture(name="start_app")
+async def _start_app(redis_url: str) -> AsyncIterator[Callable[..., Awaitable[Started]]]:
+    """start_app(config, *, clock=, nonces=) → (client, app, clock): the app in-process under its
+    lifespan (so Redis and indexes open as in production). clock: fixed at NOW unless given
+    (SYSTEM_CLOCK for requests signed with the wall clock); nonces: a real Redis nonce store
+    unless given. Every app started is shut down when the test ends."""
+    managers: list[LifespanManager] = []
+
+    async def start(cfg: Config, *, clock: Clock | None = None, nonces: NonceStore | None = None) -> Started:
+        clock = clock or FixedClock(float(NOW))
+        app = create_app(cfg, clock=clock, nonces=nonces or RedisNonceStore(redis_url, 1.0, clock))
+        manager = LifespanManager(app)  # type: ignore[arg-type]
+        await manager.__aenter__()
+        managers.append(manager)
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate")
+        return client, app, clock
+
+    yield start
+    for m in managers:
+        await m.__aexit__(None, None, None)

@@ -7,7 +7,8 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import ROOT, free_port
+from tests.support.harness import free_port
+from tests.support.paths import ROOT
 
 
 def test_suite_starts_a_throwaway_redis_when_none_answers() -> None:
@@ -15,7 +16,7 @@ def test_suite_starts_a_throwaway_redis_when_none_answers() -> None:
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     env["KBGATE_TEST_LOCAL_REDIS"] = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_replay.py", "-k",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/core/test_replay.py", "-k",
          "concurrent_duplicates or ttl_follows_our_clock"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )

@@ -1,0 +1,102 @@
+"""The embedded default IssueTracker: one SQLite file, so feedback works with no GitHub.
+
+One table keyed by (kind, dedupe_key): `create` is INSERT … ON CONFLICT DO NOTHING and
+then reads the row back, so even two processes without Redis never file one record
+twice. Calls run in a worker thread (sqlite3 is blocking), one short connection each,
+WAL mode and a busy timeout so several workers can share the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from gateway.agent.feedback.tracker import IssueDraft, TrackedIssue
+from gateway.core.clock import SYSTEM_CLOCK
+from gateway.core.errors import ToolError
+from gateway.core.types import Clock
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    kind TEXT NOT NULL,
+    dedupe_key TEXT NOT NULL,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, dedupe_key)
+)
+"""
+
+
+class SqliteTracker:
+    """IssueTracker over a SQLite file. path: the database file (parent created);
+    clock: the app clock (created_at in unix seconds)."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.path = path
+        self._clock = clock
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except sqlite3.Error:
+            raise ToolError("access.tool_failed", "the feedback store is unavailable", retryable=True) from None
+
+    def _row(self, db: sqlite3.Connection, kind: str, key: str) -> TrackedIssue | None:
+        row = db.execute("SELECT count, created_at, rowid FROM records WHERE kind = ? AND dedupe_key = ?",
+                         (kind, key)).fetchone()
+        if row is None:
+            return None
+        return TrackedIssue(kind, key, int(row[1]), int(row[0]), {"tracker": "sqlite", "rowid": int(row[2])})
+
+    def _find(self, kind: str, key: str) -> TrackedIssue | None:
+        with self._connect() as db:
+            return self._row(db, kind, key)
+
+    def _create(self, d: IssueDraft, now: int) -> TrackedIssue:
+        with self._connect() as db:
+            db.execute("INSERT INTO records (kind, dedupe_key, title, body, labels, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, dedupe_key) DO NOTHING",
+                       (d.kind, d.dedupe_key, d.title, d.body, orjson.dumps(list(d.labels)).decode(), now))
+            row = self._row(db, d.kind, d.dedupe_key)
+            assert row is not None
+            return row
+
+    def _bump(self, kind: str, key: str) -> int | None:
+        with self._connect() as db:
+            row = db.execute("UPDATE records SET count = count + 1 WHERE kind = ? AND dedupe_key = ? "
+                             "RETURNING count", (kind, key)).fetchone()
+            return None if row is None else int(row[0])
+
+    async def find(self, kind: str, dedupe_key: str) -> TrackedIssue | None:
+        """The record filed under (kind, dedupe_key), or None."""
+        return await self._run(self._find, kind, dedupe_key)
+
+    async def create(self, draft: IssueDraft) -> TrackedIssue:
+        """File `draft`, or return the record already filed under its key (never two rows)."""
+        return await self._run(self._create, draft, int(self._clock.now()))
+
+    async def bump(self, kind: str, dedupe_key: str) -> int | None:
+        """Raise the record's count by one; the new count, or None when there is no record."""
+        return await self._run(self._bump, kind, dedupe_key)
+
+    async def close(self) -> None:
+        return None

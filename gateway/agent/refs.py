@@ -1,0 +1,144 @@
+"""Signed references and read cursors of the agent knowledge protocol (seed 000
+"按引用分页读取": self-contained, HMAC-signed with a domain-separated key, 5 minutes).
+
+Format: itsdangerous `URLSafeSerializer` (HMAC-SHA256, URL-safe base64 JSON) — a kept
+library, not a hand-rolled token. The signing keys are derived from the configured
+master key (`agent.ref_key_env` / `agent.ref_key_file`) with HMAC-SHA256 over a fixed
+label, one label for refs and one for cursors, so a ref never verifies as a cursor, and
+neither key equals any webhook secret (config also rejects a master key equal to one).
+
+Expiry is carried in the signed payload and compared against the injected clock, so
+tests move time exactly. Opening a token checks only signature and shape; callers check
+the identity binding first (400), then expiry (410), per the seed's error order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from itsdangerous import BadData, URLSafeSerializer
+
+from gateway.core.errors import KnowledgeError
+from gateway.core.types import SECONDS, Clock, Secret
+
+REF_TTL = 300 * SECONDS  # seed 000: reference_ttl_seconds
+REF_LABEL = b"kbgate agent-knowledge ref v1"
+CURSOR_LABEL = b"kbgate agent-knowledge cursor v1"
+_MAX_TOKEN_CHARS = 2048
+_TOKEN = re.compile(r"[A-Za-z0-9_.-]{1,2048}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def derive_key(master: Secret, label: bytes) -> bytes:
+    """HMAC-SHA256(master, label): a 32-byte key for one purpose (HKDF-expand, one block)."""
+    return hmac.new(master.reveal().encode("utf-8"), label, hashlib.sha256).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class RefClaims:
+    """What a ref binds (seed 000): identity, route, run, scope revision and document.
+
+    session, on_behalf_of: from the Principal. scope_revision, revision: SHA-256 hex.
+    expires_at: unix seconds (int).
+    """
+
+    client: str
+    session: str | None
+    on_behalf_of: str | None
+    route: str
+    run_id: str | None
+    scope_revision: str
+    doc_id: str
+    revision: str
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class CursorClaims:
+    """The next page of one ref: offset (characters into the content), consumed (content
+    bytes already delivered in this chain), ref_digest (SHA-256 hex of the ref string)."""
+
+    ref_digest: str
+    offset: int
+    consumed: int
+    expires_at: int
+
+
+def ref_digest(ref: str) -> str:
+    return hashlib.sha256(ref.encode("ascii")).hexdigest()
+
+
+class RefSigner:
+    """Mints and opens refs and cursors. master: the agent ref key; clock: the app clock."""
+
+    def __init__(self, master: Secret, clock: Clock, ttl: int = REF_TTL) -> None:
+        kw: dict[str, Any] = {"signer_kwargs": {"key_derivation": "hmac", "digest_method": hashlib.sha256}}
+        self._refs = URLSafeSerializer(derive_key(master, REF_LABEL), salt=REF_LABEL, **kw)
+        self._cursors = URLSafeSerializer(derive_key(master, CURSOR_LABEL), salt=CURSOR_LABEL, **kw)
+        self.clock = clock
+        self.ttl = ttl
+
+    def expiry(self) -> int:
+        """Unix seconds at which a token minted now expires."""
+        return int(self.clock.now()) + self.ttl
+
+    def expired(self, expires_at: int) -> bool:
+        return self.clock.now() > expires_at
+
+    def mint_ref(self, claims: RefClaims) -> str:
+        return str(self._refs.dumps(asdict(claims)))
+
+    def open_ref(self, token: object) -> RefClaims:
+        """Verify a ref's signature and shape. Raises KnowledgeError('knowledge_reference_invalid')."""
+        data = _load(self._refs, token)
+        try:
+            claims = RefClaims(**data)
+        except TypeError:
+            raise _invalid() from None
+        ok = (
+            all(isinstance(getattr(claims, f), str) for f in ("client", "route", "doc_id"))
+            and all(isinstance(getattr(claims, f), str | None) for f in ("session", "on_behalf_of", "run_id"))
+            and isinstance(claims.scope_revision, str) and _HEX64.fullmatch(claims.scope_revision)
+            and isinstance(claims.revision, str)
+            and isinstance(claims.expires_at, int) and not isinstance(claims.expires_at, bool)
+        )
+        if not ok:
+            raise _invalid()
+        return claims
+
+    def mint_cursor(self, ref: str, offset: int, consumed: int) -> str:
+        return str(self._cursors.dumps(asdict(CursorClaims(ref_digest(ref), offset, consumed, self.expiry()))))
+
+    def open_cursor(self, token: object, ref: str) -> CursorClaims:
+        """Verify a cursor and that it continues `ref`. Raises knowledge_reference_invalid."""
+        data = _load(self._cursors, token)
+        try:
+            c = CursorClaims(**data)
+        except TypeError:
+            raise _invalid() from None
+        ints = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                   for v in (c.offset, c.consumed, c.expires_at))
+        if not ints or not isinstance(c.ref_digest, str) or not hmac.compare_digest(
+                c.ref_digest.encode(), ref_digest(ref).encode()):
+            raise _invalid()
+        return c
+
+
+def _invalid() -> KnowledgeError:
+    return KnowledgeError("knowledge_reference_invalid", "the reference or cursor is not valid")
+
+
+def _load(serializer: URLSafeSerializer, token: object) -> dict[str, Any]:
+    if not isinstance(token, str) or len(token) > _MAX_TOKEN_CHARS or not _TOKEN.fullmatch(token):
+        raise _invalid()
+    try:
+        data = serializer.loads(token)
+    except (BadData, ValueError, UnicodeDecodeError):
+        raise _invalid() from None
+    if not isinstance(data, dict):
+        raise _invalid()
+    return data

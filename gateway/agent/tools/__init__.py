@@ -1,0 +1,67 @@
+"""The Agent Access tool API (seed 002): `POST /agent-access/v1/tools/{tool}`.
+
+One straight path per call, in the Bearer-token frame (gateway.core.frame):
+
+    Bearer token → client, principal          (never the body)
+    body → AgentToolRequest                   (request.py: caller, scope, input, keys)
+    scope → [(route, EffectiveScope)]         (read.resolve: request ∩ route ∩ policy per route;
+                                               denials raise here, before any index or tracker)
+    tool                                      read.py: search | ask | get_page | get_context
+                                              write.py: create_feedback | create_improvement_task
+    → AgentToolResult {tool, status, data, errors[], scope, requestId, auditRef} + one audit line
+
+Never: reading the trees in `gateway.core.scope.ALWAYS_EXCLUDED`, working docs without
+request *and* policy, full page text without the 'get_page.full_text' tool, writing
+published content, tokens or unauthorized text in an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from gateway.agent.tools.clients import LazyClients
+from gateway.agent.tools.read import tool_ask, tool_get_context, tool_get_page, tool_search
+from gateway.agent.tools.request import ToolCall, ToolsWire, read_request
+from gateway.agent.tools.write import tool_create_feedback, tool_create_improvement_task
+from gateway.core.errors import ToolError
+from gateway.core.frame import Call, endpoint
+from gateway.core.runtime import Runtime
+
+PATH = "/agent-access/v1/tools/{tool}"
+Tool = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+TOOLS: dict[str, Tool] = {
+    "search": tool_search,
+    "ask": tool_ask,
+    "get_page": tool_get_page,
+    "get_context": tool_get_context,
+    "create_feedback": tool_create_feedback,
+    "create_improvement_task": tool_create_improvement_task,
+}
+
+
+def routes(rt: Runtime) -> list[Route]:
+    """The Starlette route of the tool API; its per-worker clients close with `rt`."""
+    clients = LazyClients(rt)
+    rt.on_close(clients.close)
+
+    async def dispatch(call: Call) -> dict[str, Any]:
+        name = call.request.path_params["tool"]
+        tool = TOOLS.get(name)
+        if tool is None:
+            raise ToolError("access.tool_unknown", "no such tool")
+        body = await read_request(call, name)
+        if "requestId" in body:
+            call.event.extra["caller_request_id"] = body["requestId"]  # ours stays the audit key
+        call.event.extra["caller_type"] = body["caller"]["type"]
+        if body.get("scope", {}).get("includeWorkingDocs"):
+            call.event.extra["include_working_docs"] = True
+        return await tool(ToolCall(call, name, body["input"], clients))
+
+    def tool_name(request: Request) -> str:
+        return f"access.{request.path_params['tool'][:40]}"
+
+    return [Route(PATH, endpoint(rt, ToolsWire(), dispatch, tool=tool_name), methods=["POST"])]

@@ -1,0 +1,27 @@
+"""The configuration: shapes (model), reading a file (load), editing it in place (edit)."""
+
+from gateway.core.config.fields import read_secret, read_signing_key
+from gateway.core.config.load import load_config, load_indexer_config, load_indexes_dir, parse_config
+from gateway.core.config.model import (
+    AccessConfig,
+    AdminConfig,
+    AgentClient,
+    AgentConfig,
+    AgentPolicy,
+    AgentRoute,
+    AgentToken,
+    AuditConfig,
+    Config,
+    ReplayConfig,
+    Route,
+    SearchConfig,
+    SecretKey,
+    ServerConfig,
+    Tenant,
+)
+
+__all__ = [
+    "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
+    "AuditConfig", "Config", "ReplayConfig", "Route", "SearchConfig", "SecretKey", "ServerConfig", "Tenant",
+    "load_config", "load_indexer_config", "load_indexes_dir", "parse_config", "read_secret", "read_signing_key",
+]

@@ -1,0 +1,170 @@
+"""TOML configuration → frozen, validated `Config` (gateway.core.config.model).
+
+One file configures everything (`deploy/gateway.example.toml` documents each key).
+Every problem raises `ConfigError` naming the key, e.g.
+"Config 'tenants.acme.secrets[0].value_env' names ACME_SECRET, which is not set."
+Relative paths (`indexes.dir`, `value_file`) are resolved against the directory of
+the config file, so a config means the same thing whatever the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gateway.core.config.access import parse_access
+from gateway.core.config.agent import parse_agent, parse_audit
+from gateway.core.config.fields import SHA256_HEX, section
+from gateway.core.config.model import (
+    DEFAULT_TOLERANCE,
+    AdminConfig,
+    Config,
+    ReplayConfig,
+    SearchConfig,
+    ServerConfig,
+)
+from gateway.core.config.tenants import parse_tenants
+from gateway.core.errors import ConfigError
+from gateway.core.redis_clients import url_problem
+from gateway.core.types import KIB
+from gateway.core.validate import Fields
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+
+SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The parsed TOML document at `path`. Raises ConfigError('<file>') when unreadable or invalid."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+
+
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a TOML config file (env: the environment secrets come from; os.environ).
+
+    Raises ConfigError (naming the key) for an unreadable file, bad TOML, unknown or
+    ill-typed keys, empty or whitespace-carrying secrets, unset env vars, duplicate paths.
+    """
+    p = Path(path)
+    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve())
+
+
+def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
+    """Only `indexes.dir` of a config file, resolved against the file's folder.
+
+    For the indexer (`kbgate index ...`), which must not need the gateway's secrets in its
+    environment. Raises ConfigError for an unreadable or invalid file or key.
+    """
+    return load_indexer_config(path)[0]
+
+
+def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
+    """(`indexes.dir` resolved against the file's folder, `indexes.max_document_bytes`):
+    what `kbgate index add` reads, like `load_indexes_dir`."""
+    p = Path(path)
+    return _indexer(section(read_toml(p)), p.resolve().parent)
+
+
+def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
+                 source: Path | None = None) -> Config:
+    """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
+    env = os.environ if env is None else env
+    top = section(data)
+    top.only(SECTIONS)
+    server = _server(top.table("server"))
+    replay = _replay(top.table("replay"))
+    if server.workers > 1 and replay.redis_url is None:
+        raise ConfigError(
+            "server.workers",
+            f"is {server.workers}, but the in-process replay store serves one worker only; "
+            "set replay.redis_url to share nonces between workers",
+        )
+    search = _search(top.table("search"))
+    log = top.table("log")
+    log.only({"level"})
+    tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars)
+    return Config(
+        server=server,
+        replay=replay,
+        indexes_dir=_indexer(top, base_dir)[0],  # max_document_bytes is the indexer's; checked here too
+        search=search,
+        tenants=tenants,
+        source=source,
+        log_level=log.choice("level", LOG_LEVELS, "info"),
+        paths=paths,
+        admin=_admin(top.table("admin")),
+        agent=parse_agent(top.table("agent"), base_dir, env, tenants),
+        audit=parse_audit(top.table("audit"), base_dir),
+        access=parse_access(top.table("access"), base_dir, env),
+    )
+
+
+def _indexer(top: Fields, base_dir: Path) -> tuple[Path, int]:
+    idx = top.table("indexes")
+    idx.only({"dir", "max_document_bytes"})
+    limit = idx.integer("max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
+    return base_dir / idx.string("dir", "data/indexes"), limit
+
+
+def _server(t: Fields) -> ServerConfig:
+    t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds"})
+    bind = t.string("bind", "127.0.0.1:8080")
+    host, sep, port = bind.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError("server.bind", "must be HOST:PORT, e.g. 127.0.0.1:8080")
+    return ServerConfig(
+        bind=bind,
+        workers=t.integer("workers", 1, lo=1, hi=64),
+        max_body_bytes=t.integer("max_body_bytes", 64 * KIB, lo=256, hi=16 * 1024 * KIB),
+        body_timeout_seconds=t.number("body_timeout_seconds", 10.0, lo=0.1, hi=300.0),
+        graceful_timeout=t.number("graceful_timeout", 10.0, lo=0.0, hi=600.0),
+        keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
+    )
+
+
+def _replay(t: Fields) -> ReplayConfig:
+    t.only({"redis_url", "tolerance_seconds", "timeout_seconds", "key_prefix"})
+    url = t.data.get("redis_url")
+    problem = None if url is None else url_problem(url)
+    if problem is not None:
+        raise ConfigError("replay.redis_url", problem)
+    return ReplayConfig(
+        redis_url=url or None,
+        tolerance_seconds=t.integer("tolerance_seconds", DEFAULT_TOLERANCE, lo=1, hi=DEFAULT_TOLERANCE),
+        timeout_seconds=t.number("timeout_seconds", 1.0, lo=0.05, hi=10.0),
+        key_prefix=t.string("key_prefix", "kbgate"),
+    )
+
+
+def _search(t: Fields) -> SearchConfig:
+    t.only(SearchConfig.__dataclass_fields__)
+    max_limit = t.integer("max_limit", 20, lo=1, hi=100)
+    return SearchConfig(
+        default_limit=t.integer("default_limit", min(5, max_limit), lo=1, hi=max_limit),
+        max_limit=max_limit,
+        max_query_chars=t.integer("max_query_chars", 512, lo=1, hi=8192),
+        max_level_id_chars=t.integer("max_level_id_chars", 128, lo=1, hi=1024),
+        summary_chars=t.integer("summary_chars", 200, lo=20, hi=4000),
+        content_chars=t.integer("content_chars", 1500, lo=50, hi=100_000),
+        one_per_document=t.boolean("one_per_document", True),
+    )
+
+
+def _admin(t: Fields) -> AdminConfig:
+    t.only({"token_sha256", "show_queries", "keep_deliveries"})
+    digest = t.data.get("token_sha256")
+    if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
+        # Never echo the value: an operator may have pasted the token itself here.
+        raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
+                          "admin token, not the token (kbgate admin-token prints both)")
+    return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000))

@@ -1,0 +1,273 @@
+"""The configuration's shapes: frozen dataclasses, one per TOML section, built only by `load`.
+
+Durations are seconds, sizes bytes (UTF-8 bytes for text budgets), lengths of text Unicode
+characters. Secrets are `Secret` (repr masked). Each field is documented once, here, and
+every key once in `deploy/gateway.example.toml`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gateway.core.types import KIB, SECONDS, Secret
+
+DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
+# A callback signing key shorter than this is refused: one captured request lets anyone test
+# candidate keys offline against its HMAC, and a short key falls to that search.
+MIN_SECRET_CHARS = 16
+# The gateway's own endpoints: a tenant's callback path may not shadow them.
+RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "/agent-access/")
+# Agent Access tool API (seed 002 §7); 'get_page.full_text' lets get_page return whole text.
+ACCESS_TOOLS = ("search", "ask", "get_page", "get_page.full_text", "get_context", "create_feedback",
+                "create_improvement_task")
+AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS})
+
+
+# ---------------------------------------------------------------- Volcengine tenants (seed 003)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretKey:
+    """One signing key of a tenant.
+
+    id: key id shown in logs and audit (never the value).
+    value: the HMAC key. not_after: unix seconds after which the key no longer
+    verifies, or None. source: 'env:NAME' or 'file:PATH' for reloading.
+    """
+
+    id: str
+    value: Secret
+    not_after: float | None = None
+    source: str = ""
+
+    def live(self, now: float) -> bool:
+        """True while the key may verify requests (now: unix seconds)."""
+        return self.not_after is None or now <= self.not_after
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """(FirstLevelId, SecondLevelId) → index plus optional filter (seed 003 "Body")."""
+
+    first_level_id: str
+    second_level_id: str
+    index: str
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """A Volcengine agent account calling one callback path.
+
+    verify: 'enforce' rejects unsigned/badly signed requests; 'report' answers them
+    and records the outcome (for the console's connectivity test before a key exists).
+    """
+
+    name: str
+    path: str
+    verify: str
+    secrets: tuple[SecretKey, ...]
+    routes: tuple[Route, ...]
+
+    def route(self, first: str, second: str) -> Route | None:
+        """The route of the knowledge path (FirstLevelId, SecondLevelId), or None."""
+        for r in self.routes:
+            if r.first_level_id == first and r.second_level_id == second:
+                return r
+        return None
+
+
+# ---------------------------------------------------------------- the process and its stores
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """[server]: the listener. bind HOST:PORT, hypercorn workers. Sizes in bytes, durations in seconds.
+
+    body_timeout_seconds: a request body must arrive within this (else 408).
+    graceful_timeout: how long a stopping worker finishes the requests in flight.
+    keep_alive_seconds: a connection with no request in progress (idle between requests, or
+        still sending a request's headers) is closed after this; hypercorn has no separate
+        header timeout, so this is what bounds a client trickling headers.
+    """
+
+    bind: str = "127.0.0.1:8080"
+    workers: int = 1
+    max_body_bytes: int = 64 * KIB
+    body_timeout_seconds: float = 10.0
+    graceful_timeout: float = 10.0
+    keep_alive_seconds: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayConfig:
+    """[replay]: redis_url None → in-process nonce store (one worker only). tolerance_seconds:
+    the signing window (seed 003: at most 3600). timeout_seconds: per Redis command.
+    key_prefix: of every Redis key kbgate writes."""
+
+    redis_url: str | None = None
+    tolerance_seconds: int = DEFAULT_TOLERANCE
+    timeout_seconds: float = 1.0
+    key_prefix: str = "kbgate"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """Limits of the callback's search. chars are Unicode characters, not bytes."""
+
+    default_limit: int = 5
+    max_limit: int = 20
+    max_query_chars: int = 512
+    max_level_id_chars: int = 128
+    summary_chars: int = 200
+    content_chars: int = 1500
+    one_per_document: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AdminConfig:
+    """The operators' view: `/admin/` deliveries page and the deliveries record.
+
+    token_sha256: lower-case hex SHA-256 of the admin token (the token itself is never
+        stored); None disables `/admin/` (404).
+    show_queries: keep and show the callback's Query text (off: query text is personal data).
+    keep_deliveries: ring size per tenant of the deliveries record (entries).
+    """
+
+    token_sha256: str | None = None
+    show_queries: bool = False
+    keep_deliveries: int = 200
+
+
+# ---------------------------------------------------------------- agent clients (seeds 000, 002)
+#
+# Policies deny by default (seed 002 §13 "默认拒绝未声明工具、路径和 dataset"): a client
+# must name its routes, tools, datasets and path globs; "*" in datasets and "**" in
+# path_globs are the explicit "all".
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRoute:
+    """A workspace route of the agent API: name → one index plus the route's own filter.
+
+    datasets / path_globs: None = no restriction by the route (the client policy still
+    applies). enabled: False answers search with status 'disabled'. min_score: hits below
+    this BM25 score are dropped, never lowered to fill a list (seed 000 "独立搜索").
+    """
+
+    name: str
+    index: str
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+    enabled: bool = True
+    min_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentToken:
+    """One Bearer token of a client: id (shown in audit) and the SHA-256 hex of the token."""
+
+    id: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPolicy:
+    """What one agent client may see (seed 002 §8).
+
+    routes: agent route names. indexes: None = whatever its routes map to, else a
+    whitelist. datasets: None = all ("*"). path_globs: ("**",) = all. tools: names from
+    AGENT_TOOLS. include_working_docs: may the client see working docs
+    (`gateway.core.scope.WORKING_DOCS`; default False).
+    """
+
+    routes: tuple[str, ...]
+    tools: tuple[str, ...]
+    path_globs: tuple[str, ...]
+    datasets: tuple[str, ...] | None = None
+    indexes: tuple[str, ...] | None = None
+    include_working_docs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentClient:
+    """One agent client: its id (from its token, never from a body), tokens and policy."""
+
+    id: str
+    tokens: tuple[AgentToken, ...]
+    policy: AgentPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """The agent section. ref_key: master key of refs and cursors (None when no client)."""
+
+    routes: Mapping[str, AgentRoute] = field(default_factory=dict)
+    clients: Mapping[str, AgentClient] = field(default_factory=dict)
+    ref_key: Secret | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditConfig:
+    """sink: 'stdout' | 'file' | 'off'; path: the JSON-lines file for 'file'."""
+
+    sink: str = "stdout"
+    path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AccessConfig:
+    """The Agent Access tool API (seed 002). Durations in seconds, sizes in UTF-8 bytes.
+
+    tracker: 'sqlite' (embedded default, works without GitHub) or 'github'.
+    github_token: only for 'github'. answer_url: None → extractive `ask`.
+    Retention of idempotency records: seed 002 §16 leaves it open; 24 h by default.
+    """
+
+    tracker: str = "sqlite"
+    sqlite_path: Path = Path("data/feedback.sqlite3")
+    idempotency_ttl_seconds: int = 24 * 3600 * SECONDS
+    dedupe_ttl_seconds: int = 7 * 24 * 3600 * SECONDS
+    labels: tuple[str, ...] = ("kbgate",)
+    page_max_bytes: int = 8 * KIB
+    context_max_pages: int = 5
+    context_max_bytes_per_page: int = 2 * KIB
+    context_max_total_bytes: int = 8 * KIB
+    github_repo: str | None = None
+    github_token: Secret | None = None
+    github_api_url: str = "https://api.github.com"
+    github_map_path: Path = Path("data/github-issue-map.sqlite3")
+    answer_url: str | None = None
+    answer_timeout_seconds: float = 10.0
+
+
+# ---------------------------------------------------------------- the whole file
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole configuration. `source` is the file it came from (or None).
+
+    paths: callback path → tenant name (each tenant's `path`, unique).
+    """
+
+    server: ServerConfig
+    replay: ReplayConfig
+    indexes_dir: Path
+    search: SearchConfig
+    tenants: Mapping[str, Tenant]
+    source: Path | None = None
+    log_level: str = "info"
+    paths: Mapping[str, str] = field(default_factory=dict)
+    admin: AdminConfig = AdminConfig()
+    agent: AgentConfig = AgentConfig()
+    audit: AuditConfig = AuditConfig()
+    access: AccessConfig = AccessConfig()
+
+    def tenant_at(self, path: str) -> Tenant | None:
+        """The tenant whose callback path is `path` (exact match), or None."""
+        name = self.paths.get(path)
+        return self.tenants[name] if name is not None else None

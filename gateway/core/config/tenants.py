@@ -1,0 +1,116 @@
+"""`[tenants.NAME]`: the Volcengine callers, their signing keys and knowledge routes (seed 003).
+
+    [tenants.acme]               path = "/volcengine/acme", verify = "enforce" | "report"
+    [[tenants.acme.secrets]]     id, value_env | value_file, not_after?
+    [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gateway.core.config.fields import (
+    INDEX_NAME,
+    KEY_ID,
+    TENANT_NAME,
+    WHITESPACE,
+    globs,
+    instant,
+    named,
+    read_signing_key,
+    secret_ref,
+    table_of,
+)
+from gateway.core.config.model import RESERVED_PATHS, Route, SecretKey, Tenant
+from gateway.core.errors import ConfigError
+from gateway.core.validate import Fields
+
+VERIFY_MODES = ("enforce", "report")
+
+
+def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str],
+                  max_id_chars: int) -> tuple[dict[str, Tenant], dict[str, str]]:
+    """The [tenants] table → ({name: Tenant}, {callback path: name}).
+
+    max_id_chars: `search.max_level_id_chars` (a longer route id could never be reached).
+    Raises ConfigError naming the key (bad names, paths that repeat or shadow the gateway's
+    own endpoints, keys, routes).
+    """
+    tenants: dict[str, Tenant] = {}
+    paths: dict[str, str] = {}
+    for name, raw in f.data.items():
+        key = f.key(name)
+        if not TENANT_NAME.fullmatch(name):
+            raise ConfigError(key, "tenant names use letters, digits, '_', '.', '-'")
+        tenant = _tenant(name, table_of(raw, key), base_dir, env, max_id_chars)
+        if tenant.path in paths:
+            raise ConfigError(f"{key}.path", f"repeats the path of tenants.{paths[tenant.path]}")
+        paths[tenant.path] = name
+        tenants[name] = tenant
+    return tenants, paths
+
+
+def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int) -> Tenant:
+    t.only({"path", "verify", "secrets", "routes"})
+    path = t.string("path", f"/volcengine/{name}")
+    if not path.startswith("/") or WHITESPACE.search(path) or "?" in path or "#" in path:
+        raise ConfigError(t.key("path"), "must be an absolute URL path like /volcengine/acme")
+    if any(path == p.rstrip("/") or path.startswith(p) for p in RESERVED_PATHS):
+        raise ConfigError(t.key("path"), f"{path} is one of the gateway's own endpoints")
+    verify = t.choice("verify", VERIFY_MODES, "enforce")
+    secrets: list[SecretKey] = []
+    for i, raw in enumerate(_array(t, "secrets")):
+        secrets.append(_secret(table_of(raw, f"{t.key('secrets')}[{i}]"), secrets, base_dir, env))
+    if verify == "enforce" and not secrets:
+        raise ConfigError(t.key("secrets"), "is empty, but verify = 'enforce' needs at least one key")
+    routes: list[Route] = []
+    for i, raw in enumerate(_array(t, "routes")):
+        routes.append(_route(table_of(raw, f"{t.key('routes')}[{i}]"), routes, max_id_chars))
+    return Tenant(name, path, verify, tuple(secrets), tuple(routes))
+
+
+def _array(t: Fields, name: str) -> list[Any]:
+    raw = t.data.get(name, [])
+    if not isinstance(raw, list):
+        raise ConfigError(t.key(name), f"must be an array of tables ([[...{name}]])")
+    return raw
+
+
+def _secret(s: Fields, earlier: list[SecretKey], base_dir: Path, env: Mapping[str, str]) -> SecretKey:
+    s.only({"id", "value_env", "value_file", "not_after"})
+    kid = named(s, "id", KEY_ID, "uses letters, digits, '_', '.', ':', '-'")
+    if any(k.id == kid for k in earlier):
+        raise ConfigError(s.key("id"), f"repeats key id {kid!r}")
+    ref = secret_ref(s, "value_env", "value_file", required=True)
+    assert ref is not None
+    source, where = ref
+    if source.startswith("file:"):  # kept absolute, so a reload re-reads the same file
+        fp = Path(source[5:])
+        source = f"file:{fp if fp.is_absolute() else base_dir / fp}"
+    value = read_signing_key(source, where, base_dir, env)
+    return SecretKey(kid, value, instant(s.data.get("not_after"), s.key("not_after")), source)
+
+
+def _route(r: Fields, earlier: list[Route], max_id_chars: int) -> Route:
+    r.only({"first_level_id", "second_level_id", "index", "datasets", "path_globs"})
+    route = Route(
+        first_level_id=r.string("first_level_id"),
+        second_level_id=r.string("second_level_id"),
+        index=r.string("index"),
+        datasets=r.strings("datasets"),
+        path_globs=globs(r, "path_globs"),
+    )
+    for field_name in ("first_level_id", "second_level_id"):
+        value = getattr(route, field_name)
+        if value != value.strip():
+            raise ConfigError(r.key(field_name), "has leading or trailing whitespace")
+        if len(value) > max_id_chars:
+            raise ConfigError(r.key(field_name), f"is longer than search.max_level_id_chars "
+                              f"({max_id_chars}): no request could reach it")
+    if not INDEX_NAME.fullmatch(route.index):
+        raise ConfigError(r.key("index"), "uses letters, digits, '_', '.', '-'")
+    if any((x.first_level_id, x.second_level_id) == (route.first_level_id, route.second_level_id) for x in earlier):
+        raise ConfigError(r.at, "repeats an earlier (first_level_id, second_level_id) pair")
+    return route

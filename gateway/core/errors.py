@@ -1,0 +1,246 @@
+"""Every error kbgate answers with, its stable code and its HTTP status.
+
+Exception tree (each code is defined once, in the one table its branch reads)::
+
+    KbgateError                      code, status, message, retryable
+    ├── CallbackError                a Volcengine callback rejection: code = reason, `ret` from RET_TABLE
+    │   ├── MalformedRequest         400: headers or body not as seed 003 requires
+    │   ├── VerificationFailed       401: timestamp / signature problems
+    │   ├── NotFound                 404: unknown tenant path or knowledge route
+    │   ├── MethodNotAllowed         405
+    │   ├── BodyTimeout              408: the body did not arrive in time
+    │   ├── Replayed                 409: already answered, or being answered right now
+    │   ├── PayloadTooLarge          413
+    │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
+    │   ├── ClientDisconnected       499: the caller left before the answer was ready (recorded, never sent)
+    │   └── DependencyUnavailable    503: replay store or index down
+    ├── AgentError                   an agent-endpoint rejection: code from AGENT_CODES
+    │   ├── AccessDenied             401/403: identity and policy (seed 002 "错误处理")
+    │   ├── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
+    │   └── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
+    │                                 retryable per call, retry_after seconds
+    └── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
+
+Three tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
+envelope's Ret numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool
+API answer as errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool
+API's own ErrorObject codes, seed 002 §12). A wing never invents a code: it raises one of
+these classes. A message is short and built once; it never carries a secret, a filesystem
+path or a stack trace. The README copies RET_TABLE (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True, slots=True)
+class RetCode:
+    """One row of the Ret table: code (int, stable), HTTP status, reason key, meaning."""
+
+    ret: int
+    status: int
+    reason: str
+    meaning: str
+
+
+# The Ret table (seed 003 "响应参数": Ret 0 = success, non-zero = failure with Msg).
+# Codes are stable: never renumber, only add.
+RET_TABLE: tuple[RetCode, ...] = (
+    RetCode(0, 200, "success", "answered; Result holds 0..Limit items"),
+    RetCode(40001, 400, "header_missing", "X-Content-Timestamp, -Nonce or -Signature absent"),
+    RetCode(40002, 400, "header_repeated", "a signing header appears more than once"),
+    RetCode(40003, 400, "body_not_utf8", "the body is not valid UTF-8"),
+    RetCode(40004, 400, "body_not_json", "the body is not JSON"),
+    RetCode(40005, 400, "body_not_object", "the JSON body is not an object"),
+    RetCode(40006, 400, "field_missing", "FirstLevelId, SecondLevelId or Query absent"),
+    RetCode(40007, 400, "field_type", "a field has the wrong JSON type"),
+    RetCode(40008, 400, "query_empty", "Query is empty or only whitespace"),
+    RetCode(40009, 400, "query_too_long", "Query exceeds the configured maximum characters"),
+    RetCode(40010, 400, "limit_invalid", "Limit is not a positive integer"),
+    RetCode(40011, 400, "level_id_invalid", "FirstLevelId/SecondLevelId empty or too long"),
+    RetCode(40101, 401, "timestamp_invalid", "X-Content-Timestamp is not 10 ASCII digits"),
+    RetCode(40102, 401, "timestamp_expired", "timestamp further than tolerance from now"),
+    RetCode(40103, 401, "nonce_invalid", "X-Content-Nonce is not 6-32 ASCII letters/digits"),
+    RetCode(40104, 401, "signature_invalid", "X-Content-Signature is not 64 hex characters"),
+    RetCode(40105, 401, "signature_mismatch", "no live key of the tenant produced the signature"),
+    RetCode(40106, 401, "no_live_key", "the tenant has no unexpired key to verify with"),
+    RetCode(40401, 404, "tenant_unknown", "no tenant is configured at this path"),
+    RetCode(40402, 404, "route_unknown", "no route for this FirstLevelId/SecondLevelId pair"),
+    RetCode(40501, 405, "method_not_allowed", "the callback accepts POST only"),
+    RetCode(40801, 408, "body_timeout", "the body did not arrive within server.body_timeout_seconds"),
+    RetCode(40901, 409, "replayed", "this (timestamp, nonce) was already answered with a 200"),
+    RetCode(40902, 409, "delivery_pending", "an identical delivery is being answered right now"),
+    RetCode(41301, 413, "body_too_large", "the body exceeds the configured maximum bytes"),
+    RetCode(41501, 415, "content_type_unsupported", "Content-Type is not application/json"),
+    RetCode(41502, 415, "content_encoding_unsupported", "Content-Encoding other than identity"),
+    RetCode(49901, 499, "client_disconnected", "the caller left before the answer was ready; nothing sent"),
+    RetCode(50001, 500, "internal", "a bug in kbgate; never caused by input (logged)"),
+    RetCode(50301, 503, "replay_store_unavailable", "Redis did not answer in time; fail closed"),
+    RetCode(50302, 503, "index_unavailable", "the routed index cannot be opened"),
+)
+
+RET_BY_REASON: dict[str, RetCode] = {row.reason: row for row in RET_TABLE}
+
+
+class KbgateError(Exception):
+    """Base of every kbgate error: `code` (str), `status` (HTTP int), `message` (safe text)."""
+
+    code: str = "internal"
+    status: int = 500
+    retryable: bool = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CallbackError(KbgateError):
+    """A rejection of a Volcengine callback; `ret` and `status` come from `RET_TABLE`.
+
+    reason: a key of `RET_BY_REASON`. message: short, safe to return as `Msg`.
+    """
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        row = RET_BY_REASON[reason]
+        super().__init__(message or row.meaning)
+        self.code = reason
+        self.ret = row.ret
+        self.status = row.status
+        self.retryable = row.status >= 500
+
+
+class MalformedRequest(CallbackError):
+    """400: the request does not have the shape seed 003 describes."""
+
+
+class VerificationFailed(CallbackError):
+    """401: the timestamp or signature does not verify (seed 003 "签名校验")."""
+
+
+class NotFound(CallbackError):
+    """404: unknown tenant path or (FirstLevelId, SecondLevelId) pair."""
+
+
+class MethodNotAllowed(CallbackError):
+    """405: anything but POST on a callback path."""
+
+
+class BodyTimeout(CallbackError):
+    """408: the body arrived too slowly (a stalled or slow-drip client)."""
+
+
+class Replayed(CallbackError):
+    """409: the (tenant, timestamp, nonce) was answered with a 200 ('replayed') or another
+    request is answering it right now ('delivery_pending'); see gateway.core.replay."""
+
+
+class ClientDisconnected(CallbackError):
+    """499 (recorded, never sent): the caller closed the connection before the answer was
+    ready; the claim is released so the platform's retry is answered."""
+
+
+class PayloadTooLarge(CallbackError):
+    """413: body longer than `server.max_body_bytes`."""
+
+
+class UnsupportedMedia(CallbackError):
+    """415: Content-Type or Content-Encoding we do not accept."""
+
+
+class DependencyUnavailable(CallbackError):
+    """503: Redis or an index is not available; fail closed."""
+
+
+# ------------------------------------------------------------------ agent endpoints
+
+# Agent error codes (seed 000 "按引用分页读取" for knowledge_*, seed 002 §12 for access.*).
+# code → (HTTP status, retryable, meaning). Names are the seeds' own; never rename, only add.
+AGENT_CODES: dict[str, tuple[int, bool, str]] = {
+    "access.unauthorized": (401, False, "no valid Bearer token"),
+    "access.forbidden_tool": (403, False, "the tool is not in the client's allowed tools"),
+    "access.forbidden_scope": (403, False, "route, index, path or working docs outside the policy"),
+    "access.dataset_not_allowed": (403, False, "a requested dataset is outside the policy"),
+    "knowledge_request_invalid": (400, False, "the request body is not as the protocol requires"),
+    "knowledge_request_too_large": (413, False, "the request body is too large"),
+    "knowledge_route_unknown": (404, False, "no such knowledge route"),
+    "knowledge_method_not_allowed": (405, False, "method not allowed on this endpoint"),
+    "knowledge_reference_invalid": (400, False, "ref or cursor tampered, malformed or another identity's"),
+    "knowledge_reference_expired": (410, False, "ref or cursor older than its lifetime; search again"),
+    "knowledge_scope_changed": (409, False, "the knowledge configuration changed; search again"),
+    "knowledge_changed": (409, False, "the document was updated, deleted or hidden; search again"),
+    "knowledge_unavailable": (503, True, "the knowledge service is unavailable"),
+    "internal": (500, False, "a bug in kbgate (logged)"),
+}
+
+
+class AgentError(KbgateError):
+    """A rejection on an agent endpoint. code: a key of the class's `codes` table (AGENT_CODES);
+    message: safe text (never a document's text, a path on disk, a token or a secret)."""
+
+    codes: ClassVar[Mapping[str, tuple[int, bool, str]]] = AGENT_CODES
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        status, retryable, meaning = self.codes[code]
+        super().__init__(message or meaning)
+        self.code = code
+        self.status = status
+        self.retryable = retryable
+
+
+class AccessDenied(AgentError):
+    """401/403: the caller is not who it must be, or asks beyond its policy."""
+
+
+class KnowledgeError(AgentError):
+    """An error of the agent knowledge protocol (seed 000)."""
+
+
+class ConfigError(KbgateError):
+    """An invalid configuration. `key` names the offending key, e.g. 'tenants.acme.path'."""
+
+    code = "config_invalid"
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"Config '{key}' {problem}")
+        self.key = key
+
+
+# ================================================================ agent access tools
+#
+# The Agent Access tool API's own codes (seed 002 §12 "错误处理"): they travel as ErrorObject
+# {code, message, retryable} inside an AgentToolResult, never as a Ret. The denial codes
+# of the same seed (access.unauthorized 401, access.forbidden_tool 403,
+# access.forbidden_scope 403, access.dataset_not_allowed 403) are AGENT_CODES, shared with
+# the knowledge protocol. Status 200 marks an *info* code: it rides along a passed result.
+# code → (HTTP status, retryable, meaning). Never rename, only add.
+ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
+    "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
+    "access.tool_unknown": (404, False, "no such tool"),
+    "access.page_not_found": (404, False, "no page with this id or path in the caller's scope"),
+    "access.idempotency_conflict": (409, False, "this idempotencyKey was used with a different payload"),
+    "access.feedback_deduped": (200, False, "an equal feedback or task exists; its count was raised"),
+    "access.tool_failed": (502, True, "a downstream tool failed"),
+    "answer.no_answer": (200, False, "no passage in scope answers the question"),
+}
+
+
+class ToolError(AgentError):
+    """A failure of one agent tool call (seed 002 §12). code: a key of `ACCESS_TOOL_CODES`.
+
+    retryable: overrides the table for access.tool_failed ("depends": a 5xx or a rate
+    limit is retryable, a 4xx of the tracker is not). retry_after: seconds the caller
+    should wait (from a tracker's rate limit), or None. message: safe text, never a
+    token, a tracker URL or unauthorized document text.
+    """
+
+    codes = ACCESS_TOOL_CODES
+
+    def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(code, message)
+        if retryable is not None:
+            self.retryable = retryable
+        self.retry_after = retry_after

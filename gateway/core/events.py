@@ -1,0 +1,73 @@
+"""What happened, told to whoever listens: the one seam between request paths and observers.
+
+A request path (the Volcengine handler) publishes a `Delivery` after its response was sent;
+observers subscribed at start-up (the log line, metrics, the deliveries record, key usage)
+each get it in turn. The core knows none of them: it only holds the list. An observer must
+not block and does no I/O wait; one that raises is logged and skipped, never failing the
+request or the other observers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+log = logging.getLogger("kbgate.events")
+
+E = TypeVar("E")
+
+
+@dataclass(slots=True)
+class Delivery:
+    """What happened to one Volcengine callback, for logs, metrics and the deliveries record.
+
+    Never holds a secret; `query` is kept only for debug logs and the opt-in admin view.
+    received_at: unix seconds (the app clock). outcome: 'ok' or a reason of
+    gateway.core.errors.RET_TABLE. latency_ms: milliseconds from first byte handled to
+    response built; search_ms: of the index search alone (None when none ran).
+    signature: 'verified' | 'unsigned' | 'failed' | 'unchecked'.
+    keys_tried: ids of the live keys the signature was checked against (never values).
+    """
+
+    request_id: str
+    tenant: str
+    received_at: float
+    outcome: str = "ok"
+    ret: int = 0
+    status: int = 200
+    key_id: str | None = None
+    signature: str = "unchecked"
+    signature_reason: str | None = None
+    keys_tried: tuple[str, ...] = ()
+    skew_seconds: float | None = None
+    first_level_id: str | None = None
+    second_level_id: str | None = None
+    query: str | None = None
+    results: int = 0
+    latency_ms: float = 0.0
+    search_ms: float | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class Events:
+    """Synchronous fan-out by event type: `subscribe(Delivery, fn)`, then `publish(delivery)`."""
+
+    def __init__(self) -> None:
+        self._observers: dict[type, list[Callable[[Any], None]]] = {}
+
+    def subscribe(self, kind: type[E], observer: Callable[[E], None]) -> None:
+        """Call `observer(event)` for every published event of exactly type `kind`, in
+        subscription order."""
+        self._observers.setdefault(kind, []).append(observer)
+
+    def publish(self, event: object) -> None:
+        """Hand `event` to each observer of its type. Never raises: a failing observer is logged."""
+        for observer in self._observers.get(type(event), ()):
+            try:
+                observer(event)
+            except Exception:  # fail open: observers keep records, the answer already left
+                log.warning("event observer failed", extra={"event": type(event).__name__,
+                                                            "observer": getattr(observer, "__qualname__", "?")},
+                            exc_info=True)

@@ -1,0 +1,63 @@
+"""Agent principals: a Bearer token → (client, Principal), per seed 000 "协商与兼容".
+
+Tokens are stored only as SHA-256 hex in the config (`agent.clients.ID.tokens`); the
+presented token is hashed and compared in constant time with every configured hash.
+The session and the end user an agent acts for come from two optional headers:
+`X-Agent-Session` (default: the token id) and `X-On-Behalf-Of`. Every malformed or
+repeated header is `access.unauthorized`, never a 500.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+
+from starlette.datastructures import Headers
+
+from gateway.core.config import AgentClient, AgentConfig
+from gateway.core.errors import AccessDenied
+from gateway.core.scope import Principal
+
+_BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/=-]{16,512})")
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+
+
+def token_hash(token: str) -> str:
+    """SHA-256 hex of a Bearer token (what `agent.clients.ID.tokens[].sha256` holds)."""
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+def _one(headers: Headers, name: str) -> str | None:
+    values = headers.getlist(name)
+    if len(values) > 1:
+        raise AccessDenied("access.unauthorized", f"header {name} appears more than once")
+    return values[0] if values else None
+
+
+def authenticate_agent(headers: Headers, agent: AgentConfig) -> tuple[AgentClient, Principal]:
+    """headers: the request's; agent: the current agent config.
+
+    Returns the client and its Principal(kind='agent_client', id=client id, key_id=token
+    id, session, on_behalf_of). Raises AccessDenied('access.unauthorized') for a missing,
+    repeated, malformed or unknown token and for malformed identity headers.
+    """
+    auth = _one(headers, "authorization")
+    m = _BEARER.fullmatch(auth) if auth is not None else None
+    if m is None:
+        raise AccessDenied("access.unauthorized", "a Bearer token is required")
+    digest = token_hash(m.group(1)).encode("ascii")
+    found = None
+    for client in agent.clients.values():
+        for tk in client.tokens:
+            if hmac.compare_digest(digest, tk.sha256.encode("ascii")) and found is None:
+                found = (client, tk.id)
+    if found is None:
+        raise AccessDenied("access.unauthorized", "the Bearer token is not valid")
+    client, token_id = found
+    session = _one(headers, "x-agent-session")
+    behalf = _one(headers, "x-on-behalf-of")
+    for name, value in (("X-Agent-Session", session), ("X-On-Behalf-Of", behalf)):
+        if value is not None and not _IDENT.fullmatch(value):
+            raise AccessDenied("access.unauthorized", f"header {name} is malformed")
+    return client, Principal("agent_client", client.id, token_id, session or f"token:{token_id}", behalf)

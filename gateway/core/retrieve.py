@@ -1,0 +1,155 @@
+"""The one scoped retrieval every caller uses: search inside an effective scope, read one document of it.
+
+A wing resolves *who* asks and *what they may see* into an `EffectiveScope`
+(gateway.core.scope); from there it never touches an index itself. Every hit and every
+document handed back is re-checked against the scope with `scope.allows` (the same rule
+the index filter applies: defence in depth), and a search never lowers its bar to fill a
+list: hits under `min_score` are dropped.
+
+Units: limits and lengths are counts (hits) and Unicode characters (summary, content);
+scores are BM25 (comparable within one search only); `generation` is the index's commit
+opstamp, which grows with every commit; times are milliseconds. An index that cannot be
+opened, searched or read raises `DependencyUnavailable('index_unavailable')`; no other
+error leaves this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.scope import EffectiveScope, allows
+from indexes.errors import IndexStoreError
+from indexes.store import KnowledgeIndex
+from indexes.types import Hit, StoredDocument
+
+log = logging.getLogger("kbgate.retrieve")
+
+K = TypeVar("K")
+_INDEX_ERRORS = (IndexStoreError, OSError, ValueError)
+
+
+class Indexes(Protocol):
+    """Where indexes come from (gateway.core.runtime.Runtime): `index(name)` opens one
+    (reloaded to its newest commit) or raises DependencyUnavailable('index_unavailable')."""
+
+    def index(self, name: str) -> KnowledgeIndex: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """The hits of one scoped search, best score first; how long the index took (ms); the
+    index generation searched when it was asked for, else None."""
+
+    hits: list[Hit]
+    took_ms: float
+    generation: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Target(Generic[K]):
+    """One scope of a search over several: `key` names it for the caller (a route, say),
+    `min_score` is that route's bar (BM25)."""
+
+    key: K
+    scope: EffectiveScope
+    min_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Merged(Generic[K]):
+    """A search over several scopes: (target key, hit) best score first, one per (index,
+    document); `failed` holds the keys whose index could not be searched."""
+
+    hits: list[tuple[K, Hit]]
+    failed: list[K]
+
+
+def _unavailable(scope: EffectiveScope) -> DependencyUnavailable:
+    log.warning("index failed", extra={"index": scope.index}, exc_info=True)
+    return DependencyUnavailable("index_unavailable", f"index {scope.index!r} is not available")
+
+
+def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
+           content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
+           with_generation: bool = False) -> Searched:
+    """Best hits for `query` inside `scope` (at most `limit`, best first).
+
+    query: raw user text. summary_chars / content_chars: bounds of Hit.summary / Hit.content
+    in characters. one_per_document: only the best chunk of each document. min_score:
+    hits scoring below it are dropped, never replaced. with_generation: also read the
+    index generation (a scope revision covers it). Raises DependencyUnavailable.
+    """
+    idx = indexes.index(scope.index)
+    try:
+        gen = idx.stats().generation if with_generation else None
+        started = time.perf_counter()
+        hits = idx.search(query, limit, filter=scope.filter, one_per_document=one_per_document,
+                          summary_chars=summary_chars, content_chars=content_chars)
+        took = (time.perf_counter() - started) * 1000.0
+    except _INDEX_ERRORS:
+        raise _unavailable(scope) from None
+    return Searched([h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)], took, gen)
+
+
+def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str, limit: int, *, summary_chars: int,
+                content_chars: int) -> Merged[K]:
+    """`search` in every target, merged: best score first, one hit per (index, document), at
+    most `limit`. A target whose index fails is listed in `failed` instead of raising."""
+    found: list[tuple[K, str, Hit]] = []
+    failed: list[K] = []
+    for t in targets:
+        try:
+            got = search(indexes, t.scope, query, limit, summary_chars=summary_chars, content_chars=content_chars,
+                         min_score=t.min_score)
+        except DependencyUnavailable:
+            failed.append(t.key)
+            continue
+        found += [(t.key, t.scope.index, h) for h in got.hits]
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[K, Hit]] = []
+    for key, index, h in sorted(found, key=lambda f: -f[2].score):
+        if (index, h.doc_id) not in seen:
+            seen.add((index, h.doc_id))
+            out.append((key, h))
+    return Merged(out[:limit], failed)
+
+
+def generation(indexes: Indexes, scope: EffectiveScope) -> int:
+    """The commit opstamp of the scope's index (what a scope revision covers). Raises DependencyUnavailable."""
+    idx = indexes.index(scope.index)
+    try:
+        return idx.stats().generation
+    except _INDEX_ERRORS:
+        raise _unavailable(scope) from None
+
+
+def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDocument | None, int]:
+    """(the document `doc_id` as stored, hidden or not, or None when absent; the index
+    generation), for a caller that must tell "gone" from "hidden" from "moved out of scope"
+    (a read by reference checks `qa_visible` and `allows` itself). Raises DependencyUnavailable."""
+    idx = indexes.index(scope.index)
+    try:
+        return idx.get_document(doc_id, include_hidden=True), idx.stats().generation
+    except _INDEX_ERRORS:
+        raise _unavailable(scope) from None
+
+
+def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
+         doc_id: str | None = None) -> StoredDocument | None:
+    """The visible document inside `scope` at `path` (exact) or with id `doc_id`, or None when
+    there is none, it is hidden or it lies outside the scope (no existence oracle). Give
+    exactly one of path and doc_id. Raises DependencyUnavailable."""
+    idx = indexes.index(scope.index)
+    try:
+        key = idx.doc_id_at(path) if path is not None else doc_id
+        doc = idx.get_document(key) if key is not None else None
+    except _INDEX_ERRORS:
+        raise _unavailable(scope) from None
+    if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible):
+        return None
+    return doc

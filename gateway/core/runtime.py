@@ -1,0 +1,80 @@
+"""What one worker holds while serving: config, clock, replay store, indexes, events.
+
+`config` may be swapped whole by a reload (gateway/serve/reload.py); request paths read
+it once per request, so an in-flight request finishes with the config it began with.
+Everything a caller's wing or an operator's tool adds (key usage, metrics, the deliveries
+record, the agent tools' clients) is built beside the Runtime by gateway/serve/app.py and
+registered here only to be closed (`on_close`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from gateway.core.clock import SYSTEM_CLOCK
+from gateway.core.config import Config
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.events import Events
+from gateway.core.replay import make_store
+from gateway.core.types import Clock, NonceStore
+from indexes.errors import IndexStoreError
+from indexes.store import IndexStore, KnowledgeIndex
+from indexes.types import IndexStats
+
+log = logging.getLogger("kbgate.runtime")
+
+
+class Runtime:
+    """config: the current Config. clock: the one clock seam. nonces: the replay store (Redis
+    when replay.redis_url is set, else in-process). indexes: the read-only index store under
+    indexes.dir. events: where request paths publish what happened."""
+
+    def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.nonces: NonceStore = nonces or make_store(
+            config.replay.redis_url, config.replay.timeout_seconds, clock
+        )
+        self.indexes = IndexStore(config.indexes_dir)
+        self.events = Events()
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    def index(self, name: str) -> KnowledgeIndex:
+        """The named index, reloaded if a new commit landed. Raises DependencyUnavailable('index_unavailable')."""
+        try:
+            idx = self.indexes.open(name)
+            idx.maybe_reload()
+        except (IndexStoreError, OSError, ValueError):
+            log.warning("index unavailable", extra={"index": name})
+            raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
+        return idx
+
+    def routed_indexes(self) -> list[str]:
+        """Names of the indexes a tenant route or an `[agent.routes.*]` entry points to, sorted."""
+        return sorted({r.index for t in self.config.tenants.values() for r in t.routes}
+                      | {r.index for r in self.config.agent.routes.values()})
+
+    def index_stats(self) -> list[tuple[str, IndexStats | None]]:
+        """(name, stats or None when it cannot be opened) of every routed index (tenant and
+        agent routes), for /metrics."""
+        out: list[tuple[str, IndexStats | None]] = []
+        for name in self.routed_indexes():
+            try:
+                out.append((name, self.index(name).stats()))
+            except (DependencyUnavailable, OSError, ValueError):
+                out.append((name, None))
+        return out
+
+    def on_close(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Run `await close()` when the worker stops (in reverse order of registration)."""
+        self._closers.append(close)
+
+    async def close(self) -> None:
+        """Close everything registered, then the replay store. A failing closer is logged."""
+        for close in reversed(self._closers):
+            try:
+                await close()
+            except Exception:  # shutting down: close the rest anyway
+                log.warning("close failed", exc_info=True)
+        await self.nonces.close()

@@ -1,0 +1,353 @@
+"""The scope engine: what may this caller see?
+
+Every endpoint asks here, whoever the caller is. A request names a knowledge route
+and may narrow it (datasets, path globs, working docs); the caller's principal carries
+grants (the route's own filter, the client's policy); the effective scope is their
+intersection, never wider than any of them, and an empty intersection is a denial, not
+an empty result (seed 002 §8 "授权与 effective scope"). `effective_scope` is the one
+function that computes it; `resolve_callback` (Volcengine tenants, seed 003) and
+`resolve_agent` (agent clients, seed 000 and 002) only gather its inputs.
+
+Never visible, whatever a grant says: `config/**` and `state/**` (seed 002 §8; `state/**`
+appears only as index manifest summaries such as generation and counts, never as
+documents). `working/**` (working docs) only when the request and every grant say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import orjson
+
+from gateway.core.config import AgentClient, AgentConfig, AgentRoute, Route, Tenant
+from gateway.core.errors import AccessDenied, NotFound
+from gateway.core.validate import clip
+from indexes.search import glob_to_regex
+from indexes.types import SearchFilter
+
+# Never searchable or readable through any route, whatever a policy says (seed 002).
+ALWAYS_EXCLUDED: tuple[str, ...] = ("config/**", "state/**")
+# Working documents: hidden unless the request and every grant include them (seed 002 §8).
+WORKING_DOCS: tuple[str, ...] = ("working/**",)
+_WILDCARD = re.compile(r"[*?]")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is asking.
+
+    kind: 'volcengine_tenant' | 'agent_client'; id: tenant or client id.
+    key_id: the signing key or token id that authenticated the request (None when unsigned).
+    session: the agent session (header X-Agent-Session, else the token id); None for tenants.
+    on_behalf_of: the end user an agent acts for (header X-On-Behalf-Of), or None.
+    """
+
+    kind: str
+    id: str
+    key_id: str | None = None
+    session: str | None = None
+    on_behalf_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """One side of the intersection: what a route or a policy allows.
+
+    datasets / path_globs: None = no restriction from this grant; a tuple = only these.
+    """
+
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+    include_working_docs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeRequest:
+    """What the caller asks for; None = "all the grants allow". Can only narrow."""
+
+    datasets: tuple[str, ...] | None = None
+    path_globs: tuple[str, ...] | None = None
+    include_working_docs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveScope:
+    """The resolved scope of one request: one index and the filter applied inside it.
+
+    route: (FirstLevelId, SecondLevelId) for the callback, (route name,) for agents.
+    index: index name under indexes.dir.
+    """
+
+    principal: Principal
+    route: tuple[str, ...]
+    index: str
+    filter: SearchFilter
+
+    @property
+    def include_working_docs(self) -> bool:
+        return not any(g in self.filter.exclude_path_globs for g in WORKING_DOCS)
+
+    def summary(self) -> dict[str, object]:
+        """A log/audit-safe description (no document text, no secrets)."""
+        return {
+            "index": self.index,
+            "route": list(self.route),
+            "datasets": list(self.filter.datasets) if self.filter.datasets is not None else None,
+            "path_globs": list(self.filter.path_globs) if self.filter.path_globs is not None else None,
+            "include_working_docs": self.include_working_docs,
+        }
+
+
+# ------------------------------------------------------------------ pure set algebra
+
+
+def glob_matches(glob: str, path: str, *, ignore_case: bool = False) -> bool:
+    """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?
+    ignore_case: as the index applies exclusions (indexes.search.filter_query)."""
+    return _glob_regex(glob, ignore_case).fullmatch(path) is not None
+
+
+@lru_cache(maxsize=1024)
+def _glob_regex(glob: str, ignore_case: bool) -> re.Pattern[str]:
+    # Scopes repeat the same few globs on every hit: compile each once.
+    return re.compile(glob_to_regex(glob), re.IGNORECASE if ignore_case else 0)
+
+
+def glob_within(inner: str, outer: str) -> bool:
+    """True only when every path matching `inner` also matches `outer` (sound, not
+    complete: an undecided pair answers False, which only ever narrows a scope).
+
+    Decided cases: equal globs; `outer` = literal prefix + '**' and `inner` starts with
+    that prefix; `outer` without wildcards and `inner` equal to it.
+    """
+    if inner == outer:
+        return True
+    if outer.endswith("**"):
+        prefix = outer[:-2]
+        if not _WILDCARD.search(prefix):
+            return inner.startswith(prefix)
+    return False
+
+
+def intersect_globs(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """Globs matching only paths both sides match; None is "all". May come back empty."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    out: list[str] = []
+    for x in a:
+        for y in b:
+            if glob_within(x, y) and x not in out:
+                out.append(x)
+            elif glob_within(y, x) and y not in out:
+                out.append(y)
+    return tuple(out)
+
+
+def _intersect_datasets(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return tuple(d for d in a if d in b)
+
+
+def effective_scope(principal: Principal, route: tuple[str, ...], index: str,
+                    grants: Sequence[Grant], request: ScopeRequest) -> EffectiveScope:
+    """request ∩ every grant → EffectiveScope, or a denial (seed 002 §8).
+
+    Raises AccessDenied: 'access.dataset_not_allowed' when the request names a dataset
+    outside the grants or the grants share none; 'access.forbidden_scope' when no path
+    remains (paths wholly inside config/**, state/** or, without the opt-in, working/**
+    count as none) or working docs are asked for without every grant allowing them.
+    """
+    datasets: tuple[str, ...] | None = None
+    globs: tuple[str, ...] | None = None
+    for g in grants:
+        datasets = _intersect_datasets(datasets, g.datasets)
+        globs = intersect_globs(globs, g.path_globs)
+    if datasets is not None and not datasets:
+        raise AccessDenied("access.dataset_not_allowed", "the route and the policy share no dataset")
+    if request.datasets is not None:
+        outside = [d for d in request.datasets if datasets is not None and d not in datasets]
+        if outside or not request.datasets:
+            raise AccessDenied("access.dataset_not_allowed", "a requested dataset is not allowed")
+        datasets = tuple(dict.fromkeys(request.datasets))
+    globs = intersect_globs(globs, request.path_globs)
+    if globs is not None and not globs:
+        raise AccessDenied("access.forbidden_scope", "the requested paths are outside the policy")
+    if request.include_working_docs and not all(g.include_working_docs for g in grants):
+        raise AccessDenied("access.forbidden_scope", "working docs are not allowed by the policy")
+    excluded = ALWAYS_EXCLUDED + (() if request.include_working_docs else WORKING_DOCS)
+    if globs is not None:
+        # A glob wholly inside an excluded tree can match nothing visible: drop it, and
+        # when nothing is left the request asked only for what no caller may see.
+        globs = tuple(g for g in globs if not any(glob_within(g, x) for x in excluded))
+        if not globs:
+            raise AccessDenied("access.forbidden_scope", "the requested paths are never readable")
+    return EffectiveScope(
+        principal=principal,
+        route=route,
+        index=index,
+        filter=SearchFilter(datasets=datasets, path_globs=globs, exclude_path_globs=excluded,
+                            include_hidden=False),
+    )
+
+
+def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool) -> bool:
+    """Would a document with this path/dataset/visibility be inside `eff`? The same rule
+    the index filter applies, for re-checking a document read by reference."""
+    f = eff.filter
+    if not qa_visible and not f.include_hidden:
+        return False
+    if f.datasets is not None and dataset not in f.datasets:
+        return False
+    if f.path_globs is not None and not any(glob_matches(g, path) for g in f.path_globs):
+        return False
+    return not any(glob_matches(g, path, ignore_case=True) for g in f.exclude_path_globs)
+
+
+def allows_path(eff: EffectiveScope, path: str) -> bool:
+    """Could a visible document at `path` be inside `eff`, whatever its dataset? `allows`
+    without the dataset test, asked about a path before any index is touched."""
+    return allows(dataclasses.replace(eff, filter=dataclasses.replace(eff.filter, datasets=None)), path, "", True)
+
+
+def narrow(request: ScopeRequest, *, paths: tuple[str, ...] | None = None,
+           datasets: tuple[str, ...] | None = None) -> ScopeRequest:
+    """`request` narrowed further by a tool input's own paths and datasets (which can only
+    narrow, never widen, what the request asked for).
+
+    Raises AccessDenied: 'access.forbidden_scope' when the paths share nothing with the
+    request's, 'access.dataset_not_allowed' when a dataset is outside the request's.
+    """
+    globs = request.path_globs
+    if paths is not None:
+        globs = paths if globs is None else intersect_globs(paths, globs)
+        if not globs:
+            raise AccessDenied("access.forbidden_scope", "the input paths are outside the request scope")
+    wanted = request.datasets
+    if datasets is not None:
+        if wanted is not None and any(d not in wanted for d in datasets):
+            raise AccessDenied("access.dataset_not_allowed", "a dataset of the input is outside the request scope")
+        wanted = datasets
+    return ScopeRequest(datasets=wanted, path_globs=globs, include_working_docs=request.include_working_docs)
+
+
+# ------------------------------------------------------------------ callers
+
+
+def route_grant(route: Route | AgentRoute) -> Grant:
+    """The grant of a configured route (callback or agent): its datasets and path globs.
+
+    A route does not decide about working docs: the caller's policy and the request do
+    (seed 002: both must opt in), so a route grant never vetoes them.
+    """
+    return Grant(datasets=route.datasets, path_globs=route.path_globs, include_working_docs=True)
+
+
+def resolve_callback(tenant: Tenant, first_level_id: str, second_level_id: str, key_id: str | None) -> EffectiveScope:
+    """Resolve a Volcengine callback's knowledge path to an effective scope.
+
+    first_level_id, second_level_id: the Body fields as strings (seed 003).
+    key_id: the id of the key that verified the request, None in report mode unsigned.
+    Raises NotFound('route_unknown') naming the pair when the tenant has no such route.
+    The tenant's policy is its routes; the request is the whole route.
+    """
+    route = tenant.route(first_level_id, second_level_id)
+    if route is None:
+        raise NotFound(
+            "route_unknown",
+            f"no knowledge route for FirstLevelId={clip(first_level_id, 64)!r}, "
+            f"SecondLevelId={clip(second_level_id, 64)!r}",
+        )
+    return effective_scope(
+        Principal("volcengine_tenant", tenant.name, key_id),
+        (first_level_id, second_level_id),
+        route.index,
+        [route_grant(route)],
+        ScopeRequest(),
+    )
+
+
+def policy_grant(client: AgentClient) -> Grant:
+    p = client.policy
+    return Grant(datasets=p.datasets, path_globs=p.path_globs, include_working_docs=p.include_working_docs)
+
+
+def resolve_agent(agent: AgentConfig, client: AgentClient, principal: Principal, route_name: str,
+                  tool: str | None, request: ScopeRequest = ScopeRequest()) -> tuple[AgentRoute, EffectiveScope]:
+    """Resolve an agent client's request on a workspace route (seed 002 §8).
+
+    tool: the tool being called ('knowledge.search', 'knowledge.read'), None for
+    capabilities (route access only). Raises AccessDenied: 'access.forbidden_scope' for a
+    route (or its index) outside the policy, including routes that do not exist (so a
+    client cannot probe route names); 'access.forbidden_tool' for a tool not granted; and
+    the denials of `effective_scope`.
+    """
+    p = client.policy
+    route = agent.routes.get(route_name)
+    if route is None or route_name not in p.routes:
+        raise AccessDenied("access.forbidden_scope", "the route is not allowed for this client")
+    if p.indexes is not None and route.index not in p.indexes:
+        raise AccessDenied("access.forbidden_scope", "the route's index is not allowed for this client")
+    if tool is not None and tool not in p.tools:
+        raise AccessDenied("access.forbidden_tool", f"tool {tool!r} is not allowed for this client")
+    eff = effective_scope(principal, (route_name,), route.index,
+                          [route_grant(route), policy_grant(client)], request)
+    return route, eff
+
+
+def resolve_agent_routes(agent: AgentConfig, client: AgentClient, principal: Principal, tool: str,
+                         request: ScopeRequest, named: tuple[str, ...] | None = None,
+                         ) -> list[tuple[AgentRoute, EffectiveScope]]:
+    """Resolve a request over several routes (seed 002 §8): each route's effective scope.
+
+    named: the routes the caller asked for (each must resolve, else its denial is raised);
+    None = every route of the client's policy, where a route the request cannot use is
+    skipped (a disabled one silently) and only when none is left is the last denial raised.
+    Raises AccessDenied as `resolve_agent` does ('access.forbidden_tool' always).
+    """
+    out: list[tuple[AgentRoute, EffectiveScope]] = []
+    last: AccessDenied | None = None
+    for name in named or client.policy.routes:
+        if named is None and name in agent.routes and not agent.routes[name].enabled:
+            continue  # a disabled route the caller did not ask for is not a partial answer
+        try:
+            out.append(resolve_agent(agent, client, principal, name, tool, request))
+        except AccessDenied as exc:
+            if named is not None or exc.code == "access.forbidden_tool":
+                raise
+            last = exc
+    if not out:
+        raise last or AccessDenied("access.forbidden_scope", "no route of the policy is open to this request")
+    return out
+
+
+def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], generation: int | None) -> str:
+    """knowledge_scope_revision: SHA-256 hex over the effective knowledge configuration.
+
+    It covers the effective scope (index, datasets, globs, exclusions), the configuration
+    it came from (`configured`: e.g. the route and policy as dicts) and the index
+    generation, so it changes whenever any of them changes (issue 4).
+    """
+    payload = {
+        "v": 1,
+        "route": list(eff.route),
+        "index": eff.index,
+        "filter": asdict(eff.filter),
+        "configured": configured,
+        "generation": generation,
+    }
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def agent_configuration(route: AgentRoute, client: AgentClient) -> dict[str, object]:
+    """The configuration an agent scope revision covers (never the token hashes)."""
+    return {"route": asdict(route), "policy": asdict(client.policy), "client": client.id}

@@ -1,0 +1,223 @@
+"""Typed reads of untrusted objects: one helper set for config, the Volcengine body and agent requests.
+
+Every caller reads a JSON or TOML object (a config table, a callback body, an agent request)
+and must turn each malformed field into *its own* documented error: `ConfigError` naming the
+key, a Volcengine `MalformedRequest` with its Ret reason, an agent `access.request_invalid`
+or `knowledge_request_invalid`. So the getters here never raise an error of their own: on a
+problem they build a `Problem` (which field, what kind of problem, a safe sentence) and raise
+whatever the caller's error factory `invalid(problem)` returns.
+
+    f = Fields(table, "server", config_invalid)
+    workers = f.integer("workers", 1, lo=1, hi=64)      # → ConfigError('server.workers', ...)
+
+A problem's text never quotes the offending value (it may be a secret pasted in the wrong
+place, or an attacker's bytes); it names the field, clipped to 40 characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+import orjson
+
+Kind = Literal["missing", "type", "empty", "too_long", "range", "unknown", "format",  # a field
+               "utf8", "json", "object", "media", "too_large", "timeout"]  # a whole body
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One malformed field.
+
+    key: dotted path of the field, e.g. 'server.workers', 'input.limit', 'Query', 'body'.
+    kind: what is wrong (missing, type, empty, too_long, range, unknown, format; for a whole
+        body utf8, json, object, media, too_large, timeout), so a caller can map kinds to its
+        own error codes.
+    text: what is wrong, phrased to follow the key: 'must be an integer from 1 to 64'.
+    """
+
+    key: str
+    kind: Kind
+    text: str
+
+    @property
+    def message(self) -> str:
+        """'{key} {text}': the sentence agents and logs see."""
+        return f"{self.key} {self.text}"
+
+
+Invalid = Callable[[Problem], Exception]
+"""An error factory: the caller's exception for a Problem (raised by the getters)."""
+
+class ProblemError(Exception):
+    """The plain error factory, for a caller that decides later what a Problem means."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+REQUIRED: Any = object()
+"""The default that makes a field required (a missing field is a 'missing' Problem)."""
+
+
+def fail(invalid: Invalid, key: str, kind: Kind, text: str) -> NoReturn:
+    """Raise `invalid(Problem(key, kind, text))`."""
+    raise invalid(Problem(key, kind, text))
+
+
+def json_object(raw: bytes, invalid: Invalid, key: str = "body") -> dict[str, Any]:
+    """Parse raw bytes as a UTF-8 JSON object (the one parse every JSON endpoint uses).
+
+    raw: the request body as received. Raises invalid(Problem(key, kind)) with kind 'utf8'
+    (not valid UTF-8), 'json' (not JSON) or 'object' (JSON, but not an object).
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        fail(invalid, key, "utf8", "is not valid UTF-8")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        fail(invalid, key, "json", "is not JSON")
+    if not isinstance(data, dict):
+        fail(invalid, key, "object", "is not a JSON object")
+    return data
+
+
+def clip(text: str, max_chars: int) -> str:
+    """`text` cut to at most `max_chars` characters, ending in '…' when cut (titles, names
+    echoed in messages: untrusted text never enters a message or an answer unbounded)."""
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+class Fields:
+    """Typed getters over one object. data: the parsed object; at: its dotted path ('' at the
+    top); invalid: the caller's error factory. Every getter raises invalid(Problem) on a bad
+    field and never anything else."""
+
+    __slots__ = ("data", "at", "invalid", "noun")
+
+    def __init__(self, data: Mapping[str, Any], at: str, invalid: Invalid, noun: str = "an object") -> None:
+        self.data = data
+        self.at = at
+        self.invalid = invalid
+        self.noun = noun  # what a nested object is called: 'a table' in TOML
+
+    def key(self, name: str) -> str:
+        """The dotted path of field `name` ('server.workers'; 'Query' at the top)."""
+        return f"{self.at}.{name}" if self.at else name
+
+    def fail(self, name: str, kind: Kind, text: str) -> NoReturn:
+        """Raise the caller's error for field `name`."""
+        fail(self.invalid, self.key(name), kind, text)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.data
+
+    def only(self, allowed: Iterable[str], text: str = "is not a known field") -> None:
+        """Refuse a field outside `allowed` (kind 'unknown'; the name is clipped to 40 characters)."""
+        known = set(allowed)
+        for name in self.data:
+            if name not in known:
+                self.fail(clip(str(name), 40), "unknown", text)
+
+    def table(self, name: str) -> Fields:
+        """The nested object `name` as Fields ({} when absent). Kind: type."""
+        if name not in self.data:
+            return Fields({}, self.key(name), self.invalid, self.noun)
+        v = self.data[name]
+        if not isinstance(v, dict):
+            self.fail(name, "type", f"must be {self.noun}")
+        return Fields(v, self.key(name), self.invalid, self.noun)
+
+    def string(self, name: str, default: Any = REQUIRED, *, max_len: int | None = None,
+               non_blank: bool = False) -> str:
+        """A non-empty string (characters, not bytes). non_blank: whitespace alone is 'empty'.
+
+        Absent: `default`, or a 'missing' Problem when required. Kinds: missing, type,
+        empty, too_long.
+        """
+        if name not in self.data:
+            if default is REQUIRED:
+                self.fail(name, "missing", "is required")
+            return str(default)
+        v = self.data[name]
+        if not isinstance(v, str):
+            self.fail(name, "type", "must be a string")
+        if not v or (non_blank and not v.strip()):
+            self.fail(name, "empty", "must not be empty")
+        if max_len is not None and len(v) > max_len:
+            self.fail(name, "too_long", f"must be at most {max_len} characters")
+        return v
+
+    def optional_string(self, name: str, *, max_len: int | None = None, non_blank: bool = False) -> str | None:
+        """Like `string`, but None when absent or null."""
+        if self.data.get(name) is None:
+            return None
+        return self.string(name, max_len=max_len, non_blank=non_blank)
+
+    def integer(self, name: str, default: int, *, lo: int, hi: int) -> int:
+        """An integer in [lo, hi] (a boolean is not one); `default` when absent. Kinds: type, range."""
+        v = self.data.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.fail(name, "type", f"must be an integer from {lo} to {hi}")
+        if not lo <= v <= hi:
+            self.fail(name, "range", f"must be an integer from {lo} to {hi}")
+        return v
+
+    def number(self, name: str, default: float, *, lo: float, hi: float) -> float:
+        """An int or float in [lo, hi], as float; `default` when absent. Kinds: type, range."""
+        v = self.data.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            self.fail(name, "type", f"must be a number from {lo} to {hi}")
+        if not lo <= v <= hi:
+            self.fail(name, "range", f"must be a number from {lo} to {hi}")
+        return float(v)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        """true or false; `default` when absent. Kind: type."""
+        v = self.data.get(name, default)
+        if not isinstance(v, bool):
+            self.fail(name, "type", "must be true or false")
+        return v
+
+    def choice(self, name: str, choices: tuple[str, ...], default: Any = REQUIRED) -> str:
+        """One of `choices` (kind 'format' otherwise); `default` when absent."""
+        if name not in self.data and default is not REQUIRED:
+            return str(default)
+        v = self.data.get(name)
+        if v not in choices:
+            if name not in self.data:
+                self.fail(name, "missing", "is required")
+            self.fail(name, "format", "must be " + _or(choices))
+        return str(v)
+
+    def strings(self, name: str, *, max_items: int | None = None, max_len: int | None = None,
+                text: str | None = None) -> tuple[str, ...] | None:
+        """A non-empty list of non-empty strings (duplicates dropped, order kept), or None when
+        absent. Kinds: type (not such a list), range (too many items or too long an item).
+        text: the whole complaint, for callers that state the limits in one phrase."""
+        if name not in self.data:
+            return None
+        v = self.data[name]
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+            self.fail(name, "type", text or "must be a non-empty array of non-empty strings")
+        if max_items is not None and len(v) > max_items:
+            self.fail(name, "range", text or f"must hold at most {max_items} strings")
+        if max_len is not None and any(len(x) > max_len for x in v):
+            self.fail(name, "range", text or f"must hold strings of at most {max_len} characters")
+        return tuple(dict.fromkeys(v))
+
+    def required_strings(self, name: str, text: str = "is required") -> tuple[str, ...]:
+        """`strings`, and absent is a 'missing' Problem with `text`."""
+        v = self.strings(name)
+        if v is None:
+            self.fail(name, "missing", text)
+        return v
+
+
+def _or(choices: tuple[str, ...]) -> str:
+    quoted = [f"'{c}'" for c in choices]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]

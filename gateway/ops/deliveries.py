@@ -1,0 +1,258 @@
+"""The deliveries record: the last N callbacks of each tenant, for operators and `kbgate onboard`.
+
+Every callback's `Delivery` becomes one `DeliveryRecord` (a flat dict without secrets; the
+Query text only when `admin.show_queries` is on) kept in a bounded ring per tenant:
+
+- `RedisDeliveryLog` when `replay.redis_url` is set: one list per tenant,
+  key '{replay.key_prefix}:deliveries:{tenant}', newest first (LPUSH + LTRIM in one
+  pipeline), so every worker, replica and `kbgate onboard` sees the same record. Tenants
+  that have a list are named in the set '{replay.key_prefix}:delivery-tenants'.
+- `MemoryDeliveryLog` otherwise: a deque per tenant in this process (one worker).
+
+Writing never slows or fails a callback: `submit` is called after the response was sent,
+does no I/O itself, and the Redis writer batches in a background task that fails open
+(records are dropped with one warning log line per 10 s and a metric count).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol, TypedDict
+
+import orjson
+from redis.exceptions import RedisError
+
+from gateway.core.background import BackgroundWriter
+from gateway.core.config import Config
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.events import Delivery
+from gateway.core.redis_clients import async_client
+
+log = logging.getLogger("kbgate.deliveries")
+
+MAX_PENDING = 10_000  # records waiting for the Redis writer before new ones are dropped
+BATCH = 200  # records per pipeline
+WARN_EVERY = 10.0  # seconds between two "write failed" log lines
+
+
+class DeliveryRecord(TypedDict, total=False):
+    """One delivery as kept and shown. Times are unix seconds; latencies milliseconds.
+
+    signature: 'verified' | 'unsigned' | 'failed' | 'unchecked'. outcome: 'ok' or a
+    reason of gateway.core.errors.RET_TABLE. query: present only when admin.show_queries is on.
+    """
+
+    request_id: str
+    tenant: str
+    received_at: float
+    outcome: str
+    ret: int
+    status: int
+    key_id: str | None
+    signature: str
+    signature_reason: str | None
+    skew_seconds: float | None
+    keys_tried: list[str]
+    first_level_id: str | None
+    second_level_id: str | None
+    results: int
+    latency_ms: float
+    search_ms: float | None
+    query: str
+
+
+def to_record(d: Delivery, *, show_query: bool) -> DeliveryRecord:
+    """The record kept for `d`: every field but `extra`; `query` only when `show_query`.
+
+    Delivery holds no secret (key ids only), so nothing else needs masking.
+    """
+    rec: DeliveryRecord = {
+        "request_id": d.request_id,
+        "tenant": d.tenant,
+        "received_at": round(d.received_at, 3),
+        "outcome": d.outcome,
+        "ret": d.ret,
+        "status": d.status,
+        "key_id": d.key_id,
+        "signature": d.signature,
+        "signature_reason": d.signature_reason,
+        "skew_seconds": d.skew_seconds,
+        "keys_tried": list(d.keys_tried),
+        "first_level_id": d.first_level_id,
+        "second_level_id": d.second_level_id,
+        "results": d.results,
+        "latency_ms": round(d.latency_ms, 3),
+        "search_ms": None if d.search_ms is None else round(d.search_ms, 3),
+    }
+    if show_query and d.query is not None:
+        rec["query"] = d.query
+    return rec
+
+
+class DeliveryLog(Protocol):
+    """A bounded ring of delivery records per tenant (memory or Redis).
+
+    submit(record): keep it; never blocks, never raises (called after the response is sent).
+    recent(tenant, n): newest first, at most n (n ≥ 1) records of `tenant`, or of every
+        tenant merged by received_at when tenant is None. Raises DependencyUnavailable when
+        the backing store cannot answer.
+    flush(): wait until submitted records are readable (tests, shutdown).
+    """
+
+    shared: bool
+
+    def submit(self, record: DeliveryRecord) -> None: ...
+
+    async def recent(self, tenant: str | None, n: int) -> list[dict[str, Any]]: ...
+
+    async def flush(self, timeout: float = 2.0) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryDeliveryLog:
+    """Deliveries of this process only: a deque of `capacity` records per tenant."""
+
+    shared = False
+
+    def __init__(self, capacity: int = 200) -> None:
+        self.capacity = capacity
+        self._rings: dict[str, deque[DeliveryRecord]] = {}
+
+    def submit(self, record: DeliveryRecord) -> None:
+        ring = self._rings.get(record["tenant"])
+        if ring is None:
+            ring = self._rings[record["tenant"]] = deque(maxlen=self.capacity)
+        ring.appendleft(record)
+
+    async def recent(self, tenant: str | None, n: int) -> list[dict[str, Any]]:
+        rings = [self._rings.get(tenant, deque())] if tenant is not None else list(self._rings.values())
+        return _newest([dict(r) for ring in rings for r in list(ring)[:n]], n)
+
+    async def flush(self, timeout: float = 2.0) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+class RedisDeliveryLog:
+    """Deliveries in Redis, shared by every worker; see the module docstring for the keys.
+
+    url: a Redis URL (gateway.core.redis_clients). capacity: records kept per tenant. timeout: seconds per command.
+    on_drop(reason, count): called when records are dropped ('overflow' | 'redis_error').
+    """
+
+    shared = True
+
+    def __init__(self, url: str, prefix: str, capacity: int = 200, timeout: float = 1.0,
+                 on_drop: Callable[[str, int], None] | None = None) -> None:
+        self.prefix = prefix
+        self.capacity = capacity
+        self._timeout = timeout
+        self._on_drop = on_drop or (lambda reason, count: None)
+        self.client = async_client(url, timeout)
+        self._queue: deque[bytes] = deque()
+        self._tenants: deque[str] = deque()
+        self._writer = BackgroundWriter("kbgate-deliveries", lambda: bool(self._queue), self._write_batch)
+        self._last_warning = 0.0
+        self._suppressed = 0
+
+    def key(self, tenant: str) -> str:
+        """'{prefix}:deliveries:{tenant}': the list of one tenant, newest first."""
+        return f"{self.prefix}:deliveries:{tenant}"
+
+    @property
+    def tenants_key(self) -> str:
+        """'{prefix}:delivery-tenants': the set of tenants that have a list."""
+        return f"{self.prefix}:delivery-tenants"
+
+    def submit(self, record: DeliveryRecord) -> None:
+        if len(self._queue) >= MAX_PENDING:
+            self._on_drop("overflow", 1)
+            self._warn("deliveries record: writer behind, record dropped")
+            return
+        self._queue.append(orjson.dumps(record))
+        self._tenants.append(record["tenant"])
+        self._writer.poke()
+
+    async def _write_batch(self) -> None:
+        batch: dict[str, list[bytes]] = {}
+        for _ in range(min(BATCH, len(self._queue))):
+            batch.setdefault(self._tenants.popleft(), []).append(self._queue.popleft())
+        await self._write(batch)
+
+    async def _write(self, batch: dict[str, list[bytes]]) -> None:
+        try:
+            async with asyncio.timeout(self._timeout):
+                pipe = self.client.pipeline(transaction=False)
+                for tenant, items in batch.items():
+                    pipe.lpush(self.key(tenant), *items)
+                    pipe.ltrim(self.key(tenant), 0, self.capacity - 1)
+                pipe.sadd(self.tenants_key, *batch)
+                await pipe.execute()
+        except (RedisError, OSError, TimeoutError) as exc:
+            lost = sum(len(v) for v in batch.values())
+            self._on_drop("redis_error", lost)
+            self._warn(f"deliveries record: Redis write failed ({type(exc).__name__}), {lost} record(s) dropped")
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= WARN_EVERY:
+            log.warning(message, extra={"suppressed": self._suppressed})
+            self._last_warning, self._suppressed = now, 0
+        else:
+            self._suppressed += 1
+
+    async def recent(self, tenant: str | None, n: int) -> list[dict[str, Any]]:
+        try:
+            async with asyncio.timeout(self._timeout):
+                if tenant is not None:
+                    names = [tenant]
+                else:
+                    members = await self.client.smembers(self.tenants_key)
+                    names = sorted(m.decode() if isinstance(m, bytes) else m for m in members)
+                pipe = self.client.pipeline(transaction=False)
+                for name in names:
+                    pipe.lrange(self.key(name), 0, n - 1)
+                lists = await pipe.execute() if names else []
+        except (RedisError, OSError, TimeoutError):
+            raise DependencyUnavailable("replay_store_unavailable", "the deliveries record is unavailable") from None
+        out: list[dict[str, Any]] = []
+        for items in lists:
+            for raw in items:
+                try:
+                    rec = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+        return _newest(out, n)
+
+    async def flush(self, timeout: float = 2.0) -> None:
+        await self._writer.flush(timeout)
+
+    async def close(self) -> None:
+        await self._writer.close(self._timeout)
+        await self.client.aclose()
+
+
+def _newest(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    records.sort(key=lambda r: r.get("received_at") or 0.0, reverse=True)
+    return records[:n]
+
+
+def make_delivery_log(config: Config, on_drop: Callable[[str, int], None] | None = None) -> DeliveryLog:
+    """The configured record: Redis when replay.redis_url is set, else this process's memory.
+
+    Also what `kbgate onboard` opens (with the same config) to read deliveries; without
+    Redis it must read them through GET /admin/deliveries.json of the running server instead.
+    """
+    if config.replay.redis_url:
+        return RedisDeliveryLog(config.replay.redis_url, config.replay.key_prefix,
+                                config.admin.keep_deliveries, config.replay.timeout_seconds, on_drop)
+    return MemoryDeliveryLog(config.admin.keep_deliveries)

@@ -1,0 +1,192 @@
+"""Prometheus metrics, correct under several hypercorn workers.
+
+`kbgate serve` points PROMETHEUS_MULTIPROC_DIR at a fresh folder before the workers spawn
+(`prepare_multiprocess_dir`); each worker's prometheus-client then writes its counters
+and histograms to mmap files there, and a scrape of any worker sums all of them through
+`MultiProcessCollector` (counts of a worker that died or restarted stay in the total).
+Without that variable (tests, embedded use) each `Metrics` has its own registry.
+
+Index gauges are not kept in files: they are read at scrape time from the indexes the
+answering worker has open (`IndexCollector`), as every worker maps the same directories.
+
+Labels carry only configured tenant names, key ids, outcome reasons (gateway.core.errors
+RET_TABLE), signature states and index names: never a secret, header value or query text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway.core.events import Delivery
+from indexes.types import IndexStats
+
+log = logging.getLogger("kbgate.metrics")
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# Seconds. The callback is answered from local mmap'd indexes: most land well under 50 ms.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+RESULT_BUCKETS = (0, 1, 2, 3, 5, 10, 20, 50, 100)
+
+
+def multiprocess_dir() -> str | None:
+    """The folder prometheus-client shares between workers, or None (single process)."""
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
+def prepare_multiprocess_dir() -> tuple[str, bool]:
+    """Point PROMETHEUS_MULTIPROC_DIR at an empty folder before hypercorn spawns workers.
+
+    Returns (folder, created): a fresh temp folder (created=True, the caller removes it
+    at exit), or the operator's own folder with stale *.db files removed (created=False),
+    as prometheus-client requires a folder wiped between runs.
+    """
+    given = multiprocess_dir()
+    if given:
+        Path(given).mkdir(parents=True, exist_ok=True)
+        for stale in Path(given).glob("*.db"):
+            stale.unlink(missing_ok=True)
+        return given, False
+    folder = tempfile.mkdtemp(prefix="kbgate-metrics-")
+    os.environ[MULTIPROC_ENV] = folder
+    return folder, True
+
+
+def remove_multiprocess_dir(folder: str) -> None:
+    """Remove a folder made by `prepare_multiprocess_dir` (ignore errors: best effort)."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+class IndexCollector(Collector):
+    """Gauges read at scrape time: per index documents, chunks, generation, last commit.
+
+    stats(): yields (index name, IndexStats or None when the index cannot be opened).
+    """
+
+    def __init__(self, stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        up = GaugeMetricFamily("kbgate_index_up", "1 when the index opens, else 0", labels=["index"])
+        docs = GaugeMetricFamily("kbgate_index_documents", "Documents in the index", labels=["index"])
+        chunks = GaugeMetricFamily("kbgate_index_chunks", "Chunks (Tantivy docs) in the index", labels=["index"])
+        gen = GaugeMetricFamily("kbgate_index_generation", "Commit opstamp of the open index", labels=["index"])
+        last = GaugeMetricFamily("kbgate_index_last_commit_timestamp_seconds",
+                                 "Unix time of the index's last commit", labels=["index"])
+        try:
+            items = list(self._stats())
+        except Exception:  # a scrape must never fail because an index is broken
+            log.warning("index stats failed", exc_info=True)
+            items = []
+        for name, s in items:
+            up.add_metric([name], 0.0 if s is None else 1.0)
+            if s is None:
+                continue
+            docs.add_metric([name], float(s.documents))
+            chunks.add_metric([name], float(s.chunks))
+            gen.add_metric([name], float(s.generation))
+            if s.last_commit is not None:
+                last.add_metric([name], float(s.last_commit))
+        yield from (up, docs, chunks, gen, last)
+
+
+class Metrics:
+    """The gateway's metrics. One per Runtime; `observe` is called once per callback.
+
+    Names (all prefixed kbgate_): callbacks_total{tenant,outcome},
+    callback_signatures_total{tenant,signature}, callback_duration_seconds{tenant},
+    search_duration_seconds{tenant}, callback_results{tenant},
+    key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
+    deliveries_dropped_total{reason}; index gauges from `IndexCollector`.
+    """
+
+    def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
+        self.multiprocess = multiprocess_dir() is not None
+        # In multiprocess mode values live in files: metrics must not sit in the scrape
+        # registry too (they would be counted twice), so they are created unregistered.
+        self._own: CollectorRegistry | None = None if self.multiprocess else CollectorRegistry()
+        reg = self._own
+        self.callbacks = Counter("kbgate_callbacks", "Callbacks answered, by tenant and outcome",
+                                 ["tenant", "outcome"], registry=reg)
+        self.signatures = Counter("kbgate_callback_signatures", "Callbacks by signature state "
+                                  "(verified, unsigned, failed, unchecked)", ["tenant", "signature"], registry=reg)
+        self.latency = Histogram("kbgate_callback_duration_seconds", "Time from request to response built",
+                                 ["tenant"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.search = Histogram("kbgate_search_duration_seconds", "Time spent in the index search",
+                                ["tenant"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.results = Histogram("kbgate_callback_results", "Result items returned per answered callback",
+                                 ["tenant"], buckets=RESULT_BUCKETS, registry=reg)
+        self.keys = Counter("kbgate_key_verifications", "Signatures verified, by key id",
+                            ["tenant", "key_id"], registry=reg)
+        self.nonce_errors = Counter("kbgate_nonce_store_errors", "Replay store did not answer (fail closed)",
+                                    ["tenant"], registry=reg)
+        self.dropped = Counter("kbgate_deliveries_dropped", "Delivery records not kept (writer behind, Redis error)",
+                               ["reason"], registry=reg)
+        if self.multiprocess:
+            self._scrape = CollectorRegistry()
+            multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
+        else:
+            assert self._own is not None
+            self._scrape = self._own
+        self._scrape.register(IndexCollector(index_stats))
+
+    def observe(self, d: Delivery) -> None:
+        """Count one callback (after its response was sent). Never raises."""
+        try:
+            t = d.tenant
+            self.callbacks.labels(t, d.outcome).inc()
+            self.signatures.labels(t, d.signature).inc()
+            self.latency.labels(t).observe(d.latency_ms / 1000.0)
+            if d.search_ms is not None:
+                self.search.labels(t).observe(d.search_ms / 1000.0)
+                self.results.labels(t).observe(d.results)
+            if d.key_id is not None and d.signature == "verified":
+                self.keys.labels(t, d.key_id).inc()
+            if d.outcome == "replay_store_unavailable":
+                self.nonce_errors.labels(t).inc()
+        except Exception:  # metrics must never fail a request
+            log.warning("metrics update failed", exc_info=True)
+
+    def drop(self, reason: str, count: int) -> None:
+        """Count delivery records dropped for `reason` ('overflow' | 'redis_error')."""
+        self.dropped.labels(reason).inc(count)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text exposition of every worker (multiprocess) or of this one."""
+        return generate_latest(self._scrape)
+
+    def close(self) -> None:
+        """Mark this worker dead so its live gauges leave the multiprocess files."""
+        if self.multiprocess:
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]  # untyped library
+
+    async def aclose(self) -> None:
+        """`close`, for the worker's shutdown (Runtime.on_close)."""
+        self.close()
+
+
+async def endpoint(request: Request) -> Response:
+    """GET /metrics: the Prometheus text exposition of every worker (the app's `Metrics`)."""
+    metrics: Metrics = request.app.state.metrics
+    body = await run_in_threadpool(metrics.exposition)  # index stats touch the disk
+    return Response(body, media_type=CONTENT_TYPE, headers={"cache-control": "no-store"})

@@ -1,0 +1,229 @@
+"""`kbgate onboard`: connect a Volcengine knowledge base, following the console's own order.
+
+Seed 003 "接入流程": (2) the admin enters the callback path in 知识库配置, (3) presses
+测试 under 请求路径调试, which sends a request BEFORE the configuration is saved, so before
+any key exists, and (4) only after saving does 知识库配置 show the 鉴权密钥. So:
+
+1. print the callback URL to paste; put the tenant in report mode when it has no live key
+   (the test would otherwise be rejected for lacking a signature);
+2. wait for the test delivery in the deliveries record (gateway/ops/deliveries.py, shared through
+   Redis with every worker) and show what arrived: FirstLevelId/SecondLevelId, Query (when
+   admin.show_queries keeps it), signature outcome, Ret;
+3. take the secret the console shows (hidden prompt, or one line of stdin), store it exactly
+   as `kbgate secrets add --value-stdin` does, switch the tenant to enforce;
+4. wait for the next delivery and confirm it verified with the new key.
+
+Every config edit goes through gateway/ops/secrets.py (validated, atomic); the running server
+reloads it by itself within a second (gateway/serve/reload.py). When onboard stops before the key
+is stored (no delivery in time, Ctrl-C, an error), it puts the config file back exactly as it
+found it, so a tenant it created or switched to report mode does not stay open to unsigned
+requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gateway.core.config import load_config
+from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
+from gateway.core.config.edit import write_atomically
+from gateway.core.errors import ConfigError, DependencyUnavailable
+from gateway.ops.deliveries import DeliveryLog, make_delivery_log
+from gateway.ops.probe import ADVICE
+from gateway.ops.secrets import add_key, ensure_tenant, set_verify
+
+POLL = 0.3  # seconds between two reads of the deliveries record
+
+
+@dataclass(slots=True)
+class _Edits:
+    """What onboard did to the config file: its text and mode before, the text of onboard's last
+    edit (None: nothing changed yet), what undoing means in words ("tenant newt is removed
+    again"), and whether the key is stored (then nothing is undone)."""
+
+    before: str
+    mode: int
+    written: str | None = None
+    undoes: str = ""
+    key_stored: bool = False
+
+
+def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], secret_stdin: bool,
+                wait: float) -> int:
+    """Run the four steps above; returns 0 when the signed delivery verified, else 1.
+
+    routes: 'FIRST/SECOND=INDEX' strings, used only when the tenant does not exist yet.
+    wait: seconds to wait for each delivery. Raises ConfigError (exit 2) for a missing tenant
+    without --route, a config without replay.redis_url (the record must be shared with the
+    server), an empty secret or an invalid edit; KeyboardInterrupt on Ctrl-C. Whenever it
+    returns 1 or raises before the key is stored, the config file is first restored to its
+    text and mode from before onboard (see `_undo`).
+    """
+    path = Path(path).resolve()
+    try:
+        edits = _Edits(path.read_text("utf-8"), path.stat().st_mode & 0o777)
+    except (OSError, UnicodeDecodeError):
+        raise ConfigError("<file>", f"{path} cannot be read as UTF-8") from None
+    try:
+        code = asyncio.run(_onboard(path, tenant, base_url, routes, secret_stdin, wait, edits))
+    except BaseException:
+        _undo(path, tenant, edits)
+        raise
+    if code != 0:
+        _undo(path, tenant, edits)
+    return code
+
+
+def _undo(path: Path, tenant: str, edits: _Edits) -> None:
+    """Put the config back as it was before onboard, unless the key is stored or nothing changed.
+
+    Restores only when the file still holds onboard's own last edit: an edit someone made
+    meanwhile is never overwritten (onboard says what to check instead). Never raises an
+    OSError; a failed write is reported.
+    """
+    if edits.key_stored or edits.written is None:
+        return
+    try:
+        now = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        now = None
+    if now != edits.written:
+        say(f"\nOnboarding stopped before a key was stored, and {path} was changed by someone else meanwhile, "
+            f"so it was NOT put back. Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
+        return
+    try:
+        write_atomically(path, edits.before, edits.mode)
+    except OSError as exc:
+        say(f"\nOnboarding stopped before a key was stored, and {path} could not be put back ({exc}). "
+            f"Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
+        return
+    say(f"\nOnboarding stopped before a key was stored, so {path} is back exactly as it was before: "
+        f"{edits.undoes}. Run `kbgate onboard` again to connect the tenant.")
+
+
+async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_stdin: bool,
+                   wait: float, edits: _Edits) -> int:
+    config = load_config(path)
+    if not config.replay.redis_url:
+        raise ConfigError("replay.redis_url", "is not set: onboard reads the deliveries record the server "
+                          "keeps in Redis (without Redis, watch the server's log lines instead)")
+    if tenant not in config.tenants:
+        if not routes:
+            raise ConfigError(f"tenants.{tenant}", "does not exist; pass --route FIRST/SECOND=INDEX to create it")
+        config = ensure_tenant(path, tenant, [_route(r) for r in routes])
+        edits.written = path.read_text("utf-8")
+        edits.undoes = f"tenant {tenant} is removed again, so nothing answers unsigned requests for it"
+        say(f"Created tenant {tenant} in {path} (verify = report) with {len(routes)} route(s).")
+    t = config.tenants[tenant]
+    say(f"Step 1. In 联网问答Agent控制台 → 知识库配置 → 路径导入, enter the request path:\n\n    "
+        f"{base_url.rstrip('/')}{t.path}\n")
+    for r in t.routes:
+        say(f"    FirstLevelId = {r.first_level_id!r}  SecondLevelId = {r.second_level_id!r}  → index {r.index}")
+    now = time.time()
+    if not any(k.live(now) for k in t.secrets) and t.verify != "report":
+        config = set_verify(path, tenant, "report")
+        edits.written = path.read_text("utf-8")
+        edits.undoes = f"tenant {tenant} is back to verify = \"{t.verify}\" and rejects unsigned requests"
+    if config.tenants[tenant].verify == "report":
+        say(f"Tenant {tenant} is in report mode: unsigned requests are answered (and recorded) until the "
+            "key is known.")
+    log = make_delivery_log(config)
+    try:
+        await asyncio.sleep(2 * INTERVAL + 0.2)  # the running server picks the edits up
+        say("\nStep 2. Press 测试 under 请求路径调试 in the console now. Waiting for the test delivery...")
+        first = await _next_delivery(log, tenant, since=now, wait=wait)
+        if first is None:
+            say(f"No delivery arrived within {wait:.0f} s. Check the URL in the console and that "
+                "`kbgate serve` is reachable from the internet (e.g. kbgate probe).")
+            return 1
+        show(first)
+        say("\nStep 3. Save the configuration in the console, open 知识库配置 again and copy the 鉴权密钥 "
+            "it shows.")
+        secret = _read_secret(secret_stdin)
+        # One atomic edit: a worker never serves "enforce" without the key, or the key in report mode.
+        added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce")
+        edits.key_stored = True
+        say(f"Stored the key as {added.key_id} in {added.created_file} (mode 0600); tenant {tenant} is now "
+            "verify = enforce.")
+        await asyncio.sleep(2 * INTERVAL + 0.2)
+        mark = time.time()
+        say("\nStep 4. Press 测试 again (or ask the agent a question). Waiting for a signed delivery...")
+        second = await _next_delivery(log, tenant, since=mark, wait=wait)
+        if second is None:
+            say(f"No delivery arrived within {wait:.0f} s; run `kbgate onboard` again or check the log.")
+            return 1
+        show(second)
+        if second.get("signature") == "verified" and second.get("outcome") == "ok":
+            say(f"\nDone: the delivery verified with key {second.get('key_id')} and was answered with Ret 0.")
+            return 0
+        say("\nThe delivery did not verify. The key pasted and the console's key differ: run "
+            f"`kbgate secrets add --tenant {tenant} --value-stdin` with the right one, or set "
+            "verify = \"report\" again while you check.")
+        return 1
+    finally:
+        await log.close()
+
+
+async def _next_delivery(log: DeliveryLog, tenant: str, *, since: float, wait: float) -> dict[str, Any] | None:
+    """The oldest delivery of `tenant` received at or after `since` (unix s), waiting up to `wait` s."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            recent = await log.recent(tenant, 20)
+        except DependencyUnavailable:
+            recent = []
+        fresh = [r for r in recent if float(r.get("received_at") or 0) >= since]
+        if fresh:
+            return min(fresh, key=lambda r: float(r["received_at"]))
+        await asyncio.sleep(POLL)
+    return None
+
+
+def show(rec: dict[str, Any]) -> None:
+    """Print one delivery record the way an admin reads it (never a secret: records hold none)."""
+    when = time.strftime("%H:%M:%S", time.localtime(float(rec.get("received_at") or 0)))
+    say(f"  arrived {when}: FirstLevelId={rec.get('first_level_id')!r} SecondLevelId={rec.get('second_level_id')!r}")
+    if "query" in rec:
+        say(f"  Query: {rec['query']!r}")
+    sig = rec.get("signature")
+    reason = rec.get("signature_reason")
+    extra = f" ({reason})" if reason else ""
+    key = f" with key {rec.get('key_id')}" if rec.get("key_id") else ""
+    skew = rec.get("skew_seconds")
+    say(f"  signature: {sig}{extra}{key}" + (f", clock skew {skew:+.0f} s" if skew is not None else ""))
+    outcome = rec.get("outcome")
+    say(f"  answer: Ret={rec.get('ret')} outcome={outcome} results={rec.get('results')}")
+    if outcome != "ok" and outcome in ADVICE:
+        say(f"  what to do: {ADVICE[outcome]}")
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _read_secret(from_stdin: bool) -> str:
+    if from_stdin or not sys.stdin.isatty():
+        say("Paste the secret (one line on stdin):")
+        value = sys.stdin.readline().strip()
+    else:
+        value = getpass.getpass("Paste the secret (not echoed): ").strip()
+    if not value:
+        raise ConfigError("secret", "is empty: nothing was stored")
+    return value
+
+
+def _route(text: str) -> tuple[str, str, str]:
+    ids, sep, index = text.partition("=")
+    first, slash, second = ids.partition("/")
+    if not sep or not slash or not first or not second or not index:
+        raise ConfigError("--route", f"{text!r} is not FIRST/SECOND=INDEX")
+    return first, second, index
+
+
+__all__ = ["run_onboard", "show"]

@@ -1,0 +1,347 @@
+"""Key rotation and tenant edits on the config file: `kbgate secrets add|retire|list`.
+
+Every edit goes through `gateway.core.config.edit.edit_config` (a tomlkit round trip that
+keeps comments, validated with the server's own `parse_config` before an atomic rename), and
+every rule about keys reads the parsed `Config` (`SecretKey.live`), never the raw TOML.
+
+Rotation (issue 3, "Key rotation"): add the new key next to the old one (both verify,
+`signing.match_key` tries every live key), switch the sender to the new key, watch
+`secrets list` until the old key's last-verified time stops moving, then retire it
+(`not_after = now`, or remove it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import secrets as pysecrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+from redis.exceptions import RedisError
+from tomlkit.toml_document import TOMLDocument
+
+from gateway.core.config import Config, load_config
+from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
+from gateway.core.config.fields import KEY_ID
+from gateway.core.errors import ConfigError
+from gateway.volcengine.keyuse import KeyUse, read_key_usage
+
+SECRETS_DIR = "secrets"  # generated secret files: <config dir>/secrets/<tenant>-<key id>
+
+
+@dataclass(frozen=True, slots=True)
+class AddedKey:
+    """The key `add_key` wrote: id, the config entry ('value_env' or 'value_file') and its
+    reference, and the secret file it created (None when the value lives elsewhere)."""
+
+    key_id: str
+    kind: str
+    ref: str
+    created_file: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredKey:
+    """What `retire_key` did: the validated new config, and for a removed key its secret file:
+    `deleted_file` when kbgate had generated it (secrets/<tenant>-<id>) and deleted it,
+    `kept_file` when the entry named another file, which is left on disk. Both None otherwise."""
+
+    config: Config
+    deleted_file: Path | None = None
+    kept_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRow:
+    """One line of `secrets list`. not_after: unix s or None; live: verifies now;
+    usage: counts of every worker (None when usage is not shared: no Redis configured)."""
+
+    key_id: str
+    source: str
+    not_after: float | None
+    live: bool
+    usage: KeyUse | None
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def check_key_id(key_id: str, key: str) -> None:
+    """Raise ConfigError(key, ...) unless `key_id` is a valid key id; touches nothing.
+
+    key_id: 1-64 chars of letters, digits, '_', '.', ':', '-', starting with a letter or digit
+    (the rule of `tenants.<t>.secrets[].id` in gateway/core/config.py), and no '..'. Checked before
+    any file is made, since the id names the secret file secrets/<tenant>-<id>.
+    """
+    if not KEY_ID.fullmatch(key_id) or ".." in key_id:
+        raise ConfigError(key, f"{key_id!r} is not a key id: use 1-64 letters, digits, '_', '.', ':', '-', "
+                          "starting with a letter or digit, without '..'")
+
+
+def new_key_id(existing: set[str], now: float) -> str:
+    """A key id from the UTC date, e.g. '2026-11-02', with '.2', '.3'… when taken that day."""
+    base = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%d")
+    kid, n = base, 1
+    while kid in existing:
+        n += 1
+        kid = f"{base}.{n}"
+    return kid
+
+
+def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, value_env: str | None = None,
+            value_file: str | None = None, value: str | None = None, not_after: float | None = None,
+            verify: str | None = None, env: Mapping[str, str] | None = None) -> AddedKey:
+    """Append a key to `[[tenants.<tenant>.secrets]]` of the config file at `path`.
+
+    Exactly one source, or none: value_env (an env var name, must be set here too, so the
+    file stays valid), value_file (an existing file, relative to the config's folder or
+    absolute), value (the secret text, e.g. pasted from the console) or none of them (a
+    generated 256-bit url-safe token). `value` and generated secrets are written to a new
+    0600 file `secrets/<tenant>-<id>` next to the config. now, not_after: unix seconds.
+    verify: also set the tenant's mode in the same atomic edit ('enforce' after onboarding).
+    Raises ConfigError (bad key id, invalid result, id taken, file exists); nothing is left
+    behind then: no secret file, and no secrets/ folder when this call made it.
+    """
+    path = Path(path).resolve()
+    if sum(x is not None for x in (value_env, value_file, value)) > 1:
+        raise ConfigError(f"tenants.{tenant}.secrets", "takes one of value_env, value_file or a value")
+    if key_id is not None:
+        check_key_id(key_id, f"tenants.{tenant}.secrets.id")
+    secrets_dir = path.parent / SECRETS_DIR
+    made_dir = not secrets_dir.exists()
+    created: Path | None = None
+    kid = key_id
+    kind, ref = "", ""
+
+    def mutate(doc: TOMLDocument) -> None:
+        nonlocal kid, created, kind, ref
+        t = tenant_table(doc, tenant)
+        aot = array_of_tables(t, "secrets")
+        taken = {str(s.get("id")) for s in aot}
+        kid = kid or new_key_id(taken, now)
+        if kid in taken:
+            raise ConfigError(f"tenants.{tenant}.secrets", f"already holds key id {kid!r}")
+        entry = tomlkit.table()
+        entry["id"] = kid
+        if value_env is not None:
+            kind, ref = "value_env", value_env
+        elif value_file is not None:
+            kind, ref = "value_file", value_file
+        else:
+            kind, ref = "value_file", f"{SECRETS_DIR}/{tenant}-{kid}"
+            created = _write_secret_file(path.parent / ref, value if value is not None else _generate())
+        entry[kind] = ref
+        if not_after is not None:
+            entry["not_after"] = dt.datetime.fromtimestamp(not_after, dt.UTC)
+        entry.add(tomlkit.nl())
+        aot.append(entry)
+        if verify is not None:
+            t["verify"] = verify
+
+    try:
+        edit_config(path, mutate, env)
+    except BaseException:
+        if created is not None:
+            created.unlink(missing_ok=True)
+        if made_dir:
+            with contextlib.suppress(OSError):  # only when empty: another key may have landed meanwhile
+                secrets_dir.rmdir()
+        raise
+    assert kid is not None
+    return AddedKey(kid, kind, ref, created)
+
+
+def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | None = None,
+               remove: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> RetiredKey:
+    """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
+
+    When `remove` drops an entry whose value_file is the file kbgate generated for it
+    (secrets/<tenant>-<key id> next to the config, a regular file, named by no other key),
+    that file is deleted after the config was written; any other value_file is left on disk
+    and returned as `kept_file`. Refuses (ConfigError) when the tenant would have no key
+    live at `at` while in enforce mode, since every callback would then fail, unless `force`.
+    """
+    path = Path(path).resolve()
+    when = now if at is None else at
+    removed_file: str | None = None
+    current = load_config(path, env).tenants.get(tenant)
+    if current is not None and key_id in {k.id for k in current.secrets} and not force \
+            and current.verify == "enforce" and not any(k.live(when + 1) for k in current.secrets if k.id != key_id):
+        raise ConfigError(f"tenants.{tenant}.secrets",
+                          f"would hold no live key after retiring {key_id!r}: every callback would be "
+                          "rejected (add the new key first, or pass --force)")
+
+    def mutate(doc: TOMLDocument) -> None:
+        nonlocal removed_file
+        t = tenant_table(doc, tenant)
+        aot = array_of_tables(t, "secrets")
+        idx = next((i for i, s in enumerate(aot) if s.get("id") == key_id), None)
+        if idx is None:
+            raise ConfigError(f"tenants.{tenant}.secrets", f"holds no key with id {key_id!r}")
+        if remove:
+            ref = aot[idx].get("value_file")
+            removed_file = str(ref) if ref is not None else None
+            del aot[idx]
+        else:
+            aot[idx]["not_after"] = dt.datetime.fromtimestamp(when, dt.UTC).replace(microsecond=0)
+
+    config = edit_config(path, mutate, env)
+    if removed_file is None:
+        return RetiredKey(config)
+    fp = Path(os.path.normpath(path.parent / removed_file))  # normpath: never follow a symlink here
+    if not os.path.lexists(fp):
+        return RetiredKey(config)
+    generated = fp == path.parent / SECRETS_DIR / f"{tenant}-{key_id}"
+    still_named = any(Path(k.source[5:]).resolve() == fp.resolve()
+                      for t in config.tenants.values() for k in t.secrets if k.source.startswith("file:"))
+    if generated and not still_named and fp.is_file() and not fp.is_symlink():
+        fp.unlink()
+        return RetiredKey(config, deleted_file=fp)
+    return RetiredKey(config, kept_file=fp)
+
+
+def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None) -> Config:
+    """Set `tenants.<tenant>.verify` to 'enforce' or 'report'. Raises ConfigError."""
+
+    def mutate(doc: TOMLDocument) -> None:
+        tenant_table(doc, tenant)["verify"] = mode
+
+    return edit_config(path, mutate, env)
+
+
+def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
+                  env: Mapping[str, str] | None = None) -> Config:
+    """Create `[tenants.<tenant>]` in report mode when absent and add the missing routes.
+
+    routes: (FirstLevelId, SecondLevelId, index) triples. Raises ConfigError.
+    """
+
+    def mutate(doc: TOMLDocument) -> None:
+        if "tenants" not in doc:
+            doc["tenants"] = tomlkit.table(is_super_table=True)
+        tenants = doc["tenants"]
+        if tenant not in tenants:
+            t = tomlkit.table()
+            t["path"] = f"/volcengine/{tenant}"
+            t["verify"] = "report"
+            tenants[tenant] = t
+        t = tenants[tenant]
+        if "routes" not in t:
+            t["routes"] = tomlkit.aot()
+        have = {(str(r.get("first_level_id")), str(r.get("second_level_id"))) for r in t["routes"]}
+        for first, second, index in routes:
+            if (first, second) in have:
+                continue
+            r = tomlkit.table()
+            r["first_level_id"], r["second_level_id"], r["index"] = first, second, index
+            r.add(tomlkit.nl())
+            t["routes"].append(r)
+
+    return edit_config(path, mutate, env)
+
+
+def list_keys(config: Config, tenant: str, now: float) -> list[KeyRow]:
+    """Each key of `tenant` with its expiry and usage across all workers (Redis), in config order.
+
+    Raises ConfigError when the tenant does not exist. When Redis is not configured (or does
+    not answer) usage is None: each worker then counts for itself only.
+    """
+    t = config.tenants.get(tenant)
+    if t is None:
+        raise ConfigError(f"tenants.{tenant}", "does not exist in this config")
+    usage: dict[str, KeyUse] | None = None
+    if config.replay.redis_url:
+        try:
+            usage = read_key_usage(config.replay.redis_url, config.replay.key_prefix, tenant,
+                                   [k.id for k in t.secrets], config.replay.timeout_seconds)
+        except (RedisError, OSError):
+            usage = None
+    return [KeyRow(k.id, k.source.split(":", 1)[0] + ":" + _short(k.source), k.not_after, k.live(now),
+                   usage.get(k.id) if usage is not None else None) for k in t.secrets]
+
+
+def format_rows(rows: list[KeyRow], now: float, shared: bool) -> str:
+    """The `secrets list` table: id, state, not_after, last verified (age), count, workers."""
+    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<28} {'COUNT':>7}  WORKERS"]
+    for r in rows:
+        na = _iso(r.not_after) if r.not_after is not None else "-"
+        if r.usage is None:
+            last, count, workers = "n/a", "n/a", ""
+        else:
+            last = f"{_iso(r.usage.last)} ({_age(now - r.usage.last)} ago)" if r.usage.last else "never"
+            count = str(r.usage.count)
+            workers = ", ".join(f"{w}={n}" for w, n in sorted(r.usage.workers.items()))
+        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<28} {count:>7}  {workers}")
+    if not shared:
+        lines.append("(usage is kept per worker without replay.redis_url; see /metrics of each worker)")
+    return "\n".join(lines)
+
+
+def parse_instant(text: str) -> float:
+    """'now', unix seconds, or an ISO 8601 date-time with offset ('2026-12-31T00:00:00Z') → unix s.
+
+    Raises ValueError naming the accepted forms.
+    """
+    if text.isdigit():
+        return float(text)
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("use unix seconds or a date-time with offset, e.g. 2026-12-31T00:00:00Z") from None
+    if when.tzinfo is None:
+        raise ValueError("the date-time needs an offset, e.g. 2026-12-31T00:00:00Z")
+    return when.timestamp()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _generate() -> str:
+    return pysecrets.token_urlsafe(32)
+
+
+def _write_secret_file(fp: Path, value: str) -> Path:
+    fp.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(fp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise ConfigError("secrets", f"file {fp.name} already exists; choose another key id") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(value + "\n")
+    return fp
+
+
+
+
+
+def _short(source: str) -> str:
+    ref = source.split(":", 1)[1] if ":" in source else source
+    return Path(ref).name if source.startswith("file:") else ref
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _age(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h"
+    return f"{s // 86400} d"

@@ -1,0 +1,99 @@
+"""The ASGI application: the composition root where core, wings and operators' tools meet.
+
+`create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
+it (Volcengine callbacks, the agent knowledge protocol, the agent tool API), and subscribes
+the operators' observers (metrics, the deliveries record) to its events. Tenant callback
+paths come from the config (and may change on reload), so the top-level app dispatches them
+itself before handing everything else to a Starlette router (health, readiness, metrics,
+admin, agent endpoints). A new caller's wing is added here: its `routes(rt)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway.agent import knowledge, tools
+from gateway.core.clock import SYSTEM_CLOCK
+from gateway.core.config import Config
+from gateway.core.events import Delivery
+from gateway.core.runtime import Runtime
+from gateway.core.types import Clock, NonceStore
+from gateway.ops import admin, metrics
+from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.serve.health import healthz, readyz
+from gateway.serve.reload import Reloader
+from gateway.volcengine.handler import VolcengineWing
+
+
+class Gateway:
+    """The top-level ASGI app of one worker: Volcengine paths first, the Starlette router otherwise.
+
+    runtime: the core. metrics, deliveries: the operators' observers of its events (also
+    served by /metrics and /admin/). reloader: swaps runtime.config when the file changes.
+    """
+
+    def __init__(self, runtime: Runtime) -> None:
+        rt = self.runtime = runtime
+        self.metrics = metrics.Metrics(rt.index_stats)
+        self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
+        self.volcengine = VolcengineWing(rt)
+        self.reloader = Reloader(rt)
+        rt.events.subscribe(Delivery, self.metrics.observe)
+        rt.events.subscribe(Delivery, self._keep)
+        rt.on_close(self.deliveries.close)
+        rt.on_close(self.metrics.aclose)
+
+        @asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
+            try:
+                yield
+            finally:
+                watcher.cancel()
+                await rt.close()
+
+        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
+                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt)]
+        self.router = Starlette(routes=routes, lifespan=lifespan)
+        self.router.state.runtime = rt
+        self.router.state.metrics = self.metrics
+        self.router.state.deliveries = self.deliveries
+
+    def _keep(self, d: Delivery) -> None:
+        """The deliveries record's observer (the Query only when admin.show_queries is on)."""
+        self.deliveries.submit(to_record(d, show_query=self.runtime.config.admin.show_queries))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if self.volcengine.serves(scope["path"]):
+                await self.volcengine(scope, receive, send)
+                return
+            await self.router(scope, receive, _no_store(send))
+            return
+        await self.router(scope, receive, send)
+
+
+def _no_store(send: Send) -> Send:
+    """Wrap `send` so every response carries Cache-Control: no-store (404s and 405s too):
+    nothing this gateway serves may be cached (seed 000: 响应均 no-store)."""
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(k.lower() == b"cache-control" for k, _ in headers):
+                headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+        await send(message)
+
+    return wrapped
+
+
+def create_app(config: Config, *, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> Gateway:
+    """Build the ASGI app for `config`. clock and nonces are injectable for tests."""
+    return Gateway(Runtime(config, clock, nonces))

@@ -1,0 +1,208 @@
+"""bench: the harness's pieces, and one tiny run end to end printing every table.
+
+A few documents of each corpus, 1-second loads, a 2,000-chunk scale study: this proves the
+harness works (the real-corpus closed and open loops beside the floor with real Redis and
+real signatures, the Zipf mix, the huge document, every wing, the scale study, the targets),
+not how fast anything is, so no timing is asserted; figures only have to be positive, and
+every request must have been answered 2xx (a wrongly signed request would not be).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.corpus import corpus_documents, documents, huge_document, load_pool, parse_scale, scale_label
+from bench.run import main
+from bench.workload import real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
+from indexes.ingest import chunk
+from tests.support.paths import corpora_or_skip
+
+pytestmark = pytest.mark.corpus
+
+
+def _table(md: str, heading: str) -> list[list[str]]:
+    """Rows (cells stripped) of the first table after the '### heading' line."""
+    section = md.split(f"### {heading}", 1)[1]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    end = next((i for i, line in enumerate(section.splitlines()) if line.startswith("### ")), None)
+    if end is not None:
+        rows = [line for line in section.splitlines()[:end] if line.startswith("|")]
+    return [[c.strip() for c in r.strip("|").split("|")] for r in rows if not re.fullmatch(r"[|\-: ]+", r)]
+
+
+def _number(cell: str) -> float:
+    return float(cell.replace(",", "").rstrip("×"))
+
+
+def test_scales_parse_and_print() -> None:
+    assert parse_scale("10k") == 10_000 and parse_scale("1m") == 1_000_000 and parse_scale("2000") == 2000
+    assert scale_label(100_000) == "100k" and scale_label(2500) == "2500"
+    with pytest.raises(ValueError):
+        parse_scale("lots")
+
+
+def test_scaled_corpus_has_exactly_the_chunks_asked_for() -> None:
+    corpora_or_skip()
+    pool = load_pool()
+    for n in (150, len(pool.real) * 3):  # below and above the real corpus's documents
+        docs = list(documents(n, pool))
+        assert sum(len(chunk(d)) for d in docs) == n
+        assert len({d.id for d in docs}) == len(docs)
+    assert list(documents(500, pool)) == list(documents(500, pool))  # deterministic
+
+
+def test_unique_stream_starts_with_the_real_questions_and_never_repeats() -> None:
+    corpora_or_skip()
+    real = real_queries("tidb-docs-cn")
+    texts = [c.text for d in corpus_documents("tidb-docs-cn/docs", 40) for c in chunk(d)]
+    qs = unique_queries(real, texts, 3_000)
+    assert len(qs) == 3_000 and len(set(qs)) == 3_000
+    assert set(qs[: len(set(real))]) == set(real)
+    assert all(len(q) >= 6 for q in qs[len(set(real)):])
+    assert unique_queries(real, texts, 500) == qs[:500]  # deterministic
+
+
+def test_zipf_mix_is_repeat_heavy_and_deterministic() -> None:
+    pool = [f"问题{i}" for i in range(1_000)]
+    z = zipf_queries(pool, 5_000)
+    assert z == zipf_queries(pool, 5_000) and set(z) <= set(pool)
+    assert repeat_share(z) > 0.8  # the most asked questions dominate
+    assert repeat_share(pool) == 0.0
+    with pytest.raises(ValueError):
+        zipf_queries([], 3)
+
+
+def test_body_lines_refuse_a_newline(tmp_path: Path) -> None:
+    assert write_bodies(tmp_path / "b.txt", [b'{"a":1}', b'{"b":2}']) == 2
+    assert (tmp_path / "b.txt").read_bytes() == b'{"a":1}\n{"b":2}\n'
+    with pytest.raises(ValueError):
+        write_bodies(tmp_path / "c.txt", [b'{"a":\n1}'])
+
+
+def test_huge_document_has_the_chunks_asked_for() -> None:
+    corpora_or_skip()
+    texts = [c.text for d in corpus_documents("tidb-docs-cn/docs", 30) for c in chunk(d)]
+    doc = huge_document(400, texts)
+    assert len(chunk(doc)) == 400
+    assert doc.id == "huge/manual.md" and huge_document(400, texts) == doc
+
+
+def test_harness_prints_every_table_with_positive_figures(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpora_or_skip()
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    code = main(["--only", "--scale", "2000", "--seconds", "1", "--warmup", "0.2", "--search-seconds", "0.3",
+                 "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
+                 "--ceiling-rates", "100,200", "--max-rps", "1500", "--out", str(tmp_path)])
+    assert code == 0
+    md = capsys.readouterr().out
+    assert sorted(p.suffix for p in tmp_path.glob("bench-*")) == [".json", ".md"]
+    assert (tmp_path / next(tmp_path.glob("bench-*.md")).name).read_text(encoding="utf-8").strip() == md.strip()
+
+    targets = _table(md, "Targets")
+    assert targets[0] == ["target", "measured", "met"]
+    names = [r[0] for r in targets[1:]]
+    assert any("0.35 of the floor" in n and "tidb-docs-cn" in n for n in names)
+    assert any("0.40 of the floor" in n and "cmrc2018" in n for n in names)
+    assert sum("open loop at 50%" in n for n in names) == 2
+    assert any("10,000 chunks/s at 100k" in n for n in names)
+    assert any("document of 200 chunks" in n for n in names)
+    assert any("make eval" in n for n in names)
+    assert all(r[2] in ("yes", "NO", "not run", "see make eval") for r in targets[1:])
+    assert next(r for r in targets[1:] if "10,000 chunks/s" in r[0])[2] == "not run"  # no 100k in this run
+
+    closed = _table(md, "End to end on the real corpora")
+    assert closed[0][:6] == ["corpus", "chunks", "server", "mix", "req/s", "÷ floor"]
+    seen = {(r[0], r[2], r[3]) for r in closed[1:]}
+    for corpus in ("cmrc2018", "tidb-docs-cn"):
+        want = {(corpus, "kbgate", "unique"), (corpus, "kbgate", "zipf"), (corpus, "floor (bare Starlette)", "-")}
+        assert want <= seen
+    for r in closed[1:]:
+        assert _number(r[4]) > 0 and _number(r[7]) > 0
+        assert r[9] == "0" and r[10] == "0", f"non-2xx or errors in {r}"  # every callback verified and answered
+        if r[2] == "kbgate":
+            assert _number(r[5]) > 0  # ratio to the floor
+            assert (r[11] == "0") == (r[3] == "unique")  # no repeats in the unique mix, many in Zipf
+
+    rows = _table(md, "Open loop")
+    split = next(i for i, r in enumerate(rows) if r[0] == "offered req/s")  # then the generator's ceiling
+    opened, ceiling = rows[:split], rows[split:]
+    assert len(opened) == 1 + 2 * 2 * 2  # 2 corpora × (kbgate, floor) × 2 rates
+    assert {r[3] for r in opened[1:]} == {"50%", "80%"}
+    for r in opened[1:]:
+        assert _number(r[2]) > 0 and _number(r[4]) > 0 and _number(r[6]) > 0
+        assert r[9] == "0" and r[10] == "0", f"non-2xx or errors in {r}"
+    assert "Open-loop generator's own ceiling against the floor" in md
+    assert ceiling[1][0] == "100" and len(ceiling) in (2, 3) and all(r[-1] in ("yes", "NO") for r in ceiling[1:])
+
+    huge = _table(md, "One document of")
+    assert [r[0].split(" ")[0] for r in huge[1:]] == ["ordinary", "ordinary", "aimed", "aimed"]
+    assert all(_number(c) > 0 for r in huge[1:] for c in r[3:7])
+    aimed = huge[4][2].split("/")
+    assert int(aimed[0]) > 0  # the aimed queries really return the huge document
+
+    wings = _table(md, "Every wing")
+    byname = {r[0]: r for r in wings[1:]}
+    for served in ("Volcengine callback (HMAC)", "knowledge search (Bearer)"):
+        assert _number(byname[served][2]) > 0 and _number(byname[served][6]) > 0 and byname[served][8] == "0"
+    assert byname["Dify retrieval (Bearer)"][2] == "not served yet (issue 11)"
+    assert byname["MCP tools/call search (Bearer)"][2] == "not served yet (issue 11)"
+
+    build = _table(md, "Scale study: index build")
+    assert build[0][:5] == ["scale", "chunks", "documents", "build s", "chunks/s"]
+    assert len(build) == 2 and build[1][0] == "2k" and build[1][1] == "2,000"
+    assert all(_number(c) > 0 for c in build[1][1:])
+
+    search = _table(md, "Scale study: search alone")
+    engines = {(r[1], r[2]) for r in search[1:]}
+    assert engines == {("kbgate", "1"), ("kbgate", "2"), ("bm25s+rjieba", "1"), ("bm25s+rjieba", "2")}
+    assert all(_number(r[3]) > 0 and _number(r[4]) > 0 for r in search[1:])
+
+    e2e = _table(md, "Scale study: end to end")
+    assert [r[1:3] for r in e2e[1:]] == [["kbgate", "32"]]
+    assert _number(e2e[1][3]) > 0 and e2e[1][7] == "0" and e2e[1][8] == "0"
+
+    memory = _table(md, "Scale study: memory per hypercorn worker")
+    kb = next(r for r in memory[1:] if r[1] == "kbgate")
+    assert kb[2] == "2" and all(float(x) > 0 for x in kb[3].split(", "))
+
+
+def test_generators_count_refused_requests(redis_url: str, tmp_path: Path) -> None:
+    """A wrongly signed callback is refused (401) and both generators report it as non-2xx:
+    the zero non-2xx asserted above means every request really was verified and answered."""
+    import json
+    import subprocess
+    import sys
+
+    from bench.stack import gateway_argv, write_routes_config
+    from bench.workload import callback_body
+    from bench.wrk import run_wrk
+    from indexes.store import IndexStore
+    from indexes.types import Document, Section
+    from tests.support.harness import Server, free_port
+
+    IndexStore(tmp_path / "idx").create_or_open_for_write("docs").ingest(
+        [Document("a.md", "密钥轮换", (Section("", "新旧两把密钥可以同时生效。"),), path="a.md")], progress=False)
+    port = free_port()
+    cc = write_routes_config(tmp_path, tmp_path / "idx", {"docs": "docs"}, port, 1, redis_url)
+    bodies = tmp_path / "bodies.txt"
+    write_bodies(bodies, (callback_body("bench", "docs", f"密钥轮换{i}") for i in range(50)))
+    wrong = tmp_path / "wrong.secret"
+    wrong.write_text("not-the-key-0123456789abcdef")
+    with Server(gateway_argv(cc.config, 1), port, tmp_path / "serve.log") as srv:
+        good = run_wrk(f"{srv.base}/volcengine/bench", bodies, cc.secret_file, connections=2, threads=1, seconds=1)
+        bad = run_wrk(f"{srv.base}/volcengine/bench", bodies, wrong, connections=2, threads=1, seconds=1)
+        opened = subprocess.run([sys.executable, "-m", "bench.openloop", "--port", str(port), "--path",
+                                 "/volcengine/bench", "--bodies", str(bodies), "--secret-file", str(wrong),
+                                 "--rate", "40", "--seconds", "1", "--warmup", "0"],
+                                capture_output=True, text=True, check=True)
+    assert good["requests"] > 50 and good["non_2xx"] == 0
+    # Sends past the 50 bodies are counted (requests still in flight at the end are sent, not answered).
+    assert good["requests"] - 50 <= good["wrapped"] <= good["requests"] - 50 + 20, good
+    assert bad["requests"] > 0 and bad["non_2xx"] == bad["requests"] and bad["rps"] == 0, bad
+    o = json.loads(opened.stdout.strip().splitlines()[-1])
+    assert o["requests"] == o["scheduled"] == 40 and o["ok"] == 0 and o["statuses"] == {"401": 40}, o

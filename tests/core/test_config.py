@@ -1,0 +1,227 @@
+"""gateway/core/config/: valid configs load; every invalid one is refused naming the key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.core.config import load_config, parse_config
+from gateway.core.errors import ConfigError
+from tests.support.paths import ROOT
+
+ENV = {"ACME_SECRET": "s3cret-value-0123456"}
+
+
+def base() -> dict[str, Any]:
+    return {
+        "tenants": {
+            "acme": {
+                "secrets": [{"id": "2026-11", "value_env": "ACME_SECRET"}],
+                "routes": [{"first_level_id": "tech", "second_level_id": "software", "index": "software-docs"}],
+            }
+        }
+    }
+
+
+def refused(data: dict[str, Any], key: str, tmp_path: Path, env: dict[str, str] = ENV) -> str:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(data, base_dir=tmp_path, env=env)
+    assert exc.value.key == key, exc.value.message
+    assert "s3cret-value-0123456" not in exc.value.message
+    return exc.value.message
+
+
+def test_defaults(tmp_path: Path) -> None:
+    cfg = parse_config(base(), base_dir=tmp_path, env=ENV)
+    t = cfg.tenants["acme"]
+    assert t.path == "/volcengine/acme"
+    assert t.verify == "enforce"
+    assert cfg.replay.tolerance_seconds == 3600
+    assert cfg.replay.redis_url is None
+    assert cfg.indexes_dir == tmp_path / "data/indexes"
+    assert cfg.tenant_at("/volcengine/acme") is t
+    assert cfg.tenant_at("/volcengine/other") is None
+    assert t.secrets[0].value.reveal() == "s3cret-value-0123456"
+    assert "s3cret-value-0123456" not in repr(cfg)
+
+
+def test_example_config_is_valid() -> None:
+    cfg = load_config(ROOT / "deploy" / "gateway.example.toml",
+                      env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32})
+    assert "acme" in cfg.tenants
+    assert cfg.replay.redis_url
+
+
+def _uncomment(block: str) -> str:
+    """The example's commented-out keys and tables made live: '# key = v' and '# [table]' lose '# '."""
+    return "\n".join(re.sub(r"^# (?=\[|[a-z0-9_]+ = )", "", line) for line in block.splitlines())
+
+
+def test_example_config_commented_agent_and_github_sections_are_valid(tmp_path: Path) -> None:
+    """What an admin gets by uncommenting [agent] (with a real token hash) and [access.github]."""
+    text = (ROOT / "deploy" / "gateway.example.toml").read_text("utf-8")
+    agent, audit = text.index("# [agent]\n"), text.index("\n[audit]\n")
+    github, answer = text.index("# [access.github]\n"), text.index("\n[access.answer]\n")
+    live = (text[:agent] + _uncomment(text[agent:audit]).replace('"<64 hex>"', '"' + "a" * 64 + '"')
+            + text[audit:github].replace('tracker = "sqlite"', 'tracker = "github"')
+            + _uncomment(text[github:answer]) + _uncomment(text[answer:]))
+    (tmp_path / "gateway.toml").write_text(live, "utf-8")
+    cfg = load_config(tmp_path / "gateway.toml", env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32,
+                                                      "KBGATE_REF_KEY": "r" * 32, "KBGATE_GITHUB_TOKEN": "t"})
+    route, client = cfg.agent.routes["support"], cfg.agent.clients["helpdesk-bot"]
+    assert (route.index, route.datasets, route.path_globs, route.enabled) == (
+        "software-docs", ("public",), ("guide/**",), True)
+    assert client.policy.tools == ("knowledge.search", "knowledge.read") and client.policy.datasets is None
+    assert client.policy.indexes == ("software-docs",)
+    assert [t.id for t in client.tokens] == ["2026-11"] and cfg.agent.ref_key is not None
+    assert (cfg.access.tracker, cfg.access.github_repo) == ("github", "acme/kb-feedback")
+    assert cfg.access.github_token is not None and cfg.access.answer_url == "https://answer.internal/v1/answer"
+    assert cfg.audit.sink == "stdout"
+
+
+def test_demo_config_names_a_file_secret(tmp_path: Path) -> None:
+    data = base()
+    (tmp_path / "secret").write_text("from-file-secret-value\n")
+    data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "secret"}]
+    cfg = parse_config(data, base_dir=tmp_path, env={})
+    assert cfg.tenants["acme"].secrets[0].value.reveal() == "from-file-secret-value"
+
+
+def test_unset_env_names_key_and_variable(tmp_path: Path) -> None:
+    msg = refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={})
+    assert "ACME_SECRET" in msg and "not set" in msg
+
+
+@pytest.mark.parametrize("value", ["", "has space", "tab\there", "new\nline"])
+def test_secret_empty_or_whitespace_refused(tmp_path: Path, value: str) -> None:
+    refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={"ACME_SECRET": value})
+
+
+@pytest.mark.parametrize("value", ["x", "a" * 15])
+def test_short_signing_key_refused_naming_the_key(tmp_path: Path, value: str) -> None:
+    msg = refused(base(), "tenants.acme.secrets[0].value_env", tmp_path, env={"ACME_SECRET": value})
+    assert "shorter than 16 characters" in msg and value not in msg
+    (tmp_path / "short").write_text(value + "\n")
+    data = base()
+    data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "short"}]
+    refused(data, "tenants.acme.secrets[0].value_file", tmp_path)
+
+
+def test_sixteen_character_signing_key_accepted(tmp_path: Path) -> None:
+    cfg = parse_config(base(), base_dir=tmp_path, env={"ACME_SECRET": "b" * 16})
+    assert cfg.tenants["acme"].secrets[0].value.reveal() == "b" * 16
+
+
+def test_unknown_key_refused(tmp_path: Path) -> None:
+    data = base()
+    data["replay"] = {"tolerence_seconds": 10}
+    refused(data, "replay.tolerence_seconds", tmp_path)
+
+
+@pytest.mark.parametrize("value", [0, -1, 3601, "60", True])
+def test_tolerance_bounds(tmp_path: Path, value: object) -> None:
+    data = base()
+    data["replay"] = {"tolerance_seconds": value}
+    refused(data, "replay.tolerance_seconds", tmp_path)
+
+
+def test_tolerance_lower_accepted(tmp_path: Path) -> None:
+    data = base()
+    data["replay"] = {"tolerance_seconds": 300}
+    assert parse_config(data, base_dir=tmp_path, env=ENV).replay.tolerance_seconds == 300
+
+
+def test_several_workers_need_redis(tmp_path: Path) -> None:
+    data = base()
+    data["server"] = {"workers": 2}
+    msg = refused(data, "server.workers", tmp_path)
+    assert "redis_url" in msg
+    data["replay"] = {"redis_url": "redis://127.0.0.1:6379/0"}
+    assert parse_config(data, base_dir=tmp_path, env=ENV).server.workers == 2
+
+
+def test_bad_verify_mode(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["verify"] = "off"
+    refused(data, "tenants.acme.verify", tmp_path)
+
+
+def test_enforce_needs_a_key(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["secrets"] = []
+    refused(data, "tenants.acme.secrets", tmp_path)
+    data["tenants"]["acme"]["verify"] = "report"
+    assert parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].verify == "report"
+
+
+def test_duplicate_route_and_path(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["routes"].append(dict(data["tenants"]["acme"]["routes"][0]))
+    refused(data, "tenants.acme.routes[1]", tmp_path)
+    data = base()
+    data["tenants"]["beta"] = {**data["tenants"]["acme"], "path": "/volcengine/acme"}
+    refused(data, "tenants.beta.path", tmp_path)
+
+
+def test_secret_needs_exactly_one_source(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["secrets"][0]["value_file"] = "x"
+    refused(data, "tenants.acme.secrets[0]", tmp_path)
+
+
+def test_bad_toml_file(tmp_path: Path) -> None:
+    p = tmp_path / "bad.toml"
+    p.write_text("[server\nbind=1")
+    with pytest.raises(ConfigError) as exc:
+        load_config(p)
+    assert "TOML" in exc.value.message
+
+
+def test_not_after_parsed(tmp_path: Path) -> None:
+    import datetime as dt
+
+    data = base()
+    data["tenants"]["acme"]["secrets"][0]["not_after"] = dt.datetime(2026, 12, 31, tzinfo=dt.UTC)
+    key = parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].secrets[0]
+    assert key.not_after == dt.datetime(2026, 12, 31, tzinfo=dt.UTC).timestamp()
+    assert key.live(key.not_after) and not key.live(key.not_after + 1)
+    data["tenants"]["acme"]["secrets"][0]["not_after"] = dt.datetime(2026, 12, 31)
+    refused(data, "tenants.acme.secrets[0].not_after", tmp_path)
+
+
+@pytest.mark.parametrize("glob", ["**/" + "?" * 40, "a*" * 150])
+def test_path_glob_that_cannot_filter_is_refused(tmp_path: Path, glob: str) -> None:
+    data = base()
+    data["tenants"]["acme"]["routes"][0]["path_globs"] = ["guide/**", glob]
+    refused(data, "tenants.acme.routes[0].path_globs[1]", tmp_path)
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/metrics", "/admin/", "/admin", "/agent-access/v1/tools/search",
+                                  "/agent-api/v1/x", "/readyz"])
+def test_tenant_path_may_not_shadow_an_endpoint(tmp_path: Path, path: str) -> None:
+    data = base()
+    data["tenants"]["acme"]["path"] = path
+    refused(data, "tenants.acme.path", tmp_path)
+
+
+@pytest.mark.parametrize("value", ["tech ", " tech", "x" * 129])
+def test_route_ids_reachable_by_requests(tmp_path: Path, value: str) -> None:
+    data = base()
+    data["tenants"]["acme"]["routes"][0]["first_level_id"] = value
+    refused(data, "tenants.acme.routes[0].first_level_id", tmp_path)
+
+
+def test_missing_secret_file_says_so(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["secrets"] = [{"id": "f", "value_file": "nope"}]
+    assert "does not exist" in refused(data, "tenants.acme.secrets[0].value_file", tmp_path, env={})
+
+
+@pytest.mark.parametrize("value", [0, -5, "10MB", True, 1.5])
+def test_max_document_bytes_must_be_a_positive_integer(tmp_path: Path, value: object) -> None:
+    data = base()
+    data["indexes"] = {"max_document_bytes": value}
+    refused(data, "indexes.max_document_bytes", tmp_path)

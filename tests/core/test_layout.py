@@ -1,0 +1,150 @@
+"""The layout's rules, read from the code: one core, thin wings (README "Architecture").
+
+Every import of every module under gateway/ is read with `ast` (top-level and inside
+functions alike, so a lazy import counts too) and resolved to the project module it names.
+The tests fail on an import cycle among project modules, on the core importing a wing, an
+operators' module or the server, on a wing importing another wing, and on a module over 400
+lines in gateway/ or indexes/.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import ROOT
+
+PACKAGES = ("gateway", "indexes")
+WINGS = ("gateway.volcengine", "gateway.agent")  # next: gateway.dify, gateway.mcp
+OUTER = ("gateway.ops", "gateway.serve", "gateway.cli")  # operators' tools, the server, the command line
+MAX_LINES = 400
+
+
+def modules() -> dict[str, Path]:
+    """Dotted name → file of every project module (a package is its __init__.py)."""
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for py in (ROOT / pkg).rglob("*.py"):
+            parts = py.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = py
+    return out
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module that `name` (a module or a name inside one) lies in."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules `name` imports (`from a import b` counts a.b when that is a module)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for t in targets:
+            found = _resolve(t, known)
+            if found is not None and found != name:
+                out.add(found)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> str | None:
+    return next((p for p in prefixes if module == p or module.startswith(p + ".")), None)
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_walk_sees_the_imports() -> None:
+    g = graph()
+    assert "gateway.core.scope" in g["gateway.volcengine.handler"]
+    assert "gateway.core.retrieve" in g["gateway.agent.tools.read"]
+    assert "gateway.serve.server" in g["gateway.cli"]  # a lazy import inside a function counts
+    assert "gateway.agent.feedback.github" in g["gateway.agent.tools.clients"]
+
+
+def test_no_import_cycle_among_project_modules() -> None:
+    assert cycles(graph()) == []
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_core_imports_no_wing_ops_or_server() -> None:
+    bad = sorted((m, t) for m, ts in graph().items() if m.startswith("gateway.core")
+                 for t in ts if _within(t, WINGS + OUTER))
+    assert bad == []
+
+
+def test_a_wing_imports_no_other_wing_nor_the_outer_layers() -> None:
+    bad = []
+    for m, ts in graph().items():
+        wing = _within(m, WINGS)
+        if wing is None:
+            continue
+        bad += [(m, t) for t in ts if (_within(t, WINGS) not in (None, wing)) or _within(t, OUTER)]
+    assert sorted(bad) == []
+
+
+def test_indexes_know_nothing_of_the_gateway() -> None:
+    assert sorted((m, t) for m, ts in graph().items() if m.startswith("indexes")
+                  for t in ts if t.startswith("gateway")) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_over_400_lines(package: str) -> None:
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / package).rglob("*.py")
+            if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES}
+    assert long == {}

@@ -1,0 +1,112 @@
+"""gateway/core/retrieve.py: the one scoped search and read, against the test index."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.core import retrieve
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.runtime import Runtime
+from gateway.core.scope import Grant, Principal, ScopeRequest, effective_scope
+from tests.support.configs import config, parse
+
+P = Principal("agent_client", "tester")
+
+
+def scope(index: str = "docs", **grant: Any) -> Any:
+    return effective_scope(P, ("r",), index, [Grant(**grant)], ScopeRequest())
+
+
+@pytest.fixture(name="rt")
+def _rt(docs_index: Path, tmp_path: Path) -> Runtime:
+    return Runtime(parse(config(tmp_path, tenants=[], indexes=docs_index), tmp_path))
+
+
+def test_search_is_inside_the_scope_best_first(rt: Runtime) -> None:
+    found = retrieve.search(rt, scope(datasets=("public",)), "密钥轮换", 10, summary_chars=50, content_chars=80)
+    assert found.hits and all(h.dataset == "public" for h in found.hits)
+    assert [h.score for h in found.hits] == sorted((h.score for h in found.hits), reverse=True)
+    assert not any(h.path.startswith(("config/", "state/", "working/")) for h in found.hits)
+    assert all(len(h.summary) <= 50 and len(h.content) <= 80 for h in found.hits)
+    assert found.took_ms >= 0 and found.generation is None
+    assert retrieve.search(rt, scope(), "密钥轮换", 3, summary_chars=50, content_chars=1,
+                           with_generation=True).generation == retrieve.generation(rt, scope())
+
+
+def test_min_score_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
+    everything = retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1).hits
+    bar = everything[1].score
+    kept = retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1, min_score=bar).hits
+    assert kept == [h for h in everything if h.score >= bar] and len(kept) < len(everything)
+
+
+def test_every_hit_is_rechecked_against_the_scope(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(retrieve, "allows", lambda eff, path, dataset, visible: path.startswith("guide/"))
+    hits = retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1).hits
+    assert hits and all(h.path.startswith("guide/") for h in hits)
+
+
+def test_search_many_merges_best_first_one_per_document_and_lists_failures(rt: Runtime) -> None:
+    targets = [retrieve.Target("guide", scope(path_globs=("guide/**",))),
+               retrieve.Target("all", scope()),
+               retrieve.Target("gone", scope("absent"))]
+    merged = retrieve.search_many(rt, targets, "密钥轮换", 5, summary_chars=50, content_chars=1)
+    docs = [h.doc_id for _, h in merged.hits]
+    assert len(docs) == len(set(docs)) <= 5  # the same document through two routes appears once
+    assert [h.score for _, h in merged.hits] == sorted((h.score for _, h in merged.hits), reverse=True)
+    assert merged.failed == ["gone"]
+
+
+def test_read_sees_hidden_documents_and_the_generation(rt: Runtime) -> None:
+    doc, generation = retrieve.read(rt, scope(), "guide/hidden.md")
+    assert doc is not None and doc.qa_visible is False and generation == retrieve.generation(rt, scope())
+    assert retrieve.read(rt, scope(), "no/such.md")[0] is None
+
+
+def test_find_by_path_or_id_only_inside_the_scope(rt: Runtime) -> None:
+    guide = scope(path_globs=("guide/**",))
+    assert retrieve.find(rt, guide, path="guide/replay.md") is not None
+    assert retrieve.find(rt, guide, doc_id="guide/replay.md") is not None
+    assert retrieve.find(rt, guide, path="ops/deploy.md") is None  # outside the scope: no oracle
+    assert retrieve.find(rt, guide, doc_id="guide/hidden.md") is None  # hidden
+    assert retrieve.find(rt, guide, path="guide/nothing.md") is None
+
+
+@pytest.mark.parametrize("call", ["search", "generation", "read", "find"])
+def test_an_absent_index_is_dependency_unavailable(rt: Runtime, call: str) -> None:
+    gone = scope("absent")
+    with pytest.raises(DependencyUnavailable) as err:
+        if call == "search":
+            retrieve.search(rt, gone, "q", 3, summary_chars=50, content_chars=1)
+        elif call == "generation":
+            retrieve.generation(rt, gone)
+        elif call == "read":
+            retrieve.read(rt, gone, "x")
+        else:
+            retrieve.find(rt, gone, doc_id="x")
+    assert err.value.code == "index_unavailable" and "/" not in err.value.message
+
+
+@pytest.mark.parametrize("method", ["search", "stats", "get_document", "doc_id_at"])
+def test_a_failing_index_is_dependency_unavailable_and_logged(rt: Runtime, monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture, method: str) -> None:
+    idx = rt.index("docs")
+
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(idx, method, broken)
+    with caplog.at_level(logging.WARNING, logger="kbgate.retrieve"), pytest.raises(DependencyUnavailable):
+        if method == "search":
+            retrieve.search(rt, scope(), "密钥", 3, summary_chars=50, content_chars=1)
+        elif method == "stats":
+            retrieve.generation(rt, scope())
+        elif method == "get_document":
+            retrieve.read(rt, scope(), "guide/replay.md")
+        else:
+            retrieve.find(rt, scope(), path="guide/replay.md")
+    assert any(r.name == "kbgate.retrieve" and getattr(r, "index", None) == "docs" for r in caplog.records)

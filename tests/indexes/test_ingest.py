@@ -1,0 +1,288 @@
+"""indexes.ingest: readers, dispatch, errors, chunking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from indexes.ingest import chunk, delete_missing_problem, read_paths
+from indexes.types import CoverImage, Document, IngestError, Section
+
+CORPORA = Path(__file__).parents[2].parent / "shared" / "corpora"
+
+MARKDOWN = """---
+title: 示例页面
+summary: 本文介绍 `AUTO_X` 属性。
+publish_time: 2024-01-02
+cover_image: {url: "https://example.com/c.png", height: 10, width: 20}
+dataset: manual
+---
+
+# 示例 <span class="version-mark">从 v1.0 开始引入</span>
+
+<!-- 这是注释，不应出现 -->
+{{< copyable "sql" >}}
+
+<CustomContent platform="tidb">
+内部文字保留，参见 [链接文字](/other.md) 和 ![图片说明](/img.png)。
+</CustomContent>
+
+## 第二节
+
+这是**加粗**和*斜体*以及 `tidb_auto_analyze_ratio` 变量。
+
+| 参数 | 默认值 |
+|------|--------|
+| gc-ttl | 24h |
+
+```shell
+tiup cluster display <cluster-name>
+```
+
+> **注意：**
+>
+> 引用文字。
+"""
+
+
+def _docs(items: list[Document | IngestError]) -> list[Document]:
+    return [i for i in items if isinstance(i, Document)]
+
+
+def _errors(items: list[Document | IngestError]) -> list[IngestError]:
+    return [i for i in items if isinstance(i, IngestError)]
+
+
+def test_markdown_front_matter_and_markup_stripped(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "page.md").write_text(MARKDOWN, encoding="utf-8")
+    [doc] = _docs(list(read_paths([tmp_path])))
+    assert doc.id == doc.path == "sub/page.md"
+    assert doc.title == "示例页面"
+    assert doc.summary == "本文介绍 AUTO_X 属性。"
+    assert doc.publish_time == 1704153600
+    assert doc.cover_image == CoverImage("https://example.com/c.png", 10, 20)
+    assert doc.dataset == "manual"
+    text = doc.text
+    for markup in ("<!--", "注释", "{{<", "<CustomContent", "<span", "](", "![", "**", "`", "|"):
+        assert markup not in text, markup
+    assert "从 v1.0 开始引入" in doc.sections[0].heading
+    assert "内部文字保留，参见 链接文字 和 图片说明。" in text
+    assert "这是加粗和斜体以及 tidb_auto_analyze_ratio 变量。" in text
+    assert "gc-ttl 24h" in text
+    assert "tiup cluster display <cluster-name>" in text  # code kept verbatim
+    assert "引用文字。" in text
+    assert [s.heading for s in doc.sections][-1] == "第二节"
+
+
+def test_markdown_without_front_matter_uses_first_heading(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("intro\n\n# 标题一\n\n正文。\n", encoding="utf-8")
+    [doc] = _docs(list(read_paths([tmp_path / "a.md"])))
+    assert doc.title == "标题一" and doc.id == "a.md"
+
+
+def test_jsonl_fields(tmp_path: Path) -> None:
+    rec = {"id": 7, "title": "T", "content": "正文", "url": "https://x", "summary": "S",
+           "publish_time": "2024-01-02T00:00:00Z", "cover_image": "https://c",
+           "path": "a/b", "dataset": "d", "qa_visible": False}
+    (tmp_path / "d.jsonl").write_text(json.dumps(rec, ensure_ascii=False) + "\n", encoding="utf-8")
+    [doc] = _docs(list(read_paths([tmp_path / "d.jsonl"])))
+    assert doc == Document("7", "T", (Section("", "正文"),), "https://x", "S", 1704153600,
+                           CoverImage("https://c"), "a/b", "d", False)
+
+
+def test_bad_files_are_reported_and_batch_continues(tmp_path: Path) -> None:
+    good = {"id": "g", "title": "好", "content": "内容"}
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps(good) + "\n{not json\n" + json.dumps({"title": "no id"}) + "\n"
+        + json.dumps({**good, "id": "g2"}) + "\n", encoding="utf-8")
+    (tmp_path / "b.md").write_bytes(b"# t\n\xff\xfe bad utf-8")
+    (tmp_path / "c.md").write_text("---\ntitle: [unclosed\n---\n# x\n", encoding="utf-8")
+    (tmp_path / "d.txt").write_text("\n标题行\n正文\n", encoding="utf-8")
+    (tmp_path / "e.html").write_text(
+        "<html><head><title>页</title><style>x{}</style></head><body><nav>菜单</nav>"
+        "<h1>一</h1><p>甲</p><script>var a</script><h2>二</h2><p>乙</p></body></html>",
+        encoding="utf-8")
+    items = list(read_paths([tmp_path, tmp_path / "missing"]))
+    docs, errors = _docs(items), _errors(items)
+    assert [d.id for d in docs] == ["g", "g2", "d.txt", "e.html"]
+    assert [(e.file, e.line) for e in errors] == [
+        ("a.jsonl", 2), ("a.jsonl", 3), ("b.md", None), ("c.md", None),
+        (str(tmp_path / "missing"), None)]
+    assert "UTF-8" in errors[2].reason and "YAML" in errors[3].reason
+    txt, html = docs[2], docs[3]
+    assert txt.title == "标题行" and txt.text == "正文"
+    assert html.title == "页" and [s.heading for s in html.sections] == ["一", "二"]
+    assert "菜单" not in html.text and "var a" not in html.text
+
+
+def _symlink_tree(tmp_path: Path) -> Path:
+    """docs/ with a.txt, sub/b.txt, and outside/secret.txt next to docs/ (not inside it)."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.txt").write_text("甲\n正文甲\n", encoding="utf-8")
+    (docs / "sub" / "b.txt").write_text("乙\n正文乙\n", encoding="utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("机密\n不应入库\n", encoding="utf-8")
+    return docs
+
+
+def test_symlinked_file_outside_the_folder_is_reported_not_read(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "link.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason) for e in _errors(items)] == [
+        ("link.txt", "symlink points outside the ingested folder")]
+    assert "机密" not in "".join(d.text for d in _docs(items))
+
+
+def test_symlinked_folder_outside_the_folder_is_reported_not_walked(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "ext").symlink_to(tmp_path / "outside", target_is_directory=True)
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason) for e in _errors(items)] == [
+        ("ext", "symlink points outside the ingested folder")]
+
+
+def test_relative_symlink_escaping_through_dotdot_is_reported(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "sub" / "up.txt").symlink_to("../../outside/secret.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [e.file for e in _errors(items)] == ["sub/up.txt"]
+
+
+def test_symlinks_inside_the_folder_are_followed(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "alias.txt").symlink_to("sub/b.txt")
+    (docs / "same").symlink_to("sub", target_is_directory=True)
+    items = list(read_paths([docs]))
+    assert _errors(items) == []
+    assert [d.id for d in _docs(items)] == ["a.txt", "alias.txt", "same/b.txt", "sub/b.txt"]
+
+
+def test_symlink_loops_are_reported_and_the_walk_ends(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / "sub" / "back").symlink_to("..", target_is_directory=True)  # docs/sub/back -> docs
+    (docs / "x.txt").symlink_to("y.txt")
+    (docs / "y.txt").symlink_to("x.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason.split(":")[0]) for e in _errors(items)] == [
+        ("sub/back", "symlink loop"), ("x.txt", "symlink loop"), ("y.txt", "symlink loop")]
+
+
+def test_symlink_given_directly_is_the_users_choice(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (tmp_path / "given.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    (tmp_path / "given-docs").symlink_to(docs, target_is_directory=True)
+    items = list(read_paths([tmp_path / "given.txt", tmp_path / "given-docs"]))
+    assert _errors(items) == []
+    assert [d.id for d in _docs(items)] == ["given.txt", "a.txt", "sub/b.txt"]
+
+
+def test_delete_missing_problem_refuses_a_single_file(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (tmp_path / "docs-link").symlink_to(docs, target_is_directory=True)
+    assert delete_missing_problem([docs, tmp_path / "docs-link"]) is None
+    problem = delete_missing_problem([docs, str(docs / "a.txt")])
+    assert problem is not None
+    assert f"{docs / 'a.txt'} is not a folder" in problem and "--force" in problem
+    assert str(docs) + " " not in problem  # the folder is not named as a problem
+    problem = delete_missing_problem([docs / "a.txt", tmp_path / "missing"])
+    assert problem is not None and "are not folders" in problem and str(tmp_path / "missing") in problem
+
+
+def test_chunk_short_passage_is_one_chunk() -> None:
+    doc = Document("x", "t", (Section("", "短文本。" * 10),))
+    [c] = chunk(doc, max_chars=600)
+    assert c.text == doc.sections[0].text and c.n == 0
+
+
+def test_chunk_long_section_splits_at_sentences_with_overlap() -> None:
+    sentences = [f"第{i}句话有一些内容。" for i in range(100)]
+    text = "".join(sentences)
+    doc = Document("x", "t", (Section("标题", text),))
+    chunks = chunk(doc, max_chars=100, overlap_chars=20, merge_sections=False)
+    assert len(chunks) > 5
+    assert all(len(c.text) <= 100 and c.heading == "标题" for c in chunks)
+    assert all(c.text.endswith("。") for c in chunks)
+    assert any(c.overlap for c in chunks)
+    assert "".join(c.text[c.overlap:] for c in chunks) == text
+    assert [c.n for c in chunks] == list(range(len(chunks)))
+
+
+def test_chunk_hard_splits_a_sentence_longer_than_max() -> None:
+    doc = Document("x", "t", (Section("", "长" * 250),))
+    chunks = chunk(doc, max_chars=100)
+    assert [len(c.text) for c in chunks] == [100, 100, 50]
+
+
+@pytest.mark.corpus
+def test_corpora_ingest_without_errors() -> None:
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} is absent")
+    for path, expected in ((CORPORA / "cmrc2018" / "docs.jsonl", 1104),
+                           (CORPORA / "tidb-docs-cn" / "docs", 1204)):
+        items = list(read_paths([path]))
+        assert _errors(items) == []
+        docs = _docs(items)
+        assert len(docs) == expected == len({d.id for d in docs})
+        assert all(d.text for d in docs)
+
+
+def test_markdown_heading_anchor_is_dropped(tmp_path: Path) -> None:
+    from indexes.ingest.markdown import read_markdown
+
+    p = tmp_path / "a.md"
+    p.write_text("# 标题\n\n## 限制 {#restrictions}\n\n正文。\n", encoding="utf-8")
+    (doc,) = list(read_markdown(p, "a.md"))
+    assert [s.heading for s in doc.sections if s.heading] == ["标题", "限制"]
+    assert "{#" not in doc.text
+
+
+def test_empty_files_are_skipped_and_reported(tmp_path: Path) -> None:
+    from indexes.types import IngestWarning
+
+    (tmp_path / "zero.md").write_bytes(b"")
+    (tmp_path / "blank.txt").write_text("  \n\t\n", encoding="utf-8")
+    (tmp_path / "blank.html").write_text("\n\n", encoding="utf-8")
+    (tmp_path / "none.jsonl").write_text("\n \n", encoding="utf-8")
+    (tmp_path / "ok.md").write_text("# 标题\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [d.id for d in items if isinstance(d, Document)] == ["ok.md"]
+    assert not [i for i in items if isinstance(i, IngestError)]
+    assert {(w.file, w.reason) for w in items if isinstance(w, IngestWarning)} == {
+        ("zero.md", "empty file (0 bytes): skipped"),
+        ("blank.txt", "empty file (only whitespace): skipped"),
+        ("blank.html", "empty file (only whitespace): skipped"),
+        ("none.jsonl", "empty file (only whitespace): skipped"),
+    }
+
+
+def test_documents_over_the_maximum_size_are_refused_with_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "big.md").write_text("# 大\n\n" + "很长的正文。" * 40, encoding="utf-8")
+    (tmp_path / "small.md").write_text("# 小\n\n短。\n", encoding="utf-8")
+    rows = [{"id": "r1", "content": "短"}, {"id": "r2", "content": "长" * 200}]
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n",
+                                         encoding="utf-8")
+    items = list(read_paths([tmp_path], max_document_bytes=300))
+    assert sorted(d.id for d in items if isinstance(d, Document)) == ["r1", "small.md"]
+    errors = {(e.file, e.line): e.reason for e in items if isinstance(e, IngestError)}
+    assert set(errors) == {("big.md", None), ("rows.jsonl", 2)}
+    assert all("over the maximum document size of 300 bytes" in r for r in errors.values())
+    assert "indexes.max_document_bytes" in errors[("big.md", None)]
+    # the default limit admits both
+    assert len([d for d in read_paths([tmp_path]) if isinstance(d, Document)]) == 4
+
+
+def test_markdown_sections_carry_the_headings_above_them(tmp_path: Path) -> None:
+    from indexes.ingest.markdown import parse_markdown
+
+    doc = parse_markdown("# 页\n\n## 配置\n\n甲\n\n### 参数\n\n乙\n\n#### 默认值\n\n丙\n\n## 示例\n\n丁\n", "a.md")
+    assert [(s.heading, s.trail) for s in doc.sections] == [
+        ("页", ""), ("配置", ""), ("参数", "配置"), ("默认值", "配置 / 参数"), ("示例", "")]

@@ -1,0 +1,321 @@
+"""Key rotation (gateway/ops/secrets.py, gateway/volcengine/keyuse.py, `kbgate secrets`): config edits that keep
+comments and never write an invalid file; key usage across workers in a real Redis; and
+rotation through a running 2-worker server (both keys valid, old key rejected after retire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from gateway.core.config import load_config
+from gateway.core.errors import ConfigError
+from gateway.ops.secrets import add_key, retire_key, set_verify
+from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
+from tests.support.callbacks import post, ret
+from tests.support.configs import acme_toml
+from tests.support.harness import free_port, serve
+from tests.support.paths import ROOT
+
+OLD = "old-key-value-0001"
+NEW = "new-key-value-0002"
+
+
+def _config(tmp_path: Path, redis_url: str, key_prefix: str, indexes: Path | None = None) -> Path:
+    (tmp_path / "old").write_text(OLD + "\n")
+    cfg = tmp_path / "gateway.toml"
+    cfg.write_text(acme_toml(indexes or tmp_path / "indexes", port=free_port(), redis_url=redis_url, prefix=key_prefix,
+                             secrets=[("old", "old")])
+                   .replace('verify = "enforce"', 'verify = "enforce"   # the admin set this'))
+    return cfg
+
+
+def kbgate(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          input=stdin, timeout=60)
+
+
+# ------------------------------------------------------------------ config edits
+
+
+def test_add_generated_key_keeps_comments_and_writes_0600_file(tmp_path: Path, redis_url: str,
+                                                               key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=1_800_000_000, key_id="new")
+    text = cfg.read_text()
+    assert "# kbgate end-to-end test config" in text and "# the admin set this" in text
+    assert added.created_file == tmp_path / "secrets" / "acme-new"
+    assert stat.S_IMODE(added.created_file.stat().st_mode) == 0o600
+    keys = load_config(cfg).tenants["acme"].secrets
+    assert [k.id for k in keys] == ["old", "new"]
+    assert keys[1].value.reveal() == added.created_file.read_text().strip()
+    assert len(keys[1].value.reveal()) >= 40
+
+
+def test_add_value_given_on_stdin_via_cli(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2", "--value-stdin",
+                 stdin=NEW + "\n")
+    assert out.returncode == 0, out.stderr
+    assert NEW not in out.stdout + out.stderr
+    assert load_config(cfg).tenants["acme"].secrets[1].value.reveal() == NEW
+
+
+def test_add_value_env_must_be_set(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = cfg.read_text()
+    with pytest.raises(ConfigError) as err:
+        add_key(cfg, "acme", now=0, key_id="e", value_env="KBGATE_TEST_UNSET_VAR", env={})
+    assert err.value.key == "tenants.acme.secrets[1].value_env"
+    assert cfg.read_text() == before
+
+
+@pytest.mark.parametrize("value", ["x", "fifteen-chars-1"])
+def test_add_refuses_a_short_secret_naming_the_key_and_leaves_nothing(tmp_path: Path, redis_url: str,
+                                                                      key_prefix: str, value: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = cfg.read_text()
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2", "--value-stdin",
+                 stdin=value + "\n")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "tenants.acme.secrets[1].value_file" in out.stderr and "shorter than 16 characters" in out.stderr
+    assert value not in out.stdout + out.stderr
+    assert cfg.read_text() == before and not (tmp_path / "secrets").exists()
+    with pytest.raises(ConfigError) as err:
+        add_key(cfg, "acme", now=0, key_id="e", value_env="KBGATE_SHORT", env={"KBGATE_SHORT": value})
+    assert err.value.key == "tenants.acme.secrets[1].value_env"
+
+
+def test_add_value_env_unset_here_warns_and_says_the_server_needs_it(tmp_path: Path, redis_url: str,
+                                                                    key_prefix: str) -> None:
+    # Issue 9 item 6: the variable must be in the SERVER's environment; the CLI's own
+    # environment only lets it check the value.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2",
+                 "--value-env", "KBGATE_TEST_NOT_SET_HERE")
+    assert out.returncode == 0, out.stderr
+    assert "WARNING KBGATE_TEST_NOT_SET_HERE is not set in this environment" in out.stderr
+    assert "restarted with KBGATE_TEST_NOT_SET_HERE set" in out.stdout
+    assert 'value_env = "KBGATE_TEST_NOT_SET_HERE"' in cfg.read_text()
+    assert "unchecked-stand-in" not in cfg.read_text()
+    with_var = subprocess.run([sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant",
+                               "acme", "--id", "k3", "--value-env", "KBGATE_TEST_SET_HERE"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "KBGATE_TEST_SET_HERE": NEW, "KBGATE_TEST_NOT_SET_HERE": OLD})
+    assert with_var.returncode == 0, with_var.stderr
+    assert "WARNING" not in with_var.stderr and "restarted with KBGATE_TEST_SET_HERE set" in with_var.stdout
+    short = subprocess.run([sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant",
+                            "acme", "--id", "k4", "--value-env", "KBGATE_TEST_SHORT"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "KBGATE_TEST_SHORT": "short", "KBGATE_TEST_SET_HERE": NEW,
+                                "KBGATE_TEST_NOT_SET_HERE": OLD})
+    assert short.returncode == 2 and "tenants.acme.secrets[3].value_env" in short.stderr
+
+
+def test_add_repeated_id_leaves_nothing_behind(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = cfg.read_text()
+    with pytest.raises(ConfigError):
+        add_key(cfg, "acme", now=0, key_id="old")
+    assert cfg.read_text() == before
+    assert not (tmp_path / "secrets" / "acme-old").exists()
+
+
+def test_retire_sets_not_after_and_refuses_the_last_live_key(tmp_path: Path, redis_url: str,
+                                                             key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    with pytest.raises(ConfigError, match="no live key"):
+        retire_key(cfg, "acme", "old", now=1_800_000_000)
+    add_key(cfg, "acme", now=1_800_000_000, key_id="new")
+    retire_key(cfg, "acme", "old", now=1_800_000_000)
+    old = load_config(cfg).tenants["acme"].secrets[0]
+    assert old.not_after == 1_800_000_000
+    assert not old.live(1_800_000_001) and old.live(1_800_000_000)
+    retire_key(cfg, "acme", "old", now=0, remove=True)
+    assert [k.id for k in load_config(cfg).tenants["acme"].secrets] == ["new"]
+
+
+@pytest.mark.parametrize("bad_id", ["a/b", "../../evil", "a..b", ".hidden", "-x", "", "k" * 65, "a b"])
+def test_add_rejects_a_bad_key_id_before_touching_the_filesystem(tmp_path: Path, redis_url: str, key_prefix: str,
+                                                                  bad_id: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    text = cfg.read_text()
+    out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", f"--id={bad_id}", "--value-stdin",
+                 stdin=NEW + "\n")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "is not a key id" in out.stderr and NEW not in out.stdout + out.stderr
+    with pytest.raises(ConfigError, match="is not a key id"):
+        add_key(cfg, "acme", now=0, key_id=bad_id)  # generated value: the same rule, no file either
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no secrets/acme-a, acme-..
+    assert cfg.read_text() == text
+
+
+def test_failed_add_removes_the_secrets_folder_it_made(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    with pytest.raises(ConfigError, match="must be 'enforce' or 'report'"):
+        add_key(cfg, "acme", now=0, key_id="k2", verify="maybe")  # the file is written, then validation fails
+    assert not (tmp_path / "secrets").exists()
+
+
+def test_retire_remove_deletes_the_secret_file_kbgate_generated(tmp_path: Path, redis_url: str,
+                                                                key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen")
+    assert added.created_file is not None and added.created_file.is_file()
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "gen", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert not added.created_file.exists()
+    assert f"deleted its secret file {added.created_file}" in out.stdout
+    assert [k.id for k in load_config(cfg).tenants["acme"].secrets] == ["old"]
+
+
+def test_retire_remove_leaves_a_secret_file_kbgate_did_not_generate(tmp_path: Path, redis_url: str,
+                                                                    key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    add_key(cfg, "acme", now=0, key_id="new")
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "old", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "old").read_text() == OLD + "\n"
+    assert f"left its secret file {tmp_path / 'old'} on disk" in out.stdout
+
+
+def test_retire_remove_keeps_a_generated_file_another_key_still_names(tmp_path: Path, redis_url: str,
+                                                                      key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen")
+    add_key(cfg, "acme", now=0, key_id="same", value_file="secrets/acme-gen")
+    done = retire_key(cfg, "acme", "gen", now=0, remove=True)
+    assert added.created_file is not None and added.created_file.is_file()
+    assert done.deleted_file is None and done.kept_file == added.created_file
+    assert load_config(cfg).tenants["acme"].secrets[1].value.reveal() == added.created_file.read_text().strip()
+
+
+def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    assert set_verify(cfg, "acme", "report").tenants["acme"].verify == "report"
+    with pytest.raises(ConfigError):
+        set_verify(cfg, "acme", "maybe")
+    assert load_config(cfg).tenants["acme"].verify == "report"
+
+
+# ------------------------------------------------------------------ key usage store
+
+
+def test_redis_key_usage_counts_and_fails_open(redis_url: str, key_prefix: str) -> None:
+    async def go() -> None:
+        ku = RedisKeyUsage(redis_url, key_prefix)
+        for i in range(5):
+            ku.note("acme", "k1", 1_800_000_000 + i)
+        ku.note("acme", "k2", 1_800_000_100)
+        await ku.flush()
+        got = await ku.read("acme", ["k1", "k2", "k3"])
+        assert got["k1"].count == 5 and got["k1"].last == 1_800_000_004
+        assert got["k2"].count == 1 and got["k3"].count == 0 and got["k3"].last is None
+        assert sum(got["k1"].workers.values()) == 5
+        await ku.close()
+        down = RedisKeyUsage("redis://127.0.0.1:1/0", key_prefix, timeout=0.2)
+        down.note("acme", "k1", 1.0)  # must not raise
+        await down.flush()
+        await down.close()
+
+    asyncio.run(go())
+    assert read_key_usage(redis_url, key_prefix, "acme", ["k1"])["k1"].count == 5
+
+
+# ------------------------------------------------------------------ through a running server
+
+
+def test_rotation_through_running_server(tmp_path: Path, docs_index: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix, indexes=docs_index)
+    port = int(load_config(cfg).server.bind.rsplit(":", 1)[1])
+    with serve(cfg, port=port, workers=2, cwd=ROOT) as srv, \
+            httpx.Client(timeout=5, headers={"connection": "close"}) as c:
+        assert ret(post(c, srv.base, OLD)) == 0
+        assert ret(post(c, srv.base, NEW)) == 40105
+        out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "new", "--value-stdin",
+                     stdin=NEW + "\n")
+        assert out.returncode == 0, out.stderr
+        srv.wait_log("config reloaded", 2)
+        for _ in range(20):  # both keys valid during rotation, in every worker
+            assert ret(post(c, srv.base, OLD)) == 0
+            assert ret(post(c, srv.base, NEW)) == 0
+        out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "old")
+        assert out.returncode == 0, out.stderr
+        srv.wait_log("config reloaded", 4)
+        time.sleep(1.1)  # not_after is whole seconds: past it now
+        for _ in range(20):
+            assert ret(post(c, srv.base, OLD)) == 40105
+            assert ret(post(c, srv.base, NEW)) == 0
+
+
+def test_key_expiry_through_running_server(tmp_path: Path, docs_index: Path, redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix, indexes=docs_index)
+    add_key(cfg, "acme", now=time.time(), key_id="new", value=NEW)
+    expiry = int(time.time()) + 3
+    retire_key(cfg, "acme", "old", now=time.time(), at=expiry)
+    port = int(load_config(cfg).server.bind.rsplit(":", 1)[1])
+    with serve(cfg, port=port, workers=2, cwd=ROOT) as srv, httpx.Client(timeout=5) as c:
+        if time.time() < expiry:
+            assert ret(post(c, srv.base, OLD)) == 0
+        while time.time() <= expiry + 1:
+            time.sleep(0.2)
+        assert ret(post(c, srv.base, OLD)) == 40105  # expired by not_after, no reload needed
+        assert ret(post(c, srv.base, NEW)) == 0
+
+
+def test_key_usage_visible_across_two_workers(tmp_path: Path, docs_index: Path,
+                                              redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix, indexes=docs_index)
+    port = int(load_config(cfg).server.bind.rsplit(":", 1)[1])
+    n = 60
+    with serve(cfg, port=port, workers=2, cwd=ROOT) as srv:
+        for _ in range(n):  # a new connection each time, so both workers accept some
+            with httpx.Client(timeout=5, headers={"connection": "close"}) as c:
+                assert ret(post(c, srv.base, OLD)) == 0
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            use = read_key_usage(redis_url, key_prefix, "acme", ["old"])["old"]
+            if use.count == n:
+                break
+            time.sleep(0.1)
+        assert use.count == n
+        assert len(use.workers) == 2, use.workers  # both workers contributed
+        out = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
+        assert out.returncode == 0, out.stderr
+        row = next(line for line in out.stdout.splitlines() if line.startswith("old "))
+        assert f" {n} " in row and "live" in row and "ago" in row
+        assert OLD not in out.stdout
+
+
+def test_redis_down_for_secrets_list_says_na(tmp_path: Path, key_prefix: str) -> None:
+    (tmp_path / "old").write_text(OLD + "\n")
+    cfg = tmp_path / "gateway.toml"
+    cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url="redis://127.0.0.1:1/0",
+                             prefix=key_prefix, secrets=[("old", "old")]))
+    out = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
+    assert out.returncode == 0 and "n/a" in out.stdout
+
+
+def test_usage_hash_layout(redis_url: str, key_prefix: str) -> None:
+    """The documented key: '{prefix}:keyuse:{tenant}:{key_id}', fields count/last/w:host:pid."""
+
+    async def go() -> None:
+        ku = RedisKeyUsage(redis_url, key_prefix)
+        ku.note("acme", "k9", 1_800_000_000.5)
+        await ku.flush()
+        await ku.close()
+
+    asyncio.run(go())
+    h = redis.Redis.from_url(redis_url).hgetall(f"{key_prefix}:keyuse:acme:k9")
+    assert h[b"count"] == b"1" and float(h[b"last"]) == 1_800_000_000.5
+    assert any(k.startswith(b"w:") for k in h)

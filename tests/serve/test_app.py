@@ -1,0 +1,41 @@
+"""gateway/serve/app.py: readiness (/readyz) covers every index the config routes to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from gateway.core.config import Config
+from gateway.core.replay import MemoryNonceStore
+from gateway.serve.app import create_app
+from tests.support.configs import config, parse, tenant
+
+
+def agent_routes_config(root: Path, indexes: Path, agent_routes: dict[str, dict[str, object]]) -> Config:
+    """Tenant acme (report mode, a/b → docs) and the given [agent.routes.*] over the test index."""
+    acme = tenant("acme", verify="report", routes=[("a", "b", "docs")])
+    return parse(config(root, tenants=[acme], indexes=indexes, agent={"routes": agent_routes}), root, {})
+
+
+async def readyz(tmp_path: Path, indexes: Path, agent_routes: dict[str, dict[str, object]]) -> httpx.Response:
+    app = create_app(agent_routes_config(tmp_path, indexes, agent_routes), nonces=MemoryNonceStore())
+    async with LifespanManager(app) as m:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://t") as c:
+            return await c.get("/readyz")
+
+
+@pytest.mark.anyio
+async def test_readyz_names_an_agent_route_whose_index_is_missing(tmp_path: Path, docs_index: Path) -> None:
+    r = await readyz(tmp_path, docs_index, {"handbook": {"index": "docs"}, "wiki": {"index": "not-built-yet"}})
+    assert r.status_code == 503
+    assert r.json() == {"status": "not_ready", "problems": ["agent route wiki: index not-built-yet unavailable"]}
+
+
+@pytest.mark.anyio
+async def test_readyz_ready_when_every_agent_route_has_its_index(tmp_path: Path, docs_index: Path) -> None:
+    r = await readyz(tmp_path, docs_index,
+                     {"handbook": {"index": "docs"}, "later": {"index": "nope", "enabled": False}})
+    assert (r.status_code, r.json()["status"]) == (200, "ready")
