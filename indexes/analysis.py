@@ -2,21 +2,26 @@
 
 Every indexed token and every query term goes through the same two steps:
 
-1. `normalize`: Unicode NFKC (full-width → half-width, compatibility forms),
-   `str.casefold`, then Traditional → Simplified Chinese with OpenCC's `t2s`
-   profile. Traditional and Simplified text therefore meet on the same tokens,
-   in both directions.
-2. Tokenization into two token streams, each written space-joined into a
-   Tantivy field that uses the plain whitespace tokenizer (Tantivy has no
-   Chinese tokenizer and Python callables cannot be registered as one, see
-   /work/shared/notes/tantivy-py-0.27.md):
-   - `analyze`: jieba words (rjieba `cut_for_search`, so long compounds also
-     yield their sub-words), punctuation and whitespace dropped;
-   - `bigrams`: CJK character bigrams (a lone CJK character stays a unigram)
-     plus Latin/digit words as whole tokens.
+1. `normalize`: Unicode NFKC (full-width → half-width, compatibility forms), case
+   folding, then Traditional → Simplified Chinese with OpenCC's `t2s` profile.
+   Traditional and Simplified text therefore meet on the same tokens, in both
+   directions. Text holding no character that NFKC or case folding would turn into
+   other word characters skips the NFKC pass (see `normalize`): that pass cost more
+   than the rest of the analysis together and changes only punctuation there.
+2. Three token streams (indexes.schema names the fields and registers the Rust
+   analyzers):
+   - words: jieba words of the CJK runs (rjieba `cut_for_search`, so long compounds
+     also yield their sub-words), space-joined for a whitespace-tokenized field;
+   - Latin words: letter/digit runs (`tidb`, `v8`, `8048`) and whole identifiers with
+     underscores (`tidb_mem_quota_query` and its parts), space-joined, in a field of
+     their own so that a code or identifier is matched exactly;
+   - CJK runs, each a value of a field that Tantivy splits in Rust into every single
+     character and every character bigram (`Tokenizer.ngram(1, 2)`; values are
+     tokenized apart, so no bigram spans two runs). Building the bigrams in Rust is what
+     makes indexing fast (tantivy-py notes: ~2.3x over Python-built bigrams).
 
-`query_terms` applies the same analysis to a query, removes duplicates and
-drops stop words (stopwords-iso's Chinese list) that carry no topical signal.
+`query_terms` applies the same analysis to a query, removes duplicates and drops stop
+words (stopwords-iso's Chinese list) that carry no topical signal.
 """
 
 from __future__ import annotations
@@ -32,23 +37,28 @@ import stopwordsiso
 
 __all__ = [
     "MAX_TOKEN_CHARS",
+    "IndexText",
     "QueryTerms",
     "STOP_WORDS",
-    "analyze",
-    "bigrams",
-    "index_tokens",
+    "cjk_bigrams",
+    "cjk_runs",
+    "fold_positions",
+    "index_text",
+    "latin_words",
     "normalize",
     "query_terms",
+    "words",
 ]
 
 MAX_TOKEN_CHARS = 64
-"""Tokens longer than this (in characters) are dropped: they are never typed in queries
-and Tantivy rejects terms over 65,530 bytes."""
+"""Query terms longer than this (in characters) are dropped: they are never typed in queries
+and Tantivy rejects terms over 65,530 bytes (indexed tokens are cut by the analyzer's
+length filter, indexes.schema)."""
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-# One regex pass splits a normalized string into CJK runs and Latin/digit words.
-_LATIN_WORD = re.compile(f"[^\\W_{_CJK}]+")
+# Letter/digit runs outside the CJK ranges, with underscores (identifiers stay whole).
+_LATIN_RUN = re.compile(f"[^\\W{_CJK}]+")
 
 STOP_WORDS: frozenset[str] = frozenset(stopwordsiso.stopwords("zh"))
 """Chinese stop words removed from query terms: the `zh` list of stopwords-iso (794 words and
@@ -72,16 +82,51 @@ def _t2s() -> Any:
     return _converter
 
 
-def normalize(text: str) -> str:
-    """Fold `text` for matching: NFKC, casefold, Traditional → Simplified.
+def _needs_nfkc(cp: int) -> bool:
+    """Whether code point `cp` makes `normalize` take the full NFKC + casefold path: NFKC
+    turns it into or out of word characters (full-width letters and digits, ligatures,
+    compatibility ideographs, circled numbers, superscripts...), it may compose with its
+    neighbour (combining marks, Hangul jamo), or casefold and lower differ on it (ß)."""
+    c = chr(cp)
+    if unicodedata.category(c)[0] == "M" or 0x1100 <= cp <= 0x11FF or c.casefold() != c.lower():
+        return True
+    n = unicodedata.normalize("NFKC", c)
+    return n != c and (c.isalnum() or any(x.isalnum() for x in n))
 
-    text: any str. Returns a str, usually of the same length (NFKC and OpenCC may
-    change the length for a few compatibility characters and phrases).
+
+_nfkc_trigger: re.Pattern[str] | None = None
+
+
+def _trigger() -> re.Pattern[str]:
+    """One character class of every BMP code point `_needs_nfkc` holds for, plus every
+    astral code point (rare, and checked in full). Built on first use (~40 ms): a BMP-only
+    class compiles to a bitmap, so a search costs ~2.5 µs per 500-character chunk."""
+    global _nfkc_trigger
+    if _nfkc_trigger is None:
+        chars = "".join(re.escape(chr(cp)) for cp in range(0x80, 0x10000)
+                        if not 0xD800 <= cp <= 0xDFFF and _needs_nfkc(cp))
+        _nfkc_trigger = re.compile(f"[{chars}\U00010000-\U0010ffff]")
+    return _nfkc_trigger
+
+
+def normalize(text: str, *, exact: bool = False) -> str:
+    """Fold `text` for matching: NFKC, case folding, Traditional → Simplified.
+
+    text: any str. Returns a str, usually of the same length (NFKC and OpenCC may change
+    the length for a few compatibility characters and phrases).
+    Text without any character of `_trigger()` (nearly all Chinese text: its full-width
+    punctuation is what NFKC would change) is lower-cased instead of NFKC-normalized and
+    case-folded: the two results differ only in punctuation and spaces, which no token
+    holds. exact=True always takes the full path, for comparisons of whole strings that
+    must not depend on the other characters of a text (evaluation's answer matching).
     Rule sources: Unicode UAX #15 (NFKC), Python `str.casefold`, OpenCC `t2s.json`.
     """
     if not text:
         return ""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    if not exact and _trigger().search(text) is None:
+        folded = text.lower()
+    else:
+        folded = unicodedata.normalize("NFKC", text).casefold()
     if _CJK_RUN.search(folded) is None:
         return folded
     return str(_t2s().convert(folded))
@@ -92,77 +137,94 @@ def normalize(text: str) -> str:
 _WIDTH_FOLD = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 
 
-def normalize_positions(text: str) -> str:
-    """A cheap, length-preserving fold of `text` for locating query terms in it.
+def fold_positions(text: str) -> str:
+    """A length-preserving fold of `text` for locating query terms in it (excerpts).
 
     Full-width → half-width ASCII, lower-case, Traditional → Simplified (character by
     character in practice). Unlike `normalize`, the result has the same length as `text`
     for almost every input, so a position in it is a position in `text`; callers check
-    the lengths and fall back when they differ. Used for excerpts, not for indexing.
+    the lengths. For text without `_trigger()` characters it equals `normalize(text)`.
     """
     if not text:
         return ""
-    folded = text.translate(_WIDTH_FOLD).lower()
+    folded = text.lower() if _trigger().search(text) is None else text.translate(_WIDTH_FOLD).lower()
     if _CJK_RUN.search(folded) is None:
         return folded
     return str(_t2s().convert(folded))
 
 
-_NON_WORD = re.compile(r"[^\w]+")
+def cjk_runs(norm: str) -> list[str]:
+    """The runs of CJK characters of normalized text, in order ("数据库，表" → 数据库, 表)."""
+    return _CJK_RUN.findall(norm)
 
 
-def analyze(text: str, *, normalized: bool = False) -> list[str]:
-    """jieba tokens of `text` for the `*_words` fields, in text order, with repeats.
+def latin_words(norm: str) -> list[str]:
+    """Letter/digit words of normalized text outside the CJK ranges, in order, with repeats.
 
-    text: raw text (normalized here unless `normalized=True`).
-    Punctuation and whitespace are blanked before segmentation (one regex pass over
-    the text instead of a test per token), so no token is punctuation or space;
-    tokens over MAX_TOKEN_CHARS are dropped. `tidb_auto_analyze_ratio` yields the
-    whole identifier and its parts.
+    "TiDB v8.5" → tidb, v8, 5; an identifier with underscores gives itself and its parts:
+    "tidb_mem_quota_query" → tidb_mem_quota_query, tidb, mem, quota, query (as jieba's
+    search mode does), so both the identifier and its words are matched.
     """
-    norm = text if normalized else normalize(text)
-    cleaned = _NON_WORD.sub(" ", norm)
-    return [
-        t for t in rjieba.cut_for_search(cleaned)
-        if not t.isspace() and t != "_" and len(t) <= MAX_TOKEN_CHARS
-    ]
-
-
-def bigrams(text: str, *, normalized: bool = False) -> list[str]:
-    """CJK character bigrams and Latin/digit words of `text`, as a bag (order not kept).
-
-    A CJK run "数据库" gives 数据, 据库; a one-character run "表" gives 表;
-    "TiDB v8.5" gives tidb, v8, 5. Non-word characters separate runs.
-    The analysis fields index term frequencies without positions, so order is moot.
-    """
-    norm = text if normalized else normalize(text)
-    out = [w for w in _LATIN_WORD.findall(norm) if len(w) <= MAX_TOKEN_CHARS]
-    for run in _CJK_RUN.findall(norm):
-        if len(run) == 1:
-            out.append(run)
+    out = _LATIN_RUN.findall(norm)
+    if "_" not in norm:
+        return out
+    whole: list[str] = []
+    for w in out:
+        if "_" in w:
+            parts = [p for p in w.split("_") if p]
+            if len(parts) > 1:
+                whole.append("_".join(parts))
+            whole.extend(parts)
         else:
-            out.extend(map(str.__add__, run, run[1:]))
-    return out
+            whole.append(w)
+    return whole
 
 
-def index_tokens(normalized_text: str) -> tuple[str, str]:
-    """(jieba tokens, bigram tokens) of already-normalized text, each space-joined for a
-    whitespace-tokenized field. Same tokens as `analyze`/`bigrams`, built with fewer
-    Python-level steps: space tokens vanish in the whitespace tokenizer and overlong
-    ones in its length filter (indexes.schema.TOKENIZER)."""
-    words = " ".join(rjieba.cut_for_search(_NON_WORD.sub(" ", normalized_text)))
-    return words, " ".join(bigrams(normalized_text, normalized=True))
+def words(runs: list[str]) -> list[str]:
+    """jieba words (search mode: compounds and their sub-words) of the CJK runs."""
+    return rjieba.cut_for_search(" ".join(runs)) if runs else []
+
+
+def cjk_bigrams(runs: list[str]) -> list[str]:
+    """The character bigrams of each run (a one-character run gives none), in order.
+    The same bigrams as the ngram(1, 2) analyzer of the index (indexes.schema)."""
+    return [r[i:i + 2] for r in runs for i in range(len(r) - 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexText:
+    """What one analysed text contributes to an index's fields.
+
+    words: jieba words, space-joined (spaces between runs give empty tokens the
+        whitespace tokenizer drops). latin: Latin words, space-joined.
+    runs: the CJK runs, each a field value split by Tantivy into characters and bigrams.
+    """
+
+    words: str
+    latin: str
+    runs: list[str]
+
+
+def index_text(norm: str) -> IndexText:
+    """The `IndexText` of normalized text (`normalize`)."""
+    runs = _CJK_RUN.findall(norm)
+    return IndexText(" ".join(words(runs)), " ".join(latin_words(norm)), runs)
+
+
+_LATIN_WORD = re.compile(f"[^\\W{_CJK}]+")
 
 
 @dataclass(frozen=True, slots=True)
 class QueryTerms:
-    """The analysed query: distinct jieba words and distinct bigram tokens, in query order.
+    """The analysed query: distinct terms of each kind, in query order.
 
-    text: the normalized query (used for query-biased excerpts).
+    text: the normalized query.
+    words: jieba words of the CJK runs. latin: Latin words (indexes.analysis.latin_words).
+    bigrams: CJK character bigrams, from the query with stop words blanked out.
     chars: the CJK characters that stand alone in the query (a one-character run once stop
-        words are blanked, e.g. 钥 in "钥"), searched on the unigram fields: no word or
-        bigram of the index holds 钥 when the text says 密钥 (issue 9).
-    joins: the bigrams (of `bigrams`) that span two jieba words of the query.
+        words are blanked, e.g. 钥 in "钥"): no word or bigram of the index holds 钥 when the
+        text says 密钥, so they are searched as characters (issue 9).
+    joins: the bigrams that span two jieba words of the query.
     """
 
     text: str
@@ -170,44 +232,57 @@ class QueryTerms:
     bigrams: tuple[str, ...]
     chars: tuple[str, ...] = ()
     joins: frozenset[str] = frozenset()
+    latin: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not self.words and not self.bigrams and not self.chars
+        return not self.words and not self.bigrams and not self.chars and not self.latin
 
 
 def _dedupe(tokens: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(tokens))
+    return tuple(dict.fromkeys([t for t in tokens if len(t) <= MAX_TOKEN_CHARS]))
 
 
 def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> QueryTerms:
     """Analyse a query exactly like indexed text, then drop duplicates and stop words.
 
-    query: raw query text. Returns `QueryTerms`; both tuples may be empty (e.g. a
-    query made only of punctuation or stop words). When removing stop words would
-    leave nothing, they are kept, so "是什么" still searches for something.
+    query: raw query text. Returns `QueryTerms`; every tuple may be empty (e.g. a query
+    made only of punctuation or stop words). When removing stop words would leave nothing,
+    they are kept, so "是什么" still searches for something.
     """
     norm = normalize(query)
-    words_all = analyze(norm, normalized=True)
-    grams_all = bigrams(norm, normalized=True)
-    # Bigrams come from the query with stop words blanked out, so that "改写成什么语句"
-    # gives 改写/写成/语句 and not the noise bigrams 成什/么语 that span a stop word.
-    blanked = list(norm)
+    runs = _CJK_RUN.findall(norm)
+    joined = " ".join(runs)
+    latin_all = latin_words(norm)
+    # One jieba pass in search mode gives the words (compounds and sub-words) and, from
+    # the tokens that no other token contains, the query's own segmentation: its starts
+    # mark word boundaries and its stop words are blanked before bigrams are taken, so
+    # "改写成什么语句" gives 改写/写成/语句 and not the noise bigrams 成什/么语.
+    tokens = rjieba.tokenize(joined, mode="search") if joined else []
+    words_all = [t for t, _, _ in tokens if t != " "]
+    blanked = list(joined)
     starts: set[int] = set()
-    for token, start, end in rjieba.tokenize(norm):
+    cover = -1
+    for token, start, end in sorted(tokens, key=lambda t: (t[1], -t[2])):
+        if end <= cover or token == " ":
+            continue  # a sub-word of a longer token
+        cover = end
         starts.add(start)
         if token in stop_words:
             blanked[start:end] = " " * (end - start)
     kept = "".join(blanked)
-    words = [w for w in words_all if w not in stop_words]
-    grams = [g for g in bigrams(kept, normalized=True) if g not in stop_words]
-    if not words and not grams:
-        words, grams, kept = words_all, grams_all, norm
-    chars = [run for run in _CJK_RUN.findall(kept) if len(run) == 1]
+    kept_runs = _CJK_RUN.findall(kept)
+    found = [w for w in words_all if w not in stop_words]
+    latin = [w for w in latin_all if w not in stop_words]
+    grams = [g for g in cjk_bigrams(kept_runs) if g not in stop_words]
+    if not found and not grams and not latin:
+        found, latin, grams, kept, kept_runs = words_all, latin_all, cjk_bigrams(runs), joined, runs
+    chars = [run for run in kept_runs if len(run) == 1]
     # Bigrams across a jieba word boundary ("务碰" in 任务|碰到): evidence that two words are
     # adjacent, weaker than a bigram inside a word; a bigram that is itself a word is not one.
-    whole = set(words_all)
-    joins = frozenset(kept[i:i + 2] for m in _CJK_RUN.finditer(kept) for i in range(m.start(), m.end() - 1)
-                      if i + 1 in starts and kept[i:i + 2] not in whole)
-    return QueryTerms(text=norm, words=_dedupe(words), bigrams=_dedupe(grams), chars=_dedupe(chars),
-                      joins=joins)
+    # (Two CJK characters side by side in `kept` are in one run, so a pair at a word start
+    # that is one of the runs' bigrams is such a bigram.)
+    pairs = {kept[p - 1:p + 1] for p in starts if p}
+    joins = frozenset(pairs.intersection(cjk_bigrams(kept_runs)).difference(words_all))
+    return QueryTerms(text=norm, words=_dedupe(found), bigrams=_dedupe(grams), chars=_dedupe(chars),
+                      joins=joins, latin=_dedupe(latin))

@@ -1,4 +1,5 @@
-"""What one huge document costs a search: `python -m indexes.costs [--chunks 35000]`.
+"""What one huge document costs a search: `python -m indexes.costs [--chunks 35000]`
+(`python -m indexes.costs queries`: where an ordinary search spends its time, indexes.query_costs).
 
 Issue 9 / issue 13: a 50 MB Markdown page became 35,818 chunks of one document, and every
 callback matching it took 250–300 ms (about 3 ms otherwise). This program builds two indexes
@@ -194,8 +195,15 @@ def huge_document_costs(chunks: int = 35_000, queries: int = 200, workdir: Path 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the table; returns 0."""
-    p = argparse.ArgumentParser(prog="python -m indexes.costs", description=__doc__.split("\n")[0])
+    """Print the table; returns 0. `python -m indexes.costs queries ...` runs
+    `indexes.query_costs` instead (the stages of an ordinary search)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["queries"]:
+        from .query_costs import main as queries_main
+
+        return queries_main(argv[1:])
+    p = argparse.ArgumentParser(prog="python -m indexes.costs", description=__doc__.split("\n")[0],
+                                epilog="python -m indexes.costs queries --help: the stages of an ordinary search")
     p.add_argument("--chunks", type=int, default=35_000, help="chunks of the huge document")
     p.add_argument("--queries", type=int, default=200)
     args = p.parse_args(argv)

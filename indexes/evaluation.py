@@ -43,7 +43,7 @@ _ANSWER_NOISE = re.compile(r"[\s`*]+")
 
 
 def _answer_form(text: str) -> str:
-    return _ANSWER_NOISE.sub("", normalize(text))
+    return _ANSWER_NOISE.sub("", normalize(text, exact=True))
 
 
 def mrr_at_k(ranked_doc_ids: Sequence[str], relevant: Collection[str], k: int = 10) -> float:
@@ -159,7 +159,7 @@ def summarize(scores: Sequence[QueryScore]) -> EvalResult:
 def _jieba_tokens(text: str) -> list[str]:
     import rjieba
 
-    return [t for t in rjieba.cut(normalize(text)) if t.strip()]
+    return [t for t in rjieba.cut(normalize(text, exact=True)) if t.strip()]
 
 
 class Bm25sBaseline:

@@ -3,7 +3,8 @@
 One Tantivy document per chunk. With `one_per_document`, `collapse` keeps the best chunk of
 each document and up to `SearchBounds.max_chunks_per_document - 1` further matching chunks
 of it (best first), which `make_hit` appends to the result's content (the Volcengine
-`KnowledgeContent`) while its bound allows.
+`KnowledgeContent`) while its bound allows: each as its best-matching window of at most
+CONTEXT_WINDOW_CHARS characters (the whole chunk when it is that short).
 
 Per-query work does not grow with the number of chunks one document has (issue 9, issue 13):
 - hits are grouped by `doc_key`, a fast field read for all hits of a round in one call, so
@@ -30,10 +31,16 @@ from .documents import stored_str
 from .search import bounded, excerpt
 from .types import DEFAULT_BOUNDS, CoverImage, Hit, SearchBounds
 
-__all__ = ["MAX_ROUNDS", "Collapsed", "chunk_text", "collapse", "make_hit", "search_hits"]
+__all__ = ["CONTEXT_WINDOW_CHARS", "MAX_ROUNDS", "Collapsed", "chunk_text", "collapse", "make_hit", "search_hits"]
 
 MAX_ROUNDS = 4
 FETCH_PER_RESULT = 4  # hits asked of Tantivy per result still wanted, in the first round
+CONTEXT_WINDOW_CHARS = 400
+"""Longest part of one further matching chunk in a result's content: its query-biased window
+(`indexes.search.excerpt`), about a paragraph, so that the content shows the matching part of
+several sections of a page rather than the start of one or two. Measured with make eval on
+every set (300, 350, 400, 500, 600 and whole chunks; see the commit message): 400 is the
+only value with no set or style below whole chunks."""
 
 
 @dataclass(slots=True)
@@ -125,25 +132,31 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
              content_chars: int, context: Iterable[tantivy.Document] = ()) -> Hit:
     """A Hit from the best chunk `doc`; `context`: further matching chunks of the same
     document (best first), appended to the content while `content_chars` allows (consumed
-    only that far)."""
+    only that far), each cut to its best-matching window of at most CONTEXT_WINDOW_CHARS."""
     doc_id = str(doc.get_first("doc_id"))
     n = int(doc.get_first("chunk") or 0)
     text = stored_str(doc, "text") or ""
     content = chunk_text(doc)
     more = iter(context)
-    while len(content) + 2 < content_chars:  # best first, until the bound (the last one may be cut)
+    while len(content) + 2 < content_chars:  # best first, until the bound
         extra = next(more, None)
         if extra is None:
             break
-        content = f"{content}\n\n{chunk_text(extra)}"
+        room = min(content_chars - len(content) - 2, CONTEXT_WINDOW_CHARS)
+        more_text = chunk_text(extra)
+        if len(more_text) > room:
+            # A further chunk shows its best-matching window, as a Summary does, not its head.
+            more_text = excerpt(stored_str(extra, "text") or "", terms, room,
+                                folded=stored_str(extra, "text_fold"))
+        content = f"{content}\n\n{more_text}"
     cover_url = doc.get_first("cover_url")
     return Hit(
         id=doc_id if doc.get_first("n_chunks") == 1 else f"{doc_id}#{n}",
         doc_id=doc_id,
         chunk=n,
         title=doc.get_first("title") or "",
-        # No text_fold stored: the text is its own fold (or folding changed its length).
-        summary=excerpt(text, terms, summary_chars, folded=stored_str(doc, "text_fold") or text),
+        # No text_fold stored: text.lower() is the fold (or folding changed its length).
+        summary=excerpt(text, terms, summary_chars, folded=stored_str(doc, "text_fold")),
         content=bounded(content, content_chars),
         score=float(score),
         url=doc.get_first("url") or None,

@@ -1,17 +1,18 @@
 """What one indexed chunk holds: the revision of its document and its Tantivy fields.
 
 `chunk_fields` is the pure, picklable step of ingest (chunking plus the Python-side
-analysis: rjieba, bigrams, folding), so `indexes.writer` can run it in worker processes.
+analysis: folding, rjieba), so `indexes.writer` can run it in worker processes.
 The field names are those of `indexes.schema.build_schema`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
-from .analysis import index_tokens, normalize, normalize_positions
+import orjson
+
+from .analysis import fold_positions, index_text, normalize
 from .ingest.chunking import chunk
 from .schema import doc_key
 from .types import Chunk, Document
@@ -37,8 +38,7 @@ def document_revision(doc: Document) -> str:
         "dataset": doc.dataset,
         "qa_visible": doc.qa_visible,
     }
-    raw = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
-    return hashlib.sha256(raw).hexdigest()
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[str, Any]]:
@@ -46,11 +46,13 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
 
     doc: the document; revision: `document_revision(doc)`; chunk_chars: the chunk size in
     characters (`indexes.ingest.chunking.chunk`). Pure and picklable, so ingest can run it in
-    worker processes: this analysis (rjieba, bigrams, folding) is where indexing spends its time.
+    worker processes: this analysis (folding, rjieba) is where indexing spends its Python time.
+    Each text is folded once: a chunk's text, and each section's heading trail once for all
+    of its chunks.
     """
     chunks: list[Chunk] = chunk(doc, max_chars=chunk_chars)
-    title = normalize(doc.title)
-    title_words, title_grams = index_tokens(title)
+    title = index_text(normalize(doc.title))
+    title_words = f"{title.words} {title.latin}" if title.latin else title.words
     cover = doc.cover_image
     common: dict[str, Any] = {
         "doc_id": doc.id,
@@ -62,13 +64,10 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
         "dataset": doc.dataset,
         "qa_visible": 1 if doc.qa_visible else 0,
         "title_words": title_words,
-        "title_bigrams": title_grams,
-        "title_unigrams": title,
+        "title_chars": title.runs,
     }
     if doc.url:
         common["url"] = doc.url
-    if doc.summary:
-        common["summary"] = [doc.summary.encode("utf-8")]
     if doc.publish_time is not None:
         common["publish_time"] = doc.publish_time
     if cover is not None:
@@ -77,18 +76,29 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
             common["cover_height"] = cover.height
         if cover.width is not None:
             common["cover_width"] = cover.width
+    headings: dict[int, str] = {}  # section → its folded heading trail and heading
     out: list[dict[str, Any]] = []
     for c in chunks:
-        fold = normalize_positions(c.text)
-        keep_fold = fold != c.text and len(fold) == len(c.text)
-        extra: dict[str, Any] = {"text_fold": [fold.encode("utf-8")]} if keep_fold else {}
+        extra: dict[str, Any] = {}
+        text = normalize(c.text)
+        # Excerpts locate query terms in text.lower() unless a fold that keeps positions
+        # differs from it (Traditional characters, full-width letters): then it is stored.
+        lower = c.text.lower()
+        if text != lower:
+            fold = fold_positions(c.text)
+            if len(fold) == len(c.text) and fold != lower:
+                extra["text_fold"] = fold
         # The headings above the chunk's own (e.g. the "## 配置" of a "### 参数" section) are
         # analysed with it: the section's place in the page is part of what it is about.
-        trail = doc.sections[c.section].trail if c.section < len(doc.sections) else ""
-        body = normalize("\n".join(p for p in (trail, c.heading, c.text) if p))
-        body_words, body_grams = index_tokens(body)
+        head = headings.get(c.section)
+        if head is None:
+            trail = doc.sections[c.section].trail if c.section < len(doc.sections) else ""
+            head = headings[c.section] = normalize("\n".join(p for p in (trail, c.heading) if p))
+        body = index_text(f"{head}\n{text}" if head else text)
         if c.n == 0:
-            extra["doc_title_words"], extra["doc_title_bigrams"] = title_words, title_grams
+            extra["doc_title_words"], extra["doc_title_chars"] = title_words, title.runs
+            if doc.summary:
+                extra["summary"] = doc.summary
         out.append(dict(
             **common,
             chunk_id=f"{doc.id}#{c.n}",
@@ -96,10 +106,10 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
             overlap=c.overlap,
             section=c.section,
             heading=c.heading,
-            text=[c.text.encode("utf-8")],
-            body_words=body_words,
-            body_bigrams=body_grams,
-            body_unigrams=body,
+            text=c.text,
+            body_words=body.words,
+            body_latin=body.latin,
+            body_chars=body.runs,
             **extra,
         ))
     return out

@@ -1,15 +1,19 @@
 """The Tantivy schema of a kbgate index, its analyzer registration and version sidecar.
 
-One Tantivy document per chunk. Stored fields carry what a `Hit` needs; the
-four word/bigram analysis fields hold pre-analysed tokens (see `indexes.analysis`)
-joined by spaces and are tokenized by `TOKENIZER`, a whitespace tokenizer with a
-length guard; the two unigram fields hold the normalized text and are tokenized in
-Rust by `UNIGRAM_TOKENIZER` (one token per CJK character), so a one-character query
-finds every chunk with that character (issue 9). `doc_key` (a 64-bit hash of doc_id,
-indexed and a fast field) lets a search collapse hits per document and exclude
-documents without loading stored documents. Tantivy does not persist tokenizer
-registrations, so `register_analyzers` must run after every `Index(...)`/`Index.open(...)`
-(/work/shared/notes/tantivy-py-0.27.md).
+One Tantivy document per chunk. Stored fields carry what a `Hit` needs. The analysis
+fields (see `indexes.analysis`) are:
+- `body_words`, `title_words`: jieba words (and, for titles, Latin words) joined by spaces,
+  split by `TOKENIZER` (whitespace, with a length guard);
+- `body_latin`: Latin words and identifiers joined by spaces, `TOKENIZER` too;
+- `body_chars`, `title_chars`: the CJK runs of the text, one field value per run, split in
+  Rust by `CHARS_TOKENIZER` into every character and every character bigram of the run.
+  Single characters let a one-character query find every chunk holding it (issue 9).
+`doc_key` (a 64-bit hash of doc_id, indexed and a fast field) lets a search collapse hits
+per document and exclude documents without loading stored documents. Text that is only
+read back (title, heading, text...) is stored in text fields analysed by
+`STORED_TOKENIZER`, which yields no token: nothing of it reaches the term dictionary.
+Tantivy does not persist tokenizer registrations, so `register_analyzers` must run after
+every `Index(...)`/`Index.open(...)` (/work/shared/notes/tantivy-py-0.27.md).
 
 `SCHEMA_VERSION` is written to `SIDECAR` (JSON) in the index folder; opening an
 index of another version raises `SchemaVersionError`. Bump it whenever fields
@@ -29,12 +33,12 @@ from .errors import SchemaVersionError
 
 __all__ = [
     "ANALYSIS_FIELDS",
+    "CHARS_TOKENIZER",
     "DOC_TITLE_FIELDS",
     "SCHEMA_VERSION",
     "SIDECAR",
+    "STORED_TOKENIZER",
     "TOKENIZER",
-    "UNIGRAM_FIELDS",
-    "UNIGRAM_TOKENIZER",
     "build_schema",
     "doc_key",
     "check_sidecar",
@@ -42,54 +46,57 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 # 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
 #    and title_bigrams without frequencies
 # 5: body analysis of a chunk includes its section's heading trail (Section.trail)
+# 6: characters and bigrams analysed in Rust (body_chars / title_chars replace the
+#    *_bigrams and *_unigrams fields), Latin words in body_latin, jieba over CJK runs only;
+#    stored text in unindexed text fields; text_fold only where it differs from the
+#    lower-cased text; the summary on chunk 0 only
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
-UNIGRAM_TOKENIZER = "kbgate_cjk_chars"
-ANALYSIS_FIELDS = ("body_words", "body_bigrams", "title_words", "title_bigrams")
-UNIGRAM_FIELDS = ("body_unigrams", "title_unigrams")
-# The title's words and bigrams again, on chunk 0 only: their document frequencies count
+CHARS_TOKENIZER = "kbgate_cjk_1_2"
+STORED_TOKENIZER = "kbgate_stored_only"
+ANALYSIS_FIELDS = ("body_words", "body_latin", "body_chars", "title_words", "title_chars")
+# The title's words and characters again, on chunk 0 only: their document frequencies count
 # documents, for the title clauses of indexes.search.terms_query. Not scored themselves.
-DOC_TITLE_FIELDS = ("doc_title_words", "doc_title_bigrams")
-# The CJK ranges of indexes.analysis._CJK, in Rust regex syntax.
-_CJK_CHAR = r"[\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{F900}-\x{FAFF}\x{20000}-\x{2FA1F}]"
+DOC_TITLE_FIELDS = ("doc_title_words", "doc_title_chars")
 
-_RAW_STORED = ("doc_id", "chunk_id", "title", "heading", "url", "cover_url", "path", "dataset",
-               "revision")
+# Indexed as one raw term: the fields queries and deletes look up.
+_RAW_STORED = ("doc_id", "chunk_id", "path", "dataset")
+# Stored only (STORED_TOKENIZER). text_fold: `analysis.fold_positions(text)` when it differs
+# from text.lower() and has text's length, so excerpts locate query terms without folding at
+# query time. summary: the document's front-matter summary, on chunk 0 only.
+_TEXT_STORED = ("title", "heading", "url", "cover_url", "revision", "text", "summary", "text_fold")
 _INT_STORED = ("chunk", "n_chunks", "overlap", "section", "publish_time", "cover_height",
                "cover_width", "qa_visible")
-# Long free text is stored as UTF-8 bytes: a text field is always indexed, and a
-# `raw`-indexed chunk body would fill the term dictionary with one term per chunk.
-# text_fold: `analysis.normalize_positions(text)` when it differs from text and has its
-# length, so excerpts locate query terms without folding at query time.
-_BYTES_STORED = ("text", "summary", "text_fold")
 
 
 def build_schema() -> tantivy.Schema:
-    """The schema of SCHEMA_VERSION. Indexed: doc_id, path, dataset (raw terms), chunk,
-    qa_visible (integers) and the analysis fields (term frequencies, no positions)."""
+    """The schema of SCHEMA_VERSION. Indexed: doc_id, chunk_id, path, dataset (raw terms),
+    doc_key, chunk, qa_visible (integers) and the analysis fields (term frequencies, no
+    positions; title_words and the doc_title fields without frequencies)."""
     sb = tantivy.SchemaBuilder()
     sb.add_integer_field("doc_key", stored=False, indexed=True, fast=True)
     for name in _RAW_STORED:
         sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    for name in _TEXT_STORED:
+        sb.add_text_field(name, stored=True, tokenizer_name=STORED_TOKENIZER, index_option="basic")
     for name in _INT_STORED:
         sb.add_integer_field(name, stored=True, indexed=name in ("chunk", "qa_visible"),
                              fast=name in ("chunk", "qa_visible"))
-    for name in _BYTES_STORED:
-        sb.add_bytes_field(name, stored=True)
-    for name in ANALYSIS_FIELDS:
-        # Title terms are matched, not BM25-scored (indexes.search.terms_query): no frequencies.
-        sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER,
-                          index_option="basic" if name.startswith("title_") else "freq")
-    for name in UNIGRAM_FIELDS:
-        sb.add_text_field(name, stored=False, tokenizer_name=UNIGRAM_TOKENIZER, index_option="freq")
-    for name in DOC_TITLE_FIELDS:
-        sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER, index_option="basic")
+    # Title words are matched, not BM25-scored (indexes.search.terms_query): no frequencies.
+    # title_chars keeps them: its single characters are BM25-scored.
+    sb.add_text_field("body_words", stored=False, tokenizer_name=TOKENIZER, index_option="freq")
+    sb.add_text_field("body_latin", stored=False, tokenizer_name=TOKENIZER, index_option="freq")
+    sb.add_text_field("body_chars", stored=False, tokenizer_name=CHARS_TOKENIZER, index_option="freq")
+    sb.add_text_field("title_words", stored=False, tokenizer_name=TOKENIZER, index_option="basic")
+    sb.add_text_field("title_chars", stored=False, tokenizer_name=CHARS_TOKENIZER, index_option="freq")
+    sb.add_text_field("doc_title_words", stored=False, tokenizer_name=TOKENIZER, index_option="basic")
+    sb.add_text_field("doc_title_chars", stored=False, tokenizer_name=CHARS_TOKENIZER, index_option="basic")
     return sb.build()
 
 
@@ -104,16 +111,17 @@ def doc_key(doc_id: str) -> int:
 
 
 def register_analyzers(index: tantivy.Index) -> None:
-    """Register TOKENIZER and UNIGRAM_TOKENIZER on `index`; call after every open (not
-    persisted by Tantivy)."""
-    analyzer = (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
-        .filter(tantivy.Filter.remove_long(256))
-        .build()
-    )
-    index.register_tokenizer(TOKENIZER, analyzer)
-    index.register_tokenizer(UNIGRAM_TOKENIZER,
-                             tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_CJK_CHAR)).build())
+    """Register TOKENIZER, CHARS_TOKENIZER and STORED_TOKENIZER on `index`; call after every
+    open (not persisted by Tantivy)."""
+    index.register_tokenizer(TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+                             .filter(tantivy.Filter.remove_long(256)).build())
+    # Every character and bigram of each value (a CJK run): the n-gram tokenizer works on
+    # characters and never crosses two values.
+    index.register_tokenizer(CHARS_TOKENIZER,
+                             tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.ngram(1, 2, False)).build())
+    # The whole value as one token, removed at once: stored, never indexed.
+    index.register_tokenizer(STORED_TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.raw())
+                             .filter(tantivy.Filter.remove_long(0)).build())
 
 
 def write_sidecar(folder: Path, extra: dict[str, Any] | None = None) -> None:

@@ -21,9 +21,14 @@ from gateway.core.types import Clock, NonceStore
 from indexes.dense import HybridStore
 from indexes.errors import IndexStoreError
 from indexes.store import IndexStore, KnowledgeIndex
-from indexes.types import IndexStats
+from indexes.types import IndexStats, SearchBounds
 
 log = logging.getLogger("kbgate.runtime")
+
+
+def _bounds(config: Config) -> SearchBounds:
+    """The per-query work bounds `config` sets ([search] max_chunks_per_*)."""
+    return SearchBounds(config.search.max_chunks_per_query, config.search.max_chunks_per_document)
 
 
 class Runtime:
@@ -39,17 +44,24 @@ class Runtime:
             config.replay.redis_url, config.replay.timeout_seconds, clock
         )
         self.events = Events()
-        self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense, observe=self._hybrid_searched)
+        self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense, observe=self._hybrid_searched,
+                                               bounds=_bounds(config))
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def index(self, name: str) -> KnowledgeIndex:
-        """The named index, reloaded if a new commit landed. Raises DependencyUnavailable('index_unavailable')."""
+        """The named index, reloaded if a new commit landed, searching within the current
+        config's bounds (search.max_chunks_per_query, search.max_chunks_per_document: a
+        config reload applies them). Raises DependencyUnavailable('index_unavailable')."""
         try:
             idx = self.indexes.open(name)
             idx.maybe_reload()
         except (IndexStoreError, OSError, ValueError):
             log.warning("index unavailable", extra={"index": name})
             raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
+        s = self.config.search
+        if (idx.bounds.max_chunks_per_query, idx.bounds.max_chunks_per_document) != (
+                s.max_chunks_per_query, s.max_chunks_per_document):
+            idx.bounds = self.indexes.bounds = _bounds(self.config)
         return idx
 
     def _hybrid_searched(self, index: str, outcome: str) -> None:

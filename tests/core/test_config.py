@@ -225,3 +225,35 @@ def test_max_document_bytes_must_be_a_positive_integer(tmp_path: Path, value: ob
     data = base()
     data["indexes"] = {"max_document_bytes": value}
     refused(data, "indexes.max_document_bytes", tmp_path)
+
+
+def test_search_bounds_default_to_the_index_layer_s(tmp_path: Path) -> None:
+    from indexes.types import DEFAULT_BOUNDS
+
+    s = parse_config(base(), base_dir=tmp_path, env=ENV).search
+    assert (s.max_chunks_per_query, s.max_chunks_per_document) == (DEFAULT_BOUNDS.max_chunks_per_query,
+                                                                   DEFAULT_BOUNDS.max_chunks_per_document)
+    data = base()
+    data["search"] = {"max_chunks_per_query": 50, "max_chunks_per_document": 1}
+    s = parse_config(data, base_dir=tmp_path, env=ENV).search
+    assert (s.max_chunks_per_query, s.max_chunks_per_document) == (50, 1)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("max_chunks_per_query", 0), ("max_chunks_per_query", -1), ("max_chunks_per_query", 100_001),
+    ("max_chunks_per_query", "2000"), ("max_chunks_per_query", True), ("max_chunks_per_query", 2.5),
+    ("max_chunks_per_document", 0), ("max_chunks_per_document", 1001), ("max_chunks_per_document", "8"),
+    ("max_chunks_per_document", False),
+])
+def test_search_bounds_refused_naming_the_key(tmp_path: Path, key: str, value: object) -> None:
+    data = base()
+    data["search"] = {key: value}
+    assert "must be an integer from 1 to" in refused(data, f"search.{key}", tmp_path)
+
+
+def test_max_chunks_per_query_below_max_limit_is_refused(tmp_path: Path) -> None:
+    data = base()
+    data["search"] = {"max_limit": 20, "max_chunks_per_query": 19}
+    assert refused(data, "search.max_chunks_per_query", tmp_path) == (
+        "Config 'search.max_chunks_per_query' is 19, below search.max_limit (20): a search could not return "
+        "that many documents")

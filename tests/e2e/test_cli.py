@@ -146,6 +146,33 @@ def test_cli_index_add_reports_bad_files_and_continues(tmp_path: Path) -> None:
     assert "skipped (delete-missing)" not in r.stderr  # it said "skipped" twice
 
 
+def test_cli_index_add_refuses_an_index_of_the_previous_schema_naming_the_rebuild(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from indexes.schema import SCHEMA_VERSION, SIDECAR
+
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 文档\n\n正文内容。\n", encoding="utf-8")
+    assert kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs)).returncode == 0
+    folder = tmp_path / "indexes" / "t"
+    # what an index built by the kbgate before this schema holds
+    (folder / SIDECAR).write_text(json.dumps({"schema_version": SCHEMA_VERSION - 1, "chunk_chars": 600}))
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 1
+    assert (f"Index 't' at {folder} has schema version {SCHEMA_VERSION - 1}, this kbgate needs {SCHEMA_VERSION}: "
+            f"rebuild it: delete the folder {folder} and run `kbgate index add --config FILE --index t PATH...` "
+            "again") in r.stderr
+    assert "Traceback" not in r.stderr
+    # following the message rebuilds it
+    shutil.rmtree(folder)
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 0 and "1 added" in r.stdout
+    assert json.loads((folder / SIDECAR).read_text())["schema_version"] == SCHEMA_VERSION
+
+
 def test_cli_config_error_names_key(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('[tenants.a]\n[[tenants.a.secrets]]\nid="k"\nvalue_env="NOPE_NOT_SET"\n')

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
-from indexes.analysis import STOP_WORDS, analyze, bigrams, index_tokens, normalize, query_terms
+import unicodedata
+
+import pytest
+import tantivy
+
+from indexes.analysis import (
+    STOP_WORDS,
+    cjk_bigrams,
+    cjk_runs,
+    fold_positions,
+    index_text,
+    latin_words,
+    normalize,
+    query_terms,
+    words,
+)
+from indexes.schema import CHARS_TOKENIZER, build_schema, register_analyzers
 
 
 def test_normalize_folds_width_and_case() -> None:
@@ -15,26 +31,56 @@ def test_normalize_traditional_to_simplified() -> None:
     assert normalize("数据库") == "数据库"  # simplified text is left alone
 
 
+@pytest.mark.parametrize("text", [
+    "数据库，表（TiDB）：ＡＢＣ１２３",  # full-width letters and digits
+    "①号机房，ﬁle ﬂag",  # circled digit, ligatures
+    "Straße 與 ΣΑΣ",  # casefold differs from lower
+    "cafe\u0301 와 ㄱ",  # a combining mark, Hangul jamo
+    "数据库，表。“引号”——破折号……省略",  # only punctuation differs
+    "𠀀𠀁 emoji 😀 ℃ ㎡ µs",  # astral characters, compatibility symbols
+])
+def test_normalize_matches_nfkc_casefold_on_every_word_character(text: str) -> None:
+    # The fast path skips NFKC when it would change only punctuation and spaces: the word
+    # characters (all that tokens hold) are those of the full NFKC + casefold + t2s form.
+    fast, exact = normalize(text), normalize(text, exact=True)
+    assert exact == normalize(unicodedata.normalize("NFKC", text).casefold(), exact=True)
+    assert [c for c in fast if c.isalnum()] == [c for c in exact if c.isalnum()]
+    assert latin_words(fast) == latin_words(exact) and cjk_runs(fast) == cjk_runs(exact)
+
+
 def test_traditional_and_simplified_tokens_meet() -> None:
-    assert bigrams("臺灣的軟體") == bigrams("台湾的软体")
-    assert analyze("這個軟體很好") == analyze("这个软体很好")
+    assert index_text(normalize("臺灣的軟體")) == index_text(normalize("台湾的软体"))
+    assert query_terms("這個軟體很好").words == query_terms("这个软体很好").words
 
 
-def test_analyze_drops_punctuation_and_whitespace() -> None:
-    tokens = analyze("你好， 世界！ (TiDB)")
-    assert tokens and all(t.strip() and t not in "，！()" for t in tokens)
-    assert "tidb" in tokens
+def test_index_text_fields() -> None:
+    got = index_text(normalize("你好， 世界！ (TiDB) tidb_mem_quota_query=8048 v8.5"))
+    assert got.runs == ["你好", "世界"]
+    assert set(got.words.split()) == {"你好", "世界"}  # jieba sees the CJK runs only
+    assert got.latin.split() == ["tidb", "tidb_mem_quota_query", "tidb", "mem", "quota", "query", "8048",
+                                 "v8", "5"]
 
 
-def test_bigrams_cjk_runs_and_words() -> None:
-    assert sorted(bigrams("数据库，表 TiDB v8")) == sorted(["数据", "据库", "表", "tidb", "v8"])
+def test_latin_words_keep_identifiers_whole_and_split() -> None:
+    assert latin_words("a tidb_mem__quota_ b") == ["a", "tidb_mem_quota", "tidb", "mem", "quota", "b"]
+    assert latin_words("数据库v8.5和mysql") == ["v8", "5", "mysql"]
 
 
-def test_index_tokens_match_query_analysis() -> None:
-    text = normalize("TiDB 的 tidb_auto_analyze_ratio 默认值，是 0.5！")
-    words, grams = index_tokens(text)
-    assert sorted(words.split()) == sorted(analyze(text, normalized=True))
-    assert sorted(grams.split()) == sorted(bigrams(text, normalized=True))
+def test_cjk_bigrams_match_the_index_analyzer() -> None:
+    # The query's characters and bigrams are the tokens the Rust analyzer indexes.
+    index = tantivy.Index(build_schema())
+    register_analyzers(index)
+    runs = cjk_runs(normalize("数据库，表 TiDB 集群"))
+    analyzer = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.ngram(1, 2, False)).build()
+    indexed = [t for r in runs for t in analyzer.analyze(r)]
+    assert sorted(indexed) == sorted([c for r in runs for c in r] + cjk_bigrams(runs))
+    assert cjk_bigrams(runs) == ["数据", "据库", "集群"]
+    assert CHARS_TOKENIZER  # registered under this name (indexes.schema)
+
+
+def test_words_are_jieba_search_mode() -> None:
+    assert set(words(["数据库集群"])) >= {"数据", "数据库", "集群"}
+    assert words([]) == []
 
 
 def test_query_terms_dedupes_and_drops_stop_words() -> None:
@@ -47,6 +93,18 @@ def test_query_terms_dedupes_and_drops_stop_words() -> None:
     assert "么数" not in terms.bigrams and "是数" not in terms.bigrams
 
 
+def test_query_terms_latin_words_and_lone_characters() -> None:
+    terms = query_terms("TiDB 的 tidb_mem_quota_query 钥")
+    assert terms.latin == ("tidb", "tidb_mem_quota_query", "mem", "quota", "query")
+    assert terms.chars == ("钥",)
+    assert not any(w.isascii() for w in terms.words)
+
+
+def test_query_segmentation_marks_joins() -> None:
+    terms = query_terms("任务碰到错误")
+    assert "务碰" in terms.joins and "任务" not in terms.joins
+
+
 def test_query_of_only_stop_words_keeps_them() -> None:
     assert not query_terms("是什么").is_empty
 
@@ -55,11 +113,11 @@ def test_empty_query() -> None:
     assert query_terms("？！ ").is_empty
 
 
-def test_normalize_positions_keeps_length_and_folds_like_normalize() -> None:
-    from indexes.analysis import normalize, normalize_positions
-
+def test_fold_positions_keeps_length_and_folds_like_normalize() -> None:
     text = "ＴｉＤＢ　軟體，版本Ｖ８"
-    folded = normalize_positions(text)
+    folded = fold_positions(text)
     assert len(folded) == len(text)
     assert folded == "tidb 软体,版本v8"
     assert normalize(text).replace(" ", "") == folded.replace(" ", "")
+    plain = "TiDB 的数据库"
+    assert fold_positions(plain) == normalize(plain) == plain.lower()

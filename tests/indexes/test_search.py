@@ -9,6 +9,7 @@ import pytest
 
 from indexes.analysis import query_terms
 from indexes.evaluation import Bm25sBaseline, answer_hit_at_k, evaluate, load_queries, mrr_at_k
+from indexes.hits import CONTEXT_WINDOW_CHARS
 from indexes.ingest import read_paths
 from indexes.search import excerpt, glob_to_regex
 from indexes.store import IndexStore, KnowledgeIndex
@@ -136,11 +137,38 @@ def test_quality_beats_bm25s_baseline(corpus: str, tmp_path: Path,
 def test_excerpt_uses_the_stored_fold_for_positions() -> None:
     text = "第一句没有关系。" * 10 + "這裡說明軟體授權。" + "结尾无关。" * 10
     terms = query_terms("软体授权")
-    from indexes.analysis import normalize_positions
+    from indexes.analysis import fold_positions
 
-    with_fold = excerpt(text, terms, 30, folded=normalize_positions(text))
+    with_fold = excerpt(text, terms, 30, folded=fold_positions(text))
     assert "授權" in with_fold and len(with_fold) <= 30
-    assert excerpt(text, terms, 30) == with_fold
+    assert "授權" not in excerpt(text, terms, 30)  # without it: text.lower(), no match
+
+
+def test_a_fold_is_stored_only_where_lower_case_is_not_one(tmp_path: Path) -> None:
+    from indexes.documents import chunks_of
+
+    ki = IndexStore(tmp_path).create_or_open_for_write("folds")
+    ki.ingest([_doc("s", "简体", "TiDB 的软件授权说明。"), _doc("t", "繁體", "TiDB 的軟體授權說明。")],
+              progress=False)
+    searcher = ki._index.searcher()
+    [simp], [trad] = chunks_of(searcher, ki._schema, "s"), chunks_of(searcher, ki._schema, "t")
+    assert simp.get_first("text_fold") is None
+    assert trad.get_first("text_fold") == "tidb 的软体授权说明。"
+    hit = ki.search("软体授权", 1)[0]
+    assert hit.doc_id == "t" and "授權" in hit.summary
+
+
+def test_further_chunks_show_their_best_matching_window(tmp_path: Path) -> None:
+    first = "密钥轮换的步骤如下。" * 6
+    second = "无关的开头。" * 45 + "轮换密钥时旧密钥保留一天。" + "无关的结尾。" * 45
+    ki = IndexStore(tmp_path).create_or_open_for_write("windows", chunk_chars=600)
+    ki.ingest([_doc("page", "手册", first, second)], progress=False)
+    assert ki.stats().chunks == 2
+    [hit] = ki.search("密钥轮换步骤 旧密钥保留", 1)
+    assert hit.content.startswith(f"节0\n{first}\n\n")  # the best chunk whole, with its heading
+    rest = hit.content[len(f"节0\n{first}\n\n"):]
+    # the further chunk (553 characters) shows the window around its match, not its head
+    assert "旧密钥保留一天" in rest and 0 < len(rest) <= CONTEXT_WINDOW_CHARS
 
 
 def test_excluded_trees_ignore_case_in_the_index(tmp_path: Path) -> None:

@@ -193,3 +193,43 @@ def test_duplicate_ids_in_different_batches_still_count_by_the_final_document(
     doc = index.get_document("dup")
     assert doc is not None and "香蕉" in doc.text
     assert index.stats().documents == 4  # a, b, c, dup
+
+
+def test_pipelined_workers_apply_each_delete_after_the_earlier_adds(
+    index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import indexes.writer as writer_module
+
+    # Every document its own batch, analysed by two worker processes with batches queued
+    # ahead: the second copy's delete must reach Tantivy after the first copy's chunks.
+    monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 1)
+    monkeypatch.setattr(writer_module, "PARALLEL_MIN_DOCS", 0)
+    docs = [_doc("dup", "第一版：苹果"), *(_doc(f"f{i}", f"填充{i}") for i in range(2)), _doc("dup", "第二版：香蕉")]
+    report = index.ingest(docs, progress=False, workers=2)
+    assert report.added == 3 and report.chunks == 4  # the first copy was written, then replaced
+    assert "dup" not in [h.doc_id for h in index.search("第一版 苹果", 5)]
+    assert [h.doc_id for h in index.search("第二版 香蕉", 1)] == ["dup"]
+    assert index.stats().documents == 5  # a, b, f0, f1, dup
+
+
+def test_failed_worker_processes_fall_back_to_this_process(
+    store: IndexStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import functools
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    import indexes.writer as writer_module
+
+    # Real worker processes that exit at start-up, as a script without a __main__ guard does.
+    monkeypatch.setattr(writer_module, "ProcessPoolExecutor",
+                        functools.partial(ProcessPoolExecutor, initializer=sys.exit, initargs=(3,)))
+    monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 4)
+    monkeypatch.setattr(writer_module, "PARALLEL_MIN_DOCS", 0)
+    docs = [_doc(f"d{i}", f"第{i}篇讲密钥轮换。") for i in range(20)]
+    ki = store.create_or_open_for_write("fallback")
+    report = ki.ingest(docs, progress=False, workers=2)
+    assert (report.added, report.chunks) == (20, 20)
+    assert "analysis worker processes failed; indexing in this process" in capsys.readouterr().err
+    assert ki.stats().chunks == 20 and len(ki.search("密钥轮换", 30)) == 20
+

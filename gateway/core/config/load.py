@@ -33,6 +33,7 @@ from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseConfig
+from indexes.types import DEFAULT_BOUNDS
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -160,6 +161,11 @@ def _replay(t: Fields) -> ReplayConfig:
 def _search(t: Fields) -> SearchConfig:
     t.only(SearchConfig.__dataclass_fields__)
     max_limit = t.integer("max_limit", 20, lo=1, hi=100)
+    per_query = t.integer("max_chunks_per_query", max(DEFAULT_BOUNDS.max_chunks_per_query, max_limit),
+                          lo=1, hi=100_000)
+    if per_query < max_limit:
+        t.fail("max_chunks_per_query", "range", f"is {per_query}, below search.max_limit ({max_limit}): a search "
+               "could not return that many documents")
     return SearchConfig(
         default_limit=t.integer("default_limit", min(5, max_limit), lo=1, hi=max_limit),
         max_limit=max_limit,
@@ -168,6 +174,9 @@ def _search(t: Fields) -> SearchConfig:
         summary_chars=t.integer("summary_chars", 200, lo=20, hi=4000),
         content_chars=t.integer("content_chars", 1500, lo=50, hi=100_000),
         one_per_document=t.boolean("one_per_document", True),
+        max_chunks_per_query=per_query,
+        max_chunks_per_document=t.integer("max_chunks_per_document", DEFAULT_BOUNDS.max_chunks_per_document,
+                                          lo=1, hi=1000),
     )
 
 

@@ -117,7 +117,12 @@ class ReplayConfig:
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    """Limits of the callback's search. chars are Unicode characters, not bytes."""
+    """Limits of the callback's search. chars are Unicode characters, not bytes.
+
+    max_chunks_per_query / max_chunks_per_document: the per-query work bounds of every
+    search, whatever the documents (`indexes.types.SearchBounds`, issue 9 / 13): chunk hits
+    taken from Tantivy for one query, and stored chunks loaded for one result.
+    """
 
     default_limit: int = 5
     max_limit: int = 20
@@ -126,6 +131,8 @@ class SearchConfig:
     summary_chars: int = 200
     content_chars: int = 1500
     one_per_document: bool = True
+    max_chunks_per_query: int = 2000
+    max_chunks_per_document: int = 8
 
 
 @dataclass(frozen=True, slots=True)
