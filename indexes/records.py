@@ -11,6 +11,7 @@ import hashlib
 import json
 from typing import Any
 
+from . import metadata
 from .analysis import index_tokens, normalize, normalize_positions
 from .ingest.chunking import chunk
 from .schema import doc_key
@@ -36,6 +37,7 @@ def document_revision(doc: Document) -> str:
         "path": doc.path,
         "dataset": doc.dataset,
         "qa_visible": doc.qa_visible,
+        "metadata": [[n, list(v) if isinstance(v, tuple) else v] for n, v in doc.metadata],
     }
     raw = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(raw).hexdigest()
@@ -64,7 +66,10 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
         "title_words": title_words,
         "title_bigrams": title_grams,
         "title_unigrams": title,
+        **metadata.index_terms(doc),
     }
+    if doc.metadata:
+        common["metadata"] = [metadata.encode(doc.metadata)]
     if doc.url:
         common["url"] = doc.url
     if doc.summary:

@@ -42,12 +42,14 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 # 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
 #    and title_bigrams without frequencies
 # 5: body analysis of a chunk includes its section's heading trail (Section.trail)
+# 6: document metadata: meta_keys / meta_text / meta_num terms (indexes.metadata) and the
+#    kept fields stored as `metadata`
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 UNIGRAM_TOKENIZER = "kbgate_cjk_chars"
@@ -67,12 +69,15 @@ _INT_STORED = ("chunk", "n_chunks", "overlap", "section", "publish_time", "cover
 # `raw`-indexed chunk body would fill the term dictionary with one term per chunk.
 # text_fold: `analysis.normalize_positions(text)` when it differs from text and has its
 # length, so excerpts locate query terms without folding at query time.
-_BYTES_STORED = ("text", "summary", "text_fold")
+_BYTES_STORED = ("text", "summary", "text_fold", "metadata")
+# Metadata terms for filters (indexes.metadata.FIELDS): untokenized, indexed only.
+_META_INDEXED = ("meta_keys", "meta_text", "meta_num")
 
 
 def build_schema() -> tantivy.Schema:
     """The schema of SCHEMA_VERSION. Indexed: doc_id, path, dataset (raw terms), chunk,
-    qa_visible (integers) and the analysis fields (term frequencies, no positions)."""
+    qa_visible (integers), the analysis fields (term frequencies, no positions) and the
+    metadata terms (raw, indexes.metadata)."""
     sb = tantivy.SchemaBuilder()
     sb.add_integer_field("doc_key", stored=False, indexed=True, fast=True)
     for name in _RAW_STORED:
@@ -90,6 +95,8 @@ def build_schema() -> tantivy.Schema:
         sb.add_text_field(name, stored=False, tokenizer_name=UNIGRAM_TOKENIZER, index_option="freq")
     for name in DOC_TITLE_FIELDS:
         sb.add_text_field(name, stored=False, tokenizer_name=TOKENIZER, index_option="basic")
+    for name in _META_INDEXED:
+        sb.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
     return sb.build()
 
 
