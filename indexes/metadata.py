@@ -49,7 +49,7 @@ from functools import lru_cache
 import tantivy
 from tantivy import Occur, Query
 
-from .ingest.metadata import BUILTIN_NAMES
+from .ingest.metadata import BUILTIN_NAMES, name_problem
 from .types import Document, MetaCondition, Metadata, MetaFilter, MetaScalar, MetaValue
 
 __all__ = ["FIELDS", "MAX_PATTERN_CHARS", "SEP", "as_number", "condition_problem", "decode", "encode", "encode_number",
@@ -188,7 +188,11 @@ def _text_pattern(c: MetaCondition) -> str | None:
 
 
 def condition_problem(c: MetaCondition) -> str | None:
-    """Why the index cannot evaluate `c` (a pattern too long for a Tantivy regex), or None."""
+    """Why the index cannot evaluate `c` (a pattern too long for a Tantivy regex), or None.
+    A name no document can hold (`indexes.ingest.metadata.name_problem`) has none: it
+    matches nothing before any pattern is built."""
+    if name_problem(c.name) is not None:
+        return None
     if c.operator in ("contains", "start with", "end with", "not contains"):
         op = _NEGATED.get(c.operator, c.operator)
         if isinstance(c.value, str) and len(c.value) > MAX_PATTERN_CHARS:

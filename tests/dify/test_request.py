@@ -79,6 +79,13 @@ def test_every_dify_operator_is_accepted(op: str, value: Any) -> None:
     assert w is not None and w.conditions[0].operator == op
 
 
+def test_non_finite_values_refused() -> None:
+    for value in (float("inf"), [float("nan")]):
+        with pytest.raises(DifyError) as exc:
+            _where(("a", "in", value))
+        assert "conditions[0].value" in exc.value.message and "finite" in exc.value.message
+
+
 @pytest.mark.parametrize(("over", "field"), [
     ({"metadata_condition": {"conditions": [{"name": "a", "comparison_operator": "≈", "value": 1}]}},
      "comparison_operator"),

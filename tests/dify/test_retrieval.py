@@ -184,6 +184,34 @@ async def test_body_errors(dify_app: AppFactory) -> None:
     error(await a.post(request_body(query="密" * 2001)), 400, 4000)
 
 
+def test_what_counts_as_no_body() -> None:
+    from starlette.datastructures import Headers
+
+    from gateway.dify.retrieval import _no_body
+
+    assert _no_body(Headers({"content-length": "0"})) and _no_body(Headers({}))
+    assert not _no_body(Headers({"content-length": "12"}))
+    assert not _no_body(Headers({"transfer-encoding": "chunked"}))
+
+
+async def test_chunked_empty_body_is_request_invalid(dify_app: AppFactory) -> None:
+    a = await dify_app()
+
+    async def nothing():  # type: ignore[no-untyped-def]
+        yield b""
+
+    r = await a.http.post("/dify/retrieval", content=nothing(), headers={"authorization": f"Bearer {DIFY_KEY}"})
+    assert "not JSON" in error(r, 400, 4000)
+
+
+async def test_skipped_conditions_are_in_the_audit_line(dify_app: AppFactory) -> None:
+    a = await dify_app()
+    body = request_body(query="密钥", metadata_condition=_cond(("author", "is", None), ("path", "start with", "ops/")))
+    assert {r["metadata"]["document_id"] for r in records(await a.post(body))} == {"ops/deploy.md", "ops/backup.md"}
+    [line] = a.audit()
+    assert line["conditions"] == 1 and line["conditions_skipped"] == 1
+
+
 async def test_other_methods_are_405(dify_app: AppFactory) -> None:
     a = await dify_app()
     for method in ("GET", "PUT", "DELETE"):

@@ -207,6 +207,14 @@ def test_longest_pattern_compiles_and_longer_is_refused(tmp_path: Path) -> None:
     store.create_or_open_for_write("w").ingest([_doc("w", ((widest, "𠀋" * 70),))], progress=False)
     assert _ids(store.open("w"), C(widest, "contains", "𠀋" * MAX_PATTERN_CHARS)) == {"w"}
     assert _ids(store.open("w"), C(widest, "≥", 0)) == set()
+    assert condition_problem(C("n" * 65, "contains", "x" * 10)) is None  # no document holds such a name
+
+
+def test_a_pattern_tantivy_cannot_compile_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    import indexes.metadata
+
+    monkeypatch.setattr(indexes.metadata, "MAX_PATTERN_CHARS", 10_000)
+    assert condition_problem(C("a", "contains", "𠀋" * 400)) == "is too long to match with"
 
 
 # ------------------------------------------------------------------ property: index == the docstring
