@@ -12,6 +12,7 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
+from .metadata import decode
 from .types import StoredDocument
 
 __all__ = ["chunks_of", "count_matches", "doc_id_at", "read_document", "revisions", "stored_str"]
@@ -76,6 +77,7 @@ def read_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: st
         path=first.get_first("path") or "",
         dataset=first.get_first("dataset") or "",
         qa_visible=visible,
+        metadata=decode(first.get_first("metadata")),
     )
 
 

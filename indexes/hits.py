@@ -28,6 +28,7 @@ from tantivy import DocAddress, Occur, Query
 
 from .analysis import QueryTerms
 from .documents import stored_str
+from .metadata import decode
 from .search import bounded, excerpt
 from .types import DEFAULT_BOUNDS, CoverImage, Hit, SearchBounds
 
@@ -166,4 +167,5 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         path=doc.get_first("path") or "",
         dataset=doc.get_first("dataset") or "",
         revision=doc.get_first("revision") or "",
+        metadata=decode(doc.get_first("metadata")),
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from . import metadata
 from .analysis import fold_positions, index_text, normalize
 from .ingest.chunking import chunk
 from .schema import doc_key
@@ -37,6 +38,7 @@ def document_revision(doc: Document) -> str:
         "path": doc.path,
         "dataset": doc.dataset,
         "qa_visible": doc.qa_visible,
+        "metadata": [[n, list(v) if isinstance(v, tuple) else v] for n, v in doc.metadata],
     }
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -65,7 +67,10 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
         "qa_visible": 1 if doc.qa_visible else 0,
         "title_words": title_words,
         "title_chars": title.runs,
+        **metadata.index_terms(doc),
     }
+    if doc.metadata:
+        common["metadata"] = metadata.encode(doc.metadata)
     if doc.url:
         common["url"] = doc.url
     if doc.publish_time is not None:

@@ -46,7 +46,7 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 # 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
@@ -56,6 +56,8 @@ SCHEMA_VERSION = 6
 #    *_bigrams and *_unigrams fields), Latin words in body_latin, jieba over CJK runs only;
 #    stored text in unindexed text fields; text_fold only where it differs from the
 #    lower-cased text; the summary on chunk 0 only
+# 7: document metadata: meta_keys / meta_text / meta_num terms (indexes.metadata) and the
+#    kept fields stored as `metadata`
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"
@@ -69,16 +71,20 @@ DOC_TITLE_FIELDS = ("doc_title_words", "doc_title_chars")
 _RAW_STORED = ("doc_id", "chunk_id", "path", "dataset")
 # Stored only (STORED_TOKENIZER). text_fold: `analysis.fold_positions(text)` when it differs
 # from text.lower() and has text's length, so excerpts locate query terms without folding at
-# query time. summary: the document's front-matter summary, on chunk 0 only.
-_TEXT_STORED = ("title", "heading", "url", "cover_url", "revision", "text", "summary", "text_fold")
+# query time. summary: the document's front-matter summary, on chunk 0 only. metadata: the
+# document's kept metadata fields (indexes.metadata.encode), on every chunk.
+_TEXT_STORED = ("title", "heading", "url", "cover_url", "revision", "text", "summary", "text_fold", "metadata")
+# Metadata terms for filters (indexes.metadata.FIELDS): untokenized, indexed only.
+_META_INDEXED = ("meta_keys", "meta_text", "meta_num")
 _INT_STORED = ("chunk", "n_chunks", "overlap", "section", "publish_time", "cover_height",
                "cover_width", "qa_visible")
 
 
 def build_schema() -> tantivy.Schema:
     """The schema of SCHEMA_VERSION. Indexed: doc_id, chunk_id, path, dataset (raw terms),
-    doc_key, chunk, qa_visible (integers) and the analysis fields (term frequencies, no
-    positions; title_words and the doc_title fields without frequencies)."""
+    doc_key, chunk, qa_visible (integers), the analysis fields (term frequencies, no
+    positions; title_words and the doc_title fields without frequencies) and the metadata
+    terms (raw, indexes.metadata)."""
     sb = tantivy.SchemaBuilder()
     sb.add_integer_field("doc_key", stored=False, indexed=True, fast=True)
     for name in _RAW_STORED:
@@ -97,6 +103,8 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("title_chars", stored=False, tokenizer_name=CHARS_TOKENIZER, index_option="freq")
     sb.add_text_field("doc_title_words", stored=False, tokenizer_name=TOKENIZER, index_option="basic")
     sb.add_text_field("doc_title_chars", stored=False, tokenizer_name=CHARS_TOKENIZER, index_option="basic")
+    for name in _META_INDEXED:
+        sb.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
     return sb.build()
 
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import tantivy
-from tantivy import Query
+from tantivy import Occur, Query
 
-from . import documents, writer
+from . import documents, metadata, writer
 from .analysis import query_terms
 from .errors import IndexNotFoundError, IndexStoreError
 from .hits import search_hits
@@ -40,6 +40,7 @@ from .types import (
     IngestError,
     IngestReport,
     IngestWarning,
+    MetaFilter,
     SearchBounds,
     SearchFilter,
     StoredDocument,
@@ -123,6 +124,7 @@ class KnowledgeIndex:
         one_per_document: bool = True,
         summary_chars: int = 200,
         content_chars: int = 1500,
+        where: MetaFilter | None = None,
     ) -> list[Hit]:
         """Best chunks for `query`, highest BM25 score first.
 
@@ -131,20 +133,36 @@ class KnowledgeIndex:
         best chunk of each document (ids unique by construction either way); its content then
         continues with further matching chunks of that document.
         summary_chars / content_chars: bounds in characters of Hit.summary / Hit.content.
+        where: metadata conditions narrowing `filter` (`indexes.metadata`), evaluated in the
+        same Tantivy query, so the limit is filled from matching documents; never changes scores.
         The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
+        Raises ValueError for a metadata pattern Tantivy cannot compile
+        (`indexes.metadata.condition_problem` tells beforehand).
         """
         if limit <= 0:
             return []
         self.maybe_reload()
         terms = query_terms(query)
         searcher = self._index.searcher()
-        q = build_query(self._schema, terms, searcher, filter, self.boosts, filters=self._filter_parts(filter),
-                        doc_freqs=self._doc_freqs)
+        q = build_query(self._schema, terms, searcher, filter, self.boosts,
+                        filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
         if q is None:
             return []
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds)
+
+    def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
+                     where: MetaFilter | None) -> tuple[Query | None, Query | None]:
+        """(must, must_not) of the scope filter `flt` narrowed by the metadata conditions
+        `where` (one more constant-score must clause: it never widens the scope nor changes a
+        score). Raises ValueError for a metadata pattern Tantivy cannot compile."""
+        must, must_not = self._filter_parts(flt)
+        narrowed = metadata.filter_query(self._schema, searcher, where) if where is not None else None
+        if narrowed is not None:
+            must = narrowed if must is None else Query.const_score_query(
+                Query.boolean_query([(Occur.Must, must), (Occur.Must, narrowed)]), 0.0)
+        return must, must_not
 
     def _filter_parts(self, flt: SearchFilter | None) -> tuple[Query | None, Query | None]:
         """`filter_query` for `flt`, cached per filter (a scope's filter repeats on every call)."""

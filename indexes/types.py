@@ -13,6 +13,14 @@ Field meanings follow the Volcengine knowledge callback result item (seed 003,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeAlias
+
+MetaScalar: TypeAlias = str | int | float
+MetaValue: TypeAlias = MetaScalar | tuple[MetaScalar, ...]
+Metadata: TypeAlias = tuple[tuple[str, MetaValue], ...]
+"""A document's kept metadata: (name, value) pairs sorted by name, names unique. A value is a
+string, a number or a tuple of them (a list of tags). What readers keep, and its bounds:
+`indexes.ingest.metadata`; how it is indexed and filtered on: `indexes.metadata`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,7 @@ class Document:
     path: the tree path used by scope path globs ('' for JSONL unless given).
     dataset: the dataset name used by scope policies ('' when not given).
     qa_visible: False hides the document from every search and read.
+    metadata: further front-matter / JSONL fields kept for filtering (`Metadata`).
     origin: where it was read, for reports ("rows.jsonl:3", "guide/a.md"; '' when built in
         code). Not indexed, not part of the revision, not compared.
     """
@@ -64,6 +73,7 @@ class Document:
     path: str = ""
     dataset: str = ""
     qa_visible: bool = True
+    metadata: Metadata = ()
     origin: str = field(default="", compare=False)
 
     @property
@@ -98,6 +108,44 @@ class SearchFilter:
     include_hidden: bool = False
 
 
+# Dify's comparison operators (api/core/rag/entities/metadata_entities.py), plus the ASCII
+# spellings Dify's own filter also takes for three of them.
+META_OPERATORS = ("contains", "not contains", "start with", "end with", "is", "is not", "empty", "not empty",
+                  "in", "not in", "=", "≠", ">", "<", "≥", "≤", "before", "after")
+META_ALIASES = {"!=": "≠", ">=": "≥", "<=": "≤"}
+
+
+@dataclass(frozen=True, slots=True)
+class MetaCondition:
+    """One condition on a document's metadata (`indexes.metadata` says what each operator means).
+
+    name: a metadata name (a built-in such as 'path' or a kept field). operator: one of
+    META_OPERATORS. value: a string, a number, a tuple of them, or None (empty / not empty).
+    Raises ValueError for an unknown operator.
+    """
+
+    name: str
+    operator: str
+    value: MetaValue | None = None
+
+    def __post_init__(self) -> None:
+        if self.operator not in META_OPERATORS:
+            raise ValueError(f"unknown metadata operator {self.operator!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MetaFilter:
+    """Conditions joined by `logic` ('and' | 'or'): narrows a search inside its scope filter,
+    evaluated in the Tantivy query (never after it). No conditions → no narrowing."""
+
+    logic: str = "and"
+    conditions: tuple[MetaCondition, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.logic not in ("and", "or"):
+            raise ValueError(f"logic must be 'and' or 'or', not {self.logic!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One search result: the best chunk of one document.
@@ -124,6 +172,7 @@ class Hit:
     path: str = ""
     dataset: str = ""
     revision: str = ""
+    metadata: Metadata = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +189,7 @@ class StoredDocument:
     path: str = ""
     dataset: str = ""
     qa_visible: bool = True
+    metadata: Metadata = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,9 +298,11 @@ class IngestError:
 
 @dataclass(frozen=True, slots=True)
 class IngestWarning:
-    """A file an ingest reader read but did not turn into a document, and why (e.g. it is
-    empty). Unlike an IngestError it does not stop `--delete-missing`: the file holds no
-    document, so an earlier version of it is deleted like any document no longer present.
+    """Something an ingest reader read but did not keep as given, and why: a file it did not
+    turn into a document (it is empty), or a metadata field of a document it indexed without
+    that field (`indexes.ingest.metadata`). Unlike an IngestError it does not stop
+    `--delete-missing`: an empty file holds no document, so an earlier version of it is
+    deleted like any document no longer present.
     """
 
     file: str

@@ -45,12 +45,12 @@ def _pack(doc: Document) -> Packed:
     cover = doc.cover_image
     return (doc.id, doc.title, tuple((s.heading, s.text, s.trail) for s in doc.sections), doc.url,
             doc.summary, doc.publish_time, None if cover is None else (cover.url, cover.height, cover.width),
-            doc.path, doc.dataset, doc.qa_visible)
+            doc.path, doc.dataset, doc.qa_visible, doc.metadata)
 
 
 def _unpack(p: Packed) -> Document:
     cover = None if p[6] is None else CoverImage(*p[6])
-    return Document(p[0], p[1], tuple(Section(*s) for s in p[2]), p[3], p[4], p[5], cover, p[7], p[8], p[9])
+    return Document(p[0], p[1], tuple(Section(*s) for s in p[2]), p[3], p[4], p[5], cover, p[7], p[8], p[9], p[10])
 
 
 def analyse_batch(docs: list[Packed], revisions: list[str], chunk_chars: int) -> tuple[int, str]:

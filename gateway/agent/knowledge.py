@@ -57,6 +57,7 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 class KnowledgeWire:
     """The protocol's side of the frame: 16 KiB bodies, `knowledge_*` codes, its error envelope."""
 
+    wing = "agent"
     max_body_bytes = 16 * KIB
 
     def invalid(self, problem: Problem) -> KnowledgeError:

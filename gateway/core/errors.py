@@ -14,19 +14,22 @@ Exception tree (each code is defined once, in the one table its branch reads)::
     │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
     │   ├── ClientDisconnected       499: the caller left before the answer was ready (recorded, never sent)
     │   └── DependencyUnavailable    503: replay store or index down
-    ├── AgentError                   an agent-endpoint rejection: code from AGENT_CODES
+    ├── AgentError                   a Bearer-token wing's rejection: code from AGENT_CODES
     │   ├── AccessDenied             401/403: identity and policy (seed 002 "错误处理")
+    │   │   └── BadCredentials       401 access.unauthorized, telling a malformed header from an unknown token
     │   ├── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
+    │   ├── DifyError                Dify's External Knowledge API: code from DIFY_CODES, `error_code` from DIFY_TABLE
     │   └── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
     │                                 retryable per call, retry_after seconds
     └── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
 
-Three tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
+Four tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
 envelope's Ret numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool
 API answer as errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool
-API's own ErrorObject codes, seed 002 §12). A wing never invents a code: it raises one of
-these classes. A message is short and built once; it never carries a secret, a filesystem
-path or a stack trace. The README copies RET_TABLE (a test keeps the two in step).
+API's own ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers). A wing
+never invents a code: it raises one of these classes. A message is short and built once; it
+never carries a secret, a filesystem path or a stack trace. The README copies RET_TABLE and
+DIFY_TABLE (tests keep them in step).
 """
 
 from __future__ import annotations
@@ -194,8 +197,68 @@ class AccessDenied(AgentError):
     """401/403: the caller is not who it must be, or asks beyond its policy."""
 
 
+class BadCredentials(AccessDenied):
+    """401 access.unauthorized from the Bearer-token check (gateway.core.principals).
+
+    malformed: True when the Authorization header is absent, repeated or not `Bearer <token>`
+    (or an identity header is malformed), False when a well-formed token is unknown. Dify
+    tells the two apart (error_code 1001 and 1002); the agent protocols do not.
+    """
+
+    def __init__(self, message: str, *, malformed: bool) -> None:
+        super().__init__("access.unauthorized", message)
+        self.malformed = malformed
+
+
 class KnowledgeError(AgentError):
     """An error of the agent knowledge protocol (seed 000)."""
+
+
+# ------------------------------------------------------------------ Dify
+
+
+@dataclass(frozen=True, slots=True)
+class DifyCode:
+    """One row of the Dify table: error_code (int, stable), HTTP status, reason, meaning."""
+
+    error_code: int
+    status: int
+    reason: str
+    meaning: str
+
+
+# Dify's External Knowledge API answers errors as {"error_code": int, "error_msg": str}. 1001,
+# 1002 and 2001 are Dify's documented convention (docs.dify.ai "External Knowledge API"); the
+# others are kbgate's, numbered HTTP status × 10 (+ 1 for a second reason of one status).
+# Why 403 for 1001 too: Dify fails an admin's registration only on 403, 404 or 502, so a
+# missing key must not pass as anything else. Never renumber, only add.
+DIFY_TABLE: tuple[DifyCode, ...] = (
+    DifyCode(1001, 403, "authorization_malformed", "the Authorization header is absent or not 'Bearer <API key>'"),
+    DifyCode(1002, 403, "authorization_failed", "the API key is unknown, or not granted dify.retrieval"),
+    DifyCode(2001, 404, "knowledge_unknown", "knowledge_id names no knowledge base this key may read"),
+    DifyCode(4000, 400, "request_invalid", "the body is not a Dify retrieval request (the field is named)"),
+    DifyCode(4001, 400, "body_empty", "no body: Dify's check when an admin adds the API (the key is valid)"),
+    DifyCode(4050, 405, "method_not_allowed", "the retrieval endpoint accepts POST only"),
+    DifyCode(4080, 408, "body_timeout", "the body did not arrive within server.body_timeout_seconds"),
+    DifyCode(4130, 413, "body_too_large", "the body exceeds 64 KiB"),
+    DifyCode(4150, 415, "media_unsupported", "Content-Type is not application/json, or the body is encoded"),
+    DifyCode(5000, 500, "internal", "a bug in kbgate (logged)"),
+    DifyCode(5030, 503, "knowledge_unavailable", "the knowledge base is disabled or its index cannot be searched"),
+)
+DIFY_CODES: dict[str, tuple[int, bool, str]] = {
+    f"dify.{row.reason}": (row.status, row.status >= 500, row.meaning) for row in DIFY_TABLE}
+DIFY_ERROR_CODES: dict[str, int] = {f"dify.{row.reason}": row.error_code for row in DIFY_TABLE}
+
+
+class DifyError(AgentError):
+    """A rejection of Dify's retrieval endpoint. code: 'dify.<reason>' of DIFY_TABLE;
+    `error_code`: its number."""
+
+    codes = DIFY_CODES
+
+    @property
+    def error_code(self) -> int:
+        return DIFY_ERROR_CODES[self.code]
 
 
 class ConfigError(KbgateError):

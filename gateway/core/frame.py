@@ -6,11 +6,12 @@ not import another wing.
     method → Bearer token → (client, principal)          gateway.core.principals, never the body
     → the wing's handler(call)                            reads its bounded JSON body through the call
     → the wing's answer, or its refusal for any error     a `Wire` says how, in its own format
-    → Cache-Control: no-store, X-Request-Id, one audit line (gateway.core.audit)
+    → Cache-Control: no-store, X-Request-Id, one audit line (gateway.core.audit), which also
+      reaches the Runtime's events (per-wing metrics observe it)
 
-A wing (the knowledge protocol, the tool API, next Dify and MCP) supplies a `Wire`: its body
-cap, how a malformed request becomes its error code, and how it writes an answer and a
-refusal. Everything else lives here once. An unexpected exception is a 500 in the wing's
+A wing (the knowledge protocol, the tool API, Dify, next MCP) supplies a `Wire`: its name,
+its body cap, how a malformed request becomes its error code, and how it writes an answer
+and a refusal. Everything else lives here once. An unexpected exception is a 500 in the wing's
 own error shape, its trace in the log and never in the answer.
 """
 
@@ -56,12 +57,14 @@ class Reply:
 class Wire(Protocol):
     """What a Bearer-token wing tells the frame about its protocol.
 
+    wing: its name in audit lines and metrics ('agent', 'dify', 'mcp').
     max_body_bytes: the request body cap in bytes. invalid(problem): the wing's error for a
     malformed request (gateway.core.validate.Problem). method_not_allowed(method): the
     wing's 405. answer(call, data): the success reply for the handler's result. refuse(event,
     call, err): the reply for an error (call is None when authentication failed).
     """
 
+    wing: str
     max_body_bytes: int
 
     def invalid(self, problem: Problem) -> AgentError: ...
@@ -135,7 +138,7 @@ def endpoint(rt: Runtime, wire: Wire, handler: Handler, *, tool: str | Callable[
         started = time.perf_counter()
         event = audit.AuditEvent(ts=rt.clock.now(), request_id=uuid.uuid4().hex[:16],
                                  tool=tool if isinstance(tool, str) else tool(request),
-                                 route=request.path_params.get("route", ""))
+                                 route=request.path_params.get("route", ""), wing=wire.wing)
         call: Call | None = None
         headers = {**JSON_HEADERS, "x-request-id": event.request_id}
         try:
@@ -154,7 +157,7 @@ def endpoint(rt: Runtime, wire: Wire, handler: Handler, *, tool: str | Callable[
         event.status, event.outcome = reply.status, reply.outcome
         event.code = event.code or reply.code
         event.duration_ms = (time.perf_counter() - started) * 1000.0
-        audit.write(cfg.audit, event)
+        audit.record(cfg.audit, rt.events, event)
         return Response(reply.body, status_code=reply.status, headers={**headers, **reply.headers})
 
     return serve

@@ -4,7 +4,8 @@ Tokens are stored only as SHA-256 hex in the config (`agent.clients.ID.tokens`);
 presented token is hashed and compared in constant time with every configured hash.
 The session and the end user an agent acts for come from two optional headers:
 `X-Agent-Session` (default: the token id) and `X-On-Behalf-Of`. Every malformed or
-repeated header is `access.unauthorized`, never a 500.
+repeated header is `access.unauthorized` (a `BadCredentials` saying whether the header was
+malformed or the token unknown), never a 500.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from starlette.datastructures import Headers
 
 from gateway.core.config import AgentClient, AgentConfig
-from gateway.core.errors import AccessDenied
+from gateway.core.errors import BadCredentials
 from gateway.core.scope import Principal
 
 _BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/=-]{16,512})")
@@ -31,7 +32,7 @@ def token_hash(token: str) -> str:
 def _one(headers: Headers, name: str) -> str | None:
     values = headers.getlist(name)
     if len(values) > 1:
-        raise AccessDenied("access.unauthorized", f"header {name} appears more than once")
+        raise BadCredentials(f"header {name} appears more than once", malformed=True)
     return values[0] if values else None
 
 
@@ -39,13 +40,14 @@ def authenticate_agent(headers: Headers, agent: AgentConfig) -> tuple[AgentClien
     """headers: the request's; agent: the current agent config.
 
     Returns the client and its Principal(kind='agent_client', id=client id, key_id=token
-    id, session, on_behalf_of). Raises AccessDenied('access.unauthorized') for a missing,
-    repeated, malformed or unknown token and for malformed identity headers.
+    id, session, on_behalf_of). Raises BadCredentials ('access.unauthorized'): malformed=True
+    for a missing, repeated or malformed Authorization header and for malformed identity
+    headers, malformed=False for an unknown token.
     """
     auth = _one(headers, "authorization")
     m = _BEARER.fullmatch(auth) if auth is not None else None
     if m is None:
-        raise AccessDenied("access.unauthorized", "a Bearer token is required")
+        raise BadCredentials("a Bearer token is required", malformed=True)
     digest = token_hash(m.group(1)).encode("ascii")
     found = None
     for client in agent.clients.values():
@@ -53,11 +55,11 @@ def authenticate_agent(headers: Headers, agent: AgentConfig) -> tuple[AgentClien
             if hmac.compare_digest(digest, tk.sha256.encode("ascii")) and found is None:
                 found = (client, tk.id)
     if found is None:
-        raise AccessDenied("access.unauthorized", "the Bearer token is not valid")
+        raise BadCredentials("the Bearer token is not valid", malformed=False)
     client, token_id = found
     session = _one(headers, "x-agent-session")
     behalf = _one(headers, "x-on-behalf-of")
     for name, value in (("X-Agent-Session", session), ("X-On-Behalf-Of", behalf)):
         if value is not None and not _IDENT.fullmatch(value):
-            raise AccessDenied("access.unauthorized", f"header {name} is malformed")
+            raise BadCredentials(f"header {name} is malformed", malformed=True)
     return client, Principal("agent_client", client.id, token_id, session or f"token:{token_id}", behalf)

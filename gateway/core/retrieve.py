@@ -37,7 +37,7 @@ from gateway.core.errors import DependencyUnavailable
 from gateway.core.scope import EffectiveScope, allows
 from indexes.errors import IndexStoreError
 from indexes.store import KnowledgeIndex
-from indexes.types import Hit, StoredDocument
+from indexes.types import Hit, MetaFilter, StoredDocument
 
 log = logging.getLogger("kbgate.retrieve")
 
@@ -88,7 +88,7 @@ def _unavailable(scope: EffectiveScope) -> DependencyUnavailable:
 
 async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                  content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
-                 with_generation: bool = False) -> Searched:
+                 with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
     """Best hits for `query` inside `scope` (at most `limit`, best first). A coroutine: an
     index whose search may wait (`KnowledgeIndex.search_may_wait`: hybrid) is searched in a
     worker thread, a lexical one inline (module doc).
@@ -96,28 +96,32 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     query: raw user text. summary_chars / content_chars: bounds of Hit.summary / Hit.content
     in characters. one_per_document: only the best chunk of each document. min_score:
     hits scoring below it are dropped, never replaced. with_generation: also read the
-    index generation (a scope revision covers it). took_ms counts the search alone (a thread's
+    index generation (a scope revision covers it). where: metadata conditions that narrow
+    the scope further (never widen it: they are one more filter of the same query, so
+    `limit` is filled from documents that match them); check each with
+    `indexes.metadata.condition_problem` first. took_ms counts the search alone (a thread's
     queueing included). Raises DependencyUnavailable.
     """
     idx = indexes.index(scope.index)
     if idx.search_may_wait:
         return await to_thread.run_sync(partial(
             search_now, idx, scope, query, limit, summary_chars=summary_chars, content_chars=content_chars,
-            one_per_document=one_per_document, min_score=min_score, with_generation=with_generation))
+            one_per_document=one_per_document, min_score=min_score, with_generation=with_generation, where=where))
     return search_now(idx, scope, query, limit, summary_chars=summary_chars, content_chars=content_chars,
-                      one_per_document=one_per_document, min_score=min_score, with_generation=with_generation)
+                      one_per_document=one_per_document, min_score=min_score, with_generation=with_generation,
+                      where=where)
 
 
 def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
-               with_generation: bool = False) -> Searched:
+               with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
     """`search` on an opened index, in the calling thread (it may block: see `search`). For
     `search` itself and for measurements (bench/offload.py); a wing awaits `search`."""
     try:
         gen = idx.stats().generation if with_generation else None
         started = time.perf_counter()
         hits = idx.search(query, limit, filter=scope.filter, one_per_document=one_per_document,
-                          summary_chars=summary_chars, content_chars=content_chars)
+                          summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
     except _INDEX_ERRORS:
         raise _unavailable(scope) from None

@@ -281,6 +281,13 @@ def policy_grant(client: AgentClient) -> Grant:
     return Grant(datasets=p.datasets, path_globs=p.path_globs, include_working_docs=p.include_working_docs)
 
 
+def require_tool(client: AgentClient, tool: str) -> None:
+    """Raise AccessDenied('access.forbidden_tool') unless the client's policy grants `tool`
+    (seed 002 §8: tools a policy does not name are denied)."""
+    if tool not in client.policy.tools:
+        raise AccessDenied("access.forbidden_tool", f"tool {tool!r} is not allowed for this client")
+
+
 def resolve_agent(agent: AgentConfig, client: AgentClient, principal: Principal, route_name: str,
                   tool: str | None, request: ScopeRequest = ScopeRequest()) -> tuple[AgentRoute, EffectiveScope]:
     """Resolve an agent client's request on a workspace route (seed 002 §8).
@@ -297,8 +304,8 @@ def resolve_agent(agent: AgentConfig, client: AgentClient, principal: Principal,
         raise AccessDenied("access.forbidden_scope", "the route is not allowed for this client")
     if p.indexes is not None and route.index not in p.indexes:
         raise AccessDenied("access.forbidden_scope", "the route's index is not allowed for this client")
-    if tool is not None and tool not in p.tools:
-        raise AccessDenied("access.forbidden_tool", f"tool {tool!r} is not allowed for this client")
+    if tool is not None:
+        require_tool(client, tool)
     eff = effective_scope(principal, (route_name,), route.index,
                           [route_grant(route), policy_grant(client)], request)
     return route, eff

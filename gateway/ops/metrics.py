@@ -9,8 +9,13 @@ Without that variable (tests, embedded use) each `Metrics` has its own registry.
 Index gauges are not kept in files: they are read at scrape time from the indexes the
 answering worker has open (`IndexCollector`), as every worker maps the same directories.
 
+The Bearer-token wings (agent, dify, mcp) are counted per wing from their audit events
+(`observe_call`, subscribed to `gateway.core.audit.AuditEvent` on the Runtime's events): a
+wing gets its metrics by writing its audit line through `gateway.core.audit.record`.
+
 Labels carry only configured tenant names, key ids, outcome reasons (gateway.core.errors
-RET_TABLE), signature states and index names: never a secret, header value or query text.
+RET_TABLE), wing names, audit outcomes, error codes of gateway.core.errors' tables,
+signature states and index names: never a secret, header value or query text.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.core.audit import AuditEvent
 from gateway.core.events import Delivery, HybridSearched
 from indexes.types import IndexStats
 
@@ -117,8 +123,9 @@ class Metrics:
     callback_signatures_total{tenant,signature}, callback_duration_seconds{tenant},
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
-    deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome}; index gauges
-    from `IndexCollector`.
+    deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome}; per Bearer-token
+    wing (`observe_call`): wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
+    wing_duration_seconds{wing}; index gauges from `IndexCollector`.
     """
 
     def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
@@ -145,6 +152,12 @@ class Metrics:
                                ["reason"], registry=reg)
         self.hybrid = Counter("kbgate_hybrid_searches", "Searches of hybrid indexes: outcome 'hybrid' used the "
                               "vectors, any other is why it answered lexically", ["index", "outcome"], registry=reg)
+        self.wing_requests = Counter("kbgate_wing_requests", "Calls of a Bearer-token wing (agent, dify, mcp), "
+                                     "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
+        self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
+                                   ["wing", "code"], registry=reg)
+        self.wing_latency = Histogram("kbgate_wing_duration_seconds", "Time from request to answer built, per wing",
+                                      ["wing"], buckets=LATENCY_BUCKETS, registry=reg)
         if self.multiprocess:
             self._scrape = CollectorRegistry()
             multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
@@ -175,6 +188,16 @@ class Metrics:
         try:
             self.hybrid.labels(e.index, e.outcome).inc()
         except Exception:  # metrics must never fail a search
+            log.warning("metrics update failed", exc_info=True)
+
+    def observe_call(self, e: AuditEvent) -> None:
+        """Count one call of a Bearer-token wing (after its audit line). Never raises."""
+        try:
+            self.wing_requests.labels(e.wing, e.outcome).inc()
+            self.wing_latency.labels(e.wing).observe(e.duration_ms / 1000.0)
+            if e.code is not None:
+                self.wing_errors.labels(e.wing, e.code).inc()
+        except Exception:  # metrics must never fail a request
             log.warning("metrics update failed", exc_info=True)
 
     def drop(self, reason: str, count: int) -> None:

@@ -1,8 +1,9 @@
 """The ASGI application: the composition root where core, wings and operators' tools meet.
 
 `create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
-it (Volcengine callbacks, the agent knowledge protocol, the agent tool API), and subscribes
-the operators' observers (metrics, the deliveries record) to its events. Tenant callback
+it (Volcengine callbacks, the agent knowledge protocol, the agent tool API, Dify's External
+Knowledge API), and subscribes the operators' observers (metrics, the deliveries record) to
+its events. Tenant callback
 paths come from the config (and may change on reload), so the top-level app dispatches them
 itself before handing everything else to a Starlette router (health, readiness, metrics,
 admin, agent endpoints). A new caller's wing is added here: its `routes(rt)`.
@@ -18,7 +19,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from gateway import dify
 from gateway.agent import knowledge, tools
+from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.events import Delivery, HybridSearched
@@ -45,6 +48,7 @@ class Gateway:
         self.volcengine = VolcengineWing(rt)
         self.reloader = Reloader(rt)
         rt.events.subscribe(Delivery, self.metrics.observe)
+        rt.events.subscribe(AuditEvent, self.metrics.observe_call)
         rt.events.subscribe(Delivery, self._keep)
         rt.events.subscribe(HybridSearched, self.metrics.observe_hybrid)
         rt.on_close(self.deliveries.close)
@@ -60,7 +64,7 @@ class Gateway:
                 await rt.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
-                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt)]
+                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt)]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         self.router.state.runtime = rt
         self.router.state.metrics = self.metrics

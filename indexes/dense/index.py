@@ -28,7 +28,7 @@ from ..analysis import query_terms
 from ..hits import make_hit
 from ..search import build_query
 from ..store import RELOAD_CHECK_SECONDS, IndexStore, KnowledgeIndex
-from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, SearchFilter
+from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
 from .hybrid import DenseSearch, Observe
@@ -100,15 +100,17 @@ class HybridIndex(KnowledgeIndex):
             return True
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
-               one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500) -> list[Hit]:
+               one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500,
+               where: MetaFilter | None = None) -> list[Hit]:
         """Hybrid hits (fused BM25 + nearest neighbours, best first; Hit.score is the fused
         score), or exactly `KnowledgeIndex.search` whenever the dense side cannot answer
-        within the per-query deadline. Same arguments and bounds as `KnowledgeIndex.search`."""
+        within the per-query deadline. Same arguments (metadata conditions `where` included) and
+        bounds as `KnowledgeIndex.search`."""
         if limit <= 0:
             return []
         self.maybe_reload()
         terms = query_terms(query)
-        filters = self._filter_parts(filter)
+        filters = self._scope_parts(filter, self._index.searcher(), where)
 
         def lexical_query(searcher: tantivy.Searcher) -> Query | None:
             return build_query(self._schema, terms, searcher, filter, self.boosts, filters=filters,
@@ -120,7 +122,7 @@ class HybridIndex(KnowledgeIndex):
         if hits is not None:
             return hits
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
-                              summary_chars=summary_chars, content_chars=content_chars)
+                              summary_chars=summary_chars, content_chars=content_chars, where=where)
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None) -> IngestReport:

@@ -4,7 +4,8 @@ Fields (all but `id` optional): id (str or int), title, content (alias text),
 url, summary, publish_time (int/float unix seconds, or an ISO-8601 date or
 date-time string; naive times are UTC), cover_image ({url, height, width} or a
 url string), path, dataset, qa_visible (bool). The CMRC 2018 repackaging uses
-id/title/url/content.
+id/title/url/content. Every other field is kept as metadata when
+`indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
 
 A record longer than `max_document_bytes` (its line, in UTF-8 bytes) is refused with an
 IngestError naming the limit. Records that repeat an `id` are all read; the ingest keeps
@@ -21,8 +22,13 @@ from typing import Any
 
 from ..types import Document, IngestError, IngestWarning, Section
 from .fields import parse_cover_image, parse_publish_time, parse_qa_visible
+from .metadata import keep_metadata
 
-__all__ = ["read_jsonl", "record_to_document", "too_large"]
+__all__ = ["RESERVED", "read_jsonl", "record_to_document", "too_large"]
+
+# Record keys with a meaning of their own (not kept as metadata).
+RESERVED = frozenset({"id", "title", "content", "text", "url", "summary", "publish_time", "cover_image", "path",
+                      "dataset", "qa_visible"})
 
 
 def too_large(size: int, limit: int) -> str:
@@ -31,8 +37,13 @@ def too_large(size: int, limit: int) -> str:
             "(indexes.max_document_bytes, or kbgate index add --max-document-bytes)")
 
 
-def record_to_document(record: dict[str, Any]) -> Document:
-    """One JSON object → Document. Raises ValueError naming the bad field."""
+def record_to_document(record: dict[str, Any], where: str = "", line: int | None = None,
+                       warnings: list[IngestWarning] | None = None) -> Document:
+    """One JSON object → Document with its kept metadata. Raises ValueError naming the bad field.
+
+    where / line: the record's source, for the warnings appended to `warnings` (one per field
+    not kept as metadata; dropped when `warnings` is None).
+    """
     if not isinstance(record, dict):
         raise ValueError("line is not a JSON object")
     raw_id = record.get("id")
@@ -45,6 +56,9 @@ def record_to_document(record: dict[str, Any]) -> Document:
     for key in ("url", "summary", "path", "dataset"):
         if record.get(key) is not None and not isinstance(record[key], str):
             raise ValueError(f"'{key}' must be a string")
+    kept, notes = keep_metadata(record, RESERVED, where, line)
+    if warnings is not None:
+        warnings.extend(notes)
     return Document(
         id=str(raw_id),
         title=title.strip(),
@@ -56,6 +70,7 @@ def record_to_document(record: dict[str, Any]) -> Document:
         path=record.get("path") or "",
         dataset=record.get("dataset") or "",
         qa_visible=parse_qa_visible(record.get("qa_visible", True)),
+        metadata=kept,
     )
 
 
@@ -81,12 +96,14 @@ def read_jsonl(path: Path, *, display: str | None = None,
                     if size > max_document_bytes:
                         yield IngestError(name, too_large(size, max_document_bytes), lineno)
                         continue
+                notes: list[IngestWarning] = []
                 try:
-                    doc = record_to_document(json.loads(line))
+                    doc = record_to_document(json.loads(line), name, lineno, notes)
                 except (ValueError, TypeError) as exc:
                     yield IngestError(name, f"bad JSON record: {exc}", lineno)
                     continue
                 yield dataclasses.replace(doc, origin=f"{name}:{lineno}")
+                yield from notes
         if not records:
             yield IngestWarning(name, "empty file (only whitespace): skipped")
     except UnicodeDecodeError as exc:

@@ -2,7 +2,9 @@
 
 Front matter (PyYAML `safe_load` between leading `---` lines): title, url,
 publish_time or date, cover_image, summary, qa_visible, dataset. Without a
-title the first heading is the title, else the file stem.
+title the first heading is the title, else the file stem. Every other front-matter
+field is kept as metadata when `indexes.ingest.metadata` allows (a field it does not keep
+is reported as an IngestWarning).
 
 Document id and path are the file path relative to the ingested folder, with
 forward slashes ("dm/dm-safe-mode.md").
@@ -25,10 +27,11 @@ from typing import Any
 
 import yaml
 
-from ..types import Document, IngestError, Section
+from ..types import Document, IngestError, IngestWarning, Section
 from .fields import parse_cover_image, parse_publish_time, parse_qa_visible
+from .metadata import keep_metadata
 
-__all__ = ["parse_markdown", "read_markdown", "strip_inline"]
+__all__ = ["RESERVED", "parse_markdown", "parse_markdown_kept", "read_markdown", "strip_inline"]
 
 _HTML_TAGS = frozenset(
     """a abbr b blockquote br code dd del details div dl dt em font h1 h2 h3 h4 h5 h6 hr i
@@ -55,6 +58,8 @@ _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _BLOCK_PREFIX = re.compile(r"^\s*(?:>\s?)+")
 _LIST_PREFIX = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _SPACES = re.compile(r"[ \t]{2,}")
+# Front-matter keys with a meaning of their own (not kept as metadata).
+RESERVED = frozenset({"title", "url", "publish_time", "date", "cover_image", "summary", "qa_visible", "dataset"})
 
 
 def _strip_tag(m: re.Match[str]) -> str:
@@ -127,7 +132,14 @@ def _finish(lines: list[str]) -> str:
 
 
 def parse_markdown(text: str, rel_path: str) -> Document:
-    """Markdown source → Document with id = path = rel_path. Raises ValueError (front matter)."""
+    """Markdown source → Document with id = path = rel_path (metadata: see `parse_markdown_kept`).
+    Raises ValueError (front matter)."""
+    return parse_markdown_kept(text, rel_path)[0]
+
+
+def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[IngestWarning]]:
+    """Markdown source → (Document with id = path = rel_path and its kept metadata, one
+    IngestWarning per front-matter field not kept). Raises ValueError (front matter)."""
     meta, body = _split_front_matter(text.lstrip("\ufeff").replace("\r\n", "\n"))
     body = _COMMENT.sub("", body)
     sections: list[Section] = []
@@ -185,6 +197,7 @@ def parse_markdown(text: str, rel_path: str) -> Document:
     for key in ("url", "summary", "dataset"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise ValueError(f"front matter '{key}' must be a string")
+    kept_meta, warnings = keep_metadata(meta, RESERVED, rel_path)
     return Document(
         id=rel_path,
         title=strip_inline(title),
@@ -196,14 +209,18 @@ def parse_markdown(text: str, rel_path: str) -> Document:
         path=rel_path,
         dataset=meta.get("dataset") or "",
         qa_visible=parse_qa_visible(meta.get("qa_visible", True)),
-    )
+        metadata=kept_meta,
+    ), warnings
 
 
-def read_markdown(path: Path, rel_path: str) -> Iterator[Document | IngestError]:
-    """One Document for a Markdown file, or one IngestError (bad UTF-8, bad front matter)."""
+def read_markdown(path: Path, rel_path: str) -> Iterator[Document | IngestError | IngestWarning]:
+    """One Document for a Markdown file and a warning per front-matter field not kept, or one
+    IngestError (bad UTF-8, bad front matter)."""
     try:
         text = path.read_text(encoding="utf-8")
-        yield parse_markdown(text, rel_path)
+        doc, warnings = parse_markdown_kept(text, rel_path)
+        yield doc
+        yield from warnings
     except UnicodeDecodeError as exc:
         yield IngestError(rel_path, f"not UTF-8: {exc.reason} at byte {exc.start}")
     except ValueError as exc:

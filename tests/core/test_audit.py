@@ -10,6 +10,7 @@ import pytest
 from gateway.core import audit
 from gateway.core.config import AuditConfig, parse_config
 from gateway.core.errors import ConfigError
+from gateway.core.events import Events
 from gateway.core.scope import Principal
 from tests.support.agent_env import (
     REF_KEY,
@@ -21,7 +22,7 @@ from tests.support.agent_env import (
     ok,
 )
 
-FIELDS = {"ts", "event", "request_id", "principal", "route", "tool", "scope", "outcome", "status", "code",
+FIELDS = {"ts", "event", "wing", "request_id", "principal", "route", "tool", "scope", "outcome", "status", "code",
           "duration_ms", "run_id"}
 
 
@@ -45,7 +46,7 @@ async def test_every_call_is_one_line_with_outcome(env: EnvFactory) -> None:
     ]
     for x in lines:
         assert FIELDS <= set(x), x
-        assert x["event"] == "agent_call" and x["duration_ms"] >= 0
+        assert x["event"] == "agent_call" and x["wing"] == "agent" and x["duration_ms"] >= 0
     first = lines[0]
     assert first["principal"] == {"kind": "agent_client", "id": "alice", "key_id": "t1", "session": "token:t1",
                                   "on_behalf_of": None}
@@ -101,6 +102,17 @@ def test_stdout_sink(capsys: pytest.CaptureFixture[str]) -> None:
 def test_off_sink_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     audit.write(AuditConfig("off"), _event())
     assert capsys.readouterr().out == ""
+
+
+def test_record_writes_the_line_and_publishes_the_event(tmp_path: Path) -> None:
+    events = Events()
+    seen: list[audit.AuditEvent] = []
+    events.subscribe(audit.AuditEvent, seen.append)
+    ev = _event()
+    ev.wing = "mcp"
+    audit.record(AuditConfig("file", tmp_path / "a.jsonl"), events, ev)
+    assert seen == [ev]
+    assert orjson.loads((tmp_path / "a.jsonl").read_bytes())["wing"] == "mcp"
 
 
 def test_failing_file_sink_does_not_raise(tmp_path: Path) -> None:

@@ -257,3 +257,38 @@ def test_max_chunks_per_query_below_max_limit_is_refused(tmp_path: Path) -> None
     assert refused(data, "search.max_chunks_per_query", tmp_path) == (
         "Config 'search.max_chunks_per_query' is 19, below search.max_limit (20): a search could not return "
         "that many documents")
+
+
+# ---------------------------------------------------------------- [dify]
+
+
+def test_dify_defaults_and_example(tmp_path: Path) -> None:
+    d = parse_config(base(), base_dir=tmp_path, env=ENV).dify
+    assert (d.prefix, d.path, d.max_top_k, d.default_top_k, d.content_chars, d.max_query_chars, d.score_k) == (
+        "/dify", "/dify/retrieval", 10, 5, 1500, 2000, 40.0)
+    example = load_config(ROOT / "deploy" / "gateway.example.toml",
+                          env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32}).dify
+    assert example == d
+    root = parse_config({**base(), "dify": {"prefix": "", "max_top_k": 3}}, base_dir=tmp_path, env=ENV).dify
+    assert (root.path, root.max_top_k, root.default_top_k) == ("/retrieval", 3, 3)
+
+
+@pytest.mark.parametrize(("dify", "key", "needle"), [
+    ({"prefix": "/dify/"}, "dify.prefix", "trailing slash"),
+    ({"prefix": "dify"}, "dify.prefix", "absolute path"),
+    ({"prefix": "/a b"}, "dify.prefix", "absolute path"),
+    ({"prefix": "/agent-api"}, "dify.prefix", "gateway's own endpoints"),
+    ({"prefix": "/healthz"}, "dify.prefix", "gateway's own endpoints"),
+    ({"max_top_k": 0}, "dify.max_top_k", "1 to 100"),
+    ({"max_top_k": 4, "default_top_k": 5}, "dify.default_top_k", "1 to 4"),
+    ({"score_k": 0}, "dify.score_k", "number"),
+    ({"top_k": 5}, "dify.top_k", "not a known"),
+])
+def test_dify_config_errors_name_the_key(tmp_path: Path, dify: dict[str, Any], key: str, needle: str) -> None:
+    assert needle in refused({**base(), "dify": dify}, key, tmp_path)
+
+
+def test_a_tenant_path_on_the_dify_endpoint_is_refused(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["path"] = "/dify/retrieval"
+    assert "Dify endpoint" in refused(data, "tenants.acme.path", tmp_path)

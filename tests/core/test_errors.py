@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.core.errors import RET_TABLE, CallbackError, ConfigError
+from gateway.core.errors import DIFY_TABLE, RET_TABLE, CallbackError, ConfigError, DifyError
 from tests.support.paths import ROOT
 
 
@@ -22,6 +22,19 @@ def test_readme_table_matches() -> None:
     block = text.split("<!-- ret-table:start -->")[1].split("<!-- ret-table:end -->")[0]
     rows = re.findall(r"^\| (\d+) \| (\d+) \| `([a-z0-9_]+)` \|", block, re.M)
     assert [(int(a), int(b), c) for a, b, c in rows] == [(r.ret, r.status, r.reason) for r in RET_TABLE]
+
+
+def test_readme_dify_table_matches() -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    block = text.split("<!-- dify-table:start -->")[1].split("<!-- dify-table:end -->")[0]
+    rows = re.findall(r"^\| (\d+) \| (\d+) \| `([a-z_]+)` \|", block, re.M)
+    assert [(int(a), int(b), c) for a, b, c in rows] == [(r.error_code, r.status, r.reason) for r in DIFY_TABLE]
+
+
+def test_dify_error_carries_its_number() -> None:
+    e = DifyError("dify.knowledge_unknown")
+    assert (e.error_code, e.status, e.code, e.retryable) == (2001, 404, "dify.knowledge_unknown", False)
+    assert DifyError("dify.knowledge_unavailable").retryable
 
 
 def test_error_carries_code_and_status() -> None:

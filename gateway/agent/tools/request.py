@@ -137,6 +137,7 @@ def error_object(err: AgentError) -> dict[str, Any]:
 class ToolsWire:
     """The tool API's side of the frame: 32 KiB bodies, access.request_invalid, AgentToolResult."""
 
+    wing = "agent"
     max_body_bytes = 32 * KIB
 
     def invalid(self, problem: Problem) -> ToolError:

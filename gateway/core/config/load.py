@@ -17,6 +17,7 @@ from typing import Any
 
 from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
+from gateway.core.config.dify import parse_dify
 from gateway.core.config.fields import SHA256_HEX, section
 from gateway.core.config.indexes import parse_dense, parse_indexer
 from gateway.core.config.model import (
@@ -35,7 +36,7 @@ from gateway.core.validate import Fields
 from indexes.dense.config import DenseConfig
 from indexes.types import DEFAULT_BOUNDS
 
-SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access")
+SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -125,6 +126,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
         dense=parse_dense(indexes, base_dir, env),
+        dify=parse_dify(top.table("dify"), paths),
     )
 
 

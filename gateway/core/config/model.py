@@ -23,7 +23,9 @@ RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "
 # Agent Access tool API (seed 002 §7); 'get_page.full_text' lets get_page return whole text.
 ACCESS_TOOLS = ("search", "ask", "get_page", "get_page.full_text", "get_context", "create_feedback",
                 "create_improvement_task")
-AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS})
+# Dify's External Knowledge API (issue 11): POST {dify.prefix}/retrieval.
+DIFY_TOOLS = ("dify.retrieval",)
+AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS, *DIFY_TOOLS})
 
 
 # ---------------------------------------------------------------- Volcengine tenants (seed 003)
@@ -252,6 +254,30 @@ class AccessConfig:
     answer_timeout_seconds: float = 10.0
 
 
+@dataclass(frozen=True, slots=True)
+class DifyConfig:
+    """[dify]: Dify's External Knowledge API (issue 11). Lengths in characters.
+
+    prefix: the endpoint Dify is given; it POSTs to prefix + '/retrieval' ('' = the root;
+        needs a restart). max_top_k: top_k is clamped to 1..this (Dify's top_k is not
+        trusted: some versions send it stuck at a default). default_top_k: when top_k is
+        absent or null. content_chars: bound of a record's content. max_query_chars: a longer
+        query is refused. score_k: K of the score normalization s / (s₁ + K) (gateway.dify.records).
+    """
+
+    prefix: str = "/dify"
+    max_top_k: int = 10
+    default_top_k: int = 5
+    content_chars: int = 1500
+    max_query_chars: int = 2000
+    score_k: float = 40.0
+
+    @property
+    def path(self) -> str:
+        """The retrieval endpoint's path: prefix + '/retrieval'."""
+        return self.prefix + "/retrieval"
+
+
 # ---------------------------------------------------------------- the whole file
 
 
@@ -277,6 +303,7 @@ class Config:
     audit: AuditConfig = AuditConfig()
     access: AccessConfig = AccessConfig()
     dense: Mapping[str, DenseConfig] = field(default_factory=dict)
+    dify: DifyConfig = DifyConfig()
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""

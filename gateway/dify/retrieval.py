@@ -1,0 +1,69 @@
+"""The one endpoint: `POST {dify.prefix}/retrieval`, Dify's External Knowledge API.
+
+One straight path, in the Bearer-token frame (gateway.core.frame):
+
+    Bearer API key → (agent client, principal)       gateway.core.principals (1001 / 1002)
+    the client's policy grants dify.retrieval        gateway.core.scope.require_tool (1002)
+    no body → 400 body_empty                         Dify's registration check: the key is valid
+    body → Retrieval                                 gateway.dify.request (4000)
+    knowledge_id → (agent route, effective scope)    gateway.core.scope.resolve_agent (2001)
+    search inside the scope, narrowed by metadata    gateway.core.retrieve.search (5030)
+    hits → records, normalized scores ≥ threshold    gateway.dify.records
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.datastructures import Headers
+
+from gateway.core import retrieve
+from gateway.core.errors import DependencyUnavailable, DifyError
+from gateway.core.frame import Call
+from gateway.core.scope import require_tool, resolve_agent
+from gateway.core.validate import clip
+from gateway.dify.records import records
+from gateway.dify.request import read
+
+GRANT = "dify.retrieval"
+
+
+def _no_body(headers: Headers) -> bool:
+    """True when the request declares an empty body (Content-Length: 0, or no length and no
+    chunked transfer: HTTP/1.1 then has none), as Dify's registration POST does."""
+    length = headers.get("content-length")
+    if length is not None:
+        return length.strip() == "0"
+    return "transfer-encoding" not in headers
+
+
+async def retrieval(call: Call) -> dict[str, Any]:
+    """Dify's retrieval: {"records": [...]} best first (see the module docstring for the path
+    and its error codes)."""
+    cfg = call.cfg.dify
+    require_tool(call.client, GRANT)  # before the body: a key without the grant fails registration
+    if _no_body(call.request.headers):
+        raise DifyError("dify.body_empty", "no request body: this is Dify's check when an admin adds the API, "
+                                           "and the API key is valid; retrieval requests carry a JSON body")
+    req = read(call.fields(await call.json_object()), cfg)
+    call.event.route = clip(req.knowledge_id, 128)
+    # A denial (AccessDenied) leaves as it is: DifyWire.refuse answers it as 2001 or 1002.
+    route, eff = resolve_agent(call.cfg.agent, call.client, call.principal, req.knowledge_id, GRANT)
+    call.event.scope = eff.summary()
+    call.scopes.append((route, eff))
+    extra: dict[str, Any] = {"top_k": req.top_k, "score_threshold": req.score_threshold,
+                             "conditions": len(req.where.conditions) if req.where else 0}
+    if req.skipped:
+        extra["conditions_skipped"] = req.skipped
+    call.event.extra.update(extra)
+    if not route.enabled:
+        raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} is disabled")
+    try:
+        found = await retrieve.search(call.rt, eff, req.query, req.top_k, summary_chars=1,
+                                      content_chars=cfg.content_chars, min_score=route.min_score, where=req.where)
+    except DependencyUnavailable:
+        raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} cannot be "
+                                                      "searched right now") from None
+    out = records(found.hits, eff.index, k=cfg.score_k, threshold=req.score_threshold)
+    call.event.extra.update({"hits": len(found.hits), "records": len(out), "search_ms": round(found.took_ms, 3)})
+    return {"records": out}
