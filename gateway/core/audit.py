@@ -30,6 +30,7 @@ class AuditEvent:
     """One agent call. ts: unix seconds from the app clock; duration_ms: wall time.
 
     outcome: one of OUTCOMES. scope: `EffectiveScope.summary()` once resolved, else None.
+    wing: the caller's wing that answered ('agent', 'mcp', …).
     """
 
     ts: float
@@ -44,12 +45,14 @@ class AuditEvent:
     duration_ms: float = 0.0
     run_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    wing: str = "agent"
 
     def to_json(self) -> bytes:
         p = self.principal
         line = {
             "ts": round(self.ts, 3),
             "event": "agent_call",
+            "wing": self.wing,
             "request_id": self.request_id,
             "principal": None if p is None else {
                 "kind": p.kind, "id": p.id, "key_id": p.key_id, "session": p.session,

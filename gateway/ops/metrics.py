@@ -10,7 +10,8 @@ Index gauges are not kept in files: they are read at scrape time from the indexe
 answering worker has open (`IndexCollector`), as every worker maps the same directories.
 
 Labels carry only configured tenant names, key ids, outcome reasons (gateway.core.errors
-RET_TABLE), signature states and index names: never a secret, header value or query text.
+RET_TABLE), signature states, index names, wing names and the wings' bounded tool labels:
+never a secret, header value or query text.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.core.audit import AuditEvent
 from gateway.core.events import Delivery
 from indexes.types import IndexStats
 
@@ -117,7 +119,8 @@ class Metrics:
     callback_signatures_total{tenant,signature}, callback_duration_seconds{tenant},
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
-    deliveries_dropped_total{reason}; index gauges from `IndexCollector`.
+    deliveries_dropped_total{reason}, wing_requests_total{wing,tool,outcome},
+    wing_request_duration_seconds{wing,tool}; index gauges from `IndexCollector`.
     """
 
     def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
@@ -142,6 +145,10 @@ class Metrics:
                                     ["tenant"], registry=reg)
         self.dropped = Counter("kbgate_deliveries_dropped", "Delivery records not kept (writer behind, Redis error)",
                                ["reason"], registry=reg)
+        self.wing_requests = Counter("kbgate_wing_requests", "Requests of a caller's wing (mcp today), by tool "
+                                     "and audit outcome", ["wing", "tool", "outcome"], registry=reg)
+        self.wing_latency = Histogram("kbgate_wing_request_duration_seconds", "Time from request to answer, per "
+                                      "wing and tool", ["wing", "tool"], buckets=LATENCY_BUCKETS, registry=reg)
         if self.multiprocess:
             self._scrape = CollectorRegistry()
             multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
@@ -164,6 +171,15 @@ class Metrics:
                 self.keys.labels(t, d.key_id).inc()
             if d.outcome == "replay_store_unavailable":
                 self.nonce_errors.labels(t).inc()
+        except Exception:  # metrics must never fail a request
+            log.warning("metrics update failed", exc_info=True)
+
+    def observe_call(self, e: AuditEvent) -> None:
+        """Count one request of a wing that publishes its AuditEvent (the MCP wing: every
+        request, tool or not; labels: wing, the bounded tool label, the audit outcome). Never raises."""
+        try:
+            self.wing_requests.labels(e.wing, e.tool, e.outcome).inc()
+            self.wing_latency.labels(e.wing, e.tool).observe(e.duration_ms / 1000.0)
         except Exception:  # metrics must never fail a request
             log.warning("metrics update failed", exc_info=True)
 

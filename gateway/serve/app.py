@@ -1,7 +1,7 @@
 """The ASGI application: the composition root where core, wings and operators' tools meet.
 
 `create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
-it (Volcengine callbacks, the agent knowledge protocol, the agent tool API), and subscribes
+it (Volcengine callbacks, the agent knowledge protocol, the agent tool API, MCP), and subscribes
 the operators' observers (metrics, the deliveries record) to its events. Tenant callback
 paths come from the config (and may change on reload), so the top-level app dispatches them
 itself before handing everything else to a Starlette router (health, readiness, metrics,
@@ -19,11 +19,13 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway.agent import knowledge, tools
+from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.events import Delivery
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
+from gateway.mcp import McpWing
 from gateway.ops import admin, metrics
 from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
@@ -43,9 +45,11 @@ class Gateway:
         self.metrics = metrics.Metrics(rt.index_stats)
         self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
         self.volcengine = VolcengineWing(rt)
+        self.mcp = McpWing(rt)
         self.reloader = Reloader(rt)
         rt.events.subscribe(Delivery, self.metrics.observe)
         rt.events.subscribe(Delivery, self._keep)
+        rt.events.subscribe(AuditEvent, self.metrics.observe_call)
         rt.on_close(self.deliveries.close)
         rt.on_close(self.metrics.aclose)
 
@@ -53,13 +57,14 @@ class Gateway:
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             try:
-                yield
+                async with self.mcp.running():  # the MCP SDK's task group (mounted apps get no lifespan)
+                    yield
             finally:
                 watcher.cancel()
                 await rt.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
-                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt)]
+                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *self.mcp.routes()]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         self.router.state.runtime = rt
         self.router.state.metrics = self.metrics

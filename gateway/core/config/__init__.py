@@ -12,6 +12,7 @@ from gateway.core.config.model import (
     AgentToken,
     AuditConfig,
     Config,
+    McpConfig,
     ReplayConfig,
     Route,
     SearchConfig,
@@ -22,6 +23,7 @@ from gateway.core.config.model import (
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
-    "AuditConfig", "Config", "ReplayConfig", "Route", "SearchConfig", "SecretKey", "ServerConfig", "Tenant",
+    "AuditConfig", "Config", "McpConfig", "ReplayConfig", "Route", "SearchConfig", "SecretKey", "ServerConfig",
+    "Tenant",
     "load_config", "load_indexer_config", "load_indexes_dir", "parse_config", "read_secret", "read_signing_key",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.fields import SHA256_HEX, section
+from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_TOLERANCE,
     AdminConfig,
@@ -33,7 +34,7 @@ from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 
-SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access")
+SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "mcp")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -106,6 +107,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         agent=parse_agent(top.table("agent"), base_dir, env, tenants),
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
+        mcp=parse_mcp(top.table("mcp"), paths),
     )
 
 
