@@ -17,6 +17,7 @@ import orjson
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from gateway.mcp.transport import origin_allowed
 from tests.ops.test_metrics import samples, val
 from tests.support.configs import ENV, SECRETS, config, write
 from tests.support.harness import Server, free_port, serve
@@ -207,6 +208,15 @@ def test_origin_is_checked_against_the_allow_list(srv: Server) -> None:
                                                     "access-control-request-headers": "authorization, content-type"})
     assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == ORIGIN
     assert pre.headers["access-control-allow-methods"] == "POST"
+
+
+@pytest.mark.parametrize(("origin", "allowed"), [
+    ("https://chat.example.com", True), ("http://localhost:6274", True), ("http://localhost:80", True),
+    ("http://localhost", False), ("http://localhost.evil.com:80", False), ("http://localhost:80x", False),
+    ("https://chat.example.com:443", False), ("https://chat.example.com.evil.com", False), ("null", False),
+])
+def test_origin_patterns(origin: str, allowed: bool) -> None:
+    assert origin_allowed(origin, (ORIGIN, "http://localhost:*")) is allowed
 
 
 def test_host_is_checked_by_the_sdk_when_hosts_are_listed(srv: Server) -> None:
