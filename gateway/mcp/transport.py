@@ -107,7 +107,8 @@ class McpWing:
             refused = AgentError("internal", "internal error")
         if refused is not None and not out.started:
             await out.refuse(refused, headers)
-        self._finish(event, out.status, refused, call, started, cfg)
+        event.duration_ms = ((out.sent_at or time.perf_counter()) - started) * 1000.0
+        self._finish(event, out.status, refused, call, cfg)
 
     def _follow(self, mcp: McpConfig) -> None:
         """Take a reloaded [mcp] section's Host/Origin lists into the SDK's settings (each
@@ -117,9 +118,9 @@ class McpWing:
             self.manager.security_settings = security(mcp)
 
     def _finish(self, event: audit.AuditEvent, status: int, refused: AgentError | None, call: McpCall | None,
-                started: float, cfg: Config) -> None:
+                cfg: Config) -> None:
         """Settle the audit event: status, outcome and code (ours, the tool's, or the SDK's
-        refusal), duration; write it for a tool call or a refused request; publish it."""
+        refusal); write it for a tool call or a refused request; publish it."""
         event.status = status
         if refused is not None:
             event.outcome, event.code = audit.outcome_of(refused.status), refused.code
@@ -128,7 +129,6 @@ class McpWing:
                 event.outcome, event.code = "failed", "mcp.host_misdirected"
             elif status >= 400 or event.tool in TOOL_CALL_LABELS:
                 event.outcome, event.code = audit.outcome_of(max(status, 400)), "mcp.request_invalid"
-        event.duration_ms = (time.perf_counter() - started) * 1000.0
         if event.tool in TOOL_CALL_LABELS or status >= 400:
             audit.write(cfg.audit, event)
         self.rt.events.publish(event)
@@ -204,6 +204,7 @@ class _Answer:
         self.origin = origin
         self.status = 0
         self.started = False
+        self.sent_at: float | None = None  # perf_counter() when the last body part left
 
     def _extra(self) -> list[tuple[bytes, bytes]]:
         out = [(b"x-request-id", self.request_id.encode()), (b"cache-control", b"no-store")]
@@ -219,6 +220,8 @@ class _Answer:
             keep = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"cache-control"]
             message = {**message, "headers": keep + self._extra()}
         await self._send(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.sent_at = time.perf_counter()
 
     async def _respond(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
         await self({"type": "http.response.start", "status": status,
