@@ -96,12 +96,19 @@ def _record(call: McpCall, err: AgentError) -> None:
     call.event.code = err.code
 
 
+def _no_param_headers(name: str) -> None:
+    """No tool declares `Mcp-Param-*` headers (x-mcp-header), so 2026-07-28 calls have none to
+    check: without this the SDK would run tools/list before every call to find out."""
+    return None
+
+
 def build_server(version: str) -> Server[Any]:
     """The SDK's low-level Server for kbgate: tools/list and tools/call (ping, initialize and
     server/discover are the SDK's own). OpenTelemetry's per-request span is left out: kbgate
-    exports none."""
+    exports none. version: kbgate's, in serverInfo."""
     server: Server[Any] = Server("kbgate", version=version, title="kbgate knowledge", instructions=INSTRUCTIONS,
-                                 on_list_tools=list_tools, on_call_tool=call_tool)
+                                 on_list_tools=list_tools, on_call_tool=call_tool,
+                                 get_tool_input_schema=_no_param_headers)
     server.middleware = []
     return server
 

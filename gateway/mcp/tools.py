@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -61,7 +61,6 @@ class McpCall:
     principal: Principal
     event: audit.AuditEvent
     handled: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ToolFailure(Exception):

@@ -224,8 +224,8 @@ class _Answer:
             self.sent_at = time.perf_counter()
 
     async def _respond(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-        await self({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-length", str(len(body)).encode()), *headers]})
+        length = [] if status == 204 else [(b"content-length", str(len(body)).encode())]  # RFC 9110 §8.6
+        await self({"type": "http.response.start", "status": status, "headers": [*length, *headers]})
         await self({"type": "http.response.body", "body": body})
 
     async def refuse(self, err: AgentError, request_headers: Headers) -> None:

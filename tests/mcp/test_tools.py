@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import httpx2
 import orjson
 import pytest
@@ -20,6 +22,7 @@ from mcp_types import CallToolResult
 
 from gateway.core.clock import FixedClock
 from gateway.core.errors import DependencyUnavailable
+from gateway.mcp.server import call_of
 from gateway.mcp.tools import document_url
 from gateway.serve.app import Gateway
 from indexes.store import IndexStore
@@ -276,3 +279,66 @@ async def test_a_reload_changes_the_allowed_origins_and_hosts(start: AppFactory)
         assert (await http.post("http://kb.example.com/mcp", content=body, headers=headers)).status_code == 200
         a.reconfigure(mcp={"allowed_origins": ["https://other.example.com"]})
         assert (await http.post(URL, content=body, headers=headers)).status_code == 403
+
+
+# ------------------------------------------------------------------ the transport's own answers
+
+
+async def _raw(app: Gateway, parts: list[bytes], *, stall: bool = False,
+               headers: dict[str, str | None] | None = None) -> tuple[int, dict[str, Any]]:
+    """Drive the ASGI app directly: the body in `parts`, then (stall) nothing more, ever.
+    headers: added to the defaults, or (None) taken away."""
+    sent: list[dict[str, Any]] = []
+    queue = [{"type": "http.request", "body": p, "more_body": stall or i < len(parts) - 1}
+             for i, p in enumerate(parts)]
+
+    async def receive() -> dict[str, Any]:
+        if queue:
+            return queue.pop(0)
+        await anyio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    h: dict[str, str | None] = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json",
+                                "accept": "application/json", **(headers or {})}
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+             "headers": [(k.encode(), v.encode()) for k, v in h.items() if v is not None],
+             "client": ("127.0.0.1", 1),
+             "server": ("kbgate", 80)}
+    await app(scope, receive, send)  # type: ignore[arg-type]
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], orjson.loads(body)
+
+
+async def test_a_stalled_body_is_408_and_a_missing_content_type_415(start: AppFactory) -> None:
+    a = await start()
+    a.app.runtime.config = replace(a.app.runtime.config,
+                                   server=replace(a.app.runtime.config.server, body_timeout_seconds=0.2))
+    status, body = await _raw(a.app, [b'{"jsonrpc":'], stall=True)
+    assert status == 408 and body["error"]["data"]["code"] == "mcp.body_timeout"
+    for content_type in (None, "text/json", "application/json; charset=latin-1"):
+        status, body = await _raw(a.app, [b"{}"], headers={"content-type": content_type})
+        assert status == 415 and body["error"]["data"]["code"] == "mcp.media_unsupported"
+    assert [x["code"] for x in a.audit()] == ["mcp.body_timeout"] + ["mcp.media_unsupported"] * 3
+
+
+async def test_a_bug_is_a_500_without_detail(start: AppFactory, monkeypatch: pytest.MonkeyPatch,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    a = await start()
+
+    async def broken(*args: Any) -> None:
+        raise RuntimeError("secret detail")
+
+    monkeypatch.setattr(a.app.mcp.manager, "handle_request", broken)
+    status, body = await _raw(a.app, [orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})])
+    assert status == 500 and body["error"] == {"code": -32603, "message": "internal error",
+                                               "data": {"code": "internal", "retryable": False}}
+    assert "secret detail" in caplog.text and a.audit()[-1]["code"] == "internal"
+
+
+def test_a_request_that_bypassed_the_transport_has_no_caller() -> None:
+    with pytest.raises(RuntimeError):
+        call_of(SimpleNamespace(request=None))  # type: ignore[arg-type]

@@ -54,15 +54,18 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
         yield s
 
 
-def _audit(srv: Server, count: int = 0, since: int = 0) -> list[dict[str, Any]]:
-    """The audit lines (from line `since`), once there are at least `count` of them (the
-    line is written just after the answer leaves, so a test may read before it lands)."""
+def _audit(srv: Server, session: str, count: int) -> list[dict[str, Any]]:
+    """The audit lines of calls made in agent session `session` (each test uses its own), once
+    there are `count` of them: a line is written just after its answer left, by either
+    worker, so a test may read before it lands and lines of two calls may land in either
+    order. Sorted by tool, outcome and code."""
     path = srv.log_path.parent / "audit.jsonl"
     deadline = time.monotonic() + 10
     while True:
-        lines = [orjson.loads(x) for x in path.read_bytes().splitlines()][since:] if path.exists() else []
-        if len(lines) >= count or time.monotonic() > deadline:
-            return lines
+        lines = [orjson.loads(x) for x in path.read_bytes().splitlines()] if path.exists() else []
+        mine = [a for a in lines if a["principal"] and a["principal"]["session"] == session]
+        if len(mine) >= count or time.monotonic() > deadline:
+            return sorted(mine, key=lambda a: (a["tool"], a["outcome"], a["code"] or ""))
         time.sleep(0.02)
 
 
@@ -129,36 +132,37 @@ async def test_an_id_works_on_every_worker_and_a_new_connection(srv: Server) -> 
 
 
 async def test_a_tampered_or_another_clients_id_is_refused(srv: Server) -> None:
-    before = len(_audit(srv))
-    async with connect(srv.base + "/mcp", TOKEN_BOB) as c:
+    tag = {"x-agent-session": "tampered"}
+    async with connect(srv.base + "/mcp", TOKEN_BOB, headers=tag) as c:
         bobs = payload(await c.call_tool("search", {"query": "密钥轮换"}))["results"][0]["id"]
         assert payload(await c.call_tool("fetch", {"id": bobs}))["text"]
-    async with connect(srv.base + "/mcp", TOKEN_ALICE) as c:
+    async with connect(srv.base + "/mcp", TOKEN_ALICE, headers=tag) as c:
         ident = payload(await c.call_tool("search", {"query": "密钥轮换"}))["results"][0]["id"]
         for bad in (bobs, ident[:-4] + ("AAAA" if not ident.endswith("AAAA") else "BBBB"), "guide/key-rotation.md"):
             refused = await c.call_tool("fetch", {"id": bad})
             assert refused.is_error and "not valid" in refused.content[0].text  # type: ignore[union-attr]
             assert "新旧两把密钥" not in str(refused.content)
-    async with connect(srv.base + "/mcp", TOKEN_ALICE, headers={"x-agent-session": "other-session"}) as c:
+    async with connect(srv.base + "/mcp", TOKEN_ALICE, headers={"x-agent-session": "elsewhere"}) as c:
         refused = await c.call_tool("fetch", {"id": ident})  # the same client in another session
-        assert refused.is_error
-    lines = [a for a in _audit(srv, 7, before) if a["tool"] == "mcp.fetch" and a["outcome"] == "failed"]
-    assert len(lines) == 4 and {a["code"] for a in lines} == {"knowledge_reference_invalid"}
+        assert refused.is_error and "not valid" in refused.content[0].text  # type: ignore[union-attr]
+    failed = [a for a in _audit(srv, "tampered", 6) if a["outcome"] == "failed"]
+    assert [(a["principal"]["id"], a["tool"], a["code"]) for a in failed] == [
+        ("alice", "mcp.fetch", "knowledge_reference_invalid")] * 3
+    assert [a["code"] for a in _audit(srv, "elsewhere", 1)] == ["knowledge_reference_invalid"]
 
 
 # ------------------------------------------------------------------ grants and auth
 
 
 async def test_a_client_without_the_grant_cannot_call_the_tool(srv: Server) -> None:
-    before = len(_audit(srv))
-    async with connect(srv.base + "/mcp", TOKEN_CAROL) as c:
+    async with connect(srv.base + "/mcp", TOKEN_CAROL, headers={"x-agent-session": "no-grant"}) as c:
         ident = payload(await c.call_tool("search", {"query": "密钥轮换"}))["results"][0]["id"]
         with pytest.raises(MCPError) as err:
             await c.call_tool("fetch", {"id": ident})
     assert err.value.code == -32602 and "Unknown tool" in err.value.message
-    lines = _audit(srv, 2, before)
+    lines = _audit(srv, "no-grant", 2)
     assert [(a["principal"]["id"], a["tool"], a["outcome"], a["code"]) for a in lines] == [
-        ("carol", "mcp.search", "passed", None), ("carol", "mcp.fetch", "denied", "access.forbidden_tool")]
+        ("carol", "mcp.fetch", "denied", "access.forbidden_tool"), ("carol", "mcp.search", "passed", None)]
 
 
 @pytest.mark.parametrize("token", [None, "not-a-valid-token-0123456789"])
@@ -207,7 +211,8 @@ def test_origin_is_checked_against_the_allow_list(srv: Server) -> None:
     pre = httpx.options(srv.base + "/mcp", headers={"origin": ORIGIN, "access-control-request-method": "POST",
                                                     "access-control-request-headers": "authorization, content-type"})
     assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == ORIGIN
-    assert pre.headers["access-control-allow-methods"] == "POST"
+    assert pre.headers["access-control-allow-methods"] == "POST" and "content-length" not in pre.headers
+    assert pre.headers["access-control-allow-headers"] == "authorization, content-type"
 
 
 @pytest.mark.parametrize(("origin", "allowed"), [
@@ -220,10 +225,9 @@ def test_origin_patterns(origin: str, allowed: bool) -> None:
 
 
 def test_host_is_checked_by_the_sdk_when_hosts_are_listed(srv: Server) -> None:
-    before = len(_audit(srv))
-    assert _post(srv, host="kb.evil.example").status_code == 421
-    assert _post(srv, host=f"127.0.0.1:{srv.port}").status_code == 200
-    assert [(a["code"], a["status"]) for a in _audit(srv, 1, before)] == [("mcp.host_misdirected", 421)]
+    assert _post(srv, host="kb.evil.example", x_agent_session="host").status_code == 421
+    assert _post(srv, host=f"127.0.0.1:{srv.port}", x_agent_session="host").status_code == 200  # tools/list
+    assert [(a["code"], a["status"]) for a in _audit(srv, "host", 1)] == [("mcp.host_misdirected", 421)]
 
 
 def test_body_bounds_and_media_type(srv: Server) -> None:
@@ -239,20 +243,19 @@ def test_body_bounds_and_media_type(srv: Server) -> None:
 
 
 async def test_every_tool_call_is_audited_and_counted_per_wing(srv: Server) -> None:
-    before = len(_audit(srv))
-    async with connect(srv.base + "/mcp", TOKEN_BOB) as c:
+    async with connect(srv.base + "/mcp", TOKEN_BOB, headers={"x-agent-session": "audited"}) as c:
         await c.list_tools()
         ident = payload(await c.call_tool("search", {"query": "重放攻击"}))["results"][0]["id"]
         payload(await c.call_tool("fetch", {"id": ident}))
         bad = await c.call_tool("search", {"query": "   "})
     assert bad.is_error and "query" in bad.content[0].text  # type: ignore[union-attr]
-    lines = _audit(srv, 3, before)
-    assert [(a["wing"], a["tool"], a["outcome"], a["code"]) for a in lines] == [
-        ("mcp", "mcp.search", "passed", None), ("mcp", "mcp.fetch", "passed", None),
-        ("mcp", "mcp.search", "failed", "mcp.arguments_invalid")]
-    assert all(a["principal"]["id"] == "bob" and a["duration_ms"] > 0 for a in lines)
-    assert [a["route"] for a in lines] == ["support", "support", ""]  # the bad call named no route yet
-    assert lines[0]["scope"]["routes"][0]["index"] == "docs" and lines[0]["results"] >= 1
+    lines = _audit(srv, "audited", 3)  # tools/list is not a tool call: counted, not audited
+    assert [(a["wing"], a["tool"], a["outcome"], a["code"], a["route"]) for a in lines] == [
+        ("mcp", "mcp.fetch", "passed", None, "support"),
+        ("mcp", "mcp.search", "failed", "mcp.arguments_invalid", ""),  # refused before a route was resolved
+        ("mcp", "mcp.search", "passed", None, "support")]
+    assert all(a["principal"]["id"] == "bob" and a["status"] == 200 and a["duration_ms"] > 0 for a in lines)
+    assert lines[2]["scope"]["routes"][0]["index"] == "docs" and lines[2]["results"] >= 1
     text = str(lines)
     assert "重放攻击" not in text and not any(s in text for s in SECRETS)  # no query, no secret
     m = samples(httpx.get(srv.base + "/metrics", timeout=10).text)  # both workers, summed
