@@ -1,9 +1,11 @@
-"""Audit: one JSON line per agent call (passed, denied, failed, partial), seed 002 §13.
+"""Audit: one JSON line per call of a Bearer-token wing (passed, denied, failed, partial), seed 002 §13.
 
-A line holds who (principal), where (route), what (tool), the effective scope summary,
-the outcome, HTTP status, error code and duration — never a token, a secret, a query or
-document text. Sinks: 'stdout', 'file' (appended with one write per line, so several
-workers can share a file and log rotation needs no signal) or 'off'.
+A line holds which wing (agent, dify, mcp), who (principal), where (route), what (tool),
+the effective scope summary, the outcome, HTTP status, error code and duration — never a
+token, a secret, a query or document text. Sinks: 'stdout', 'file' (appended with one
+write per line, so several workers can share a file and log rotation needs no signal) or
+'off'. `record` writes the line and publishes the event on the Runtime's events, where the
+operators' observers (per-wing metrics) read it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import orjson
 
 from gateway.core.config import AuditConfig
+from gateway.core.events import Events
 from gateway.core.scope import Principal
 
 log = logging.getLogger("kbgate.audit")
@@ -27,16 +30,17 @@ OUTCOMES = ("passed", "denied", "failed", "partial")
 
 @dataclass(slots=True)
 class AuditEvent:
-    """One agent call. ts: unix seconds from the app clock; duration_ms: wall time.
+    """One call of a Bearer-token wing. ts: unix seconds from the app clock; duration_ms: wall time.
 
-    outcome: one of OUTCOMES. scope: `EffectiveScope.summary()` once resolved, else None.
-    wing: the caller's wing that answered ('agent', 'mcp', …).
+    wing: the caller's protocol ('agent', 'dify', 'mcp'). outcome: one of OUTCOMES.
+    scope: `EffectiveScope.summary()` once resolved, else None.
     """
 
     ts: float
     request_id: str
     tool: str
     route: str
+    wing: str = "agent"
     principal: Principal | None = None
     scope: Mapping[str, object] | None = None
     outcome: str = "passed"
@@ -45,7 +49,6 @@ class AuditEvent:
     duration_ms: float = 0.0
     run_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    wing: str = "agent"
 
     def to_json(self) -> bytes:
         p = self.principal
@@ -75,6 +78,13 @@ def outcome_of(status: int) -> str:
     if status in (401, 403):
         return "denied"
     return "passed" if status < 400 else "failed"
+
+
+def record(cfg: AuditConfig, events: Events, event: AuditEvent) -> None:
+    """`write` the event's line, then publish it to `events` (observers: per-wing metrics).
+    Never raises (a failing sink or observer is logged)."""
+    write(cfg, event)
+    events.publish(event)
 
 
 def write(cfg: AuditConfig, event: AuditEvent) -> None:

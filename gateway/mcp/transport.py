@@ -5,8 +5,8 @@ and the audit line and metrics event after it answered.
     → body: application/json, ≤ mcp.max_body_bytes, within server.body_timeout_seconds (415/413/408)
     → the SDK's session manager (stateless, JSON; its Host check 421 when mcp.allowed_hosts is set)
     → x-request-id, Cache-Control: no-store, CORS for an allowed Origin
-    → one audit line (wing "mcp") per tool call or refused request; an AuditEvent on rt.events
-      for every request (the per-wing metrics observe it)
+    → one audit line (wing "mcp") per tool call or refused request (gateway.core.audit.record);
+      every request's AuditEvent reaches rt.events, so the per-wing metrics count them all
 
 The same app answers `mcp.path` and `mcp.path + '/'` (two routes, so neither redirects).
 The body is read once, bounded, and replayed to the SDK; its JSON-RPC method (and tool
@@ -130,8 +130,9 @@ class McpWing:
             elif status >= 400 or event.tool in TOOL_CALL_LABELS:
                 event.outcome, event.code = audit.outcome_of(max(status, 400)), "mcp.request_invalid"
         if event.tool in TOOL_CALL_LABELS or status >= 400:
-            audit.write(cfg.audit, event)
-        self.rt.events.publish(event)
+            audit.record(cfg.audit, self.rt.events, event)  # the line, and the per-wing metrics
+        else:
+            self.rt.events.publish(event)  # initialize, tools/list, …: counted, not audited
 
 
 def origin_allowed(origin: str, allowed: tuple[str, ...]) -> bool:

@@ -9,9 +9,13 @@ Without that variable (tests, embedded use) each `Metrics` has its own registry.
 Index gauges are not kept in files: they are read at scrape time from the indexes the
 answering worker has open (`IndexCollector`), as every worker maps the same directories.
 
+The Bearer-token wings (agent, dify, mcp) are counted per wing from their audit events
+(`observe_call`, subscribed to `gateway.core.audit.AuditEvent` on the Runtime's events): a
+wing gets its metrics by writing its audit line through `gateway.core.audit.record`.
+
 Labels carry only configured tenant names, key ids, outcome reasons (gateway.core.errors
-RET_TABLE), signature states, index names, wing names and the wings' bounded tool labels:
-never a secret, header value or query text.
+RET_TABLE), wing names, audit outcomes, error codes of gateway.core.errors' tables,
+signature states and index names: never a secret, header value or query text.
 """
 
 from __future__ import annotations
@@ -119,8 +123,9 @@ class Metrics:
     callback_signatures_total{tenant,signature}, callback_duration_seconds{tenant},
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
-    deliveries_dropped_total{reason}, wing_requests_total{wing,tool,outcome},
-    wing_request_duration_seconds{wing,tool}; index gauges from `IndexCollector`.
+    deliveries_dropped_total{reason}; per Bearer-token wing (`observe_call`):
+    wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
+    wing_duration_seconds{wing}; index gauges from `IndexCollector`.
     """
 
     def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
@@ -145,10 +150,12 @@ class Metrics:
                                     ["tenant"], registry=reg)
         self.dropped = Counter("kbgate_deliveries_dropped", "Delivery records not kept (writer behind, Redis error)",
                                ["reason"], registry=reg)
-        self.wing_requests = Counter("kbgate_wing_requests", "Requests of a caller's wing (mcp today), by tool "
-                                     "and audit outcome", ["wing", "tool", "outcome"], registry=reg)
-        self.wing_latency = Histogram("kbgate_wing_request_duration_seconds", "Time from request to answer, per "
-                                      "wing and tool", ["wing", "tool"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.wing_requests = Counter("kbgate_wing_requests", "Calls of a Bearer-token wing (agent, dify, mcp), "
+                                     "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
+        self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
+                                   ["wing", "code"], registry=reg)
+        self.wing_latency = Histogram("kbgate_wing_duration_seconds", "Time from request to answer built, per wing",
+                                      ["wing"], buckets=LATENCY_BUCKETS, registry=reg)
         if self.multiprocess:
             self._scrape = CollectorRegistry()
             multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
@@ -175,11 +182,12 @@ class Metrics:
             log.warning("metrics update failed", exc_info=True)
 
     def observe_call(self, e: AuditEvent) -> None:
-        """Count one request of a wing that publishes its AuditEvent (the MCP wing: every
-        request, tool or not; labels: wing, the bounded tool label, the audit outcome). Never raises."""
+        """Count one call of a Bearer-token wing (after its audit line). Never raises."""
         try:
-            self.wing_requests.labels(e.wing, e.tool, e.outcome).inc()
-            self.wing_latency.labels(e.wing, e.tool).observe(e.duration_ms / 1000.0)
+            self.wing_requests.labels(e.wing, e.outcome).inc()
+            self.wing_latency.labels(e.wing).observe(e.duration_ms / 1000.0)
+            if e.code is not None:
+                self.wing_errors.labels(e.wing, e.code).inc()
         except Exception:  # metrics must never fail a request
             log.warning("metrics update failed", exc_info=True)
 

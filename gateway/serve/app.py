@@ -48,8 +48,8 @@ class Gateway:
         self.mcp = McpWing(rt)
         self.reloader = Reloader(rt)
         rt.events.subscribe(Delivery, self.metrics.observe)
-        rt.events.subscribe(Delivery, self._keep)
         rt.events.subscribe(AuditEvent, self.metrics.observe_call)
+        rt.events.subscribe(Delivery, self._keep)
         rt.on_close(self.deliveries.close)
         rt.on_close(self.metrics.aclose)
 

@@ -243,6 +243,7 @@ def test_body_bounds_and_media_type(srv: Server) -> None:
 
 
 async def test_every_tool_call_is_audited_and_counted_per_wing(srv: Server) -> None:
+    m0 = samples(httpx.get(srv.base + "/metrics", timeout=10).text)
     async with connect(srv.base + "/mcp", TOKEN_BOB, headers={"x-agent-session": "audited"}) as c:
         await c.list_tools()
         ident = payload(await c.call_tool("search", {"query": "重放攻击"}))["results"][0]["id"]
@@ -259,10 +260,15 @@ async def test_every_tool_call_is_audited_and_counted_per_wing(srv: Server) -> N
     text = str(lines)
     assert "重放攻击" not in text and not any(s in text for s in SECRETS)  # no query, no secret
     m = samples(httpx.get(srv.base + "/metrics", timeout=10).text)  # both workers, summed
-    assert val(m, "kbgate_wing_requests_total", wing="mcp", tool="mcp.search", outcome="passed") >= 1
-    assert val(m, "kbgate_wing_requests_total", wing="mcp", tool="mcp.fetch", outcome="passed") >= 1
-    assert val(m, "kbgate_wing_requests_total", wing="mcp", tool="tools/list", outcome="passed") >= 1
-    assert val(m, "kbgate_wing_request_duration_seconds_count", wing="mcp", tool="mcp.search") >= 2
+
+    def grew(name: str, **labels: str) -> float:
+        return val(m, name, **labels) - val(m0, name, **labels)
+
+    # initialize, notifications/initialized, tools/list, search, fetch passed; the bad search failed
+    assert grew("kbgate_wing_requests_total", wing="mcp", outcome="passed") >= 5
+    assert grew("kbgate_wing_requests_total", wing="mcp", outcome="failed") == 1
+    assert grew("kbgate_wing_errors_total", wing="mcp", code="mcp.arguments_invalid") == 1
+    assert grew("kbgate_wing_duration_seconds_count", wing="mcp") >= 6
 
 
 # ------------------------------------------------------------------ restarts
