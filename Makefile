@@ -49,7 +49,7 @@ lint: install
 # Branch coverage of the whole suite, the CLI and the real servers it starts included. The
 # security- and protocol-critical modules must be covered completely; the figures of the
 # whole packages are printed beside them.
-COVERED_FULLY := gateway/volcengine/signing.py,gateway/volcengine/wire.py,gateway/core/replay.py,gateway/core/scope.py,gateway/agent/refs.py
+COVERED_FULLY := gateway/volcengine/signing.py,gateway/volcengine/wire.py,gateway/core/replay.py,gateway/core/scope.py,gateway/core/refs.py
 
 coverage: install
 	bash tests/ensure-tools.sh

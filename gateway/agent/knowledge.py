@@ -25,13 +25,13 @@ from typing import Any
 from starlette.routing import Route
 
 from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
-from gateway.agent.refs import RefClaims, RefSigner
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentRoute
 from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.core.frame import Call, Reply, dumps, endpoint
+from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
-from gateway.core.scope import EffectiveScope, agent_configuration, allows, resolve_agent, scope_revision
+from gateway.core.scope import EffectiveScope, agent_configuration, resolve_agent, scope_revision
 from gateway.core.types import KIB
 from gateway.core.validate import Problem, clip
 from indexes.types import Hit
@@ -198,11 +198,8 @@ async def search(call: Call) -> dict[str, Any]:
 
 def _hint(call: Call, signer: RefSigner, h: Hit, run_id: str | None, revision: str) -> dict[str, Any]:
     """One search hint with its signed ref, bound to this identity, route, run and revision."""
-    expires = signer.expiry()
-    ref = signer.mint_ref(RefClaims(
-        client=call.client.id, session=call.principal.session, on_behalf_of=call.principal.on_behalf_of,
-        route=call.event.route, run_id=run_id, scope_revision=revision, doc_id=h.doc_id,
-        revision=h.revision, expires_at=expires))
+    ref, expires = signer.mint_for(holder(call.client, call.principal, call.event.route, run_id), revision,
+                                   h.doc_id, h.revision)
     return {"ref": ref, "title": clip(h.title, TITLE_CHARS), "summary": h.summary, "revision": h.revision,
             "score": round(h.score, 4), "expires_at": _rfc3339(expires)}
 
@@ -230,24 +227,11 @@ async def read(call: Call) -> dict[str, Any]:
 
     signer = _signer(call)
     claims = signer.open_ref(ref)
-    p = call.principal
-    if (claims.client, claims.session, claims.on_behalf_of, claims.route, claims.run_id) != (
-            call.client.id, p.session, p.on_behalf_of, call.event.route, run_id):
-        raise KnowledgeError("knowledge_reference_invalid", "the reference belongs to another identity, route or run")
+    check_holder(claims, holder(call.client, call.principal, call.event.route, run_id))
     cursor = signer.open_cursor(cursor_token, ref) if cursor_token is not None else None
     if signer.expired(claims.expires_at) or (cursor is not None and signer.expired(cursor.expires_at)):
         raise KnowledgeError("knowledge_reference_expired")
-    if not route.enabled:
-        raise KnowledgeError("knowledge_scope_changed", "the route is disabled")
-    try:
-        doc, generation = retrieve.read(call.rt, eff, claims.doc_id)
-    except DependencyUnavailable:
-        raise KnowledgeError("knowledge_unavailable") from None
-    if doc is None or not doc.qa_visible or doc.revision != claims.revision:
-        raise KnowledgeError("knowledge_changed")
-    revision = _revision(call, route, eff, generation)
-    if revision != claims.scope_revision or not allows(eff, doc.path, doc.dataset, doc.qa_visible):
-        raise KnowledgeError("knowledge_scope_changed")
+    doc, revision = read_by_ref(call.rt, route, call.client, eff, claims)
 
     base = _head("bailing.agent-knowledge-read.v1", call, run_id)
     base |= {"knowledge_scope_revision": revision, "ref": ref, "revision": doc.revision,

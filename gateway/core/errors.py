@@ -19,17 +19,18 @@ Exception tree (each code is defined once, in the one table its branch reads)::
     │   │   └── BadCredentials       401 access.unauthorized, telling a malformed header from an unknown token
     │   ├── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
     │   ├── DifyError                Dify's External Knowledge API: code from DIFY_CODES, `error_code` from DIFY_TABLE
-    │   └── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
-    │                                 retryable per call, retry_after seconds
+    │   ├── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
+    │   │                             retryable per call, retry_after seconds
+    │   └── McpError                 the MCP server's own refusals: code from MCP_CODES
     └── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
 
 Four tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
 envelope's Ret numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool
 API answer as errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool
-API's own ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers). A wing
-never invents a code: it raises one of these classes. A message is short and built once; it
-never carries a secret, a filesystem path or a stack trace. The README copies RET_TABLE and
-DIFY_TABLE (tests keep them in step).
+API's own ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers), MCP_CODES
+(the MCP server's own). A wing never invents a code: it raises one of these classes. A message
+is short and built once; it never carries a secret, a filesystem path or a stack trace. The
+README copies RET_TABLE and DIFY_TABLE (tests keep them in step).
 """
 
 from __future__ import annotations
@@ -307,3 +308,31 @@ class ToolError(AgentError):
         if retryable is not None:
             self.retryable = retryable
         self.retry_after = retry_after
+
+
+# ================================================================ the MCP server
+#
+# The MCP wing's own codes (gateway/mcp/): refusals of the HTTP request before the MCP SDK
+# sees it, and a tool call's own problems. A denial (access.*) and a refused ref
+# (knowledge_*) keep their AGENT_CODES. On the wire a refused request is a JSON-RPC error
+# (id null) with the code in error.data.code; a tool call's problem is a tool result with
+# isError true, so the model reads it and can correct itself (MCP 2025-11-25 "Tools: Error
+# Handling"). code → (HTTP status, retryable, meaning). Never rename, only add.
+MCP_CODES: dict[str, tuple[int, bool, str]] = {
+    "mcp.method_not_allowed": (405, False, "the MCP endpoint takes POST only (GET and DELETE too are refused)"),
+    "mcp.origin_forbidden": (403, False, "the request's Origin is not in mcp.allowed_origins"),
+    "mcp.host_misdirected": (421, False, "the Host header is not in mcp.allowed_hosts (answered by the MCP SDK)"),
+    "mcp.media_unsupported": (415, False, "Content-Type is not application/json, or Content-Encoding is not identity"),
+    "mcp.body_too_large": (413, False, "the JSON-RPC body exceeds mcp.max_body_bytes"),
+    "mcp.body_timeout": (408, False, "the body did not arrive within server.body_timeout_seconds"),
+    "mcp.request_invalid": (400, False, "the JSON-RPC request was refused by the MCP SDK"),
+    "mcp.tool_unknown": (400, False, "no tool of this name (a JSON-RPC error, -32602)"),
+    "mcp.arguments_invalid": (400, False, "a tool's arguments do not match its input schema (a tool error)"),
+    "mcp.unavailable": (503, True, "no index of the client's routes could be searched (a tool error)"),
+}
+
+
+class McpError(AgentError):
+    """A refusal by the MCP wing. code: a key of `MCP_CODES`."""
+
+    codes = MCP_CODES

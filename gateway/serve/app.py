@@ -2,7 +2,7 @@
 
 `create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
 it (Volcengine callbacks, the agent knowledge protocol, the agent tool API, Dify's External
-Knowledge API), and subscribes the operators' observers (metrics, the deliveries record) to
+Knowledge API, MCP), and subscribes the operators' observers (metrics, the deliveries record) to
 its events. Tenant callback
 paths come from the config (and may change on reload), so the top-level app dispatches them
 itself before handing everything else to a Starlette router (health, readiness, metrics,
@@ -27,6 +27,7 @@ from gateway.core.config import Config
 from gateway.core.events import Delivery, HybridSearched
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
+from gateway.mcp import McpWing
 from gateway.ops import admin, metrics
 from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
@@ -46,6 +47,7 @@ class Gateway:
         self.metrics = metrics.Metrics(rt.index_stats)
         self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
         self.volcengine = VolcengineWing(rt)
+        self.mcp = McpWing(rt)
         self.reloader = Reloader(rt)
         rt.events.subscribe(Delivery, self.metrics.observe)
         rt.events.subscribe(AuditEvent, self.metrics.observe_call)
@@ -58,13 +60,14 @@ class Gateway:
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             try:
-                yield
+                async with self.mcp.running():  # the MCP SDK's task group (mounted apps get no lifespan)
+                    yield
             finally:
                 watcher.cancel()
                 await rt.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
-                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt)]
+                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes()]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         self.router.state.runtime = rt
         self.router.state.metrics = self.metrics

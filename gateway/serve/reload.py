@@ -103,7 +103,7 @@ def fingerprint(paths: list[Path]) -> Fingerprint:
 def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Config, list[str]]:
     """Load `old.source` again; return (new config, restart-only keys that changed).
 
-    The new config keeps old's server, replay, indexes_dir and dense (they need a restart).
+    The new config keeps old's server, replay, indexes_dir, dense and mcp.path (they need a restart).
     When `old.source` is None only `value_file` secrets are re-read (`refresh_secrets`).
     Raises ConfigError naming the offending key; nothing is swapped then.
     """
@@ -111,8 +111,10 @@ def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Confi
         return refresh_secrets(old, env), []
     new = load_config(old.source, env=env)
     changed = [k for k in RESTART_ONLY if getattr(new, k) != getattr(old, k)]
-    return (dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
-                                dense=old.dense), changed)
+    if new.mcp.path != old.mcp.path:  # the MCP endpoint's route is built at start
+        changed.append("mcp.path")
+    return dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
+                               dense=old.dense, mcp=dataclasses.replace(new.mcp, path=old.mcp.path)), changed
 
 
 def refresh_secrets(old: Config, env: dict[str, str] | None = None) -> Config:

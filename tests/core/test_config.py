@@ -292,3 +292,51 @@ def test_a_tenant_path_on_the_dify_endpoint_is_refused(tmp_path: Path) -> None:
     data = base()
     data["tenants"]["acme"]["path"] = "/dify/retrieval"
     assert "Dify endpoint" in refused(data, "tenants.acme.path", tmp_path)
+
+
+# ------------------------------------------------------------------ [mcp]
+
+
+def test_mcp_defaults_and_example(tmp_path: Path) -> None:
+    cfg = parse_config(base(), base_dir=tmp_path, env=ENV)
+    assert (cfg.mcp.path, cfg.mcp.allowed_origins, cfg.mcp.allowed_hosts) == ("/mcp", (), ())
+    assert (cfg.mcp.max_results, cfg.mcp.fetch_max_bytes, cfg.mcp.max_body_bytes) == (10, 131072, 65536)
+    example = load_config(ROOT / "deploy" / "gateway.example.toml",
+                          env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32})
+    assert example.mcp == cfg.mcp  # the example states the defaults
+    data = base() | {"mcp": {"path": "/kb/mcp", "allowed_origins": ["https://chat.example.com", "http://localhost:*",
+                                                                    "http://[::1]:8080"],
+                             "allowed_hosts": ["kb.example.com", "127.0.0.1:*"], "max_results": 50}}
+    mcp = parse_config(data, base_dir=tmp_path, env=ENV).mcp
+    assert mcp.path == "/kb/mcp" and mcp.allowed_hosts == ("kb.example.com", "127.0.0.1:*") and mcp.max_results == 50
+    assert mcp.allowed_origins == ("https://chat.example.com", "http://localhost:*", "http://[::1]:8080")
+
+
+@pytest.mark.parametrize(("mcp", "key"), [
+    ({"path": "mcp"}, "mcp.path"),
+    ({"path": "/mcp/"}, "mcp.path"),
+    ({"path": "/"}, "mcp.path"),
+    ({"path": "/m cp"}, "mcp.path"),
+    ({"path": "/mcp?x=1"}, "mcp.path"),
+    ({"path": "/healthz"}, "mcp.path"),
+    ({"path": "/agent-api/mcp"}, "mcp.path"),
+    ({"path": "/volcengine/acme"}, "mcp.path"),  # acme's callback path
+    ({"allowed_origins": ["chat.example.com"]}, "mcp.allowed_origins[0]"),
+    ({"allowed_origins": ["https://a.example.com", "https://b.example.com/"]}, "mcp.allowed_origins[1]"),
+    ({"allowed_origins": "https://a.example.com"}, "mcp.allowed_origins"),
+    ({"allowed_hosts": ["https://kb.example.com"]}, "mcp.allowed_hosts[0]"),
+    ({"max_results": 0}, "mcp.max_results"),
+    ({"fetch_max_bytes": 10}, "mcp.fetch_max_bytes"),
+    ({"max_body_bytes": True}, "mcp.max_body_bytes"),
+    ({"origins": []}, "mcp.origins"),
+])
+def test_mcp_refused_naming_the_key(tmp_path: Path, mcp: dict[str, Any], key: str) -> None:
+    refused(base() | {"mcp": mcp}, key, tmp_path)
+
+
+def test_mcp_path_may_not_take_a_tenants_path(tmp_path: Path) -> None:
+    data = base()
+    data["tenants"]["acme"]["path"] = "/mcp"
+    assert "tenants.acme" in refused(data, "mcp.path", tmp_path)  # set another mcp.path, or move the tenant
+    data["mcp"] = {"path": "/kb/mcp"}
+    assert parse_config(data, base_dir=tmp_path, env=ENV).mcp.path == "/kb/mcp"

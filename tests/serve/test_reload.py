@@ -18,7 +18,7 @@ from gateway.core.config import load_config
 from gateway.core.config.edit import write_atomically
 from gateway.core.errors import ConfigError
 from gateway.core.runtime import Runtime
-from gateway.serve.reload import Reloader, load_worker_config, set_fallback_config
+from gateway.serve.reload import Reloader, load_worker_config, reload_config, set_fallback_config
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
 from tests.support.harness import free_port, serve
@@ -207,3 +207,13 @@ def test_bad_config_rejected_by_running_server(tmp_path: Path, docs_index: Path,
         assert load.failures == []
         assert load.sent > 20
         assert all(r.get("level") != "critical" for r in srv.log_records())
+
+
+def test_mcp_path_needs_a_restart_its_lists_do_not(tmp_path: Path, docs_index: Path, redis_url: str,
+                                                   key_prefix: str) -> None:
+    cfg = _files(tmp_path, docs_index, redis_url, key_prefix)
+    old = load_config(cfg)
+    write_atomic(cfg, cfg.read_text() + '\n[mcp]\npath = "/kb/mcp"\nallowed_origins = ["https://chat.example.com"]\n')
+    new, restart = reload_config(old)
+    assert restart == ["mcp.path"] and new.mcp.path == "/mcp"  # the route serving it was built at start
+    assert new.mcp.allowed_origins == ("https://chat.example.com",)

@@ -20,6 +20,7 @@ from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.fields import SHA256_HEX, section
 from gateway.core.config.indexes import parse_dense, parse_indexer
+from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_TOLERANCE,
     AdminConfig,
@@ -36,7 +37,8 @@ from gateway.core.validate import Fields
 from indexes.dense.config import DenseConfig
 from indexes.types import DEFAULT_BOUNDS
 
-SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify")
+SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
+            "mcp")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -127,6 +129,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         access=parse_access(top.table("access"), base_dir, env),
         dense=parse_dense(indexes, base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
+        mcp=parse_mcp(top.table("mcp"), paths),
     )
 
 

@@ -25,7 +25,10 @@ ACCESS_TOOLS = ("search", "ask", "get_page", "get_page.full_text", "get_context"
                 "create_improvement_task")
 # Dify's External Knowledge API (issue 11): POST {dify.prefix}/retrieval.
 DIFY_TOOLS = ("dify.retrieval",)
-AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS, *DIFY_TOOLS})
+# The MCP server's tools (gateway/mcp/): their own grants, so MCP clients can be given or
+# refused the company's knowledge apart from the agent protocols.
+MCP_TOOLS = ("mcp.search", "mcp.fetch")
+AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS, *DIFY_TOOLS, *MCP_TOOLS})
 
 
 # ---------------------------------------------------------------- Volcengine tenants (seed 003)
@@ -278,6 +281,27 @@ class DifyConfig:
         return self.prefix + "/retrieval"
 
 
+@dataclass(frozen=True, slots=True)
+class McpConfig:
+    """[mcp]: the MCP server (Streamable HTTP) for the clients of [agent].
+
+    path: the endpoint (also answered with a trailing '/'); a restart changes it.
+    allowed_origins: browser Origins allowed (exact, or 'scheme://host:*' for any port); a
+        request with an Origin outside the list is 403, one without an Origin is allowed.
+    allowed_hosts: Host header values allowed ('host:*' for any port); empty = Host not
+        checked (behind a proxy the Host is the proxy's choice: list what it forwards).
+    max_results: search results per call. fetch_max_bytes: UTF-8 bytes of one fetched text.
+    max_body_bytes: one JSON-RPC request body.
+    """
+
+    path: str = "/mcp"
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    max_results: int = 10
+    fetch_max_bytes: int = 128 * KIB
+    max_body_bytes: int = 64 * KIB
+
+
 # ---------------------------------------------------------------- the whole file
 
 
@@ -304,6 +328,7 @@ class Config:
     access: AccessConfig = AccessConfig()
     dense: Mapping[str, DenseConfig] = field(default_factory=dict)
     dify: DifyConfig = DifyConfig()
+    mcp: McpConfig = McpConfig()
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""

@@ -1,5 +1,11 @@
-"""Signed references and read cursors of the agent knowledge protocol (seed 000
-"按引用分页读取": self-contained, HMAC-signed with a domain-separated key, 5 minutes).
+"""Signed references and read cursors (seed 000 "按引用分页读取": self-contained, HMAC-signed
+with a domain-separated key, 5 minutes), and the re-check of a read by reference.
+
+In the core because two wings hand refs out and take them back: the agent knowledge
+protocol (a search hint's `ref`, `knowledge/read`) and the MCP server (a search result's
+`id`, the `fetch` tool). A ref is bound to a `Holder` (client, session, end user, route,
+run) and to what was true when it was minted (scope revision, document revision);
+`read_by_ref` re-checks all of it before any text leaves the index.
 
 Format: itsdangerous `URLSafeSerializer` (HMAC-SHA256, URL-safe base64 JSON) — a kept
 library, not a hand-rolled token. The signing keys are derived from the configured
@@ -9,7 +15,8 @@ neither key equals any webhook secret (config also rejects a master key equal to
 
 Expiry is carried in the signed payload and compared against the injected clock, so
 tests move time exactly. Opening a token checks only signature and shape; callers check
-the identity binding first (400), then expiry (410), per the seed's error order.
+the identity binding first (400, `check_holder`), then expiry (410), per the seed's error
+order, then `read_by_ref` (409 / 503).
 """
 
 from __future__ import annotations
@@ -22,8 +29,12 @@ from typing import Any
 
 from itsdangerous import BadData, URLSafeSerializer
 
-from gateway.core.errors import KnowledgeError
+from gateway.core import retrieve
+from gateway.core.config import AgentClient, AgentRoute
+from gateway.core.errors import DependencyUnavailable, KnowledgeError
+from gateway.core.scope import EffectiveScope, Principal, agent_configuration, allows, scope_revision
 from gateway.core.types import SECONDS, Clock, Secret
+from indexes.types import StoredDocument
 
 REF_TTL = 300 * SECONDS  # seed 000: reference_ttl_seconds
 REF_LABEL = b"kbgate agent-knowledge ref v1"
@@ -55,6 +66,31 @@ class RefClaims:
     doc_id: str
     revision: str
     expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who may use a ref: the client, its session and end user (from the Principal), the
+    route it was minted on and the run (None outside a run)."""
+
+    client: str
+    session: str | None
+    on_behalf_of: str | None
+    route: str
+    run_id: str | None = None
+
+
+def holder(client: AgentClient, principal: Principal, route: str, run_id: str | None = None) -> Holder:
+    """The Holder of a call: `client` as authenticated, `principal`'s session and end user."""
+    return Holder(client.id, principal.session, principal.on_behalf_of, route, run_id)
+
+
+def check_holder(claims: RefClaims, who: Holder) -> None:
+    """Raise KnowledgeError('knowledge_reference_invalid') unless `claims` were minted for `who`
+    (another client, session, end user, route or run may not use a ref: seed 000)."""
+    if (claims.client, claims.session, claims.on_behalf_of, claims.route, claims.run_id) != (
+            who.client, who.session, who.on_behalf_of, who.route, who.run_id):
+        raise KnowledgeError("knowledge_reference_invalid", "the reference belongs to another identity, route or run")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +127,15 @@ class RefSigner:
 
     def mint_ref(self, claims: RefClaims) -> str:
         return str(self._refs.dumps(asdict(claims)))
+
+    def mint_for(self, who: Holder, scope_revision: str, doc_id: str, revision: str) -> tuple[str, int]:
+        """(a ref to document `doc_id` at `revision`, bound to `who` and the scope revision;
+        its expiry in unix seconds)."""
+        expires = self.expiry()
+        claims = RefClaims(client=who.client, session=who.session, on_behalf_of=who.on_behalf_of, route=who.route,
+                           run_id=who.run_id, scope_revision=scope_revision, doc_id=doc_id, revision=revision,
+                           expires_at=expires)
+        return self.mint_ref(claims), expires
 
     def open_ref(self, token: object) -> RefClaims:
         """Verify a ref's signature and shape. Raises KnowledgeError('knowledge_reference_invalid')."""
@@ -142,3 +187,30 @@ def _load(serializer: URLSafeSerializer, token: object) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _invalid()
     return data
+
+
+def read_by_ref(indexes: retrieve.Indexes, route: AgentRoute, client: AgentClient, eff: EffectiveScope,
+                claims: RefClaims) -> tuple[StoredDocument, str]:
+    """The document a ref names, only if nothing it was minted under has changed.
+
+    route, eff: the ref's route and the caller's effective scope on it, resolved now
+    (gateway.core.scope.resolve_agent: a client that lost the route or the tool is denied
+    before this). Returns (the stored document, the current scope revision). Checks, in
+    order (seed 000 "按引用分页读取"): the route is enabled, else 409
+    'knowledge_scope_changed'; the index opens, else 503 'knowledge_unavailable'; the
+    document exists, is visible and has the ref's revision, else 409 'knowledge_changed';
+    the scope revision (route, policy, index generation) is the ref's and the document lies
+    inside `eff`, else 409 'knowledge_scope_changed'. Raises KnowledgeError.
+    """
+    if not route.enabled:
+        raise KnowledgeError("knowledge_scope_changed", "the route is disabled")
+    try:
+        doc, generation = retrieve.read(indexes, eff, claims.doc_id)
+    except DependencyUnavailable:
+        raise KnowledgeError("knowledge_unavailable") from None
+    if doc is None or not doc.qa_visible or doc.revision != claims.revision:
+        raise KnowledgeError("knowledge_changed")
+    revision = scope_revision(eff, agent_configuration(route, client), generation)
+    if revision != claims.scope_revision or not allows(eff, doc.path, doc.dataset, doc.qa_visible):
+        raise KnowledgeError("knowledge_scope_changed")
+    return doc, revision

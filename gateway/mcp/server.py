@@ -1,0 +1,131 @@
+"""The MCP server on the official SDK (`mcp` 2.x): one low-level `Server` with two request
+handlers, `tools/list` and `tools/call`, served by the SDK's Streamable HTTP session
+manager in stateless JSON mode.
+
+Stateless: every POST is answered on its own, so any hypercorn worker (or replica, or the
+same one after a restart) answers any request; the SDK serves both protocol revisions it
+knows on that path: 2025-11-25 (and older) with `initialize` first, and 2026-07-28 with
+`server/discover` and the protocol version in every request. JSON responses: one
+`application/json` answer per POST, never an event stream.
+
+The handlers find the caller the transport authenticated in the ASGI scope of the request
+(`CALL_KEY`, gateway.mcp.transport): the SDK hands that request to every handler as
+`ctx.request`. A tool the caller holds no grant for is not listed, and calling it is the
+JSON-RPC error for an unknown tool (-32602), as for a name that does not exist.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+
+from gateway.core.config import McpConfig
+from gateway.core.errors import AccessDenied, AgentError, McpError
+from gateway.mcp.tools import GRANTS, McpCall, ToolFailure, denial, fetch, search, tool_list
+
+log = logging.getLogger("kbgate.mcp")
+
+CALL_KEY = "kbgate.mcp.call"  # where the transport leaves the McpCall in the ASGI scope
+INSTRUCTIONS = (
+    "kbgate answers from a company's own knowledge base (mostly Chinese documents). Call `search` with the "
+    "user's question, then `fetch` the ids of the results you need and answer from their text, citing each "
+    "document's url."
+)
+_TOOLS = {"search": search, "fetch": fetch}
+
+
+def call_of(ctx: ServerRequestContext[Any, Any]) -> McpCall:
+    """The McpCall the transport attached to this request. Raises RuntimeError when the
+    request did not come through the transport (a bug: every route to the SDK does)."""
+    request = ctx.request
+    found = getattr(request, "scope", {}).get(CALL_KEY)
+    if not isinstance(found, McpCall):
+        raise RuntimeError("an MCP request without an authenticated caller")
+    return found
+
+
+async def list_tools(ctx: ServerRequestContext[Any, Any],
+                     params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    """`tools/list`: the tools the caller's grants offer (all on one page)."""
+    call = call_of(ctx)
+    tools = [types.Tool.model_validate(t) for t in tool_list(call.client, call.cfg.mcp)]
+    return types.ListToolsResult(tools=tools)
+
+
+async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    """`tools/call`: run `search` or `fetch` for the caller and answer its JSON as one text
+    item mirrored in structuredContent; a ToolFailure is a result with isError true. A tool
+    the caller has no grant for raises the SDK's error for an unknown tool."""
+    call = call_of(ctx)
+    call.handled = True
+    name = params.name
+    grant = GRANTS.get(name)
+    call.event.tool = grant or "mcp.unknown"
+    if grant is None or grant not in call.client.policy.tools:
+        err: AgentError = (AccessDenied("access.forbidden_tool", "the tool is not granted to this client")
+                           if grant is not None else McpError("mcp.tool_unknown"))
+        _record(call, err)
+        raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name[:64]}")
+    arguments: Mapping[str, Any] = params.arguments or {}
+    try:
+        data = await _TOOLS[name](call, arguments)
+    except AccessDenied as exc:
+        failure = denial(exc)
+    except ToolFailure as exc:
+        failure = exc
+    else:
+        text = orjson.dumps(data).decode("utf-8")
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+    _record(call, failure.err)
+    return types.CallToolResult(content=[types.TextContent(text=failure.text)], is_error=True)
+
+
+def _record(call: McpCall, err: AgentError) -> None:
+    """What the audit line says of a refused tool call (answered with HTTP 200): denied for a
+    401/403 code, else failed; the code."""
+    call.event.outcome = "denied" if err.status in (401, 403) else "failed"
+    call.event.code = err.code
+
+
+def _no_param_headers(name: str) -> None:
+    """No tool declares `Mcp-Param-*` headers (x-mcp-header), so 2026-07-28 calls have none to
+    check: without this the SDK would run tools/list before every call to find out."""
+    return None
+
+
+def build_server(version: str) -> Server[Any]:
+    """The SDK's low-level Server for kbgate: tools/list and tools/call (ping, initialize and
+    server/discover are the SDK's own). OpenTelemetry's per-request span is left out: kbgate
+    exports none. version: kbgate's, in serverInfo."""
+    server: Server[Any] = Server("kbgate", version=version, title="kbgate knowledge", instructions=INSTRUCTIONS,
+                                 on_list_tools=list_tools, on_call_tool=call_tool,
+                                 get_tool_input_schema=_no_param_headers)
+    server.middleware = []
+    return server
+
+
+def security(mcp: McpConfig) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection for `mcp`: Host checked (421) against
+    mcp.allowed_hosts and Origin (403) against mcp.allowed_origins when hosts are listed;
+    with no hosts listed it is off (an empty list would refuse every Host), and the
+    transport's own Origin check (which runs first, in any case) is what stays."""
+    if not mcp.allowed_hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=list(mcp.allowed_hosts),
+                                     allowed_origins=list(mcp.allowed_origins))
+
+
+def session_manager(server: Server[Any], mcp: McpConfig) -> StreamableHTTPSessionManager:
+    """Stateless, JSON responses, the configured body cap and Host/Origin settings. Its
+    `run()` must be entered in the application's lifespan (gateway.serve.app)."""
+    return StreamableHTTPSessionManager(server, json_response=True, stateless=True, security_settings=security(mcp),
+                                        max_request_body_size=mcp.max_body_bytes)

@@ -1,0 +1,254 @@
+"""The MCP endpoint as an ASGI app: everything kbgate checks before the MCP SDK sees a request,
+and the audit line and metrics event after it answered.
+
+    Origin (403) → method (POST; GET, DELETE … 405) → Bearer token (401, gateway.core.principals)
+    → body: application/json, ≤ mcp.max_body_bytes, within server.body_timeout_seconds (415/413/408)
+    → the SDK's session manager (stateless, JSON; its Host check 421 when mcp.allowed_hosts is set)
+    → x-request-id, Cache-Control: no-store, CORS for an allowed Origin
+    → one audit line (wing "mcp") per tool call or refused request (gateway.core.audit.record);
+      every request's AuditEvent reaches rt.events, so the per-wing metrics count them all
+
+The same app answers `mcp.path` and `mcp.path + '/'` (two routes, so neither redirects).
+The body is read once, bounded, and replayed to the SDK; its JSON-RPC method (and tool
+name) only labels the audit line and metrics: the SDK parses and validates it itself. A
+refusal here is a JSON-RPC error with id null, the kbgate code in `error.data.code`
+(gateway.core.errors MCP_CODES, AGENT_CODES for access.unauthorized).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import mcp_types as types
+import orjson
+from starlette.datastructures import Headers
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway import __version__
+from gateway.core import audit
+from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
+from gateway.core.config import Config, McpConfig
+from gateway.core.errors import AccessDenied, AgentError, McpError
+from gateway.core.principals import authenticate_agent
+from gateway.core.runtime import Runtime
+from gateway.core.validate import Problem
+from gateway.mcp.server import CALL_KEY, build_server, security, session_manager
+from gateway.mcp.tools import GRANTS, McpCall
+
+log = logging.getLogger("kbgate.mcp")
+
+# JSON-RPC methods a client sends (any other is labelled "other" in metrics: bounded labels).
+METHODS = frozenset({"initialize", "notifications/initialized", "ping", "server/discover", "tools/list",
+                     "tools/call", "notifications/cancelled", "resources/list", "prompts/list"})
+TOOL_CALL_LABELS = frozenset({*GRANTS.values(), "mcp.unknown"})
+_TOKEN_LIST = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*")
+_PREFLIGHT_HEADERS = "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, last-event-id"
+
+
+class McpWing:
+    """The MCP endpoint of one worker. rt: the core. `routes()` for the router, `running()`
+    for the application's lifespan (the SDK's session manager runs there: a mounted app's
+    lifespan would never run)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.path = rt.config.mcp.path
+        self.server = build_server(__version__)
+        self._mcp = rt.config.mcp
+        self.manager = session_manager(self.server, self._mcp)
+
+    def routes(self) -> list[Route]:
+        """`mcp.path` and `mcp.path/`, every method, to this app (it answers 405 itself)."""
+        return [Route(self.path, self), Route(self.path + "/", self)]
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The SDK session manager's task group, for the worker's lifetime."""
+        async with self.manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cfg = self.rt.config
+        self._follow(cfg.mcp)
+        started = time.perf_counter()
+        event = audit.AuditEvent(ts=self.rt.clock.now(), request_id=uuid.uuid4().hex[:16], tool="mcp", route="",
+                                 wing="mcp")
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        allowed = origin is None or origin_allowed(origin, cfg.mcp.allowed_origins)
+        out = _Answer(send, event.request_id, origin if origin is not None and allowed else None)
+        call: McpCall | None = None
+        refused: AgentError | None = None
+        try:
+            if not allowed:
+                raise McpError("mcp.origin_forbidden", "the Origin is not allowed")
+            if scope["method"] == "OPTIONS" and origin is not None:
+                event.tool = "preflight"
+                await out.preflight(headers)
+            else:
+                if scope["method"] != "POST":
+                    raise McpError("mcp.method_not_allowed", "use POST")
+                client, event.principal = authenticate_agent(headers, cfg.agent)
+                body = await _body(headers, receive, cfg)
+                event.tool = _label(body)
+                call = McpCall(self.rt, cfg, client, event.principal, event)
+                scope[CALL_KEY] = call
+                await self.manager.handle_request(scope, _replay(body, receive), out)
+        except AgentError as err:
+            refused = err
+        except Exception:  # a bug: a 500 without detail, the trace in the log
+            log.exception("mcp internal error", extra={"request_id": event.request_id})
+            refused = AgentError("internal", "internal error")
+        if refused is not None and not out.started:
+            await out.refuse(refused, headers)
+        event.duration_ms = ((out.sent_at or time.perf_counter()) - started) * 1000.0
+        self._finish(event, out.status, refused, call, cfg)
+
+    def _follow(self, mcp: McpConfig) -> None:
+        """Take a reloaded [mcp] section's Host/Origin lists into the SDK's settings (each
+        request builds its transport from them)."""
+        if mcp is not self._mcp:
+            self._mcp = mcp
+            self.manager.security_settings = security(mcp)
+
+    def _finish(self, event: audit.AuditEvent, status: int, refused: AgentError | None, call: McpCall | None,
+                cfg: Config) -> None:
+        """Settle the audit event: status, outcome and code (ours, the tool's, or the SDK's
+        refusal); write it for a tool call or a refused request; publish it."""
+        event.status = status
+        if refused is not None:
+            event.outcome, event.code = audit.outcome_of(refused.status), refused.code
+        elif call is None or not call.handled:
+            if status == 421:
+                event.outcome, event.code = "failed", "mcp.host_misdirected"
+            elif status >= 400 or event.tool in TOOL_CALL_LABELS:
+                event.outcome, event.code = audit.outcome_of(max(status, 400)), "mcp.request_invalid"
+        if event.tool in TOOL_CALL_LABELS or status >= 400:
+            audit.record(cfg.audit, self.rt.events, event)  # the line, and the per-wing metrics
+        else:
+            self.rt.events.publish(event)  # initialize, tools/list, …: counted, not audited
+
+
+def origin_allowed(origin: str, allowed: tuple[str, ...]) -> bool:
+    """Is `origin` listed: exactly, or by a 'scheme://host:*' entry with any port (the rule
+    of the SDK's own check, mcp.server.transport_security)."""
+    for a in allowed:
+        if origin == a:
+            return True
+        if a.endswith(":*") and origin.startswith(a[:-1]) and origin[len(a) - 1:].isdigit():
+            return True
+    return False
+
+
+def _invalid(problem: Problem) -> McpError:
+    if problem.kind == "too_large":
+        return McpError("mcp.body_too_large", f"the body {problem.text}")
+    if problem.kind == "timeout":
+        return McpError("mcp.body_timeout", f"the body {problem.text}")
+    return McpError("mcp.media_unsupported", f"{problem.key} {problem.text}")
+
+
+async def _body(headers: Headers, receive: Receive, cfg: Config) -> bytes:
+    """The whole body: Content-Type application/json (MCP's Streamable HTTP requires it),
+    identity encoding, at most mcp.max_body_bytes within server.body_timeout_seconds."""
+    content_type = headers.get("content-type")
+    problem = json_media_problem(content_type, headers.get("content-encoding"))
+    if problem is None and (content_type is None or content_type.partition(";")[0].strip().lower()
+                            != "application/json"):
+        problem = Problem("Content-Type", "media", "must be application/json")
+    if problem is not None:
+        raise _invalid(problem)
+    return await read_limited(asgi_chunks(receive), cfg.mcp.max_body_bytes, cfg.server.body_timeout_seconds,
+                              _invalid)
+
+
+def _label(body: bytes) -> str:
+    """The request's label for audit and metrics: the tool's grant for a tools/call
+    ('mcp.search', 'mcp.fetch', 'mcp.unknown'), else the JSON-RPC method, 'other' when it
+    is none we know or the body is not a JSON-RPC object (the SDK answers those)."""
+    try:
+        msg = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return "other"
+    method = msg.get("method") if isinstance(msg, dict) else None
+    if method == "tools/call":
+        params = msg.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        return GRANTS.get(name, "mcp.unknown") if isinstance(name, str) else "mcp.unknown"
+    return method if isinstance(method, str) and method in METHODS else "other"
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the SDK the body already read, then waits on the real one (a
+    disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
+
+
+class _Answer:
+    """The response side: adds x-request-id, no-store and (for an allowed Origin) CORS to
+    whatever is sent, remembers the status; answers refusals and preflights itself."""
+
+    def __init__(self, send: Send, request_id: str, origin: str | None) -> None:
+        self._send = send
+        self.request_id = request_id
+        self.origin = origin
+        self.status = 0
+        self.started = False
+        self.sent_at: float | None = None  # perf_counter() when the last body part left
+
+    def _extra(self) -> list[tuple[bytes, bytes]]:
+        out = [(b"x-request-id", self.request_id.encode()), (b"cache-control", b"no-store")]
+        if self.origin is not None:
+            out += [(b"access-control-allow-origin", self.origin.encode("latin-1")), (b"vary", b"Origin"),
+                    (b"access-control-expose-headers", b"mcp-session-id, x-request-id, www-authenticate")]
+        return out
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            self.status = int(message["status"])
+            keep = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"cache-control"]
+            message = {**message, "headers": keep + self._extra()}
+        await self._send(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.sent_at = time.perf_counter()
+
+    async def _respond(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        length = [] if status == 204 else [(b"content-length", str(len(body)).encode())]  # RFC 9110 §8.6
+        await self({"type": "http.response.start", "status": status, "headers": [*length, *headers]})
+        await self({"type": "http.response.body", "body": body})
+
+    async def refuse(self, err: AgentError, request_headers: Headers) -> None:
+        """A JSON-RPC error (id null) with the HTTP status of `err`; 405 with Allow, 401 with
+        WWW-Authenticate (RFC 6750 §3: error="invalid_token" only when a token was sent)."""
+        code = types.INTERNAL_ERROR if err.status >= 500 else types.INVALID_REQUEST
+        body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {
+            "code": code, "message": err.message, "data": {"code": err.code, "retryable": err.retryable}}})
+        headers = [(b"content-type", b"application/json")]
+        if err.status == 405:
+            headers.append((b"allow", b"POST"))
+        if isinstance(err, AccessDenied) and err.status == 401:
+            challenge = 'Bearer realm="kbgate"'
+            if "authorization" in request_headers:
+                challenge += ', error="invalid_token", error_description="the Bearer token is not valid"'
+            headers.append((b"www-authenticate", challenge.encode()))
+        await self._respond(err.status, body, headers)
+
+    async def preflight(self, request_headers: Headers) -> None:
+        """A CORS preflight from an allowed Origin: 204, POST with the headers it asks for."""
+        asked = request_headers.get("access-control-request-headers", "")
+        allow = asked if asked and _TOKEN_LIST.fullmatch(asked.strip()) else _PREFLIGHT_HEADERS
+        await self._respond(204, b"", [(b"access-control-allow-methods", b"POST"),
+                                       (b"access-control-allow-headers", allow.strip().encode()),
+                                       (b"access-control-max-age", b"600")])
