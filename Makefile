@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BIND   ?= 127.0.0.1:8080
-DEMO   := deploy/demo/gateway.toml
+DEMO   := data/demo/gateway.toml
 
 .PHONY: install run demo test coverage eval bench lint clean
 
@@ -16,18 +16,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-data/demo/secret:
-	mkdir -p data/demo
-	$(BIN)/python -c "import secrets; print(secrets.token_urlsafe(32))" > $@
-	chmod 600 $@
+# The runnable demo config: deploy/demo/gateway.toml plus a demo agent client; its secrets
+# (signing key, Bearer token, ref key) are generated once in data/demo/.
+$(DEMO): deploy/demo/gateway.toml deploy/demo/configure.py $(STAMP)
+	$(BIN)/python deploy/demo/configure.py data/demo >/dev/null
 
-demo: install data/demo/secret
+demo: install $(DEMO)
 	$(BIN)/kbgate index add --config $(DEMO) --index demo-docs --delete-missing --no-progress deploy/demo/docs
 
 run: demo
 	@echo ""
 	@echo "kbgate demo: in another shell, send a signed request as the Volcengine console does:"
 	@echo "  $(BIN)/kbgate probe http://$(BIND)/volcengine/demo --config $(DEMO) --tenant demo --first tech --second software --query '如何轮换密钥'"
+	@echo "The demo agent client's Bearer token (data/demo/agent-token) serves Dify and MCP on route 'docs':"
+	@echo "  Dify 'Add External Knowledge API': API Endpoint http://$(BIND)/dify  API Key $$(cat data/demo/agent-token)  (External Knowledge ID: docs)"
+	@echo "  MCP client: {\"mcpServers\": {\"kbgate\": {\"url\": \"http://$(BIND)/mcp\", \"headers\": {\"Authorization\": \"Bearer $$(cat data/demo/agent-token)\"}}}}"
+	@echo "  curl -s http://$(BIND)/dify/retrieval -H \"Authorization: Bearer $$(cat data/demo/agent-token)\" -H 'Content-Type: application/json' -d '{\"knowledge_id\":\"docs\",\"query\":\"如何轮换密钥\",\"retrieval_setting\":{\"top_k\":3,\"score_threshold\":0}}'"
 	@echo ""
 	$(BIN)/kbgate serve --config $(DEMO) --bind $(BIND)
 

@@ -5,9 +5,6 @@ This is what `make run` does on a fresh clone, run on a free port with a temp co
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,15 +16,10 @@ import pytest
 
 from gateway.volcengine.signing import sign_headers
 from tests.support.configs import config, tenant, write
-from tests.support.harness import Server, free_port, serve
+from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.paths import ROOT
 
 SECRET = "e2e-secret-Zq81-long"
-
-
-def kbgate(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120, input=input, cwd=ROOT)
 
 
 def write_config(tmp: Path, port: int, redis_url: str | None, workers: int, key_prefix: str,

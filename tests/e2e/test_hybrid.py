@@ -5,10 +5,8 @@ within the deadline) when the embedding service goes down."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 import httpx
 import orjson
 
+from tests.support import harness
 from tests.support.callbacks import post
 from tests.support.configs import (
     ACME_KEYS,
@@ -59,8 +58,7 @@ def write_site(tmp: Path, dense: dict[str, Any], port: int, *, lexical: bool = F
 
 def kbgate(*args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI, with the suite's secrets (and the embedding key) in its environment."""
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **ENV})
+    return harness.kbgate(*args, env=ENV, timeout=300)
 
 
 def index_add(cfg: Path, tmp: Path) -> subprocess.CompletedProcess[str]:

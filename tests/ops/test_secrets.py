@@ -21,6 +21,7 @@ from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
 from gateway.ops.secrets import add_key, retire_key, set_verify
 from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
+from tests.support import harness
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
 from tests.support.harness import free_port, serve
@@ -40,8 +41,7 @@ def _config(tmp_path: Path, redis_url: str, key_prefix: str, indexes: Path | Non
 
 
 def kbgate(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=stdin, timeout=60)
+    return harness.kbgate(*args, input=stdin, timeout=60)
 
 
 # ------------------------------------------------------------------ config edits

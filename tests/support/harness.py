@@ -49,6 +49,15 @@ def kbgate_argv(config: Path, *, bind: str | None = None, workers: int | None = 
     return argv
 
 
+def kbgate(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real `kbgate` CLI run by this Python from the repository root, with `env` added to
+    this process's environment; its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout, input=input,
+                          cwd=Path(__file__).resolve().parents[2])
+
+
 def children(pid: int) -> list[int]:
     """Direct child process ids of `pid` (Linux: /proc/<pid>/task/*/children)."""
     out: set[int] = set()

@@ -1,0 +1,74 @@
+"""Write the runnable demo config of `make run` into a folder (default data/demo).
+
+    python deploy/demo/configure.py OUT_DIR
+
+From deploy/demo/gateway.toml (tenant `demo`, the hybrid demo index) it writes
+OUT_DIR/gateway.toml with every path relative to OUT_DIR, and adds one agent client, `demo`,
+whose Bearer token serves every Bearer-token caller of the demo: the knowledge protocol, the
+tool API's read tools, Dify's External Knowledge API (`dify.retrieval`) and the MCP server
+(`mcp.search`, `mcp.fetch`), all on agent route `docs` (the demo index). Secrets are generated
+once and kept in OUT_DIR, readable by the owner only: `secret` (the tenant's signing key),
+`agent-token` (the demo client's Bearer token; the config holds only its SHA-256) and
+`ref-key` (the master key of signed refs). Re-running keeps them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import tomlkit
+
+TEMPLATE = Path(__file__).with_name("gateway.toml")
+DEMO_TOOLS = ["knowledge.search", "knowledge.read", "search", "get_page", "get_context", "dify.retrieval",
+              "mcp.search", "mcp.fetch"]
+
+
+def _secret(path: Path) -> str:
+    """The secret in `path`, made (32 random URL-safe bytes, mode 600) when absent."""
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32) + "\n", encoding="utf-8")
+        os.chmod(path, 0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def configure(out: Path) -> Path:
+    """Write out/gateway.toml (and the secrets beside it); returns its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    _secret(out / "secret")
+    token = _secret(out / "agent-token")
+    _secret(out / "ref-key")
+    doc = tomlkit.parse(TEMPLATE.read_text(encoding="utf-8"))
+    doc["indexes"]["dir"] = "indexes"  # type: ignore[index]
+    doc["tenants"]["demo"]["secrets"][0]["value_file"] = "secret"  # type: ignore[index]
+    agent = tomlkit.table()
+    agent["ref_key_file"] = "ref-key"
+    routes = tomlkit.table(is_super_table=True)
+    docs = tomlkit.table()
+    docs["index"] = "demo-docs"
+    routes["docs"] = docs
+    agent["routes"] = routes
+    demo = tomlkit.table()
+    demo["routes"] = ["docs"]
+    demo["tools"] = DEMO_TOOLS
+    demo["datasets"] = ["*"]
+    demo["path_globs"] = ["**"]
+    tokens = tomlkit.aot()
+    tokens.append(tomlkit.item({"id": "demo", "sha256": hashlib.sha256(token.encode("ascii")).hexdigest()}))
+    demo["tokens"] = tokens
+    clients = tomlkit.table(is_super_table=True)
+    clients["demo"] = demo
+    agent["clients"] = clients
+    doc.add(tomlkit.nl())
+    doc.add(tomlkit.comment("Written by deploy/demo/configure.py: the demo agent client (token in agent-token)"))
+    doc["agent"] = agent
+    path = out / "gateway.toml"
+    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    print(configure(Path(sys.argv[1] if len(sys.argv) > 1 else "data/demo")))

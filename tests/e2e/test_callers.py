@@ -1,0 +1,79 @@
+"""One grant model, whichever platform asks (issue 11): the same question through the five
+callers — the Volcengine callback, the knowledge protocol, the tool API, Dify's External
+Knowledge API and MCP — finds the same top document when their scopes are the same.
+
+One real `kbgate serve` with Redis; tenant acme's route tech/software and agent client
+alice's route `support` both map to the test index `docs` with no dataset or path
+restriction, so the effective scopes are equal (the hidden trees config/**, state/** and
+working/** stay hidden for both). Each caller is driven as its platform drives it: a signed
+Body, Bearer JSON requests, Dify's retrieval body, and the official MCP SDK client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.callbacks import post as callback
+from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.harness import Server, free_port, serve
+from tests.support.mcp_env import connect, payload
+
+pytestmark = pytest.mark.anyio
+
+GRANTS = ("knowledge.search", "knowledge.read", "search", "dify.retrieval", "mcp.search", "mcp.fetch")
+# Three questions whose best pages differ (tests.support.documents.AGENT_DOCS).
+QUESTIONS = ("密钥轮换", "重放攻击的随机串能用几次", "部署时密钥放在哪里")
+
+
+@pytest.fixture(name="srv", scope="module")
+def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
+    root = tmp_path_factory.mktemp("callers")
+    port = free_port()
+    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
+             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
+    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-callers-{port}",
+                  agent=agent, audit={"sink": "off"})
+    with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
+        yield s
+
+
+def _bearer(srv: Server, path: str, body: dict[str, Any]) -> Any:
+    r = httpx.post(srv.base + path, content=orjson.dumps(body), timeout=10,
+                   headers={"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    return orjson.loads(r.content)
+
+
+async def _tops(srv: Server, query: str) -> dict[str, str]:
+    """caller → the title of its best result for `query`."""
+    with httpx.Client(timeout=10) as c:
+        env = orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query=query, limit=5).content)
+    assert env["Ret"] == 0, env
+    tops = {"volcengine": env["Result"][0]["Title"]}
+    hints = _bearer(srv, "/agent-api/v1/workspaces/support/knowledge/search", {"query": query, "limit": 3})["hints"]
+    tops["knowledge"] = hints[0]["title"]
+    tool = _bearer(srv, "/agent-access/v1/tools/search", {"caller": {"type": "agent"}, "input": {"query": query}})
+    tops["tools"] = tool["data"]["results"][0]["title"]
+    dify = _bearer(srv, "/dify/retrieval", {"knowledge_id": "support", "query": query, "metadata_condition": None,
+                                            "retrieval_setting": {"top_k": 5, "score_threshold": 0.0}})
+    tops["dify"] = dify["records"][0]["title"]
+    async with connect(srv.base + "/mcp", TOKEN_ALICE) as m:
+        tops["mcp"] = payload(await m.call_tool("search", {"query": query}))["results"][0]["title"]
+    return tops
+
+
+async def test_the_same_question_finds_the_same_top_document_through_every_caller(srv: Server) -> None:
+    seen: list[str] = []
+    for query in QUESTIONS:
+        tops = await _tops(srv, query)
+        assert set(tops) == {"volcengine", "knowledge", "tools", "dify", "mcp"}
+        assert len(set(tops.values())) == 1, (query, tops)
+        seen.append(tops["volcengine"])
+    assert len(set(seen)) == len(QUESTIONS), seen  # three questions, three different pages: not a constant answer
