@@ -97,7 +97,7 @@ def test_harness_prints_every_table_with_positive_figures(
     monkeypatch.setenv("REDIS_URL", redis_url)
     code = main(["--only", "--scale", "2000", "--seconds", "1", "--warmup", "0.2", "--search-seconds", "0.3",
                  "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
-                 "--ceiling-rates", "100,200", "--max-rps", "1500", "--out", str(tmp_path)])
+                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--out", str(tmp_path)])
     assert code == 0
     md = capsys.readouterr().out
     assert sorted(p.suffix for p in tmp_path.glob("bench-*")) == [".json", ".md"]
@@ -126,7 +126,9 @@ def test_harness_prints_every_table_with_positive_figures(
         assert r[9] == "0" and r[10] == "0", f"non-2xx or errors in {r}"  # every callback verified and answered
         if r[2] == "kbgate":
             assert _number(r[5]) > 0  # ratio to the floor
-            assert (r[11] == "0") == (r[3] == "unique")  # no repeats in the unique mix, many in Zipf
+            # no query repeats in the unique mix (a server faster than --max-rps makes wrk wrap
+            # its bodies file, which the row then says as "(+N sent twice)"), many in Zipf
+            assert (r[11].split()[0] == "0") == (r[3] == "unique")
 
     rows = _table(md, "Open loop")
     split = next(i for i, r in enumerate(rows) if r[0] == "offered req/s")  # then the generator's ceiling
