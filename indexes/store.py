@@ -241,6 +241,10 @@ class KnowledgeIndex:
         self.maybe_reload(force=True)
         return report
 
+    def close(self) -> None:
+        """Release what this index holds beyond its Tantivy reader: nothing for a lexical
+        index (`indexes.dense.HybridIndex` stops its query encoder)."""
+
 
 class IndexStore:
     """The folder of named indexes. `open` results are cached (one reader per index).
@@ -285,6 +289,15 @@ class IndexStore:
             ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
             self._open[name] = ki
             return ki
+
+    def close(self) -> None:
+        """Release what the opened indexes hold (a hybrid index's query-encoder threads and
+        model: `HybridIndex.close`) and forget them; a later `open` opens afresh."""
+        with self._lock:
+            opened = list(self._open.values())
+            self._open.clear()
+        for idx in opened:
+            idx.close()
 
     def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
         """Open `name` for `ingest`, creating the folder, schema and sidecar if absent.

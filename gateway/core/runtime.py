@@ -88,10 +88,12 @@ class Runtime:
         self._closers.append(close)
 
     async def close(self) -> None:
-        """Close everything registered, then the replay store. A failing closer is logged."""
+        """Close everything registered, then the opened indexes, then the replay store. A failing
+        closer is logged."""
         for close in reversed(self._closers):
             try:
                 await close()
             except Exception:  # shutting down: close the rest anyway
                 log.warning("close failed", exc_info=True)
+        self.indexes.close()  # a hybrid index's encoder threads
         await self.nonces.close()

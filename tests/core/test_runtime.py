@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gateway.core.runtime import Runtime
 from indexes.types import DEFAULT_BOUNDS, SearchBounds
 from tests.support.configs import config, parse
@@ -29,3 +31,12 @@ def test_search_bounds_come_from_the_config_and_follow_a_reload(docs_index: Path
     assert rt.index("kb").bounds == SearchBounds(40, 1)  # an index opened after the swap too
     one_chunk = _manual_content(rt)  # only the best chunk is loaded: no further chunk in the content
     assert 0 < len(one_chunk) <= 600 and "\n\n" not in one_chunk
+
+
+@pytest.mark.anyio
+async def test_close_releases_the_opened_indexes(docs_index: Path, tmp_path: Path) -> None:
+    rt = Runtime(parse(config(tmp_path, indexes=docs_index), tmp_path))
+    first = rt.index("docs")
+    assert rt.index("docs") is first
+    await rt.close()  # a worker stopping: a hybrid index's encoder threads end here (tests/indexes/dense)
+    assert rt.index("docs") is not first

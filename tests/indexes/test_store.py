@@ -233,3 +233,12 @@ def test_failed_worker_processes_fall_back_to_this_process(
     assert "analysis worker processes failed; indexing in this process" in capsys.readouterr().err
     assert ki.stats().chunks == 20 and len(ki.search("密钥轮换", 30)) == 20
 
+
+
+def test_close_forgets_the_opened_indexes(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path)
+    store.create_or_open_for_write("kb").ingest([Document("a", "标题", (Section("", "正文内容"),))], progress=False)
+    first = store.open("kb")
+    assert store.open("kb") is first
+    store.close()
+    assert store.open("kb") is not first

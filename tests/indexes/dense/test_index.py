@@ -193,3 +193,15 @@ def test_the_size_of_a_hybrid_index_counts_its_vectors(built: Path) -> None:
     vector_bytes = sum(p.stat().st_size for p in (folder / "dense").rglob("*") if p.is_file())
     assert vector_bytes > 0
     assert IndexStore(built).open("kb").stats().size_bytes == tantivy_bytes + vector_bytes
+
+
+def test_closing_the_store_stops_every_hybrid_encoder_and_forgets_the_index(built: Path) -> None:
+    store = HybridStore(built, dense={"kb": USE})
+    ix = store.open("kb")
+    assert isinstance(ix, HybridIndex)
+    store.close()  # what Runtime.close does when a worker stops
+    with pytest.raises(RuntimeError):  # the encoder's pool is shut down: no thread left behind
+        ix.dense.encoder._pool.submit(lambda: None)
+    again = store.open("kb")
+    assert again is not ix
+    again.close()
