@@ -7,9 +7,14 @@ gateway/dify/schemas/*.json.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from indexes.store import IndexStore
+from indexes.types import Document, Section
 from tests.dify.conftest import (
     DIFY_KEY,
     KEYS,
@@ -17,10 +22,13 @@ from tests.dify.conftest import (
     NOGRANT_KEY,
     VISIBLE,
     AppFactory,
+    DifyApp,
+    dify_config,
     error,
     records,
     request_body,
 )
+from tests.support.configs import parse
 
 pytestmark = pytest.mark.anyio
 
@@ -268,3 +276,20 @@ async def test_metrics_per_wing(dify_app: AppFactory) -> None:
     assert m[("kbgate_wing_requests_total", (("outcome", "denied"), ("wing", "agent")))] == 1  # no knowledge grant
     assert not any(k in text for k in KEYS)
 
+
+
+async def test_a_stored_publish_time_in_milliseconds_is_unix_seconds(tmp_path: Path, start_app: Any,
+                                                                    redis_url: str, key_prefix: str) -> None:
+    # An index built before indexes.publish_time may hold milliseconds: the record says seconds
+    # (as ingest now reads them), and a value no time has is left out, never a failure.
+    indexes = tmp_path / "indexes"
+    IndexStore(indexes).create_or_open_for_write("handbook").ingest([
+        Document("ms.md", "毫秒", (Section("", "MSTIMEWORD 毫秒时间戳"),), path="ms.md",
+                 publish_time=1_764_580_000_000),
+        Document("big.md", "巨大", (Section("", "MSTIMEWORD 溢出时间戳"),), path="big.md",
+                 publish_time=9_000_000_000_000_000_000)], progress=False)
+    cfg = parse(dify_config(tmp_path, indexes, redis_url=redis_url, key_prefix=key_prefix), tmp_path)
+    http, app, _ = await start_app(cfg)
+    a = DifyApp(http, app, tmp_path)
+    got = {r["metadata"]["document_id"]: r["metadata"] for r in records(await a.post(request_body(query="MSTIMEWORD")))}
+    assert got["ms.md"]["publish_time"] == 1_764_580_000 and "publish_time" not in got["big.md"]

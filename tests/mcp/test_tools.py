@@ -342,3 +342,28 @@ async def test_a_bug_is_a_500_without_detail(start: AppFactory, monkeypatch: pyt
 def test_a_request_that_bypassed_the_transport_has_no_caller() -> None:
     with pytest.raises(RuntimeError):
         call_of(SimpleNamespace(request=None))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ what a model never sees: our bugs
+
+
+def _old_kb(a: App, docs: list[Document]) -> None:
+    """Write `docs` into the 'kb' index as an older kbgate could (no publish_time rule)."""
+    IndexStore(a.root / "indexes").create_or_open_for_write("kb").ingest(docs, progress=False)
+    a.app.runtime.indexes.open("kb").maybe_reload(force=True)
+
+
+async def test_fetch_never_fails_on_a_stored_publish_time(start: AppFactory) -> None:
+    # The newcomer's F1: publish_time 1764580000000 (milliseconds) in an index made every fetch
+    # of the document a JSON-RPC error "year 57887 is out of range", audited as passed.
+    a = await start()
+    _old_kb(a, [Document("ms", "毫秒文档", (Section("", "MSTIMEWORD 毫秒时间戳"),), publish_time=1_764_580_000_000),
+                Document("big", "巨大文档", (Section("", "BIGTIMEWORD 溢出时间戳"),),
+                         publish_time=9_000_000_000_000_000_000)])
+    async with a.connect() as c:
+        ms = payload(await c.call_tool("fetch", {"id": (await _search(c, "MSTIMEWORD", route="kbroute"))[0]["id"]}))
+        big = payload(await c.call_tool("fetch", {"id": (await _search(c, "BIGTIMEWORD", route="kbroute"))[0]["id"]}))
+    assert ms["metadata"]["publish_time"] == "2025-12-01T09:06:40Z"  # read as milliseconds, as ingest reads them
+    assert big["metadata"]["document_id"] == "big" and "publish_time" not in big["metadata"]
+    assert [x["outcome"] for x in a.audit() if x["tool"] == "mcp.fetch"] == ["passed", "passed"]
+
