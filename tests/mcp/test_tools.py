@@ -22,7 +22,7 @@ from mcp_types import CallToolResult
 
 from gateway.core.clock import FixedClock
 from gateway.core.errors import DependencyUnavailable
-from gateway.mcp.server import call_of
+from gateway.mcp.server import _TOOLS, INTERNAL_TEXT, call_of
 from gateway.mcp.tools import document_url
 from gateway.serve.app import Gateway
 from indexes.store import IndexStore
@@ -366,4 +366,25 @@ async def test_fetch_never_fails_on_a_stored_publish_time(start: AppFactory) -> 
     assert ms["metadata"]["publish_time"] == "2025-12-01T09:06:40Z"  # read as milliseconds, as ingest reads them
     assert big["metadata"]["document_id"] == "big" and "publish_time" not in big["metadata"]
     assert [x["outcome"] for x in a.audit() if x["tool"] == "mcp.fetch"] == ["passed", "passed"]
+
+
+@pytest.mark.parametrize("tool", ["search", "fetch"])
+async def test_a_bug_in_a_tool_is_a_tool_error_audited_and_counted(
+        start: AppFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tool: str) -> None:
+    a = await start()
+
+    async def broken(*args: Any) -> None:
+        raise OverflowError("secret detail: year 57887 is out of range")
+
+    monkeypatch.setitem(_TOOLS, tool, broken)
+    async with a.connect() as c:
+        text = _error(await c.call_tool(tool, {"query": "密钥"} if tool == "search" else {"id": "x"}))
+    assert text == INTERNAL_TEXT and "secret" not in text
+    line = a.audit()[-1]
+    assert (line["tool"], line["outcome"], line["status"], line["code"]) == (f"mcp.{tool}", "failed", 200, "internal")
+    assert "secret detail" in caplog.text  # the trace stays in the log
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=a.app)) as http:
+        metrics = (await http.get("http://kbgate/metrics")).text
+    assert 'kbgate_wing_errors_total{code="internal",wing="mcp"} 1.0' in metrics
+    assert 'kbgate_wing_requests_total{outcome="failed",wing="mcp"} 1.0' in metrics
 
