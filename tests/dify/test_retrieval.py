@@ -65,8 +65,7 @@ async def test_top_k_clamped_and_defaulted(dify_app: AppFactory) -> None:
     assert len(full) == 4  # max_top_k 5, and only 4 documents are visible
     assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": None})))) == 3  # default_top_k
     assert len(records(await a.post(request_body(query=q, retrieval_setting=None)))) == 3
-    assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": 0})))) == 1
-    assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": 2.9})))) == 2
+    assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": 2.0})))) == 2
 
 
 async def test_score_threshold_applied_after_normalization_never_lowered(dify_app: AppFactory) -> None:
@@ -162,6 +161,13 @@ async def test_repeated_authorization_is_1001(dify_app: AppFactory) -> None:
     (request_body(valid=False, retrieval_setting={"top_k": "5"}), "retrieval_setting.top_k"),
     (request_body(valid=False, retrieval_setting={"top_k": True}), "retrieval_setting.top_k"),
     (request_body(valid=False, retrieval_setting={"score_threshold": "high"}), "retrieval_setting.score_threshold"),
+    (request_body(valid=False, retrieval_setting={"score_threshold": 2}), "score_threshold must be a number from 0"),
+    (request_body(valid=False, retrieval_setting={"score_threshold": -1}), "score_threshold must be a number from 0"),
+    (request_body(valid=False, retrieval_setting={"top_k": 0}), "retrieval_setting.top_k must be a positive integer"),
+    (request_body(valid=False, retrieval_setting={"top_k": -1}), "retrieval_setting.top_k must be a positive integer"),
+    (request_body(valid=False, retrieval_setting={"top_k": 2.5}), "retrieval_setting.top_k must be a positive integer"),
+    (request_body(valid=False, metadata_condition=_cond(("version", ">", "1e309"))), "conditions[0].value must be a "
+                                                                                       "finite number"),
     (request_body(valid=False, metadata_condition=[]), "metadata_condition"),
     (request_body(valid=False, metadata_condition={"logical_operator": "xor", "conditions": []}),
      "metadata_condition.logical_operator"),
