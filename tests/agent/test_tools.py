@@ -263,6 +263,15 @@ async def test_unauthorized_is_401_and_audited(env: Env, headers: dict[str, str]
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER"])
+async def test_the_bearer_scheme_is_read_in_any_case(env: Env, scheme: str) -> None:
+    # RFC 7235 §2.1: "bearer <token>" was 401 "a Bearer token is required".
+    body = result(await env.call("search", req({"query": "密钥"}), None,
+                                 {"authorization": f"{scheme} {TOKENS['bob']}"}), 200, "passed")
+    assert body["data"]["results"] and env.audit_lines()[-1]["principal"]["id"] == "bob"
+
+
+@pytest.mark.anyio
 async def test_identity_comes_from_the_token_not_the_body(env: Env) -> None:
     r = await env.call("search", req({"query": "密钥"}, caller={"type": "agent", "id": "alice"}), "bob")
     assert codes(result(r, 401, "denied")) == ["access.unauthorized"]

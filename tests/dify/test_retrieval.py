@@ -145,6 +145,14 @@ async def test_malformed_authorization_is_1001(dify_app: AppFactory, auth: str |
     assert "Bearer" in error(r, 403, 1001)
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+async def test_the_bearer_scheme_is_read_in_any_case(dify_app: AppFactory, scheme: str) -> None:
+    # RFC 7235 §2.1: "bearer <key>" was 1001 "a Bearer token is required".
+    a = await dify_app()
+    r = await a.post(key=None, headers={"authorization": f"{scheme} {DIFY_KEY}"})
+    assert records(r) and a.audit()[-1]["principal"]["id"] == "app"
+
+
 async def test_repeated_authorization_is_1001(dify_app: AppFactory) -> None:
     a = await dify_app()
     r = await a.http.post("/dify/retrieval", content=b"{}", headers=[

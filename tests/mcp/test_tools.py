@@ -388,3 +388,14 @@ async def test_a_bug_in_a_tool_is_a_tool_error_audited_and_counted(
     assert 'kbgate_wing_errors_total{code="internal",wing="mcp"} 1.0' in metrics
     assert 'kbgate_wing_requests_total{outcome="failed",wing="mcp"} 1.0' in metrics
 
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer  "])
+async def test_the_bearer_scheme_is_read_in_any_case(start: AppFactory, scheme: str) -> None:
+    # RFC 7235 §2.1: the scheme is case-insensitive; RFC 6750 §2.1: 1*SP before the token.
+    a = await start()
+    status, body = await _raw(a.app, [orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})],
+                              headers={"authorization": f"{scheme} {TOKEN_ALICE}",
+                                       "mcp-protocol-version": "2025-11-25"})
+    assert status == 200 and {t["name"] for t in body["result"]["tools"]} == {"search", "fetch"}
+    status, body = await _raw(a.app, [b"{}"], headers={"authorization": f"{scheme} {TOKEN_ALICE.upper()}"})
+    assert status == 401 and body["error"]["data"]["code"] == "access.unauthorized"  # the token itself is exact
