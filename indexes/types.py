@@ -304,7 +304,7 @@ class IngestError:
 @dataclass(frozen=True, slots=True)
 class IngestWarning:
     """Something an ingest reader read but did not keep as given, and why: a file it did not
-    turn into a document (it is empty), a
+    turn into a document (it is empty, or a symlink to a file read under its own path), a
     publish_time read as milliseconds (`indexes.publish_time`), or a metadata field of a
     document it indexed without that field (`indexes.ingest.metadata`). Unlike an IngestError it does not stop
     `--delete-missing`: an empty file holds no document, so an earlier version of it is

@@ -156,13 +156,32 @@ def test_relative_symlink_escaping_through_dotdot_is_reported(tmp_path: Path) ->
     assert [e.file for e in _errors(items)] == ["sub/up.txt"]
 
 
-def test_symlinks_inside_the_folder_are_followed(tmp_path: Path) -> None:
+def test_a_symlink_to_what_the_walk_reads_anyway_is_reported_not_read_twice(tmp_path: Path) -> None:
     docs = _symlink_tree(tmp_path)
     (docs / "alias.txt").symlink_to("sub/b.txt")
     (docs / "same").symlink_to("sub", target_is_directory=True)
+    (docs / "sub" / "up.md").symlink_to("../a.txt")  # another suffix, the same file
     items = list(read_paths([docs]))
     assert _errors(items) == []
-    assert [d.id for d in _docs(items)] == ["a.txt", "alias.txt", "same/b.txt", "sub/b.txt"]
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]  # each file once, under its real path
+    assert [(w.where, w.reason) for w in _warnings(items)] == [
+        ("alias.txt", "symlink to sub/b.txt, which is read under its own path: skipped"),
+        ("same", "symlink to folder sub, which is read under its own path: skipped"),
+        ("sub/up.md", "symlink to a.txt, which is read under its own path: skipped")]
+
+
+def test_a_symlink_into_a_hidden_folder_is_read_once_under_the_first_symlink(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / ".versions" / "v2").mkdir(parents=True)
+    (docs / ".versions" / "v2" / "c.txt").write_text("丙\n正文丙\n", encoding="utf-8")
+    (docs / "current").symlink_to(".versions/v2", target_is_directory=True)
+    (docs / "latest").symlink_to(".versions/v2", target_is_directory=True)
+    (docs / "c.txt").symlink_to(".versions/v2/c.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "c.txt", "sub/b.txt"]
+    assert [(w.where, w.reason) for w in _warnings(items)] == [
+        ("current/c.txt", ".versions/v2/c.txt (through a symlink), already read as c.txt: skipped"),
+        ("latest", "symlink to folder .versions/v2, already read as current: skipped")]
 
 
 def test_symlink_loops_are_reported_and_the_walk_ends(tmp_path: Path) -> None:
@@ -174,6 +193,24 @@ def test_symlink_loops_are_reported_and_the_walk_ends(tmp_path: Path) -> None:
     assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
     assert [(e.file, e.reason.split(":")[0]) for e in _errors(items)] == [
         ("sub/back", "symlink loop"), ("x.txt", "symlink loop"), ("y.txt", "symlink loop")]
+
+
+def test_every_symlink_skipped_is_reported_whatever_its_name(tmp_path: Path) -> None:
+    # A dangling or looping symlink without a suffix we read might have led to a folder: a
+    # warning names it (an error, exit 1, when it has such a suffix, as above).
+    docs = _symlink_tree(tmp_path)
+    (docs / "sub" / "loop").symlink_to(".", target_is_directory=True)
+    (docs / "sub" / "root").symlink_to("../../docs", target_is_directory=True)
+    (docs / "sub" / "gone").symlink_to("../docs")  # sub/../docs: no such folder
+    (docs / "p").symlink_to("q")
+    (docs / "q").symlink_to("p")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason.split(":")[0]) for e in _errors(items)] == [
+        ("sub/loop", "symlink loop"), ("sub/root", "symlink loop")]
+    assert [(w.file, w.reason) for w in _warnings(items)] == [
+        ("p", "symlink loop: skipped"), ("q", "symlink loop: skipped"),
+        ("sub/gone", "symlink target does not exist or is not a file: skipped")]
 
 
 def test_symlink_given_directly_is_the_users_choice(tmp_path: Path) -> None:
