@@ -12,6 +12,7 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
+from . import publish_time
 from .metadata import decode
 from .types import StoredDocument
 
@@ -73,7 +74,7 @@ def read_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: st
         revision=first.get_first("revision") or "",
         url=first.get_first("url") or None,
         summary=stored_str(first, "summary") or None,
-        publish_time=first.get_first("publish_time"),
+        publish_time=publish_time.stored(first.get_first("publish_time")),  # never ms, never out of range
         path=first.get_first("path") or "",
         dataset=first.get_first("dataset") or "",
         qa_visible=visible,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import tantivy
 from tantivy import DocAddress, Occur, Query
 
+from . import publish_time
 from .analysis import QueryTerms
 from .documents import stored_str
 from .metadata import decode
@@ -161,7 +162,7 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         content=bounded(content, content_chars),
         score=float(score),
         url=doc.get_first("url") or None,
-        publish_time=doc.get_first("publish_time"),
+        publish_time=publish_time.stored(doc.get_first("publish_time")),  # never ms, never out of range
         cover_image=None if not cover_url else CoverImage(
             cover_url, doc.get_first("cover_height"), doc.get_first("cover_width")),
         path=doc.get_first("path") or "",

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 import struct
 from collections.abc import Iterator
@@ -82,13 +83,16 @@ def iso_time(text: str) -> int | None:
 
 
 def as_number(v: MetaScalar) -> float | None:
-    """v as a number: itself, a numeric string, or an ISO date's unix seconds; else None."""
-    if isinstance(v, int | float):
-        return float(v)
-    if _NUMBER.fullmatch(v.strip()):
-        return float(v)
-    t = iso_time(v.strip())
-    return None if t is None else float(t)
+    """v as a finite number: itself, a numeric string, or an ISO date's unix seconds; else
+    None. A string beyond a double ("1e309") is None like "inf": no value is infinite."""
+    if not isinstance(v, int | float) and not _NUMBER.fullmatch(v.strip()):
+        t = iso_time(v.strip())
+        return None if t is None else float(t)
+    try:
+        x = float(v)
+    except OverflowError:  # an int beyond a double
+        return None
+    return x if math.isfinite(x) else None
 
 
 def encode_number(x: float) -> str:

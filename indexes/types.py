@@ -157,6 +157,8 @@ class Hit:
     score: BM25 score (higher is better), comparable only within one search; on a hybrid
         index the fused score (`indexes.dense.fusion`).
     revision: SHA-256 hex of the document's title + full text at index time.
+    publish_time: unix seconds in 0001..9999 as `indexes.publish_time.stored` reads the stored
+        value (13-digit milliseconds of an older index converted, anything else None).
     """
 
     id: str
@@ -177,7 +179,10 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
-    """A whole document read back from an index (for read-by-reference tools)."""
+    """A whole document read back from an index (for read-by-reference tools).
+
+    publish_time: as `Hit.publish_time` (`indexes.publish_time.stored`).
+    """
 
     doc_id: str
     title: str
@@ -299,8 +304,9 @@ class IngestError:
 @dataclass(frozen=True, slots=True)
 class IngestWarning:
     """Something an ingest reader read but did not keep as given, and why: a file it did not
-    turn into a document (it is empty), or a metadata field of a document it indexed without
-    that field (`indexes.ingest.metadata`). Unlike an IngestError it does not stop
+    turn into a document (it is empty, or a symlink to a file read under its own path), a
+    publish_time read as milliseconds (`indexes.publish_time`), or a metadata field of a
+    document it indexed without that field (`indexes.ingest.metadata`). Unlike an IngestError it does not stop
     `--delete-missing`: an empty file holds no document, so an earlier version of it is
     deleted like any document no longer present.
     """

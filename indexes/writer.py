@@ -166,6 +166,11 @@ def open_writer(index: tantivy.Index, name: str, path: str) -> tantivy.IndexWrit
         raise
 
 
+def _storable_time(value: object) -> bool:
+    """Can Tantivy's i64 field (and the revision's JSON) hold this publish_time? None can."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63)
+
+
 def _queue(analyser: _Analyser, batch: dict[str, tuple[Document, str]], held: dict[str, str]) -> None:
     """Queue the documents of `batch` whose revision differs from what the index holds.
 
@@ -226,6 +231,11 @@ def ingest(
                 report.warnings.append((item.where, item.reason))
                 continue
             origin = item.origin or f"document {item.id!r}"
+            if not _storable_time(item.publish_time):
+                # Readers never make one (indexes.publish_time); a Document built in code may:
+                # refuse it alone instead of failing the whole commit.
+                report.errors.append((origin, f"publish_time {item.publish_time!r} is not a 64-bit integer"))
+                continue
             earlier = origins.get(item.id)
             if earlier is not None:
                 report.warnings.append((origin, f"duplicate id {item.id!r} overrides {earlier} "

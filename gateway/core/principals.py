@@ -20,7 +20,9 @@ from gateway.core.config import AgentClient, AgentConfig
 from gateway.core.errors import BadCredentials
 from gateway.core.scope import Principal
 
-_BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/=-]{16,512})")
+# RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 7235
+# §2.1: "bearer", "BEARER" too), the token is not.
+_BEARER = re.compile(r"(?i:bearer) +([A-Za-z0-9._~+/=-]{16,512})")
 _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 

@@ -8,16 +8,19 @@
 Tolerant where Dify varies between versions, strict where a value would change the answer:
 - fields we do not know are ignored (later Dify versions add some);
 - `retrieval_setting` absent or null, `top_k` absent or null → [dify] default_top_k; `top_k`
-  is clamped to 1..[dify] max_top_k (some versions send it stuck at a default, #25439) and a
-  fractional one is rounded down; `score_threshold` absent or null → 0, clamped to 0..1;
+  above [dify] max_top_k is clamped to it (some versions send it stuck at a default, #25439);
+  `score_threshold` absent or null → 0;
 - `metadata_condition` null, or `conditions` null or [] → no narrowing; `logical_operator`
   absent or null → "and" (Dify's default);
 - a condition whose value is null is skipped, as Dify's own metadata filter skips it (except
   `empty` / `not empty`, which take none); the count is in the audit line;
 - the ASCII spellings `!=`, `>=`, `<=` Dify's own filter accepts are read as `≠`, `≥`, `≤`;
 - for `in` / `not in` a string value is a comma-separated list of items.
-Every other departure (a wrong type, an unknown operator, a value the operator cannot use) is
-400 `request_invalid` naming the field, e.g. `metadata_condition.conditions[1].value`.
+Every other departure is 400 `request_invalid` naming the field, e.g.
+`metadata_condition.conditions[1].value`: a wrong type, a `top_k` that is not a positive
+integer (0, -1, 2.5, true; 5.0 is 5), a `score_threshold` outside 0..1 (2 would refuse every
+record, -1 none: neither is what a caller meant), an unknown operator, a value the operator
+cannot use (a word, or a number beyond a double such as "1e309", for `>`).
 """
 
 from __future__ import annotations
@@ -74,14 +77,16 @@ def read(f: Fields, cfg: DifyConfig) -> Retrieval:
             raise invalid("retrieval_setting", "must be an object")
         raw_k = setting.get("top_k")
         if raw_k is not None:
-            if not _number(raw_k) or not math.isfinite(raw_k):
-                raise invalid("retrieval_setting.top_k", "must be a number")
-            top_k = max(1, min(cfg.max_top_k, math.floor(raw_k)))
+            # An integral float (5.0) is an integer, as for the callback's Limit; 0, a negative,
+            # a fraction, a boolean or a string is refused; above max_top_k is clamped (#25439).
+            if not _number(raw_k) or not math.isfinite(raw_k) or raw_k != math.floor(raw_k) or raw_k < 1:
+                raise invalid("retrieval_setting.top_k", "must be a positive integer")
+            top_k = min(cfg.max_top_k, int(raw_k))
         raw_t = setting.get("score_threshold")
         if raw_t is not None:
-            if not _number(raw_t) or not math.isfinite(raw_t):
+            if not _number(raw_t) or not 0.0 <= raw_t <= 1.0:  # NaN and ±inf fail the comparison too
                 raise invalid("retrieval_setting.score_threshold", "must be a number from 0 to 1")
-            threshold = max(0.0, min(1.0, float(raw_t)))
+            threshold = float(raw_t)
     where, skipped = _condition(f.data.get("metadata_condition"))
     return Retrieval(knowledge_id, query, top_k, threshold, where, skipped)
 
@@ -167,8 +172,8 @@ def _value(op: str, raw: Any, key: str) -> MetaValue:
     if isinstance(raw, list | dict):
         raise invalid(key, f"must be a string or a number for {op!r}")
     v = _scalar(raw, key)
-    if op in NUMERIC_OPS and isinstance(v, str) and as_number(v) is None:
-        raise invalid(key, f"must be a number or an ISO-8601 date for {op!r}")
+    if op in NUMERIC_OPS and isinstance(v, str) and as_number(v) is None:  # None for "1e309" as for "inf"
+        raise invalid(key, f"must be a finite number or an ISO-8601 date for {op!r}")
     if op in TIME_OPS and isinstance(v, str) and iso_time(v.strip()) is None:
         raise invalid(key, f"must be unix seconds or an ISO-8601 date for {op!r}")
     return v

@@ -41,6 +41,7 @@ INSTRUCTIONS = (
     "document's url."
 )
 _TOOLS = {"search": search, "fetch": fetch}
+INTERNAL_TEXT = "kbgate failed to answer this call (a bug, logged on the server); try again later or tell its operator."
 
 
 def call_of(ctx: ServerRequestContext[Any, Any]) -> McpCall:
@@ -63,8 +64,9 @@ async def list_tools(ctx: ServerRequestContext[Any, Any],
 
 async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     """`tools/call`: run `search` or `fetch` for the caller and answer its JSON as one text
-    item mirrored in structuredContent; a ToolFailure is a result with isError true. A tool
-    the caller has no grant for raises the SDK's error for an unknown tool."""
+    item mirrored in structuredContent; a ToolFailure is a result with isError true, and so
+    is any other exception (a bug: code 'internal', outcome failed, the trace logged, no detail
+    sent). A tool the caller has no grant for raises the SDK's error for an unknown tool."""
     call = call_of(ctx)
     call.handled = True
     name = params.name
@@ -82,6 +84,9 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
         failure = denial(exc)
     except ToolFailure as exc:
         failure = exc
+    except Exception:  # a bug: the SDK would send its text as a JSON-RPC error; the trace stays in the log
+        log.exception("mcp tool failed", extra={"request_id": call.event.request_id, "tool": call.event.tool})
+        failure = ToolFailure(AgentError("internal", "internal error"), INTERNAL_TEXT)
     else:
         text = orjson.dumps(data).decode("utf-8")
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)

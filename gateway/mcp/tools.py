@@ -20,7 +20,6 @@ that the server turns into a tool result with isError true and this message.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +39,7 @@ from gateway.core.scope import (
     scope_revision,
 )
 from gateway.core.validate import Fields, Problem, clip
+from indexes.publish_time import rfc3339
 
 QUERY_MAX_CHARS = 1000
 ID_MAX_CHARS = 2048
@@ -246,8 +246,9 @@ async def fetch(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
         metadata["path"] = doc.path
     if doc.dataset:
         metadata["dataset"] = doc.dataset
-    if doc.publish_time is not None:
-        metadata["publish_time"] = dt.datetime.fromtimestamp(doc.publish_time, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    published = rfc3339(doc.publish_time)  # never raises (indexes.publish_time)
+    if published is not None:
+        metadata["publish_time"] = published
     call.event.extra = {"text_bytes": len(text.encode("utf-8")), "truncated": truncated}
     return {"id": ref, "title": clip(doc.title, TITLE_CHARS) or doc.doc_id, "text": text,
             "url": document_url(doc.url, route.name, doc.doc_id), "metadata": metadata}

@@ -147,7 +147,7 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
             "it shows.")
         secret = _read_secret(secret_stdin)
         # One atomic edit: a worker never serves "enforce" without the key, or the key in report mode.
-        added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce")
+        added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce", value_source="secret")
         edits.key_stored = True
         say(f"Stored the key as {added.key_id} in {added.created_file} (mode 0600); tenant {tenant} is now "
             "verify = enforce.")

@@ -26,7 +26,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from gateway.core.config import Config, load_config
 from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
-from gateway.core.config.fields import KEY_ID
+from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
@@ -103,7 +103,8 @@ def new_key_id(existing: set[str], now: float) -> str:
 
 def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, value_env: str | None = None,
             value_file: str | None = None, value: str | None = None, not_after: float | None = None,
-            verify: str | None = None, env: Mapping[str, str] | None = None) -> AddedKey:
+            verify: str | None = None, env: Mapping[str, str] | None = None,
+            value_source: str = "--value-stdin") -> AddedKey:
     """Append a key to `[[tenants.<tenant>.secrets]]` of the config file at `path`.
 
     Exactly one source, or none: value_env (an env var name, must be set here too, so the
@@ -112,12 +113,17 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     generated 256-bit url-safe token). `value` and generated secrets are written to a new
     0600 file `secrets/<tenant>-<id>` next to the config. now, not_after: unix seconds.
     verify: also set the tenant's mode in the same atomic edit ('enforce' after onboarding).
-    Raises ConfigError (bad key id, invalid result, id taken, file exists); nothing is left
-    behind then: no secret file, and no secrets/ folder when this call made it.
+    value_source: how the user gave `value`, named when it is refused (empty, whitespace,
+    shorter than MIN_SECRET_CHARS): the CLI flag by default, not the secret file the edit
+    would have made. Raises ConfigError (bad value, bad key id, invalid result, id taken, file
+    exists); nothing is left behind then: no secret file, and no secrets/ folder when this
+    call made it.
     """
     path = Path(path).resolve()
     if sum(x is not None for x in (value_env, value_file, value)) > 1:
         raise ConfigError(f"tenants.{tenant}.secrets", "takes one of value_env, value_file or a value")
+    if value is not None:  # the server's own rule for a signing key, before anything is written
+        read_signing_key("env:value", value_source, path.parent, {"value": value})
     if key_id is not None:
         check_key_id(key_id, f"tenants.{tenant}.secrets.id")
     secrets_dir = path.parent / SECRETS_DIR

@@ -13,6 +13,8 @@ Two checks come before any parsing (issue 9: ingest never silently drops or rewr
 
 Inside a folder, symlinks are followed only to targets inside that folder: one pointing
 outside it (`docs/link.txt -> /etc/passwd`), dangling, or looping is reported and skipped.
+A file is read once, under its real path: a symlink to a file or folder the walk reads
+anyway is reported (a warning) and skipped (`_walk`).
 A path given directly (a file or folder named on the command line) may itself be a symlink.
 `delete_missing_problem` is the guard `kbgate index add --delete-missing` runs first.
 """
@@ -95,20 +97,32 @@ def _inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _walk(folder: Path) -> Iterator[Path | IngestError]:
-    """Files under `folder` with a known suffix (depth first, sorted by name), and an IngestError
-    (path relative to `folder`) for each symlink skipped.
+def _walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
+    """Files under `folder` with a known suffix (depth first, sorted by name), and an item
+    (path relative to `folder`) for each symlink not followed.
 
     A symlink (to a file or a folder) is followed only when its resolved target lies inside
     `folder` (itself resolved, so a folder given as a symlink is walked as usual); one pointing
     outside, dangling, or looping back to a folder being walked is an IngestError, not read.
     Why: a docs folder with `link.txt -> /etc/passwd` must not put /etc/passwd in an index.
+    A dangling or looping symlink whose name has no suffix we read (it might have been a
+    folder) is an IngestWarning: every symlink skipped is reported, by name.
+
+    Each file inside is read once, under its real path: a symlink whose target the walk reads
+    under its own path (a file with a known suffix, or a folder, outside hidden folders) is an
+    IngestWarning naming that path, not a second document with the same text. A target the
+    walk does not reach by itself (inside a hidden folder) is read under the first symlink's
+    path (in walk order); a further symlink to it is an IngestWarning naming that one.
     """
     root = os.path.realpath(folder)
-    yield from _walk_dir(folder, folder, root, (root,))
+    yield from _walk_dir(folder, folder, root, (root,), {}, False)
 
 
-def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...]) -> Iterator[Path | IngestError]:
+def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], linked: dict[str, str],
+              via_link: bool) -> Iterator[Path | IngestError | IngestWarning]:
+    """linked: real path → the path (relative to `folder`) it was first reached by through a
+    symlink, for files and folders the walk does not reach by themselves; via_link: `here`
+    was entered through a symlink (so what it holds goes into `linked` too)."""
     try:
         with os.scandir(here) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -126,26 +140,62 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...]) -
         except OSError:
             is_dir = is_file = False
         if not e.is_symlink():
+            if not is_dir and not (is_file and wanted):
+                continue
+            real = os.path.realpath(p) if is_dir or via_link else ""
+            if via_link:
+                if real in linked:
+                    what = "folder " if is_dir else ""
+                    yield IngestWarning(rel, f"{what}{_rel(real, root)} (through a symlink), already read as "
+                                             f"{linked[real]}: skipped")
+                    continue
+                linked[real] = rel
             if is_dir:
-                yield from _walk_dir(folder, p, root, (*ancestors, os.path.realpath(p)))
-            elif is_file and wanted:
+                yield from _walk_dir(folder, p, root, (*ancestors, real), linked, via_link)
+            else:
                 yield p
             continue
         target = os.path.realpath(p)
         if not is_dir and not is_file:  # dangling, looping, or not a regular file (fifo, device)
+            reason = "symlink loop" if _loops(p) else "symlink target does not exist or is not a file"
             if wanted:
-                reason = "symlink loop" if _loops(p) else "symlink target does not exist or is not a file"
                 yield IngestError(rel, reason)
+            else:
+                yield IngestWarning(rel, f"{reason}: skipped")
         elif not _inside(target, root):
             if is_dir or wanted:
                 yield IngestError(rel, "symlink points outside the ingested folder")
-        elif is_dir:
-            if target in ancestors:
-                yield IngestError(rel, "symlink loop: points back to a folder being walked")
+        elif is_dir and target in ancestors:
+            yield IngestError(rel, "symlink loop: points back to a folder being walked")
+        elif not is_dir and not wanted:
+            continue
+        elif _walked_directly(target, root, is_dir):
+            what = "folder " if is_dir else ""
+            yield IngestWarning(rel, f"symlink to {what}{_rel(target, root)}, which is read under its own path: "
+                                     "skipped")
+        elif target in linked:
+            what = "folder " if is_dir else ""
+            yield IngestWarning(rel, f"symlink to {what}{_rel(target, root)}, already read as {linked[target]}: "
+                                     "skipped")
+        else:
+            linked[target] = rel
+            if is_dir:
+                yield from _walk_dir(folder, p, root, (*ancestors, target), linked, True)
             else:
-                yield from _walk_dir(folder, p, root, (*ancestors, target))
-        elif wanted:
-            yield p
+                yield p
+
+
+def _rel(target: str, root: str) -> str:
+    return Path(os.path.relpath(target, root)).as_posix()
+
+
+def _walked_directly(target: str, root: str, is_dir: bool) -> bool:
+    """Does the walk of `root` reach `target` (a real path inside it) without a symlink: no
+    hidden part on the way, and for a file a suffix we read?"""
+    parts = Path(os.path.relpath(target, root)).parts
+    if any(part.startswith(".") for part in parts):
+        return False
+    return is_dir or Path(target).suffix.lower() in SUFFIXES
 
 
 def _loops(p: Path) -> bool:
@@ -163,7 +213,8 @@ def read_paths(paths: Iterable[Path | str], *,
     paths: files and folders as given (a symlink given here is followed, whatever its target).
     A folder's files get ids relative to that folder ("dm/dm-safe-mode.md"); a file
     given directly gets its own name. A missing path is an IngestError, and so is a symlink
-    inside a folder that points outside it, dangles or loops (see `_walk`). Never raises
+    inside a folder that points outside it, dangles or loops; a symlink to what the walk
+    reads anyway is an IngestWarning (see `_walk`). Never raises
     for a bad file: errors are items of the stream. max_document_bytes: see the module
     docstring.
     """
@@ -171,7 +222,7 @@ def read_paths(paths: Iterable[Path | str], *,
         root = Path(given)
         if root.is_dir():
             for p in _walk(root):
-                if isinstance(p, IngestError):
+                if not isinstance(p, Path):
                     yield p
                 else:
                     yield from read_file(p, p.relative_to(root).as_posix(),

@@ -5,39 +5,55 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from .. import publish_time
 from ..types import CoverImage
 
 __all__ = ["parse_cover_image", "parse_publish_time", "parse_qa_visible"]
 
 
-def parse_publish_time(value: Any) -> int | None:
-    """int/float unix seconds, ISO date/date-time str (naive = UTC), date/datetime → int seconds.
+def parse_publish_time(value: Any, name: str = "publish_time") -> tuple[int | None, str | None]:
+    """A publish time as a reader finds it → (unix seconds or None, a warning or None).
 
-    None or '' → None. Raises ValueError for anything else.
+    value: int/float unix seconds, a string of ASCII digits (the same), an ISO-8601 date or
+    date-time string (naive = UTC), or a date/datetime (YAML's) → int seconds, the rule of
+    `indexes.publish_time`: 13-digit milliseconds are divided by 1000 and the warning says
+    so, naming both values (the caller adds where); None or '' → (None, None).
+    name: the field's name in messages ('publish_time', or Markdown's 'date').
+    Raises ValueError naming the value for anything else: not a time, not finite, or outside
+    0001-01-01..9999-12-31 (the record is refused: the readers report it, with its line).
     """
     if value is None or value == "":
-        return None
+        return None, None
     if isinstance(value, bool):
-        raise ValueError("'publish_time' must be unix seconds or an ISO date")
+        raise ValueError(f"'{name}' must be unix seconds or an ISO date")
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value.strip())
     if isinstance(value, (int, float)):
-        return int(value)
+        seconds, as_ms = publish_time.from_number(value, name)
+        if not as_ms:
+            return seconds, None
+        return seconds, (f"'{name}' {value!r} read as milliseconds: kept as {seconds} "
+                         f"({publish_time.rfc3339(seconds)}); publish_time is unix seconds")
     if isinstance(value, dt.datetime):
         moment = value
     elif isinstance(value, dt.date):
         moment = dt.datetime(value.year, value.month, value.day)
     elif isinstance(value, str):
-        text = value.strip()
-        if text.isdigit():
-            return int(text)
         try:
-            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"'publish_time' {value!r} is not an ISO date") from None
+            raise ValueError(f"'{name}' {value!r} is not an ISO date") from None
     else:
-        raise ValueError("'publish_time' must be unix seconds or an ISO date")
+        raise ValueError(f"'{name}' must be unix seconds or an ISO date")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp())
+    try:
+        seconds = int(moment.timestamp())
+    except (OverflowError, ValueError):
+        seconds = publish_time.LATEST + 1
+    if not publish_time.EARLIEST <= seconds <= publish_time.LATEST:
+        raise ValueError(f"'{name}' {str(value)!r} is outside the times kept (0001-01-01 to 9999-12-31 UTC)")
+    return seconds, None
 
 
 def _int_or_none(value: Any, key: str) -> int | None:

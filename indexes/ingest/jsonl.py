@@ -2,7 +2,8 @@
 
 Fields (all but `id` optional): id (str or int), title, content (alias text),
 url, summary, publish_time (int/float unix seconds, or an ISO-8601 date or
-date-time string; naive times are UTC), cover_image ({url, height, width} or a
+date-time string; naive times are UTC; 13-digit milliseconds are converted with a warning,
+anything outside 0001..9999 refuses the record: `indexes.publish_time`), cover_image ({url, height, width} or a
 url string), path, dataset, qa_visible (bool). The CMRC 2018 repackaging uses
 id/title/url/content. Every other field is kept as metadata when
 `indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
@@ -41,8 +42,9 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
                        warnings: list[IngestWarning] | None = None) -> Document:
     """One JSON object → Document with its kept metadata. Raises ValueError naming the bad field.
 
-    where / line: the record's source, for the warnings appended to `warnings` (one per field
-    not kept as metadata; dropped when `warnings` is None).
+    where / line: the record's source, for the warnings appended to `warnings` (a publish_time
+    read as milliseconds, one per field not kept as metadata; dropped when `warnings` is None).
+    A publish_time that is no time (`indexes.publish_time`) raises ValueError: the record is refused.
     """
     if not isinstance(record, dict):
         raise ValueError("line is not a JSON object")
@@ -56,8 +58,11 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
     for key in ("url", "summary", "path", "dataset"):
         if record.get(key) is not None and not isinstance(record[key], str):
             raise ValueError(f"'{key}' must be a string")
+    seconds, converted = parse_publish_time(record.get("publish_time"))
     kept, notes = keep_metadata(record, RESERVED, where, line)
     if warnings is not None:
+        if converted is not None:
+            warnings.append(IngestWarning(where, converted, line))
         warnings.extend(notes)
     return Document(
         id=str(raw_id),
@@ -65,7 +70,7 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
         sections=(Section("", content.strip()),),
         url=record.get("url") or None,
         summary=record.get("summary") or None,
-        publish_time=parse_publish_time(record.get("publish_time")),
+        publish_time=seconds,
         cover_image=parse_cover_image(record.get("cover_image")),
         path=record.get("path") or "",
         dataset=record.get("dataset") or "",

@@ -1,7 +1,9 @@
 """Markdown reader: YAML front matter, sections by heading, site markup stripped.
 
 Front matter (PyYAML `safe_load` between leading `---` lines): title, url,
-publish_time or date, cover_image, summary, qa_visible, dataset. Without a
+publish_time or date (the rule of `indexes.publish_time`: 13-digit milliseconds are converted
+with a warning naming the line, a value that is no time refuses the file), cover_image,
+summary, qa_visible, dataset. Without a
 title the first heading is the title, else the file stem. Every other front-matter
 field is kept as metadata when `indexes.ingest.metadata` allows (a field it does not keep
 is reported as an IngestWarning).
@@ -126,6 +128,17 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     raise ValueError("front matter opened with '---' is never closed")
 
 
+def _key_line(text: str, key: str) -> int | None:
+    """The line number (1-based, in the file) of top-level `key:` in the front matter of `text`."""
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").split("\n")
+    for n, line in enumerate(lines[1:], start=2):
+        if line.strip() in ("---", "..."):
+            return None
+        if re.match(rf"{re.escape(key)}\s*:", line):
+            return n
+    return None
+
+
 def _finish(lines: list[str]) -> str:
     text = "\n".join(_SPACES.sub(" ", ln).strip() for ln in lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
@@ -197,14 +210,22 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
     for key in ("url", "summary", "dataset"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise ValueError(f"front matter '{key}' must be a string")
+    time_key = "publish_time" if meta.get("publish_time") not in (None, "") else "date"
+    try:
+        seconds, converted = parse_publish_time(meta.get(time_key), time_key)
+    except ValueError as exc:
+        at = _key_line(text, time_key)
+        raise ValueError(f"{exc} (front matter line {at})" if at else str(exc)) from None
     kept_meta, warnings = keep_metadata(meta, RESERVED, rel_path)
+    if converted is not None:
+        warnings.insert(0, IngestWarning(rel_path, converted, _key_line(text, time_key)))
     return Document(
         id=rel_path,
         title=strip_inline(title),
         sections=kept,
         url=meta.get("url") or None,
         summary=strip_inline(str(meta.get("summary") or "")).strip() or None,
-        publish_time=parse_publish_time(meta.get("publish_time", meta.get("date"))),
+        publish_time=seconds,
         cover_image=parse_cover_image(meta.get("cover_image")),
         path=rel_path,
         dataset=meta.get("dataset") or "",

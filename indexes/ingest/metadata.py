@@ -52,8 +52,12 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def _scalar(value: Any) -> MetaScalar | None:
-    """A kept scalar, or None for "no value"; raises ValueError saying why it is not kept."""
+_KEPT = "strings, numbers, booleans, dates, and flat lists of them are"
+
+
+def _scalar(value: Any, in_list: bool = False) -> MetaScalar | None:
+    """A kept scalar, or None for "no value"; raises ValueError saying why it is not kept.
+    in_list: `value` is an item of a list (a list there is a nested list)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -73,14 +77,20 @@ def _scalar(value: Any) -> MetaScalar | None:
         if len(text) > MAX_STRING_CHARS:
             raise ValueError(f"strings of at most {MAX_STRING_CHARS} characters are kept")
         return text or None
-    raise ValueError(f"a {type(value).__name__} is not kept (strings, numbers, dates and lists of them are)")
+    if isinstance(value, list | tuple):
+        what = "a list inside a list" if in_list else "a list"
+    elif isinstance(value, dict):
+        what = "an object inside a list" if in_list else "an object (a mapping)"
+    else:
+        what = f"a {type(value).__name__}"
+    raise ValueError(f"{what} is not kept ({_KEPT})")
 
 
 def _value(value: Any) -> MetaValue | None:
     if isinstance(value, list | tuple):
         if len(value) > MAX_ITEMS:
             raise ValueError(f"lists of at most {MAX_ITEMS} items are kept")
-        items = [s for s in (_scalar(v) for v in value) if s is not None]
+        items = [s for s in (_scalar(v, in_list=True) for v in value) if s is not None]
         return tuple(items) or None
     return _scalar(value)
 

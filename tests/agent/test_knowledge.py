@@ -197,6 +197,14 @@ async def test_unauthorized(env: EnvFactory, headers: dict[str, str]) -> None:
     rejected(r, 401, "access.unauthorized")
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer  "])
+async def test_the_bearer_scheme_is_read_in_any_case(env: EnvFactory, scheme: str) -> None:
+    # RFC 7235 §2.1 (any case), RFC 6750 §2.1 (1*SP): "bearer <token>" was 401 access.unauthorized.
+    e = await env()
+    ok(await e.search(token=None, headers={"authorization": f"{scheme} {TOKEN_ALICE}"}),
+       "bailing.agent-knowledge-search.v1")
+
+
 async def test_unauthorized_repeated_authorization_header(env: EnvFactory) -> None:
     e = await env()
     r = await e.http.post(f"{BASE}/support/knowledge/search", content='{"query":"密钥"}'.encode(),

@@ -28,6 +28,8 @@ from gateway.core.clock import FixedClock
 from gateway.core.errors import ToolError
 from gateway.core.replay import RedisNonceStore
 from gateway.serve.app import Gateway, create_app
+from indexes.store import IndexStore
+from indexes.types import Document, Section
 from tests.support.agent_env import access_validator
 from tests.support.configs import REF_KEY, client, config, parse
 from tests.support.documents import SECRET_TEXT
@@ -261,6 +263,15 @@ async def test_unauthorized_is_401_and_audited(env: Env, headers: dict[str, str]
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER"])
+async def test_the_bearer_scheme_is_read_in_any_case(env: Env, scheme: str) -> None:
+    # RFC 7235 §2.1: "bearer <token>" was 401 "a Bearer token is required".
+    body = result(await env.call("search", req({"query": "密钥"}), None,
+                                 {"authorization": f"{scheme} {TOKENS['bob']}"}), 200, "passed")
+    assert body["data"]["results"] and env.audit_lines()[-1]["principal"]["id"] == "bob"
+
+
+@pytest.mark.anyio
 async def test_identity_comes_from_the_token_not_the_body(env: Env) -> None:
     r = await env.call("search", req({"query": "密钥"}, caller={"type": "agent", "id": "alice"}), "bob")
     assert codes(result(r, 401, "denied")) == ["access.unauthorized"]
@@ -342,6 +353,28 @@ async def test_get_page_default_is_summary_front_matter_citation(env: Env) -> No
     assert d["frontMatter"]["path"] == "guide/key-rotation.md" and d["citation"]["docId"] == "guide/key-rotation.md"
     by_id = result(await env.call("get_page", req({"documentId": "guide/key-rotation.md"})), 200, "passed")
     assert by_id["data"]["citation"] == d["citation"]
+
+
+@pytest.mark.anyio
+async def test_get_page_gives_a_stored_millisecond_publish_time_in_seconds(
+        private_index: Path, tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    # An index built before indexes.publish_time may hold milliseconds (1764580000000 was
+    # answered as publishTime unchanged); a value no time has is left out.
+    IndexStore(private_index).create_or_open_for_write("docs").ingest([
+        Document("guide/ms.md", "毫秒", (Section("", "毫秒时间戳"),), path="guide/ms.md", dataset="public",
+                 publish_time=1_764_580_000_000),
+        Document("guide/big.md", "巨大", (Section("", "溢出时间戳"),), path="guide/big.md", dataset="public",
+                 publish_time=9_000_000_000_000_000_000)], progress=False)
+    cfg = parse(config_data(tmp_path, private_index, redis_url, key_prefix), tmp_path, {"KBGATE_REF_KEY": REF_KEY})
+    clock = FixedClock(float(NOW))
+    app = create_app(cfg, clock=clock, nonces=RedisNonceStore(redis_url, 1.0, clock))
+    async with LifespanManager(app) as manager:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate") as c:
+            env = Env(app, c, tmp_path, [])
+            ms = result(await env.call("get_page", req({"path": "guide/ms.md"})), 200, "passed")
+            big = result(await env.call("get_page", req({"path": "guide/big.md"})), 200, "passed")
+    assert ms["data"]["frontMatter"]["publishTime"] == 1_764_580_000
+    assert "publishTime" not in big["data"]["frontMatter"]
 
 
 @pytest.mark.anyio

@@ -25,7 +25,20 @@ def test_known_token(agent: AgentConfig) -> None:
         "agent_client", "t1", "token:t1")
 
 
+@pytest.mark.parametrize("value", [f"bearer {TOKEN_ALICE}", f"BEARER {TOKEN_ALICE}", f"bEaReR {TOKEN_ALICE}",
+                                   f"Bearer   {TOKEN_ALICE}"])
+def test_the_scheme_is_case_insensitive_and_takes_one_or_more_spaces(agent: AgentConfig, value: str) -> None:
+    # RFC 7235 §2.1: auth-scheme is case-insensitive; RFC 6750 §2.1: "Bearer" 1*SP b64token.
+    client, _ = authenticate_agent(Headers({"authorization": value}), agent)
+    assert client.id == "alice"
+
+
 @pytest.mark.parametrize(("headers", "malformed"), [
+    ([("authorization", f"Bearer\t{TOKEN_ALICE}")], True),
+    ([("authorization", f"Bearer{TOKEN_ALICE}")], True),
+    ([("authorization", f" Bearer {TOKEN_ALICE}")], True),
+    ([("authorization", f"Bearers {TOKEN_ALICE}")], True),
+    ([("authorization", f"bearer {TOKEN_ALICE.upper()}")], False),  # the token itself is case-sensitive
     ([], True),
     ([("authorization", "Basic abc")], True),
     ([("authorization", "Bearer short")], True),

@@ -32,13 +32,35 @@ def test_plain_request_and_unknown_fields_ignored() -> None:
 
 
 @pytest.mark.parametrize(("setting", "top_k", "threshold"), [
-    (None, 4, 0.0), ({}, 4, 0.0), ({"top_k": None, "score_threshold": None}, 4, 0.0), ({"top_k": 0}, 1, 0.0),
-    ({"top_k": -3}, 1, 0.0), ({"top_k": 1000}, 10, 0.0), ({"top_k": 3.7}, 3, 0.0), ({"score_threshold": 1.5}, 4, 1.0),
-    ({"score_threshold": -1}, 4, 0.0),
+    (None, 4, 0.0), ({}, 4, 0.0), ({"top_k": None, "score_threshold": None}, 4, 0.0), ({"top_k": 1}, 1, 0.0),
+    ({"top_k": 3.0}, 3, 0.0), ({"top_k": 1000}, 10, 0.0), ({"top_k": 2**70}, 10, 0.0), ({"top_k": 1e300}, 10, 0.0),
+    ({"score_threshold": 0}, 4, 0.0), ({"score_threshold": 1}, 4, 1.0), ({"score_threshold": 0.5}, 4, 0.5),
 ])
-def test_top_k_and_threshold_clamped(setting: Any, top_k: int, threshold: float) -> None:
+def test_top_k_and_threshold_read_and_top_k_clamped_to_the_maximum(setting: Any, top_k: int,
+                                                                   threshold: float) -> None:
     r = _read(retrieval_setting=setting)
     assert (r.top_k, r.score_threshold) == (top_k, threshold)
+
+
+@pytest.mark.parametrize(("setting", "says"), [
+    ({"top_k": 0}, "retrieval_setting.top_k must be a positive integer"),
+    ({"top_k": -3}, "retrieval_setting.top_k must be a positive integer"),
+    ({"top_k": 3.7}, "retrieval_setting.top_k must be a positive integer"),
+    ({"top_k": True}, "retrieval_setting.top_k must be a positive integer"),
+    ({"top_k": "5"}, "retrieval_setting.top_k must be a positive integer"),
+    ({"top_k": float("inf")}, "retrieval_setting.top_k must be a positive integer"),
+    ({"score_threshold": 2}, "retrieval_setting.score_threshold must be a number from 0 to 1"),
+    ({"score_threshold": -1}, "retrieval_setting.score_threshold must be a number from 0 to 1"),
+    ({"score_threshold": 1.0000001}, "retrieval_setting.score_threshold must be a number from 0 to 1"),
+    ({"score_threshold": float("nan")}, "retrieval_setting.score_threshold must be a number from 0 to 1"),
+    ({"score_threshold": True}, "retrieval_setting.score_threshold must be a number from 0 to 1"),
+    ({"score_threshold": "0.5"}, "retrieval_setting.score_threshold must be a number from 0 to 1"),
+])
+def test_settings_outside_their_range_are_refused_like_a_wrong_type(setting: dict[str, Any], says: str) -> None:
+    # score_threshold 2 used to be clamped to 1 (an empty answer), -1 to 0; top_k 0 to 1.
+    with pytest.raises(DifyError) as exc:
+        _read(retrieval_setting=setting)
+    assert exc.value.code == "dify.request_invalid" and exc.value.message == says
 
 
 def test_no_narrowing_forms() -> None:
@@ -84,6 +106,17 @@ def test_non_finite_values_refused() -> None:
         with pytest.raises(DifyError) as exc:
             _where(("a", "in", value))
         assert "conditions[0].value" in exc.value.message and "finite" in exc.value.message
+
+
+@pytest.mark.parametrize("op", [">", "<", "≥", "≤", ">=", "<="])
+@pytest.mark.parametrize("value", ["1e309", "-1e309", "inf", "Infinity", "nan"])
+def test_a_number_no_double_holds_is_refused_for_a_comparison(op: str, value: str) -> None:
+    # "1e309" used to be read as infinity (every number is below it) where "inf" was refused.
+    with pytest.raises(DifyError) as exc:
+        _where(("version", op, value))
+    assert exc.value.message.startswith("metadata_condition.conditions[0].value must be a finite number or an "
+                                        "ISO-8601 date for")
+    assert _where(("version", "=", value)) == MetaFilter("and", (MetaCondition("version", "=", value),))  # text
 
 
 @pytest.mark.parametrize(("over", "field"), [

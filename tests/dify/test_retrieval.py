@@ -7,9 +7,14 @@ gateway/dify/schemas/*.json.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from indexes.store import IndexStore
+from indexes.types import Document, Section
 from tests.dify.conftest import (
     DIFY_KEY,
     KEYS,
@@ -17,10 +22,13 @@ from tests.dify.conftest import (
     NOGRANT_KEY,
     VISIBLE,
     AppFactory,
+    DifyApp,
+    dify_config,
     error,
     records,
     request_body,
 )
+from tests.support.configs import parse
 
 pytestmark = pytest.mark.anyio
 
@@ -57,8 +65,7 @@ async def test_top_k_clamped_and_defaulted(dify_app: AppFactory) -> None:
     assert len(full) == 4  # max_top_k 5, and only 4 documents are visible
     assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": None})))) == 3  # default_top_k
     assert len(records(await a.post(request_body(query=q, retrieval_setting=None)))) == 3
-    assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": 0})))) == 1
-    assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": 2.9})))) == 2
+    assert len(records(await a.post(request_body(query=q, retrieval_setting={"top_k": 2.0})))) == 2
 
 
 async def test_score_threshold_applied_after_normalization_never_lowered(dify_app: AppFactory) -> None:
@@ -138,6 +145,14 @@ async def test_malformed_authorization_is_1001(dify_app: AppFactory, auth: str |
     assert "Bearer" in error(r, 403, 1001)
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+async def test_the_bearer_scheme_is_read_in_any_case(dify_app: AppFactory, scheme: str) -> None:
+    # RFC 7235 §2.1: "bearer <key>" was 1001 "a Bearer token is required".
+    a = await dify_app()
+    r = await a.post(key=None, headers={"authorization": f"{scheme} {DIFY_KEY}"})
+    assert records(r) and a.audit()[-1]["principal"]["id"] == "app"
+
+
 async def test_repeated_authorization_is_1001(dify_app: AppFactory) -> None:
     a = await dify_app()
     r = await a.http.post("/dify/retrieval", content=b"{}", headers=[
@@ -154,6 +169,13 @@ async def test_repeated_authorization_is_1001(dify_app: AppFactory) -> None:
     (request_body(valid=False, retrieval_setting={"top_k": "5"}), "retrieval_setting.top_k"),
     (request_body(valid=False, retrieval_setting={"top_k": True}), "retrieval_setting.top_k"),
     (request_body(valid=False, retrieval_setting={"score_threshold": "high"}), "retrieval_setting.score_threshold"),
+    (request_body(valid=False, retrieval_setting={"score_threshold": 2}), "score_threshold must be a number from 0"),
+    (request_body(valid=False, retrieval_setting={"score_threshold": -1}), "score_threshold must be a number from 0"),
+    (request_body(valid=False, retrieval_setting={"top_k": 0}), "retrieval_setting.top_k must be a positive integer"),
+    (request_body(valid=False, retrieval_setting={"top_k": -1}), "retrieval_setting.top_k must be a positive integer"),
+    (request_body(valid=False, retrieval_setting={"top_k": 2.5}), "retrieval_setting.top_k must be a positive integer"),
+    (request_body(valid=False, metadata_condition=_cond(("version", ">", "1e309"))), "conditions[0].value must be a "
+                                                                                       "finite number"),
     (request_body(valid=False, metadata_condition=[]), "metadata_condition"),
     (request_body(valid=False, metadata_condition={"logical_operator": "xor", "conditions": []}),
      "metadata_condition.logical_operator"),
@@ -268,3 +290,20 @@ async def test_metrics_per_wing(dify_app: AppFactory) -> None:
     assert m[("kbgate_wing_requests_total", (("outcome", "denied"), ("wing", "agent")))] == 1  # no knowledge grant
     assert not any(k in text for k in KEYS)
 
+
+
+async def test_a_stored_publish_time_in_milliseconds_is_unix_seconds(tmp_path: Path, start_app: Any,
+                                                                    redis_url: str, key_prefix: str) -> None:
+    # An index built before indexes.publish_time may hold milliseconds: the record says seconds
+    # (as ingest now reads them), and a value no time has is left out, never a failure.
+    indexes = tmp_path / "indexes"
+    IndexStore(indexes).create_or_open_for_write("handbook").ingest([
+        Document("ms.md", "毫秒", (Section("", "MSTIMEWORD 毫秒时间戳"),), path="ms.md",
+                 publish_time=1_764_580_000_000),
+        Document("big.md", "巨大", (Section("", "MSTIMEWORD 溢出时间戳"),), path="big.md",
+                 publish_time=9_000_000_000_000_000_000)], progress=False)
+    cfg = parse(dify_config(tmp_path, indexes, redis_url=redis_url, key_prefix=key_prefix), tmp_path)
+    http, app, _ = await start_app(cfg)
+    a = DifyApp(http, app, tmp_path)
+    got = {r["metadata"]["document_id"]: r["metadata"] for r in records(await a.post(request_body(query="MSTIMEWORD")))}
+    assert got["ms.md"]["publish_time"] == 1_764_580_000 and "publish_time" not in got["big.md"]

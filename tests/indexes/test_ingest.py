@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from indexes.ingest import chunk, delete_missing_problem, read_paths
-from indexes.types import CoverImage, Document, IngestError, Section
+from indexes.types import CoverImage, Document, IngestError, IngestWarning, Section
 
 CORPORA = Path(__file__).parents[2].parent / "shared" / "corpora"
 
@@ -156,13 +156,32 @@ def test_relative_symlink_escaping_through_dotdot_is_reported(tmp_path: Path) ->
     assert [e.file for e in _errors(items)] == ["sub/up.txt"]
 
 
-def test_symlinks_inside_the_folder_are_followed(tmp_path: Path) -> None:
+def test_a_symlink_to_what_the_walk_reads_anyway_is_reported_not_read_twice(tmp_path: Path) -> None:
     docs = _symlink_tree(tmp_path)
     (docs / "alias.txt").symlink_to("sub/b.txt")
     (docs / "same").symlink_to("sub", target_is_directory=True)
+    (docs / "sub" / "up.md").symlink_to("../a.txt")  # another suffix, the same file
     items = list(read_paths([docs]))
     assert _errors(items) == []
-    assert [d.id for d in _docs(items)] == ["a.txt", "alias.txt", "same/b.txt", "sub/b.txt"]
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]  # each file once, under its real path
+    assert [(w.where, w.reason) for w in _warnings(items)] == [
+        ("alias.txt", "symlink to sub/b.txt, which is read under its own path: skipped"),
+        ("same", "symlink to folder sub, which is read under its own path: skipped"),
+        ("sub/up.md", "symlink to a.txt, which is read under its own path: skipped")]
+
+
+def test_a_symlink_into_a_hidden_folder_is_read_once_under_the_first_symlink(tmp_path: Path) -> None:
+    docs = _symlink_tree(tmp_path)
+    (docs / ".versions" / "v2").mkdir(parents=True)
+    (docs / ".versions" / "v2" / "c.txt").write_text("丙\n正文丙\n", encoding="utf-8")
+    (docs / "current").symlink_to(".versions/v2", target_is_directory=True)
+    (docs / "latest").symlink_to(".versions/v2", target_is_directory=True)
+    (docs / "c.txt").symlink_to(".versions/v2/c.txt")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "c.txt", "sub/b.txt"]
+    assert [(w.where, w.reason) for w in _warnings(items)] == [
+        ("current/c.txt", ".versions/v2/c.txt (through a symlink), already read as c.txt: skipped"),
+        ("latest", "symlink to folder .versions/v2, already read as current: skipped")]
 
 
 def test_symlink_loops_are_reported_and_the_walk_ends(tmp_path: Path) -> None:
@@ -174,6 +193,24 @@ def test_symlink_loops_are_reported_and_the_walk_ends(tmp_path: Path) -> None:
     assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
     assert [(e.file, e.reason.split(":")[0]) for e in _errors(items)] == [
         ("sub/back", "symlink loop"), ("x.txt", "symlink loop"), ("y.txt", "symlink loop")]
+
+
+def test_every_symlink_skipped_is_reported_whatever_its_name(tmp_path: Path) -> None:
+    # A dangling or looping symlink without a suffix we read might have led to a folder: a
+    # warning names it (an error, exit 1, when it has such a suffix, as above).
+    docs = _symlink_tree(tmp_path)
+    (docs / "sub" / "loop").symlink_to(".", target_is_directory=True)
+    (docs / "sub" / "root").symlink_to("../../docs", target_is_directory=True)
+    (docs / "sub" / "gone").symlink_to("../docs")  # sub/../docs: no such folder
+    (docs / "p").symlink_to("q")
+    (docs / "q").symlink_to("p")
+    items = list(read_paths([docs]))
+    assert [d.id for d in _docs(items)] == ["a.txt", "sub/b.txt"]
+    assert [(e.file, e.reason.split(":")[0]) for e in _errors(items)] == [
+        ("sub/loop", "symlink loop"), ("sub/root", "symlink loop")]
+    assert [(w.file, w.reason) for w in _warnings(items)] == [
+        ("p", "symlink loop: skipped"), ("q", "symlink loop: skipped"),
+        ("sub/gone", "symlink target does not exist or is not a file: skipped")]
 
 
 def test_symlink_given_directly_is_the_users_choice(tmp_path: Path) -> None:
@@ -286,3 +323,55 @@ def test_markdown_sections_carry_the_headings_above_them(tmp_path: Path) -> None
     doc = parse_markdown("# 页\n\n## 配置\n\n甲\n\n### 参数\n\n乙\n\n#### 默认值\n\n丙\n\n## 示例\n\n丁\n", "a.md")
     assert [(s.heading, s.trail) for s in doc.sections] == [
         ("页", ""), ("配置", ""), ("参数", "配置"), ("默认值", "配置 / 参数"), ("示例", "")]
+
+
+def _warnings(items: list[Document | IngestError | IngestWarning]) -> list[IngestWarning]:
+    return [i for i in items if isinstance(i, IngestWarning)]
+
+
+def _rows(*records: dict[str, object]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def test_publish_time_in_milliseconds_is_read_as_seconds_with_a_warning_naming_both(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").write_text(_rows(
+        {"id": "a", "title": "A", "content": "甲", "publish_time": 1_764_580_000_000},
+        {"id": "b", "title": "B", "content": "乙", "publish_time": "1764580000123"},
+        {"id": "c", "title": "C", "content": "丙", "publish_time": 1_764_580_000}), encoding="utf-8")
+    (tmp_path / "page.md").write_text("---\ntitle: P\ntags: [x]\npublish_time: 1764580000000\n---\n正文\n",
+                                      encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [(d.id, d.publish_time) for d in _docs(items)] == [
+        ("page.md", 1_764_580_000), ("a", 1_764_580_000), ("b", 1_764_580_000), ("c", 1_764_580_000)]
+    assert [(w.where, w.reason) for w in _warnings(items)] == [
+        ("page.md:4", "'publish_time' 1764580000000 read as milliseconds: kept as 1764580000 "
+                      "(2025-12-01T09:06:40Z); publish_time is unix seconds"),
+        ("rows.jsonl:1", "'publish_time' 1764580000000 read as milliseconds: kept as 1764580000 "
+                         "(2025-12-01T09:06:40Z); publish_time is unix seconds"),
+        ("rows.jsonl:2", "'publish_time' 1764580000123 read as milliseconds: kept as 1764580000 "
+                         "(2025-12-01T09:06:40Z); publish_time is unix seconds")]
+    assert _errors(items) == []
+
+
+@pytest.mark.parametrize("bad", ['"not-a-date"', "1.5e300", "100000000000000000000", "9000000000000000000",
+                                 "Infinity", "NaN", "-1000000000000000", '"9999-12-31T23:59:59-01:00"', "true"])
+def test_a_publish_time_that_is_no_time_refuses_only_its_record(tmp_path: Path, bad: str) -> None:
+    good = _rows({"id": "g1", "title": "好", "content": "内容"})
+    (tmp_path / "rows.jsonl").write_text(
+        good + '{"id": "bad", "title": "坏", "content": "x", "publish_time": ' + bad + "}\n" + good.replace("g1", "g2"),
+        encoding="utf-8")
+    items = list(read_paths([tmp_path / "rows.jsonl"]))
+    assert [d.id for d in _docs(items)] == ["g1", "g2"]
+    [err] = _errors(items)
+    assert err.where == "rows.jsonl:2" and "'publish_time'" in err.reason
+
+
+def test_a_front_matter_publish_time_that_is_no_time_refuses_the_file_naming_the_line(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\ntitle: A\ndate: 100000000000000000000\n---\n正文\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("---\ntitle: B\npublish_time: .inf\n---\n正文\n", encoding="utf-8")
+    (tmp_path / "c.md").write_text("---\ntitle: C\npublish_time: not-a-date\n---\n正文\n", encoding="utf-8")
+    (tmp_path / "d.md").write_text("# D\n正文\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [d.id for d in _docs(items)] == ["d.md"]
+    assert [(e.where, e.reason.split(" ")[0], e.reason.endswith("(front matter line 3)")) for e in _errors(items)] == [
+        ("a.md", "'date'", True), ("b.md", "'publish_time'", True), ("c.md", "'publish_time'", True)]

@@ -81,7 +81,21 @@ def test_ingest_report_lists_fields_not_kept_and_revision_covers_metadata(tmp_pa
     index = IndexStore(tmp_path / "idx").create_or_open_for_write("k")
     report = index.ingest(read_paths([tmp_path / "docs"]), progress=False)
     assert report.added == 1 and report.errors == []
-    assert report.warnings == [("a.md", "metadata field 'author' not kept: a dict is not kept (strings, numbers, "
-                                        "dates and lists of them are)")]
+    assert report.warnings == [("a.md", "metadata field 'author' not kept: an object inside a list is not kept "
+                                        "(strings, numbers, booleans, dates, and flat lists of them are)")]
     doc = Document("x", "t", (), metadata=(("team", "运维"),))
     assert document_revision(doc) != document_revision(Document("x", "t", (), metadata=(("team", "运营"),)))
+
+
+def test_why_a_value_is_not_kept_says_what_it_is() -> None:
+    # "a list is not kept (… lists of them are)" contradicted itself for a list inside a list.
+    kept, warnings = keep_metadata({"grid": [["a", "b"], ["c"]], "opts": {"x": 1}, "rows": [{"x": 1}], "ok": ["a"]},
+                                   frozenset(), "a.md")
+    assert kept == (("ok", ("a",)),)
+    assert [w.reason for w in warnings] == [
+        "metadata field 'grid' not kept: a list inside a list is not kept "
+        "(strings, numbers, booleans, dates, and flat lists of them are)",
+        "metadata field 'opts' not kept: an object (a mapping) is not kept "
+        "(strings, numbers, booleans, dates, and flat lists of them are)",
+        "metadata field 'rows' not kept: an object inside a list is not kept "
+        "(strings, numbers, booleans, dates, and flat lists of them are)"]

@@ -197,6 +197,12 @@ def test_iso_time_and_as_number() -> None:
     assert as_number("1_000") is None and as_number("abc") is None
 
 
+@pytest.mark.parametrize("v", ["1e309", "-1e309", "inf", "nan", float("inf"), float("nan"), 10**400])
+def test_as_number_is_never_infinite(v: Any) -> None:
+    # "1e309" read as float('inf') once, so `> "1e309"` matched nothing and `< "1e309"` every number.
+    assert as_number(v) is None
+
+
 def test_longest_pattern_compiles_and_longer_is_refused(tmp_path: Path) -> None:
     widest = "𠀋" * 64  # 4 UTF-8 bytes each
     for op in ("contains", "not contains", "start with", "end with"):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from indexes.errors import IndexLockedError, IndexNotFoundError, SchemaVersionError
+from indexes.ingest import read_paths
 from indexes.schema import SIDECAR
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document, IngestError, SearchFilter, Section
@@ -242,3 +243,38 @@ def test_close_forgets_the_opened_indexes(tmp_path: Path) -> None:
     assert store.open("kb") is first
     store.close()
     assert store.open("kb") is not first
+
+
+def test_a_record_with_a_publish_time_no_index_can_hold_costs_only_that_record(store: IndexStore,
+                                                                                tmp_path: Path) -> None:
+    # The newcomer's F2: publish_time 1e20 used to crash the whole run in document_revision
+    # (TypeError: Integer exceeds 64-bit range), committing nothing.
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"id": "ok1", "title": "T", "content": "苹果"}, {"id": "d", "title": "D", "content": "香蕉",
+                                                       "publish_time": 100000000000000000000},
+        {"id": "e", "title": "E", "content": "葡萄", "publish_time": 1.5e300},
+        {"id": "ok2", "title": "T2", "content": "樱桃", "publish_time": 1_764_580_000_000})), encoding="utf-8")
+    ki = store.create_or_open_for_write("kb")
+    report = ki.ingest(read_paths([rows]), progress=False)
+    assert (report.added, [w for w, _ in report.errors]) == (2, ["rows.jsonl:2", "rows.jsonl:3"])
+    assert [w for w, _ in report.warnings] == ["rows.jsonl:4"]  # read as milliseconds
+    ok2 = ki.get_document("ok2")
+    assert ok2 is not None and ok2.publish_time == 1_764_580_000
+    # A Document built in code is refused alone too (readers never make one).
+    report = ki.ingest([_doc("huge", "西瓜", publish_time=10**20), _doc("fine", "西瓜")], progress=False)
+    assert report.added == 1 and report.errors == [("document 'huge'", "publish_time "
+                                                    "100000000000000000000 is not a 64-bit integer")]
+
+
+def test_a_stored_publish_time_is_read_back_in_seconds_or_not_at_all(store: IndexStore) -> None:
+    # An index built before indexes.publish_time may hold milliseconds or any 64-bit value:
+    # every read (Hit, StoredDocument) gives seconds in 0001..9999 or None, so no wing fails.
+    ki = store.create_or_open_for_write("kb")
+    ki.ingest([_doc("ms", "毫秒时间", publish_time=1_764_580_000_000),
+               _doc("big", "巨大时间", publish_time=9_000_000_000_000_000_000),
+               _doc("ok", "正常时间", publish_time=1_700_000_000)], progress=False)
+    by_id = {h.doc_id: h.publish_time for h in ki.search("时间", 10)}
+    assert by_id == {"ms": 1_764_580_000, "big": None, "ok": 1_700_000_000}
+    assert [ki.get_document(d).publish_time for d in ("ms", "big", "ok")] == [  # type: ignore[union-attr]
+        1_764_580_000, None, 1_700_000_000]

@@ -22,7 +22,7 @@ from mcp_types import CallToolResult
 
 from gateway.core.clock import FixedClock
 from gateway.core.errors import DependencyUnavailable
-from gateway.mcp.server import call_of
+from gateway.mcp.server import _TOOLS, INTERNAL_TEXT, call_of
 from gateway.mcp.tools import document_url
 from gateway.serve.app import Gateway
 from indexes.store import IndexStore
@@ -342,3 +342,60 @@ async def test_a_bug_is_a_500_without_detail(start: AppFactory, monkeypatch: pyt
 def test_a_request_that_bypassed_the_transport_has_no_caller() -> None:
     with pytest.raises(RuntimeError):
         call_of(SimpleNamespace(request=None))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ what a model never sees: our bugs
+
+
+def _old_kb(a: App, docs: list[Document]) -> None:
+    """Write `docs` into the 'kb' index as an older kbgate could (no publish_time rule)."""
+    IndexStore(a.root / "indexes").create_or_open_for_write("kb").ingest(docs, progress=False)
+    a.app.runtime.indexes.open("kb").maybe_reload(force=True)
+
+
+async def test_fetch_never_fails_on_a_stored_publish_time(start: AppFactory) -> None:
+    # The newcomer's F1: publish_time 1764580000000 (milliseconds) in an index made every fetch
+    # of the document a JSON-RPC error "year 57887 is out of range", audited as passed.
+    a = await start()
+    _old_kb(a, [Document("ms", "毫秒文档", (Section("", "MSTIMEWORD 毫秒时间戳"),), publish_time=1_764_580_000_000),
+                Document("big", "巨大文档", (Section("", "BIGTIMEWORD 溢出时间戳"),),
+                         publish_time=9_000_000_000_000_000_000)])
+    async with a.connect() as c:
+        ms = payload(await c.call_tool("fetch", {"id": (await _search(c, "MSTIMEWORD", route="kbroute"))[0]["id"]}))
+        big = payload(await c.call_tool("fetch", {"id": (await _search(c, "BIGTIMEWORD", route="kbroute"))[0]["id"]}))
+    assert ms["metadata"]["publish_time"] == "2025-12-01T09:06:40Z"  # read as milliseconds, as ingest reads them
+    assert big["metadata"]["document_id"] == "big" and "publish_time" not in big["metadata"]
+    assert [x["outcome"] for x in a.audit() if x["tool"] == "mcp.fetch"] == ["passed", "passed"]
+
+
+@pytest.mark.parametrize("tool", ["search", "fetch"])
+async def test_a_bug_in_a_tool_is_a_tool_error_audited_and_counted(
+        start: AppFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tool: str) -> None:
+    a = await start()
+
+    async def broken(*args: Any) -> None:
+        raise OverflowError("secret detail: year 57887 is out of range")
+
+    monkeypatch.setitem(_TOOLS, tool, broken)
+    async with a.connect() as c:
+        text = _error(await c.call_tool(tool, {"query": "密钥"} if tool == "search" else {"id": "x"}))
+    assert text == INTERNAL_TEXT and "secret" not in text
+    line = a.audit()[-1]
+    assert (line["tool"], line["outcome"], line["status"], line["code"]) == (f"mcp.{tool}", "failed", 200, "internal")
+    assert "secret detail" in caplog.text  # the trace stays in the log
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=a.app)) as http:
+        metrics = (await http.get("http://kbgate/metrics")).text
+    assert 'kbgate_wing_errors_total{code="internal",wing="mcp"} 1.0' in metrics
+    assert 'kbgate_wing_requests_total{outcome="failed",wing="mcp"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer  "])
+async def test_the_bearer_scheme_is_read_in_any_case(start: AppFactory, scheme: str) -> None:
+    # RFC 7235 §2.1: the scheme is case-insensitive; RFC 6750 §2.1: 1*SP before the token.
+    a = await start()
+    status, body = await _raw(a.app, [orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})],
+                              headers={"authorization": f"{scheme} {TOKEN_ALICE}",
+                                       "mcp-protocol-version": "2025-11-25"})
+    assert status == 200 and {t["name"] for t in body["result"]["tools"]} == {"search", "fetch"}
+    status, body = await _raw(a.app, [b"{}"], headers={"authorization": f"{scheme} {TOKEN_ALICE.upper()}"})
+    assert status == 401 and body["error"]["data"]["code"] == "access.unauthorized"  # the token itself is exact

@@ -87,8 +87,15 @@ def test_add_refuses_a_short_secret_naming_the_key_and_leaves_nothing(tmp_path: 
     out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2", "--value-stdin",
                  stdin=value + "\n")
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "tenants.acme.secrets[1].value_file" in out.stderr and "shorter than 16 characters" in out.stderr
-    assert value not in out.stdout + out.stderr
+    # The value the user gave is named (it came on stdin), not the secret file it would have gone to.
+    assert "Config '--value-stdin' gives a signing key shorter than 16 characters" in out.stderr, out.stderr
+    assert "value_file" not in out.stderr and value not in out.stdout + out.stderr
+    assert cfg.read_text() == before and not (tmp_path / "secrets").exists()
+    for given, problem in ((value, "shorter than 16 characters"), ("has white space-0123", "containing whitespace"),
+                           ("", "an empty secret")):
+        with pytest.raises(ConfigError) as err:
+            add_key(cfg, "acme", now=0, key_id="v", value=given, value_source="secret")
+        assert err.value.key == "secret" and problem in str(err.value)
     assert cfg.read_text() == before and not (tmp_path / "secrets").exists()
     with pytest.raises(ConfigError) as err:
         add_key(cfg, "acme", now=0, key_id="e", value_env="KBGATE_SHORT", env={"KBGATE_SHORT": value})
