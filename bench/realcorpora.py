@@ -5,7 +5,9 @@
    process (`bench.phases index --corpus`).
 2. One `kbgate serve` (`--workers` hypercorn workers, the run's Redis) routing a signed
    Volcengine callback to each index (SecondLevelId = corpus), and per corpus:
-   - closed loop with wrk (`--connections`, 2 threads) on the unique mix, then the Zipf mix;
+   - closed loop with wrk (`--connections`, 2 threads) on the unique mix (the answer cache on, at
+     `--answer-cache` entries: the cold cost, each query a miss), then the Zipf mix twice, the
+     cache switched off and on by a config reload between the two (`bench.answercache`);
    - open loop (bench.openloop) at each `--open-rates` fraction of the unique closed-loop req/s;
    - the floor (bench.floor on the same hypercorn settings, answering that corpus's real
      answer bytes) under the same closed loop and the same offered rates.
@@ -14,7 +16,7 @@
 3. The open-loop generator's own ceiling against the floor (`--ceiling-rates`, rising).
 4. The huge document: the same TiDB queries (half ordinary, half aimed at it), sequentially
    on one connection, routed to the index without and with it: latency and server CPU per
-   callback, ratio.
+   callback, ratio (the answer cache off: its rounds repeat the queries).
 5. Every served wing of bench.wings on the TiDB index (closed + open loop), so the Bearer
    wings print beside the callback.
 6. `--profile`: py-spy on one worker during a TiDB closed loop.
@@ -27,11 +29,13 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.answercache import CacheSwitch
 from bench.corpus import corpus_documents
 from bench.flame import summarize
 from bench.hugedoc import HUGE_ROUTE, huge_queries, huge_vs_normal
@@ -40,6 +44,8 @@ from bench.phases import run_phase
 from bench.stack import floor_argv, gateway_argv, write_routes_config
 from bench.wings import WINGS, Wing, served_grants
 from bench.workload import CORPUS_SOURCES, real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
+from bench.wrk import run_wrk
+from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
 from tests.support.harness import Server, free_port
 
 __all__ = ["add_arguments", "run_corpora"]
@@ -149,11 +155,14 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
     per_phase = int(args.max_rps * (args.seconds + args.warmup))
     streams = {c: Stream(c, 6 * per_phase + 2_000, limit) for c in CORPUS_SOURCES}
     port = free_port()
-    cc = write_routes_config(work, idx_dir, routes, port, args.workers, redis_url, grants=served_grants())
+    cc = write_routes_config(work, idx_dir, routes, port, args.workers, redis_url, grants=served_grants(),
+                             answer_cache_entries=args.answer_cache)
     secret = cc.secret_file.read_text().strip()
     token = cc.token_file.read_text().strip()
     conns = args.corpus_connections
+    res["settings"]["answer_cache"] = args.answer_cache
     with Server(gateway_argv(cc.config, args.workers), port, work / "serve-corpora.log") as srv:
+        cache = CacheSwitch(srv, cc.config, args.workers, args.answer_cache)
         floor_bodies: dict[str, bytes] = {}
         for corpus, stream in streams.items():
             floor_bodies[corpus] = _check(srv.base, CALLBACK, corpus, stream.real[0], secret)
@@ -163,17 +172,23 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
             warm = _bodies(work, f"{corpus}-warm", CALLBACK, corpus,
                            stream.take(int(args.max_rps * max(args.warmup, 0.1))))
             mine = stream.take(int(args.max_rps * args.seconds))
-            r = closed_loop(srv, path, _bodies(work, f"{corpus}-unique", CALLBACK, corpus, mine), cc.secret_file,
-                            mode="hmac", connections=conns, seconds=args.seconds, redis_pid=redis_pid,
-                            warmup_bodies=warm, warmup=args.warmup)
+            r = cache.measured(corpus, partial(
+                closed_loop, srv, path, _bodies(work, f"{corpus}-unique", CALLBACK, corpus, mine), cc.secret_file,
+                mode="hmac", connections=conns, seconds=args.seconds, redis_pid=redis_pid),
+                warm=partial(run_wrk, srv.base + path, warm, cc.secret_file, mode="hmac", connections=conns,
+                             seconds=args.warmup) if args.warmup > 0 else None)
             res["closed"].append({"corpus": corpus, "server": "kbgate", "mix": "unique", "repeat_share": 0.0, **r})
             capacity = r["rps"]
-            _say(f"{corpus}: kbgate, closed loop, Zipf mix")
             z = stream.zipf(int(args.max_rps * args.seconds))
-            r = closed_loop(srv, path, _bodies(work, f"{corpus}-zipf", CALLBACK, corpus, z), cc.secret_file,
-                            mode="hmac", connections=conns, seconds=args.seconds, redis_pid=redis_pid)
-            res["closed"].append({"corpus": corpus, "server": "kbgate", "mix": "zipf",
-                                  "repeat_share": repeat_share(z[: r["requests"]]), **r})
+            zipf_bodies = _bodies(work, f"{corpus}-zipf", CALLBACK, corpus, z)
+            for entries in (0, args.answer_cache) if args.answer_cache else (0,):
+                cache.switch(entries)
+                _say(f"{corpus}: kbgate, closed loop, Zipf mix, answer cache {'on' if entries else 'off'}")
+                r = cache.measured(corpus, partial(closed_loop, srv, path, zipf_bodies, cc.secret_file, mode="hmac",
+                                                   connections=conns, seconds=args.seconds, redis_pid=redis_pid))
+                res["closed"].append({"corpus": corpus, "server": "kbgate", "mix": "zipf",
+                                      "repeat_share": repeat_share(z[: r["requests"]]), **r})
+            cache.switch(args.answer_cache)  # the configured state for the phases that follow
             rates = [(f, max(1.0, f * capacity)) for f in args.open_rates]
             for frac, rate in rates:
                 _say(f"{corpus}: kbgate, open loop at {frac:.0%} of {capacity:,.0f} req/s = {rate:,.0f} req/s")
@@ -184,10 +199,12 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
             res["open_rates_by_corpus"] = {**res.get("open_rates_by_corpus", {}), corpus: rates}
             _floor(args, work, cc.config, srv, corpus, floor_bodies[corpus], stream, rates, res, cc.secret_file,
                    redis_pid, ceiling=corpus == "tidb-docs-cn")
-        _say(f"huge document: {args.huge_queries} queries, sequential, {args.huge_rounds} rounds")
-        res["huge"] = {"chunks": res["indexes"][HUGE_ROUTE]["huge_chunks"],
+        _say(f"huge document: {args.huge_queries} queries, sequential, {args.huge_rounds} rounds, answer cache off")
+        cache.switch(0)  # its rounds repeat the same queries: what they measure is the search
+        res["huge"] = {"chunks": res["indexes"][HUGE_ROUTE]["huge_chunks"], "answer_cache": "off",
                        **huge_vs_normal(srv, secret, huge_queries(streams["tidb-docs-cn"], args.huge_queries,
                                                                   args.huge_chunks), args.huge_rounds)}
+        cache.switch(args.answer_cache)
         tidb_cb = next(r for r in res["open"] if r["corpus"] == "tidb-docs-cn" and r["server"] == "kbgate")
         for wing in WINGS[1:]:
             res["wings"].append(_wing(args, work, srv, wing, streams["tidb-docs-cn"], token, cc.token_file,
@@ -294,6 +311,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rising offered req/s for the open-loop generator's ceiling against the floor ('' skips)")
     p.add_argument("--max-rps", type=float, default=2500.0,
                    help="req/s a closed loop is expected not to exceed: sizes each phase's unique-query slice")
+    p.add_argument("--answer-cache", type=int, default=DEFAULT_ANSWER_CACHE_ENTRIES,
+                   help="answer cache entries per worker when on (default: the gateway's, "
+                        f"{DEFAULT_ANSWER_CACHE_ENTRIES}); 0: off throughout, the Zipf mix once")
     p.add_argument("--huge-chunks", type=int, default=35_000, help="chunks of the one huge document (default 35000)")
     p.add_argument("--huge-queries", type=int, default=200, help="queries of the huge-document comparison")
     p.add_argument("--huge-rounds", type=int, default=3, help="rounds of the huge-document comparison")

@@ -1,6 +1,7 @@
 """Markdown tables of the real-corpus phases (bench.realcorpora) and issue 13's targets.
 
-`corpora_tables(c)` renders the closed loop (kbgate beside the floor, both mixes), the open
+`corpora_tables(c)` renders the closed loop (kbgate beside the floor, both mixes, the Zipf
+mix with the answer cache off and on, each kbgate row naming the cache state), the open
 loop (kbgate and the floor at the same offered rates), the open-loop generator's ceiling,
 the huge-document comparison, every wing, and worker memory. `corpora_targets(result)`
 checks issue 13's targets against them. Figures are printed as measured.
@@ -49,8 +50,8 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
         f"{st['connections']} connections, {st['seconds']:g} s; every request a fresh signed callback)",
         "",
         "| corpus | chunks | server | mix | req/s | ÷ floor | p50 ms | p99 ms | p99.9 ms | non-2xx | errors "
-        "| repeats % | server CPU ms/req | generator CPU % | other CPU % |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| repeats % | cache hits % | server CPU ms/req | generator CPU % | other CPU % |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in c.get("closed", []):
         floor = _closed(c, r["corpus"], "floor", "-")
@@ -60,10 +61,13 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
             rep += f" (+{r['wrapped']:,} sent twice)"
         chunks = c["indexes"].get(r["corpus"], {}).get("chunks", 0)
         server = "floor (bare Starlette)" if r["server"] == "floor" else "kbgate"
-        out.append(f"| {r['corpus']} | {chunks:,} | {server} | {r['mix']} | {_f(r['rps'])} | {ratio} "
+        mix = f"{r['mix']}, cache {r['cache']}" if r.get("cache") else r["mix"]
+        hits = "-" if r.get("cache_hit_share") is None else f"{100 * r['cache_hit_share']:.0f}"
+        out.append(f"| {r['corpus']} | {chunks:,} | {server} | {mix} | {_f(r['rps'])} | {ratio} "
                    f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['p999_ms']:.2f} | {r['non_2xx']} | {r['errors']} "
-                   f"| {rep} | {r['server_cpu_ms_per_req']:.2f} | {_f(r['loadgen_cpu_pct'])} "
+                   f"| {rep} | {hits} | {r['server_cpu_ms_per_req']:.2f} | {_f(r['loadgen_cpu_pct'])} "
                    f"| {_f(r['other_cpu_pct'])} |")
+    out += _cache_summary(c)
     out += [
         "",
         "### Open loop: a fixed offered rate, latency from each request's intended send time "
@@ -98,7 +102,8 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
         out += [
             "",
             f"### One document of {h['chunks']:,} chunks (TiDB docs without and with it; the same queries through "
-            f"the callback, one connection, sequential, {h['rounds']} rounds, median per query)",
+            f"the callback, one connection, sequential, {h['rounds']} rounds, median per query; answer cache "
+            f"{h.get('answer_cache', 'on')})",
             "",
             "| queries | index | returns it | p50 ms | p90 ms | mean ms | server CPU ms/callback "
             "| ÷ normal (p50, CPU) |",
@@ -128,6 +133,29 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
     out += ["", "Quality is measured by `make eval` (every set, every style), not here: issue 13 asks for no loss "
                 "there (within 0.01 on every set)."]
     return out
+
+
+def _cache_summary(c: dict[str, Any]) -> list[str]:
+    """One sentence: the Zipf mix with the answer cache off and on, per corpus (none when the
+    run had it off throughout)."""
+    entries = c["settings"].get("answer_cache")
+    parts = []
+    for corpus in dict.fromkeys(r["corpus"] for r in c.get("closed", [])):
+        rows = {r.get("cache"): r for r in c["closed"]
+                if r["corpus"] == corpus and r["server"] == "kbgate" and r["mix"] == "zipf"}
+        off, on = rows.get("off"), rows.get("on")
+        if off and on and off["rps"]:
+            share = on.get("cache_hit_share")
+            parts.append(f"{corpus}: {_f(off['rps'])} → {_f(on['rps'])} req/s (×{on['rps'] / off['rps']:.2f}, "
+                         f"p99 {off['p99_ms']:.1f} → {on['p99_ms']:.1f} ms"
+                         + (f", {100 * share:.0f}% of lookups answered from memory" if share is not None else "")
+                         + ")")
+    if not entries:
+        return ["", "Answer cache off throughout this run (`--answer-cache 0`)."]
+    return ["", f"Answer cache ({entries:,} entries per worker; `[search] answer_cache_entries`), switched by a config "
+                "reload between the two Zipf runs, which send the same requests: " + ("; ".join(parts) or "-")
+            + ". The unique mix and the open loop run with it on, every query a miss: their rows are the cold "
+              "cost, the cache's own lookups and stores included."]
 
 
 def _wings(c: dict[str, Any]) -> list[str]:

@@ -12,7 +12,8 @@ per-run key prefix keeps the keys apart. It never stops or flushes a Redis it di
 - the agent knowledge protocol's route of the same name for each index and one client
   `bench` holding the given tool grants (default `knowledge.search`) with a fresh Bearer
   token (file `bench.token`): the Bearer side of `bench.wings`.
-Search settings are the gateway's defaults (Limit 5, excerpts, one result per document).
+Search settings are the gateway's defaults (Limit 5, excerpts, one result per document),
+but for `answer_cache_entries` when given (`bench.answercache` switches it in a running server).
 """
 
 from __future__ import annotations
@@ -137,10 +138,12 @@ def _secret_file(path: Path, value: str) -> Path:
 
 def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, str], port: int, workers: int,
                         redis_url: str, name: str = "corpora",
-                        grants: Sequence[str] = ("knowledge.search",)) -> CorpusConfig:
+                        grants: Sequence[str] = ("knowledge.search",),
+                        answer_cache_entries: int | None = None) -> CorpusConfig:
     """Write `workdir/gateway-NAME.toml` serving each route → index of `routes` (see module
     docstring) on 127.0.0.1:port; returns its CorpusConfig. Route names must be plain
-    identifiers (letters, digits, '-', '_'); grants: the agent client's tools."""
+    identifiers (letters, digits, '-', '_'); grants: the agent client's tools;
+    answer_cache_entries: `[search] answer_cache_entries` (None: the gateway's default)."""
     workdir.mkdir(parents=True, exist_ok=True)
     secret_file = _secret_file(workdir / "bench.secret", secrets.token_urlsafe(32))
     token_file = _secret_file(workdir / "bench.token", "bench-" + secrets.token_urlsafe(32))
@@ -153,6 +156,7 @@ def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, s
         f'key_prefix = "kbgate-bench-{os.getpid()}-{time.time_ns() % 10**9}"',
         f'[indexes]\ndir = {q(str(indexes_dir.resolve()))}',
         '[log]\nlevel = "info"',
+        *([] if answer_cache_entries is None else [f'[search]\nanswer_cache_entries = {answer_cache_entries}']),
         f'[tenants.{TENANT}]',
         f'[[tenants.{TENANT}.secrets]]\nid = "bench"\nvalue_file = {q(str(secret_file.resolve()))}',
     ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import tantivy
 from tantivy import Query
 
 from .documents import count_matches
 from .types import IndexStats
 
-__all__ = ["index_stats"]
+__all__ = ["index_stats", "read_generation"]
 
 
 def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexStats:
@@ -45,3 +46,12 @@ def _tree_bytes(folder: Path) -> int:
         except OSError:
             continue
     return total
+
+
+def read_generation(folder: Path) -> int | None:
+    """The opstamp of the Tantivy commit `folder/meta.json` names (it grows with every commit),
+    or None when unreadable. One small file read: no searcher, no counting."""
+    try:
+        return int(orjson.loads((Path(folder) / "meta.json").read_bytes())["opstamp"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

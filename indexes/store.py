@@ -31,7 +31,7 @@ from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
-from .stats import index_stats
+from .stats import index_stats, read_generation
 from .types import (
     DEFAULT_BOUNDS,
     Document,
@@ -60,6 +60,7 @@ class KnowledgeIndex:
     search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a
     caller on an event loop may run it inline; a subclass that waits on something else sets
     it True (`indexes.dense.HybridIndex`: a query embedding).
+    generation: the commit opstamp the reader was last (re)loaded at (`generation` property).
     """
 
     search_may_wait = False
@@ -88,6 +89,9 @@ class KnowledgeIndex:
         self._reload_lock = threading.Lock()
         self._last_check = clock()
         self._meta_mtime = self._stat_meta()
+        # Read before the reader loads: the label never names a commit newer than the reader shows.
+        self._generation: int | None = read_generation(path)
+        index.reload()
 
     # ---- reading -------------------------------------------------------
 
@@ -111,9 +115,27 @@ class KnowledgeIndex:
             if mtime == self._meta_mtime and not force:
                 return False
             self._meta_mtime = mtime
-            self._index.reload()
-            self._doc_freqs.clear()
+            self._reload()
+            self._doc_freqs.clear()  # term statistics of the old commit
             return True
+
+    def _reload(self) -> None:
+        """Load the newest commit into the reader, then label it: the opstamp is read *before*
+        the reload and published after it, so `generation` never names a commit newer than the
+        searcher a caller takes next shows (the reader may be newer: Tantivy also reloads on
+        its own shortly after a commit). Called under the reload lock."""
+        generation = read_generation(self.path)
+        self._index.reload()
+        self._generation = generation
+
+    @property
+    def generation(self) -> int | None:
+        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None
+        when meta.json could not be read then. An attribute read: no searcher, no file, no
+        counting (`stats()` builds full IndexStats). A searcher taken after reading it shows
+        that commit or a newer one; a new commit changes it at the next `maybe_reload` that
+        sees it (at most RELOAD_CHECK_SECONDS later)."""
+        return self._generation
 
     def search(
         self,
@@ -151,6 +173,18 @@ class KnowledgeIndex:
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds)
+
+    def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
+               summary_chars: int = 200, content_chars: int = 1500,
+               where: MetaFilter | None = None) -> tuple[list[Hit], int | None]:
+        """(`search` with the same arguments, the generation those hits may be reused for):
+        the label `generation` read before the search (the searcher shows that commit or a
+        newer one, so an answer reused under it is never older than the label says). None: do
+        not reuse the hits (the generation is unknown; a subclass also answers None for an
+        answer it gave in a degraded way: `indexes.dense.HybridIndex`'s lexical fallback)."""
+        generation = self._generation
+        return self.search(query, limit, filter=filter, one_per_document=one_per_document,
+                           summary_chars=summary_chars, content_chars=content_chars, where=where), generation
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
                      where: MetaFilter | None) -> tuple[Query | None, Query | None]:

@@ -1,7 +1,8 @@
 """What happened, told to whoever listens: the one seam between request paths and observers.
 
 A request path (the Volcengine handler) publishes a `Delivery` after its response was sent,
-the indexes a `HybridSearched` for each search of a hybrid index;
+the indexes a `HybridSearched` for each search of a hybrid index, the answer cache an
+`AnswerLooked` for each lookup;
 observers subscribed at start-up (the log line, metrics, the deliveries record, key usage)
 each get it in turn. The core knows none of them: it only holds the list. An observer must
 not block and does no I/O wait; one that raises is logged and skipped, never failing the
@@ -58,6 +59,16 @@ class HybridSearched:
     'hybrid' (the vectors were used) or why it was answered lexically ('stale', 'reloading',
     'timeout', 'breaker_open', 'error'; indexes.dense.hybrid.OUTCOMES). Published from the
     thread the search ran in."""
+
+    index: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerLooked:
+    """One lookup in the answer cache (gateway.core.answers), for metrics: index name, and
+    'hit' (answered from memory) or 'miss' (searched). Published only while the cache is on
+    (search.answer_cache_entries > 0), from the thread the lookup ran in."""
 
     index: str
     outcome: str

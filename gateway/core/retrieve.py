@@ -13,6 +13,12 @@ milliseconds. An index that cannot be
 opened, searched or read raises `DependencyUnavailable('index_unavailable')`; no other
 error leaves this module.
 
+A search is answered from the answer cache when the same question was asked in the same
+scope of the same commit (`gateway.core.answers`: `search.answer_cache_entries`, off at 0);
+the search runs on the query with its whitespace normalized (`answers.normalize_query`),
+cache or not, so a cached answer is exactly what searching again would give. `generation`
+is the cheap label of the index's reader (`KnowledgeIndex.generation`), never a count.
+
 `search` and `search_many` are coroutines (await them); `read`, `find` and `generation` are
 plain calls. A search may wait: an index configured hybrid (`indexes.dense`) waits up to its
 `query_timeout_ms` for a query embedding, from a served model over HTTP or the in-process one.
@@ -33,6 +39,7 @@ from typing import Generic, Protocol, TypeVar
 
 from anyio import to_thread
 
+from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_key
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.scope import EffectiveScope, allows
 from indexes.errors import IndexStoreError
@@ -47,19 +54,24 @@ _INDEX_ERRORS = (IndexStoreError, OSError, ValueError)
 
 class Indexes(Protocol):
     """Where indexes come from (gateway.core.runtime.Runtime): `index(name)` opens one
-    (reloaded to its newest commit) or raises DependencyUnavailable('index_unavailable')."""
+    (reloaded to its newest commit) or raises DependencyUnavailable('index_unavailable');
+    `answers()` is the answer cache to use, or None (off)."""
 
     def index(self, name: str) -> KnowledgeIndex: ...
+
+    def answers(self) -> AnswerCache | None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Searched:
-    """The hits of one scoped search, best score first; how long the index took (ms); the
-    index generation searched when it was asked for, else None."""
+    """The hits of one scoped search, best score first; how long the index took (ms; the
+    lookup alone when cached); the index generation searched when it was asked for, else None;
+    cached: answered from the answer cache."""
 
     hits: list[Hit]
     took_ms: float
     generation: int | None = None
+    cached: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,43 +101,77 @@ def _unavailable(scope: EffectiveScope) -> DependencyUnavailable:
 async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                  content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
                  with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
-    """Best hits for `query` inside `scope` (at most `limit`, best first). A coroutine: an
-    index whose search may wait (`KnowledgeIndex.search_may_wait`: hybrid) is searched in a
-    worker thread, a lexical one inline (module doc).
+    """Best hits for `query` inside `scope` (at most `limit`, best first), from the answer
+    cache when it holds them (module doc). A coroutine: an index whose search may wait
+    (`KnowledgeIndex.search_may_wait`: hybrid) is searched in a worker thread, a lexical one
+    inline (module doc).
 
-    query: raw user text. summary_chars / content_chars: bounds of Hit.summary / Hit.content
-    in characters. one_per_document: only the best chunk of each document. min_score:
-    hits scoring below it are dropped, never replaced. with_generation: also read the
-    index generation (a scope revision covers it). where: metadata conditions that narrow
-    the scope further (never widen it: they are one more filter of the same query, so
-    `limit` is filled from documents that match them); check each with
-    `indexes.metadata.condition_problem` first. took_ms counts the search alone (a thread's
-    queueing included). Raises DependencyUnavailable.
+    query: raw user text (searched with its whitespace normalized). summary_chars /
+    content_chars: bounds of Hit.summary / Hit.content in characters. one_per_document: only
+    the best chunk of each document. min_score: hits scoring below it are dropped, never
+    replaced. with_generation: also give the index generation (a scope revision covers it).
+    where: metadata conditions that narrow the scope further (never widen it: they are one
+    more filter of the same query, so `limit` is filled from documents that match them);
+    check each with `indexes.metadata.condition_problem` first. took_ms counts the search
+    alone (a thread's queueing included). Raises DependencyUnavailable.
     """
     idx = indexes.index(scope.index)
-    if idx.search_may_wait:
-        return await to_thread.run_sync(partial(
-            search_now, idx, scope, query, limit, summary_chars=summary_chars, content_chars=content_chars,
-            one_per_document=one_per_document, min_score=min_score, with_generation=with_generation, where=where))
-    return search_now(idx, scope, query, limit, summary_chars=summary_chars, content_chars=content_chars,
-                      one_per_document=one_per_document, min_score=min_score, with_generation=with_generation,
-                      where=where)
+    text = normalize_query(query)
+    cache = indexes.answers()
+    label = idx.generation
+    if cache is not None and label is not None:
+        started = time.perf_counter()
+        hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
+                              min_score, where))
+        if hits is not None:
+            return Searched(hits, (time.perf_counter() - started) * 1000.0, label if with_generation else None,
+                            cached=True)
+    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
+                  one_per_document=one_per_document, min_score=min_score, with_generation=with_generation,
+                  where=where)
+    found, reusable = await to_thread.run_sync(run) if idx.search_may_wait else run()
+    if cache is not None and reusable is not None:
+        cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, min_score,
+                       where), found.hits)
+    return found
+
+
+def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
+         one_per_document: bool, min_score: float, where: MetaFilter | None) -> AnswerKey:
+    return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
+                     content_chars, one_per_document, min_score)
 
 
 def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
                with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
-    """`search` on an opened index, in the calling thread (it may block: see `search`). For
-    `search` itself and for measurements (bench/offload.py); a wing awaits `search`."""
+    """`search` on an opened index, in the calling thread (it may block: see `search`), never
+    from the answer cache. For measurements (bench/offload.py); a wing awaits `search`."""
+    return _search(idx, scope, normalize_query(query), limit, summary_chars=summary_chars,
+                   content_chars=content_chars, one_per_document=one_per_document, min_score=min_score,
+                   with_generation=with_generation, where=where)[0]
+
+
+def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
+            content_chars: int, one_per_document: bool, min_score: float, with_generation: bool,
+            where: MetaFilter | None) -> tuple[Searched, int | None]:
+    """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`)."""
     try:
-        gen = idx.stats().generation if with_generation else None
         started = time.perf_counter()
-        hits = idx.search(query, limit, filter=scope.filter, one_per_document=one_per_document,
-                          summary_chars=summary_chars, content_chars=content_chars, where=where)
+        hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
+                                    summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
+        gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
     except _INDEX_ERRORS:
         raise _unavailable(scope) from None
-    return Searched([h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)], took, gen)
+    kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)]
+    return Searched(kept, took, gen), reusable
+
+
+def _generation(idx: KnowledgeIndex) -> int:
+    """The reader's label; IndexStats' (meta.json read again) only when the label is unknown."""
+    label = idx.generation
+    return label if label is not None else idx.stats().generation
 
 
 async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str, limit: int, *,
@@ -153,10 +199,11 @@ async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str
 
 
 def generation(indexes: Indexes, scope: EffectiveScope) -> int:
-    """The commit opstamp of the scope's index (what a scope revision covers). Raises DependencyUnavailable."""
+    """The commit opstamp of the scope's index (what a scope revision covers): the label of its
+    reader (`KnowledgeIndex.generation`), an attribute read. Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
     try:
-        return idx.stats().generation
+        return _generation(idx)
     except _INDEX_ERRORS:
         raise _unavailable(scope) from None
 
@@ -167,7 +214,8 @@ def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDo
     (a read by reference checks `qa_visible` and `allows` itself). Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
     try:
-        return idx.get_document(doc_id, include_hidden=True), idx.stats().generation
+        generation = _generation(idx)  # read first: the document is of this commit or a newer one
+        return idx.get_document(doc_id, include_hidden=True), generation
     except _INDEX_ERRORS:
         raise _unavailable(scope) from None
 

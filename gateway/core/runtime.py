@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from gateway.core.answers import AnswerCache
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
-from gateway.core.events import Events, HybridSearched
+from gateway.core.events import AnswerLooked, Events, HybridSearched
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
 from indexes.dense import HybridStore
@@ -35,7 +36,7 @@ class Runtime:
     """config: the current Config. clock: the one clock seam. nonces: the replay store (Redis
     when replay.redis_url is set, else in-process). indexes: the read-only index store under
     indexes.dir (an index configured hybrid opens as indexes.dense.HybridIndex). events: where
-    request paths publish what happened."""
+    request paths publish what happened. `answers()`: the answer cache of the current config."""
 
     def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
         self.config = config
@@ -47,6 +48,8 @@ class Runtime:
         self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense, observe=self._hybrid_searched,
                                                bounds=_bounds(config))
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._answers: AnswerCache | None = None
+        self._answers_config: Config | None = None
 
     def index(self, name: str) -> KnowledgeIndex:
         """The named index, reloaded if a new commit landed, searching within the current
@@ -63,6 +66,21 @@ class Runtime:
                 s.max_chunks_per_query, s.max_chunks_per_document):
             idx.bounds = self.indexes.bounds = _bounds(self.config)
         return idx
+
+    def answers(self) -> AnswerCache | None:
+        """The answer cache of the current config (`gateway.core.answers`), or None when
+        search.answer_cache_entries is 0. A config reload (a new `config` object) gives a new,
+        empty cache of the new size: whatever shapes an answer (search bounds) may have changed.
+        Lookups are counted through `events` (`AnswerLooked`)."""
+        config = self.config
+        if config is not self._answers_config:
+            entries = config.search.answer_cache_entries
+            self._answers = AnswerCache(entries, observe=self._answer_looked) if entries > 0 else None
+            self._answers_config = config
+        return self._answers
+
+    def _answer_looked(self, index: str, outcome: str) -> None:
+        self.events.publish(AnswerLooked(index, outcome))
 
     def _hybrid_searched(self, index: str, outcome: str) -> None:
         self.events.publish(HybridSearched(index, outcome))

@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.core.audit import AuditEvent
-from gateway.core.events import Delivery, HybridSearched
+from gateway.core.events import AnswerLooked, Delivery, HybridSearched
 from indexes.types import IndexStats
 
 log = logging.getLogger("kbgate.metrics")
@@ -123,7 +123,8 @@ class Metrics:
     callback_signatures_total{tenant,signature}, callback_duration_seconds{tenant},
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
-    deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome}; per Bearer-token
+    deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome},
+    answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'); per Bearer-token
     wing (`observe_call`): wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
     wing_duration_seconds{wing}; index gauges from `IndexCollector`.
     """
@@ -152,6 +153,9 @@ class Metrics:
                                ["reason"], registry=reg)
         self.hybrid = Counter("kbgate_hybrid_searches", "Searches of hybrid indexes: outcome 'hybrid' used the "
                               "vectors, any other is why it answered lexically", ["index", "outcome"], registry=reg)
+        self.answers = Counter("kbgate_answer_cache_lookups", "Lookups in the answer cache (search."
+                               "answer_cache_entries > 0): 'hit' answered from memory, 'miss' searched",
+                               ["index", "outcome"], registry=reg)
         self.wing_requests = Counter("kbgate_wing_requests", "Calls of a Bearer-token wing (agent, dify, mcp), "
                                      "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
         self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
@@ -187,6 +191,13 @@ class Metrics:
         """Count one search of a hybrid index by its outcome (any thread). Never raises."""
         try:
             self.hybrid.labels(e.index, e.outcome).inc()
+        except Exception:  # metrics must never fail a search
+            log.warning("metrics update failed", exc_info=True)
+
+    def observe_answer(self, e: AnswerLooked) -> None:
+        """Count one answer cache lookup by its outcome (any thread). Never raises."""
+        try:
+            self.answers.labels(e.index, e.outcome).inc()
         except Exception:  # metrics must never fail a search
             log.warning("metrics update failed", exc_info=True)
 

@@ -9,7 +9,8 @@ the dense side cannot answer in time (`indexes.dense.hybrid`).
 Differences from `KnowledgeIndex`:
 - the Tantivy reader reloads only when told (`reload_policy="manual"`), in `maybe_reload`,
   which pins down the generation it loaded and pairs it with the vectors of that generation;
-- `search` tries the hybrid path first and falls back to the lexical one;
+- `search` tries the hybrid path first and falls back to the lexical one; `answer` says
+  which (only a hybrid answer may be reused: `gateway.core.answers`);
 - `ingest` embeds changed chunks before the commit and publishes the vectors after it, under
   the index's dense lock (`indexes.dense.sync`); `last_dense_report` says what it did.
 """
@@ -27,7 +28,7 @@ from tantivy import Query
 from ..analysis import query_terms
 from ..hits import make_hit
 from ..search import build_query
-from ..store import RELOAD_CHECK_SECONDS, IndexStore, KnowledgeIndex
+from ..store import IndexStore, KnowledgeIndex
 from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
@@ -82,22 +83,12 @@ class HybridIndex(KnowledgeIndex):
         self.dense.invalidate()
         generation, _ = searcher_at_generation(self._index, self.path, reload=reload)
         self.dense.reloaded(generation)
+        self._generation = generation  # exactly the reader's commit (manual reloads), None if not pinned
 
-    def maybe_reload(self, *, force: bool = False) -> bool:
-        """Like `KnowledgeIndex.maybe_reload`, and the dense state follows the reader: it is
-        invalidated before the reload and re-paired with the generation loaded after it."""
-        now = self._clock()
-        if not force and now - self._last_check < RELOAD_CHECK_SECONDS:
-            return False
-        with self._reload_lock:
-            self._last_check = now
-            mtime = self._stat_meta()
-            if mtime == self._meta_mtime and not force:
-                return False
-            self._meta_mtime = mtime
-            self._pin_generation(reload=True)
-            self._doc_freqs.clear()  # term statistics of the old commit
-            return True
+    def _reload(self) -> None:
+        """`KnowledgeIndex._reload` where the dense state follows the reader: it is invalidated
+        before the reload and re-paired with the generation loaded after it."""
+        self._pin_generation(reload=True)
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
                one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500,
@@ -106,8 +97,19 @@ class HybridIndex(KnowledgeIndex):
         score), or exactly `KnowledgeIndex.search` whenever the dense side cannot answer
         within the per-query deadline. Same arguments (metadata conditions `where` included) and
         bounds as `KnowledgeIndex.search`."""
+        return self.answer(query, limit, filter=filter, one_per_document=one_per_document,
+                           summary_chars=summary_chars, content_chars=content_chars, where=where)[0]
+
+    def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
+               summary_chars: int = 200, content_chars: int = 1500,
+               where: MetaFilter | None = None) -> tuple[list[Hit], int | None]:
+        """(`search`'s hits, the generation they may be reused for): the generation read before
+        the search for a hybrid answer; None for a lexical fallback (vectors not published yet,
+        deadline missed, breaker open...: the next search may well answer hybrid) and for an
+        empty limit."""
         if limit <= 0:
-            return []
+            return [], None
+        generation = self._generation  # before maybe_reload: never newer than the state searched
         self.maybe_reload()
         terms = query_terms(query)
         filters = self._scope_parts(filter, self._index.searcher(), where)
@@ -120,9 +122,9 @@ class HybridIndex(KnowledgeIndex):
                                  one_per_document=one_per_document, summary_chars=summary_chars,
                                  content_chars=content_chars, make_hit=make_hit, bounds=self.bounds)
         if hits is not None:
-            return hits
+            return hits, generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
-                              summary_chars=summary_chars, content_chars=content_chars, where=where)
+                              summary_chars=summary_chars, content_chars=content_chars, where=where), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None) -> IngestReport:

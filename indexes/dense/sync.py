@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 import tantivy
 
 from ..documents import chunks_of, stored_str
 from ..documents import revisions as indexed_revisions
 from ..errors import IndexLockedError
 from ..ingest.chunking import chunk
+from ..stats import read_generation
 from ..types import Document, IngestError, IngestWarning
 from .cache import EmbeddingCache, text_key
 from .config import DenseConfig
@@ -83,14 +83,6 @@ def ingest_lock(index_folder: Path, name: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def read_generation(index_folder: Path) -> int | None:
-    """The opstamp of the Tantivy commit meta.json names, or None when unreadable."""
-    try:
-        return int(orjson.loads((Path(index_folder) / "meta.json").read_bytes())["opstamp"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: bool = True,

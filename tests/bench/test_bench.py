@@ -17,6 +17,7 @@ import pytest
 from bench.corpus import corpus_documents, documents, huge_document, load_pool, parse_scale, scale_label
 from bench.run import main
 from bench.workload import real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
+from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
 from indexes.ingest import chunk
 from tests.support.paths import corpora_or_skip
 
@@ -117,9 +118,11 @@ def test_harness_prints_every_table_with_positive_figures(
 
     closed = _table(md, "End to end on the real corpora")
     assert closed[0][:6] == ["corpus", "chunks", "server", "mix", "req/s", "÷ floor"]
+    assert closed[0][11:13] == ["repeats %", "cache hits %"]
     seen = {(r[0], r[2], r[3]) for r in closed[1:]}
     for corpus in ("cmrc2018", "tidb-docs-cn"):
-        want = {(corpus, "kbgate", "unique"), (corpus, "kbgate", "zipf"), (corpus, "floor (bare Starlette)", "-")}
+        want = {(corpus, "kbgate", "unique, cache on"), (corpus, "kbgate", "zipf, cache off"),
+                (corpus, "kbgate", "zipf, cache on"), (corpus, "floor (bare Starlette)", "-")}
         assert want <= seen
     for r in closed[1:]:
         assert _number(r[4]) > 0 and _number(r[7]) > 0
@@ -128,7 +131,16 @@ def test_harness_prints_every_table_with_positive_figures(
             assert _number(r[5]) > 0  # ratio to the floor
             # no query repeats in the unique mix (a server faster than --max-rps makes wrk wrap
             # its bodies file, which the row then says as "(+N sent twice)"), many in Zipf
-            assert (r[11].split()[0] == "0") == (r[3] == "unique")
+            assert (r[11].split()[0] == "0") == r[3].startswith("unique")
+            # the cache state is real: no lookups while off, most Zipf lookups answered from memory when on
+            if r[3] == "zipf, cache off":
+                assert r[12] == "-"
+            elif r[3] == "zipf, cache on":
+                assert _number(r[12]) > 0
+            elif r[11] == "0":  # the unique mix, nothing sent twice: every lookup a miss
+                assert r[12] == "0"
+    summary = md.split(f"Answer cache ({DEFAULT_ANSWER_CACHE_ENTRIES:,} entries per worker", 1)[1].split("\n", 1)[0]
+    assert "cmrc2018: " in summary and "tidb-docs-cn: " in summary
 
     rows = _table(md, "Open loop")
     split = next(i for i, r in enumerate(rows) if r[0] == "offered req/s")  # then the generator's ceiling

@@ -251,6 +251,23 @@ def test_search_bounds_refused_naming_the_key(tmp_path: Path, key: str, value: o
     assert "must be an integer from 1 to" in refused(data, f"search.{key}", tmp_path)
 
 
+def test_answer_cache_entries_default_and_off(tmp_path: Path) -> None:
+    from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
+
+    assert parse_config(base(), base_dir=tmp_path, env=ENV).search.answer_cache_entries == DEFAULT_ANSWER_CACHE_ENTRIES
+    for entries in (0, 1, 100_000):
+        data = base()
+        data["search"] = {"answer_cache_entries": entries}
+        assert parse_config(data, base_dir=tmp_path, env=ENV).search.answer_cache_entries == entries
+
+
+@pytest.mark.parametrize("value", [-1, 100_001, "2048", True, 2.5, None])
+def test_answer_cache_entries_refused_naming_the_key(tmp_path: Path, value: object) -> None:
+    data = base()
+    data["search"] = {"answer_cache_entries": value}
+    assert "must be an integer from 0 to 100000" in refused(data, "search.answer_cache_entries", tmp_path)
+
+
 def test_max_chunks_per_query_below_max_limit_is_refused(tmp_path: Path) -> None:
     data = base()
     data["search"] = {"max_limit": 20, "max_chunks_per_query": 19}

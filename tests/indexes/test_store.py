@@ -10,6 +10,7 @@ import pytest
 from indexes.errors import IndexLockedError, IndexNotFoundError, SchemaVersionError
 from indexes.ingest import read_paths
 from indexes.schema import SIDECAR
+from indexes.stats import read_generation
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document, IngestError, SearchFilter, Section
 
@@ -99,6 +100,23 @@ def test_reader_sees_new_commit_after_maybe_reload(store: IndexStore, index: Kno
     assert reader.search("樱桃", 5) == []  # checked less than 0.5 s ago: no stat yet
     now[0] += 0.6
     assert [h.doc_id for h in reader.search("樱桃", 5)] == ["c"]
+
+
+def test_generation_labels_the_commit_the_reader_loaded(store: IndexStore, index: KnowledgeIndex) -> None:
+    now = [0.0]
+    reader = IndexStore(store.root, clock=lambda: now[0]).open("kb")
+    gen = reader.generation
+    assert gen is not None and gen == read_generation(store.root / "kb") == reader.stats().generation
+    hits, reusable = reader.answer("苹果", 5)
+    assert [h.doc_id for h in hits] == ["a"] and reusable == gen
+    assert reader.answer("苹果", 0) == ([], gen)
+    index.ingest([_doc("c", "樱桃很甜。")], progress=False)
+    assert reader.generation == gen  # no reload yet: it still names the commit loaded
+    now[0] += 0.6
+    assert reader.maybe_reload()
+    new = reader.generation
+    assert new is not None and new == read_generation(store.root / "kb") and new > gen
+    assert reader.answer("樱桃", 5)[1] == new
 
 
 def test_second_writer_fails_with_clear_error(store: IndexStore, index: KnowledgeIndex) -> None:

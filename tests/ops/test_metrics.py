@@ -18,7 +18,7 @@ from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.core.config import load_config
-from gateway.core.events import HybridSearched
+from gateway.core.events import AnswerLooked, HybridSearched
 from gateway.ops.metrics import Metrics
 from gateway.serve.app import create_app
 from indexes.store import IndexStore
@@ -80,6 +80,9 @@ async def test_counts_match_requests_in_process(client: httpx.AsyncClient, docs_
     assert val(m, "kbgate_callback_results_count", tenant="acme") == 4
     assert val(m, "kbgate_callback_results_sum", tenant="acme") >= 4
     assert val(m, "kbgate_nonce_store_errors_total", tenant="acme") == 0
+    # the same question five times through routes of the same filter: searched once (answer cache on by default)
+    assert val(m, "kbgate_answer_cache_lookups_total", index="kb", outcome="miss") == 1
+    assert val(m, "kbgate_answer_cache_lookups_total", index="kb", outcome="hit") == 4
     assert val(m, "kbgate_index_up", index="kb") == 1
     assert val(m, "kbgate_index_documents", index="kb") == len(KB_DOCS)
     committed = IndexStore(docs_index).open("kb").stats().last_commit  # the session's index, built once
@@ -159,3 +162,15 @@ def test_hybrid_search_outcomes_are_counted_per_index(monkeypatch: pytest.Monkey
     assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="breaker_open") == 1
     assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="stale") == 1
     assert val(m, "kbgate_hybrid_searches_total", index="kb", outcome="error") == 1
+
+
+def test_answer_cache_lookups_are_counted_per_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    metrics = Metrics(lambda: [])
+    for outcome in ("miss", "hit", "hit"):
+        metrics.observe_answer(AnswerLooked("docs", outcome))
+    metrics.observe_answer(AnswerLooked("kb", "miss"))
+    m = samples(metrics.exposition().decode())
+    assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="hit") == 2
+    assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="miss") == 1
+    assert val(m, "kbgate_answer_cache_lookups_total", index="kb", outcome="miss") == 1

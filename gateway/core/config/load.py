@@ -22,6 +22,7 @@ from gateway.core.config.fields import SHA256_HEX, section
 from gateway.core.config.indexes import parse_dense, parse_indexer
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
+    DEFAULT_ANSWER_CACHE_ENTRIES,
     DEFAULT_TOLERANCE,
     AdminConfig,
     Config,
@@ -182,6 +183,7 @@ def _search(t: Fields) -> SearchConfig:
         max_chunks_per_query=per_query,
         max_chunks_per_document=t.integer("max_chunks_per_document", DEFAULT_BOUNDS.max_chunks_per_document,
                                           lo=1, hi=1000),
+        answer_cache_entries=t.integer("answer_cache_entries", DEFAULT_ANSWER_CACHE_ENTRIES, lo=0, hi=100_000),
     )
 
 

@@ -120,6 +120,10 @@ class ReplayConfig:
     key_prefix: str = "kbgate"
 
 
+DEFAULT_ANSWER_CACHE_ENTRIES = 2048
+"""search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
     """Limits of the callback's search. chars are Unicode characters, not bytes.
@@ -127,6 +131,8 @@ class SearchConfig:
     max_chunks_per_query / max_chunks_per_document: the per-query work bounds of every
     search, whatever the documents (`indexes.types.SearchBounds`, issue 9 / 13): chunk hits
     taken from Tantivy for one query, and stored chunks loaded for one result.
+    answer_cache_entries: answers kept per worker by the answer cache (`gateway.core.answers`;
+    0 turns it off); a config reload empties it and applies a new size.
     """
 
     default_limit: int = 5
@@ -138,6 +144,7 @@ class SearchConfig:
     one_per_document: bool = True
     max_chunks_per_query: int = 2000
     max_chunks_per_document: int = 8
+    answer_cache_entries: int = DEFAULT_ANSWER_CACHE_ENTRIES
 
 
 @dataclass(frozen=True, slots=True)

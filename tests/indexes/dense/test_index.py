@@ -154,6 +154,19 @@ def test_a_reload_under_way_makes_a_search_answer_lexically(built: Path) -> None
         reader.close()
 
 
+def test_only_a_hybrid_answer_may_be_reused(built: Path) -> None:
+    ix = open_hybrid(built)
+    try:
+        hits, reusable = ix.answer(PARAPHRASE, 3)
+        assert hits[0].doc_id == "pw" and reusable == ix.generation == read_generation(built / "kb")
+        ix.dense.invalidate()  # what a reload does first: the next search is answered lexically
+        hits, reusable = ix.answer(PARAPHRASE, 3)
+        assert "pw" not in [h.doc_id for h in hits] and reusable is None
+        assert ix.dense.counters == {"hybrid": 1, "fallback:stale": 1}
+    finally:
+        ix.close()
+
+
 def test_vectors_of_another_model_are_not_used(built: Path) -> None:
     other = DenseConfig(provider="openai", model="use-multilingual-v3", url="http://127.0.0.1:9/v1/embeddings")
     ix = HybridStore(built, dense={"kb": other}).open("kb")

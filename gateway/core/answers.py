@@ -1,0 +1,123 @@
+"""The answer cache of scoped search: a question asked again inside the same scope of the same
+index commit is answered from memory (issue 13: repeat-heavy traffic, `make bench`'s Zipf mix).
+
+An entry is the final answer of `gateway.core.retrieve.search` (hits already re-checked
+against the scope and cut at `min_score`) under an `AnswerKey` holding everything that answer
+depends on: the index and the commit generation searched, the normalized query, the limit, the
+scope's filter, the metadata conditions, the excerpt bounds, one-per-document and the score
+bar. Two scopes share an entry only when their filters are equal (`EffectiveScope` applies
+nothing but its filter: `gateway.core.scope.allows`), so a narrower scope never sees the
+answer of a wider one.
+
+Invalidation: the generation is part of the key, so a new commit makes every older entry
+unreachable (they age out of the LRU); a config reload empties the cache (`Runtime.answers`:
+the search bounds, the entry count, anything that shapes an answer may have changed). The
+generation is the reader's label (`KnowledgeIndex.generation`): never newer than the commit
+searched, and moved at the reload that sees a new commit (within about 0.5 s of it), so an
+answer is served at most that long after a commit, as an uncached search would be. A hybrid
+index's lexical fallback (no vectors yet, deadline missed) is never stored: the next search
+may answer with the vectors.
+
+Bounds: at most `entries` answers per worker process (`search.answer_cache_entries`), least
+recently used evicted first (cachetools' LRUCache, guarded by a lock: hybrid searches finish
+in worker threads). An answer is a tuple of frozen `Hit`s; readers get a new list each time,
+so a caller changing its list never changes the cache. Memory: an answer of Limit 5 at the
+default excerpt bounds holds 10–14 KiB on average (cmrc2018, the TiDB docs; at most ~19 KiB),
+so 2,048 entries take about 30 MiB per worker when full.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cachetools import LRUCache
+
+from indexes.types import Hit, MetaFilter, MetaValue, SearchFilter
+
+__all__ = ["AnswerCache", "AnswerKey", "normalize_query", "where_key"]
+
+Observe = Callable[[str, str], None]
+"""observe(index name, 'hit' | 'miss'): told of every lookup, in the searching thread; it must
+not block and must not raise (`Events.publish` does neither)."""
+
+TypedValue = tuple[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerKey:
+    """What one answer depends on (module doc). query: `normalize_query`'s text; where:
+    `where_key`'s canonical form; the rest as `gateway.core.retrieve.search` takes them
+    (limit in hits, chars in characters, min_score in the index's score unit)."""
+
+    index: str
+    generation: int
+    query: str
+    limit: int
+    filter: SearchFilter
+    where: tuple[str, tuple[tuple[str, str, TypedValue], ...]] | None
+    summary_chars: int
+    content_chars: int
+    one_per_document: bool
+    min_score: float
+
+
+def normalize_query(query: str) -> str:
+    """`query` stripped, each run of whitespace made one space. Case, width and script are
+    kept: the index analyzer folds them (`indexes.analysis.normalize`), but a hybrid index
+    embeds the raw text. The analyzer splits on whitespace whatever its kind and length, and
+    the search itself runs on this text (`retrieve.search`), so a key and its answer agree."""
+    return " ".join(query.split())
+
+
+def _typed(value: MetaValue | None) -> TypedValue:
+    """A value with its type: 1, 1.0 and True compare equal in Python but may filter
+    differently (`indexes.metadata`), so they must not share a key."""
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_typed(v) for v in value))
+    return (type(value).__name__, value)
+
+
+def where_key(where: MetaFilter | None) -> tuple[str, tuple[tuple[str, str, TypedValue], ...]] | None:
+    """A hashable canonical form of metadata conditions (None: none): logic, then (name,
+    operator, typed value) of each condition in the order given."""
+    if where is None:
+        return None
+    return where.logic, tuple((c.name, c.operator, _typed(c.value)) for c in where.conditions)
+
+
+class AnswerCache:
+    """At most `entries` answers (entries ≥ 1), least recently used evicted first; thread-safe.
+
+    observe: told of each lookup's outcome (`Observe`), e.g. to count it in /metrics."""
+
+    def __init__(self, entries: int, observe: Observe | None = None) -> None:
+        if entries < 1:
+            raise ValueError("an answer cache holds at least one entry")
+        self.entries = entries
+        self._lru: LRUCache[AnswerKey, tuple[Hit, ...]] = LRUCache(maxsize=entries)
+        self._lock = threading.Lock()
+        self._observe = observe
+
+    def get(self, key: AnswerKey) -> list[Hit] | None:
+        """A new list of the hits stored under `key`, or None (a miss)."""
+        with self._lock:
+            hits = self._lru.get(key)
+        if self._observe is not None:
+            self._observe(key.index, "miss" if hits is None else "hit")
+        return None if hits is None else list(hits)
+
+    def put(self, key: AnswerKey, hits: Sequence[Hit]) -> None:
+        """Store `hits` (copied into a tuple) under `key`, evicting the least recently used."""
+        answer = tuple(hits)
+        with self._lock:
+            self._lru[key] = answer
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._lru.clear()
+
+    def __len__(self) -> int:
+        return len(self._lru)
