@@ -269,8 +269,8 @@ class DifyConfig:
     """[dify]: Dify's External Knowledge API (issue 11). Lengths in characters.
 
     prefix: the endpoint Dify is given; it POSTs to prefix + '/retrieval' ('' = the root;
-        needs a restart). max_top_k: top_k is clamped to 1..this (Dify's top_k is not
-        trusted: some versions send it stuck at a default). default_top_k: when top_k is
+        needs a restart). max_top_k: a top_k above it is clamped to it (a top_k below
+        1 or fractional is refused; some Dify versions send it stuck at a default). default_top_k: when top_k is
         absent or null. content_chars: bound of a record's content. max_query_chars: a longer
         query is refused. score_k: K of the score normalization s / (s₁ + K) (gateway.dify.records).
     """
