@@ -21,7 +21,7 @@ from bench.wings import WINGS
 from tests.support.harness import Server
 
 if TYPE_CHECKING:
-    from bench.realcorpora import Stream
+    from bench.workload import Stream
 
 __all__ = ["HUGE_ID", "HUGE_ROUTE", "HUGE_TERM", "huge_queries", "huge_vs_normal"]
 

@@ -36,14 +36,13 @@ from typing import Any
 import httpx
 
 from bench.answercache import CacheSwitch
-from bench.corpus import corpus_documents
 from bench.flame import summarize
 from bench.hugedoc import HUGE_ROUTE, huge_queries, huge_vs_normal
 from bench.measure import closed_loop, open_loop, worker_memory
 from bench.phases import run_phase
 from bench.stack import floor_argv, gateway_argv, write_routes_config
 from bench.wings import WINGS, Wing, served_grants
-from bench.workload import CORPUS_SOURCES, real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
+from bench.workload import CORPUS_SOURCES, Stream, repeat_share, write_bodies
 from bench.wrk import run_wrk
 from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
 from tests.support.harness import Server, free_port
@@ -56,42 +55,6 @@ _PROFILE_ROUTE = "tidb-docs-cn"
 
 def _say(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-
-class Stream:
-    """A corpus's unique queries handed out in disjoint slices, so no phase repeats a
-    query another phase sent to the same server; `zipf` draws from a reserved tail."""
-
-    def __init__(self, corpus: str, size: int, limit: int | None) -> None:
-        from indexes.ingest import chunk
-
-        docs = corpus_documents(CORPUS_SOURCES[corpus][0], limit)
-        self.texts = [c.text for d in docs for c in chunk(d)]
-        self.real = real_queries(corpus)
-        self.queries = unique_queries(self.real, self.texts, size)
-        self._pool = self.queries[-1000:]
-        self._end = max(0, len(self.queries) - len(self._pool))
-        self._next = 0
-        self.reused = 0
-
-    def summary(self) -> dict[str, int]:
-        """real, unique (generated), used, reused (queries handed out again: the stream ran short)."""
-        return {"real": len(self.real), "unique": len(self.queries), "used": self._next, "reused": self.reused}
-
-    def take(self, n: int) -> list[str]:
-        """The next `n` unused queries (fewer, wrapping not allowed, when the stream runs
-        short: the caller's `wrapped` figure then shows repeats)."""
-        n = max(1, n)
-        out = self.queries[self._next:min(self._end, self._next + n)]
-        self._next += len(out)
-        if len(out) < n:  # ran short: hand out earlier queries again, and say so
-            again = self.queries[: min(n - len(out), self._end)]
-            self.reused += len(again)
-            out = out + again
-        return out
-
-    def zipf(self, n: int) -> list[str]:
-        return zipf_queries(self._pool, n)
 
 
 def _bodies(work: Path, tag: str, wing: Wing, route: str, queries: list[str]) -> Path:

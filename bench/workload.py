@@ -27,9 +27,9 @@ from pathlib import Path
 
 import orjson
 
-from bench.corpus import CORPORA
+from bench.corpus import CORPORA, corpus_documents
 
-__all__ = ["CORPUS_SOURCES", "MIXES", "callback_body", "real_queries", "repeat_share", "unique_queries",
+__all__ = ["CORPUS_SOURCES", "MIXES", "Stream", "callback_body", "real_queries", "repeat_share", "unique_queries",
            "write_bodies", "zipf_queries"]
 
 CORPUS_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -130,3 +130,39 @@ def write_bodies(path: Path, bodies: Iterator[bytes] | Iterable[bytes]) -> int:
             fh.write(b + b"\n")
             n += 1
     return n
+
+
+class Stream:
+    """A corpus's unique queries handed out in disjoint slices, so no phase repeats a
+    query another phase sent to the same server; `zipf` draws from a reserved tail."""
+
+    def __init__(self, corpus: str, size: int, limit: int | None) -> None:
+        from indexes.ingest import chunk
+
+        docs = corpus_documents(CORPUS_SOURCES[corpus][0], limit)
+        self.texts = [c.text for d in docs for c in chunk(d)]
+        self.real = real_queries(corpus)
+        self.queries = unique_queries(self.real, self.texts, size)
+        self._pool = self.queries[-1000:]
+        self._end = max(0, len(self.queries) - len(self._pool))
+        self._next = 0
+        self.reused = 0
+
+    def summary(self) -> dict[str, int]:
+        """real, unique (generated), used, reused (queries handed out again: the stream ran short)."""
+        return {"real": len(self.real), "unique": len(self.queries), "used": self._next, "reused": self.reused}
+
+    def take(self, n: int) -> list[str]:
+        """The next `n` unused queries (fewer, wrapping not allowed, when the stream runs
+        short: the caller's `wrapped` figure then shows repeats)."""
+        n = max(1, n)
+        out = self.queries[self._next:min(self._end, self._next + n)]
+        self._next += len(out)
+        if len(out) < n:  # ran short: hand out earlier queries again, and say so
+            again = self.queries[: min(n - len(out), self._end)]
+            self.reused += len(again)
+            out = out + again
+        return out
+
+    def zipf(self, n: int) -> list[str]:
+        return zipf_queries(self._pool, n)
