@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ from asgi_lifespan import LifespanManager
 from gateway.core.config import Config
 from gateway.core.replay import MemoryNonceStore
 from gateway.serve.app import create_app
+from tests.support.agent_env import TOKEN_ALICE
 from tests.support.configs import config, parse, tenant
 
 
@@ -39,3 +41,35 @@ async def test_readyz_ready_when_every_agent_route_has_its_index(tmp_path: Path,
     r = await readyz(tmp_path, docs_index,
                      {"handbook": {"index": "docs"}, "later": {"index": "nope", "enabled": False}})
     assert (r.status_code, r.json()["status"]) == (200, "ready")
+
+
+# ------------------------------------------------------------------ paths no endpoint serves
+
+EVIL = "evil.example.com"
+UNSERVED = [
+    ("POST", "/dify/retrieval/"),
+    ("POST", "/agent-access/v1/tools/search/"),
+    ("POST", "/agent-api/v1/workspaces/support/knowledge/search/"),
+    ("GET", "/agent-api/v1/workspaces/support/knowledge/capabilities/"),
+    ("POST", "/mcp//"),
+    ("GET", "/healthz/"),
+    ("GET", "/readyz/"),
+    ("GET", "/metrics/"),
+    ("GET", "/admin/deliveries.json/"),
+    ("POST", "/admin/login/"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("method", "path"), UNSERVED)
+async def test_a_trailing_slash_is_a_plain_404_never_a_redirect_built_from_host(env: Any, method: str,
+                                                                                path: str) -> None:
+    # Starlette's Router answered these with 307 Location: http://<Host header><path without />.
+    # (/mcp and /mcp/ both stay answered: tests/mcp/test_transport.py.)
+    e = await env()
+    r = await e.http.request(method, path, headers={"host": EVIL, "authorization": f"Bearer {TOKEN_ALICE}",
+                                                    "content-type": "application/json"}, content=b"{}")
+    assert (r.status_code, r.text, r.headers["content-type"]) == (404, "Not Found", "text/plain; charset=utf-8")
+    assert "location" not in r.headers and EVIL not in str(r.headers)
+    assert r.headers["cache-control"] == "no-store"
+
