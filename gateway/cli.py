@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING
 from gateway.core.config import Config, load_config, load_indexer_config, load_indexes, load_indexes_dir
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
-from indexes.errors import EmbeddingError, IndexStoreError
+from indexes.errors import EmbeddingError, IndexNotFoundError, IndexStoreError
 
 if TYPE_CHECKING:
     from indexes.dense.config import DenseConfig
+    from indexes.store import IndexStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,7 +155,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     from indexes.store import IndexStore
 
     store = IndexStore(config.indexes_dir)
-    have = set(store.names())
+    routed = {r.index for t in config.tenants.values() for r in t.routes} | {
+        ar.index for ar in config.agent.routes.values()}
+    broken = {name: _open_problem(store, name) for name in sorted(routed)}  # opened as a worker would
     ok = True
     print(f"config {config.source}: valid")
     from gateway.core.redis_clients import describe
@@ -171,17 +174,32 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if t.secrets and not any(k.live(now) for k in t.secrets):
             print(f"  WARNING: every key of tenant {t.name} has expired: signed callbacks get Ret 40106")
         for r in t.routes:
-            mark = "ok" if r.index in have else "MISSING"
-            ok &= r.index in have
-            print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} [{mark}]")
+            problem = broken[r.index]
+            ok &= problem is None
+            print(f"  route {r.first_level_id}/{r.second_level_id} -> index {r.index} "
+                  f"[{'ok' if problem is None else problem.reason.upper()}]")
     for ar in config.agent.routes.values():
         # A disabled route answers 'disabled' without searching: its index may come later.
-        mark = "ok" if ar.index in have else ("MISSING" if ar.enabled else "missing, route disabled")
-        ok &= ar.index in have or not ar.enabled
+        problem = broken[ar.index]
+        mark = "ok" if problem is None else (problem.reason.upper() if ar.enabled else
+                                             f"{problem.reason}, route disabled")
+        ok &= problem is None or not ar.enabled
         print(f"agent route {ar.name} -> index {ar.index} [{mark}]")
+    for problem in broken.values():
+        if problem is not None and not isinstance(problem, IndexNotFoundError):
+            print(f"  {problem}")  # where it is, what is wrong, how to rebuild it
     for name, dense in sorted(config.dense.items()):
         print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1
+
+
+def _open_problem(store: IndexStore, name: str) -> IndexStoreError | None:
+    """Why the index `name` would not open in a worker now (`IndexStore.check`), or None."""
+    try:
+        store.check(name)
+    except IndexStoreError as exc:
+        return exc
+    return None
 
 
 def _vectors_state(folder: Path, dense: DenseConfig) -> str:
@@ -253,12 +271,19 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     names = [args.index] if getattr(args, "index", None) else store.names()
     if not names:
         print(f"no indexes under {store.root}")
+    failed = 0
     for name in names:
-        s = store.open(name).stats()
+        try:
+            s = store.open(name).stats()
+        except IndexStoreError as exc:  # one bad index must not hide the others
+            failed += 1
+            print(f"{name}\t{exc.reason.upper()}")
+            print(f"kbgate: {exc}", file=sys.stderr)
+            continue
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"
         print(f"{s.name}\tdocuments={s.documents}\tchunks={s.chunks}\tgeneration={s.generation}\t"
               f"size={s.size_bytes / 1e6:.1f}MB\tlast_commit={when}")
-    return 0
+    return 1 if failed else 0
 
 
 def cmd_sign(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """Errors raised by the index layer.
 
-    IndexStoreError                 base; `name` is the index name
+    IndexStoreError                 base; `name` is the index name, `reason` one short word or two
     ├── IndexNotFoundError          no such index under the store root
     ├── SchemaVersionError          index built by another schema version (rebuild it)
+    ├── IndexCorruptError           Tantivy cannot open the files (damaged, truncated or missing)
     └── IndexLockedError            another writer holds the index (Tantivy LockBusy)
 
     EmbeddingError                  an embedding provider gave no usable vectors (`indexes.dense`)
@@ -16,6 +17,7 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingResponseError",
     "EmbeddingUnavailable",
+    "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
     "IndexStoreError",
@@ -24,7 +26,13 @@ __all__ = [
 
 
 class IndexStoreError(Exception):
-    """Base of index-layer errors; the message is built once from structured fields."""
+    """Base of index-layer errors; the message is built once from structured fields.
+
+    reason: what is wrong in a few words without paths ("missing", "damaged"), for places that
+    must not show the server's folders (/readyz); the message says where and what to do.
+    """
+
+    reason = "unreadable"
 
     def __init__(self, name: str, message: str) -> None:
         self.name = name
@@ -32,12 +40,16 @@ class IndexStoreError(Exception):
 
 
 class IndexNotFoundError(IndexStoreError):
+    reason = "missing"
+
     def __init__(self, name: str, path: str) -> None:
         self.path = path
         super().__init__(name, f"Index {name!r} does not exist at {path}.")
 
 
 class SchemaVersionError(IndexStoreError):
+    reason = "built by another schema version"
+
     def __init__(self, name: str, path: str, found: object, expected: int) -> None:
         self.path, self.found, self.expected = path, found, expected
         super().__init__(
@@ -48,7 +60,26 @@ class SchemaVersionError(IndexStoreError):
         )
 
 
+class IndexCorruptError(IndexStoreError):
+    """Tantivy refused to open the folder: meta.json unreadable, a segment file missing or
+    truncated. detail: Tantivy's own words, cut to one line of at most 300 characters."""
+
+    reason = "damaged"
+
+    def __init__(self, name: str, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = " ".join(detail.split())[:300]
+        super().__init__(
+            name,
+            f"Index {name!r} at {path} is damaged, Tantivy cannot open it ({self.detail}). Restore "
+            f"the folder from a copy, or rebuild it: delete the folder {path} and run `kbgate index "
+            f"add --config FILE --index {name} PATH...` again with the same sources.",
+        )
+
+
 class IndexLockedError(IndexStoreError):
+    reason = "locked by a writer"
+
     def __init__(self, name: str, path: str) -> None:
         self.path = path
         super().__init__(

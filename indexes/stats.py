@@ -19,7 +19,8 @@ def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tan
     """Documents (chunk-0 count), chunks, generation (commit opstamp from meta.json), last
     commit time (meta.json mtime, unix seconds; None when unreadable) and size on disk in
     bytes: the files directly in `folder` (Tantivy's) and every file under `folder/dense`
-    (the vectors of a hybrid index, `indexes.dense.vectors`)."""
+    (the vectors of a hybrid index, `indexes.dense.vectors`). Never raises OSError: what is
+    gone from disk counts 0 (generation 0 when meta.json is unreadable)."""
     docs = count_matches(searcher, Query.term_query(schema, "chunk", 0))
     last: float | None
     try:
@@ -29,8 +30,26 @@ def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tan
     except (OSError, ValueError):
         opstamp, last = 0, None
     # "dense" is indexes.dense.vectors.DENSE_DIR (not imported: the dense package imports this one)
-    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file()) + _tree_bytes(folder / "dense")
+    size = _files_bytes(folder) + _tree_bytes(folder / "dense")
     return IndexStats(name, docs, int(searcher.num_docs), opstamp, last, size)
+
+
+def _files_bytes(folder: Path) -> int:
+    """Bytes of the files directly in `folder`: 0 when the folder is gone (deleted under a
+    running reader, which still answers from the files it mapped), and a file removed
+    meanwhile (an old segment deleted by a writer's commit) counts 0."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return 0
+    total = 0
+    for p in entries:
+        try:
+            if p.is_file():
+                total += p.stat().st_size
+        except OSError:
+            continue
+    return total
 
 
 def _tree_bytes(folder: Path) -> int:

@@ -54,13 +54,23 @@ class Runtime:
     def index(self, name: str) -> KnowledgeIndex:
         """The named index, reloaded if a new commit landed, searching within the current
         config's bounds (search.max_chunks_per_query, search.max_chunks_per_document: a
-        config reload applies them). Raises DependencyUnavailable('index_unavailable')."""
+        config reload applies them). Raises DependencyUnavailable('index_unavailable') when
+        it cannot be opened.
+
+        A reload that fails (meta.json damaged or the folder deleted under a running worker)
+        keeps the reader opened before: it answers from the files it mapped, one warning line
+        per failed change is logged, and /readyz reports the index on disk (gateway/serve/health.py).
+        """
         try:
             idx = self.indexes.open(name)
-            idx.maybe_reload()
         except (IndexStoreError, OSError, ValueError):
             log.warning("index unavailable", extra={"index": name})
             raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
+        try:
+            idx.maybe_reload()  # retried only once meta.json changes again
+        except (IndexStoreError, OSError, ValueError) as exc:
+            log.warning("index reload failed, answering from the reader opened before",
+                        extra={"index": name, "problem": " ".join(str(exc).split())[:300]})
         s = self.config.search
         if (idx.bounds.max_chunks_per_query, idx.bounds.max_chunks_per_document) != (
                 s.max_chunks_per_query, s.max_chunks_per_document):

@@ -8,6 +8,9 @@ Query text only when `admin.show_queries` is on) kept in a bounded ring per tena
   pipeline), so every worker, replica and `kbgate onboard` sees the same record. Tenants
   that have a list are named in the set '{replay.key_prefix}:delivery-tenants'.
 - `MemoryDeliveryLog` otherwise: a deque per tenant in this process (one worker).
+- `DeliveryReader`: the Redis record read synchronously, for `kbgate onboard` (a command-line
+  tool that must stop at once on Ctrl-C, which an asyncio task cannot promise: see
+  gateway/ops/onboard.py).
 
 Writing never slows or fails a callback: `submit` is called after the response was sent,
 does no I/O itself, and the Redis writer batches in a background task that fails open
@@ -24,13 +27,14 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypedDict
 
 import orjson
+import redis
 from redis.exceptions import RedisError
 
 from gateway.core.background import BackgroundWriter
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Delivery
-from gateway.core.redis_clients import async_client
+from gateway.core.redis_clients import async_client, sync_client
 
 log = logging.getLogger("kbgate.deliveries")
 
@@ -164,7 +168,7 @@ class RedisDeliveryLog:
 
     def key(self, tenant: str) -> str:
         """'{prefix}:deliveries:{tenant}': the list of one tenant, newest first."""
-        return f"{self.prefix}:deliveries:{tenant}"
+        return list_key(self.prefix, tenant)
 
     @property
     def tenants_key(self) -> str:
@@ -222,16 +226,7 @@ class RedisDeliveryLog:
                 lists = await pipe.execute() if names else []
         except (RedisError, OSError, TimeoutError):
             raise DependencyUnavailable("replay_store_unavailable", "the deliveries record is unavailable") from None
-        out: list[dict[str, Any]] = []
-        for items in lists:
-            for raw in items:
-                try:
-                    rec = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict):
-                    out.append(rec)
-        return _newest(out, n)
+        return _newest(_parsed(lists), n)
 
     async def flush(self, timeout: float = 2.0) -> None:
         await self._writer.flush(timeout)
@@ -239,6 +234,50 @@ class RedisDeliveryLog:
     async def close(self) -> None:
         await self._writer.close(self._timeout)
         await self.client.aclose()
+
+
+class DeliveryReader:
+    """One tenant's deliveries in Redis (`RedisDeliveryLog`'s lists), read with a blocking client.
+
+    url, prefix, timeout: as `RedisDeliveryLog` (timeout: seconds to connect and per command).
+    A KeyboardInterrupt in the middle of a read leaves nothing half-done: it only reads.
+    Close with `close()`.
+    """
+
+    def __init__(self, url: str, prefix: str, timeout: float = 1.0) -> None:
+        self.prefix = prefix
+        self.client: redis.Redis = sync_client(url, timeout)
+
+    def recent(self, tenant: str, n: int) -> list[dict[str, Any]]:
+        """The newest `n` (≥ 1) records of `tenant`, newest first. Raises DependencyUnavailable
+        ('replay_store_unavailable') when Redis does not answer in time."""
+        try:
+            items = self.client.lrange(list_key(self.prefix, tenant), 0, n - 1)
+        except (RedisError, OSError):
+            raise DependencyUnavailable("replay_store_unavailable", "the deliveries record is unavailable") from None
+        return _newest(_parsed([items]), n)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def list_key(prefix: str, tenant: str) -> str:
+    """'{prefix}:deliveries:{tenant}': the list of one tenant's records, newest first."""
+    return f"{prefix}:deliveries:{tenant}"
+
+
+def _parsed(lists: list[Any]) -> list[dict[str, Any]]:
+    """The records in Redis lists of JSON bytes; an item that is not a JSON object is skipped."""
+    out: list[dict[str, Any]] = []
+    for items in lists:
+        for raw in items:
+            try:
+                rec = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
 
 
 def _newest(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:

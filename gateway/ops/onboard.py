@@ -18,14 +18,25 @@ reloads it by itself within a second (gateway/serve/reload.py). When onboard sto
 is stored (no delivery in time, Ctrl-C, an error), it puts the config file back exactly as it
 found it, so a tenant it created or switched to report mode does not stay open to unsigned
 requests.
+
+Ctrl-C must stop onboard at once, wherever it waits (a pause, a Redis read, the secret prompt),
+so onboard is plain blocking code and Python's own SIGINT handler raises KeyboardInterrupt in
+the middle of any of them. Under `asyncio.run` a Ctrl-C only cancels the main task: it lands at
+the next `await`, never inside the blocking prompt, and on Python 3.11 a cancellation that
+arrives while redis-py sends a command is lost inside `asyncio.wait_for` (CPython gh-86296,
+fixed in 3.12), so onboard polled on until `--wait` ran out. The config edits themselves hold
+a Ctrl-C back until they are complete (`_whole`), so none is left half-made.
 """
 
 from __future__ import annotations
 
-import asyncio
 import getpass
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +45,7 @@ from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
-from gateway.ops.deliveries import DeliveryLog, make_delivery_log
+from gateway.ops.deliveries import DeliveryReader
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
 
@@ -71,7 +82,7 @@ def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], se
     except (OSError, UnicodeDecodeError):
         raise ConfigError("<file>", f"{path} cannot be read as UTF-8") from None
     try:
-        code = asyncio.run(_onboard(path, tenant, base_url, routes, secret_stdin, wait, edits))
+        code = _onboard(path, tenant, base_url, routes, secret_stdin, wait, edits)
     except BaseException:
         _undo(path, tenant, edits)
         raise
@@ -80,15 +91,38 @@ def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], se
     return code
 
 
+@contextmanager
+def _whole() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) back until the block ends, then raise KeyboardInterrupt: a config
+    edit and the key file beside it are made whole or not at all. Only in the main thread
+    (where Python runs signal handlers); elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+    if held:
+        raise KeyboardInterrupt
+
+
 def _undo(path: Path, tenant: str, edits: _Edits) -> None:
     """Put the config back as it was before onboard, unless the key is stored or nothing changed.
 
     Restores only when the file still holds onboard's own last edit: an edit someone made
     meanwhile is never overwritten (onboard says what to check instead). Never raises an
-    OSError; a failed write is reported.
+    OSError; a failed write is reported. A second Ctrl-C waits until the restore is done.
     """
     if edits.key_stored or edits.written is None:
         return
+    with _whole():
+        _restore(path, tenant, edits)
+
+
+def _restore(path: Path, tenant: str, edits: _Edits) -> None:
     try:
         now = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError):
@@ -107,8 +141,8 @@ def _undo(path: Path, tenant: str, edits: _Edits) -> None:
         f"{edits.undoes}. Run `kbgate onboard` again to connect the tenant.")
 
 
-async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_stdin: bool,
-                   wait: float, edits: _Edits) -> int:
+def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_stdin: bool,
+             wait: float, edits: _Edits) -> int:
     config = load_config(path)
     if not config.replay.redis_url:
         raise ConfigError("replay.redis_url", "is not set: onboard reads the deliveries record the server "
@@ -116,8 +150,9 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
     if tenant not in config.tenants:
         if not routes:
             raise ConfigError(f"tenants.{tenant}", "does not exist; pass --route FIRST/SECOND=INDEX to create it")
-        config = ensure_tenant(path, tenant, [_route(r) for r in routes])
-        edits.written = path.read_text("utf-8")
+        with _whole():
+            config = ensure_tenant(path, tenant, [_route(r) for r in routes])
+            edits.written = path.read_text("utf-8")
         edits.undoes = f"tenant {tenant} is removed again, so nothing answers unsigned requests for it"
         say(f"Created tenant {tenant} in {path} (verify = report) with {len(routes)} route(s).")
     t = config.tenants[tenant]
@@ -127,17 +162,19 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
         say(f"    FirstLevelId = {r.first_level_id!r}  SecondLevelId = {r.second_level_id!r}  → index {r.index}")
     now = time.time()
     if not any(k.live(now) for k in t.secrets) and t.verify != "report":
-        config = set_verify(path, tenant, "report")
-        edits.written = path.read_text("utf-8")
+        with _whole():
+            config = set_verify(path, tenant, "report")
+            edits.written = path.read_text("utf-8")
         edits.undoes = f"tenant {tenant} is back to verify = \"{t.verify}\" and rejects unsigned requests"
     if config.tenants[tenant].verify == "report":
         say(f"Tenant {tenant} is in report mode: unsigned requests are answered (and recorded) until the "
             "key is known.")
-    log = make_delivery_log(config)
+    assert config.replay.redis_url is not None
+    log = DeliveryReader(config.replay.redis_url, config.replay.key_prefix, config.replay.timeout_seconds)
     try:
-        await asyncio.sleep(2 * INTERVAL + 0.2)  # the running server picks the edits up
+        time.sleep(2 * INTERVAL + 0.2)  # the running server picks the edits up
         say("\nStep 2. Press 测试 under 请求路径调试 in the console now. Waiting for the test delivery...")
-        first = await _next_delivery(log, tenant, since=now, wait=wait)
+        first = _next_delivery(log, tenant, since=now, wait=wait)
         if first is None:
             say(f"No delivery arrived within {wait:.0f} s. Check the URL in the console and that "
                 "`kbgate serve` is reachable from the internet (e.g. kbgate probe).")
@@ -147,14 +184,15 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
             "it shows.")
         secret = _read_secret(secret_stdin)
         # One atomic edit: a worker never serves "enforce" without the key, or the key in report mode.
-        added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce", value_source="secret")
-        edits.key_stored = True
+        with _whole():
+            added = add_key(path, tenant, now=time.time(), value=secret, verify="enforce", value_source="secret")
+            edits.key_stored = True
         say(f"Stored the key as {added.key_id} in {added.created_file} (mode 0600); tenant {tenant} is now "
             "verify = enforce.")
-        await asyncio.sleep(2 * INTERVAL + 0.2)
+        time.sleep(2 * INTERVAL + 0.2)
         mark = time.time()
         say("\nStep 4. Press 测试 again (or ask the agent a question). Waiting for a signed delivery...")
-        second = await _next_delivery(log, tenant, since=mark, wait=wait)
+        second = _next_delivery(log, tenant, since=mark, wait=wait)
         if second is None:
             say(f"No delivery arrived within {wait:.0f} s; run `kbgate onboard` again or check the log.")
             return 1
@@ -167,21 +205,21 @@ async def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], se
             "verify = \"report\" again while you check.")
         return 1
     finally:
-        await log.close()
+        log.close()
 
 
-async def _next_delivery(log: DeliveryLog, tenant: str, *, since: float, wait: float) -> dict[str, Any] | None:
+def _next_delivery(log: DeliveryReader, tenant: str, *, since: float, wait: float) -> dict[str, Any] | None:
     """The oldest delivery of `tenant` received at or after `since` (unix s), waiting up to `wait` s."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         try:
-            recent = await log.recent(tenant, 20)
+            recent = log.recent(tenant, 20)
         except DependencyUnavailable:
             recent = []
         fresh = [r for r in recent if float(r.get("received_at") or 0) >= since]
         if fresh:
             return min(fresh, key=lambda r: float(r["received_at"]))
-        await asyncio.sleep(POLL)
+        time.sleep(POLL)
     return None
 
 

@@ -70,6 +70,11 @@ class Gateway:
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
                   *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes()]
         self.router = Starlette(routes=routes, lifespan=lifespan)
+        # Starlette answers a path that differs from a route by a trailing slash with a 307 to
+        # an absolute URL built from the Host header (an open redirect behind a proxy that
+        # forwards Host). A path no route serves is the documented plain 404; the MCP
+        # endpoint takes both `mcp.path` and `mcp.path/` as routes of their own.
+        self.router.router.redirect_slashes = False
         self.router.state.runtime = rt
         self.router.state.metrics = self.metrics
         self.router.state.deliveries = self.deliveries

@@ -1,13 +1,16 @@
-"""`/healthz` (the process answers) and `/readyz` (it can serve: every index a route names
-opens, the replay store answers). Both `Cache-Control: no-store`."""
+"""`/healthz` (the process answers) and `/readyz` (it can serve, and will after a restart: every
+index a route names opens, in this worker and on disk; the replay store answers). Both
+`Cache-Control: no-store`."""
 
 from __future__ import annotations
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
+from indexes.errors import IndexStoreError
 
 NO_STORE = {"cache-control": "no-store"}
 
@@ -17,24 +20,57 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"}, headers=NO_STORE)
 
 
+def disk_problem(rt: Runtime, name: str) -> str | None:
+    """What is wrong with index `name` on disk in a few words without paths ('missing',
+    'damaged', …: `IndexStoreError.reason`), or None when its folder opens afresh
+    (`IndexStore.check`, blocking: about 1-2 ms an index)."""
+    try:
+        rt.indexes.check(name)
+    except IndexStoreError as exc:
+        return exc.reason
+    except OSError:
+        return "unreadable"
+    return None
+
+
 async def readyz(request: Request) -> Response:
     """Ready: config loaded, every index a tenant route or an enabled `[agent.routes.*]` entry
-    names opens, Redis answers when configured. 200 {"status": "ready", "problems": []} or 503
-    {"status": "not_ready", "problems": [...]}, each problem naming the route."""
+    names opens in this worker and its folder opens afresh (so a restarted worker would serve
+    it too), Redis answers when configured. 200 {"status": "ready", "problems": []} or 503
+    {"status": "not_ready", "problems": [...]}, each problem naming the route or the index:
+
+    - "index kb unavailable (damaged on disk)": this worker cannot open it, its callbacks get 503;
+    - "agent route wiki: index w unavailable (missing on disk)": the same for an agent route;
+    - "index kb damaged on disk; answers come from the copy opened before": this worker still
+      answers from the files it mapped before they were damaged or deleted, but a restarted
+      or replaced worker could not (README, on-call section).
+    """
     rt: Runtime = request.app.state.runtime
+    routed = {r.index for t in rt.config.tenants.values() for r in t.routes}
+    agent = [ar for ar in rt.config.agent.routes.values() if ar.enabled]  # a disabled one answers without searching
+    on_disk = {name: await run_in_threadpool(disk_problem, rt, name)
+               for name in sorted(routed | {ar.index for ar in agent})}
+
+    def unavailable(name: str) -> str:
+        return "unavailable" + (f" ({on_disk[name]} on disk)" if on_disk[name] else "")
+
     problems: list[str] = []
-    for name in sorted({r.index for t in rt.config.tenants.values() for r in t.routes}):
+    opened: set[str] = set()
+    for name in sorted(routed):
         try:
             rt.index(name)
+            opened.add(name)
         except DependencyUnavailable:
-            problems.append(f"index {name} unavailable")
-    for ar in rt.config.agent.routes.values():
-        if not ar.enabled:
-            continue  # answers 'disabled' without searching
+            problems.append(f"index {name} {unavailable(name)}")
+    for ar in agent:
         try:
             rt.index(ar.index)
+            opened.add(ar.index)
         except DependencyUnavailable:
-            problems.append(f"agent route {ar.name}: index {ar.index} unavailable")
+            problems.append(f"agent route {ar.name}: index {ar.index} {unavailable(ar.index)}")
+    for name in sorted(opened):
+        if on_disk[name]:
+            problems.append(f"index {name} {on_disk[name]} on disk; answers come from the copy opened before")
     if not await rt.nonces.ping():
         problems.append("replay store unavailable")
     status = 200 if not problems else 503

@@ -1,18 +1,31 @@
-"""The process that starts hypercorn workers and turns SIGHUP into a reload, not a restart.
+"""The process that starts hypercorn workers, replaces the ones that die, and turns SIGHUP
+into a reload, not a restart.
 
 hypercorn's own `hypercorn.run.run` answers SIGHUP by stopping and restarting every
 worker process: indexes reopen, connections drop, nothing proves the new config is valid
-first. kbgate wants a reload: every worker keeps running and swaps its config in-process
-(`gateway.serve.reload`). So this master does what `hypercorn.run.run` does for
-`workers ≥ 1` (spawn workers on shared sockets, SIGINT/SIGTERM → graceful shutdown through
-the shutdown event, a worker that exits non-zero stops the service) but on SIGHUP it only
-bumps a shared counter (`multiprocessing.Value`) that each worker's `Reloader` reads
-once per second. Workers ignore SIGHUP themselves, so a hang-up sent to the whole process
-group cannot kill them.
+first; and when one worker exits non-zero it stops the whole service. kbgate's master
+instead supervises its workers the way gunicorn's arbiter and uvicorn's supervisor do:
 
-Why a shared counter rather than forwarding the signal: a counter cannot be lost or
-arrive before a worker installed its handler, and it reaches every worker, including one
-started after the signal.
+- spawn `workers` processes on the shared listening sockets;
+- a worker that exits while the service runs (killed by the OOM killer, a crash, a clean
+  exit) is logged as one JSON line ("worker died": pid, exitcode, signal, uptime) and
+  replaced at once by a new worker on the same sockets; the other workers keep serving;
+- a crash loop stops the service: when `CRASH_LOOP_DEATHS` workers have died, each within
+  `CRASH_LOOP_SECONDS` of its start, within `CRASH_LOOP_SECONDS` of each other, the master
+  logs "workers keep dying at start-up" (critical), stops the others and exits with
+  `CRASH_LOOP_EXIT` rather than spinning forever; a supervisor above it (systemd,
+  Kubernetes) then sees a failed service. A worker that served longer never counts;
+- SIGINT/SIGTERM → graceful shutdown (every worker drains for `graceful_timeout` seconds);
+- SIGHUP only bumps a shared counter that each worker's `Reloader` reads once per second.
+  Workers ignore SIGHUP themselves, so a hang-up sent to the whole process group cannot
+  kill them.
+
+Nothing a worker touches may stay locked when that worker is killed mid-way: a lock held by
+a SIGKILLed process is never released, and the master (or the other workers) would block on
+it forever. So each worker gets its own shutdown event (hypercorn polls it every 0.1 s; a
+shared one is a lock every worker takes), and the generation counter is a lock-free shared
+integer written by the master alone (a counter cannot be lost or arrive before a worker
+installed its handler, and it reaches every worker, including one started after the signal).
 """
 
 from __future__ import annotations
@@ -20,6 +33,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import signal
+import time
+from collections import deque
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event as EventType
@@ -29,6 +45,10 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.config import Sockets
 
 log = logging.getLogger("kbgate.master")
+
+CRASH_LOOP_DEATHS = 5  # deaths of young workers that make a crash loop...
+CRASH_LOOP_SECONDS = 30.0  # ...each younger than this, all within this many seconds
+CRASH_LOOP_EXIT = 1  # the master's exit code after a crash loop (gateway/cli.py: the operation failed)
 
 
 def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType, generation: Any,
@@ -47,43 +67,107 @@ def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType
     run_worker(config, sockets, shutdown_event)
 
 
-def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None = None) -> int:
-    """Serve with `config.workers` (≥ 1) worker processes until SIGINT/SIGTERM.
+@dataclass(slots=True)
+class _Worker:
+    """One worker process, its own shutdown event and when it was started (monotonic seconds)."""
+
+    process: BaseProcess
+    shutdown: EventType
+    started: float
+
+
+def describe_exit(exitcode: int | None) -> tuple[int | None, str | None]:
+    """(exit status, signal name) of a `multiprocessing` exit code: -9 → (None, 'SIGKILL'),
+    1 → (1, None). A code of no known signal keeps its number."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            return None, signal.Signals(-exitcode).name
+        except ValueError:
+            return exitcode, None
+    return exitcode, None
+
+
+class CrashLoop:
+    """Counts worker deaths; `death` says when they make a crash loop (see module doc).
+
+    deaths: how many young deaths make one; seconds: how young a worker must die to count,
+    and the window those deaths must fall in.
+    """
+
+    def __init__(self, deaths: int = CRASH_LOOP_DEATHS, seconds: float = CRASH_LOOP_SECONDS) -> None:
+        self.deaths = deaths
+        self.seconds = seconds
+        self._young: deque[float] = deque()
+
+    def death(self, started: float, now: float) -> bool:
+        """Record a worker started at `started` and dead at `now` (monotonic seconds);
+        True when this death completes a crash loop."""
+        if now - started >= self.seconds:
+            return False
+        self._young.append(now)
+        while self._young and now - self._young[0] > self.seconds:
+            self._young.popleft()
+        return len(self._young) >= self.deaths
+
+
+def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None = None,
+        crash_loop: CrashLoop | None = None) -> int:
+    """Serve with `config.workers` (≥ 1) worker processes until SIGINT/SIGTERM or a crash loop.
 
     app_config: the validated gateway Config, handed to every worker as its fallback.
     sockets: already bound listening sockets (`config.create_sockets()`), else bound here.
+    crash_loop: when worker deaths stop the service (default `CrashLoop()`).
 
     SIGHUP: bump the reload generation (every worker reloads its config within ~1 s).
-    Returns 0 after a clean shutdown, else the exit code of the first failed worker.
+    Returns 0 after a clean shutdown, `CRASH_LOOP_EXIT` after a crash loop.
     """
     if config.workers < 1:
         raise ValueError("gateway.serve.master.run needs workers >= 1")
     ctx = multiprocessing.get_context("spawn")
     sockets = sockets if sockets is not None else config.create_sockets()
-    shutdown_event = ctx.Event()
-    generation = ctx.Value("Q", 0)
+    generation = ctx.Value("Q", 0, lock=False)  # written by this process only (see module doc)
+    loop = crash_loop or CrashLoop()
     active = True
+    workers: list[_Worker] = []
+    exitcode = 0
 
     def shutdown(*_: Any) -> None:
         nonlocal active
         active = False
-        shutdown_event.set()
+        for w in workers:
+            w.shutdown.set()
 
     def hangup(*_: Any) -> None:
-        with generation.get_lock():
-            generation.value += 1
+        generation.value += 1
         log.info("SIGHUP: reload requested", extra={"generation": int(generation.value)})
 
-    # Children inherit SIG_IGN for SIGINT, so a Ctrl-C reaches them only through the event.
+    # Children inherit SIG_IGN for SIGINT, so a Ctrl-C reaches them only through their event.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    processes: list[BaseProcess] = []
-    exitcode = 0
 
-    def spawn() -> None:
-        worker = ctx.Process(target=_worker, args=(config, sockets, shutdown_event, generation, app_config))
-        worker.daemon = config.daemon
-        worker.start()
-        processes.append(worker)
+    def spawn() -> _Worker:
+        event = ctx.Event()
+        process = ctx.Process(target=_worker, args=(config, sockets, event, generation, app_config))
+        process.daemon = config.daemon
+        process.start()
+        w = _Worker(process, event, time.monotonic())
+        workers.append(w)
+        return w
+
+    def buried(w: _Worker) -> None:
+        """Log the death of `w`; replace it, or stop everything when it completes a crash loop."""
+        nonlocal exitcode
+        now = time.monotonic()
+        status, signame = describe_exit(w.process.exitcode)
+        fields: dict[str, Any] = {"pid": w.process.pid, "exitcode": status, "signal": signame,
+                                  "uptime_seconds": round(now - w.started, 1)}
+        if loop.death(w.started, now):
+            log.critical("workers keep dying at start-up, stopping the gateway", extra={
+                **fields, "deaths": loop.deaths, "window_seconds": loop.seconds})
+            exitcode = CRASH_LOOP_EXIT
+            shutdown()
+            return
+        replacement = spawn()
+        log.error("worker died, started a replacement", extra={**fields, "replacement_pid": replacement.process.pid})
 
     try:
         for _ in range(config.workers):
@@ -92,25 +176,20 @@ def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None
         signal.signal(signal.SIGTERM, shutdown)
         signal.signal(signal.SIGHUP, hangup)
         while active:
-            wait([p.sentinel for p in processes], timeout=1.0)
-            for i in reversed(range(len(processes))):
-                p = processes[i]
-                if p.exitcode is None:
-                    continue
-                p.join()
-                del processes[i]
-                if p.exitcode != 0 and active:
-                    exitcode = p.exitcode
-                    shutdown()
-                elif active:
-                    spawn()  # hypercorn's habit: a worker that ended cleanly is replaced
+            wait([w.process.sentinel for w in workers], timeout=1.0)
+            for w in [w for w in workers if w.process.exitcode is not None]:
+                w.process.join()
+                workers.remove(w)
+                if active:
+                    buried(w)
     finally:
-        shutdown_event.set()
-        for p in processes:
-            p.join(config.graceful_timeout + 5)
-            if p.exitcode is None:
-                p.terminate()
-                p.join()
+        for w in workers:
+            w.shutdown.set()
+        for w in workers:
+            w.process.join(config.graceful_timeout + 5)
+            if w.process.exitcode is None:
+                w.process.terminate()
+                w.process.join()
         for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
             sock.close()
     return exitcode

@@ -43,7 +43,8 @@ Fingerprint = tuple[tuple[str, int, int, int], ...]
 
 
 def set_generation_source(value: Any) -> None:
-    """Install the shared SIGHUP generation counter (a multiprocessing.Value) of this worker."""
+    """Install the shared SIGHUP generation counter of this worker (a lock-free shared integer
+    the master alone writes, `multiprocessing.Value(..., lock=False)`)."""
     global _generation
     _generation = value
 

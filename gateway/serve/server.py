@@ -47,9 +47,10 @@ def hypercorn_config(config: Config, bind: str | None = None, workers: int | Non
 
 
 def serve(config: Config, bind: str | None = None, workers: int | None = None) -> int:
-    """Serve until SIGINT/SIGTERM; SIGHUP reloads the config in every worker (gateway.serve.master).
+    """Serve until SIGINT/SIGTERM; SIGHUP reloads the config in every worker, a worker that
+    dies is replaced (gateway.serve.master).
 
-    Returns 0 after a clean shutdown, else the exit code of the first failed worker.
+    Returns 0 after a clean shutdown, 1 when workers kept dying at start-up (a crash loop).
     """
     hc = hypercorn_config(config, bind, workers)
     setup_logging(config.log_level)

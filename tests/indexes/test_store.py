@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from indexes.errors import IndexLockedError, IndexNotFoundError, SchemaVersionError
+from indexes.errors import IndexCorruptError, IndexLockedError, IndexNotFoundError, SchemaVersionError
 from indexes.ingest import read_paths
 from indexes.schema import SIDECAR
 from indexes.stats import read_generation
@@ -136,6 +137,48 @@ def test_schema_version_mismatch_raises(store: IndexStore, index: KnowledgeIndex
         store.open("kb")
     with pytest.raises(SchemaVersionError):
         store.create_or_open_for_write("kb")
+
+
+@pytest.mark.parametrize("damage", ["garbage meta.json", "empty meta.json", "segment file deleted",
+                                    "segment file truncated"])
+def test_a_damaged_index_raises_index_corrupt_error_naming_it(store: IndexStore, index: KnowledgeIndex,
+                                                              damage: str) -> None:
+    # Tantivy's own ValueError ('Data corrupted', 'Failed to open file for read') used to escape
+    # as a traceback from `kbgate index list/stats/add`.
+    folder = store.root / "kb"
+    segment = sorted(folder.glob("*.idx"))[0]
+    if damage == "garbage meta.json":
+        (folder / "meta.json").write_text("{garbage")
+    elif damage == "empty meta.json":
+        (folder / "meta.json").write_text("")
+    elif damage == "segment file deleted":
+        segment.unlink()
+    else:
+        segment.write_bytes(b"xx")
+    fresh = IndexStore(store.root)
+    for attempt in (lambda: fresh.open("kb"), lambda: fresh.create_or_open_for_write("kb"),
+                    lambda: fresh.check("kb")):
+        with pytest.raises(IndexCorruptError) as exc:
+            attempt()
+        assert (exc.value.name, exc.value.reason) == ("kb", "damaged")
+        assert str(exc.value).startswith(f"Index 'kb' at {folder} is damaged, Tantivy cannot open it (")
+        assert "rebuild it: delete the folder" in str(exc.value) and "\n" not in exc.value.detail
+
+
+def test_check_reads_the_disk_not_the_opened_index(store: IndexStore, index: KnowledgeIndex) -> None:
+    reader = store.open("kb")
+    store.check("kb")  # whole
+    meta = (store.root / "kb" / "meta.json").read_bytes()
+    (store.root / "kb" / "meta.json").write_text("{garbage")
+    with pytest.raises(IndexCorruptError):
+        store.check("kb")
+    assert store.open("kb") is reader  # the cached reader is not what check() looks at
+    (store.root / "kb" / "meta.json").write_bytes(meta)
+    store.check("kb")
+    shutil.rmtree(store.root / "kb")
+    with pytest.raises(IndexNotFoundError) as missing:
+        store.check("kb")
+    assert missing.value.reason == "missing"
 
 
 def test_parallel_analysis_indexes_the_same_as_in_process(

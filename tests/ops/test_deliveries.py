@@ -21,7 +21,7 @@ from asgi_lifespan import LifespanManager
 from gateway.core.config import load_config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Delivery
-from gateway.ops.deliveries import MemoryDeliveryLog, RedisDeliveryLog, to_record
+from gateway.ops.deliveries import DeliveryReader, MemoryDeliveryLog, RedisDeliveryLog, to_record
 from gateway.serve.app import Gateway, create_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ENV, SECRETS, two_tenants
@@ -92,6 +92,28 @@ async def test_redis_down_submit_never_raises_and_counts_drops() -> None:
             await log.recent("acme", 5)
     finally:
         await log.close()
+
+
+async def test_the_blocking_reader_of_onboard_reads_what_workers_wrote(redis_url: str, key_prefix: str,
+                                                                      redis_client: redis.Redis) -> None:
+    writer = RedisDeliveryLog(redis_url, key_prefix, capacity=4)
+    for i in range(3):
+        writer.submit(to_record(delivery(t=3000.0 + i), show_query=False))
+    await writer.flush()
+    await writer.close()
+    redis_client.lpush(f"{key_prefix}:deliveries:acme", b"not json", b"[1]")  # skipped, not fatal
+    reader = DeliveryReader(redis_url, key_prefix)
+    try:
+        assert [r["received_at"] for r in reader.recent("acme", 4)] == [3002.0, 3001.0]  # the newest 4 items
+        assert reader.recent("nobody", 5) == []
+    finally:
+        reader.close()
+    down = DeliveryReader(f"redis://127.0.0.1:{free_port()}/0", "p", timeout=0.2)
+    try:
+        with pytest.raises(DependencyUnavailable):
+            down.recent("acme", 5)
+    finally:
+        down.close()
 
 
 # ------------------------------------------------------------------ through the app

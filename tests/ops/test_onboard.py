@@ -197,6 +197,26 @@ def test_onboard_ctrl_c_restores_verify_of_an_existing_tenant(tmp_path: Path, re
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o640
 
 
+def test_onboard_ctrl_c_at_the_secret_prompt_stops_at_once(tmp_path: Path, redis_url: str,
+                                                           key_prefix: str) -> None:
+    # Under asyncio.run a Ctrl-C only cancelled the main task, which a blocking read of the
+    # prompt never noticed: onboard waited for a line the admin would never type.
+    cfg = _existing_config(tmp_path, redis_url, key_prefix, expired=True)
+    before = cfg.read_bytes()
+    ob = Proc(_onboard(cfg, "acme", wait="60"))
+    try:
+        ob.expect("Press 测试")
+        _deliver(redis_url, key_prefix, "acme")
+        ob.expect("Paste the secret")  # stdin stays open, nothing typed
+        ob.p.send_signal(signal.SIGINT)
+        ob.expect('back exactly as it was before: tenant acme is back to verify = "enforce"')
+        assert ob.p.wait(10) == 130
+    finally:
+        if ob.p.poll() is None:
+            ob.p.kill()
+    assert cfg.read_bytes() == before
+
+
 def test_onboard_error_before_the_key_restores_the_config(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _existing_config(tmp_path, redis_url, key_prefix)
     before = cfg.read_bytes()
