@@ -18,16 +18,19 @@ answer is served at most that long after a commit, as an uncached search would b
 index's lexical fallback (no vectors yet, deadline missed) is never stored: the next search
 may answer with the vectors.
 
-Bounds: at most `entries` answers per worker process (`search.answer_cache_entries`), least
-recently used evicted first (cachetools' LRUCache, guarded by a lock: hybrid searches finish
-in worker threads). An answer is a tuple of frozen `Hit`s; readers get a new list each time,
-so a caller changing its list never changes the cache. Memory: an answer of Limit 5 at the
-default excerpt bounds holds 10–14 KiB on average (cmrc2018, the TiDB docs; at most ~19 KiB),
-so 2,048 entries take about 30 MiB per worker when full.
+Bounds: at most `entries` answers (`search.answer_cache_entries`) and at most `max_bytes` of
+them (`search.answer_cache_mib`) per worker process, least recently used evicted first
+(cachetools' LRUCache sized by `answer_bytes`, guarded by a lock: hybrid searches finish in
+worker threads). An answer is a tuple of frozen `Hit`s; readers get a new list each time, so a
+caller changing its list never changes the cache. Memory: an answer of Limit 5 at the default
+excerpt bounds holds 10–14 KiB on average (cmrc2018, the TiDB docs; at most ~19 KiB) by
+CPython's count of its strings; what a worker's RSS grows by is larger (the 100k scale study of
+`make bench` with 2,048 entries and no byte bound: ~70 MiB per worker), hence the byte bound.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +39,10 @@ from cachetools import LRUCache
 
 from indexes.types import Hit, MetaFilter, MetaValue, SearchFilter
 
-__all__ = ["AnswerCache", "AnswerKey", "normalize_query", "where_key"]
+__all__ = ["AnswerCache", "AnswerKey", "answer_bytes", "normalize_query", "where_key"]
+
+_HIT_OVERHEAD = 200
+"""Bytes of one Hit beyond its strings (the slotted object, its int/float fields, the tuple slot)."""
 
 Observe = Callable[[str, str], None]
 """observe(index name, 'hit' | 'miss'): told of every lookup, in the searching thread; it must
@@ -87,16 +93,34 @@ def where_key(where: MetaFilter | None) -> tuple[str, tuple[tuple[str, str, Type
     return where.logic, tuple((c.name, c.operator, _typed(c.value)) for c in where.conditions)
 
 
+def answer_bytes(hits: Sequence[Hit]) -> int:
+    """Estimated bytes an answer holds in memory: CPython's size of each hit's strings (1, 2
+    or 4 bytes a character plus the object header), metadata items included, plus a fixed
+    `_HIT_OVERHEAD` per hit. Shared strings are counted again: an estimate from above."""
+    total = 0
+    for h in hits:
+        total += _HIT_OVERHEAD + sum(sys.getsizeof(s) for s in (
+            h.id, h.doc_id, h.title, h.summary, h.content, h.url or "", h.path, h.dataset, h.revision))
+        total += sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in h.metadata)
+    return total
+
+
 class AnswerCache:
-    """At most `entries` answers (entries ≥ 1), least recently used evicted first; thread-safe.
+    """At most `entries` answers (entries ≥ 1) holding at most `max_bytes` (`answer_bytes`;
+    None: no byte bound), least recently used evicted first; thread-safe. An answer larger
+    than `max_bytes` by itself is not stored.
 
     observe: told of each lookup's outcome (`Observe`), e.g. to count it in /metrics."""
 
-    def __init__(self, entries: int, observe: Observe | None = None) -> None:
+    def __init__(self, entries: int, observe: Observe | None = None, *, max_bytes: int | None = None) -> None:
         if entries < 1:
             raise ValueError("an answer cache holds at least one entry")
+        if max_bytes is not None and max_bytes < 1:
+            raise ValueError("an answer cache's byte bound is at least one byte")
         self.entries = entries
-        self._lru: LRUCache[AnswerKey, tuple[Hit, ...]] = LRUCache(maxsize=entries)
+        self.max_bytes = max_bytes
+        self._lru: LRUCache[AnswerKey, tuple[Hit, ...]] = (
+            LRUCache(maxsize=entries) if max_bytes is None else LRUCache(maxsize=max_bytes, getsizeof=answer_bytes))
         self._lock = threading.Lock()
         self._observe = observe
 
@@ -112,7 +136,12 @@ class AnswerCache:
         """Store `hits` (copied into a tuple) under `key`, evicting the least recently used."""
         answer = tuple(hits)
         with self._lock:
-            self._lru[key] = answer
+            try:
+                self._lru[key] = answer
+            except ValueError:  # larger than the whole byte budget: not kept
+                return
+            while len(self._lru) > self.entries:  # the count bound, beside the byte bound
+                self._lru.popitem()
 
     def clear(self) -> None:
         """Drop every entry."""
@@ -121,3 +150,9 @@ class AnswerCache:
 
     def __len__(self) -> int:
         return len(self._lru)
+
+    @property
+    def bytes(self) -> int:
+        """Estimated bytes held (`answer_bytes` of every entry)."""
+        with self._lock:
+            return sum(answer_bytes(v) for v in self._lru.values())

@@ -80,12 +80,14 @@ class Runtime:
     def answers(self) -> AnswerCache | None:
         """The answer cache of the current config (`gateway.core.answers`), or None when
         search.answer_cache_entries is 0. A config reload (a new `config` object) gives a new,
-        empty cache of the new size: whatever shapes an answer (search bounds) may have changed.
+        empty cache of the new size (entries and search.answer_cache_mib): whatever shapes an
+        answer (search bounds) may have changed.
         Lookups are counted through `events` (`AnswerLooked`)."""
         config = self.config
         if config is not self._answers_config:
             entries = config.search.answer_cache_entries
-            self._answers = AnswerCache(entries, observe=self._answer_looked) if entries > 0 else None
+            self._answers = AnswerCache(entries, observe=self._answer_looked,
+                                        max_bytes=config.search.answer_cache_mib << 20) if entries > 0 else None
             self._answers_config = config
         return self._answers
 

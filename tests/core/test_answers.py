@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gateway.core import retrieve
-from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_key
+from gateway.core.answers import AnswerCache, AnswerKey, answer_bytes, normalize_query, where_key
 from gateway.core.events import AnswerLooked
 from gateway.core.runtime import Runtime
 from gateway.core.scope import Grant, Principal, ScopeRequest, effective_scope
@@ -233,3 +233,43 @@ def test_a_cache_holds_at_least_one_entry() -> None:
     cache.clear()
     assert len(cache) == 0
 
+
+
+def _hit(doc: str, chars: int) -> Hit:
+    return Hit(doc, doc, 0, "标题", "摘要", "文" * chars, 1.0)
+
+
+def _key(query: str) -> AnswerKey:
+    return AnswerKey("docs", 1, query, 5, SearchFilter(), None, 200, 1500, True, 0.0)
+
+
+def test_the_byte_bound_evicts_least_recently_used_answers_whatever_their_count() -> None:
+    big = [_hit("a", 4000), _hit("b", 4000)]  # two hits of 4,000 Chinese characters: ~16 KB
+    size = answer_bytes(big)
+    assert 16_000 <= size < 18_000  # CPython: 2 bytes a character, plus headers and overhead
+    cache = AnswerCache(100, max_bytes=3 * size)
+    for q in ("q1", "q2", "q3"):
+        cache.put(_key(q), big)
+    assert cache.get(_key("q1")) is not None  # q1 used again: q2 is now the oldest
+    cache.put(_key("q4"), big)
+    assert len(cache) == 3 and cache.get(_key("q2")) is None
+    assert cache.bytes <= 3 * size
+    cache.put(_key("huge"), [_hit("h", 30_000)])  # larger than the whole budget: not kept, nothing evicted
+    assert cache.get(_key("huge")) is None and len(cache) == 3
+
+
+def test_the_count_bound_still_holds_beside_the_byte_bound() -> None:
+    cache = AnswerCache(2, max_bytes=1 << 20)
+    for q in ("q1", "q2", "q3"):
+        cache.put(_key(q), [_hit("a", 10)])
+    assert len(cache) == 2 and cache.get(_key("q1")) is None and cache.get(_key("q3")) is not None
+
+
+@pytest.mark.anyio
+async def test_the_runtime_cache_takes_its_byte_bound_from_the_config(docs_index: Path, tmp_path: Path) -> None:
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=docs_index,
+                              search={"answer_cache_entries": 16, "answer_cache_mib": 3}), tmp_path))
+    cache = rt.answers()
+    assert cache is not None and cache.entries == 16 and cache.max_bytes == 3 << 20
+    await search(rt)
+    assert 0 < cache.bytes < cache.max_bytes

@@ -357,3 +357,13 @@ def test_mcp_path_may_not_take_a_tenants_path(tmp_path: Path) -> None:
     assert "tenants.acme" in refused(data, "mcp.path", tmp_path)  # set another mcp.path, or move the tenant
     data["mcp"] = {"path": "/kb/mcp"}
     assert parse_config(data, base_dir=tmp_path, env=ENV).mcp.path == "/kb/mcp"
+
+
+def test_answer_cache_mib_default_and_refused_naming_the_key(tmp_path: Path) -> None:
+    from gateway.core.config.model import DEFAULT_ANSWER_CACHE_MIB
+
+    assert parse_config(base(), base_dir=tmp_path, env=ENV).search.answer_cache_mib == DEFAULT_ANSWER_CACHE_MIB
+    for value in (0, -1, "24", 2.5, True):
+        data = base()
+        data["search"] = {"answer_cache_mib": value}
+        assert "must be an integer from 1 to 65536" in refused(data, "search.answer_cache_mib", tmp_path)

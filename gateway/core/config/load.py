@@ -23,6 +23,7 @@ from gateway.core.config.indexes import parse_dense, parse_indexer
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
+    DEFAULT_ANSWER_CACHE_MIB,
     DEFAULT_TOLERANCE,
     AdminConfig,
     Config,
@@ -184,6 +185,7 @@ def _search(t: Fields) -> SearchConfig:
         max_chunks_per_document=t.integer("max_chunks_per_document", DEFAULT_BOUNDS.max_chunks_per_document,
                                           lo=1, hi=1000),
         answer_cache_entries=t.integer("answer_cache_entries", DEFAULT_ANSWER_CACHE_ENTRIES, lo=0, hi=100_000),
+        answer_cache_mib=t.integer("answer_cache_mib", DEFAULT_ANSWER_CACHE_MIB, lo=1, hi=65_536),
     )
 
 

@@ -122,6 +122,9 @@ class ReplayConfig:
 
 DEFAULT_ANSWER_CACHE_ENTRIES = 2048
 """search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
+DEFAULT_ANSWER_CACHE_MIB = 24
+"""search.answer_cache_mib when not set: keeps a worker's RSS within its 300 MB budget at 100k
+chunks (`make bench`'s memory rows)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +135,8 @@ class SearchConfig:
     search, whatever the documents (`indexes.types.SearchBounds`, issue 9 / 13): chunk hits
     taken from Tantivy for one query, and stored chunks loaded for one result.
     answer_cache_entries: answers kept per worker by the answer cache (`gateway.core.answers`;
-    0 turns it off); a config reload empties it and applies a new size.
+    0 turns it off); a config reload empties it and applies a new size. answer_cache_mib: the
+    same cache's memory bound per worker in MiB (estimated by `answers.answer_bytes`).
     """
 
     default_limit: int = 5
@@ -145,6 +149,7 @@ class SearchConfig:
     max_chunks_per_query: int = 2000
     max_chunks_per_document: int = 8
     answer_cache_entries: int = DEFAULT_ANSWER_CACHE_ENTRIES
+    answer_cache_mib: int = DEFAULT_ANSWER_CACHE_MIB
 
 
 @dataclass(frozen=True, slots=True)
