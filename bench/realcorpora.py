@@ -236,7 +236,9 @@ def _ceiling(args: argparse.Namespace, flr: Server, path: str, bodies: Path, sec
 
 def _wing(args: argparse.Namespace, work: Path, srv: Server, wing: Wing, stream: Stream, token: str,
           token_file: Path, rate: float, redis_pid: int | None) -> dict[str, Any]:
-    """Closed and open loop through one more wing on the TiDB index; 'not served' rows as such."""
+    """Closed and open loop through one more wing on the TiDB index; 'not served' rows as such.
+    rate: the callback's open-loop rate (its `--open-rates` first fraction); a wing whose own
+    closed-loop req/s is lower is offered that fraction of its own instead."""
     route = "tidb-docs-cn"
     row: dict[str, Any] = {"wing": wing.name, "path": wing.url_path(route), "served": wing.served,
                            "issue": wing.issue}
@@ -257,6 +259,8 @@ def _wing(args: argparse.Namespace, work: Path, srv: Server, wing: Wing, stream:
     row["closed"] = closed_loop(srv, path, bodies("closed", int(args.max_rps * args.seconds)), token_file, mode=mode,
                                 connections=args.corpus_connections, seconds=args.seconds, redis_pid=redis_pid,
                                 headers=wing.headers)
+    # a wing slower than the callback is offered its own share, not one beyond its capacity
+    rate = min(rate, max(1.0, args.open_rates[0] * row["closed"]["rps"]))
     row["open"] = open_loop(srv, path, bodies("open", int(rate * (args.seconds + args.warmup)) + 10), token_file,
                             mode=mode, rate=rate, seconds=args.seconds, warmup=args.warmup, redis_pid=redis_pid,
                             headers=wing.headers)

@@ -1,6 +1,7 @@
 """Hybrid retrieval end to end: `kbgate index add` embeds at ingest for an index configured
 hybrid, then a real `kbgate serve` answers a signed Volcengine callback, the knowledge
-protocol and the tool API through the one search entry — and keeps answering (lexically,
+protocol, the tool API, Dify's External Knowledge API and the MCP server through the one
+search entry — and keeps answering (lexically,
 within the deadline) when the embedding service goes down."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 
@@ -32,6 +34,7 @@ from tests.support.configs import (
 from tests.support.documents import HYBRID_DOCS, KB_DOCS, PARAPHRASE, as_jsonl
 from tests.support.embedding_server import running as embedding_server
 from tests.support.harness import Server, free_port, serve
+from tests.support.mcp_env import connect, payload
 from tests.support.paths import ROOT
 
 LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
@@ -49,7 +52,8 @@ def write_site(tmp: Path, dense: dict[str, Any], port: int, *, lexical: bool = F
         (tmp / "kb" / "pages.jsonl").write_text(as_jsonl(KB_DOCS), "utf-8")
         routes.append(("tech", "kb", "kb"))
     acme = tenant("acme", keys=ACME_KEYS, routes=routes)
-    alice = client("t1", TOKEN_ALICE, ["support"], ["knowledge.search", "search"], **EVERYTHING)
+    alice = client("t1", TOKEN_ALICE, ["support"], ["knowledge.search", "search", "dify.retrieval", "mcp.search"],
+                   **EVERYTHING)
     agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}}, "clients": {"alice": alice}}
     data = config(tmp, tenants=[acme], port=port, dense={"docs": dense}, agent=agent,
                   access={"sqlite_path": "feedback.sqlite3"})
@@ -88,7 +92,13 @@ def server(cfg: Path, port: int) -> Server:
     return serve(cfg, port=port, env=ENV, cwd=ROOT)
 
 
-def test_local_model_hybrid_through_callback_knowledge_protocol_and_tool_api(tmp_path: Path) -> None:
+async def _mcp_first_title(base: str) -> str:
+    async with connect(base + "/mcp", TOKEN_ALICE) as c:
+        found = payload(await c.call_tool("search", {"query": PARAPHRASE}))["results"]
+    return str(found[0]["title"])
+
+
+def test_local_model_hybrid_through_every_caller(tmp_path: Path) -> None:
     port = free_port()
     cfg = write_site(tmp_path, {**LOCAL, "query_timeout_ms": 5000}, port)
     built = index_add(cfg, tmp_path)
@@ -112,6 +122,11 @@ def test_local_model_hybrid_through_callback_knowledge_protocol_and_tool_api(tmp
                         content=orjson.dumps({"caller": {"type": "agent"}, "input": {"query": PARAPHRASE}}))
         assert r.status_code == 200, r.text
         assert r.json()["data"]["results"][0]["citation"]["docId"] == "pw"
+        r = client.post(f"{srv.base}/dify/retrieval", headers=auth, content=orjson.dumps(
+            {"knowledge_id": "support", "query": PARAPHRASE, "retrieval_setting": {"top_k": 3, "score_threshold": 0}}))
+        assert r.status_code == 200, r.text
+        assert r.json()["records"][0]["metadata"]["document_id"] == "pw"
+        assert anyio.run(_mcp_first_title, srv.base) == "账号管理"
         assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") >= 3
 
 
