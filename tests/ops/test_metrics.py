@@ -174,3 +174,30 @@ def test_answer_cache_lookups_are_counted_per_index(monkeypatch: pytest.MonkeyPa
     assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="hit") == 2
     assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="miss") == 1
     assert val(m, "kbgate_answer_cache_lookups_total", index="kb", outcome="miss") == 1
+
+
+def test_multiprocess_updates_do_not_ask_the_os_for_the_pid_each_time(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from prometheus_client import values
+
+    monkeypatch.setattr(values, "ValueClass", values.ValueClass)  # restored after the test
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    metrics = Metrics(lambda: [])
+    calls = 0
+    real = os.getpid
+
+    def counted() -> int:
+        nonlocal calls
+        calls += 1
+        return real()
+
+    monkeypatch.setattr(os, "getpid", counted)
+    for _ in range(50):
+        metrics.observe_answer(AnswerLooked("docs", "hit"))
+    assert calls == 0  # prometheus-client's default asks on every update
+    monkeypatch.setattr(os, "getpid", real)
+    m = samples(metrics.exposition().decode())
+    assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="hit") == 50
+    assert any(p.name.startswith("counter_") and str(real()) in p.name for p in tmp_path.iterdir())
