@@ -16,3 +16,4 @@ from gateway.serve.server import CONFIG_ENV
 _config = load_worker_config(os.environ[CONFIG_ENV])
 setup_logging(_config.log_level)
 app = create_app(_config)
+app.freeze_gc = True  # a worker: what start-up made lives as long as the process

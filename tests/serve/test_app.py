@@ -122,3 +122,21 @@ async def test_an_index_damaged_while_serving_still_answers_and_readyz_names_it(
     assert await answered()
     assert (await e.http.get("/readyz")).json()["problems"] == [
         gone, "index docs missing on disk; answers come from the copy opened before"]
+
+
+@pytest.mark.anyio
+async def test_what_start_up_made_is_frozen_out_of_the_collectors_walks(tmp_path: Path, docs_index: Path) -> None:
+    import gc
+
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    plain = create_app(agent_routes_config(tmp_path, docs_index, {}), nonces=MemoryNonceStore())
+    async with LifespanManager(plain):  # type: ignore[arg-type]
+        assert gc.get_freeze_count() == 0  # an app of a test process: nothing frozen
+    app = create_app(agent_routes_config(tmp_path, docs_index, {}), nonces=MemoryNonceStore())
+    app.freeze_gc = True  # what gateway/serve/asgi.py sets in a worker
+    try:
+        async with LifespanManager(app):  # type: ignore[arg-type]
+            assert gc.get_freeze_count() > 10_000  # modules, models, the config: the worker's lifetime
+    finally:
+        gc.unfreeze()  # the rest of the suite runs with the collector seeing everything again
