@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -65,6 +66,16 @@ def _tree_bytes(folder: Path) -> int:
         except OSError:
             continue
     return total
+
+
+def meta_digest(folder: Path) -> bytes | None:
+    """A 16-byte digest of `folder/meta.json` (None when unreadable): it names one commit of
+    one index incarnation, where the opstamp alone does not (a folder rebuilt from scratch, or
+    restored from a backup, starts again at the same opstamps with other content)."""
+    try:
+        return hashlib.blake2b((Path(folder) / "meta.json").read_bytes(), digest_size=16).digest()
+    except OSError:
+        return None
 
 
 def read_generation(folder: Path) -> int | None:

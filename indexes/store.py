@@ -31,7 +31,7 @@ from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
-from .stats import index_stats, read_generation
+from .stats import index_stats, meta_digest, read_generation
 from .types import (
     DEFAULT_BOUNDS,
     Document,
@@ -91,6 +91,8 @@ class KnowledgeIndex:
         self._meta_mtime = self._stat_meta()
         # Read before the reader loads: the label never names a commit newer than the reader shows.
         self._generation: int | None = read_generation(path)
+        self._meta_digest = meta_digest(path)
+        self.incarnation = 0
         index.reload()
 
     # ---- reading -------------------------------------------------------
@@ -115,7 +117,11 @@ class KnowledgeIndex:
             if mtime == self._meta_mtime and not force:
                 return False
             self._meta_mtime = mtime
+            digest = meta_digest(self.path)
             self._reload()
+            if digest != self._meta_digest:  # counted after the reload: see `incarnation`
+                self._meta_digest = digest
+                self.incarnation += 1
             self._doc_freqs.clear()  # term statistics of the old commit
             return True
 
@@ -127,6 +133,13 @@ class KnowledgeIndex:
         generation = read_generation(self.path)
         self._index.reload()
         self._generation = generation
+
+    incarnation: int
+    """How many changed meta.json files this process's reader has loaded (0 at open). With
+    `generation` it names what the reader shows even when a folder rebuilt from scratch (or
+    restored from a backup) reaches an opstamp seen before with other content: the answer
+    cache keys on both (`gateway.core.answers`). Raised after the reload, so a value read
+    before a search is never newer than what the search shows."""
 
     @property
     def generation(self) -> int | None:

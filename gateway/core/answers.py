@@ -9,14 +9,16 @@ bar. Two scopes share an entry only when their filters are equal (`EffectiveScop
 nothing but its filter: `gateway.core.scope.allows`), so a narrower scope never sees the
 answer of a wider one.
 
-Invalidation: the generation is part of the key, so a new commit makes every older entry
-unreachable (they age out of the LRU); a config reload empties the cache (`Runtime.answers`:
-the search bounds, the entry count, anything that shapes an answer may have changed). The
-generation is the reader's label (`KnowledgeIndex.generation`): never newer than the commit
-searched, and moved at the reload that sees a new commit (within about 0.5 s of it), so an
-answer is served at most that long after a commit, as an uncached search would be. A hybrid
-index's lexical fallback (no vectors yet, deadline missed) is never stored: the next search
-may answer with the vectors.
+Invalidation: the generation and the reader's incarnation (`KnowledgeIndex.incarnation`: how
+many changed meta.json files it loaded) are part of the key, so a new commit makes every older
+entry unreachable (they age out of the LRU), and so does a folder rebuilt from scratch or
+restored from a backup, whose opstamps start again at values seen before; a config reload
+empties the cache (`Runtime.answers`: the search bounds, the entry count, anything that shapes
+an answer may have changed). The generation is the reader's label
+(`KnowledgeIndex.generation`): never newer than the commit searched, and moved at the reload
+that sees a new commit (within about 0.5 s of it), so an answer is served at most that long
+after a commit, as an uncached search would be. A hybrid index's lexical fallback (no vectors
+yet, deadline missed) is never stored: the next search may answer with the vectors.
 
 Bounds: at most `entries` answers (`search.answer_cache_entries`) and at most `max_bytes` of
 them (`search.answer_cache_mib`) per worker process, least recently used evicted first
@@ -55,7 +57,8 @@ TypedValue = tuple[str, object]
 class AnswerKey:
     """What one answer depends on (module doc). query: `normalize_query`'s text; where:
     `where_key`'s canonical form; the rest as `gateway.core.retrieve.search` takes them
-    (limit in hits, chars in characters, min_score in the index's score unit)."""
+    (limit in hits, chars in characters, min_score in the index's score unit); incarnation:
+    `KnowledgeIndex.incarnation` read before the search."""
 
     index: str
     generation: int
@@ -67,6 +70,7 @@ class AnswerKey:
     content_chars: int
     one_per_document: bool
     min_score: float
+    incarnation: int = 0
 
 
 def normalize_query(query: str) -> str:

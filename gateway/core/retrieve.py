@@ -119,10 +119,11 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     text = normalize_query(query)
     cache = indexes.answers()
     label = idx.generation
+    incarnation = idx.incarnation  # read before the search, as the label (KnowledgeIndex.incarnation)
     if cache is not None and label is not None:
         started = time.perf_counter()
         hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
-                              min_score, where))
+                              min_score, where, incarnation))
         if hits is not None:
             return Searched(hits, (time.perf_counter() - started) * 1000.0, label if with_generation else None,
                             cached=True)
@@ -132,14 +133,14 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     found, reusable = await to_thread.run_sync(run) if idx.search_may_wait else run()
     if cache is not None and reusable is not None:
         cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, min_score,
-                       where), found.hits)
+                       where, incarnation), found.hits)
     return found
 
 
 def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
-         one_per_document: bool, min_score: float, where: MetaFilter | None) -> AnswerKey:
+         one_per_document: bool, min_score: float, where: MetaFilter | None, incarnation: int) -> AnswerKey:
     return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
-                     content_chars, one_per_document, min_score)
+                     content_chars, one_per_document, min_score, incarnation)
 
 
 def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,

@@ -273,3 +273,27 @@ async def test_the_runtime_cache_takes_its_byte_bound_from_the_config(docs_index
     assert cache is not None and cache.entries == 16 and cache.max_bytes == 3 << 20
     await search(rt)
     assert 0 < cache.bytes < cache.max_bytes
+
+
+@pytest.mark.anyio
+async def test_a_folder_rebuilt_from_scratch_at_the_same_opstamp_is_not_answered_from_memory(
+        tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "indexes"
+
+    def build(text: str) -> None:
+        shutil.rmtree(root / "docs", ignore_errors=True)  # the README's repair: a fresh folder
+        IndexStore(root).create_or_open_for_write("docs").ingest(
+            [Document("doc.md", "重建", (Section("", text),), path="doc.md", dataset="public")], progress=False)
+
+    build("重建测试词 第一版")
+    rt = runtime(root, tmp_path, 64)
+    first = await search(rt, query="重建测试词")
+    assert (await search(rt, query="重建测试词")).cached and "第一版" in first.hits[0].content
+    gen = rt.index("docs").generation
+    build("重建测试词 第二版")
+    assert rt.index("docs").maybe_reload(force=True)  # what the server's next check does
+    assert rt.index("docs").generation == gen  # the same opstamp: the generation alone cannot tell
+    after = await search(rt, query="重建测试词")
+    assert not after.cached and "第二版" in after.hits[0].content
