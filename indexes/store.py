@@ -61,6 +61,10 @@ class KnowledgeIndex:
     caller on an event loop may run it inline; a subclass that waits on something else sets
     it True (`indexes.dense.HybridIndex`: a query embedding).
     generation: the commit opstamp the reader was last (re)loaded at (`generation` property).
+    incarnation: how many changed meta.json files this process's reader loaded (0 at open);
+    with `generation` it names what the reader shows even when a folder rebuilt from scratch
+    (or restored) reaches an opstamp seen before (the answer cache keys on both). Raised after
+    the reload: a value read before a search is never newer than what the search shows.
     """
 
     search_may_wait = False
@@ -133,13 +137,6 @@ class KnowledgeIndex:
         generation = read_generation(self.path)
         self._index.reload()
         self._generation = generation
-
-    incarnation: int
-    """How many changed meta.json files this process's reader has loaded (0 at open). With
-    `generation` it names what the reader shows even when a folder rebuilt from scratch (or
-    restored from a backup) reaches an opstamp seen before with other content: the answer
-    cache keys on both (`gateway.core.answers`). Raised after the reload, so a value read
-    before a search is never newer than what the search shows."""
 
     @property
     def generation(self) -> int | None:
