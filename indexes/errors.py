@@ -22,7 +22,17 @@ __all__ = [
     "IndexNotFoundError",
     "IndexStoreError",
     "SchemaVersionError",
+    "is_engine_panic",
 ]
+
+
+def is_engine_panic(exc: BaseException) -> bool:
+    """True for a panic of Tantivy's Rust code surfacing through pyo3: `pyo3_runtime.
+    PanicException`, a BaseException (not an Exception), raised e.g. when a stored-document
+    block of a segment damaged in place is read ("Corrupted data. Invalid VInt"). Matched by
+    type name and module: pyo3 exports no class to import."""
+    t = type(exc)
+    return t.__name__ == "PanicException" and t.__module__ == "pyo3_runtime"
 
 
 class IndexStoreError(Exception):

@@ -42,7 +42,7 @@ from anyio import to_thread
 from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_key
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.scope import EffectiveScope, allows
-from indexes.errors import IndexStoreError
+from indexes.errors import IndexStoreError, is_engine_panic
 from indexes.store import KnowledgeIndex
 from indexes.types import Hit, MetaFilter, StoredDocument
 
@@ -50,6 +50,12 @@ log = logging.getLogger("kbgate.retrieve")
 
 K = TypeVar("K")
 _INDEX_ERRORS = (IndexStoreError, OSError, ValueError)
+
+
+def _index_failure(exc: BaseException) -> bool:
+    """An index that cannot be opened, searched or read: the index layer's errors, an OS or
+    value error from Tantivy, or a panic of its Rust code (a segment damaged in place)."""
+    return isinstance(exc, _INDEX_ERRORS) or is_engine_panic(exc)
 
 
 class Indexes(Protocol):
@@ -163,7 +169,9 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
                                     summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
-    except _INDEX_ERRORS:
+    except BaseException as exc:
+        if not _index_failure(exc):
+            raise
         raise _unavailable(scope) from None
     kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)]
     return Searched(kept, took, gen), reusable
@@ -205,7 +213,9 @@ def generation(indexes: Indexes, scope: EffectiveScope) -> int:
     idx = indexes.index(scope.index)
     try:
         return _generation(idx)
-    except _INDEX_ERRORS:
+    except BaseException as exc:
+        if not _index_failure(exc):
+            raise
         raise _unavailable(scope) from None
 
 
@@ -217,7 +227,9 @@ def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDo
     try:
         generation = _generation(idx)  # read first: the document is of this commit or a newer one
         return idx.get_document(doc_id, include_hidden=True), generation
-    except _INDEX_ERRORS:
+    except BaseException as exc:
+        if not _index_failure(exc):
+            raise
         raise _unavailable(scope) from None
 
 
@@ -230,7 +242,9 @@ def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
     try:
         key = idx.doc_id_at(path) if path is not None else doc_id
         doc = idx.get_document(key) if key is not None else None
-    except _INDEX_ERRORS:
+    except BaseException as exc:
+        if not _index_failure(exc):
+            raise
         raise _unavailable(scope) from None
     if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible):
         return None

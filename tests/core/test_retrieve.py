@@ -141,3 +141,24 @@ async def test_a_search_that_may_wait_runs_in_a_worker_thread_and_a_lexical_one_
     waiting = await retrieve.search(rt, scope(), "密钥轮换", 3, summary_chars=50, content_chars=1)
     assert ran_in[0] == threading.get_ident() and ran_in[1] != threading.get_ident()
     assert waiting.hits == lexical.hits and lexical.hits
+
+
+@pytest.mark.anyio
+async def test_a_segment_damaged_in_place_is_index_unavailable_not_a_rust_panic(tmp_path: Path) -> None:
+    from indexes.store import IndexStore
+    from indexes.types import Document, Section
+
+    root = tmp_path / "indexes"
+    docs = [Document(f"d{i}.md", "损坏", (Section("", "损坏测试 正文内容 " * 40),), path=f"d{i}.md",
+                     dataset="public") for i in range(20)]
+    IndexStore(root).create_or_open_for_write("docs").ingest(docs, progress=False)
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=root, search={"answer_cache_entries": 0}), tmp_path))
+    eff = scope()
+    assert (await retrieve.search(rt, eff, "损坏测试", 3, summary_chars=50, content_chars=80)).hits
+    for store_file in (root / "docs").glob("*.store"):  # overwritten in place, size kept: Tantivy panics
+        store_file.write_bytes(b"\xff" * store_file.stat().st_size)
+    with pytest.raises(DependencyUnavailable) as caught:
+        retrieve.read(rt, eff, "d1.md")
+    assert caught.value.code == "index_unavailable"
+    with pytest.raises(DependencyUnavailable):
+        await retrieve.search(rt, eff, "损坏测试", 3, summary_chars=50, content_chars=80)
