@@ -236,13 +236,19 @@ def ingest(
                 # refuse it alone instead of failing the whole commit.
                 report.errors.append((origin, f"publish_time {item.publish_time!r} is not a 64-bit integer"))
                 continue
+            try:
+                revision = document_revision(item)
+            except TypeError:  # orjson: a str holding a lone surrogate ("\ud800" in JSON) is no UTF-8
+                report.errors.append((origin, "a text field holds a lone surrogate (an escape such as \\ud800 "
+                                              "with no pair): not Unicode text, record refused"))
+                continue
             earlier = origins.get(item.id)
             if earlier is not None:
                 report.warnings.append((origin, f"duplicate id {item.id!r} overrides {earlier} "
                                                 "(the last record with an id is indexed)"))
             origins[item.id] = origin
             batch.pop(item.id, None)  # a queued earlier copy is never written
-            batch[item.id] = (item, document_revision(item))
+            batch[item.id] = (item, revision)
             if len(batch) >= INGEST_BATCH_DOCS:
                 _queue(analyser, batch, known)
                 batch = {}

@@ -339,3 +339,18 @@ def test_a_stored_publish_time_is_read_back_in_seconds_or_not_at_all(store: Inde
     assert by_id == {"ms": 1_764_580_000, "big": None, "ok": 1_700_000_000}
     assert [ki.get_document(d).publish_time for d in ("ms", "big", "ok")] == [  # type: ignore[union-attr]
         1_764_580_000, None, 1_700_000_000]
+
+
+def test_a_lone_surrogate_costs_only_its_record(store: IndexStore, tmp_path: Path) -> None:
+    # Retest finding D: "\ud800" in a JSONL text (or a front-matter title) crashed the whole run
+    # in document_revision (orjson: surrogates not allowed), committing nothing.
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "good1", "title": "good", "text": "好的记录"}\n'
+                    '{"id": "sur", "title": "t", "text": "坏的 \\ud800 记录"}\n', encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text('---\ntitle: "a \\ud800"\n---\n正文\n', encoding="utf-8")
+    ki = store.create_or_open_for_write("kb")
+    report = ki.ingest(read_paths([rows, page]), progress=False)
+    assert report.added == 1 and ki.get_document("good1") is not None
+    assert [w for w, _ in report.errors] == ["rows.jsonl:2", "page.md"]
+    assert all("lone surrogate" in reason for _, reason in report.errors)
