@@ -26,8 +26,8 @@ them (`search.answer_cache_mib`) per worker process, least recently used evicted
 worker threads). An answer is a tuple of frozen `Hit`s; readers get a new list each time, so a
 caller changing its list never changes the cache. Memory: an answer of Limit 5 at the default
 excerpt bounds holds 10–14 KiB on average (cmrc2018, the TiDB docs; at most ~19 KiB) by
-CPython's count of its strings; what a worker's RSS grows by is larger (the 100k scale study of
-`make bench` with 2,048 entries and no byte bound: ~70 MiB per worker), hence the byte bound.
+CPython's count of its strings, so 2,048 entries take 20–40 MiB; the byte bound caps that
+whatever the excerpt bounds and Limit (an answer of Limit 20 with long contents is ~100 KiB).
 """
 
 from __future__ import annotations

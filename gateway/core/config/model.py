@@ -123,8 +123,8 @@ class ReplayConfig:
 DEFAULT_ANSWER_CACHE_ENTRIES = 2048
 """search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
 DEFAULT_ANSWER_CACHE_MIB = 24
-"""search.answer_cache_mib when not set: keeps a worker's RSS within its 300 MB budget at 100k
-chunks (`make bench`'s memory rows)."""
+"""search.answer_cache_mib when not set: about what 2,048 answers of Limit 5 take (answers.py),
+a bound that holds whatever the Limit and excerpt bounds."""
 
 
 @dataclass(frozen=True, slots=True)
