@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -40,26 +41,23 @@ def _files_bytes(folder: Path) -> int:
     running reader, which still answers from the files it mapped), and a file removed
     meanwhile (an old segment deleted by a writer's commit) counts 0."""
     try:
-        entries = list(folder.iterdir())
+        return _sizes(list(folder.iterdir()))
     except OSError:
         return 0
-    total = 0
-    for p in entries:
-        try:
-            if p.is_file():
-                total += p.stat().st_size
-        except OSError:
-            continue
-    return total
 
 
 def _tree_bytes(folder: Path) -> int:
     """Bytes of every file under `folder` (0 when absent); a file removed meanwhile (an old
     vector generation pruned by the writer) counts 0."""
-    total = 0
     if not folder.is_dir():  # a lexical index: one stat
         return 0
-    for p in folder.rglob("*"):
+    return _sizes(folder.rglob("*"))
+
+
+def _sizes(paths: Iterable[Path]) -> int:
+    """Summed sizes of the regular files among `paths`; one that vanishes meanwhile counts 0."""
+    total = 0
+    for p in paths:
         try:
             if p.is_file():
                 total += p.stat().st_size

@@ -159,4 +159,6 @@ class AnswerCache:
     def bytes(self) -> int:
         """Estimated bytes held (`answer_bytes` of every entry)."""
         with self._lock:
+            if self.max_bytes is not None:  # cachetools keeps the sum of getsizeof
+                return int(self._lru.currsize)
             return sum(answer_bytes(v) for v in self._lru.values())

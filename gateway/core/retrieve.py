@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Generic, Protocol, TypeVar
@@ -52,10 +53,17 @@ K = TypeVar("K")
 _INDEX_ERRORS = (IndexStoreError, OSError, ValueError)
 
 
-def _index_failure(exc: BaseException) -> bool:
-    """An index that cannot be opened, searched or read: the index layer's errors, an OS or
-    value error from Tantivy, or a panic of its Rust code (a segment damaged in place)."""
-    return isinstance(exc, _INDEX_ERRORS) or is_engine_panic(exc)
+@contextmanager
+def _index_calls(scope: EffectiveScope) -> Iterator[None]:
+    """Calls into the scope's index: one that cannot be opened, searched or read (the index
+    layer's errors, an OS or value error from Tantivy, or a panic of its Rust code: a segment
+    damaged in place) raises DependencyUnavailable('index_unavailable') instead."""
+    try:
+        yield
+    except BaseException as exc:
+        if not (isinstance(exc, _INDEX_ERRORS) or is_engine_panic(exc)):
+            raise
+        raise _unavailable(scope) from None
 
 
 class Indexes(Protocol):
@@ -163,16 +171,12 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
             content_chars: int, one_per_document: bool, min_score: float, with_generation: bool,
             where: MetaFilter | None) -> tuple[Searched, int | None]:
     """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`)."""
-    try:
+    with _index_calls(scope):
         started = time.perf_counter()
         hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
                                     summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
-    except BaseException as exc:
-        if not _index_failure(exc):
-            raise
-        raise _unavailable(scope) from None
     kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)]
     return Searched(kept, took, gen), reusable
 
@@ -211,12 +215,8 @@ def generation(indexes: Indexes, scope: EffectiveScope) -> int:
     """The commit opstamp of the scope's index (what a scope revision covers): the label of its
     reader (`KnowledgeIndex.generation`), an attribute read. Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
-    try:
+    with _index_calls(scope):
         return _generation(idx)
-    except BaseException as exc:
-        if not _index_failure(exc):
-            raise
-        raise _unavailable(scope) from None
 
 
 def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDocument | None, int]:
@@ -224,13 +224,9 @@ def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDo
     generation), for a caller that must tell "gone" from "hidden" from "moved out of scope"
     (a read by reference checks `qa_visible` and `allows` itself). Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
-    try:
+    with _index_calls(scope):
         generation = _generation(idx)  # read first: the document is of this commit or a newer one
         return idx.get_document(doc_id, include_hidden=True), generation
-    except BaseException as exc:
-        if not _index_failure(exc):
-            raise
-        raise _unavailable(scope) from None
 
 
 def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
@@ -239,13 +235,9 @@ def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
     there is none, it is hidden or it lies outside the scope (no existence oracle). Give
     exactly one of path and doc_id. Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
-    try:
+    with _index_calls(scope):
         key = idx.doc_id_at(path) if path is not None else doc_id
         doc = idx.get_document(key) if key is not None else None
-    except BaseException as exc:
-        if not _index_failure(exc):
-            raise
-        raise _unavailable(scope) from None
     if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible):
         return None
     return doc

@@ -44,6 +44,14 @@ class Proc:
         for line in self.p.stdout:
             self._q.put(line.rstrip("\n"))
 
+    def __enter__(self) -> Proc:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Kill the process if a failed expectation left it running."""
+        if self.p.poll() is None:
+            self.p.kill()
+
     def expect(self, text: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -79,9 +87,8 @@ def test_onboard_flow_against_running_server(tmp_path: Path, docs_index: Path, r
     # A new tenant before the console shows a key: report mode, no secrets.
     cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=key_prefix, verify="report"))
     with serve(cfg, port=port, workers=2, cwd=ROOT) as srv, httpx.Client(timeout=5) as c:
-        ob = Proc([sys.executable, "-m", "gateway.cli", "onboard", "--config", str(cfg), "--tenant", "acme",
-                   "--url", "https://kb.example.com/", "--secret-stdin", "--wait", "30"])
-        try:
+        with Proc([sys.executable, "-m", "gateway.cli", "onboard", "--config", str(cfg), "--tenant", "acme",
+                   "--url", "https://kb.example.com/", "--secret-stdin", "--wait", "30"]) as ob:
             assert ob.expect("https://kb.example.com/volcengine/acme").strip() == \
                 "https://kb.example.com/volcengine/acme"
             ob.expect("report mode")
@@ -102,9 +109,6 @@ def test_onboard_flow_against_running_server(tmp_path: Path, docs_index: Path, r
             ob.expect("signature: verified with key")
             ob.expect("Done: the delivery verified")
             assert ob.p.wait(10) == 0
-        finally:
-            if ob.p.poll() is None:
-                ob.p.kill()
         assert CONSOLE_KEY not in "\n".join(ob.seen)
         # the tenant now enforces, with the console's key stored 0600
         tenant = load_config(cfg).tenants["acme"]
@@ -121,9 +125,8 @@ def test_onboard_reports_a_wrong_key(tmp_path: Path, docs_index: Path, redis_url
     port = free_port()
     cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=key_prefix, verify="report"))
     with serve(cfg, port=port, workers=2, cwd=ROOT) as srv, httpx.Client(timeout=5) as c:
-        ob = Proc([sys.executable, "-m", "gateway.cli", "onboard", "--config", str(cfg), "--tenant", "acme",
-                   "--url", "https://kb.example.com", "--secret-stdin", "--wait", "30"])
-        try:
+        with Proc([sys.executable, "-m", "gateway.cli", "onboard", "--config", str(cfg), "--tenant", "acme",
+                   "--url", "https://kb.example.com", "--secret-stdin", "--wait", "30"]) as ob:
             ob.expect("Press 测试")
             post(c, srv.base, None)
             ob.expect("Paste the secret")
@@ -134,9 +137,6 @@ def test_onboard_reports_a_wrong_key(tmp_path: Path, docs_index: Path, redis_url
             ob.expect("signature: failed (signature_mismatch)")
             ob.expect("did not verify")
             assert ob.p.wait(10) == 1
-        finally:
-            if ob.p.poll() is None:
-                ob.p.kill()
         # the key was stored before it failed: onboard keeps it (enforce), it does not undo
         assert load_config(cfg).tenants["acme"].verify == "enforce"
         assert "Onboarding stopped before a key was stored" not in ob.output()
@@ -182,17 +182,13 @@ def test_onboard_ctrl_c_restores_verify_of_an_existing_tenant(tmp_path: Path, re
                                                               key_prefix: str) -> None:
     cfg = _existing_config(tmp_path, redis_url, key_prefix, expired=True)
     before = cfg.read_bytes()
-    ob = Proc(_onboard(cfg, "acme", wait="60"))
-    try:
+    with Proc(_onboard(cfg, "acme", wait="60")) as ob:
         ob.expect("report mode")  # onboard switched the tenant: no live key
         assert load_config(cfg).tenants["acme"].verify == "report"
         ob.expect("Press 测试")
         ob.p.send_signal(signal.SIGINT)
         ob.expect('back exactly as it was before: tenant acme is back to verify = "enforce"')
         assert ob.p.wait(10) == 130
-    finally:
-        if ob.p.poll() is None:
-            ob.p.kill()
     assert cfg.read_bytes() == before
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o640
 
@@ -203,42 +199,33 @@ def test_onboard_ctrl_c_at_the_secret_prompt_stops_at_once(tmp_path: Path, redis
     # prompt never noticed: onboard waited for a line the admin would never type.
     cfg = _existing_config(tmp_path, redis_url, key_prefix, expired=True)
     before = cfg.read_bytes()
-    ob = Proc(_onboard(cfg, "acme", wait="60"))
-    try:
+    with Proc(_onboard(cfg, "acme", wait="60")) as ob:
         ob.expect("Press 测试")
         _deliver(redis_url, key_prefix, "acme")
         ob.expect("Paste the secret")  # stdin stays open, nothing typed
         ob.p.send_signal(signal.SIGINT)
         ob.expect('back exactly as it was before: tenant acme is back to verify = "enforce"')
         assert ob.p.wait(10) == 130
-    finally:
-        if ob.p.poll() is None:
-            ob.p.kill()
     assert cfg.read_bytes() == before
 
 
 def test_onboard_error_before_the_key_restores_the_config(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _existing_config(tmp_path, redis_url, key_prefix)
     before = cfg.read_bytes()
-    ob = Proc(_onboard(cfg, "newt", "--route", "tech/software=demo-docs", wait="30"))
-    try:
+    with Proc(_onboard(cfg, "newt", "--route", "tech/software=demo-docs", wait="30")) as ob:
         ob.expect("Press 测试")
         _deliver(redis_url, key_prefix, "newt")  # the console's test arrives...
         ob.expect("Paste the secret")
         ob.send("")  # ...and the admin pastes nothing: ConfigError, exit 2
         ob.expect("back exactly as it was before: tenant newt is removed again")
         assert ob.p.wait(10) == 2
-    finally:
-        if ob.p.poll() is None:
-            ob.p.kill()
     assert cfg.read_bytes() == before
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o640
 
 
 def test_onboard_keeps_the_config_once_the_key_is_stored(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _existing_config(tmp_path, redis_url, key_prefix)
-    ob = Proc(_onboard(cfg, "newt", "--route", "tech/software=demo-docs", wait="5"))
-    try:
+    with Proc(_onboard(cfg, "newt", "--route", "tech/software=demo-docs", wait="5")) as ob:
         ob.expect("Press 测试")
         _deliver(redis_url, key_prefix, "newt")
         ob.expect("Paste the secret")
@@ -246,9 +233,6 @@ def test_onboard_keeps_the_config_once_the_key_is_stored(tmp_path: Path, redis_u
         ob.expect("verify = enforce")
         ob.expect("No delivery arrived")  # step 4 times out: exit 1, but the key stays
         assert ob.p.wait(10) == 1
-    finally:
-        if ob.p.poll() is None:
-            ob.p.kill()
     assert "Onboarding stopped before a key was stored" not in ob.output()
     newt = load_config(cfg).tenants["newt"]
     assert newt.verify == "enforce" and [k.value.reveal() for k in newt.secrets] == [CONSOLE_KEY]
@@ -256,16 +240,12 @@ def test_onboard_keeps_the_config_once_the_key_is_stored(tmp_path: Path, redis_u
 
 def test_onboard_never_overwrites_an_edit_made_meanwhile(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _existing_config(tmp_path, redis_url, key_prefix)
-    ob = Proc(_onboard(cfg, "newt", "--route", "tech/software=demo-docs", wait="3"))
-    try:
+    with Proc(_onboard(cfg, "newt", "--route", "tech/software=demo-docs", wait="3")) as ob:
         ob.expect("Press 测试")
         edited = cfg.read_text() + "# someone else's edit\n"
         cfg.write_text(edited)
         ob.expect("was NOT put back")
         assert ob.p.wait(10) == 1
-    finally:
-        if ob.p.poll() is None:
-            ob.p.kill()
     assert cfg.read_text() == edited
 
 
