@@ -74,8 +74,7 @@ def rfc3339(value: object) -> str | None:
     if seconds is None:
         return None
     moment = _EPOCH + dt.timedelta(seconds=seconds)  # fromtimestamp() fails before 1970 on some systems
-    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-            f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z")
+    return moment.replace(tzinfo=None).isoformat() + "Z"  # whole seconds: no fraction; years always 4 digits
 
 
 def _shown(value: int | float) -> str:

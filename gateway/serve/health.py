@@ -56,18 +56,14 @@ async def readyz(request: Request) -> Response:
 
     problems: list[str] = []
     opened: set[str] = set()
-    for name in sorted(routed):
+    named = [(f"index {name}", name) for name in sorted(routed)]
+    named += [(f"agent route {ar.name}: index {ar.index}", ar.index) for ar in agent]
+    for label, name in named:
         try:
             rt.index(name)
             opened.add(name)
         except DependencyUnavailable:
-            problems.append(f"index {name} {unavailable(name)}")
-    for ar in agent:
-        try:
-            rt.index(ar.index)
-            opened.add(ar.index)
-        except DependencyUnavailable:
-            problems.append(f"agent route {ar.name}: index {ar.index} {unavailable(ar.index)}")
+            problems.append(f"{label} {unavailable(name)}")
     for name in sorted(opened):
         if on_disk[name]:
             problems.append(f"index {name} {on_disk[name]} on disk; answers come from the copy opened before")
