@@ -48,7 +48,7 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check gateway indexes tests bench
-	$(BIN)/python -m mypy --strict gateway indexes
+	$(BIN)/python -m mypy --strict gateway indexes bench/costs.py bench/query_costs.py
 
 # Branch coverage of the whole suite, the CLI and the real servers it starts included. The
 # security- and protocol-critical modules must be covered completely; the figures of the

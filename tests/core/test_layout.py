@@ -4,7 +4,7 @@ Every import of every module under gateway/ is read with `ast` (top-level and in
 functions alike, so a lazy import counts too) and resolved to the project module it names.
 The tests fail on an import cycle among project modules, on the core importing a wing, an
 operators' module or the server, on a wing importing another wing, and on a module over 400
-lines in gateway/ or indexes/.
+lines in gateway/ or indexes/, and on a module of indexes/ that no gateway module reaches.
 """
 
 from __future__ import annotations
@@ -148,3 +148,17 @@ def test_no_module_over_400_lines(package: str) -> None:
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / package).rglob("*.py")
             if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_every_index_module_serves_the_gateway() -> None:
+    """indexes/ holds only what serving and ingest use: every module there is reached from
+    gateway/'s imports (measuring programs live in bench/, issue 16)."""
+    g = graph()
+    seen: set[str] = set()
+    todo = [m for m in g if m.startswith("gateway")]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += g[m]
+    assert sorted(m for m in g if m.startswith("indexes") and m not in seen) == []

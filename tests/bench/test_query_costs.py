@@ -1,4 +1,4 @@
-"""indexes/query_costs.py (`python -m indexes.costs queries`): every stage is timed and the
+"""bench/query_costs.py (`python -m bench.costs queries`): every stage is timed and the
 --against column runs another tree's code in a subprocess. Figures are printed, never judged."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from indexes import costs
-from indexes.query_costs import STAGES, measure
+from bench import costs
+from bench.query_costs import STAGES, measure
 
 CORPORA = Path(__file__).parents[2].parent / "shared" / "corpora"
 pytestmark = pytest.mark.skipif(not (CORPORA / "cmrc2018").is_dir(), reason="shared corpora absent")

@@ -1,5 +1,5 @@
-"""What one huge document costs a search: `python -m indexes.costs [--chunks 35000]`
-(`python -m indexes.costs queries`: where an ordinary search spends its time, indexes.query_costs).
+"""What one huge document costs a search: `python -m bench.costs [--chunks 35000]`
+(`python -m bench.costs queries`: where an ordinary search spends its time, bench.query_costs).
 
 Issue 9 / issue 13: a 50 MB Markdown page became 35,818 chunks of one document, and every
 callback matching it took 250–300 ms (about 3 ms otherwise). This program builds two indexes
@@ -26,12 +26,12 @@ from pathlib import Path
 
 import tantivy
 
-from .analysis import query_terms
-from .hits import make_hit
-from .ingest import chunk, read_paths
-from .search import build_query
-from .store import IndexStore, KnowledgeIndex
-from .types import Document, Hit, Section
+from indexes.analysis import query_terms
+from indexes.hits import make_hit
+from indexes.ingest import chunk, read_paths
+from indexes.search import build_query
+from indexes.store import IndexStore, KnowledgeIndex
+from indexes.types import Document, Hit, Section
 
 __all__ = ["CostFigures", "huge_document_costs", "main"]
 
@@ -195,15 +195,15 @@ def huge_document_costs(chunks: int = 35_000, queries: int = 200, workdir: Path 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the table; returns 0. `python -m indexes.costs queries ...` runs
-    `indexes.query_costs` instead (the stages of an ordinary search)."""
+    """Print the table; returns 0. `python -m bench.costs queries ...` runs
+    `bench.query_costs` instead (the stages of an ordinary search)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["queries"]:
-        from .query_costs import main as queries_main
+        from bench.query_costs import main as queries_main
 
         return queries_main(argv[1:])
-    p = argparse.ArgumentParser(prog="python -m indexes.costs", description=__doc__.split("\n")[0],
-                                epilog="python -m indexes.costs queries --help: the stages of an ordinary search")
+    p = argparse.ArgumentParser(prog="python -m bench.costs", description=__doc__.split("\n")[0],
+                                epilog="python -m bench.costs queries --help: the stages of an ordinary search")
     p.add_argument("--chunks", type=int, default=35_000, help="chunks of the huge document")
     p.add_argument("--queries", type=int, default=200)
     args = p.parse_args(argv)

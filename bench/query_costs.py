@@ -1,4 +1,4 @@
-"""Where one search spends its time: `python -m indexes.costs queries [--against TREE]`.
+"""Where one search spends its time: `python -m bench.costs queries [--against TREE]`.
 
 Issue 13: a callback's own work is mostly `KnowledgeIndex.search`. This program indexes a
 shared corpus (tidb-docs-cn by default, with the indexer's real path) and runs its real
@@ -56,13 +56,13 @@ def measure(corpus: str, limit: int, passes: int, max_queries: int) -> dict[str,
     """Index `corpus` in a temporary folder and time each stage: microseconds per query (the
     fastest of `passes` passes, stage by stage: on a shared machine the least disturbed pass
     is the best estimate of the work), plus 'loads_per_query' and 'searches_per_query'."""
-    from .analysis import query_terms
-    from .evaluation import load_queries
-    from .hits import collapse, make_hit
-    from .ingest import read_paths
-    from .search import build_query
-    from .store import IndexStore
-    from .types import DEFAULT_BOUNDS, Document, SearchFilter
+    from indexes.analysis import query_terms
+    from indexes.evaluation import load_queries
+    from indexes.hits import collapse, make_hit
+    from indexes.ingest import read_paths
+    from indexes.search import build_query
+    from indexes.store import IndexStore
+    from indexes.types import DEFAULT_BOUNDS, Document, SearchFilter
 
     docs_path, query_files = _corpus(corpus)
     queries = [q.query for f in query_files for q in load_queries(f) if q.query.strip()][:max_queries]
@@ -143,10 +143,11 @@ def measure(corpus: str, limit: int, passes: int, max_queries: int) -> dict[str,
 
 
 def _run_tree(tree: Path, args: argparse.Namespace) -> dict[str, float]:
-    """This program's `--json` measurement with `tree`'s indexes package, in a subprocess."""
+    """This program's `--json` measurement with `tree`'s indexes package, in a subprocess: this
+    file is loaded by path, and its `indexes.*` imports resolve to `tree` (first on PYTHONPATH)."""
     code = ("import importlib.util, os, sys; "
-            "spec = importlib.util.spec_from_file_location('indexes._query_costs', os.environ['KBGATE_QUERY_COSTS']); "
-            "m = importlib.util.module_from_spec(spec); m.__package__ = 'indexes'; spec.loader.exec_module(m); "
+            "spec = importlib.util.spec_from_file_location('kbgate_query_costs', os.environ['KBGATE_QUERY_COSTS']); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
             "sys.exit(m.main(sys.argv[1:]))")
     env = {**os.environ, "PYTHONPATH": str(tree), "KBGATE_QUERY_COSTS": str(Path(__file__).resolve())}
     proc = subprocess.run([sys.executable, "-c", code, "--json", "--corpus", args.corpus,
@@ -160,7 +161,7 @@ def _run_tree(tree: Path, args: argparse.Namespace) -> dict[str, float]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table (or one JSON object with --json); returns 0."""
-    p = argparse.ArgumentParser(prog="python -m indexes.costs queries", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.costs queries", description=__doc__.split("\n")[0])
     p.add_argument("--corpus", default="tidb-docs-cn", help="tidb-docs-cn (default) or cmrc2018")
     p.add_argument("--limit", type=int, default=5, help="results per query (the callback's default Limit)")
     p.add_argument("--passes", type=int, default=7, help="timed passes over the questions (fastest kept)")
