@@ -30,7 +30,7 @@ API answer as errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (
 API's own ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers), MCP_CODES
 (the MCP server's own). A wing never invents a code: it raises one of these classes. A message
 is short and built once; it never carries a secret, a filesystem path or a stack trace. The
-README copies RET_TABLE and DIFY_TABLE (tests keep them in step).
+docs/volcengine-console.md copies RET_TABLE and docs/dify.md DIFY_TABLE (tests keep them in step).
 """
 
 from __future__ import annotations

@@ -27,17 +27,9 @@ memory):
   retry is answered. It is best effort: when it cannot reach Redis, the deadline frees the
   claim.
 
-Why a pending state with a deadline: a Redis that stalls longer than `timeout` makes the
-claim time out (503) while the command still sits in Redis' socket buffer and runs when
-Redis resumes. That late write creates a *pending* record with an owner token no request
-holds and a deadline that was fixed when it was sent, so once that deadline passes a retry
-takes it over. The deadline is `PENDING_SECONDS` (3 s: parse, scope, search and shape take
-milliseconds; the margin covers a cold index open on a loaded worker) plus `timeout` (the
-`answered` write's own budget), 4 s by default. A late-landing `answered` of a request that
-gave up is undone by that owner's `release`, whichever of the two runs first (the release
-deletes the owner's record in either state, and `answered` requires the owner's pending
-record). An owner slower than its deadline can lose the claim to a retry; it then answers
-409, the retry answers 200.
+The pending deadline is `PENDING_SECONDS` (3 s) plus `timeout` (the `answered` write's own
+budget), 4 s by default, after the claim was sent. Why a pending state with a deadline, and
+why a late-landing write cannot block a retry: docs/architecture.md, "Replay".
 
 Stores behind the `NonceStore` interface (gateway.core.types):
 

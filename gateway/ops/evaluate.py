@@ -13,7 +13,7 @@ the server's CPU time per callback (run time of the server's processes and threa
 /proc schedstat, over the set, divided by its callbacks). Prints one table.
 
 Systems are columns: `lexical` (kbgate as configured by default), `hybrid` (the same index
-served hybrid, README "Hybrid retrieval": vectors of the embedded model `--hybrid MODEL`,
+served hybrid, docs/hybrid-retrieval.md: vectors of the embedded model `--hybrid MODEL`,
 default use-multilingual-v3, computed at ingest and kept in `<workdir>/indexes/.embedding-cache`
 so only the first run embeds the corpora; `--hybrid none` leaves the column empty) and `bm25s`.
 The hybrid server runs with a 2 s query deadline so that every question is answered hybrid

@@ -43,7 +43,7 @@ async def readyz(request: Request) -> Response:
     - "agent route wiki: index w unavailable (missing on disk)": the same for an agent route;
     - "index kb damaged on disk; answers come from the copy opened before": this worker still
       answers from the files it mapped before they were damaged or deleted, but a restarted
-      or replaced worker could not (README, on-call section).
+      or replaced worker could not (docs/on-call.md, "A damaged or deleted index").
     """
     rt: Runtime = request.app.state.runtime
     routed = {r.index for t in rt.config.tenants.values() for r in t.routes}

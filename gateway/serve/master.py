@@ -1,10 +1,8 @@
 """The process that starts hypercorn workers, replaces the ones that die, and turns SIGHUP
 into a reload, not a restart.
 
-hypercorn's own `hypercorn.run.run` answers SIGHUP by stopping and restarting every
-worker process: indexes reopen, connections drop, nothing proves the new config is valid
-first; and when one worker exits non-zero it stops the whole service. kbgate's master
-instead supervises its workers the way gunicorn's arbiter and uvicorn's supervisor do:
+kbgate's master supervises its workers the way gunicorn's arbiter and uvicorn's supervisor
+do (why not hypercorn's own: docs/architecture.md, "The master"):
 
 - spawn `workers` processes on the shared listening sockets;
 - a worker that exits while the service runs (killed by the OOM killer, a crash, a clean
@@ -20,12 +18,9 @@ instead supervises its workers the way gunicorn's arbiter and uvicorn's supervis
   Workers ignore SIGHUP themselves, so a hang-up sent to the whole process group cannot
   kill them.
 
-Nothing a worker touches may stay locked when that worker is killed mid-way: a lock held by
-a SIGKILLed process is never released, and the master (or the other workers) would block on
-it forever. So each worker gets its own shutdown event (hypercorn polls it every 0.1 s; a
-shared one is a lock every worker takes), and the generation counter is a lock-free shared
-integer written by the master alone (a counter cannot be lost or arrive before a worker
-installed its handler, and it reaches every worker, including one started after the signal).
+No worker shares a lock: each has its own shutdown event (hypercorn polls it every 0.1 s) and
+the generation counter is a lock-free shared integer written by the master alone (why:
+docs/architecture.md, "The master").
 """
 
 from __future__ import annotations

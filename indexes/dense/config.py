@@ -66,7 +66,7 @@ class DenseConfig:
         failures open the circuit breaker (no embedding calls, lexical answers) for that long.
     candidates: nearest neighbours (and BM25 chunks) taken into the fusion.
     fusion: "mix" (min-max normalised BM25 and cosine, weighted sum; the default, 0.7 / 0.3,
-        chosen by measurement, see README "Hybrid retrieval") or "rrf" (reciprocal rank fusion,
+        chosen by measurement, see docs/hybrid-retrieval.md) or "rrf" (reciprocal rank fusion,
         weight / (rrf_k + rank)). lexical_weight / dense_weight: weights of the two lists.
     cache_dir: the embedding cache folder (None: `<indexes.dir>/.embedding-cache`).
     threads: local only: BLAS threads of the in-process model (through threadpoolctl). Keep 1

@@ -15,7 +15,7 @@ The default is "mix" at 0.7 / 0.3: with the embedded model, RRF at weights 1 to 
 cmrc2018 (questions that copy the passage's wording, where BM25 is nearly always right and
 sure of it) 0.05–0.08 MRR, because it gives the dense list's top rank as much say as BM25's
 most confident one; the score mix keeps BM25's margin (within 0.001 on cmrc2018) and lifts the
-TiDB sets' answer-hit@5. README "Hybrid retrieval" has the figures, including where the small
+TiDB sets' answer-hit@5. docs/hybrid-retrieval.md has the figures, including where the small
 model costs MRR; RRF stays available for stronger served models.
 """
 

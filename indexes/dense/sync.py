@@ -14,7 +14,7 @@
    deleted documents drop out. The new set is written for the commit's generation and
    swapped in (`indexes.dense.vectors.publish`).
 Between 2 and 3 readers see a Tantivy generation without its vectors: they notice and answer
-lexically (`indexes.dense.hybrid`), for as long as step 3 takes (seconds; see the README).
+lexically (`indexes.dense.hybrid`), for as long as step 3 takes (seconds; see docs/hybrid-retrieval.md).
 """
 
 from __future__ import annotations

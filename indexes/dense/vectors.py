@@ -15,9 +15,7 @@ A writer builds a new folder completely, then swaps CURRENT (write + fsync + ren
 removes generations older than the previous one (a reader still holding the previous
 mapping keeps it: unlinked files stay readable while mapped).
 
-Library: usearch, measured against hnswlib and faiss-cpu (`bench/vectors.py`; figures and
-reasons in bench/VECTORS.md): same recall, ~0.6 ms slower per query at 100k vectors, but the
-only one that both memory-maps (one copy for every worker) and deletes in place (upserts).
+Library: usearch (why: docs/architecture.md, "Vectors"; bench/VECTORS.md).
 Cosine metric over L2-normalised float32 vectors.
 Sets below EXACT_BELOW vectors are searched exhaustively (exact, recall 1.0, still < 1 ms).
 """

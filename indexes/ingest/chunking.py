@@ -9,7 +9,7 @@ longer than `max_chars` is cut hard at `max_chars`. Every chunk keeps its
 section heading. Sizes are characters (str length), not bytes.
 
 The default size was chosen by measurement on CMRC 2018 and the TiDB docs
-(tests/test_search.py, README of the evaluation): see `DEFAULT_MAX_CHARS`.
+(tests/indexes/test_search.py, docs/search-quality.md): see `DEFAULT_MAX_CHARS`.
 """
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ async def test_a_folder_rebuilt_from_scratch_at_the_same_opstamp_is_not_answered
     root = tmp_path / "indexes"
 
     def build(text: str) -> None:
-        shutil.rmtree(root / "docs", ignore_errors=True)  # the README's repair: a fresh folder
+        shutil.rmtree(root / "docs", ignore_errors=True)  # docs/on-call.md's repair: a fresh folder
         IndexStore(root).create_or_open_for_write("docs").ingest(
             [Document("doc.md", "重建", (Section("", text),), path="doc.md", dataset="public")], progress=False)
 

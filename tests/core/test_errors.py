@@ -1,4 +1,5 @@
-"""gateway/core/errors.py: the Ret table is stable, distinct, and equal to the README's copy."""
+"""gateway/core/errors.py: the Ret table is stable, distinct, and equal to its copy in
+docs/volcengine-console.md (and the Dify table to docs/dify.md's)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,15 @@ def test_codes_distinct_and_statuses_of_their_class() -> None:
             assert r.ret // 100 == r.status, r  # 401xx ↔ HTTP 401
 
 
-def test_readme_table_matches() -> None:
-    text = (ROOT / "README.md").read_text("utf-8")
+def test_docs_ret_table_matches() -> None:
+    text = (ROOT / "docs" / "volcengine-console.md").read_text("utf-8")
     block = text.split("<!-- ret-table:start -->")[1].split("<!-- ret-table:end -->")[0]
     rows = re.findall(r"^\| (\d+) \| (\d+) \| `([a-z0-9_]+)` \|", block, re.M)
     assert [(int(a), int(b), c) for a, b, c in rows] == [(r.ret, r.status, r.reason) for r in RET_TABLE]
 
 
-def test_readme_dify_table_matches() -> None:
-    text = (ROOT / "README.md").read_text("utf-8")
+def test_docs_dify_table_matches() -> None:
+    text = (ROOT / "docs" / "dify.md").read_text("utf-8")
     block = text.split("<!-- dify-table:start -->")[1].split("<!-- dify-table:end -->")[0]
     rows = re.findall(r"^\| (\d+) \| (\d+) \| `([a-z_]+)` \|", block, re.M)
     assert [(int(a), int(b), c) for a, b, c in rows] == [(r.error_code, r.status, r.reason) for r in DIFY_TABLE]

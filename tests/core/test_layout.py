@@ -1,4 +1,4 @@
-"""The layout's rules, read from the code: one core, thin wings (README "Architecture").
+"""The layout's rules, read from the code: one core, thin wings (docs/architecture.md).
 
 Every import of every module under gateway/ is read with `ast` (top-level and inside
 functions alike, so a lazy import counts too) and resolved to the project module it names.

@@ -5,7 +5,7 @@ Asserted for every request: never a 500; never a hang (an answer, or a close, wi
 body timeout plus slack); every answer is either kbgate's documented envelope — Ret from the
 Ret table with its own HTTP status on callback paths, a JSON body elsewhere — or one of the
 documented bare answers the HTTP server gives before kbgate runs (400, 431, 501 with an empty
-body; README, "Decisions where seed 003 is silent").
+body; docs/volcengine-console.md, "Decisions where seed 003 is silent").
 
 Budget: KBGATE_FUZZ_EXAMPLES examples (default 400, about 10 s in `make test`); for a
 long run, e.g. `KBGATE_FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest tests/e2e/test_fuzz.py`.
@@ -211,7 +211,7 @@ def check(req: Request, raw: bytes, took: float) -> None:
         return  # the HTTP server's own documented answer
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in head.split(b"\r\n")[1:])}
     if (status, body) in PLAIN and not req.path.startswith("/volcengine/"):
-        return  # a path or method no endpoint serves (README, "For operators")
+        return  # a path or method no endpoint serves (docs/operators.md, "Other paths")
     assert headers.get(b"content-type", b"").startswith(b"application/json"), (status, raw[:300], req)
     doc = orjson.loads(body)
     if req.path.startswith("/volcengine/") and req.path.count("/") == 2:

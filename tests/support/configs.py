@@ -58,7 +58,7 @@ def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]
     return {name: table}
 
 
-# Tenant acme (enforce, rotating between two keys) and beta (report mode), as the README's examples.
+# Tenant acme (enforce, rotating between two keys) and beta (report mode), as the examples of docs/operators.md.
 ACME_KEYS = (("acme-2026-10", "env:ACME_OLD"), ("acme-2026-11", "env:ACME_SECRET"))
 ACME = tenant("acme", keys=ACME_KEYS)
 BETA = tenant("beta", verify="report", keys=[("beta-1", "env:BETA_SECRET")], routes=[("产品", "文档", "kb")])

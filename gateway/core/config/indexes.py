@@ -1,7 +1,7 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
     [indexes]                 dir, max_document_bytes
-    [indexes.NAME.dense]      hybrid retrieval of index NAME (README "Hybrid retrieval"): provider,
+    [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
                               model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
                               batching and retries, the query deadline and breaker, fusion
 
