@@ -1,0 +1,87 @@
+"""The docs a fresh reader follows: README.md is the front door (short), every relative link in
+it and in docs/ (and the bench/ and deploy/ READMEs) reaches an existing file and, when it names
+one, an existing heading; every docs/ file can be reached from README.md (issue 16, item 6)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.support.paths import ROOT
+
+README_MAX_LINES = 220
+DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), ROOT / "bench" / "README.md",
+               ROOT / "bench" / "VECTORS.md", ROOT / "deploy" / "README.md"])
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def prose(text: str) -> str:
+    """The text without fenced blocks and code spans (a link inside code is not a link)."""
+    return CODE_SPAN.sub("", FENCE.sub("", text))
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub's heading ids: lower case, punctuation dropped (letters, digits, '_' and '-'
+    kept, in any script), spaces to '-', a repeated id suffixed -1, -2, …"""
+    out: set[str] = set()
+    for line in FENCE.sub("", text).splitlines():
+        m = re.match(r"#{1,6} (.+?)\s*#*\s*$", line)
+        if m is None:
+            continue
+        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m[1]).replace("`", "").replace("*", "")
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n, candidate = 0, slug
+        while candidate in out:
+            n += 1
+            candidate = f"{slug}-{n}"
+        out.add(candidate)
+    return out
+
+
+def broken_links(doc: Path) -> list[str]:
+    """Each relative link of `doc` whose file, or heading, does not exist, as 'target: why'."""
+    bad = []
+    for target in LINK.findall(prose(doc.read_text("utf-8"))):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: …: not ours to check
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (doc.parent / path).resolve() if path else doc
+        if not dest.exists():
+            bad.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text("utf-8")):
+            bad.append(f"{target}: no heading #{anchor} in {dest.name}")
+    return bad
+
+
+def test_readme_is_a_front_door() -> None:
+    lines = len((ROOT / "README.md").read_text("utf-8").splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move a role's part into docs/"
+
+
+def test_every_relative_link_resolves() -> None:
+    bad = {str(d.relative_to(ROOT)): b for d in DOCS if (b := broken_links(d))}
+    assert bad == {}
+
+
+def test_every_doc_is_reached_from_the_readme() -> None:
+    seen: set[Path] = set()
+    todo = [ROOT / "README.md"]
+    while todo:
+        doc = todo.pop()
+        if doc in seen or doc.suffix != ".md" or not doc.exists():
+            continue
+        seen.add(doc)
+        todo += [(doc.parent / t.partition("#")[0]).resolve() for t in LINK.findall(prose(doc.read_text("utf-8")))
+                 if not re.match(r"[a-z][a-z0-9+.-]*:", t) and t.partition("#")[0]]
+    assert sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.resolve() not in seen) == []
+
+
+def test_the_checker_finds_a_broken_file_and_heading(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\n## Ret codes\n\n## Ret codes\n\n### 错误 `码`\n", "utf-8")
+    doc = tmp_path / "b.md"
+    doc.write_text("[ok](a.md#ret-codes) [ok](a.md#ret-codes-1) [ok](a.md#错误-码) [ok](#x)\n"
+                   "[gone](missing.md) [gone](a.md#no-such) `[code](missing.md)` [web](https://x.y/z)\n"
+                   "```\n[fenced](missing.md)\n```\n# x\n", "utf-8")
+    assert broken_links(doc) == ["missing.md: no such file", "a.md#no-such: no heading #no-such in a.md"]
