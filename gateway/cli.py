@@ -151,7 +151,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        # The same text a running server logs as `problem` and shows as /readyz's
+        # config.last_refusal.problem when it refuses this file on reload (gateway/serve/reload.py).
+        print(f"kbgate: config {args.config} refused: {err.message}", file=sys.stderr)
+        print("  a running `kbgate serve` refuses it the same way on reload: it keeps serving its running "
+              "config, logs this problem (\"config rejected\") and shows it in /readyz as config.last_refusal",
+              file=sys.stderr)
+        return 2
     from indexes.store import IndexStore
 
     store = IndexStore(config.indexes_dir)
