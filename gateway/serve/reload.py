@@ -55,9 +55,12 @@ def set_generation_source(value: Any) -> None:
 
 
 def set_fallback_config(config: Config | None) -> None:
-    """Install the master's start-up config: a worker (re)started while the file is invalid runs it."""
-    global _fallback
+    """Install the master's start-up config: a worker (re)started while the file is invalid runs it.
+    None uninstalls it, and forgets a start-up refusal recorded with it."""
+    global _fallback, _start_refusal
     _fallback = config
+    if config is None:
+        _start_refusal = None
 
 
 def load_worker_config(path: str | os.PathLike[str]) -> Config:
