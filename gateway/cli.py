@@ -4,7 +4,7 @@ kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
 kbgate index add --config FILE --index NAME [--delete-missing] PATH...
 kbgate index list|stats --config FILE [--index NAME]
-kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F)
+kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
 kbgate eval --queries FILE ... (see gateway/ops/evaluate.py)
@@ -105,7 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--nonce")
     body = g.add_mutually_exclusive_group(required=True)
     body.add_argument("--body")
-    body.add_argument("--body-file")
+    body.add_argument("--body-file", help="the exact bytes to sign; send them with curl --data-binary @FILE "
+                      "(-d @FILE strips newlines)")
+    g.add_argument("--url", help="the callback URL, for the curl line printed on stderr")
     g.set_defaults(func=cmd_sign)
 
     pr = sub.add_parser("probe", help="send a request exactly as the Volcengine console does")
@@ -151,7 +153,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        # The same text a running server logs as `problem` and shows as /readyz's
+        # config.last_refusal.problem when it refuses this file on reload (gateway/serve/reload.py).
+        print(f"kbgate: config {args.config} refused: {err.message}", file=sys.stderr)
+        print("  a running `kbgate serve` refuses it the same way on reload: it keeps serving its running "
+              "config, logs this problem (\"config rejected\") and shows it in /readyz as config.last_refusal",
+              file=sys.stderr)
+        return 2
     from indexes.store import IndexStore
 
     store = IndexStore(config.indexes_dir)
@@ -287,6 +298,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
+    from gateway.ops.probe import curl_line
     from gateway.volcengine.signing import sign_headers
 
     secret = os.environ.get(args.secret_env)
@@ -299,8 +311,14 @@ def cmd_sign(args: argparse.Namespace) -> int:
     if problem:
         print(f"kbgate: {problem}", file=sys.stderr)
         return 2
-    for k, v in sign_headers(secret, body, ts, args.nonce).items():
+    headers = sign_headers(secret, body, ts, args.nonce)
+    for k, v in headers.items():
         print(f"{k}: {v}")
+    # On stderr, so stdout stays the headers alone. --data-binary: curl's -d @FILE strips the
+    # newlines, and the gateway then sees other bytes than were signed (Ret 40105).
+    print("send it with (curl -d would strip newlines; --data-binary sends the signed bytes):", file=sys.stderr)
+    print("  " + curl_line(args.url or "URL", headers, body=None if args.body_file else body,
+                           body_file=args.body_file), file=sys.stderr)
     return 0
 
 
@@ -334,7 +352,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         print("kbgate: --timeout must be more than 0 and at most 300 seconds", file=sys.stderr)
         return 2
     outcome = probe(args.url, secret=secret, first=args.first, second=args.second, query=args.query,
-                    limit=args.limit, timeout=args.timeout)
+                    limit=args.limit, timeout=args.timeout, tenant=args.tenant)
     print(outcome.explain())
     return 0 if outcome.ok else 1
 

@@ -118,10 +118,10 @@ def cmd_secrets_retire(args: argparse.Namespace) -> int:
     what = "removed" if args.remove else f"retired (not_after = {stamp})"
     print(f"tenant {args.tenant}: key {args.key_id} {what}")
     if done.deleted_file is not None:
-        print(f"  deleted its secret file {done.deleted_file} (kbgate had generated it)")
+        print(f"  deleted its secret file {done.deleted_file} (kbgate had written it)")
     if done.kept_file is not None:
-        print(f"  left its secret file {done.kept_file} on disk (kbgate did not generate it, or another key "
-              "still uses it): delete it yourself once nothing needs it")
+        print(f"  left its secret file {done.kept_file} on disk (kbgate did not write it, it was replaced "
+              "since, or another key still uses it): delete it yourself once nothing needs it")
     return 0
 
 

@@ -7,7 +7,10 @@ and histograms to mmap files there, and a scrape of any worker sums all of them 
 Without that variable (tests, embedded use) each `Metrics` has its own registry.
 
 Index gauges are not kept in files: they are read at scrape time from the indexes the
-answering worker has open (`IndexCollector`), as every worker maps the same directories.
+answering worker has open (`IndexCollector`), as every worker maps the same directories;
+so is `kbgate_route_ready{kind,route,index}` (`RouteCollector`, the states of /readyz).
+`kbgate_config_reload_total{outcome}` counts every load of a changed config file by every
+worker (each worker loads the file itself: one bad edit counts once per worker).
 
 The Bearer-token wings (agent, dify, mcp) are counted per wing from their audit events
 (`observe_call`, subscribed to `gateway.core.audit.AuditEvent` on the Runtime's events): a
@@ -130,6 +133,32 @@ class IndexCollector(Collector):
         yield from (up, docs, chunks, gen, last)
 
 
+# One route's readiness at scrape time: (kind "tenant" | "agent", route, index, ready); a
+# disabled agent route is left out (gateway.serve.readiness.RouteState).
+RouteReady = tuple[str, str, str, bool]
+
+
+class RouteCollector(Collector):
+    """`kbgate_route_ready{kind,route,index}`: 1 while the route's index opens in the answering
+    worker and on disk ("ok" in /readyz), else 0 ("unavailable", or "stale": answered from the
+    copy opened before, which a restarted worker would not have). routes(): yields RouteReady."""
+
+    def __init__(self, routes: Callable[[], Iterable[RouteReady]]) -> None:
+        self._routes = routes
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        ready = GaugeMetricFamily("kbgate_route_ready", "1 when the route's index opens in this worker and on disk",
+                                  labels=["kind", "route", "index"])
+        try:
+            items = list(self._routes())
+        except Exception:  # a scrape must never fail because a route is broken
+            log.warning("route states failed", exc_info=True)
+            items = []
+        for kind, route, index, ok in items:
+            ready.add_metric([kind, route, index], 1.0 if ok else 0.0)
+        yield ready
+
+
 class Metrics:
     """The gateway's metrics. One per Runtime; `observe` is called once per callback.
 
@@ -140,10 +169,13 @@ class Metrics:
     deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome},
     answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'); per Bearer-token
     wing (`observe_call`): wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
-    wing_duration_seconds{wing}; index gauges from `IndexCollector`.
+    wing_duration_seconds{wing}, config_reload_total{outcome} (outcome 'reloaded' |
+    'rejected'); index gauges from `IndexCollector`, route_ready from `RouteCollector` when
+    `routes` is given.
     """
 
-    def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]]) -> None:
+    def __init__(self, index_stats: Callable[[], Iterable[tuple[str, IndexStats | None]]],
+                 routes: Callable[[], Iterable[RouteReady]] | None = None) -> None:
         self.multiprocess = multiprocess_dir() is not None
         if self.multiprocess:
             _pin_process_identifier()
@@ -178,6 +210,9 @@ class Metrics:
                                    ["wing", "code"], registry=reg)
         self.wing_latency = Histogram("kbgate_wing_duration_seconds", "Time from request to answer built, per wing",
                                       ["wing"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.reloads = Counter("kbgate_config_reload", "Loads of a changed config file by a worker: 'reloaded' "
+                               "swapped it in, 'rejected' kept the running config (logged naming the key)",
+                               ["outcome"], registry=reg)
         if self.multiprocess:
             self._scrape = CollectorRegistry()
             multiprocess.MultiProcessCollector(self._scrape)  # type: ignore[no-untyped-call]  # untyped library
@@ -185,6 +220,15 @@ class Metrics:
             assert self._own is not None
             self._scrape = self._own
         self._scrape.register(IndexCollector(index_stats))
+        if routes is not None:
+            self._scrape.register(RouteCollector(routes))
+
+    def count_reload(self, outcome: str) -> None:
+        """Count one config load of this worker ('reloaded' | 'rejected'). Never raises."""
+        try:
+            self.reloads.labels(outcome).inc()
+        except Exception:  # metrics must never stop a reload
+            log.warning("metrics update failed", exc_info=True)
 
     def observe(self, d: Delivery) -> None:
         """Count one callback (after its response was sent). Never raises."""

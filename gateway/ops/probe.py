@@ -1,14 +1,20 @@
 """`kbgate probe`: send one request exactly as the Volcengine console does, explain the answer.
 
 The body is compact JSON with the seed 003 field names, signed over the exact bytes sent.
+After the answer the probe reads the same gateway's /readyz and says what it says about the
+probed route: a route answered from the copy a worker opened before its index went missing
+or damaged on disk answers now but not after a restart, so the probe is not OK then. Last it
+prints a curl line that sends the same body again, freshly signed (a nonce is used once).
 """
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -44,10 +50,27 @@ class ProbeOutcome:
     elapsed_ms: float
     problem: str | None = None
     sent_headers: dict[str, str] = field(default_factory=dict)
+    route_state: dict[str, Any] | None = None  # the probed route's entry of /readyz's "routes"
+    curl: str | None = None  # a shell line that sends the same body again
 
     @property
     def ok(self) -> bool:
-        return self.status == 200 and self.envelope is not None and self.envelope.get("Ret") == 0
+        """Ret 0 over HTTP 200, and /readyz does not say the route is broken (when it said anything)."""
+        answered = self.status == 200 and self.envelope is not None and self.envelope.get("Ret") == 0
+        return answered and (self.route_state is None or self.route_state.get("state") == "ok")
+
+    def _readiness_lines(self) -> list[str]:
+        s = self.route_state
+        if s is None or s.get("state") == "ok":
+            return []
+        what = {"stale": "answered from the copy a worker opened before; a restarted worker cannot serve it",
+                "unavailable": "its callers get Ret 50302 index_unavailable"}.get(str(s.get("state")), "")
+        return [f"  /readyz: route {s.get('route')}: index {s.get('index')} {s.get('state')} "
+                f"({s.get('problem')}): {what}",
+                "  what to do: rebuild it with `kbgate index add`, then check `kbgate check-config`"]
+
+    def _tail(self) -> list[str]:
+        return self._readiness_lines() + ([f"  send it again yourself:\n    {self.curl}"] if self.curl else [])
 
     def explain(self) -> str:
         """A plain-words account: what was answered, and what to do about a failure."""
@@ -67,21 +90,68 @@ class ProbeOutcome:
             lines.append(f"  OK: {len(results)} result(s)")
             for item in results:
                 lines.append(f"   - [{item.get('Id')}] {item.get('Title')}: {str(item.get('Summary', ''))[:60]}")
-            return "\n".join(lines)
+            return "\n".join(lines + self._tail())
+        if self.status == 200 and env.get("Ret") == 0:
+            lines.append(f"  answered, but NOT OK: {len(env.get('Result') or [])} result(s)")
+            return "\n".join(lines + self._tail())
         reason = next((r.reason for r in RET_TABLE if r.ret == env.get("Ret")), None)
         if reason:
             lines.append(f"  reason: {reason}")
             if reason in ADVICE:
                 lines.append(f"  what to do: {ADVICE[reason]}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._tail())
+
+
+def curl_line(url: str, headers: dict[str, str], *, body: bytes | None = None, body_file: str | None = None) -> str:
+    """A shell-quoted curl command POSTing `body` (or the bytes of `body_file`, read by curl)
+    with `headers` to `url`. `--data-binary`, never `-d`: `-d @FILE` strips newlines and
+    carriage returns, so the bytes sent would differ from the bytes signed (Ret 40105)."""
+    data = f"@{body_file}" if body_file is not None else (body or b"").decode("utf-8")
+    parts = ["curl", "-sS", "-X", "POST", "--data-binary", data]
+    for k, v in headers.items():
+        parts += ["-H", f"{k}: {v}"]
+    return " ".join(shlex.quote(p) for p in [*parts, url])
+
+
+def route_readiness(url: str, tenant: str, first: str, second: str, timeout: float) -> dict[str, Any] | None:
+    """The entry of tenant route FIRST/SECOND in /readyz's "routes" of the gateway serving the
+    callback `url` (same scheme and host, path /readyz), or None when that does not answer a
+    kbgate /readyz body naming the route. Never raises."""
+    parts = urlsplit(url)
+    ready = urlunsplit((parts.scheme, parts.netloc, "/readyz", "", ""))
+    try:
+        body = httpx.get(ready, timeout=timeout).json()
+        routes = body.get("routes") if isinstance(body, dict) else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    name = f"{tenant} {first}/{second}"
+    for r in routes if isinstance(routes, list) else []:
+        if isinstance(r, dict) and r.get("kind") == "tenant" and r.get("route") == name:
+            return r
+    return None
 
 
 def probe(url: str, *, secret: str | None, first: str, second: str, query: str, limit: int = 3,
-          timeout: float = 10.0, timestamp: int | None = None) -> ProbeOutcome:
-    """POST one callback to `url` (signed with `secret` unless None) and return the outcome.
+          timeout: float = 10.0, timestamp: int | None = None, tenant: str | None = None) -> ProbeOutcome:
+    """POST one callback to `url` (signed with `secret` unless None) and return the outcome;
+    with `tenant`, also the probed route's state from the gateway's /readyz (`route_readiness`).
+    The outcome's `curl` sends the same body again, signed with a fresh nonce.
 
     Never raises for network problems: they become `ProbeOutcome(status=None, problem=...)`.
     """
+    outcome = _send(url, secret, first, second, query, limit, timeout, timestamp)
+    if outcome.status is None:
+        return outcome
+    if tenant is not None:
+        outcome.route_state = route_readiness(url, tenant, first, second, timeout)
+    body = orjson.dumps({"FirstLevelId": first, "SecondLevelId": second, "Query": query, "Limit": limit})
+    again = {"Content-Type": "application/json"} if secret is None else sign_headers(secret, body, int(time.time()))
+    outcome.curl = curl_line(url, again, body=body)
+    return outcome
+
+
+def _send(url: str, secret: str | None, first: str, second: str, query: str, limit: int, timeout: float,
+          timestamp: int | None) -> ProbeOutcome:
     body = orjson.dumps({"FirstLevelId": first, "SecondLevelId": second, "Query": query, "Limit": limit})
     headers = {"Content-Type": "application/json"}
     if secret is not None:

@@ -28,6 +28,7 @@ from gateway.core.config import Config, load_config
 from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
 from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
+from gateway.ops.secret_files import forget, kbgate_wrote, write_secret_file
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
 SECRETS_DIR = "secrets"  # generated secret files: <config dir>/secrets/<tenant>-<key id>
@@ -47,7 +48,7 @@ class AddedKey:
 @dataclass(frozen=True, slots=True)
 class RetiredKey:
     """What `retire_key` did: the validated new config, and for a removed key its secret file:
-    `deleted_file` when kbgate had generated it (secrets/<tenant>-<id>) and deleted it,
+    `deleted_file` when kbgate had written it (gateway/ops/secret_files.py) and deleted it,
     `kept_file` when the entry named another file, which is left on disk. Both None otherwise."""
 
     config: Config
@@ -148,7 +149,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
             kind, ref = "value_file", value_file
         else:
             kind, ref = "value_file", f"{SECRETS_DIR}/{tenant}-{kid}"
-            created = _write_secret_file(path.parent / ref, value if value is not None else _generate())
+            created = write_secret_file(path.parent / ref, value if value is not None else _generate())
         entry[kind] = ref
         if not_after is not None:
             entry["not_after"] = dt.datetime.fromtimestamp(not_after, dt.UTC)
@@ -162,6 +163,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     except BaseException:
         if created is not None:
             created.unlink(missing_ok=True)
+            forget(created)
         if made_dir:
             with contextlib.suppress(OSError):  # only when empty: another key may have landed meanwhile
                 secrets_dir.rmdir()
@@ -174,11 +176,12 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
                remove: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> RetiredKey:
     """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
 
-    When `remove` drops an entry whose value_file is the file kbgate generated for it
-    (secrets/<tenant>-<key id> next to the config, a regular file, named by no other key),
-    that file is deleted after the config was written; any other value_file is left on disk
-    and returned as `kept_file`. Refuses (ConfigError) when the tenant would have no key
-    live at `at` while in enforce mode, since every callback would then fail, unless `force`.
+    When `remove` drops an entry whose value_file is a file kbgate itself wrote (recorded by
+    gateway/ops/secret_files.py when it wrote it, and not replaced since; named by no other
+    key), that file is deleted after the config was written; any other value_file, a hand-made
+    secrets/<tenant>-<id> included, is left on disk and returned as `kept_file`. Refuses
+    (ConfigError) when the tenant would have no key live at `at` while in enforce mode, since
+    every callback would then fail, unless `force`.
     """
     path = Path(path).resolve()
     when = now if at is None else at
@@ -210,11 +213,11 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     fp = Path(os.path.normpath(path.parent / removed_file))  # normpath: never follow a symlink here
     if not os.path.lexists(fp):
         return RetiredKey(config)
-    generated = fp == path.parent / SECRETS_DIR / f"{tenant}-{key_id}"
     still_named = any(Path(k.source[5:]).resolve() == fp.resolve()
                       for t in config.tenants.values() for k in t.secrets if k.source.startswith("file:"))
-    if generated and not still_named and fp.is_file() and not fp.is_symlink():
+    if kbgate_wrote(fp) and not still_named:
         fp.unlink()
+        forget(fp)
         return RetiredKey(config, deleted_file=fp)
     return RetiredKey(config, kept_file=fp)
 
@@ -317,20 +320,6 @@ def parse_instant(text: str) -> float:
 
 def _generate() -> str:
     return pysecrets.token_urlsafe(32)
-
-
-def _write_secret_file(fp: Path, value: str) -> Path:
-    fp.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        fd = os.open(fp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise ConfigError("secrets", f"file {fp.name} already exists; choose another key id") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(value + "\n")
-    return fp
-
-
-
 
 
 def _short(source: str) -> str:

@@ -32,6 +32,7 @@ from gateway.mcp import McpWing
 from gateway.ops import admin, metrics
 from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
+from gateway.serve.readiness import route_states
 from gateway.serve.reload import Reloader
 from gateway.volcengine.handler import VolcengineWing
 
@@ -49,11 +50,12 @@ class Gateway:
 
     def __init__(self, runtime: Runtime) -> None:
         rt = self.runtime = runtime
-        self.metrics = metrics.Metrics(rt.index_stats)
+        self.metrics = metrics.Metrics(rt.index_stats, routes=lambda: [
+            (s.kind, s.route, s.index, s.state == "ok") for s in route_states(rt) if s.state != "disabled"])
         self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
         self.volcengine = VolcengineWing(rt)
         self.mcp = McpWing(rt)
-        self.reloader = Reloader(rt)
+        self.reloader = Reloader(rt, on_outcome=self.metrics.count_reload)
         rt.events.subscribe(Delivery, self.metrics.observe)
         rt.events.subscribe(AuditEvent, self.metrics.observe_call)
         rt.events.subscribe(Delivery, self._keep)
@@ -89,6 +91,7 @@ class Gateway:
         self.router.state.runtime = rt
         self.router.state.metrics = self.metrics
         self.router.state.deliveries = self.deliveries
+        self.router.state.reloader = self.reloader
 
     def _keep(self, d: Delivery) -> None:
         """The deliveries record's observer (the Query only when admin.show_queries is on)."""

@@ -1,6 +1,5 @@
-"""`/healthz` (the process answers) and `/readyz` (it can serve, and will after a restart: every
-index a route names opens, in this worker and on disk; the replay store answers). Both
-`Cache-Control: no-store`."""
+"""`/healthz` (the process answers) and `/readyz` (this replica can serve: the rule of
+`server.readiness`, gateway/serve/readiness.py). Both `Cache-Control: no-store`."""
 
 from __future__ import annotations
 
@@ -8,9 +7,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
-from indexes.errors import IndexStoreError
+from gateway.serve.readiness import is_ready, problem_lines, route_states
+from gateway.serve.reload import Reloader
 
 NO_STORE = {"cache-control": "no-store"}
 
@@ -20,55 +19,29 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"}, headers=NO_STORE)
 
 
-def disk_problem(rt: Runtime, name: str) -> str | None:
-    """What is wrong with index `name` on disk in a few words without paths ('missing',
-    'damaged', …: `IndexStoreError.reason`), or None when its folder opens afresh
-    (`IndexStore.check`, blocking: about 1-2 ms an index)."""
-    try:
-        rt.indexes.check(name)
-    except IndexStoreError as exc:
-        return exc.reason
-    except OSError:
-        return "unreadable"
-    return None
-
-
 async def readyz(request: Request) -> Response:
-    """Ready: config loaded, every index a tenant route or an enabled `[agent.routes.*]` entry
-    names opens in this worker and its folder opens afresh (so a restarted worker would serve
-    it too), Redis answers when configured. 200 {"status": "ready", "problems": []} or 503
-    {"status": "not_ready", "problems": [...]}, each problem naming the route or the index:
+    """200 when ready by `server.readiness` ("any": Redis answers when configured and at least
+    one enabled route can serve; "all": every enabled route's index opens in this worker and
+    on disk), else 503. The body, either way:
 
-    - "index kb unavailable (damaged on disk)": this worker cannot open it, its callbacks get 503;
-    - "agent route wiki: index w unavailable (missing on disk)": the same for an agent route;
-    - "index kb damaged on disk; answers come from the copy opened before": this worker still
-      answers from the files it mapped before they were damaged or deleted, but a restarted
-      or replaced worker could not (docs/on-call.md, "A damaged or deleted index").
+        {"status": "ready" | "not_ready", "readiness": "any" | "all",
+         "problems": ["route acme a/b: index kb unavailable (missing on disk)", ...],
+         "routes": [{"kind", "route", "index", "state", "problem"}, ...],
+         "config": {"file", "serving": "file" | "previous", "last_refusal": {...} | null}}
+
+    problems: `problem_lines`, plus "replay store unavailable" when Redis does not answer
+    PING. routes: every tenant and agent route (`RouteState.as_json`). config: the last
+    refused reload of this worker (`Reloader.config_state`); a refusal never makes it unready,
+    since the running config keeps serving.
     """
     rt: Runtime = request.app.state.runtime
-    routed = {r.index for t in rt.config.tenants.values() for r in t.routes}
-    agent = [ar for ar in rt.config.agent.routes.values() if ar.enabled]  # a disabled one answers without searching
-    on_disk = {name: await run_in_threadpool(disk_problem, rt, name)
-               for name in sorted(routed | {ar.index for ar in agent})}
-
-    def unavailable(name: str) -> str:
-        return "unavailable" + (f" ({on_disk[name]} on disk)" if on_disk[name] else "")
-
-    problems: list[str] = []
-    opened: set[str] = set()
-    named = [(f"index {name}", name) for name in sorted(routed)]
-    named += [(f"agent route {ar.name}: index {ar.index}", ar.index) for ar in agent]
-    for label, name in named:
-        try:
-            rt.index(name)
-            opened.add(name)
-        except DependencyUnavailable:
-            problems.append(f"{label} {unavailable(name)}")
-    for name in sorted(opened):
-        if on_disk[name]:
-            problems.append(f"index {name} {on_disk[name]} on disk; answers come from the copy opened before")
-    if not await rt.nonces.ping():
-        problems.append("replay store unavailable")
-    status = 200 if not problems else 503
-    return JSONResponse({"status": "ready" if not problems else "not_ready", "problems": sorted(set(problems))},
-                        status_code=status, headers=NO_STORE)
+    states = await run_in_threadpool(route_states, rt)
+    replay_answers = await rt.nonces.ping()
+    problems = problem_lines(states) + ([] if replay_answers else ["replay store unavailable"])
+    mode = rt.config.server.readiness
+    ready = is_ready(states, mode, replay_answers)
+    reloader: Reloader | None = getattr(request.app.state, "reloader", None)
+    body = {"status": "ready" if ready else "not_ready", "readiness": mode, "problems": problems,
+            "routes": [s.as_json() for s in states],
+            "config": reloader.config_state() if reloader is not None else None}
+    return JSONResponse(body, status_code=200 if ready else 503, headers=NO_STORE)

@@ -7,7 +7,10 @@ Each worker runs one `Reloader` task (started by the app's lifespan). Once per
 `Runtime.config` in one assignment: a request reads `rt.config` once when it starts, so an
 in-flight request finishes with the config it began with and none fails. An invalid file is
 rejected with one JSON log line naming the key (`ConfigError.key`); the old config keeps
-serving and the same file is not re-tried until it changes again.
+serving and the same file is not re-tried until it changes again. Every outcome is counted
+(`on_outcome`: kbgate_config_reload_total{outcome}) and the last refusal is kept
+(`Reloader.config_state`, shown in /readyz's body); its text, `problem`, is the
+`ConfigError.message` that `kbgate check-config` prints for the same file.
 
 Sections that need new sockets, processes, connections or opened indexes (server.*,
 replay.*, indexes.dir, indexes.*.dense) are kept from the running config; a change to them is logged as
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import logging
 import os
 from collections.abc import Callable
@@ -38,6 +42,7 @@ RESTART_ONLY = ("server", "replay", "indexes_dir", "dense")
 # and the config the master validated at start (used only when the file is invalid now).
 _generation: Any = None
 _fallback: Config | None = None
+_start_refusal: dict[str, str] | None = None  # set when this worker started on the fallback
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 
@@ -50,9 +55,12 @@ def set_generation_source(value: Any) -> None:
 
 
 def set_fallback_config(config: Config | None) -> None:
-    """Install the master's start-up config: a worker (re)started while the file is invalid runs it."""
-    global _fallback
+    """Install the master's start-up config: a worker (re)started while the file is invalid runs it.
+    None uninstalls it, and forgets a start-up refusal recorded with it."""
+    global _fallback, _start_refusal
     _fallback = config
+    if config is None:
+        _start_refusal = None
 
 
 def load_worker_config(path: str | os.PathLike[str]) -> Config:
@@ -71,9 +79,19 @@ def load_worker_config(path: str | os.PathLike[str]) -> Config:
         from gateway.core.logs import setup_logging
 
         setup_logging(_fallback.log_level)
-        log.error("config rejected at worker start, serving the config the master started with", extra={
-            "key": err.key, "problem": err.message, "file": str(path), "trigger": "start", "pid": os.getpid()})
+        global _start_refusal
+        _start_refusal = refusal(err, path, "start")
+        log.error("config rejected at worker start, serving the config the master started with",
+                  extra={**_start_refusal, "pid": os.getpid()})
         return _fallback
+
+
+def refusal(err: ConfigError, path: str | os.PathLike[str] | None, trigger: str) -> dict[str, str]:
+    """The record of one refused load: {"at": RFC 3339 UTC, "key", "problem" (the
+    `ConfigError.message` that `kbgate check-config` prints for the same file), "file",
+    "trigger" ('start' | 'file' | 'sighup' | 'manual')}. Holds no value of the file."""
+    at = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return {"at": at, "key": err.key, "problem": err.message, "file": str(path), "trigger": trigger}
 
 
 def current_generation() -> int:
@@ -141,15 +159,38 @@ class Reloader:
 
     rt: the worker's Runtime (only `rt.config` is read and assigned). interval: seconds
     between two checks. on_swap(config): called after a successful swap (optional).
+    on_outcome(outcome): called with 'reloaded' or 'rejected' after every load (the metric).
+    last_refusal: the `refusal` record of the last refused load (None while none was), the
+    worker's start on the master's config included. refused: whether the last load was refused,
+    i.e. the file on disk is not what this worker serves.
     """
 
     def __init__(self, rt: Runtime, interval: float = INTERVAL,
-                 on_swap: Callable[[Config], None] | None = None) -> None:
+                 on_swap: Callable[[Config], None] | None = None,
+                 on_outcome: Callable[[str], None] | None = None) -> None:
         self.rt = rt
         self.interval = interval
         self.on_swap = on_swap
+        self.on_outcome = on_outcome
+        self.last_refusal: dict[str, str] | None = _start_refusal
+        self.refused = _start_refusal is not None
         self._seen = fingerprint(watched_files(rt.config))
         self._generation = current_generation()
+
+    def config_state(self) -> dict[str, Any]:
+        """/readyz's "config": {"file": the config file or None, "serving": "file" | "previous"
+        (the file's last load was refused: an older config serves), "last_refusal": record or None}."""
+        source = self.rt.config.source
+        return {"file": None if source is None else str(source), "serving": "previous" if self.refused else "file",
+                "last_refusal": self.last_refusal}
+
+    def _outcome(self, outcome: str) -> str:
+        if self.on_outcome is not None:
+            try:
+                self.on_outcome(outcome)
+            except Exception:  # a metric must never stop a reload
+                log.warning("reload outcome observer failed", exc_info=True)
+        return outcome
 
     def check(self) -> str | None:
         """One check. Returns 'reloaded', 'rejected', or None when nothing changed."""
@@ -167,11 +208,12 @@ class Reloader:
         try:
             new, restart = reload_config(old)
         except ConfigError as err:
-            log.error("config rejected, the running config keeps serving", extra={
-                "key": err.key, "problem": err.message, "file": str(old.source), "trigger": trigger,
-                "pid": os.getpid()})
-            return "rejected"
+            self.last_refusal, self.refused = refusal(err, old.source, trigger), True
+            log.error("config rejected, the running config keeps serving",
+                      extra={**self.last_refusal, "pid": os.getpid()})
+            return self._outcome("rejected")
         self.rt.config = new
+        self.refused = False
         # A reload may add a value_file: watch the files of the new config from now on.
         self._seen = fingerprint(watched_files(new))
         logging.getLogger("kbgate").setLevel(new.log_level.upper())
@@ -184,7 +226,7 @@ class Reloader:
                             extra={"tenant": t.name})
         if self.on_swap is not None:
             self.on_swap(new)
-        return "reloaded"
+        return self._outcome("reloaded")
 
     async def run(self) -> None:
         """Check every `interval` seconds until cancelled. Never raises otherwise."""

@@ -63,6 +63,55 @@ def test_probe_answers_like_make_run(server: str, tmp_path: Path) -> None:
     assert "Ret=0" in r.stdout and "ops/rotation.md" in r.stdout
 
 
+def test_probe_prints_a_curl_line_that_answers_again(server: str, tmp_path: Path) -> None:
+    import shlex
+    import subprocess
+
+    r = kbgate("probe", f"{server}/volcengine/demo", "--config", str(tmp_path / "gateway.toml"), "--tenant", "demo",
+               "--first", "tech", "--second", "software", "--query", "如何轮换密钥")
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = r.stdout.splitlines()[r.stdout.splitlines().index("  send it again yourself:") + 1].strip()
+    assert "--data-binary" in line
+    again = subprocess.run(shlex.split(line), capture_output=True, timeout=30)
+    assert orjson.loads(again.stdout)["Ret"] == 0, again.stdout  # freshly signed: not a replay
+
+
+def test_probe_says_what_readyz_says_of_an_index_gone_under_a_running_worker(server: str, tmp_path: Path) -> None:
+    # The worker answered from the reader it held, so probe said OK while a restart would fail.
+    import shutil
+
+    ok = kbgate("probe", f"{server}/volcengine/demo", "--config", str(tmp_path / "gateway.toml"), "--tenant", "demo",
+                "--first", "tech", "--second", "software", "--query", "如何轮换密钥")
+    assert ok.returncode == 0 and "/readyz" not in ok.stdout
+    shutil.rmtree(tmp_path / "indexes" / "demo-docs")
+    r = kbgate("probe", f"{server}/volcengine/demo", "--config", str(tmp_path / "gateway.toml"), "--tenant", "demo",
+               "--first", "tech", "--second", "software", "--query", "如何轮换密钥")
+    assert r.returncode == 1, r.stdout
+    assert "Ret=0" in r.stdout and "NOT OK" in r.stdout
+    assert ("/readyz: route demo tech/software: index demo-docs stale (missing on disk): answered from the copy a "
+            "worker opened before; a restarted worker cannot serve it") in r.stdout
+
+
+def test_sign_body_file_prints_a_curl_line_that_keeps_the_newline(server: str, tmp_path: Path) -> None:
+    # `curl -d @F` strips the file's newline, so the gateway saw other bytes than were signed: 40105.
+    import shlex
+    import subprocess
+
+    f = tmp_path / "body.json"
+    f.write_bytes(b'{"FirstLevelId":"tech","SecondLevelId":"software","Query":"\xe5\xaf\x86\xe9\x92\xa5"}\n')
+    r = kbgate("sign", "--secret-env", "S", "--body-file", str(f), "--url", f"{server}/volcengine/demo",
+               env={"S": SECRET})
+    assert r.returncode == 0, r.stderr
+    line = r.stderr.splitlines()[-1].strip()
+    assert f"--data-binary @{f}" in line
+    sent = subprocess.run(shlex.split(line), capture_output=True, timeout=30)
+    assert orjson.loads(sent.stdout)["Ret"] == 0, sent.stdout
+    lossy = shlex.split(kbgate("sign", "--secret-env", "S", "--body-file", str(f), "--url",
+                               f"{server}/volcengine/demo", env={"S": SECRET}).stderr.splitlines()[-1])
+    lossy[lossy.index("--data-binary")] = "-d"  # what the old advice led to
+    assert orjson.loads(subprocess.run(lossy, capture_output=True, timeout=30).stdout)["Ret"] == 40105
+
+
 def test_probe_explains_a_wrong_key(server: str) -> None:
     r = kbgate("probe", f"{server}/volcengine/demo", "--secret-env", "WRONG", "--tenant", "demo",
                "--first", "tech", "--second", "software", "--query", "密钥", env={"WRONG": "not-the-key"})

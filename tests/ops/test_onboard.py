@@ -28,12 +28,21 @@ from tests.support.paths import ROOT
 CONSOLE_KEY = "console-shown-key-7f3a9c"
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default. A parent that ignores it (`make
+    test &`, nohup, a CI runner) passes SIG_IGN on through exec, and Python then installs no
+    KeyboardInterrupt handler, so the Ctrl-C tests' SIGINT would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Proc:
-    """A subprocess whose stdout lines are read on a thread; `expect` waits for a line."""
+    """A subprocess whose stdout lines are read on a thread; `expect` waits for a line. Its
+    SIGINT disposition is the default whatever this process's is (`_default_sigint`)."""
 
     def __init__(self, args: list[str]) -> None:
         self.p = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+                                  stderr=subprocess.STDOUT, text=True, env=os.environ.copy(),
+                                  preexec_fn=_default_sigint)
         self.seen: list[str] = []
         self._q: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -207,6 +216,24 @@ def test_onboard_ctrl_c_at_the_secret_prompt_stops_at_once(tmp_path: Path, redis
         ob.expect('back exactly as it was before: tenant acme is back to verify = "enforce"')
         assert ob.p.wait(10) == 130
     assert cfg.read_bytes() == before
+
+
+CTRL_C_TESTS = ("test_onboard_ctrl_c_restores_verify_of_an_existing_tenant",
+                "test_onboard_ctrl_c_at_the_secret_prompt_stops_at_once")
+UNDER_IGNORED_SIGINT = """
+import signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `make test &`, nohup and some CI runners do
+sys.exit(subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
+"""
+
+
+def test_the_ctrl_c_tests_pass_under_a_parent_that_ignores_sigint() -> None:
+    # The ignored SIGINT was inherited by onboard, which then never saw the tests' Ctrl-C.
+    done = subprocess.run([sys.executable, "-c", UNDER_IGNORED_SIGINT,
+                           *(f"tests/ops/test_onboard.py::{name}" for name in CTRL_C_TESTS)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout
 
 
 def test_onboard_error_before_the_key_restores_the_config(tmp_path: Path, redis_url: str, key_prefix: str) -> None:

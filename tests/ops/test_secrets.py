@@ -207,6 +207,38 @@ def test_retire_remove_keeps_a_generated_file_another_key_still_names(tmp_path: 
     assert load_config(cfg).tenants["acme"].secrets[1].value.reveal() == added.created_file.read_text().strip()
 
 
+HAND_MADE = "hand-made-secret-0123456789"
+
+
+def test_retire_remove_leaves_a_hand_made_file_whose_path_looks_generated(tmp_path: Path, redis_url: str,
+                                                                          key_prefix: str) -> None:
+    # It was deleted because its path was secrets/<tenant>-<id>, which kbgate's own files have.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    (tmp_path / "secrets").mkdir()
+    hand = tmp_path / "secrets" / "acme-hand"
+    hand.write_text(HAND_MADE + "\n")
+    add_key(cfg, "acme", now=0, key_id="hand", value_file="secrets/acme-hand")
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "hand", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert hand.read_text() == HAND_MADE + "\n"
+    assert f"left its secret file {hand} on disk" in out.stdout
+
+
+def test_retire_remove_leaves_a_generated_file_that_was_replaced_by_hand(tmp_path: Path, redis_url: str,
+                                                                         key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen")
+    assert added.created_file is not None
+    record = (tmp_path / "secrets" / ".kbgate-written").read_text()
+    assert "acme-gen" in record and added.created_file.read_text().strip() not in record  # no secret in it
+    replacement = tmp_path / "secrets" / "tmp"
+    replacement.write_text(HAND_MADE + "\n")
+    replacement.replace(added.created_file)  # an editor's save: a new file under the same name
+    done = retire_key(cfg, "acme", "gen", now=0, remove=True)
+    assert done.deleted_file is None and done.kept_file == added.created_file
+    assert added.created_file.read_text() == HAND_MADE + "\n"
+
+
 def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _config(tmp_path, redis_url, key_prefix)
     assert set_verify(cfg, "acme", "report").tenants["acme"].verify == "report"

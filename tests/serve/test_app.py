@@ -34,11 +34,55 @@ async def readyz(tmp_path: Path, indexes: Path, agent_routes: dict[str, dict[str
 
 
 @pytest.mark.anyio
-async def test_readyz_names_an_agent_route_whose_index_is_missing(tmp_path: Path, docs_index: Path) -> None:
+async def test_readyz_names_an_agent_route_whose_index_is_missing_and_stays_ready(tmp_path: Path,
+                                                                                 docs_index: Path) -> None:
+    # One route to an index not built made /readyz 503 for every tenant and wing (issue 16).
     r = await readyz(tmp_path, docs_index, {"handbook": {"index": "docs"}, "wiki": {"index": "not-built-yet"}})
-    assert r.status_code == 503
-    assert r.json() == {"status": "not_ready", "problems": [
-        "agent route wiki: index not-built-yet unavailable (missing on disk)"]}
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["status"], body["readiness"]) == ("ready", "any")
+    assert body["problems"] == ["agent route wiki: index not-built-yet unavailable (missing on disk)"]
+    assert body["routes"] == [
+        {"kind": "tenant", "route": "acme a/b", "index": "docs", "state": "ok", "problem": None},
+        {"kind": "agent", "route": "handbook", "index": "docs", "state": "ok", "problem": None},
+        {"kind": "agent", "route": "wiki", "index": "not-built-yet", "state": "unavailable",
+         "problem": "missing on disk"}]
+    assert body["config"] == {"file": None, "serving": "file", "last_refusal": None}
+
+
+@pytest.mark.anyio
+async def test_readyz_is_not_ready_when_no_route_can_serve(tmp_path: Path, docs_index: Path) -> None:
+    acme = tenant("acme", verify="report", routes=[("a", "b", "gone")])
+    cfg = parse(config(tmp_path, tenants=[acme], indexes=docs_index, agent={"routes": {"w": {"index": "nope"}}}),
+                tmp_path, {})
+    app = create_app(cfg, nonces=MemoryNonceStore())
+    async with LifespanManager(app) as m:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://t") as c:
+            r = await c.get("/readyz")
+    assert (r.status_code, r.json()["status"]) == (503, "not_ready")
+    assert r.json()["problems"] == ["agent route w: index nope unavailable (missing on disk)",
+                                    "route acme a/b: index gone unavailable (missing on disk)"]
+
+
+@pytest.mark.anyio
+async def test_the_strict_readiness_is_not_ready_while_any_route_is_broken(tmp_path: Path, docs_index: Path) -> None:
+    acme = tenant("acme", verify="report", routes=[("a", "b", "docs")])
+    data = config(tmp_path, tenants=[acme], indexes=docs_index, server={"readiness": "all"},
+                  agent={"routes": {"handbook": {"index": "docs"}, "wiki": {"index": "not-built-yet"}}})
+    app = create_app(parse(data, tmp_path, {}), nonces=MemoryNonceStore())
+    async with LifespanManager(app) as m:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://t") as c:
+            r = await c.get("/readyz")
+    assert (r.status_code, r.json()["status"], r.json()["readiness"]) == (503, "not_ready", "all")
+    assert r.json()["problems"] == ["agent route wiki: index not-built-yet unavailable (missing on disk)"]
+
+
+def test_an_unknown_readiness_mode_is_refused_naming_the_key(tmp_path: Path, docs_index: Path) -> None:
+    from gateway.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        parse(config(tmp_path, indexes=docs_index, server={"readiness": "some"}), tmp_path, {})
+    assert err.value.key == "server.readiness"
 
 
 @pytest.mark.anyio
@@ -46,6 +90,8 @@ async def test_readyz_ready_when_every_agent_route_has_its_index(tmp_path: Path,
     r = await readyz(tmp_path, docs_index,
                      {"handbook": {"index": "docs"}, "later": {"index": "nope", "enabled": False}})
     assert (r.status_code, r.json()["status"]) == (200, "ready")
+    assert r.json()["routes"][-1] == {"kind": "agent", "route": "later", "index": "nope", "state": "disabled",
+                                      "problem": None}
 
 
 # ------------------------------------------------------------------ paths no endpoint serves
@@ -111,8 +157,10 @@ async def test_an_index_damaged_while_serving_still_answers_and_readyz_names_it(
     [failed] = [r for r in caplog.records if r.getMessage().startswith("index reload failed")]
     assert failed.index == "docs"  # type: ignore[attr-defined]
     r = await e.http.get("/readyz")
-    assert (r.status_code, r.json()["problems"]) == (503, [
+    # Still ready ("any"): this worker answers; the route says a restarted one could not.
+    assert (r.status_code, r.json()["problems"]) == (200, [
         gone, "index docs damaged on disk; answers come from the copy opened before"])
+    assert {x["state"] for x in r.json()["routes"] if x["index"] == "docs"} == {"stale", "disabled"}
     meta.write_bytes(whole)  # restored: the next reload succeeds, readiness comes back
     await after_reload_check()
     assert await answered()

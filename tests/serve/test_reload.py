@@ -118,6 +118,11 @@ def test_worker_started_on_a_bad_file_serves_the_masters_config(tmp_path: Path, 
     set_fallback_config(good)
     try:
         assert load_worker_config(cfg) is good
+        # the worker's Reloader shows that start as its last refusal (in /readyz)
+        state = Reloader(Runtime(good)).config_state()
+        assert state["serving"] == "previous"
+        assert (state["last_refusal"]["key"], state["last_refusal"]["trigger"]) == (
+            "tenants.acme.secrets[0].value_file", "start")
     finally:
         set_fallback_config(None)
         kb = logging.getLogger("kbgate")  # load_worker_config set up JSON logging: undo it
@@ -217,3 +222,46 @@ def test_mcp_path_needs_a_restart_its_lists_do_not(tmp_path: Path, docs_index: P
     new, restart = reload_config(old)
     assert restart == ["mcp.path"] and new.mcp.path == "/mcp"  # the route serving it was built at start
     assert new.mcp.allowed_origins == ("https://chat.example.com",)
+
+
+# ------------------------------------------------------------------ a refusal is counted and shown
+
+
+@pytest.mark.anyio
+async def test_a_refused_reload_is_counted_and_shown_in_readyz_as_check_config_says_it(
+        tmp_path: Path, docs_index: Path, redis_url: str, key_prefix: str) -> None:
+    # An invalid config on reload was only logged: no metric, nothing in /readyz.
+    from asgi_lifespan import LifespanManager
+
+    from gateway.serve.app import create_app
+    from tests.support.harness import kbgate
+
+    cfg = _files(tmp_path, docs_index, redis_url, key_prefix)
+    app = create_app(load_config(cfg))
+    async with LifespanManager(app) as m:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://t") as c:
+            assert (await c.get("/readyz")).json()["config"] == {
+                "file": str(cfg), "serving": "file", "last_refusal": None}
+            write_atomic(cfg, cfg.read_text().replace('verify = "enforce"', 'verify = "sometimes"'))
+            # The lifespan's own watcher may have loaded it first (it checks every second); either
+            # way the file is loaded once, and counted once.
+            assert app.reloader.check() in ("rejected", None)
+            r = await c.get("/readyz")
+            metrics = (await c.get("/metrics")).text
+            write_atomic(cfg, cfg.read_text().replace('verify = "sometimes"', 'verify = "enforce"'))
+            assert app.reloader.check() in ("reloaded", None)
+            after = (await c.get("/readyz")).json()["config"]
+            metrics_after = (await c.get("/metrics")).text
+    assert r.status_code == 200  # the running config keeps serving: still ready
+    state = r.json()["config"]
+    assert state["serving"] == "previous" and state["file"] == str(cfg)
+    refusal = state["last_refusal"]
+    assert (refusal["key"], refusal["trigger"], refusal["file"]) == ("tenants.acme.verify", "file", str(cfg))
+    assert 'kbgate_config_reload_total{outcome="rejected"} 1.0' in metrics
+    assert 'kbgate_config_reload_total{outcome="reloaded"} 1.0' in metrics_after
+    assert after["serving"] == "file" and after["last_refusal"] == refusal  # the last one stays on show
+    # check-config of the same bad file prints the very problem the reload logged and showed
+    write_atomic(cfg, cfg.read_text().replace('verify = "enforce"', 'verify = "sometimes"'))
+    done = kbgate("check-config", "--config", str(cfg))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == f"kbgate: config {cfg} refused: {refusal['problem']}"

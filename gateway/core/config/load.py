@@ -25,6 +25,7 @@ from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
     DEFAULT_ANSWER_CACHE_MIB,
     DEFAULT_TOLERANCE,
+    READINESS_MODES,
     AdminConfig,
     Config,
     ReplayConfig,
@@ -136,7 +137,8 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
 
 
 def _server(t: Fields) -> ServerConfig:
-    t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds"})
+    t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds",
+            "readiness"})
     bind = t.string("bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -148,6 +150,7 @@ def _server(t: Fields) -> ServerConfig:
         body_timeout_seconds=t.number("body_timeout_seconds", 10.0, lo=0.1, hi=300.0),
         graceful_timeout=t.number("graceful_timeout", 10.0, lo=0.0, hi=600.0),
         keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
+        readiness=t.choice("readiness", READINESS_MODES, "any"),
     )
 
 

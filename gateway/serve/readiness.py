@@ -1,0 +1,142 @@
+"""What each route of this worker can serve, and whether the replica is ready (issue 16).
+
+Readiness means "this replica can serve": one route whose index is not built (or is damaged)
+costs only that route's callers their documented error (a callback 503 Ret 50302
+index_unavailable, Dify 5030, MCP's mcp.unavailable tool error), not every tenant's traffic.
+`server.readiness` chooses the rule:
+
+- "any" (default): ready while Redis (when configured) answers and at least one enabled
+  route can serve (a config with no enabled route at all is ready: nothing is broken);
+- "all": ready only while every enabled route's index opens in this worker and on disk, for
+  replica sets that are all alike, where a pod short of one index must take no traffic.
+
+Every route is listed with its state in /readyz's body, in `kbgate_route_ready` (gateway/ops/
+metrics.py) and in `check-config`'s route lines. States:
+
+- "ok": the index opens in this worker and its folder opens afresh;
+- "stale": this worker answers from the files it mapped before, but the folder is missing or
+  damaged now, so a restarted or replaced worker could not (docs/on-call.md);
+- "unavailable": this worker cannot open it: the route's callers get their error;
+- "disabled": an `[agent.routes.*]` entry with enabled = false (answers without searching).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.runtime import Runtime
+from indexes.errors import IndexStoreError
+
+STATES = ("ok", "stale", "unavailable", "disabled")
+
+
+@dataclass(frozen=True, slots=True)
+class RouteState:
+    """One route's state in this worker.
+
+    kind: "tenant" | "agent". route: "TENANT FIRST/SECOND" for a tenant route (the console's
+    ids), the route's name for an agent route. index: the index it names. state: one of
+    STATES. problem: what is wrong on disk in a few words ("missing on disk", "damaged on
+    disk", `IndexStoreError.reason`), "cannot be opened" when only the worker fails, None when ok.
+    """
+
+    kind: str
+    route: str
+    index: str
+    state: str
+    problem: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.state not in STATES:
+            raise ValueError(f"state must be one of {STATES}, not {self.state!r}")
+
+    @property
+    def serves(self) -> bool:
+        """The route's callers are answered from its index right now (ok or stale)."""
+        return self.state in ("ok", "stale")
+
+    @property
+    def label(self) -> str:
+        """'route acme a/b' or 'agent route wiki': how a problem line names the route."""
+        return f"route {self.route}" if self.kind == "tenant" else f"agent route {self.route}"
+
+    def as_json(self) -> dict[str, str | None]:
+        """{"kind", "route", "index", "state", "problem"}: one entry of /readyz's "routes"."""
+        return {"kind": self.kind, "route": self.route, "index": self.index, "state": self.state,
+                "problem": self.problem}
+
+
+def disk_problem(rt: Runtime, name: str) -> str | None:
+    """What is wrong with index `name` on disk in a few words without paths ('missing',
+    'damaged', …: `IndexStoreError.reason`), or None when its folder opens afresh
+    (`IndexStore.check`, blocking: about 1-2 ms an index)."""
+    try:
+        rt.indexes.check(name)
+    except IndexStoreError as exc:
+        return exc.reason
+    except OSError:
+        return "unreadable"
+    return None
+
+
+def route_states(rt: Runtime) -> list[RouteState]:
+    """Every tenant route (sorted by tenant, then ids) and every agent route (by name) of
+    `rt.config`, with its state. Blocking (opens indexes, checks their folders: run it in a
+    thread from async code). Never raises for a broken index."""
+    cfg = rt.config
+    wanted: list[tuple[str, str, str, bool]] = []
+    for t in sorted(cfg.tenants.values(), key=lambda t: t.name):
+        for r in sorted(t.routes, key=lambda r: (r.first_level_id, r.second_level_id)):
+            wanted.append(("tenant", f"{t.name} {r.first_level_id}/{r.second_level_id}", r.index, True))
+    for name, ar in sorted(cfg.agent.routes.items()):
+        wanted.append(("agent", name, ar.index, ar.enabled))
+    on_disk: dict[str, str | None] = {}
+    opens: dict[str, bool] = {}
+    out = []
+    for kind, route, index, enabled in wanted:
+        if not enabled:  # a disabled route answers without searching: its index may come later
+            out.append(RouteState(kind, route, index, "disabled"))
+            continue
+        if index not in on_disk:
+            on_disk[index] = disk_problem(rt, index)
+            try:
+                rt.index(index)
+                opens[index] = True
+            except DependencyUnavailable:
+                opens[index] = False
+        disk = on_disk[index]
+        problem = f"{disk} on disk" if disk else None
+        if not opens[index]:
+            out.append(RouteState(kind, route, index, "unavailable", problem or "cannot be opened"))
+        else:
+            out.append(RouteState(kind, route, index, "stale" if disk else "ok", problem))
+    return out
+
+
+def is_ready(states: list[RouteState], mode: str, replay_answers: bool) -> bool:
+    """The readiness rule of `mode` ("any" | "all", `server.readiness`; module doc) over the
+    routes' `states`, given whether the replay store answered PING."""
+    if not replay_answers:
+        return False
+    enabled = [s for s in states if s.state != "disabled"]
+    if mode == "all":
+        return all(s.state == "ok" for s in enabled)
+    return not enabled or any(s.serves for s in enabled)
+
+
+def problem_lines(states: list[RouteState]) -> list[str]:
+    """One sorted line per broken route, and one per index that serves from a stale copy:
+
+    - "route acme a/b: index kb unavailable (missing on disk)": its callbacks get 503 50302;
+    - "agent route wiki: index w unavailable (damaged on disk)": the same for an agent route;
+    - "index kb damaged on disk; answers come from the copy opened before".
+    """
+    lines = set()
+    for s in states:
+        if s.state == "unavailable":
+            why = f" ({s.problem})" if s.problem != "cannot be opened" else ""
+            lines.add(f"{s.label}: index {s.index} unavailable{why}")
+        elif s.state == "stale":
+            lines.add(f"index {s.index} {s.problem}; answers come from the copy opened before")
+    return sorted(lines)
