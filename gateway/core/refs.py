@@ -211,6 +211,6 @@ def read_by_ref(indexes: retrieve.Indexes, route: AgentRoute, client: AgentClien
     if doc is None or not doc.qa_visible or doc.revision != claims.revision:
         raise KnowledgeError("knowledge_changed")
     revision = scope_revision(eff, agent_configuration(route, client), generation)
-    if revision != claims.scope_revision or not allows(eff, doc.path, doc.dataset, doc.qa_visible):
+    if revision != claims.scope_revision or not allows(eff, doc.path, doc.dataset, doc.qa_visible, names=(doc.doc_id,)):
         raise KnowledgeError("knowledge_scope_changed")
     return doc, revision

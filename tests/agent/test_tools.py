@@ -321,7 +321,7 @@ async def test_config_is_never_readable_even_with_everything_allowed(env: Env) -
     r = await env.call("get_page", req({"path": "config/secrets.md", "fullText": True}), "alice")
     assert codes(result(r, 403, "denied")) == ["access.forbidden_scope"]
     by_id = await env.call("get_page", req({"documentId": "config/secrets.md"}), "alice")
-    assert codes(result(by_id, 404, "failed")) == ["access.page_not_found"]
+    assert codes(result(by_id, 403, "denied")) == ["access.forbidden_scope"]  # decided on the id, as on a path
     found = result(await env.call("search", req({"query": "密钥轮换口令", "limit": 50}), "alice"), 200, "partial")
     assert "config/secrets.md" not in doc_ids(found) and "state/manifest.md" not in doc_ids(found)
 

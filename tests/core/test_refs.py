@@ -233,7 +233,7 @@ def test_read_by_ref_rechecks_the_document_against_the_scope(setting: tuple[Runt
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     rt, cfg = setting
     route, c, eff, claims = _minted(rt, cfg)
-    monkeypatch.setattr(refs, "allows", lambda eff, path, dataset, visible: False)
+    monkeypatch.setattr(refs, "allows", lambda eff, path, dataset, visible, names=(): False)
     _refused("knowledge_scope_changed", rt, route, c, eff, claims)
 
 

@@ -15,7 +15,7 @@ from gateway.agent.tools.request import ToolCall, invalid, public_scope, strings
 from gateway.core import retrieve
 from gateway.core.config import AgentRoute
 from gateway.core.errors import AccessDenied, DependencyUnavailable, ToolError
-from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, narrow, resolve_agent_routes
+from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, excluded, narrow, resolve_agent_routes
 from indexes.types import Hit, StoredDocument
 
 SEARCH_MAX_RESULTS = 50
@@ -84,14 +84,19 @@ async def scoped_search(tc: ToolCall, query: str, limit: int, *,
 def find_page(tc: ToolCall, *, path: str | None, doc_id: str | None) -> tuple[AgentRoute, StoredDocument]:
     """The authorized document at `path` or with id `doc_id`.
 
-    A path outside every route's scope (including the always-excluded trees and working docs
-    not opted into) is access.forbidden_scope before any index is opened; a missing,
-    hidden or out-of-scope id is access.page_not_found (no existence oracle)."""
+    A path outside every route's scope, or an id inside a tree no caller may read (the
+    always-excluded trees, working docs not opted into: `scope.excluded`), is
+    access.forbidden_scope before any index is opened; a missing, hidden or out-of-scope
+    document is access.page_not_found (no existence oracle)."""
     candidates = tc.call.scopes
     if path is not None:
         candidates = [(r, e) for r, e in candidates if allows_path(e, path)]
         if not candidates:
             raise AccessDenied("access.forbidden_scope", "the path is outside the caller's scope")
+    if doc_id is not None:
+        candidates = [(r, e) for r, e in candidates if not excluded(e, doc_id)]
+        if not candidates:
+            raise AccessDenied("access.forbidden_scope", "the document id names a tree that is never readable")
     served = 0
     for route, eff in candidates:
         if not route.enabled:
