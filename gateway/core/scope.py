@@ -375,6 +375,17 @@ def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], genera
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def configuration_revision(eff: EffectiveScope, configured: Mapping[str, object]) -> str:
+    """What a ref binds of the knowledge configuration (seed 000 "引用绑定…完整知识配置及文档
+    标题/正文SHA256修订"): SHA-256 hex over the effective scope and the configuration it came
+    from — `scope_revision` without the index generation, so that a commit that changed other
+    documents leaves a ref readable (the ref's document revision guards its own document).
+    Never equal to a `scope_revision` (its payload is of another version)."""
+    payload = {"v": 2, "route": list(eff.route), "index": eff.index, "filter": asdict(eff.filter),
+               "configured": configured}
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
 def agent_configuration(route: AgentRoute, client: AgentClient) -> dict[str, object]:
     """The configuration an agent scope revision covers (never the token hashes)."""
     return {"route": asdict(route), "policy": asdict(client.policy), "client": client.id}

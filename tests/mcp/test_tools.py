@@ -224,13 +224,32 @@ async def test_an_id_does_not_outlive_a_document_change(start: AppFactory, chang
     assert a.audit()[-1]["code"] == "knowledge_changed"
 
 
-async def test_an_index_commit_or_a_policy_change_is_a_scope_change(start: AppFactory) -> None:
+async def test_an_id_outlives_a_commit_that_changed_other_documents(start: AppFactory) -> None:
+    """Seed 000 binds an id to its document's revision, not to the index generation: a commit
+    that adds or changes another document leaves it readable (issue 16)."""
     a = await start()
+    top = next(d for d in AGENT_DOCS if d.id == TOP)
     async with a.connect() as c:
         ident = next(r["id"] for r in await _search(c) if r["url"].endswith(TOP))
         a.reingest([Document("guide/new.md", "新文档", (Section("", "与密钥无关的新内容。"),), path="guide/new.md")])
+        a.reingest([replace(next(d for d in AGENT_DOCS if d.id == "ops/deploy.md"),
+                            sections=(Section("", "部署的新说明。"),))])
+        got = payload(await c.call_tool("fetch", {"id": ident}))
+    assert got["text"] == top.text and got["metadata"]["document_id"] == TOP
+    assert a.audit()[-1]["outcome"] == "passed"
+
+
+async def test_a_policy_change_is_a_scope_change(start: AppFactory) -> None:
+    a = await start()
+    async with a.connect() as c:
+        ident = next(r["id"] for r in await _search(c) if r["url"].endswith(TOP))
+        agent = mcp_agent_section()
+        agent["clients"]["alice"] = client("t1", TOKEN_ALICE, ["support", "ops", "off"], MCP_GRANTS,
+                                           datasets=["public", "internal"], path_globs=["**"])
+        a.reconfigure(agent=agent)  # the policy the id was minted under moved
         assert "changed" in _error(await c.call_tool("fetch", {"id": ident}))
         assert a.audit()[-1]["code"] == "knowledge_scope_changed"
+        a.reconfigure()
         ident = next(r["id"] for r in await _search(c) if r["url"].endswith(TOP))
         agent = mcp_agent_section()
         agent["clients"]["alice"] = client("t1", TOKEN_ALICE, ["ops"], MCP_GRANTS, **EVERYTHING)
