@@ -321,7 +321,7 @@ class ToolError(AgentError):
 MCP_CODES: dict[str, tuple[int, bool, str]] = {
     "mcp.method_not_allowed": (405, False, "the MCP endpoint takes POST only (GET and DELETE too are refused)"),
     "mcp.origin_forbidden": (403, False, "the request's Origin is not in mcp.allowed_origins"),
-    "mcp.host_misdirected": (421, False, "the Host header is not in mcp.allowed_hosts (answered by the MCP SDK)"),
+    "mcp.host_misdirected": (421, False, "the Host header is not in mcp.allowed_hosts"),
     "mcp.media_unsupported": (415, False, "Content-Type is not application/json, or Content-Encoding is not identity"),
     "mcp.body_too_large": (413, False, "the JSON-RPC body exceeds mcp.max_body_bytes"),
     "mcp.body_timeout": (408, False, "the body did not arrive within server.body_timeout_seconds"),
