@@ -283,6 +283,7 @@ class ConfigError(KbgateError):
 ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
     "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
     "access.tool_unknown": (404, False, "no such tool"),
+    "access.method_not_allowed": (405, False, "the tool API takes POST only (answered with Allow: POST)"),
     "access.page_not_found": (404, False, "no page with this id or path in the caller's scope"),
     "access.idempotency_conflict": (409, False, "this idempotencyKey was used with a different payload"),
     "access.feedback_deduped": (200, False, "an equal feedback or task exists; its count was raised"),

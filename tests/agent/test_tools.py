@@ -640,6 +640,19 @@ async def test_body_must_be_plain_json(env: Env, headers: dict[str, str]) -> Non
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "HEAD"])
+async def test_other_methods_are_405_in_the_tool_envelope_with_allow(env: Env, method: str) -> None:
+    r = await env.http.request(method, "/agent-access/v1/tools/search",
+                               headers={"authorization": f"Bearer {TOKENS['bob']}"})
+    assert r.status_code == 405 and r.headers["allow"] == "POST", r.text
+    assert r.headers["content-type"].startswith("application/json") and r.headers["cache-control"] == "no-store"
+    if method != "HEAD":
+        body = orjson.loads(r.content)
+        RESULT.validate(body)
+        assert body["status"] == "failed" and codes(body) == ["access.method_not_allowed"]
+
+
+@pytest.mark.anyio
 async def test_every_response_is_no_store(env: Env) -> None:
     for method, path in (("GET", "/agent-access/v1/tools/search"), ("GET", "/agent-api/v1/workspaces/support/nope"),
                          ("GET", "/nothing-here"), ("POST", "/volcengine/nobody"), ("GET", "/healthz")):
