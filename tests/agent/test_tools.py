@@ -414,6 +414,26 @@ async def test_get_context_pack_has_effective_scope_and_limits(env: Env) -> None
 
 
 @pytest.mark.anyio
+async def test_get_context_by_paths_returns_the_readable_pages_and_names_each_unreadable_path(env: Env) -> None:
+    """Seed 002 §12 partial: one unreadable path (outside the policy, never readable, absent)
+    does not fail the call; each is a warning naming its path, the readable pages come back."""
+    paths = ["guide/key-rotation.md", "config/secrets.md", "guide/no-such.md"]
+    body = result(await env.call("get_context", req({"paths": paths})), 200, "partial")
+    assert [p["docId"] for p in body["data"]["pages"]] == ["guide/key-rotation.md"]
+    warned = {(e["code"], e["severity"]) for e in body["errors"]}
+    assert warned == {("access.forbidden_scope", "warning"), ("access.page_not_found", "warning")}
+    messages = " ".join(e["message"] for e in body["errors"])
+    assert "config/secrets.md" in messages and "guide/no-such.md" in messages and SECRET_TEXT not in str(body)
+    assert env.audit_lines()[-1]["outcome"] == "partial"
+
+
+@pytest.mark.anyio
+async def test_get_context_with_no_readable_path_fails_naming_the_path(env: Env) -> None:
+    body = result(await env.call("get_context", req({"paths": ["config/secrets.md"]})), 403, "denied")
+    assert codes(body) == ["access.forbidden_scope"] and "config/secrets.md" in body["errors"][0]["message"]
+
+
+@pytest.mark.anyio
 async def test_ask_extractive_answer_has_citations(env: Env) -> None:
     body = result(await env.call("ask", req({"question": "密钥轮换怎么做"})), 200, "passed")
     d = body["data"]
