@@ -101,6 +101,15 @@ def glob_to_regex(glob: str) -> str:
     return "".join(out)
 
 
+def exclusion_regex(glob: str) -> str:
+    """The pattern that keeps a name out of every answer when it lies in the excluded tree
+    `glob`: case ignored (`CONFIG/` as hidden as `config/`: sources written on
+    case-insensitive filesystems) and any leading run of '.', '/' or '\\' skipped (a JSONL id
+    '/config/x' or './config/x' names the same tree). Applied to a document's path and its id
+    alike (gateway.core.scope: every name a document can be reached by)."""
+    return "(?i)[./\\\\]*" + glob_to_regex(glob)
+
+
 MAX_GLOB_CHARS = 256
 _GLOB_CHECK_SCHEMA: tantivy.Schema | None = None
 
@@ -136,7 +145,8 @@ def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Quer
     """(must, must_not) filter queries for `flt`; None where there is nothing to filter.
 
     must: datasets and path globs, as a constant-score (0) clause, only when restricted.
-    must_not: hidden documents (qa_visible=0, unless flt.include_hidden) and excluded globs.
+    must_not: hidden documents (qa_visible=0, unless flt.include_hidden) and documents whose
+    path or id lies in an excluded glob (`exclusion_regex`).
     Exclusions go in must_not rather than "qa_visible=1" in must: a must clause matching
     nearly every document makes Tantivy intersect with that whole posting list (measured
     at 1M chunks: 6.6 → 3.3 ms per query), where a must_not of a rare term costs nothing.
@@ -160,9 +170,10 @@ def filter_query(schema: tantivy.Schema, flt: SearchFilter | None) -> tuple[Quer
             [(Occur.Must, q) for q in musts]
         )
         must = Query.const_score_query(inner, 0.0)
-    # Exclusions ignore case: `CONFIG/` must stay as hidden as `config/` (sources written on
-    # case-insensitive filesystems).
-    nots = [Query.regex_query(schema, "path", "(?i)" + glob_to_regex(g)) for g in flt.exclude_path_globs]
+    # An excluded tree hides a document whether its path or its id lies in it (a JSONL record
+    # with id 'config/x' and no path), in any case (`exclusion_regex`).
+    nots = [Query.regex_query(schema, name, exclusion_regex(g)) for g in flt.exclude_path_globs
+            for name in ("path", "doc_id")]
     if not flt.include_hidden:
         nots.append(Query.term_query(schema, "qa_visible", 0))
     must_not = _any_of(nots) if nots else None

@@ -95,8 +95,8 @@ class SearchFilter:
     datasets: documents whose `dataset` is one of these.
     path_globs: documents whose `path` matches one of these globs
         ('*' within a segment, '**' across segments).
-    exclude_path_globs: documents whose path matches any of these, ignoring case, are
-        never returned.
+    exclude_path_globs: documents whose path or id matches any of these, ignoring case and
+        leading '.', '/' (`indexes.search.exclusion_regex`), are never returned.
     include_hidden: also return documents with qa_visible=False (never set by callers
         that serve Q&A).
     Filtering never changes scores (const-score filter clauses).

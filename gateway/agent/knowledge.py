@@ -31,7 +31,13 @@ from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeErro
 from gateway.core.frame import Call, Reply, dumps, endpoint
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
-from gateway.core.scope import EffectiveScope, agent_configuration, resolve_agent, scope_revision
+from gateway.core.scope import (
+    EffectiveScope,
+    agent_configuration,
+    configuration_revision,
+    resolve_agent,
+    scope_revision,
+)
 from gateway.core.types import KIB
 from gateway.core.validate import Problem, clip
 from indexes.types import Hit
@@ -183,7 +189,8 @@ async def search(call: Call) -> dict[str, Any]:
     out = _head("bailing.agent-knowledge-search.v1", call, run_id)
     out |= {"knowledge_scope_revision": revision, "trust": "reference_only", "status": status}
     signer = _signer(call) if hits else None
-    hints = [_hint(call, signer, h, run_id, revision) for h in hits if signer is not None]
+    bound = configuration_revision(eff, agent_configuration(route, call.client))  # what a ref binds (seed 000)
+    hints = [_hint(call, signer, h, run_id, bound) for h in hits if signer is not None]
     truncated = False
     while True:
         body = {**out, "hints": hints, "truncated": truncated}
@@ -196,9 +203,10 @@ async def search(call: Call) -> dict[str, Any]:
     return body
 
 
-def _hint(call: Call, signer: RefSigner, h: Hit, run_id: str | None, revision: str) -> dict[str, Any]:
-    """One search hint with its signed ref, bound to this identity, route, run and revision."""
-    ref, expires = signer.mint_for(holder(call.client, call.principal, call.event.route, run_id), revision,
+def _hint(call: Call, signer: RefSigner, h: Hit, run_id: str | None, bound: str) -> dict[str, Any]:
+    """One search hint with its signed ref, bound to this identity, route and run, the
+    configuration revision `bound` and the hit's document revision (not the index generation)."""
+    ref, expires = signer.mint_for(holder(call.client, call.principal, call.event.route, run_id), bound,
                                    h.doc_id, h.revision)
     return {"ref": ref, "title": clip(h.title, TITLE_CHARS), "summary": h.summary, "revision": h.revision,
             "score": round(h.score, 4), "expires_at": _rfc3339(expires)}

@@ -283,6 +283,7 @@ class ConfigError(KbgateError):
 ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
     "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
     "access.tool_unknown": (404, False, "no such tool"),
+    "access.method_not_allowed": (405, False, "the tool API takes POST only (answered with Allow: POST)"),
     "access.page_not_found": (404, False, "no page with this id or path in the caller's scope"),
     "access.idempotency_conflict": (409, False, "this idempotencyKey was used with a different payload"),
     "access.feedback_deduped": (200, False, "an equal feedback or task exists; its count was raised"),
@@ -321,7 +322,7 @@ class ToolError(AgentError):
 MCP_CODES: dict[str, tuple[int, bool, str]] = {
     "mcp.method_not_allowed": (405, False, "the MCP endpoint takes POST only (GET and DELETE too are refused)"),
     "mcp.origin_forbidden": (403, False, "the request's Origin is not in mcp.allowed_origins"),
-    "mcp.host_misdirected": (421, False, "the Host header is not in mcp.allowed_hosts (answered by the MCP SDK)"),
+    "mcp.host_misdirected": (421, False, "the Host header is not in mcp.allowed_hosts"),
     "mcp.media_unsupported": (415, False, "Content-Type is not application/json, or Content-Encoding is not identity"),
     "mcp.body_too_large": (413, False, "the JSON-RPC body exceeds mcp.max_body_bytes"),
     "mcp.body_timeout": (408, False, "the body did not arrive within server.body_timeout_seconds"),

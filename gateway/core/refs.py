@@ -4,8 +4,17 @@ with a domain-separated key, 5 minutes), and the re-check of a read by reference
 In the core because two wings hand refs out and take them back: the agent knowledge
 protocol (a search hint's `ref`, `knowledge/read`) and the MCP server (a search result's
 `id`, the `fetch` tool). A ref is bound to a `Holder` (client, session, end user, route,
-run) and to what was true when it was minted (scope revision, document revision);
-`read_by_ref` re-checks all of it before any text leaves the index.
+run) and to what was true when it was minted: the knowledge configuration
+(`scope.configuration_revision`) and the document's revision (SHA-256 of its title + text);
+`read_by_ref` re-checks all of it before any text leaves the index. A ref is not bound to the
+index generation: a commit that changed other documents leaves it readable, one that changed,
+removed or hid its document refuses it (409 knowledge_changed), as seed 000 says.
+
+Refs minted before that rule (issue 16) carry in `scope_revision` the generation-inclusive
+`scope.scope_revision` instead. They are not refused as invalid: they keep verifying under
+the binding they were minted with — while the index has not committed since — and expire
+within their 5 minutes like any other; no claim shape changed, so a worker of either version
+opens the other's refs (and answers 409 knowledge_scope_changed where its binding differs).
 
 Format: itsdangerous `URLSafeSerializer` (HMAC-SHA256, URL-safe base64 JSON) — a kept
 library, not a hand-rolled token. The signing keys are derived from the configured
@@ -32,7 +41,14 @@ from itsdangerous import BadData, URLSafeSerializer
 from gateway.core import retrieve
 from gateway.core.config import AgentClient, AgentRoute
 from gateway.core.errors import DependencyUnavailable, KnowledgeError
-from gateway.core.scope import EffectiveScope, Principal, agent_configuration, allows, scope_revision
+from gateway.core.scope import (
+    EffectiveScope,
+    Principal,
+    agent_configuration,
+    allows,
+    configuration_revision,
+    scope_revision,
+)
 from gateway.core.types import SECONDS, Clock, Secret
 from indexes.types import StoredDocument
 
@@ -51,10 +67,12 @@ def derive_key(master: Secret, label: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class RefClaims:
-    """What a ref binds (seed 000): identity, route, run, scope revision and document.
+    """What a ref binds (seed 000): identity, route, run, knowledge configuration and document.
 
-    session, on_behalf_of: from the Principal. scope_revision, revision: SHA-256 hex.
-    expires_at: unix seconds (int).
+    session, on_behalf_of: from the Principal. scope_revision: SHA-256 hex of the knowledge
+    configuration (`scope.configuration_revision`; the generation-inclusive
+    `scope.scope_revision` in refs minted before issue 16). revision: the document's, SHA-256
+    hex. expires_at: unix seconds (int).
     """
 
     client: str
@@ -129,8 +147,8 @@ class RefSigner:
         return str(self._refs.dumps(asdict(claims)))
 
     def mint_for(self, who: Holder, scope_revision: str, doc_id: str, revision: str) -> tuple[str, int]:
-        """(a ref to document `doc_id` at `revision`, bound to `who` and the scope revision;
-        its expiry in unix seconds)."""
+        """(a ref to document `doc_id` at `revision`, bound to `who` and `scope_revision` (the
+        configuration revision, `scope.configuration_revision`); its expiry in unix seconds)."""
         expires = self.expiry()
         claims = RefClaims(client=who.client, session=who.session, on_behalf_of=who.on_behalf_of, route=who.route,
                            run_id=who.run_id, scope_revision=scope_revision, doc_id=doc_id, revision=revision,
@@ -195,12 +213,13 @@ def read_by_ref(indexes: retrieve.Indexes, route: AgentRoute, client: AgentClien
 
     route, eff: the ref's route and the caller's effective scope on it, resolved now
     (gateway.core.scope.resolve_agent: a client that lost the route or the tool is denied
-    before this). Returns (the stored document, the current scope revision). Checks, in
-    order (seed 000 "按引用分页读取"): the route is enabled, else 409
-    'knowledge_scope_changed'; the index opens, else 503 'knowledge_unavailable'; the
-    document exists, is visible and has the ref's revision, else 409 'knowledge_changed';
-    the scope revision (route, policy, index generation) is the ref's and the document lies
-    inside `eff`, else 409 'knowledge_scope_changed'. Raises KnowledgeError.
+    before this). Returns (the stored document, the current knowledge_scope_revision, which
+    covers the index generation). Checks, in order (seed 000 "按引用分页读取"): the route is
+    enabled, else 409 'knowledge_scope_changed'; the index opens, else 503
+    'knowledge_unavailable'; the document exists, is visible and has the ref's revision, else
+    409 'knowledge_changed'; the knowledge configuration is the ref's (`bound`), else 409
+    'knowledge_scope_changed'; the document still lies inside `eff` by every name (it moved:
+    its path or dataset changed), else 409 'knowledge_changed'. Raises KnowledgeError.
     """
     if not route.enabled:
         raise KnowledgeError("knowledge_scope_changed", "the route is disabled")
@@ -210,7 +229,17 @@ def read_by_ref(indexes: retrieve.Indexes, route: AgentRoute, client: AgentClien
         raise KnowledgeError("knowledge_unavailable") from None
     if doc is None or not doc.qa_visible or doc.revision != claims.revision:
         raise KnowledgeError("knowledge_changed")
-    revision = scope_revision(eff, agent_configuration(route, client), generation)
-    if revision != claims.scope_revision or not allows(eff, doc.path, doc.dataset, doc.qa_visible):
+    configured = agent_configuration(route, client)
+    current = scope_revision(eff, configured, generation)
+    if not bound(claims, eff, configured, current):
         raise KnowledgeError("knowledge_scope_changed")
-    return doc, revision
+    if not allows(eff, doc.path, doc.dataset, doc.qa_visible, names=(doc.doc_id,)):
+        raise KnowledgeError("knowledge_changed")
+    return doc, current
+
+
+def bound(claims: RefClaims, eff: EffectiveScope, configured: dict[str, object], current: str) -> bool:
+    """Was the ref minted under the knowledge configuration in force now? Its scope_revision is
+    the configuration revision, or — a ref minted before issue 16 — the generation-inclusive
+    scope revision `current` (module doc: such a ref verifies until the index commits)."""
+    return claims.scope_revision in (configuration_revision(eff, configured), current)

@@ -177,7 +177,7 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
                                     summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
-    kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)]
+    kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
     return Searched(kept, took, gen), reusable
 
 
@@ -232,12 +232,13 @@ def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDo
 def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
          doc_id: str | None = None) -> StoredDocument | None:
     """The visible document inside `scope` at `path` (exact) or with id `doc_id`, or None when
-    there is none, it is hidden or it lies outside the scope (no existence oracle). Give
+    there is none, it is hidden or it lies outside the scope — by its path or by its id
+(`scope.allows`) — (no existence oracle). Give
     exactly one of path and doc_id. Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
     with _index_calls(scope):
         key = idx.doc_id_at(path) if path is not None else doc_id
         doc = idx.get_document(key) if key is not None else None
-    if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible):
+    if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible, names=(doc.doc_id,)):
         return None
     return doc

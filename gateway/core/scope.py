@@ -11,6 +11,11 @@ function that computes it; `resolve_callback` (Volcengine tenants, seed 003) and
 Never visible, whatever a grant says: `config/**` and `state/**` (seed 002 §8; `state/**`
 appears only as index manifest summaries such as generation and counts, never as
 documents). `working/**` (working docs) only when the request and every grant say so.
+These exclusions hold for every name a document can be reached by — its tree path and its
+id (a JSONL record with id `config/secret.md` and no path is as hidden as a Markdown file
+at that path) — in any case and with any leading '/' or './' (`excluded`); the index
+filter applies the same rule (indexes.search.exclusion_regex), so searches are not
+thinned after the fact.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import orjson
 from gateway.core.config import AgentClient, AgentConfig, AgentRoute, Route, Tenant
 from gateway.core.errors import AccessDenied, NotFound
 from gateway.core.validate import clip
-from indexes.search import glob_to_regex
+from indexes.search import exclusion_regex, glob_to_regex
 from indexes.types import SearchFilter
 
 # Never searchable or readable through any route, whatever a policy says (seed 002).
@@ -106,16 +111,27 @@ class EffectiveScope:
 # ------------------------------------------------------------------ pure set algebra
 
 
-def glob_matches(glob: str, path: str, *, ignore_case: bool = False) -> bool:
-    """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?
-    ignore_case: as the index applies exclusions (indexes.search.filter_query)."""
-    return _glob_regex(glob, ignore_case).fullmatch(path) is not None
+def glob_matches(glob: str, path: str) -> bool:
+    """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?"""
+    return _glob_regex(glob).fullmatch(path) is not None
 
 
 @lru_cache(maxsize=1024)
-def _glob_regex(glob: str, ignore_case: bool) -> re.Pattern[str]:
+def _glob_regex(glob: str) -> re.Pattern[str]:
     # Scopes repeat the same few globs on every hit: compile each once.
-    return re.compile(glob_to_regex(glob), re.IGNORECASE if ignore_case else 0)
+    return re.compile(glob_to_regex(glob))
+
+
+@lru_cache(maxsize=256)
+def _exclusion(glob: str) -> re.Pattern[str]:
+    return re.compile(exclusion_regex(glob))
+
+
+def excluded(eff: EffectiveScope, name: str) -> bool:
+    """Does `name` — a document's path, id or any other name it can be reached by — lie in a
+    tree `eff` never shows (config/**, state/**, working/** without the opt-in)? Case and a
+    leading run of '.', '/' or '\\' are ignored, as the index filter ignores them."""
+    return any(_exclusion(g).fullmatch(name) is not None for g in eff.filter.exclude_path_globs)
 
 
 def glob_within(inner: str, outer: str) -> bool:
@@ -200,9 +216,13 @@ def effective_scope(principal: Principal, route: tuple[str, ...], index: str,
     )
 
 
-def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool) -> bool:
+def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool, *, names: tuple[str, ...] = ()) -> bool:
     """Would a document with this path/dataset/visibility be inside `eff`? The same rule
-    the index filter applies, for re-checking a document read by reference."""
+    the index filter applies, for re-checking hits and documents read by id or reference.
+
+    names: the document's other names (its id, any alias): none may lie in an excluded tree
+    (`excluded`); the path globs of a grant select by tree path only.
+    """
     f = eff.filter
     if not qa_visible and not f.include_hidden:
         return False
@@ -210,7 +230,7 @@ def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool) -> bo
         return False
     if f.path_globs is not None and not any(glob_matches(g, path) for g in f.path_globs):
         return False
-    return not any(glob_matches(g, path, ignore_case=True) for g in f.exclude_path_globs)
+    return not any(excluded(eff, n) for n in (path, *names))
 
 
 def allows_path(eff: EffectiveScope, path: str) -> bool:
@@ -352,6 +372,17 @@ def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], genera
         "configured": configured,
         "generation": generation,
     }
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def configuration_revision(eff: EffectiveScope, configured: Mapping[str, object]) -> str:
+    """What a ref binds of the knowledge configuration (seed 000 "引用绑定…完整知识配置及文档
+    标题/正文SHA256修订"): SHA-256 hex over the effective scope and the configuration it came
+    from — `scope_revision` without the index generation, so that a commit that changed other
+    documents leaves a ref readable (the ref's document revision guards its own document).
+    Never equal to a `scope_revision` (its payload is of another version)."""
+    payload = {"v": 2, "route": list(eff.route), "index": eff.index, "filter": asdict(eff.filter),
+               "configured": configured}
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

@@ -118,19 +118,16 @@ def build_server(version: str) -> Server[Any]:
     return server
 
 
-def security(mcp: McpConfig) -> TransportSecuritySettings:
-    """The SDK's DNS-rebinding protection for `mcp`: Host checked (421) against
-    mcp.allowed_hosts and Origin (403) against mcp.allowed_origins when hosts are listed;
-    with no hosts listed it is off (an empty list would refuse every Host), and the
-    transport's own Origin check (which runs first, in any case) is what stays."""
-    if not mcp.allowed_hosts:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=list(mcp.allowed_hosts),
-                                     allowed_origins=list(mcp.allowed_origins))
+# The SDK's DNS-rebinding protection stays off: the transport checks Origin (403) and Host (421)
+# itself before the SDK sees a request (gateway.mcp.transport.host_allowed: host names in any
+# case, default ports, IPv6 literals, where the SDK compares strings) and answers in the wing's
+# JSON-RPC envelope (the SDK's 421 is plain text).
+NO_SDK_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 def session_manager(server: Server[Any], mcp: McpConfig) -> StreamableHTTPSessionManager:
-    """Stateless, JSON responses, the configured body cap and Host/Origin settings. Its
-    `run()` must be entered in the application's lifespan (gateway.serve.app)."""
-    return StreamableHTTPSessionManager(server, json_response=True, stateless=True, security_settings=security(mcp),
-                                        max_request_body_size=mcp.max_body_bytes)
+    """Stateless, JSON responses, the configured body cap, the SDK's Host/Origin check off
+    (`NO_SDK_HOST_CHECK`). Its `run()` must be entered in the application's lifespan
+    (gateway.serve.app)."""
+    return StreamableHTTPSessionManager(server, json_response=True, stateless=True,
+                                        security_settings=NO_SDK_HOST_CHECK, max_request_body_size=mcp.max_body_bytes)

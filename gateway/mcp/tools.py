@@ -6,9 +6,11 @@ research expect (../shared/notes/mcp.md "Tools a knowledge server offers"):
 
 each as the JSON text of one content item, mirrored in `structuredContent`. An `id` is a
 signed ref of the knowledge protocol (gateway.core.refs), bound to the client, its session
-and end user and the route, so `fetch` re-checks scope and document revision exactly as
-`knowledge/read` does. `url` is the document's URL when the index holds one, else the stable
-`kbgate://{route}/{document id}` (percent-encoded), so every result can be cited.
+and end user, the route, its knowledge configuration and the document's revision (never the
+index generation: a commit that changed other documents leaves it readable), so `fetch`
+re-checks scope and document revision exactly as `knowledge/read` does. `url` is the
+document's URL when the index holds one, else the stable `kbgate://{route}/{document id}`
+(percent-encoded), so every result can be cited.
 
 A tool is offered to a client holding its grant (`mcp.search`, `mcp.fetch` in the client's
 `tools`); scope comes only from the core (resolve_agent_routes / resolve_agent), retrieval
@@ -27,16 +29,16 @@ from urllib.parse import quote
 
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentClient, Config, McpConfig
-from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, KnowledgeError, McpError
+from gateway.core.errors import AccessDenied, AgentError, KnowledgeError, McpError
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
 from gateway.core.scope import (
     Principal,
     ScopeRequest,
     agent_configuration,
+    configuration_revision,
     resolve_agent,
     resolve_agent_routes,
-    scope_revision,
 )
 from gateway.core.validate import Fields, Problem, clip
 from indexes.publish_time import rfc3339
@@ -183,21 +185,14 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
     call.event.route = ",".join(r.name for r, _ in scopes)
     call.event.scope = {"routes": [e.summary() for _, e in scopes]}
     targets: list[retrieve.Target[str]] = []
-    revisions: dict[str, str] = {}
-    failed: list[str] = []
+    revisions: dict[str, str] = {}  # route → what its ids bind: the configuration, not the generation
     for route, eff in scopes:
-        if not route.enabled:
-            continue
-        try:
-            generation = retrieve.generation(call.rt, eff)
-        except DependencyUnavailable:
-            failed.append(route.name)
-            continue
-        revisions[route.name] = scope_revision(eff, agent_configuration(route, call.client), generation)
-        targets.append(retrieve.Target(route.name, eff, route.min_score))
+        if route.enabled:
+            revisions[route.name] = configuration_revision(eff, agent_configuration(route, call.client))
+            targets.append(retrieve.Target(route.name, eff, route.min_score))
     merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
                                         content_chars=1)
-    failed += merged.failed
+    failed = merged.failed
     if len(targets) == len(merged.failed):  # no route could be searched
         disabled = [r.name for r, _ in scopes if not r.enabled]
         if named is not None and disabled:
@@ -260,7 +255,8 @@ _REFUSED = {
     "knowledge_reference_expired": "This id has expired (ids live 5 minutes): call `search` again and fetch an id "
                                    "from the new results.",
     "knowledge_changed": "The document was updated, removed or hidden since the search: call `search` again.",
-    "knowledge_scope_changed": "The knowledge base changed since the search: call `search` again.",
+    "knowledge_scope_changed": "The knowledge base's configuration (the route or your access) changed since the "
+                               "search: call `search` again.",
     "knowledge_unavailable": "The knowledge base is unavailable right now; try again in a minute.",
 }
 

@@ -2,8 +2,10 @@
 and the audit line and metrics event after it answered.
 
     Origin (403) → method (POST; GET, DELETE … 405) → Bearer token (401, gateway.core.principals)
+    → Host (421, when mcp.allowed_hosts is set: `host_allowed`; after the token, so the
+      refusal's audit line names the caller)
     → body: application/json, ≤ mcp.max_body_bytes, within server.body_timeout_seconds (415/413/408)
-    → the SDK's session manager (stateless, JSON; its Host check 421 when mcp.allowed_hosts is set)
+    → the SDK's session manager (stateless, JSON)
     → x-request-id, Cache-Control: no-store, CORS for an allowed Origin
     → one audit line (wing "mcp") per tool call or refused request (gateway.core.audit.record);
       every request's AuditEvent reaches rt.events, so the per-wing metrics count them all
@@ -17,6 +19,7 @@ refusal here is a JSON-RPC error with id null, the kbgate code in `error.data.co
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import time
@@ -33,12 +36,12 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway import __version__
 from gateway.core import audit
 from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
-from gateway.core.config import Config, McpConfig
+from gateway.core.config import Config
 from gateway.core.errors import AccessDenied, AgentError, McpError
 from gateway.core.principals import authenticate_agent
 from gateway.core.runtime import Runtime
 from gateway.core.validate import Problem
-from gateway.mcp.server import CALL_KEY, build_server, security, session_manager
+from gateway.mcp.server import CALL_KEY, build_server, session_manager
 from gateway.mcp.tools import GRANTS, McpCall
 
 log = logging.getLogger("kbgate.mcp")
@@ -60,8 +63,7 @@ class McpWing:
         self.rt = rt
         self.path = rt.config.mcp.path
         self.server = build_server(__version__)
-        self._mcp = rt.config.mcp
-        self.manager = session_manager(self.server, self._mcp)
+        self.manager = session_manager(self.server, rt.config.mcp)
 
     def routes(self) -> list[Route]:
         """`mcp.path` and `mcp.path/`, every method, to this app (it answers 405 itself)."""
@@ -75,7 +77,6 @@ class McpWing:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         cfg = self.rt.config
-        self._follow(cfg.mcp)
         started = time.perf_counter()
         event = audit.AuditEvent(ts=self.rt.clock.now(), request_id=uuid.uuid4().hex[:16], tool="mcp", route="",
                                  wing="mcp")
@@ -95,6 +96,9 @@ class McpWing:
                 if scope["method"] != "POST":
                     raise McpError("mcp.method_not_allowed", "use POST")
                 client, event.principal = authenticate_agent(headers, cfg.agent)
+                if cfg.mcp.allowed_hosts and not host_allowed(headers.get("host"), cfg.mcp.allowed_hosts,
+                                                              str(scope.get("scheme", "http"))):
+                    raise McpError("mcp.host_misdirected", "Invalid Host header")
                 body = await _body(headers, receive, cfg)
                 event.tool = _label(body)
                 call = McpCall(self.rt, cfg, client, event.principal, event)
@@ -110,13 +114,6 @@ class McpWing:
         event.duration_ms = ((out.sent_at or time.perf_counter()) - started) * 1000.0
         self._finish(event, out.status, refused, call, cfg)
 
-    def _follow(self, mcp: McpConfig) -> None:
-        """Take a reloaded [mcp] section's Host/Origin lists into the SDK's settings (each
-        request builds its transport from them)."""
-        if mcp is not self._mcp:
-            self._mcp = mcp
-            self.manager.security_settings = security(mcp)
-
     def _finish(self, event: audit.AuditEvent, status: int, refused: AgentError | None, call: McpCall | None,
                 cfg: Config) -> None:
         """Settle the audit event: status, outcome and code (ours, the tool's, or the SDK's
@@ -125,14 +122,59 @@ class McpWing:
         if refused is not None:
             event.outcome, event.code = audit.outcome_of(refused.status), refused.code
         elif call is None or not call.handled:
-            if status == 421:
-                event.outcome, event.code = "failed", "mcp.host_misdirected"
-            elif status >= 400 or event.tool in TOOL_CALL_LABELS:
+            if status >= 400 or event.tool in TOOL_CALL_LABELS:
                 event.outcome, event.code = audit.outcome_of(max(status, 400)), "mcp.request_invalid"
         if event.tool in TOOL_CALL_LABELS or status >= 400:
             audit.record(cfg.audit, self.rt.events, event)  # the line, and the per-wing metrics
         else:
             self.rt.events.publish(event)  # initialize, tools/list, …: counted, not audited
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+_HOST_HEADER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::(\d{1,5}|\*))?")
+
+
+def _host_port(value: str) -> tuple[str, str | None] | None:
+    """(host in a canonical form, port or '*' or None) of a Host value or an allowed_hosts
+    entry; None when it is not one. Canonical: lower case, one trailing '.' dropped, an IPv6
+    literal as its compressed address in brackets (RFC 9110 §4.2.3: the host is
+    case-insensitive; RFC 5952 for the address)."""
+    m = _HOST_HEADER.fullmatch(value.strip())
+    if m is None:
+        return None
+    host, port = m.group(1).lower(), m.group(2)
+    if host.startswith("["):
+        try:
+            host = f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
+        except ValueError:
+            return None
+    elif host.endswith(".") and len(host) > 1:
+        host = host[:-1]
+    return host, port
+
+
+def host_allowed(host: str | None, allowed: tuple[str, ...], scheme: str) -> bool:
+    """Is the request's Host header (`host`, None when absent) one of mcp.allowed_hosts?
+
+    Host names compare case-insensitively, IPv6 literals as addresses; a port equal to the
+    default port of the request's `scheme` (80 for http, 443 for https) counts as no port, so
+    an entry without a port matches the host with its default port and 'kb.example.com:443'
+    matches 'kb.example.com' over https; an entry with ':*' matches any port or none. Any other
+    port must be equal. The SDK's own check (mcp.server.transport_security) compares strings."""
+    got = _host_port(host) if host is not None else None
+    if got is None:
+        return False
+    default = str(DEFAULT_PORTS.get(scheme, ""))
+    name, port = got[0], (None if got[1] == default else got[1])
+    if port == "*":
+        return False
+    for entry in allowed:
+        want = _host_port(entry)
+        if want is None or want[0] != name:
+            continue
+        if want[1] == "*" or (None if want[1] == default else want[1]) == port:
+            return True
+    return False
 
 
 def origin_allowed(origin: str, allowed: tuple[str, ...]) -> bool:

@@ -143,6 +143,8 @@ class VolcengineWing:
             body = error_body(bug)
         d.latency_ms = (time.perf_counter() - started) * 1000.0
         headers = [*_RESPONSE_HEADERS, (b"content-length", str(len(body)).encode())]
+        if d.status == 405:
+            headers.append((b"allow", b"POST"))  # RFC 9110 §15.5.6: a 405 names the allowed methods
         if tenant is not None:
             headers.append((b"x-request-id", d.request_id.encode()))
         await send({"type": "http.response.start", "status": d.status, "headers": headers})

@@ -464,11 +464,20 @@ async def test_ref_does_not_outlive_a_document_change(env: EnvFactory, change: s
     assert "新版" not in str(body)
 
 
-async def test_index_generation_change_is_a_scope_change(env: EnvFactory) -> None:
+async def test_a_ref_and_its_cursor_outlive_a_commit_that_changed_other_documents(env: EnvFactory) -> None:
+    """Seed 000 binds a ref to the document's revision, not to the index generation: a commit
+    that adds or changes another document keeps the ref and its cursors readable; the answer's
+    knowledge_scope_revision (which covers the generation) moves (issue 16)."""
     e = await env()
-    ref, _ = await e.first_ref()
+    ref, found = await e.first_ref("运维手册")
+    first = ok(await e.read(ref, max_bytes=4096), "bailing.agent-knowledge-read.v1")
     e.reingest([Document("guide/new.md", "新文档", (Section("", "与密钥无关的新内容。"),), path="guide/new.md")])
-    rejected(await e.read(ref), 409, "knowledge_scope_changed")
+    e.reingest([_replace(next(d for d in DOCS if d.id == "ops/deploy.md"), sections=(Section("", "部署的新说明。"),))])
+    again = ok(await e.read(ref, max_bytes=4096), "bailing.agent-knowledge-read.v1")
+    assert again["content"] == first["content"] and again["revision"] == first["revision"]
+    assert again["knowledge_scope_revision"] != found["knowledge_scope_revision"]
+    nxt = ok(await e.read(ref, max_bytes=4096, cursor=first["next_cursor"]), "bailing.agent-knowledge-read.v1")
+    assert nxt["content"] and nxt["content"] != first["content"]
 
 
 async def test_policy_change_is_a_scope_change(env: EnvFactory, root: Any, redis_url: str, key_prefix: str) -> None:

@@ -321,7 +321,7 @@ async def test_config_is_never_readable_even_with_everything_allowed(env: Env) -
     r = await env.call("get_page", req({"path": "config/secrets.md", "fullText": True}), "alice")
     assert codes(result(r, 403, "denied")) == ["access.forbidden_scope"]
     by_id = await env.call("get_page", req({"documentId": "config/secrets.md"}), "alice")
-    assert codes(result(by_id, 404, "failed")) == ["access.page_not_found"]
+    assert codes(result(by_id, 403, "denied")) == ["access.forbidden_scope"]  # decided on the id, as on a path
     found = result(await env.call("search", req({"query": "密钥轮换口令", "limit": 50}), "alice"), 200, "partial")
     assert "config/secrets.md" not in doc_ids(found) and "state/manifest.md" not in doc_ids(found)
 
@@ -411,6 +411,26 @@ async def test_get_context_pack_has_effective_scope_and_limits(env: Env) -> None
     by_path = result(await env.call("get_context", req({"paths": ["long/manual.md", "guide/key-rotation.md"]})),
                      200, "passed")
     assert by_path["data"]["strategy"] == "paths" and by_path["data"]["truncated"]
+
+
+@pytest.mark.anyio
+async def test_get_context_by_paths_returns_the_readable_pages_and_names_each_unreadable_path(env: Env) -> None:
+    """Seed 002 §12 partial: one unreadable path (outside the policy, never readable, absent)
+    does not fail the call; each is a warning naming its path, the readable pages come back."""
+    paths = ["guide/key-rotation.md", "config/secrets.md", "guide/no-such.md"]
+    body = result(await env.call("get_context", req({"paths": paths})), 200, "partial")
+    assert [p["docId"] for p in body["data"]["pages"]] == ["guide/key-rotation.md"]
+    warned = {(e["code"], e["severity"]) for e in body["errors"]}
+    assert warned == {("access.forbidden_scope", "warning"), ("access.page_not_found", "warning")}
+    messages = " ".join(e["message"] for e in body["errors"])
+    assert "config/secrets.md" in messages and "guide/no-such.md" in messages and SECRET_TEXT not in str(body)
+    assert env.audit_lines()[-1]["outcome"] == "partial"
+
+
+@pytest.mark.anyio
+async def test_get_context_with_no_readable_path_fails_naming_the_path(env: Env) -> None:
+    body = result(await env.call("get_context", req({"paths": ["config/secrets.md"]})), 403, "denied")
+    assert codes(body) == ["access.forbidden_scope"] and "config/secrets.md" in body["errors"][0]["message"]
 
 
 @pytest.mark.anyio
@@ -637,6 +657,19 @@ async def test_body_must_be_plain_json(env: Env, headers: dict[str, str]) -> Non
     r = await env.http.post("/agent-access/v1/tools/search", content=body,
                             headers={"authorization": f"Bearer {TOKENS['bob']}", **headers})
     assert codes(result(r, 400, "failed")) == ["access.request_invalid"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "HEAD"])
+async def test_other_methods_are_405_in_the_tool_envelope_with_allow(env: Env, method: str) -> None:
+    r = await env.http.request(method, "/agent-access/v1/tools/search",
+                               headers={"authorization": f"Bearer {TOKENS['bob']}"})
+    assert r.status_code == 405 and r.headers["allow"] == "POST", r.text
+    assert r.headers["content-type"].startswith("application/json") and r.headers["cache-control"] == "no-store"
+    if method != "HEAD":
+        body = orjson.loads(r.content)
+        RESULT.validate(body)
+        assert body["status"] == "failed" and codes(body) == ["access.method_not_allowed"]
 
 
 @pytest.mark.anyio

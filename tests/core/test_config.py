@@ -342,6 +342,7 @@ def test_mcp_defaults_and_example(tmp_path: Path) -> None:
     ({"allowed_origins": ["https://a.example.com", "https://b.example.com/"]}, "mcp.allowed_origins[1]"),
     ({"allowed_origins": "https://a.example.com"}, "mcp.allowed_origins"),
     ({"allowed_hosts": ["https://kb.example.com"]}, "mcp.allowed_hosts[0]"),
+    ({"allowed_hosts": ["kb.example.com", "[1:2:3]:8443"]}, "mcp.allowed_hosts[1]"),  # not an IPv6 address
     ({"max_results": 0}, "mcp.max_results"),
     ({"fetch_max_bytes": 10}, "mcp.fetch_max_bytes"),
     ({"max_body_bytes": True}, "mcp.max_body_bytes"),

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.core import refs, retrieve
+from gateway.core import retrieve
 from gateway.core.clock import FixedClock
 from gateway.core.config import AgentClient, AgentPolicy, AgentRoute, Config
 from gateway.core.errors import DependencyUnavailable, KnowledgeError
@@ -26,9 +26,19 @@ from gateway.core.refs import (
     read_by_ref,
 )
 from gateway.core.runtime import Runtime
-from gateway.core.scope import EffectiveScope, Principal, agent_configuration, resolve_agent, scope_revision
+from gateway.core.scope import (
+    EffectiveScope,
+    Principal,
+    agent_configuration,
+    configuration_revision,
+    resolve_agent,
+    scope_revision,
+)
 from gateway.core.types import Secret
+from indexes.store import IndexStore
+from indexes.types import Document, Section
 from tests.support.configs import agent_section, config, parse
+from tests.support.documents import AGENT_DOCS
 
 MASTER = Secret("ref-master-key-0123456789-abcdefghijklmnop")
 NOW = 1_800_000_000
@@ -179,14 +189,17 @@ def _setting(private_index: Path, tmp_path: Path) -> tuple[Runtime, Config]:
     return Runtime(cfg), cfg
 
 
-def _minted(rt: Runtime, cfg: Config, doc_id: str = "guide/key-rotation.md",
-            client: str = "alice") -> tuple[AgentRoute, AgentClient, EffectiveScope, RefClaims]:
+def _minted(rt: Runtime, cfg: Config, doc_id: str = "guide/key-rotation.md", client: str = "alice",
+            legacy: bool = False) -> tuple[AgentRoute, AgentClient, EffectiveScope, RefClaims]:
+    """A ref as search mints it; `legacy`: as a gateway before issue 16 minted it (bound to the
+    generation-inclusive scope revision)."""
     c = cfg.agent.clients[client]
     principal = Principal("agent_client", client, "t1", "token:t1")
     route, eff = resolve_agent(cfg.agent, c, principal, "support", "knowledge.read")
     doc, generation = retrieve.read(rt, eff, doc_id)
     assert doc is not None
-    revision = scope_revision(eff, agent_configuration(route, c), generation)
+    revision = (scope_revision(eff, agent_configuration(route, c), generation) if legacy
+                else configuration_revision(eff, agent_configuration(route, c)))
     s = _signer()
     token, _ = s.mint_for(holder(c, principal, "support"), revision, doc_id, doc.revision)
     return route, c, eff, s.open_ref(token)
@@ -204,7 +217,51 @@ def test_read_by_ref_returns_the_document_and_the_current_revision(setting: tupl
     route, c, eff, claims = _minted(rt, cfg)
     doc, revision = read_by_ref(rt, route, c, eff, claims)
     assert doc.doc_id == "guide/key-rotation.md" and "新旧两把密钥" in doc.text
-    assert revision == claims.scope_revision
+    assert revision == scope_revision(eff, agent_configuration(route, c), retrieve.generation(rt, eff))
+    assert revision != claims.scope_revision  # the answer's revision covers the generation, the ref's does not
+
+
+def _commit(rt: Runtime, cfg: Config, docs: list[Document]) -> None:
+    IndexStore(cfg.indexes_dir).create_or_open_for_write("docs").ingest(docs, progress=False)
+    rt.indexes.open("docs").maybe_reload(force=True)
+
+
+def test_a_ref_outlives_a_commit_that_changed_other_documents(setting: tuple[Runtime, Config]) -> None:
+    rt, cfg = setting
+    route, c, eff, claims = _minted(rt, cfg)
+    before = retrieve.generation(rt, eff)
+    _commit(rt, cfg, [Document("guide/new.md", "新文档", (Section("", "新内容。"),), path="guide/new.md")])
+    assert retrieve.generation(rt, eff) != before
+    doc, _ = read_by_ref(rt, route, c, eff, claims)
+    assert doc.doc_id == "guide/key-rotation.md"
+
+
+def test_a_ref_minted_before_issue_16_verifies_until_the_index_commits(setting: tuple[Runtime, Config]) -> None:
+    """The decision for refs already issued: bound to the generation-inclusive revision, they
+    keep their old binding (readable while the index has not committed) and expire as usual."""
+    rt, cfg = setting
+    route, c, eff, claims = _minted(rt, cfg, legacy=True)
+    assert read_by_ref(rt, route, c, eff, claims)[0].doc_id == "guide/key-rotation.md"
+    _commit(rt, cfg, [Document("guide/new.md", "新文档", (Section("", "新内容。"),), path="guide/new.md")])
+    _refused("knowledge_scope_changed", rt, route, c, eff, claims)
+
+
+def test_a_ref_to_a_document_that_moved_out_of_the_scope_is_a_document_change(
+        setting: tuple[Runtime, Config]) -> None:
+    """Same title and text, but its path moved into working/**: the document changed (its
+    revision covers what is indexed of it), the configuration did not."""
+    rt, cfg = setting
+    route, c, eff, claims = _minted(rt, cfg)
+    top = next(d for d in AGENT_DOCS if d.id == "guide/key-rotation.md")
+    _commit(rt, cfg, [replace(top, path="working/key-rotation.md")])
+    _refused("knowledge_changed", rt, route, c, eff, claims)
+
+
+def test_a_ref_whose_id_lies_in_an_excluded_tree_is_refused(setting: tuple[Runtime, Config]) -> None:
+    rt, cfg = setting
+    _commit(rt, cfg, [Document("config/jsonl.md", "配置", (Section("", "口令。"),))])  # a JSONL record, no path
+    route, c, eff, claims = _minted(rt, cfg, doc_id="config/jsonl.md")
+    _refused("knowledge_changed", rt, route, c, eff, claims)
 
 
 def test_read_by_ref_refuses_a_disabled_route(setting: tuple[Runtime, Config]) -> None:
@@ -227,14 +284,6 @@ def test_read_by_ref_refuses_a_changed_scope(setting: tuple[Runtime, Config]) ->
     _refused("knowledge_scope_changed", rt, route, c, eff, replace(claims, scope_revision="d" * 64))
     other = replace(c, policy=replace(c.policy, datasets=("public",)))  # the policy the revision covers moved
     _refused("knowledge_scope_changed", rt, route, other, eff, claims)
-
-
-def test_read_by_ref_rechecks_the_document_against_the_scope(setting: tuple[Runtime, Config],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    rt, cfg = setting
-    route, c, eff, claims = _minted(rt, cfg)
-    monkeypatch.setattr(refs, "allows", lambda eff, path, dataset, visible: False)
-    _refused("knowledge_scope_changed", rt, route, c, eff, claims)
 
 
 def test_read_by_ref_when_the_index_is_down(setting: tuple[Runtime, Config], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,7 +50,7 @@ async def test_min_score_drops_hits_and_never_replaces_them(rt: Runtime) -> None
 
 @pytest.mark.anyio
 async def test_every_hit_is_rechecked_against_the_scope(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retrieve, "allows", lambda eff, path, dataset, visible: path.startswith("guide/"))
+    monkeypatch.setattr(retrieve, "allows", lambda eff, path, dataset, visible, names=(): path.startswith("guide/"))
     hits = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1)).hits
     assert hits and all(h.path.startswith("guide/") for h in hits)
 

@@ -271,6 +271,20 @@ def test_excluded_trees_ignore_case() -> None:
     assert allows(eff, "guide/config.md", "", True)
 
 
+def test_excluded_trees_hold_for_every_name_of_a_document() -> None:
+    """A document is out when its path *or* its id lies in an excluded tree (a JSONL record
+    with id 'config/secret.md' and no path), in any case, with any leading '/', './' or '\\'."""
+    grant = Grant(datasets=None, path_globs=("**",), include_working_docs=False)
+    eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant], ScopeRequest())
+    for name in ("config/secret.md", "CONFIG/a.md", "/state/s.md", "./config/d.md", "\\config/x", "working/w.md"):
+        assert scope.excluded(eff, name), name
+        assert not allows(eff, "", "", True, names=(name,)), name
+        assert not allows(eff, "guide/ok.md", "", True, names=("guide/ok.md", name)), name
+    for name in ("guide/config.md", "configs/a.md", "my-state/x.md", ""):
+        assert not scope.excluded(eff, name), name
+    assert allows(eff, "", "", True, names=("guide/config.md",))
+
+
 # ------------------------------------------------------------------ a tool input narrows a request
 
 

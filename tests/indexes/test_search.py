@@ -180,6 +180,18 @@ def test_excluded_trees_ignore_case_in_the_index(tmp_path: Path) -> None:
     assert [h.doc_id for h in ki.search("密钥轮换", 10, filter=flt)] == ["guide/d.md"]
 
 
+def test_excluded_trees_hide_a_document_by_its_id_in_the_index(tmp_path: Path) -> None:
+    """The filter, not a check after it: a document whose id lies in an excluded tree (a JSONL
+    record with no path) never takes a place among the `limit` hits."""
+    ki = IndexStore(tmp_path).create_or_open_for_write("ids")
+    docs = [Document(i, "密钥", (Section("", "密钥轮换的配置。" * 3),), path=p)
+            for i, p in (("config/a.md", ""), ("/State/b.md", ""), ("./config/c.md", "guide/c.md"))]
+    docs.append(Document("guide/d.md", "密钥", (Section("", "密钥轮换。"),), path="guide/d.md"))
+    ki.ingest(docs, progress=False)
+    flt = SearchFilter(exclude_path_globs=("config/**", "state/**"))
+    assert [h.doc_id for h in ki.search("密钥轮换", 1, filter=flt)] == ["guide/d.md"]
+
+
 DEMO_DOCS = Path(__file__).parents[2] / "deploy" / "demo" / "docs"
 
 

@@ -224,13 +224,32 @@ async def test_an_id_does_not_outlive_a_document_change(start: AppFactory, chang
     assert a.audit()[-1]["code"] == "knowledge_changed"
 
 
-async def test_an_index_commit_or_a_policy_change_is_a_scope_change(start: AppFactory) -> None:
+async def test_an_id_outlives_a_commit_that_changed_other_documents(start: AppFactory) -> None:
+    """Seed 000 binds an id to its document's revision, not to the index generation: a commit
+    that adds or changes another document leaves it readable (issue 16)."""
     a = await start()
+    top = next(d for d in AGENT_DOCS if d.id == TOP)
     async with a.connect() as c:
         ident = next(r["id"] for r in await _search(c) if r["url"].endswith(TOP))
         a.reingest([Document("guide/new.md", "新文档", (Section("", "与密钥无关的新内容。"),), path="guide/new.md")])
+        a.reingest([replace(next(d for d in AGENT_DOCS if d.id == "ops/deploy.md"),
+                            sections=(Section("", "部署的新说明。"),))])
+        got = payload(await c.call_tool("fetch", {"id": ident}))
+    assert got["text"] == top.text and got["metadata"]["document_id"] == TOP
+    assert a.audit()[-1]["outcome"] == "passed"
+
+
+async def test_a_policy_change_is_a_scope_change(start: AppFactory) -> None:
+    a = await start()
+    async with a.connect() as c:
+        ident = next(r["id"] for r in await _search(c) if r["url"].endswith(TOP))
+        agent = mcp_agent_section()
+        agent["clients"]["alice"] = client("t1", TOKEN_ALICE, ["support", "ops", "off"], MCP_GRANTS,
+                                           datasets=["public", "internal"], path_globs=["**"])
+        a.reconfigure(agent=agent)  # the policy the id was minted under moved
         assert "changed" in _error(await c.call_tool("fetch", {"id": ident}))
         assert a.audit()[-1]["code"] == "knowledge_scope_changed"
+        a.reconfigure()
         ident = next(r["id"] for r in await _search(c) if r["url"].endswith(TOP))
         agent = mcp_agent_section()
         agent["clients"]["alice"] = client("t1", TOKEN_ALICE, ["ops"], MCP_GRANTS, **EVERYTHING)
@@ -279,6 +298,36 @@ async def test_a_reload_changes_the_allowed_origins_and_hosts(start: AppFactory)
         assert (await http.post("http://kb.example.com/mcp", content=body, headers=headers)).status_code == 200
         a.reconfigure(mcp={"allowed_origins": ["https://other.example.com"]})
         assert (await http.post(URL, content=body, headers=headers)).status_code == 403
+
+
+@pytest.mark.parametrize(("url", "host", "status"), [
+    ("http://kb.example.com/mcp", "KB.Example.COM", 200),      # a host name in any case
+    ("http://kb.example.com/mcp", "kb.example.com:80", 200),   # the default port of http
+    ("https://kb.example.com/mcp", "kb.example.com:443", 200),  # … and of https
+    ("http://kb.example.com/mcp", "kb.example.com:443", 421),  # not the default port of http
+    ("http://kb.example.com/mcp", "kb.example.com:8080", 421),
+    ("http://kb.example.com/mcp", "kb.example.com.evil.com", 421),
+    ("https://kb.example.com/mcp", "api.example.com", 200),    # listed as api.example.com:443
+    ("http://kb.example.com/mcp", "[0:0::1]:8443", 200),        # listed as [::1]:8443
+    ("http://kb.example.com/mcp", "[::1]", 421),
+    ("http://kb.example.com/mcp", "Local.Test:9", 200),        # listed as local.test:*
+])
+async def test_allowed_hosts_ignore_case_and_default_ports(start: AppFactory, url: str, host: str,
+                                                           status: int) -> None:
+    """Host names compare case-insensitively (RFC 9110 §4.2.3), a default port equals no port,
+    IPv6 literals compare as addresses; a refusal is the MCP wing's JSON-RPC envelope."""
+    a = await start(mcp={"allowed_hosts": ["kb.example.com", "API.example.com:443", "[::1]:8443", "local.test:*"]})
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+    headers = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json",
+               "accept": "application/json", "mcp-protocol-version": "2025-11-25", "host": host}
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=a.app)) as http:
+        r = await http.post(url, content=body, headers=headers)
+    assert r.status_code == status, r.text
+    if status == 421:
+        assert r.headers["content-type"] == "application/json"
+        error = orjson.loads(r.content)["error"]
+        assert error["data"]["code"] == "mcp.host_misdirected" and orjson.loads(r.content)["id"] is None
+        assert a.audit()[-1]["code"] == "mcp.host_misdirected"
 
 
 # ------------------------------------------------------------------ the transport's own answers

@@ -17,7 +17,7 @@ import orjson
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from gateway.mcp.transport import origin_allowed
+from gateway.mcp.transport import host_allowed, origin_allowed
 from tests.ops.test_metrics import samples, val
 from tests.support.configs import ENV, SECRETS, config, write
 from tests.support.harness import Server, free_port, serve
@@ -224,8 +224,24 @@ def test_origin_patterns(origin: str, allowed: bool) -> None:
     assert origin_allowed(origin, (ORIGIN, "http://localhost:*")) is allowed
 
 
-def test_host_is_checked_by_the_sdk_when_hosts_are_listed(srv: Server) -> None:
-    assert _post(srv, host="kb.evil.example", x_agent_session="host").status_code == 421
+@pytest.mark.parametrize(("host", "scheme", "allowed"), [
+    ("kb.example.com", "http", True), ("KB.EXAMPLE.COM", "https", True), ("kb.example.com.", "http", True),
+    ("kb.example.com:80", "http", True), ("kb.example.com:443", "https", True), ("kb.example.com:443", "http", False),
+    ("kb.example.com:8443", "https", False), ("evil.com", "http", False), (None, "http", False), ("", "http", False),
+    ("kb.example.com:*", "http", False), ("api.example.com", "https", True), ("api.example.com:443", "https", True),
+    ("api.example.com", "http", False), ("[::1]:8443", "http", True), ("[0:0:0:0:0:0:0:1]:8443", "http", True),
+    ("[::1]", "http", False), ("[::2]:8443", "http", False), ("[zz::1]:8443", "http", False),
+    ("127.0.0.1:5", "http", True), ("127.0.0.1", "http", True), ("127.0.0.2:5", "http", False),
+])
+def test_host_patterns(host: str | None, scheme: str, allowed: bool) -> None:
+    entries = ("kb.example.com", "API.example.com:443", "[::1]:8443", "127.0.0.1:*")
+    assert host_allowed(host, entries, scheme) is allowed
+
+
+def test_host_is_checked_when_hosts_are_listed(srv: Server) -> None:
+    refused = _post(srv, host="kb.evil.example", x_agent_session="host")
+    assert refused.status_code == 421 and refused.headers["content-type"] == "application/json"
+    assert refused.json()["error"]["data"]["code"] == "mcp.host_misdirected"
     assert _post(srv, host=f"127.0.0.1:{srv.port}", x_agent_session="host").status_code == 200  # tools/list
     assert [(a["code"], a["status"]) for a in _audit(srv, "host", 1)] == [("mcp.host_misdirected", 421)]
 

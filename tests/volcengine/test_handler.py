@@ -326,7 +326,10 @@ async def test_tenant_unknown(client: Client) -> None:
 @pytest.mark.anyio
 async def test_method_not_allowed(client: Client) -> None:
     c = await client()
-    assert_rejected(await c.get("/volcengine/acme"), "method_not_allowed")
+    for method in ("GET", "PUT", "DELETE"):
+        r = await c.request(method, "/volcengine/acme")
+        assert_rejected(r, "method_not_allowed")
+        assert r.headers["allow"] == "POST"  # RFC 9110 §15.5.6: a 405 lists the allowed methods
 
 
 @pytest.mark.anyio

@@ -64,4 +64,7 @@ def routes(rt: Runtime) -> list[Route]:
     def tool_name(request: Request) -> str:
         return f"access.{request.path_params['tool'][:40]}"
 
-    return [Route(PATH, endpoint(rt, ToolsWire(), dispatch, tool=tool_name), methods=["POST"])]
+    # Every method reaches the frame, which answers the others 405 in the tool envelope with
+    # Allow: POST (Starlette's own 405 would be plain text).
+    every = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    return [Route(PATH, endpoint(rt, ToolsWire(), dispatch, tool=tool_name, method="POST"), methods=every)]

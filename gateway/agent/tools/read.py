@@ -14,8 +14,9 @@ from gateway.agent import upstream_answer as answer
 from gateway.agent.tools.request import ToolCall, invalid, public_scope, strings
 from gateway.core import retrieve
 from gateway.core.config import AgentRoute
-from gateway.core.errors import AccessDenied, DependencyUnavailable, ToolError
-from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, narrow, resolve_agent_routes
+from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, ToolError
+from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, excluded, narrow, resolve_agent_routes
+from gateway.core.validate import clip
 from indexes.types import Hit, StoredDocument
 
 SEARCH_MAX_RESULTS = 50
@@ -84,14 +85,19 @@ async def scoped_search(tc: ToolCall, query: str, limit: int, *,
 def find_page(tc: ToolCall, *, path: str | None, doc_id: str | None) -> tuple[AgentRoute, StoredDocument]:
     """The authorized document at `path` or with id `doc_id`.
 
-    A path outside every route's scope (including the always-excluded trees and working docs
-    not opted into) is access.forbidden_scope before any index is opened; a missing,
-    hidden or out-of-scope id is access.page_not_found (no existence oracle)."""
+    A path outside every route's scope, or an id inside a tree no caller may read (the
+    always-excluded trees, working docs not opted into: `scope.excluded`), is
+    access.forbidden_scope before any index is opened; a missing, hidden or out-of-scope
+    document is access.page_not_found (no existence oracle)."""
     candidates = tc.call.scopes
     if path is not None:
         candidates = [(r, e) for r, e in candidates if allows_path(e, path)]
         if not candidates:
             raise AccessDenied("access.forbidden_scope", "the path is outside the caller's scope")
+    if doc_id is not None:
+        candidates = [(r, e) for r, e in candidates if not excluded(e, doc_id)]
+        if not candidates:
+            raise AccessDenied("access.forbidden_scope", "the document id names a tree that is never readable")
     served = 0
     for route, eff in candidates:
         if not route.enabled:
@@ -131,6 +137,15 @@ def _utf8_cut(text: str, max_bytes: int) -> tuple[str, bool]:
     if len(raw) <= max_bytes:
         return text, False
     return raw[:max_bytes].decode("utf-8", errors="ignore"), True
+
+
+def _naming(err: AccessDenied | ToolError, path: str) -> AgentError:
+    """`err` of one get_context path, its message naming that path (the caller's own input,
+    clipped): which page of several could not be read."""
+    message = f"path {clip(path, 120)!r}: {err.message}"
+    if isinstance(err, AccessDenied):
+        return AccessDenied(err.code, message)
+    return ToolError(err.code, message, retryable=err.retryable, retry_after=err.retry_after)
 
 
 # ------------------------------------------------------------------ the tools
@@ -212,7 +227,11 @@ async def tool_get_page(tc: ToolCall) -> dict[str, Any]:
 
 async def tool_get_context(tc: ToolCall) -> dict[str, Any]:
     """get_context (seed 002 §9.4): input {question | paths, limit, strategy} → ContextPack
-    with the effective scope and the limits (pages, bytes per page, total bytes)."""
+    with the effective scope and the limits (pages, bytes per page, total bytes).
+
+    By paths, a path that cannot be read (outside the scope, never readable, absent, its
+    index down) is a warning naming it and the result partial (seed 002 §12); only when no
+    path can be read does the call fail, with the first path's error naming it."""
     f = tc.fields()
     f.only({"question", "paths", "limit", "strategy"})
     a = tc.call.cfg.access
@@ -229,9 +248,19 @@ async def tool_get_context(tc: ToolCall) -> dict[str, Any]:
         for r, h in await scoped_search(tc, question, max_pages, content_chars=a.context_max_bytes_per_page):
             items.append((r, h.doc_id, h.title, h.path, h.dataset, h.revision, h.url, h.content))
     else:
+        refused: list[AgentError] = []
         for p in (paths or ())[:max_pages]:
-            r, d = find_page(tc, path=p, doc_id=None)
+            try:
+                r, d = find_page(tc, path=p, doc_id=None)
+            except (AccessDenied, ToolError) as exc:
+                refused.append(_naming(exc, p))  # this path only: the others still answer (§12 partial)
+                continue
             items.append((r, d.doc_id, d.title, d.path, d.dataset, d.revision, d.url, d.text))
+        if refused and not items:
+            raise refused[0]
+        for one in refused:
+            tc.call.warn(one.code, one.message, retryable=one.retryable)
+        tc.call.event.extra["paths_refused"] = [one.code for one in refused]
         if tc.call.warnings:
             tc.call.partial = True
     pages: list[dict[str, Any]] = []

@@ -145,8 +145,8 @@ class ToolsWire:
             return invalid(f"unknown field {problem.key}")
         return invalid(problem.message)
 
-    def method_not_allowed(self, method: str) -> ToolError:  # the route admits POST only
-        return invalid(f"use {method}")
+    def method_not_allowed(self, method: str) -> ToolError:
+        return ToolError("access.method_not_allowed", f"use {method}")
 
     def answer(self, call: Call, data: dict[str, Any]) -> Reply:
         errors = call.warnings

@@ -8,6 +8,7 @@ Who may call it is `[agent]`'s business (the same clients and Bearer tokens, the
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 
@@ -55,6 +56,18 @@ def _listed(t: Fields, name: str, pattern: re.Pattern[str], what: str) -> tuple[
         return ()
     values = t.strings(name) or ()
     for i, v in enumerate(values):
-        if not pattern.fullmatch(v):
+        m = pattern.fullmatch(v)
+        if not m or not _literal_ok(m.group(1)):
             raise ConfigError(f"{t.key(name)}[{i}]", f"must be {what}")
     return values
+
+
+def _literal_ok(host: str) -> bool:
+    """A bracketed host must be an IPv6 address (RFC 3986 §3.2.2), else it could never match."""
+    if not host.startswith("["):
+        return True
+    try:
+        ipaddress.IPv6Address(host[1:-1])
+    except ValueError:
+        return False
+    return True
