@@ -2,7 +2,7 @@
 
 kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
-kbgate index add --config FILE --index NAME [--delete-missing] PATH...
+kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--delete-missing] [--allow-empty] PATH...
 kbgate index list|stats --config FILE [--index NAME]
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F)
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
@@ -84,6 +84,11 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--index", required=True)
     a.add_argument("--delete-missing", action="store_true", help="remove documents not seen in this run")
     a.add_argument("--dataset", default=None, help="dataset name for documents that do not carry one")
+    a.add_argument("--root", default=None, metavar="DIR",
+                   help="folder that document paths and ids are relative to (default: the one this index "
+                        "recorded for the dataset, else the folder given)")
+    a.add_argument("--allow-empty", action="store_true",
+                   help="exit 0 even when the files given hold no document kbgate reads")
     a.add_argument("--force", action="store_true",
                    help="with --delete-missing: allow PATHs that are single files (deletes every other document)")
     a.add_argument("--max-document-bytes", type=int, default=None, metavar="BYTES",
@@ -222,11 +227,8 @@ def _vectors_state(folder: Path, dense: DenseConfig) -> str:
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from indexes.dense import HybridStore
     from indexes.ingest import delete_missing_problem, read_paths
-    from indexes.types import Document
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
     store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
@@ -239,18 +241,23 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
+    index = store.create_or_open_for_write(args.index)
+    dataset = args.dataset or ""
+    root, problem = _ingest_root(args.root, args.paths, index.roots().get(dataset))
+    if problem is not None:
+        print(f"kbgate: {problem}", file=sys.stderr)
+        return 2
     if args.delete_missing and not args.force:
-        problem = delete_missing_problem(args.paths)
+        problem = delete_missing_problem(args.paths, root)
         if problem is not None:
             print(f"kbgate: {problem}", file=sys.stderr)
             return 2
-    items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes)
-    if args.dataset:
-        items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset
-                 else d for d in items)
+    items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=root,
+                       dataset=args.dataset or None)
     started = time.perf_counter()
-    index = store.create_or_open_for_write(args.index)
     report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
+    if root is not None:
+        index.remember_root(dataset, root)
     took = time.perf_counter() - started
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
@@ -261,7 +268,44 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         print(f"  skipped {path}: {reason}", file=sys.stderr)
     for where, message in report.warnings:
         print(f"  warning {where}: {message}", file=sys.stderr)
-    return 1 if report.errors else 0
+    if report.errors:
+        return 1
+    if not report.added + report.updated + report.unchanged and report.warnings and not args.allow_empty:
+        print(f"kbgate: {', '.join(args.paths)} held files but no document kbgate reads (each is listed above); "
+              "nothing was indexed. Pass --allow-empty if that is expected.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _ingest_root(given: str | None, paths: Sequence[str], recorded: str | None) -> tuple[str | None, str | None]:
+    """(the root of this run's tree documents, or None; a usage problem, or None).
+
+    The rule (`indexes.ingest`, document identity): `--root` when given (a folder holding every
+    PATH); else the root the index recorded for the dataset when it still holds every PATH, so a
+    sub-folder run makes the ids of the full run; else the one folder given (recorded after the
+    run); else None (several PATHs and nothing recorded: each folder is its own root, as before).
+    """
+    real = [os.path.realpath(p) for p in paths]
+    if given is not None:
+        top = os.path.realpath(given)
+        if not os.path.isdir(top):
+            return None, f"--root {given} is not a folder"
+        outside = [p for p, r in zip(paths, real, strict=True) if not _within(r, top)]
+        if outside:
+            return None, f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not inside --root {given}"
+        return top, None
+    if recorded is not None and os.path.isdir(recorded) and all(_within(r, recorded) for r in real):
+        return recorded, None
+    if len(paths) == 1 and os.path.isdir(real[0]):
+        if recorded is not None:
+            print(f"kbgate: note: {paths[0]} is not inside {recorded}, the root this index recorded for the "
+                  f"dataset; paths are relative to {paths[0]} now (pass --root to choose)", file=sys.stderr)
+        return real[0], None
+    return None, None
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def cmd_index_list(args: argparse.Namespace) -> int:

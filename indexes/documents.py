@@ -16,7 +16,7 @@ from . import publish_time
 from .metadata import decode
 from .types import StoredDocument
 
-__all__ = ["chunks_of", "count_matches", "doc_id_at", "read_document", "revisions", "stored_str"]
+__all__ = ["chunks_of", "count_matches", "datasets", "doc_id_at", "read_document", "revisions", "stored_str"]
 
 
 def stored_str(doc: tantivy.Document, name: str) -> Any:
@@ -105,4 +105,18 @@ def revisions(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, s
     for _, address in searcher.search(q, count).hits:
         d = searcher.doc(address)
         out[str(d.get_first("doc_id"))] = str(d.get_first("revision"))
+    return out
+
+
+def datasets(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, str]:
+    """doc_id → dataset ('' when none) for every document in the index (read from chunk 0):
+    what `indexes.writer.ingest` checks a document against before it replaces one."""
+    q = Query.term_query(schema, "chunk", 0)
+    count = count_matches(searcher, q)
+    if not count:
+        return {}
+    out: dict[str, str] = {}
+    for _, address in searcher.search(q, count).hits:
+        d = searcher.doc(address)
+        out[str(d.get_first("doc_id"))] = str(d.get_first("dataset") or "")
     return out

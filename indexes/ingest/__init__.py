@@ -17,6 +17,19 @@ A file is read once, under its real path: a symlink to a file or folder the walk
 anyway is reported (a warning) and skipped (`_walk`).
 A path given directly (a file or folder named on the command line) may itself be a symlink.
 `delete_missing_problem` is the guard `kbgate index add --delete-missing` runs first.
+
+Document identity (issue 16). A document is known by its dataset and a stable source path:
+- a Markdown, HTML or text file's path is relative to the *root* of the run (`read_paths`'
+  `root`: `kbgate index add --root`, else the root the index recorded for the dataset, else the
+  folder named), so ingesting `docs/guide` after `docs` gives `guide/a.md` both times, never a
+  second `a.md`;
+- its id is that path, prefixed with its dataset when it has one (`document_id`:
+  `ds1:same.md`), so two datasets holding `same.md` are two documents. The Volcengine `Id` a
+  caller sees stays readable: `ds1:same.md#0`. The `path` (what scope path globs match) stays
+  `same.md`;
+- a JSONL record's id is its own `id`, as given (the record author chose it; ids referenced
+  elsewhere keep working): a record whose id another dataset holds is refused by the writer
+  (`indexes.writer.ingest`), never overwritten.
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ __all__ = [
     "SUFFIXES",
     "chunk",
     "delete_missing_problem",
+    "document_id",
     "read_file",
     "read_paths",
 ]
@@ -54,10 +68,20 @@ ReadItem = Document | IngestError | IngestWarning
 """One item of an ingest stream: a document, a skipped file or record, or a notice."""
 
 
-def read_file(path: Path, rel_path: str, *,
-              max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[ReadItem]:
-    """Documents of one file; rel_path (forward slashes) is its id/path for tree formats.
+def document_id(dataset: str, path: str) -> str:
+    """The id of a tree document (Markdown, HTML, text): `path` (relative to the run's root,
+    forward slashes) when `dataset` is '', else '{dataset}:{path}' (module docstring). A
+    dataset holding ':' could in theory meet another's id ('a:b' + 'c', 'a' + 'b:c'): the
+    writer refuses a document whose id another dataset holds, so it never replaces one."""
+    return f"{dataset}:{path}" if dataset else path
 
+
+def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+              dataset: str | None = None) -> Iterator[ReadItem]:
+    """Documents of one file; rel_path (forward slashes, relative to the run's root) is its path
+    for tree formats, and its id with the dataset (`document_id`).
+
+    dataset: the dataset of documents that do not name one (`kbgate index add --dataset`).
     An empty file is one IngestWarning; a non-JSONL file over max_document_bytes one
     IngestError (JSONL checks each record instead).
     """
@@ -78,7 +102,8 @@ def read_file(path: Path, rel_path: str, *,
         yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
         return
     if suffix == ".jsonl":
-        yield from read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes)
+        for item in read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes):
+            yield replace(item, dataset=dataset) if isinstance(item, Document) and dataset and not item.dataset else item
         return
     if suffix in (".md", ".markdown"):
         items: Iterator[ReadItem] = read_markdown(path, rel_path)
@@ -90,7 +115,10 @@ def read_file(path: Path, rel_path: str, *,
         yield IngestError(rel_path, f"unsupported file type {suffix or '(none)'!r}")
         return
     for item in items:
-        yield replace(item, origin=rel_path) if isinstance(item, Document) else item
+        if isinstance(item, Document):
+            named = item.dataset or dataset or ""
+            item = replace(item, id=document_id(named, rel_path), dataset=named, origin=rel_path)
+        yield item
 
 
 def _inside(target: str, root: str) -> bool:
@@ -206,45 +234,80 @@ def _loops(p: Path) -> bool:
     return False
 
 
-def read_paths(paths: Iterable[Path | str], *,
-               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[ReadItem]:
+def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+               root: Path | str | None = None, dataset: str | None = None) -> Iterator[ReadItem]:
     """Documents, errors and warnings from files and folders, in order.
 
     paths: files and folders as given (a symlink given here is followed, whatever its target).
-    A folder's files get ids relative to that folder ("dm/dm-safe-mode.md"); a file
-    given directly gets its own name. A missing path is an IngestError, and so is a symlink
+    root: the folder tree paths are relative to (module docstring: document identity); every
+    path must lie inside it (after resolving symlinks), one outside is an IngestError. None:
+    a folder's files get paths relative to that folder ("dm/dm-safe-mode.md"); a file
+    given directly gets its own name. dataset: see `read_file`.
+    A missing path is an IngestError, and so is a symlink
     inside a folder that points outside it, dangles or loops; a symlink to what the walk
     reads anyway is an IngestWarning (see `_walk`). Never raises
     for a bad file: errors are items of the stream. max_document_bytes: see the module
     docstring.
     """
+    base = Path(os.path.realpath(root)) if root is not None else None
     for given in paths:
-        root = Path(given)
-        if root.is_dir():
-            for p in _walk(root):
+        top = Path(given)
+        if not top.exists():
+            yield IngestError(str(given), "no such file or folder")
+            continue
+        if base is not None:
+            top = Path(os.path.realpath(top))
+            if not _inside(str(top), str(base)):
+                yield IngestError(str(given), f"is outside the root {base} that document paths are relative to")
+                continue
+        if top.is_dir():
+            rel_to = base if base is not None else top
+            for p in _walk(top):
                 if not isinstance(p, Path):
-                    yield p
+                    yield _under(p, top, rel_to)
                 else:
-                    yield from read_file(p, p.relative_to(root).as_posix(),
-                                         max_document_bytes=max_document_bytes)
-        elif root.is_file():
-            yield from read_file(root, root.name, max_document_bytes=max_document_bytes)
+                    yield from read_file(p, p.relative_to(rel_to).as_posix(),
+                                         max_document_bytes=max_document_bytes, dataset=dataset)
+        elif top.is_file():
+            rel = top.relative_to(base).as_posix() if base is not None else top.name
+            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset)
         else:
             yield IngestError(str(given), "no such file or folder")
 
 
-def delete_missing_problem(paths: Iterable[Path | str]) -> str | None:
+def _under(item: IngestError | IngestWarning, top: Path, rel_to: Path) -> IngestError | IngestWarning:
+    """A walk item (its file relative to the folder walked, `top`) with its file relative to the
+    run's root instead, like the documents' paths."""
+    if top == rel_to:
+        return item
+    return replace(item, file=(top / item.file).relative_to(rel_to).as_posix())
+
+
+def delete_missing_problem(paths: Iterable[Path | str], root: Path | str | None = None) -> str | None:
     """Why `--delete-missing` must not run with these PATHs, or None when it may.
 
-    paths: the PATH arguments of `kbgate index add`, as given. `--delete-missing` removes every
-    indexed document this run did not see, so a PATH that is a single file (or missing) would
-    delete every other document of the index; only folders (or symlinks to folders) are safe.
+    paths: the PATH arguments of `kbgate index add`, as given; root: the run's root (see
+    `read_paths`), or None. `--delete-missing` removes every indexed document of the run's
+    datasets that this run did not see, so a PATH that is a single file (or missing) would
+    delete every other document; so would a folder below the root (ids are relative to the
+    root: the documents outside that folder would all be missing). Only the root itself, or
+    folders when there is no root, are safe.
     Returns one line naming the offending paths (without the "kbgate:" prefix). Never raises.
     """
-    files = [str(p) for p in paths if not Path(p).is_dir()]
-    if not files:
-        return None
-    what = "is not a folder" if len(files) == 1 else "are not folders"
-    return (f"--delete-missing removes every document this run does not see, and {', '.join(files)} {what}: "
-            "every other document of the index would be deleted. Give the whole folder, or pass --force "
-            "to delete them anyway.")
+    given = [str(p) for p in paths]
+    files = [p for p in given if not Path(p).is_dir()]
+    if files:
+        what = "is not a folder" if len(files) == 1 else "are not folders"
+        return (f"--delete-missing removes every document this run does not see, and {', '.join(files)} {what}: "
+                "every other document of the index would be deleted. Give the whole folder, or pass --force "
+                "to delete them anyway.")
+    if root is not None:
+        top = os.path.realpath(root)
+        below = [p for p in given if os.path.realpath(p) != top]
+        if below:
+            what = "is a folder" if len(below) == 1 else "are folders"
+            return (f"--delete-missing removes every document this run does not see, and {', '.join(below)} {what} "
+                    f"below the root {top} that document paths are relative to: every document outside "
+                    f"{'it' if len(below) == 1 else 'them'} would be deleted. Give the root folder, or pass "
+                    "--force to delete them anyway.")
+    return None

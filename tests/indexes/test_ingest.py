@@ -59,7 +59,7 @@ def test_markdown_front_matter_and_markup_stripped(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "page.md").write_text(MARKDOWN, encoding="utf-8")
     [doc] = _docs(list(read_paths([tmp_path])))
-    assert doc.id == doc.path == "sub/page.md"
+    assert (doc.id, doc.path) == ("manual:sub/page.md", "sub/page.md")  # its front-matter dataset names it
     assert doc.title == "示例页面"
     assert doc.summary == "本文介绍 AUTO_X 属性。"
     assert doc.publish_time == 1704153600
