@@ -102,8 +102,10 @@ def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MA
         yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
         return
     if suffix == ".jsonl":
-        for item in read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes):
-            yield replace(item, dataset=dataset) if isinstance(item, Document) and dataset and not item.dataset else item
+        for row in read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes):
+            if isinstance(row, Document) and dataset and not row.dataset:
+                row = replace(row, dataset=dataset)
+            yield row
         return
     if suffix in (".md", ".markdown"):
         items: Iterator[ReadItem] = read_markdown(path, rel_path)
