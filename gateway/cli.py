@@ -87,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--root", default=None, metavar="DIR",
                    help="folder that document paths and ids are relative to (default: the one this index "
                         "recorded for the dataset, else the folder given)")
+    a.add_argument("--url-base", default=None, metavar="URL",
+                   help="absolute http(s) URL that relative page URLs (front matter / JSONL url) resolve against")
     a.add_argument("--allow-empty", action="store_true",
                    help="exit 0 even when the files given hold no document kbgate reads")
     a.add_argument("--force", action="store_true",
@@ -229,6 +231,7 @@ def _vectors_state(folder: Path, dense: DenseConfig) -> str:
 def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.dense import HybridStore
     from indexes.ingest import delete_missing_problem, read_paths
+    from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
     store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
@@ -237,6 +240,9 @@ def cmd_index_add(args: argparse.Namespace) -> int:
             print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
             return 2
         max_bytes = args.max_document_bytes
+    if args.url_base is not None and url_problem(args.url_base) is not None:
+        print(f"kbgate: --url-base {url_problem(args.url_base)}: it must be an absolute http(s) URL", file=sys.stderr)
+        return 2
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
@@ -253,7 +259,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
             print(f"kbgate: {problem}", file=sys.stderr)
             return 2
     items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=root,
-                       dataset=args.dataset or None)
+                       dataset=args.dataset or None, url_base=args.url_base)
     started = time.perf_counter()
     report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
     if root is not None:

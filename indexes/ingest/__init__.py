@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
+from .clean import clean_document
 from .html import read_html
 from .jsonl import read_jsonl, too_large
 from .markdown import read_markdown
@@ -77,7 +78,21 @@ def document_id(dataset: str, path: str) -> str:
 
 
 def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
-              dataset: str | None = None) -> Iterator[ReadItem]:
+              dataset: str | None = None, url_base: str | None = None) -> Iterator[ReadItem]:
+    """`_read_file`, each document cleaned for callers (`indexes.ingest.clean.clean_document`:
+    page URLs http(s) only, relative ones resolved against `url_base`; control characters out;
+    titles bounded), every change reported as an IngestWarning after its document."""
+    for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset):
+        if isinstance(item, Document):
+            item, notes = clean_document(item, url_base)
+            yield item
+            yield from notes
+        else:
+            yield item
+
+
+def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
+               dataset: str | None) -> Iterator[ReadItem]:
     """Documents of one file; rel_path (forward slashes, relative to the run's root) is its path
     for tree formats, and its id with the dataset (`document_id`).
 
@@ -237,14 +252,15 @@ def _loops(p: Path) -> bool:
 
 
 def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
-               root: Path | str | None = None, dataset: str | None = None) -> Iterator[ReadItem]:
+               root: Path | str | None = None, dataset: str | None = None,
+               url_base: str | None = None) -> Iterator[ReadItem]:
     """Documents, errors and warnings from files and folders, in order.
 
     paths: files and folders as given (a symlink given here is followed, whatever its target).
     root: the folder tree paths are relative to (module docstring: document identity); every
     path must lie inside it (after resolving symlinks), one outside is an IngestError. None:
     a folder's files get paths relative to that folder ("dm/dm-safe-mode.md"); a file
-    given directly gets its own name. dataset: see `read_file`.
+    given directly gets its own name. dataset, url_base: see `read_file`.
     A missing path is an IngestError, and so is a symlink
     inside a folder that points outside it, dangles or loops; a symlink to what the walk
     reads anyway is an IngestWarning (see `_walk`). Never raises
@@ -268,11 +284,11 @@ def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT
                 if not isinstance(p, Path):
                     yield _under(p, top, rel_to)
                 else:
-                    yield from read_file(p, p.relative_to(rel_to).as_posix(),
-                                         max_document_bytes=max_document_bytes, dataset=dataset)
+                    yield from read_file(p, p.relative_to(rel_to).as_posix(), max_document_bytes=max_document_bytes,
+                                         dataset=dataset, url_base=url_base)
         elif top.is_file():
             rel = top.relative_to(base).as_posix() if base is not None else top.name
-            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset)
+            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset, url_base=url_base)
         else:
             yield IngestError(str(given), "no such file or folder")
 
