@@ -378,8 +378,8 @@ def test_a_front_matter_publish_time_that_is_no_time_refuses_the_file_naming_the
 
 
 def test_a_front_matter_field_of_the_wrong_type_is_dropped_and_the_page_kept(tmp_path: Path) -> None:
-    (tmp_path / "a.md").write_text("---\ntitle: 页面\ncover_image: 5\nurl: [1, 2]\nsummary: {x: 1}\n---\n# 页面\n\n正文。\n",
-                                   encoding="utf-8")
+    front = "---\ntitle: 页面\ncover_image: 5\nurl: [1, 2]\nsummary: {x: 1}\n---\n"
+    (tmp_path / "a.md").write_text(front + "# 页面\n\n正文。\n", encoding="utf-8")
     items = list(read_paths([tmp_path]))
     [doc] = _docs(items)
     assert (doc.title, doc.cover_image, doc.url, doc.summary) == ("页面", None, None, None)
