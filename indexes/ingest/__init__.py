@@ -1,8 +1,10 @@
 """Ingest: read files of several formats into `Document`s, and chunk them.
 
 `read_paths` dispatches by extension (.jsonl; .md/.markdown; .html/.htm; .txt)
-and walks folders recursively in sorted order (hidden files and folders
-skipped, unknown extensions ignored inside folders). A file that fails is
+and walks folders recursively in sorted order. Inside a folder, each file of another type
+(.pdf, .docx, .rst, .json, .yaml...) and anything that is not a regular file is skipped with
+an IngestWarning naming it and why (issue 16); hidden files and folders (.git, .DS_Store) are
+not entered and not reported. A file that fails is
 reported as an `IngestError` item and skipped; the batch always continues.
 
 Two checks come before any parsing (issue 9: ingest never silently drops or rewrites):
@@ -176,7 +178,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
         return
     for e in entries:
         if e.name.startswith("."):
-            continue
+            continue  # .git, .DS_Store, editor files: not documents, never entered (nor reported)
         p = here / e.name
         rel = p.relative_to(folder).as_posix()
         wanted = p.suffix.lower() in SUFFIXES  # a file we would read (a folder is always walked)
@@ -186,6 +188,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
             is_dir = is_file = False
         if not e.is_symlink():
             if not is_dir and not (is_file and wanted):
+                yield IngestWarning(rel, _unsupported(p) if is_file else "not a regular file: skipped")
                 continue
             real = os.path.realpath(p) if is_dir or via_link else ""
             if via_link:
@@ -213,7 +216,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
         elif is_dir and target in ancestors:
             yield IngestError(rel, "symlink loop: points back to a folder being walked")
         elif not is_dir and not wanted:
-            continue
+            yield IngestWarning(rel, _unsupported(p))
         elif _walked_directly(target, root, is_dir):
             what = "folder " if is_dir else ""
             yield IngestWarning(rel, f"symlink to {what}{_rel(target, root)}, which is read under its own path: "
@@ -228,6 +231,13 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
                 yield from _walk_dir(folder, p, root, (*ancestors, target), linked, True)
             else:
                 yield p
+
+
+def _unsupported(p: Path) -> str:
+    """The reason a file inside a folder is skipped for its type (issue 16: every file skipped
+    is reported, so a folder of PDFs never reads as a quiet "0 added")."""
+    return (f"unsupported file type {p.suffix.lower() or '(none)'!r}: skipped "
+            f"(kbgate reads {', '.join(sorted(SUFFIXES))})")
 
 
 def _rel(target: str, root: str) -> str:

@@ -436,3 +436,18 @@ def test_cli_a_sub_folder_run_keeps_the_ids_of_the_full_run(tmp_path: Path) -> N
     assert code == 2 and "not inside --root" in err
     code, out, _ = _add(cfg, "--root", str(docs), str(docs / "guide" / "a.md"))
     assert code == 0 and _add_line(0, 0, 1) in out
+
+
+def test_cli_a_folder_of_unsupported_files_lists_each_and_fails_unless_allowed(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("manual.pdf", "notes.docx", "conf.yaml"):
+        (docs / name).write_bytes(b"not read")
+    code, out, err = _add(cfg, str(docs))
+    assert code == 1 and _add_line(0, 0, 0) in out  # it exited 0 with only "0 added"
+    for name in ("manual.pdf", "notes.docx", "conf.yaml"):
+        assert f"warning {name}: unsupported file type" in err
+    assert "no document kbgate reads" in err and "--allow-empty" in err
+    code, out, err = _add(cfg, "--allow-empty", str(docs))
+    assert code == 0 and "warning manual.pdf: unsupported file type" in err

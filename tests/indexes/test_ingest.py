@@ -400,3 +400,15 @@ def test_a_jsonl_field_of_the_wrong_type_is_dropped_and_the_record_kept(tmp_path
     assert (doc.cover_image, doc.url) == (None, None)
     assert sorted(w.reason for w in items if isinstance(w, IngestWarning)) == [
         "'cover_image' must be a url string or an object with 'url': not kept", "'url' must be a string: not kept"]
+
+
+def test_every_file_of_an_unsupported_type_in_a_folder_is_reported(tmp_path: Path) -> None:
+    for name in ("a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "Makefile", "ok.md"):
+        (tmp_path / name).write_text("# 内容\n\n正文。\n", encoding="utf-8")
+    (tmp_path / "link.pdf").symlink_to(tmp_path / "a.pdf")
+    items = list(read_paths([tmp_path]))
+    assert [d.id for d in _docs(items)] == ["ok.md"]
+    skipped = {w.where: w.reason for w in items if isinstance(w, IngestWarning)}
+    assert sorted(skipped) == ["Makefile", "a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "link.pdf"]
+    assert skipped["a.pdf"].startswith("unsupported file type '.pdf': skipped (kbgate reads .htm, .html, .jsonl")
+    assert skipped["Makefile"].startswith("unsupported file type '(none)': skipped")
