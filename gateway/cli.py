@@ -231,6 +231,7 @@ def _vectors_state(folder: Path, dense: DenseConfig) -> str:
 def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.dense import HybridStore
     from indexes.ingest import delete_missing_problem, read_paths
+    from indexes.roots import choose_root, read_roots, remember_root
     from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
@@ -249,7 +250,9 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         return 2
     index = store.create_or_open_for_write(args.index)
     dataset = args.dataset or ""
-    root, problem = _ingest_root(args.root, args.paths, index.roots().get(dataset))
+    root, problem, note = choose_root(args.root, args.paths, read_roots(index.path).get(dataset))
+    if note is not None:
+        print(f"kbgate: note: {note}", file=sys.stderr)
     if problem is not None:
         print(f"kbgate: {problem}", file=sys.stderr)
         return 2
@@ -263,7 +266,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
     if root is not None:
-        index.remember_root(dataset, root)
+        remember_root(index.path, args.index, dataset, root)
     took = time.perf_counter() - started
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
@@ -281,37 +284,6 @@ def cmd_index_add(args: argparse.Namespace) -> int:
               "nothing was indexed. Pass --allow-empty if that is expected.", file=sys.stderr)
         return 1
     return 0
-
-
-def _ingest_root(given: str | None, paths: Sequence[str], recorded: str | None) -> tuple[str | None, str | None]:
-    """(the root of this run's tree documents, or None; a usage problem, or None).
-
-    The rule (`indexes.ingest`, document identity): `--root` when given (a folder holding every
-    PATH); else the root the index recorded for the dataset when it still holds every PATH, so a
-    sub-folder run makes the ids of the full run; else the one folder given (recorded after the
-    run); else None (several PATHs and nothing recorded: each folder is its own root, as before).
-    """
-    real = [os.path.realpath(p) for p in paths]
-    if given is not None:
-        top = os.path.realpath(given)
-        if not os.path.isdir(top):
-            return None, f"--root {given} is not a folder"
-        outside = [p for p, r in zip(paths, real, strict=True) if not _within(r, top)]
-        if outside:
-            return None, f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not inside --root {given}"
-        return top, None
-    if recorded is not None and os.path.isdir(recorded) and all(_within(r, recorded) for r in real):
-        return recorded, None
-    if len(paths) == 1 and os.path.isdir(real[0]):
-        if recorded is not None:
-            print(f"kbgate: note: {paths[0]} is not inside {recorded}, the root this index recorded for the "
-                  f"dataset; paths are relative to {paths[0]} now (pass --root to choose)", file=sys.stderr)
-        return real[0], None
-    return None, None
-
-
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def cmd_index_list(args: argparse.Namespace) -> int:

@@ -1,11 +1,10 @@
 """Index storage: open, search, read back, reload, and the single writer.
 
-`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index
-plus the schema sidecar). The server only reads (`open`, cached); the indexer
-writes (`create_or_open_for_write` + `KnowledgeIndex.ingest`). Tantivy commits
-are atomic for readers; `maybe_reload` lets a long-running reader pick up a
-new commit without reopening. One writer per index: a second one raises
-`IndexLockedError`.
+`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the
+schema sidecar). The server only reads (`open`, cached); the indexer writes
+(`create_or_open_for_write` + `KnowledgeIndex.ingest`). Tantivy commits are atomic for
+readers; `maybe_reload` lets a long-running reader pick up a new commit without reopening.
+One writer per index: a second one raises `IndexLockedError`.
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a
 query and shaping Hits), `indexes.documents` (reading documents back), `indexes.stats`,
@@ -14,7 +13,6 @@ query and shaping Hits), `indexes.documents` (reading documents back), `indexes.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -26,11 +24,12 @@ from tantivy import Occur, Query
 
 from . import documents, metadata, writer
 from .analysis import query_terms
+from .documents import datasets as stored_datasets
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import SIDECAR, build_schema, check_sidecar, register_analyzers, write_sidecar
+from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
 from .stats import index_stats, meta_digest, read_generation
 from .types import (
@@ -240,10 +239,6 @@ class KnowledgeIndex:
         """doc_id → revision for every document in the index (read from chunk 0)."""
         return documents.revisions(self._index.searcher(), self._schema)
 
-    def datasets(self) -> dict[str, str]:
-        """doc_id → dataset ('' when none) for every document in the index (read from chunk 0)."""
-        return documents.datasets(self._index.searcher(), self._schema)
-
     def stats(self) -> IndexStats:
         """Documents, chunks, generation (commit opstamp), last commit time, size on disk."""
         self.maybe_reload()
@@ -265,16 +260,13 @@ class KnowledgeIndex:
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
-        documents: Documents (and IngestErrors / IngestWarnings from a reader, recorded in
-        the report's errors / warnings).
-        An unchanged revision is skipped; a changed one replaces all chunks of that id. An id
-        repeated in one run: the last document wins, each override is a warning
-        (`indexes.writer.ingest`). A document whose id the index (or this run) holds in another
-        dataset is refused, an error naming both: it never replaces another dataset's document.
-        delete_missing: delete indexed ids not seen in this run, among the documents of the
-        datasets this run read documents of (never another dataset's); not run (and reported
-        as a warning) when any input error occurred or no document was read, so a broken file
-        or a wrong folder never empties the index. progress: tqdm bar on stderr, only when stderr is a TTY.
+        documents: Documents, and a reader's IngestErrors / IngestWarnings (the report's errors /
+        warnings). An unchanged revision is skipped; a changed one replaces all chunks of that
+        id. An id repeated in one run: the last document wins, each override is a warning
+        (`indexes.writer.ingest`); one whose id another dataset holds is refused.
+        delete_missing: delete indexed ids of this run's datasets not seen in this run; not run
+        (a warning says so) after an input error or when no document was read.
+        progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
         writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
         Raises IndexLockedError when another writer holds the index.
@@ -282,7 +274,7 @@ class KnowledgeIndex:
         w = self._writer()
         try:
             known = self.revisions()
-            held = self.datasets()
+            held = stored_datasets(self._index.searcher(), self._schema)  # doc_id → dataset
         except BaseException:
             w.rollback()
             w.wait_merging_threads()
@@ -292,28 +284,6 @@ class KnowledgeIndex:
                                desc=f"index {self.name}")
         self.maybe_reload(force=True)
         return report
-
-    def roots(self) -> dict[str, str]:
-        """dataset ('' for none) → the absolute folder its tree documents' paths were last made
-        relative to (`kbgate index add`; `indexes.ingest.read_paths`' root), from the sidecar.
-        {} for an index that recorded none."""
-        try:
-            payload = json.loads((self.path / SIDECAR).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        roots = payload.get("roots") if isinstance(payload, dict) else None
-        if not isinstance(roots, dict):
-            return {}
-        return {str(k): v for k, v in roots.items() if isinstance(v, str)}
-
-    def remember_root(self, dataset: str, root: str) -> None:
-        """Record `root` (an absolute folder) as the root of `dataset`'s tree documents in the
-        sidecar (kept beside its other keys, written atomically): a later run naming a folder
-        inside it makes the same ids (issue 16). For the one writer only."""
-        payload = check_sidecar(self.path, self.name)
-        payload.pop("schema_version", None)
-        payload["roots"] = {**self.roots(), dataset: root}
-        write_sidecar(self.path, payload)
 
     def close(self) -> None:
         """Release what this index holds beyond its Tantivy reader: nothing for a lexical

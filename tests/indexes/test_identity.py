@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from indexes.ingest import delete_missing_problem, document_id, read_paths
+from indexes.roots import choose_root, read_roots, remember_root
 from indexes.schema import SCHEMA_VERSION, SIDECAR
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document, IngestError, Section
@@ -110,9 +111,21 @@ def test_delete_missing_refuses_a_folder_below_the_root(tree: Path) -> None:
 
 
 def test_roots_are_recorded_per_dataset_in_the_sidecar(index: KnowledgeIndex, tree: Path) -> None:
-    assert index.roots() == {}
-    index.remember_root("ds1", str(tree))
-    index.remember_root("", "/elsewhere")
-    assert index.roots() == {"ds1": str(tree), "": "/elsewhere"}
+    assert read_roots(index.path) == {}
+    remember_root(index.path, "docs", "ds1", str(tree))
+    remember_root(index.path, "docs", "", "/elsewhere")
+    assert read_roots(index.path) == {"ds1": str(tree), "": "/elsewhere"}
     sidecar = json.loads((index.path / SIDECAR).read_text(encoding="utf-8"))
     assert sidecar["chunk_chars"] == index.chunk_chars and sidecar["schema_version"] == SCHEMA_VERSION
+
+
+def test_choose_root(tree: Path, tmp_path: Path) -> None:
+    sub = str(tree / "guide")
+    assert choose_root(None, [str(tree)], None) == (str(tree.resolve()), None, None)
+    assert choose_root(None, [sub], str(tree.resolve())) == (str(tree.resolve()), None, None)
+    assert choose_root(str(tree), [sub], None) == (str(tree.resolve()), None, None)
+    root, problem, _ = choose_root(str(tree / "guide"), [str(tree)], None)
+    assert root is None and problem is not None and "not inside --root" in problem
+    root, problem, note = choose_root(None, [str(tmp_path)], str(tree.resolve()))
+    assert root == str(tmp_path.resolve()) and problem is None and note is not None
+    assert choose_root(None, [sub, str(tree / "top.md")], None) == (None, None, None)
