@@ -82,13 +82,19 @@ def read_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: st
     )
 
 
-def doc_id_at(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> str | None:
-    """The id of the document whose tree path is exactly `path` (raw term), or None.
+def doc_id_at(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str,
+              datasets: tuple[str, ...] | None = None) -> str | None:
+    """The id of a document whose tree path is exactly `path` (raw term), or None.
 
+    datasets: only a document of one of these datasets (None: any). Two datasets may hold the
+    same path (`indexes.ingest`, document identity): a scope's datasets pick the one it sees.
     Visibility is not checked here; callers read the document and check it.
     """
-    q = Query.boolean_query([(Occur.Must, Query.term_query(schema, "path", path)),
-                             (Occur.Must, Query.term_query(schema, "chunk", 0))])
+    parts = [(Occur.Must, Query.term_query(schema, "path", path)), (Occur.Must, Query.term_query(schema, "chunk", 0))]
+    if datasets is not None:
+        parts.append((Occur.Must, Query.boolean_query(
+            [(Occur.Should, Query.term_query(schema, "dataset", d)) for d in datasets])))
+    q = Query.boolean_query(parts)
     hits = searcher.search(q, 1).hits
     if not hits:
         return None

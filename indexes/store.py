@@ -227,13 +227,12 @@ class KnowledgeIndex:
         return documents.read_document(self._index.searcher(), self._schema, doc_id,
                                        include_hidden=include_hidden)
 
-    def doc_id_at(self, path: str) -> str | None:
-        """The id of the document whose tree `path` is exactly `path` (raw term), or None.
-
-        Visibility is not checked here; callers read the document and check it.
-        """
+    def doc_id_at(self, path: str, datasets: tuple[str, ...] | None = None) -> str | None:
+        """The id of a document whose tree `path` is exactly `path` (raw term) and, unless
+        datasets is None, whose dataset is one of `datasets`; or None. Visibility is not
+        checked here; callers read the document and check it."""
         self.maybe_reload()
-        return documents.doc_id_at(self._index.searcher(), self._schema, path)
+        return documents.doc_id_at(self._index.searcher(), self._schema, path, datasets)
 
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""

@@ -240,7 +240,7 @@ def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
     exactly one of path and doc_id. Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
     with _index_calls(scope):
-        key = idx.doc_id_at(path) if path is not None else doc_id
+        key = idx.doc_id_at(path, scope.filter.datasets) if path is not None else doc_id
         doc = idx.get_document(key) if key is not None else None
     if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible):
         return None

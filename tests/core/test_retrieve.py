@@ -185,3 +185,18 @@ async def test_hits_and_documents_of_an_index_built_before_the_ingest_checks_are
     assert doc is not None and doc.url is None and doc.summary == "摘要" and "危险内容结束" in doc.text
     found = retrieve.find(rt, scope(), doc_id="x")
     assert found is not None and len(found.title) == MAX_TITLE_CHARS
+
+
+def test_find_by_path_picks_the_document_of_the_scope_when_two_datasets_share_the_path(tmp_path: Path) -> None:
+    from indexes.ingest import read_paths
+    from indexes.store import IndexStore
+
+    ki = IndexStore(tmp_path / "two").create_or_open_for_write("docs")
+    for name in ("ds1", "ds2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "same.md").write_text(f"# 同名\n\n{name} 的正文。\n", encoding="utf-8")
+        ki.ingest(read_paths([tmp_path / name], dataset=name), progress=False)
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "two"), tmp_path))
+    for name in ("ds1", "ds2"):
+        doc = retrieve.find(rt, scope(datasets=(name,)), path="same.md")
+        assert doc is not None and doc.doc_id == f"{name}:same.md" and f"{name} 的正文" in doc.text
