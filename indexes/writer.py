@@ -206,7 +206,8 @@ def ingest(
     """Upsert `documents` through `writer` in one commit; returns what changed.
 
     known: doc_id → revision of what the index holds now (updated in place).
-    datasets: doc_id → dataset of what the index holds now (None: not checked). A document
+    datasets: doc_id → dataset of what the index holds now (None: not checked, and
+    delete_missing deletes in every dataset). A document
     whose id the index holds in another dataset, or an earlier document of this run holds in
     another dataset, is refused (an error naming both datasets): a run never replaces another
     dataset's document (issue 16). delete_missing only deletes documents of the datasets this
@@ -292,7 +293,7 @@ def ingest(
                                          "no document was deleted"))
             else:
                 for doc_id in sorted(set(before) - set(origins)):
-                    if held.get(doc_id, "") not in seen:
+                    if datasets is not None and held.get(doc_id, "") not in seen:
                         continue  # another dataset's document: not this run's to delete
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
