@@ -38,21 +38,33 @@ under 100 characters, of cmrc2018 under 40; 256 leaves room for long English tit
 MAX_URL_CHARS = 2048
 """Longest page URL kept and served (the de-facto browser and CDN limit)."""
 
-_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_]?)"
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_]?)")
 _NONCHAR = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
     f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
-_BAD = re.compile(f"{_ANSI}|[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_NONCHAR}]")
-_TITLE_BAD = re.compile(f"{_ANSI}|[\\x00-\\x1f\\x7f-\\x9f{_NONCHAR}]|\\s{{2,}}")
+_BAD = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_NONCHAR}]")
+# The scan every served text goes through: one BMP class and any astral character (a class of
+# single astral code points scans ~10x slower); a text it finds is checked with _BAD.
+_MAYBE_BAD = re.compile("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\ufdd0-\\ufdef\\ufffe\\uffff"
+                        "\\U00010000-\\U0010ffff]")
+_TITLE_BAD = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_NONCHAR}]|\\s\\s")
 _SPACE = re.compile(r"\s+")
 _URL_BAD = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def _strip(text: str) -> str:
+    """`text` without escape sequences (whole), then without any other `_BAD` character."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return _BAD.sub("", text)
 
 
 def clean_text(text: str) -> str:
     """`text` without control characters, escape sequences and non-characters (module doc);
     tab, line feed and carriage return kept. Same length or shorter; `text` itself when clean."""
-    if _BAD.search(text) is None:
+    if _MAYBE_BAD.search(text) is None:
         return text
-    return _BAD.sub("", text)
+    cleaned = _strip(text)
+    return text if cleaned == text else cleaned
 
 
 def clean_title(title: str) -> str:
@@ -60,7 +72,7 @@ def clean_title(title: str) -> str:
     most MAX_TITLE_CHARS characters ('…' ends a cut one). `title` itself when already so."""
     if len(title) <= MAX_TITLE_CHARS and _TITLE_BAD.search(title) is None and title == title.strip():
         return title
-    text = _SPACE.sub(" ", _BAD.sub("", title)).strip()
+    text = _SPACE.sub(" ", _strip(title)).strip()
     return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1].rstrip() + "…"
 
 

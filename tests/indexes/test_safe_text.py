@@ -83,3 +83,9 @@ def test_clean_hit_is_the_same_hit_when_clean_and_cleans_an_older_index_hit() ->
     assert clean_hit(ok) is ok
     bad = clean_hit(Hit("d", "d", 0, "X" * 100_000, "摘\x1b[2J要", "内\x00容", 1.0, url="javascript:alert(1)"))
     assert (len(bad.title), bad.summary, bad.content, bad.url) == (MAX_TITLE_CHARS, "摘要", "内容", None)
+
+
+def test_astral_characters_other_than_non_characters_are_kept() -> None:
+    text = "扩展汉字𠀋与表情😀\n"
+    assert clean_text(text) is text
+    assert clean_text("𠀋\U0001fffe") == "𠀋"
