@@ -2,7 +2,7 @@
 
 kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
-kbgate index add --config FILE --index NAME [--delete-missing] PATH...
+kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--delete-missing] [--allow-empty] PATH...
 kbgate index list|stats --config FILE [--index NAME]
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
@@ -84,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--index", required=True)
     a.add_argument("--delete-missing", action="store_true", help="remove documents not seen in this run")
     a.add_argument("--dataset", default=None, help="dataset name for documents that do not carry one")
+    a.add_argument("--root", default=None, metavar="DIR",
+                   help="folder that document paths and ids are relative to (default: the one this index "
+                        "recorded for the dataset, else the folder given)")
+    a.add_argument("--url-base", default=None, metavar="URL",
+                   help="absolute http(s) URL that relative page URLs (front matter / JSONL url) resolve against")
+    a.add_argument("--allow-empty", action="store_true",
+                   help="exit 0 even when the files given hold no document kbgate reads")
     a.add_argument("--force", action="store_true",
                    help="with --delete-missing: allow PATHs that are single files (deletes every other document)")
     a.add_argument("--max-document-bytes", type=int, default=None, metavar="BYTES",
@@ -233,11 +240,10 @@ def _vectors_state(folder: Path, dense: DenseConfig) -> str:
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from indexes.dense import HybridStore
     from indexes.ingest import delete_missing_problem, read_paths
-    from indexes.types import Document
+    from indexes.roots import choose_root, read_roots, remember_root
+    from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
     store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
@@ -246,22 +252,32 @@ def cmd_index_add(args: argparse.Namespace) -> int:
             print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
             return 2
         max_bytes = args.max_document_bytes
+    if args.url_base is not None and url_problem(args.url_base) is not None:
+        print(f"kbgate: --url-base {url_problem(args.url_base)}: it must be an absolute http(s) URL", file=sys.stderr)
+        return 2
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
+    index = store.create_or_open_for_write(args.index)
+    dataset = args.dataset or ""
+    root, problem, note = choose_root(args.root, args.paths, read_roots(index.path).get(dataset))
+    if note is not None:
+        print(f"kbgate: note: {note}", file=sys.stderr)
+    if problem is not None:
+        print(f"kbgate: {problem}", file=sys.stderr)
+        return 2
     if args.delete_missing and not args.force:
-        problem = delete_missing_problem(args.paths)
+        problem = delete_missing_problem(args.paths, root)
         if problem is not None:
             print(f"kbgate: {problem}", file=sys.stderr)
             return 2
-    items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes)
-    if args.dataset:
-        items = (dataclasses.replace(d, dataset=args.dataset) if isinstance(d, Document) and not d.dataset
-                 else d for d in items)
+    items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=root,
+                       dataset=args.dataset or None, url_base=args.url_base)
     started = time.perf_counter()
-    index = store.create_or_open_for_write(args.index)
     report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
+    if root is not None:
+        remember_root(index.path, args.index, dataset, root)
     took = time.perf_counter() - started
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
           f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
@@ -272,7 +288,13 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         print(f"  skipped {path}: {reason}", file=sys.stderr)
     for where, message in report.warnings:
         print(f"  warning {where}: {message}", file=sys.stderr)
-    return 1 if report.errors else 0
+    if report.errors:
+        return 1
+    if not report.added + report.updated + report.unchanged and report.warnings and not args.allow_empty:
+        print(f"kbgate: {', '.join(args.paths)} held files but no document kbgate reads (each is listed above); "
+              "nothing was indexed. Pass --allow-empty if that is expected.", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_index_list(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
 Every indexed token and every query term goes through the same two steps:
 
-1. `normalize`: Unicode NFKC (full-width → half-width, compatibility forms), case
-   folding, then Traditional → Simplified Chinese with OpenCC's `t2s` profile.
+1. `normalize`: zero-width characters removed (`ZERO_WIDTH`), Unicode NFKC (full-width →
+   half-width, compatibility forms), case folding, then Traditional → Simplified Chinese with
+   OpenCC's `t2s` profile.
    Traditional and Simplified text therefore meet on the same tokens, in both
    directions. Text holding no character that NFKC or case folding would turn into
    other word characters skips the NFKC pass (see `normalize`): that pass cost more
@@ -37,6 +38,7 @@ import stopwordsiso
 
 __all__ = [
     "MAX_TOKEN_CHARS",
+    "ZERO_WIDTH",
     "IndexText",
     "QueryTerms",
     "STOP_WORDS",
@@ -54,6 +56,17 @@ MAX_TOKEN_CHARS = 64
 """Query terms longer than this (in characters) are dropped: they are never typed in queries
 and Tantivy rejects terms over 65,530 bytes (indexed tokens are cut by the analyzer's
 length filter, indexes.schema)."""
+
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u180e"
+"""Removed before any other folding, in indexed text and queries alike (issue 16: `ZW\u200bMARKER`
+was not found by `ZWMARKER`): zero-width space, non-joiner and joiner, word joiner, the BOM
+(zero-width no-break space) and the Mongolian vowel separator. NFKC keeps them, and Python's
+`\\W` treats them as word breaks, so a pasted page split words where the reader sees none. The
+cost: text that uses U+200B as its only word separator (Thai, Khmer) has those words joined;
+U+200C/U+200D (Persian, Indic scripts, emoji sequences) change no letter when removed. Changing
+this set changes the analysis: bump `indexes.schema.SCHEMA_VERSION`."""
+_ZERO_WIDTH_RE = re.compile(f"[{ZERO_WIDTH}]")
+_ZERO_WIDTH_DROP = dict.fromkeys(map(ord, ZERO_WIDTH))
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -110,7 +123,8 @@ def _trigger() -> re.Pattern[str]:
 
 
 def normalize(text: str, *, exact: bool = False) -> str:
-    """Fold `text` for matching: NFKC, case folding, Traditional → Simplified.
+    """Fold `text` for matching: zero-width characters out (`ZERO_WIDTH`), NFKC, case folding,
+    Traditional → Simplified.
 
     text: any str. Returns a str, usually of the same length (NFKC and OpenCC may change
     the length for a few compatibility characters and phrases).
@@ -123,6 +137,8 @@ def normalize(text: str, *, exact: bool = False) -> str:
     """
     if not text:
         return ""
+    if _ZERO_WIDTH_RE.search(text) is not None:
+        text = text.translate(_ZERO_WIDTH_DROP)
     if not exact and _trigger().search(text) is None:
         folded = text.lower()
     else:

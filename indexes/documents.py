@@ -16,7 +16,7 @@ from . import publish_time
 from .metadata import decode
 from .types import StoredDocument
 
-__all__ = ["chunks_of", "count_matches", "doc_id_at", "read_document", "revisions", "stored_str"]
+__all__ = ["chunks_of", "count_matches", "datasets", "doc_id_at", "read_document", "revisions", "stored_str"]
 
 
 def stored_str(doc: tantivy.Document, name: str) -> Any:
@@ -82,13 +82,19 @@ def read_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: st
     )
 
 
-def doc_id_at(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str) -> str | None:
-    """The id of the document whose tree path is exactly `path` (raw term), or None.
+def doc_id_at(searcher: tantivy.Searcher, schema: tantivy.Schema, path: str,
+              datasets: tuple[str, ...] | None = None) -> str | None:
+    """The id of a document whose tree path is exactly `path` (raw term), or None.
 
+    datasets: only a document of one of these datasets (None: any). Two datasets may hold the
+    same path (`indexes.ingest`, document identity): a scope's datasets pick the one it sees.
     Visibility is not checked here; callers read the document and check it.
     """
-    q = Query.boolean_query([(Occur.Must, Query.term_query(schema, "path", path)),
-                             (Occur.Must, Query.term_query(schema, "chunk", 0))])
+    parts = [(Occur.Must, Query.term_query(schema, "path", path)), (Occur.Must, Query.term_query(schema, "chunk", 0))]
+    if datasets is not None:
+        parts.append((Occur.Must, Query.boolean_query(
+            [(Occur.Should, Query.term_query(schema, "dataset", d)) for d in datasets])))
+    q = Query.boolean_query(parts)
     hits = searcher.search(q, 1).hits
     if not hits:
         return None
@@ -105,4 +111,18 @@ def revisions(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, s
     for _, address in searcher.search(q, count).hits:
         d = searcher.doc(address)
         out[str(d.get_first("doc_id"))] = str(d.get_first("revision"))
+    return out
+
+
+def datasets(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, str]:
+    """doc_id → dataset ('' when none) for every document in the index (read from chunk 0):
+    what `indexes.writer.ingest` checks a document against before it replaces one."""
+    q = Query.term_query(schema, "chunk", 0)
+    count = count_matches(searcher, q)
+    if not count:
+        return {}
+    out: dict[str, str] = {}
+    for _, address in searcher.search(q, count).hits:
+        d = searcher.doc(address)
+        out[str(d.get_first("doc_id"))] = str(d.get_first("dataset") or "")
     return out

@@ -46,7 +46,7 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 # 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
@@ -58,6 +58,9 @@ SCHEMA_VERSION = 7
 #    lower-cased text; the summary on chunk 0 only
 # 7: document metadata: meta_keys / meta_text / meta_num terms (indexes.metadata) and the
 #    kept fields stored as `metadata`
+# 8: zero-width characters folded out of the analysis (indexes.analysis.ZERO_WIDTH); tree
+#    documents' ids carry their dataset ('ds1:same.md') and paths are relative to the run's
+#    root (indexes.ingest, document identity); the sidecar may record those roots ("roots")
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"

@@ -1,11 +1,10 @@
 """Index storage: open, search, read back, reload, and the single writer.
 
-`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index
-plus the schema sidecar). The server only reads (`open`, cached); the indexer
-writes (`create_or_open_for_write` + `KnowledgeIndex.ingest`). Tantivy commits
-are atomic for readers; `maybe_reload` lets a long-running reader pick up a
-new commit without reopening. One writer per index: a second one raises
-`IndexLockedError`.
+`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the
+schema sidecar). The server only reads (`open`, cached); the indexer writes
+(`create_or_open_for_write` + `KnowledgeIndex.ingest`). Tantivy commits are atomic for
+readers; `maybe_reload` lets a long-running reader pick up a new commit without reopening.
+One writer per index: a second one raises `IndexLockedError`.
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a
 query and shaping Hits), `indexes.documents` (reading documents back), `indexes.stats`,
@@ -25,6 +24,7 @@ from tantivy import Occur, Query
 
 from . import documents, metadata, writer
 from .analysis import query_terms
+from .documents import datasets as stored_datasets
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
@@ -227,13 +227,12 @@ class KnowledgeIndex:
         return documents.read_document(self._index.searcher(), self._schema, doc_id,
                                        include_hidden=include_hidden)
 
-    def doc_id_at(self, path: str) -> str | None:
-        """The id of the document whose tree `path` is exactly `path` (raw term), or None.
-
-        Visibility is not checked here; callers read the document and check it.
-        """
+    def doc_id_at(self, path: str, datasets: tuple[str, ...] | None = None) -> str | None:
+        """The id of a document whose tree `path` is exactly `path` (raw term) and, unless
+        datasets is None, whose dataset is one of `datasets`; or None. Visibility is not
+        checked here; callers read the document and check it."""
         self.maybe_reload()
-        return documents.doc_id_at(self._index.searcher(), self._schema, path)
+        return documents.doc_id_at(self._index.searcher(), self._schema, path, datasets)
 
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""
@@ -260,14 +259,13 @@ class KnowledgeIndex:
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
-        documents: Documents (and IngestErrors / IngestWarnings from a reader, recorded in
-        the report's errors / warnings).
-        An unchanged revision is skipped; a changed one replaces all chunks of that id. An id
-        repeated in one run: the last document wins, each override is a warning
-        (`indexes.writer.ingest`).
-        delete_missing: delete indexed ids not seen in this run; not run (and reported as a
-        warning) when any input error occurred, so a broken file never empties the
-        index. progress: tqdm bar on stderr, only when stderr is a TTY.
+        documents: Documents, and a reader's IngestErrors / IngestWarnings (the report's errors /
+        warnings). An unchanged revision is skipped; a changed one replaces all chunks of that
+        id. An id repeated in one run: the last document wins, each override is a warning
+        (`indexes.writer.ingest`); one whose id another dataset holds is refused.
+        delete_missing: delete indexed ids of this run's datasets not seen in this run; not run
+        (a warning says so) after an input error or when no document was read.
+        progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
         writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
         Raises IndexLockedError when another writer holds the index.
@@ -275,11 +273,12 @@ class KnowledgeIndex:
         w = self._writer()
         try:
             known = self.revisions()
+            held = stored_datasets(self._index.searcher(), self._schema)  # doc_id → dataset
         except BaseException:
             w.rollback()
             w.wait_merging_threads()
             raise
-        report = writer.ingest(w, documents, known, chunk_chars=self.chunk_chars,
+        report = writer.ingest(w, documents, known, datasets=held, chunk_chars=self.chunk_chars,
                                delete_missing=delete_missing, progress=progress, workers=workers,
                                desc=f"index {self.name}")
         self.maybe_reload(force=True)

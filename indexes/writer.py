@@ -196,6 +196,7 @@ def ingest(
     documents: Iterable[Document | IngestError | IngestWarning],
     known: dict[str, str],
     *,
+    datasets: dict[str, str] | None = None,
     chunk_chars: int,
     delete_missing: bool = False,
     progress: bool = True,
@@ -205,6 +206,13 @@ def ingest(
     """Upsert `documents` through `writer` in one commit; returns what changed.
 
     known: doc_id → revision of what the index holds now (updated in place).
+    datasets: doc_id → dataset of what the index holds now (None: not checked, and
+    delete_missing deletes in every dataset). A document
+    whose id the index holds in another dataset, or an earlier document of this run holds in
+    another dataset, is refused (an error naming both datasets): a run never replaces another
+    dataset's document (issue 16). delete_missing only deletes documents of the datasets this
+    run read documents of, and is not run when it read none (a folder of only unsupported
+    files must not empty the index).
     A document whose id comes again later in the same run is replaced by the later one (the
     last wins) and each override is a warning naming both origins; the counts compare each
     id's final document with the index before the run, so a re-run of unchanged input reports
@@ -220,6 +228,8 @@ def ingest(
     before = dict(known)
     origins: dict[str, str] = {}  # doc_id → origin of the copy kept so far, in first-seen order
     batch: dict[str, tuple[Document, str]] = {}
+    held = datasets if datasets is not None else {}
+    run_datasets: dict[str, str] = {}  # doc_id → dataset of the copy kept so far in this run
     try:
         bar = tqdm(documents, unit="doc", file=sys.stderr,
                    disable=not progress or not sys.stderr.isatty(), desc=desc)
@@ -242,6 +252,14 @@ def ingest(
                 report.errors.append((origin, "a text field holds a lone surrogate (an escape such as \\ud800 "
                                               "with no pair): not Unicode text, record refused"))
                 continue
+            other = run_datasets.get(item.id, held.get(item.id))
+            if other is not None and other != item.dataset:
+                report.errors.append((origin, f"id {item.id!r} is a document of dataset {other!r}"
+                                              f"{' in this run' if item.id in run_datasets else ' in the index'}, "
+                                              f"not {item.dataset!r}: refused, it would replace that document "
+                                              "(give each dataset its own ids)"))
+                continue
+            run_datasets[item.id] = item.dataset
             earlier = origins.get(item.id)
             if earlier is not None:
                 report.warnings.append((origin, f"duplicate id {item.id!r} overrides {earlier} "
@@ -264,13 +282,19 @@ def ingest(
             else:
                 report.unchanged += 1
         if delete_missing:
-            if report.errors:
+            seen = set(run_datasets.values())
+            if not origins:
+                report.warnings.append(("--delete-missing", "not run: this run read no document, so no "
+                                                            "document was deleted"))
+            elif report.errors:
                 n = len(report.errors)
                 report.warnings.append(
                     ("--delete-missing", f"not run because of {n} input error{'s' if n != 1 else ''}: "
                                          "no document was deleted"))
             else:
                 for doc_id in sorted(set(before) - set(origins)):
+                    if datasets is not None and held.get(doc_id, "") not in seen:
+                        continue  # another dataset's document: not this run's to delete
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
         writer.commit()

@@ -4,7 +4,9 @@ A wing resolves *who* asks and *what they may see* into an `EffectiveScope`
 (gateway.core.scope); from there it never touches an index itself. Every hit and every
 document handed back is re-checked against the scope with `scope.allows` (the same rule
 the index filter applies: defence in depth), and a search never lowers its bar to fill a
-list: hits under `min_score` are dropped.
+list: hits under `min_score` are dropped. Every hit and document is also cleaned for callers
+(`indexes.safe_text`: no control characters, bounded titles, http(s) page URLs only), so an
+index built before those ingest rules serves nothing they would refuse.
 
 Units: limits and lengths are counts (hits) and Unicode characters (summary, content);
 scores are BM25, or the fused score on a hybrid index (comparable within one search only);
@@ -44,6 +46,7 @@ from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.scope import EffectiveScope, allows
 from indexes.errors import IndexStoreError, is_engine_panic
+from indexes.safe_text import clean_hit, clean_stored
 from indexes.store import KnowledgeIndex
 from indexes.types import Hit, MetaFilter, StoredDocument
 
@@ -177,7 +180,7 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
                                     summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
-    kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
+    kept = [clean_hit(h) for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
     return Searched(kept, took, gen), reusable
 
 
@@ -226,7 +229,8 @@ def read(indexes: Indexes, scope: EffectiveScope, doc_id: str) -> tuple[StoredDo
     idx = indexes.index(scope.index)
     with _index_calls(scope):
         generation = _generation(idx)  # read first: the document is of this commit or a newer one
-        return idx.get_document(doc_id, include_hidden=True), generation
+        doc = idx.get_document(doc_id, include_hidden=True)
+        return (None if doc is None else clean_stored(doc)), generation
 
 
 def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
@@ -237,8 +241,8 @@ def find(indexes: Indexes, scope: EffectiveScope, *, path: str | None = None,
     exactly one of path and doc_id. Raises DependencyUnavailable."""
     idx = indexes.index(scope.index)
     with _index_calls(scope):
-        key = idx.doc_id_at(path) if path is not None else doc_id
+        key = idx.doc_id_at(path, scope.filter.datasets) if path is not None else doc_id
         doc = idx.get_document(key) if key is not None else None
     if doc is None or not allows(scope, doc.path, doc.dataset, doc.qa_visible, names=(doc.doc_id,)):
         return None
-    return doc
+    return clean_stored(doc)

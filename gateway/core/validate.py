@@ -86,6 +86,19 @@ def json_object(raw: bytes, invalid: Invalid, key: str = "body") -> dict[str, An
     return data
 
 
+# Characters that show nothing and separate nothing: zero-width space/non-joiner/joiner, word
+# joiner, BOM (zero-width no-break space), Mongolian vowel separator. `str.strip` keeps them.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u180e"))
+
+
+def blank(text: str) -> bool:
+    """Does `text` show nothing: only whitespace (`str.isspace`: ASCII, the ideographic space
+    U+3000, NBSP...) and zero-width characters (U+200B..U+200D, U+2060, U+FEFF, U+180E)? Such a
+    query finds nothing, so every wing refuses it as empty (`Fields.string(non_blank=True)`;
+    issue 16: a query of zero-width and ideographic spaces was answered 200 with no results)."""
+    return not text.translate(_INVISIBLE).strip()
+
+
 def clip(text: str, max_chars: int) -> str:
     """`text` cut to at most `max_chars` characters, ending in '…' when cut (titles, names
     echoed in messages: untrusted text never enters a message or an answer unbounded)."""
@@ -134,7 +147,8 @@ class Fields:
 
     def string(self, name: str, default: Any = REQUIRED, *, max_len: int | None = None,
                non_blank: bool = False) -> str:
-        """A non-empty string (characters, not bytes). non_blank: whitespace alone is 'empty'.
+        """A non-empty string (characters, not bytes). non_blank: whitespace and zero-width
+        characters alone are 'empty' (`blank`).
 
         Absent: `default`, or a 'missing' Problem when required. Kinds: missing, type,
         empty, too_long.
@@ -146,7 +160,7 @@ class Fields:
         v = self.data[name]
         if not isinstance(v, str):
             self.fail(name, "type", "must be a string")
-        if not v or (non_blank and not v.strip()):
+        if not v or (non_blank and blank(v)):
             self.fail(name, "empty", "must not be empty")
         if max_len is not None and len(v) > max_len:
             self.fail(name, "too_long", f"must be at most {max_len} characters")

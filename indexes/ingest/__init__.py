@@ -1,8 +1,10 @@
 """Ingest: read files of several formats into `Document`s, and chunk them.
 
 `read_paths` dispatches by extension (.jsonl; .md/.markdown; .html/.htm; .txt)
-and walks folders recursively in sorted order (hidden files and folders
-skipped, unknown extensions ignored inside folders). A file that fails is
+and walks folders recursively in sorted order. Inside a folder, each file of another type
+(.pdf, .docx, .rst, .json, .yaml...) and anything that is not a regular file is skipped with
+an IngestWarning naming it and why (issue 16); hidden files and folders (.git, .DS_Store) are
+not entered and not reported. A file that fails is
 reported as an `IngestError` item and skipped; the batch always continues.
 
 Two checks come before any parsing (issue 9: ingest never silently drops or rewrites):
@@ -17,6 +19,19 @@ A file is read once, under its real path: a symlink to a file or folder the walk
 anyway is reported (a warning) and skipped (`_walk`).
 A path given directly (a file or folder named on the command line) may itself be a symlink.
 `delete_missing_problem` is the guard `kbgate index add --delete-missing` runs first.
+
+Document identity (issue 16). A document is known by its dataset and a stable source path:
+- a Markdown, HTML or text file's path is relative to the *root* of the run (`read_paths`'
+  `root`: `kbgate index add --root`, else the root the index recorded for the dataset, else the
+  folder named), so ingesting `docs/guide` after `docs` gives `guide/a.md` both times, never a
+  second `a.md`;
+- its id is that path, prefixed with its dataset when it has one (`document_id`:
+  `ds1:same.md`), so two datasets holding `same.md` are two documents. The Volcengine `Id` a
+  caller sees stays readable: `ds1:same.md#0`. The `path` (what scope path globs match) stays
+  `same.md`;
+- a JSONL record's id is its own `id`, as given (the record author chose it; ids referenced
+  elsewhere keep working): a record whose id another dataset holds is refused by the writer
+  (`indexes.writer.ingest`), never overwritten.
 """
 
 from __future__ import annotations
@@ -29,6 +44,7 @@ from pathlib import Path
 
 from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
+from .clean import clean_document
 from .html import read_html
 from .jsonl import read_jsonl, too_large
 from .markdown import read_markdown
@@ -40,6 +56,7 @@ __all__ = [
     "SUFFIXES",
     "chunk",
     "delete_missing_problem",
+    "document_id",
     "read_file",
     "read_paths",
 ]
@@ -54,10 +71,34 @@ ReadItem = Document | IngestError | IngestWarning
 """One item of an ingest stream: a document, a skipped file or record, or a notice."""
 
 
-def read_file(path: Path, rel_path: str, *,
-              max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[ReadItem]:
-    """Documents of one file; rel_path (forward slashes) is its id/path for tree formats.
+def document_id(dataset: str, path: str) -> str:
+    """The id of a tree document (Markdown, HTML, text): `path` (relative to the run's root,
+    forward slashes) when `dataset` is '', else '{dataset}:{path}' (module docstring). A
+    dataset holding ':' could in theory meet another's id ('a:b' + 'c', 'a' + 'b:c'): the
+    writer refuses a document whose id another dataset holds, so it never replaces one."""
+    return f"{dataset}:{path}" if dataset else path
 
+
+def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+              dataset: str | None = None, url_base: str | None = None) -> Iterator[ReadItem]:
+    """`_read_file`, each document cleaned for callers (`indexes.ingest.clean.clean_document`:
+    page URLs http(s) only, relative ones resolved against `url_base`; control characters out;
+    titles bounded), every change reported as an IngestWarning after its document."""
+    for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset):
+        if isinstance(item, Document):
+            item, notes = clean_document(item, url_base)
+            yield item
+            yield from notes
+        else:
+            yield item
+
+
+def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
+               dataset: str | None) -> Iterator[ReadItem]:
+    """Documents of one file; rel_path (forward slashes, relative to the run's root) is its path
+    for tree formats, and its id with the dataset (`document_id`).
+
+    dataset: the dataset of documents that do not name one (`kbgate index add --dataset`).
     An empty file is one IngestWarning; a non-JSONL file over max_document_bytes one
     IngestError (JSONL checks each record instead).
     """
@@ -78,7 +119,10 @@ def read_file(path: Path, rel_path: str, *,
         yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
         return
     if suffix == ".jsonl":
-        yield from read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes)
+        for row in read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes):
+            if isinstance(row, Document) and dataset and not row.dataset:
+                row = replace(row, dataset=dataset)
+            yield row
         return
     if suffix in (".md", ".markdown"):
         items: Iterator[ReadItem] = read_markdown(path, rel_path)
@@ -90,7 +134,10 @@ def read_file(path: Path, rel_path: str, *,
         yield IngestError(rel_path, f"unsupported file type {suffix or '(none)'!r}")
         return
     for item in items:
-        yield replace(item, origin=rel_path) if isinstance(item, Document) else item
+        if isinstance(item, Document):
+            named = item.dataset or dataset or ""
+            item = replace(item, id=document_id(named, rel_path), dataset=named, origin=rel_path)
+        yield item
 
 
 def _inside(target: str, root: str) -> bool:
@@ -131,7 +178,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
         return
     for e in entries:
         if e.name.startswith("."):
-            continue
+            continue  # .git, .DS_Store, editor files: not documents, never entered (nor reported)
         p = here / e.name
         rel = p.relative_to(folder).as_posix()
         wanted = p.suffix.lower() in SUFFIXES  # a file we would read (a folder is always walked)
@@ -141,6 +188,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
             is_dir = is_file = False
         if not e.is_symlink():
             if not is_dir and not (is_file and wanted):
+                yield IngestWarning(rel, _unsupported(p) if is_file else "not a regular file: skipped")
                 continue
             real = os.path.realpath(p) if is_dir or via_link else ""
             if via_link:
@@ -168,7 +216,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
         elif is_dir and target in ancestors:
             yield IngestError(rel, "symlink loop: points back to a folder being walked")
         elif not is_dir and not wanted:
-            continue
+            yield IngestWarning(rel, _unsupported(p))
         elif _walked_directly(target, root, is_dir):
             what = "folder " if is_dir else ""
             yield IngestWarning(rel, f"symlink to {what}{_rel(target, root)}, which is read under its own path: "
@@ -183,6 +231,13 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
                 yield from _walk_dir(folder, p, root, (*ancestors, target), linked, True)
             else:
                 yield p
+
+
+def _unsupported(p: Path) -> str:
+    """The reason a file inside a folder is skipped for its type (issue 16: every file skipped
+    is reported, so a folder of PDFs never reads as a quiet "0 added")."""
+    return (f"unsupported file type {p.suffix.lower() or '(none)'!r}: skipped "
+            f"(kbgate reads {', '.join(sorted(SUFFIXES))})")
 
 
 def _rel(target: str, root: str) -> str:
@@ -206,45 +261,81 @@ def _loops(p: Path) -> bool:
     return False
 
 
-def read_paths(paths: Iterable[Path | str], *,
-               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Iterator[ReadItem]:
+def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+               root: Path | str | None = None, dataset: str | None = None,
+               url_base: str | None = None) -> Iterator[ReadItem]:
     """Documents, errors and warnings from files and folders, in order.
 
     paths: files and folders as given (a symlink given here is followed, whatever its target).
-    A folder's files get ids relative to that folder ("dm/dm-safe-mode.md"); a file
-    given directly gets its own name. A missing path is an IngestError, and so is a symlink
+    root: the folder tree paths are relative to (module docstring: document identity); every
+    path must lie inside it (after resolving symlinks), one outside is an IngestError. None:
+    a folder's files get paths relative to that folder ("dm/dm-safe-mode.md"); a file
+    given directly gets its own name. dataset, url_base: see `read_file`.
+    A missing path is an IngestError, and so is a symlink
     inside a folder that points outside it, dangles or loops; a symlink to what the walk
     reads anyway is an IngestWarning (see `_walk`). Never raises
     for a bad file: errors are items of the stream. max_document_bytes: see the module
     docstring.
     """
+    base = Path(os.path.realpath(root)) if root is not None else None
     for given in paths:
-        root = Path(given)
-        if root.is_dir():
-            for p in _walk(root):
+        top = Path(given)
+        if not top.exists():
+            yield IngestError(str(given), "no such file or folder")
+            continue
+        if base is not None:
+            top = Path(os.path.realpath(top))
+            if not _inside(str(top), str(base)):
+                yield IngestError(str(given), f"is outside the root {base} that document paths are relative to")
+                continue
+        if top.is_dir():
+            rel_to = base if base is not None else top
+            for p in _walk(top):
                 if not isinstance(p, Path):
-                    yield p
+                    yield _under(p, top, rel_to)
                 else:
-                    yield from read_file(p, p.relative_to(root).as_posix(),
-                                         max_document_bytes=max_document_bytes)
-        elif root.is_file():
-            yield from read_file(root, root.name, max_document_bytes=max_document_bytes)
+                    yield from read_file(p, p.relative_to(rel_to).as_posix(), max_document_bytes=max_document_bytes,
+                                         dataset=dataset, url_base=url_base)
+        elif top.is_file():
+            rel = top.relative_to(base).as_posix() if base is not None else top.name
+            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset, url_base=url_base)
         else:
             yield IngestError(str(given), "no such file or folder")
 
 
-def delete_missing_problem(paths: Iterable[Path | str]) -> str | None:
+def _under(item: IngestError | IngestWarning, top: Path, rel_to: Path) -> IngestError | IngestWarning:
+    """A walk item (its file relative to the folder walked, `top`) with its file relative to the
+    run's root instead, like the documents' paths."""
+    if top == rel_to:
+        return item
+    return replace(item, file=(top / item.file).relative_to(rel_to).as_posix())
+
+
+def delete_missing_problem(paths: Iterable[Path | str], root: Path | str | None = None) -> str | None:
     """Why `--delete-missing` must not run with these PATHs, or None when it may.
 
-    paths: the PATH arguments of `kbgate index add`, as given. `--delete-missing` removes every
-    indexed document this run did not see, so a PATH that is a single file (or missing) would
-    delete every other document of the index; only folders (or symlinks to folders) are safe.
+    paths: the PATH arguments of `kbgate index add`, as given; root: the run's root (see
+    `read_paths`), or None. `--delete-missing` removes every indexed document of the run's
+    datasets that this run did not see, so a PATH that is a single file (or missing) would
+    delete every other document; so would a folder below the root (ids are relative to the
+    root: the documents outside that folder would all be missing). Only the root itself, or
+    folders when there is no root, are safe.
     Returns one line naming the offending paths (without the "kbgate:" prefix). Never raises.
     """
-    files = [str(p) for p in paths if not Path(p).is_dir()]
-    if not files:
-        return None
-    what = "is not a folder" if len(files) == 1 else "are not folders"
-    return (f"--delete-missing removes every document this run does not see, and {', '.join(files)} {what}: "
-            "every other document of the index would be deleted. Give the whole folder, or pass --force "
-            "to delete them anyway.")
+    given = [str(p) for p in paths]
+    files = [p for p in given if not Path(p).is_dir()]
+    if files:
+        what = "is not a folder" if len(files) == 1 else "are not folders"
+        return (f"--delete-missing removes every document this run does not see, and {', '.join(files)} {what}: "
+                "every other document of the index would be deleted. Give the whole folder, or pass --force "
+                "to delete them anyway.")
+    if root is not None:
+        top = os.path.realpath(root)
+        below = [p for p in given if os.path.realpath(p) != top]
+        if below:
+            what = "is a folder" if len(below) == 1 else "are folders"
+            return (f"--delete-missing removes every document this run does not see, and {', '.join(below)} {what} "
+                    f"below the root {top} that document paths are relative to: every document outside "
+                    f"{'it' if len(below) == 1 else 'them'} would be deleted. Give the root folder, or pass "
+                    "--force to delete them anyway.")
+    return None

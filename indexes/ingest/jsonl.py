@@ -4,7 +4,9 @@ Fields (all but `id` optional): id (str or int), title, content (alias text),
 url, summary, publish_time (int/float unix seconds, or an ISO-8601 date or
 date-time string; naive times are UTC; 13-digit milliseconds are converted with a warning,
 anything outside 0001..9999 refuses the record: `indexes.publish_time`), cover_image ({url, height, width} or a
-url string), path, dataset, qa_visible (bool). The CMRC 2018 repackaging uses
+url string), path, dataset, qa_visible (bool). A url, summary or cover_image of the wrong type
+is not kept (a warning with the line), the record indexed; a wrong path, dataset or qa_visible
+refuses the record (they decide who may see it). The CMRC 2018 repackaging uses
 id/title/url/content. Every other field is kept as metadata when
 `indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
 
@@ -55,12 +57,24 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
     title = record.get("title") or ""
     if not isinstance(content, str) or not isinstance(title, str):
         raise ValueError("'title' and 'content' must be strings")
-    for key in ("url", "summary", "path", "dataset"):
+    for key in ("path", "dataset"):  # who may see it: a wrong one refuses the record
         if record.get(key) is not None and not isinstance(record[key], str):
             raise ValueError(f"'{key}' must be a string")
+    dropped: list[IngestWarning] = []  # what a caller sees: a wrong one is not kept, the record indexed
+    shown = dict(record)
+    for key in ("url", "summary"):
+        if shown.get(key) is not None and not isinstance(shown[key], str):
+            dropped.append(IngestWarning(where, f"'{key}' must be a string: not kept", line))
+            shown[key] = None
+    try:
+        cover = parse_cover_image(record.get("cover_image"))
+    except ValueError as exc:
+        dropped.append(IngestWarning(where, f"{exc}: not kept", line))
+        cover = None
     seconds, converted = parse_publish_time(record.get("publish_time"))
     kept, notes = keep_metadata(record, RESERVED, where, line)
     if warnings is not None:
+        warnings.extend(dropped)
         if converted is not None:
             warnings.append(IngestWarning(where, converted, line))
         warnings.extend(notes)
@@ -68,10 +82,10 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
         id=str(raw_id),
         title=title.strip(),
         sections=(Section("", content.strip()),),
-        url=record.get("url") or None,
-        summary=record.get("summary") or None,
+        url=shown.get("url") or None,
+        summary=shown.get("summary") or None,
         publish_time=seconds,
-        cover_image=parse_cover_image(record.get("cover_image")),
+        cover_image=cover,
         path=record.get("path") or "",
         dataset=record.get("dataset") or "",
         qa_visible=parse_qa_visible(record.get("qa_visible", True)),

@@ -3,7 +3,9 @@
 Front matter (PyYAML `safe_load` between leading `---` lines): title, url,
 publish_time or date (the rule of `indexes.publish_time`: 13-digit milliseconds are converted
 with a warning naming the line, a value that is no time refuses the file), cover_image,
-summary, qa_visible, dataset. Without a
+summary, qa_visible, dataset. A url, summary or cover_image of the wrong type (`cover_image:
+5`) is not kept and reported, the page indexed; a wrong dataset or qa_visible refuses the page
+(`parse_markdown_kept`). Without a
 title the first heading is the title, else the file stem. Every other front-matter
 field is kept as metadata when `indexes.ingest.metadata` allows (a field it does not keep
 is reported as an IngestWarning).
@@ -207,9 +209,23 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
     kept = tuple(s for s in sections if s.text or s.heading)
     title = meta.get("title")
     title = str(title).strip() if title else first_heading or Path(rel_path).stem
-    for key in ("url", "summary", "dataset"):
+    # A field of the wrong type that only shapes what a caller sees (url, summary, cover_image)
+    # is not kept and reported, the page indexed (issue 16); one that decides who may see the
+    # page (dataset, qa_visible) or when it was published refuses the page, as before: guessing
+    # there could show a page to callers it was not meant for.
+    if meta.get("dataset") is not None and not isinstance(meta["dataset"], str):
+        raise ValueError("front matter 'dataset' must be a string")
+    dropped: list[IngestWarning] = []
+    for key in ("url", "summary"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
-            raise ValueError(f"front matter '{key}' must be a string")
+            dropped.append(IngestWarning(rel_path, f"front matter '{key}' must be a string: not kept",
+                                         _key_line(text, key)))
+            meta[key] = None
+    try:
+        cover = parse_cover_image(meta.get("cover_image"))
+    except ValueError as exc:
+        dropped.append(IngestWarning(rel_path, f"front matter {exc}: not kept", _key_line(text, "cover_image")))
+        cover = None
     time_key = "publish_time" if meta.get("publish_time") not in (None, "") else "date"
     try:
         seconds, converted = parse_publish_time(meta.get(time_key), time_key)
@@ -217,6 +233,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
         at = _key_line(text, time_key)
         raise ValueError(f"{exc} (front matter line {at})" if at else str(exc)) from None
     kept_meta, warnings = keep_metadata(meta, RESERVED, rel_path)
+    warnings[:0] = dropped
     if converted is not None:
         warnings.insert(0, IngestWarning(rel_path, converted, _key_line(text, time_key)))
     return Document(
@@ -226,7 +243,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
         url=meta.get("url") or None,
         summary=strip_inline(str(meta.get("summary") or "")).strip() or None,
         publish_time=seconds,
-        cover_image=parse_cover_image(meta.get("cover_image")),
+        cover_image=cover,
         path=rel_path,
         dataset=meta.get("dataset") or "",
         qa_visible=parse_qa_visible(meta.get("qa_visible", True)),

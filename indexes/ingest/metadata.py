@@ -6,6 +6,7 @@ Kept metadata is what a caller can filter on beside the built-in names (Dify's
 - every field but the reader's own keys (`reserved`: title, url, dataset, ... which have their
   own meaning) and the built-in names (BUILTIN_NAMES, filled from the document itself);
 - a name of 1..MAX_NAME_CHARS characters without control characters;
+- a string value without control characters or non-characters (`indexes.safe_text`);
 - a value that is a string (trimmed; 1..MAX_STRING_CHARS characters), a number (an integer of
   at most 2**63 in size, or a finite float), a boolean (kept as the string 'true' / 'false'),
   a date or date-time (YAML's `2024-05-01`, kept as its ISO-8601 string), or a list of up to
@@ -28,6 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..safe_text import clean_text
 from ..types import IngestWarning, Metadata, MetaScalar, MetaValue
 
 __all__ = ["BUILTIN_NAMES", "MAX_BYTES", "MAX_FIELDS", "MAX_ITEMS", "MAX_NAME_CHARS", "MAX_STRING_CHARS",
@@ -74,6 +76,8 @@ def _scalar(value: Any, in_list: bool = False) -> MetaScalar | None:
         return value.isoformat()
     if isinstance(value, str):
         text = value.strip()
+        if clean_text(text) != text:  # served as Dify metadata: nothing unchecked reaches a caller
+            raise ValueError("strings with control characters or non-characters are not kept")
         if len(text) > MAX_STRING_CHARS:
             raise ValueError(f"strings of at most {MAX_STRING_CHARS} characters are kept")
         return text or None

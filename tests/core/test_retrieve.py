@@ -162,3 +162,41 @@ async def test_a_segment_damaged_in_place_is_index_unavailable_not_a_rust_panic(
     assert caught.value.code == "index_unavailable"
     with pytest.raises(DependencyUnavailable):
         await retrieve.search(rt, eff, "损坏测试", 3, summary_chars=50, content_chars=80)
+
+
+@pytest.mark.anyio
+async def test_hits_and_documents_of_an_index_built_before_the_ingest_checks_are_served_clean(
+        tmp_path: Path) -> None:
+    from indexes.safe_text import MAX_TITLE_CHARS
+    from indexes.store import IndexStore
+    from indexes.types import Document, Section
+
+    # Documents built in code skip the readers' checks, as an index of an older kbgate did.
+    IndexStore(tmp_path / "old").create_or_open_for_write("docs").ingest([
+        Document("x", "标题" + "长" * 100_000, (Section("", "危险\x1b[31m内容\x00结束\ufffe"),),
+                 url="javascript:alert(1)", summary="摘\x07要"),
+    ], progress=False)
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "old"), tmp_path))
+    [hit] = (await retrieve.search(rt, scope(), "危险内容", 3, summary_chars=50, content_chars=200)).hits
+    assert hit.url is None and len(hit.title) == MAX_TITLE_CHARS
+    assert "\x1b" not in hit.content and "\x00" not in hit.content and "\ufffe" not in hit.content
+    assert "危险内容结束" in hit.content and "\x1b" not in hit.summary
+    doc, _ = retrieve.read(rt, scope(), "x")
+    assert doc is not None and doc.url is None and doc.summary == "摘要" and "危险内容结束" in doc.text
+    found = retrieve.find(rt, scope(), doc_id="x")
+    assert found is not None and len(found.title) == MAX_TITLE_CHARS
+
+
+def test_find_by_path_picks_the_document_of_the_scope_when_two_datasets_share_the_path(tmp_path: Path) -> None:
+    from indexes.ingest import read_paths
+    from indexes.store import IndexStore
+
+    ki = IndexStore(tmp_path / "two").create_or_open_for_write("docs")
+    for name in ("ds1", "ds2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "same.md").write_text(f"# 同名\n\n{name} 的正文。\n", encoding="utf-8")
+        ki.ingest(read_paths([tmp_path / name], dataset=name), progress=False)
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "two"), tmp_path))
+    for name in ("ds1", "ds2"):
+        doc = retrieve.find(rt, scope(datasets=(name,)), path="same.md")
+        assert doc is not None and doc.doc_id == f"{name}:same.md" and f"{name} 的正文" in doc.text

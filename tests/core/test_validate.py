@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.core.validate import REQUIRED, Fields, Problem, ProblemError, clip, fail, json_object
+from gateway.core.validate import REQUIRED, Fields, Problem, ProblemError, blank, clip, fail, json_object
 
 
 def fields(data: dict[str, Any], at: str = "input") -> Fields:
@@ -68,6 +68,17 @@ def test_string() -> None:
     assert problem(f.string, "long", max_len=2).kind == "too_long"
     assert f.optional_string("absent") is None and Fields({"x": None}, "", ProblemError).optional_string("x") is None
     assert f.optional_string("s", max_len=5) == "ab"
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u3000\u200b\u3000", "\u200c\u200d\u2060\ufeff", " \u180e\t"])
+def test_zero_width_and_ideographic_spaces_alone_are_blank(text: str) -> None:
+    f = fields({"q": text})
+    assert blank(text)
+    assert problem(f.string, "q", non_blank=True).kind == "empty"
+
+
+def test_text_around_a_zero_width_character_is_not_blank() -> None:
+    assert not blank("\u200b密钥\u3000") and fields({"q": "ZW\u200bMARKER"}).string("q", non_blank=True)
 
 
 def test_numbers_and_booleans() -> None:

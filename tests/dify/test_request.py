@@ -142,3 +142,8 @@ def test_refusals_name_the_field(over: dict[str, Any], field: str) -> None:
     with pytest.raises(DifyError) as exc:
         _read(**over)
     assert exc.value.code == "dify.request_invalid" and field in exc.value.message
+
+
+def test_a_query_of_zero_width_and_ideographic_spaces_is_empty() -> None:
+    with pytest.raises(DifyError, match="query must not be empty"):
+        _read(query="\u200b\u3000\u200d")

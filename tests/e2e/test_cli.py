@@ -439,3 +439,64 @@ def test_check_config_names_an_agent_route_whose_index_is_missing(tmp_path: Path
     assert "agent route handbook -> index demo-docs [ok]" in r.stdout
     assert "agent route later -> index later-index [missing, route disabled]" in r.stdout
 
+
+
+def _add(cfg: Path, *args: str) -> tuple[int, str, str]:
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress", *args)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_cli_two_datasets_with_the_same_file_keep_both_documents(tmp_path: Path) -> None:
+    from indexes.store import IndexStore
+
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    for name in ("ds1", "ds2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "same.md").write_text(f"# 同名\n\n{name} 独有的正文。\n", encoding="utf-8")
+    code, out, _ = _add(cfg, "--dataset", "ds1", str(tmp_path / "ds1"))
+    assert code == 0 and _add_line(1, 0, 0) in out
+    code, out, _ = _add(cfg, "--dataset", "ds2", str(tmp_path / "ds2"))
+    assert code == 0 and "1 added, 0 updated" in out  # it said "0 added, 1 updated": ds1's page was gone
+    ki = IndexStore(tmp_path / "indexes").open("docs")
+    one, two = ki.get_document("ds1:same.md"), ki.get_document("ds2:same.md")
+    assert one is not None and "ds1 独有" in one.text and two is not None and "ds2 独有" in two.text
+
+
+def _add_line(added: int, updated: int, unchanged: int) -> str:
+    return f"index docs: {added} added, {updated} updated, {unchanged} unchanged"
+
+
+def test_cli_a_sub_folder_run_keeps_the_ids_of_the_full_run(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "top.md").write_text("# 顶层\n\n顶层正文。\n", encoding="utf-8")
+    (docs / "guide" / "a.md").write_text("# 甲\n\n甲的正文。\n", encoding="utf-8")
+    code, out, _ = _add(cfg, str(docs))
+    assert code == 0 and _add_line(2, 0, 0) in out
+    code, out, _ = _add(cfg, str(docs / "guide"))  # the root recorded by the full run
+    assert code == 0 and _add_line(0, 0, 1) in out  # it said "1 added": a second a.md
+    code, out, err = _add(cfg, "--delete-missing", str(docs / "guide"))
+    assert code == 2 and "below the root" in err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.md").write_text("# 乙\n\n乙的正文。\n", encoding="utf-8")
+    code, out, err = _add(cfg, "--root", str(docs), str(other))
+    assert code == 2 and "not inside --root" in err
+    code, out, _ = _add(cfg, "--root", str(docs), str(docs / "guide" / "a.md"))
+    assert code == 0 and _add_line(0, 0, 1) in out
+
+
+def test_cli_a_folder_of_unsupported_files_lists_each_and_fails_unless_allowed(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("manual.pdf", "notes.docx", "conf.yaml"):
+        (docs / name).write_bytes(b"not read")
+    code, out, err = _add(cfg, str(docs))
+    assert code == 1 and _add_line(0, 0, 0) in out  # it exited 0 with only "0 added"
+    for name in ("manual.pdf", "notes.docx", "conf.yaml"):
+        assert f"warning {name}: unsupported file type" in err
+    assert "no document kbgate reads" in err and "--allow-empty" in err
+    code, out, err = _add(cfg, "--allow-empty", str(docs))
+    assert code == 0 and "warning manual.pdf: unsupported file type" in err

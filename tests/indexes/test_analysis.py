@@ -121,3 +121,11 @@ def test_fold_positions_keeps_length_and_folds_like_normalize() -> None:
     assert normalize(text).replace(" ", "") == folded.replace(" ", "")
     plain = "TiDB 的数据库"
     assert fold_positions(plain) == normalize(plain) == plain.lower()
+
+
+def test_zero_width_characters_are_folded_away_in_text_and_queries() -> None:
+    assert normalize("ZW\u200bMARKER") == normalize("ZWMARKER") == "zwmarker"
+    assert latin_words(normalize("ZW\u200bMA\u2060RK\ufeffER")) == ["zwmarker"]
+    assert query_terms("ZW\u200bMARKER").latin == query_terms("ZWMARKER").latin == ("zwmarker",)
+    assert query_terms("密\u200d钥").words == query_terms("密钥").words
+    assert query_terms("\u200b\u3000\u200c").is_empty

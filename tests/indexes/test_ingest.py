@@ -59,7 +59,7 @@ def test_markdown_front_matter_and_markup_stripped(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "page.md").write_text(MARKDOWN, encoding="utf-8")
     [doc] = _docs(list(read_paths([tmp_path])))
-    assert doc.id == doc.path == "sub/page.md"
+    assert (doc.id, doc.path) == ("manual:sub/page.md", "sub/page.md")  # its front-matter dataset names it
     assert doc.title == "示例页面"
     assert doc.summary == "本文介绍 AUTO_X 属性。"
     assert doc.publish_time == 1704153600
@@ -375,3 +375,40 @@ def test_a_front_matter_publish_time_that_is_no_time_refuses_the_file_naming_the
     assert [d.id for d in _docs(items)] == ["d.md"]
     assert [(e.where, e.reason.split(" ")[0], e.reason.endswith("(front matter line 3)")) for e in _errors(items)] == [
         ("a.md", "'date'", True), ("b.md", "'publish_time'", True), ("c.md", "'publish_time'", True)]
+
+
+def test_a_front_matter_field_of_the_wrong_type_is_dropped_and_the_page_kept(tmp_path: Path) -> None:
+    front = "---\ntitle: 页面\ncover_image: 5\nurl: [1, 2]\nsummary: {x: 1}\n---\n"
+    (tmp_path / "a.md").write_text(front + "# 页面\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    [doc] = _docs(items)
+    assert (doc.title, doc.cover_image, doc.url, doc.summary) == ("页面", None, None, None)
+    notes = sorted((w.where, w.reason) for w in items if isinstance(w, IngestWarning))
+    assert notes == [("a.md:3", "front matter 'cover_image' must be a url string or an object with 'url': not kept"),
+                     ("a.md:4", "front matter 'url' must be a string: not kept"),
+                     ("a.md:5", "front matter 'summary' must be a string: not kept")]
+    # who may see a page is never guessed: a wrong dataset or qa_visible still refuses it
+    (tmp_path / "a.md").write_text("---\nqa_visible: maybe\n---\n# 页面\n\n正文。\n", encoding="utf-8")
+    assert not _docs(list(read_paths([tmp_path]))) and _errors(list(read_paths([tmp_path])))
+
+
+def test_a_jsonl_field_of_the_wrong_type_is_dropped_and_the_record_kept(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"id": "1", "title": "甲", "content": "内容",
+                                                     "cover_image": 5, "url": 7}) + "\n", encoding="utf-8")
+    items = list(read_paths([tmp_path / "rows.jsonl"]))
+    [doc] = _docs(items)
+    assert (doc.cover_image, doc.url) == (None, None)
+    assert sorted(w.reason for w in items if isinstance(w, IngestWarning)) == [
+        "'cover_image' must be a url string or an object with 'url': not kept", "'url' must be a string: not kept"]
+
+
+def test_every_file_of_an_unsupported_type_in_a_folder_is_reported(tmp_path: Path) -> None:
+    for name in ("a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "Makefile", "ok.md"):
+        (tmp_path / name).write_text("# 内容\n\n正文。\n", encoding="utf-8")
+    (tmp_path / "link.pdf").symlink_to(tmp_path / "a.pdf")
+    items = list(read_paths([tmp_path]))
+    assert [d.id for d in _docs(items)] == ["ok.md"]
+    skipped = {w.where: w.reason for w in items if isinstance(w, IngestWarning)}
+    assert sorted(skipped) == ["Makefile", "a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "link.pdf"]
+    assert skipped["a.pdf"].startswith("unsupported file type '.pdf': skipped (kbgate reads .htm, .html, .jsonl")
+    assert skipped["Makefile"].startswith("unsupported file type '(none)': skipped")

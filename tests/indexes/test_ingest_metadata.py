@@ -99,3 +99,12 @@ def test_why_a_value_is_not_kept_says_what_it_is() -> None:
         "(strings, numbers, booleans, dates, and flat lists of them are)",
         "metadata field 'rows' not kept: an object inside a list is not kept "
         "(strings, numbers, booleans, dates, and flat lists of them are)"]
+
+
+def test_a_string_value_with_control_characters_is_not_kept() -> None:
+    kept, warnings = keep_metadata({"author": "张\x1b[31m三", "team": ["运维", "a\x00b"], "ok": "好"},
+                                   frozenset(), "rows.jsonl", 3)
+    assert kept == (("ok", "好"),)
+    assert sorted(w.reason for w in warnings) == [
+        "metadata field 'author' not kept: strings with control characters or non-characters are not kept",
+        "metadata field 'team' not kept: strings with control characters or non-characters are not kept"]

@@ -354,3 +354,10 @@ def test_a_lone_surrogate_costs_only_its_record(store: IndexStore, tmp_path: Pat
     assert report.added == 1 and ki.get_document("good1") is not None
     assert [w for w, _ in report.errors] == ["rows.jsonl:2", "page.md"]
     assert all("lone surrogate" in reason for _, reason in report.errors)
+
+
+def test_a_zero_width_character_neither_hides_a_word_nor_is_needed_to_find_it(store: IndexStore) -> None:
+    ki = store.create_or_open_for_write("zw")
+    ki.ingest([_doc("z", "页面里的 ZW\u200bMARKER 标记"), _doc("y", "另一页 PLAINWORD")], progress=False)
+    assert [h.doc_id for h in ki.search("ZWMARKER", 5)] == ["z"]
+    assert [h.doc_id for h in ki.search("PLAIN\u200bWORD", 5)] == ["y"]

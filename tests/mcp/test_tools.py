@@ -133,6 +133,7 @@ async def test_no_match_is_an_empty_list(start: AppFactory) -> None:
 @pytest.mark.parametrize(("arguments", "says"), [
     ({}, "query is required"),
     ({"query": "  "}, "query"),
+    ({"query": "\u200b\u3000\u200b"}, "query must not be empty"),
     ({"query": 5}, "query must be a string"),
     ({"query": "密" * 1001}, "query"),
     ({"query": "密钥", "limit": 3}, "limit is not a known field"),

@@ -250,6 +250,7 @@ async def test_redis_down_is_a_fast_503(docs_index: Path) -> None:
     (b'{"FirstLevelId":true,"SecondLevelId":"software","Query":"q"}', "field_type"),
     (b'{"FirstLevelId":"","SecondLevelId":"software","Query":"q"}', "level_id_invalid"),
     (b'{"FirstLevelId":"tech","SecondLevelId":"software","Query":"  "}', "query_empty"),
+    ('{"FirstLevelId":"tech","SecondLevelId":"software","Query":"\u200b\u3000\u200b"}'.encode(), "query_empty"),
     (b'{"FirstLevelId":"tech","SecondLevelId":"software","Query":"' + "长".encode() * 101 + b'"}', "query_too_long"),
     (b'{"FirstLevelId":"tech","SecondLevelId":"software","Query":"q","Limit":0}', "limit_invalid"),
     (b'{"FirstLevelId":"tech","SecondLevelId":"software","Query":"q","Limit":-3}', "limit_invalid"),

@@ -1,0 +1,60 @@
+"""The last step of every reader: a document as it may reach a caller (`indexes.safe_text`),
+with a report of each change (issue 16: nothing unchecked reaches a caller, nothing silently
+replaced).
+
+`clean_document` applies the rules of `indexes.safe_text` to one Document and returns the
+warnings an ingest prints: a page URL that is not http(s) (or relative, without a base) is
+not kept, control characters and non-characters are removed from the title, summary, headings
+and text, a title is bounded to `MAX_TITLE_CHARS`. The document itself is always indexed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..safe_text import MAX_TITLE_CHARS, clean_text, clean_title, resolve_url, url_problem
+from ..types import Document, IngestWarning, Section
+
+__all__ = ["clean_document"]
+
+_SHOWN_URL_CHARS = 80
+
+
+def _shown(url: str) -> str:
+    """A URL as a report quotes it: control characters as '?', at most 80 characters."""
+    text = "".join("?" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F else c for c in url)
+    return repr(text if len(text) <= _SHOWN_URL_CHARS else text[: _SHOWN_URL_CHARS - 1] + "…")
+
+
+def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document, list[IngestWarning]]:
+    """(`doc` as it may be indexed and served, one IngestWarning per kind of change).
+
+    url_base: an absolute http(s) URL that relative page URLs are resolved against
+    (`kbgate index add --url-base`), or None (a relative URL is then not kept). Where the
+    warnings point: `doc.origin`, else the document's id. Never raises.
+    """
+    where = doc.origin or doc.id
+    notes: list[IngestWarning] = []
+    url = doc.url
+    if url is not None:
+        resolved = resolve_url(url, url_base)
+        problem = url_problem(resolved)
+        if problem is not None:
+            notes.append(IngestWarning(where, f"url {_shown(url)} {problem}: not kept (page URLs are http or https)"))
+            url = None
+        else:
+            url = resolved
+    title = clean_title(doc.title)
+    if len(" ".join(clean_text(doc.title).split())) > MAX_TITLE_CHARS:
+        notes.append(IngestWarning(where, f"title of {len(doc.title)} characters cut to {MAX_TITLE_CHARS}"))
+    summary = None if doc.summary is None else clean_text(doc.summary)
+    sections = tuple(Section(clean_text(s.heading), clean_text(s.text), clean_text(s.trail)) for s in doc.sections)
+    changed = [name for name, dirty in (("title", clean_text(doc.title) != doc.title),
+                                        ("summary", summary != doc.summary),
+                                        ("text", sections != doc.sections)) if dirty]
+    if changed:
+        notes.append(IngestWarning(where, "control characters or non-characters removed from the "
+                                          + ", ".join(changed)))
+    if (url, title, summary, sections) == (doc.url, doc.title, doc.summary, doc.sections):
+        return doc, notes
+    return dataclasses.replace(doc, url=url, title=title, summary=summary, sections=sections), notes

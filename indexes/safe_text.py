@@ -1,0 +1,124 @@
+"""What a document may carry to a caller: text without control characters, bounded titles,
+page URLs that are http(s) (issue 16: "nothing unchecked reaches a caller").
+
+Applied twice, with the same rules: at ingest (`indexes.ingest.clean`, which reports each
+change) and when serving (`clean_hit`, `clean_stored`, called by `gateway.core.retrieve` on
+every hit and document it hands a wing), so an index built before these rules serves clean
+text too. Each function returns its input object itself when there is nothing to change,
+after one regex search (a few microseconds for a 1,500-character excerpt).
+
+- Control characters: C0 (U+0000..U+001F) but tab, line feed and carriage return; DEL and C1
+  (U+007F..U+009F); ANSI escape sequences as a whole (`ESC [ 31 m`, an OSC title up to its
+  BEL or ST), so no `[31m` is left behind; Unicode non-characters (U+FDD0..U+FDEF and the
+  last two code points of every plane, U+FFFE, U+FFFF, U+1FFFE...). Removed. A lone surrogate
+  cannot reach here: the writer refuses it (`indexes.writer`).
+- Titles: control characters removed, every run of whitespace (line breaks included) one
+  space, at most MAX_TITLE_CHARS characters (cut with '…'): a 100,000-character JSONL title
+  went whole into every callback Result, Dify record and tool answer.
+- Page URLs (`Url`, MCP `url`, Dify `metadata.url`): http or https with a host, no whitespace
+  or control character, at most MAX_URL_CHARS; `javascript:`, `data:`, `file:` and the rest
+  are not served. A relative URL is resolved against a base when one is given at ingest
+  (`kbgate index add --url-base`), else dropped (with a report at ingest).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from urllib.parse import urljoin, urlsplit
+
+from .types import Hit, StoredDocument
+
+__all__ = ["MAX_TITLE_CHARS", "MAX_URL_CHARS", "clean_hit", "clean_stored", "clean_text", "clean_title",
+           "resolve_url", "url_problem"]
+
+MAX_TITLE_CHARS = 256
+"""Longest title kept and served, in characters: the longest title of the TiDB docs-cn tree is
+under 100 characters, of cmrc2018 under 40; 256 leaves room for long English titles."""
+MAX_URL_CHARS = 2048
+"""Longest page URL kept and served (the de-facto browser and CDN limit)."""
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_]?)")
+_NONCHAR = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
+    f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
+_BAD = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_NONCHAR}]")
+# The scan every served text goes through: one BMP class and any astral character (a class of
+# single astral code points scans ~10x slower); a text it finds is checked with _BAD.
+_MAYBE_BAD = re.compile("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\ufdd0-\\ufdef\\ufffe\\uffff"
+                        "\\U00010000-\\U0010ffff]")
+_TITLE_BAD = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_NONCHAR}]|\\s\\s")
+_SPACE = re.compile(r"\s+")
+_URL_BAD = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def _strip(text: str) -> str:
+    """`text` without escape sequences (whole), then without any other `_BAD` character."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return _BAD.sub("", text)
+
+
+def clean_text(text: str) -> str:
+    """`text` without control characters, escape sequences and non-characters (module doc);
+    tab, line feed and carriage return kept. Same length or shorter; `text` itself when clean."""
+    if _MAYBE_BAD.search(text) is None:
+        return text
+    cleaned = _strip(text)
+    return text if cleaned == text else cleaned
+
+
+def clean_title(title: str) -> str:
+    """A title as kept and served: `clean_text`, whitespace runs made one space, stripped, at
+    most MAX_TITLE_CHARS characters ('…' ends a cut one). `title` itself when already so."""
+    if len(title) <= MAX_TITLE_CHARS and _TITLE_BAD.search(title) is None and title == title.strip():
+        return title
+    text = _SPACE.sub(" ", _strip(title)).strip()
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` may not be served as a page URL, or None when it may: it must be http(s) with
+    a host, hold no whitespace or control character and have at most MAX_URL_CHARS characters.
+    Never raises."""
+    if len(url) > MAX_URL_CHARS:
+        return f"is longer than {MAX_URL_CHARS} characters"
+    if _URL_BAD.search(url):
+        return "holds whitespace or a control character"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "is not a URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "is not an http(s) URL" if parts.scheme else "is relative (give --url-base to resolve it)"
+    if not parts.hostname:
+        return "has no host"
+    return None
+
+
+def resolve_url(url: str, base: str | None) -> str:
+    """`url` resolved against `base` when `url` is relative (no scheme) and a base is given;
+    else `url` stripped. The result still needs `url_problem`."""
+    url = url.strip()
+    if base and not urlsplit(url).scheme:
+        return urljoin(base, url)
+    return url
+
+
+def clean_hit(hit: Hit) -> Hit:
+    """`hit` as a wing may show it: title (`clean_title`), summary and content (`clean_text`),
+    url dropped unless servable (`url_problem`). The same Hit when nothing changes."""
+    title, summary, content = clean_title(hit.title), clean_text(hit.summary), clean_text(hit.content)
+    url = hit.url if hit.url is None or url_problem(hit.url) is None else None
+    if title is hit.title and summary is hit.summary and content is hit.content and url is hit.url:
+        return hit
+    return dataclasses.replace(hit, title=title, summary=summary, content=content, url=url)
+
+
+def clean_stored(doc: StoredDocument) -> StoredDocument:
+    """`doc` as a wing may show it, like `clean_hit` (title, text, summary, url)."""
+    title, text = clean_title(doc.title), clean_text(doc.text)
+    summary = None if doc.summary is None else clean_text(doc.summary)
+    url = doc.url if doc.url is None or url_problem(doc.url) is None else None
+    if title is doc.title and text is doc.text and summary is doc.summary and url is doc.url:
+        return doc
+    return dataclasses.replace(doc, title=title, text=text, summary=summary, url=url)
