@@ -180,7 +180,8 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
                                     summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
-    kept = [clean_hit(h) for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
+    kept = [clean_hit(h) for h in hits
+            if h.score >= min_score and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
     return Searched(kept, took, gen), reusable
 
 
