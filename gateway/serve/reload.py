@@ -10,8 +10,8 @@ rejected with one JSON log line naming the key (`ConfigError.key`); the old conf
 serving and the same file is not re-tried until it changes again.
 
 Sections that need new sockets, processes, connections or opened indexes (server.*,
-replay.*, indexes.dir, indexes.*.dense) are kept from the running config; a change to them is logged as
-"needs a restart".
+replay.*, indexes.dir, indexes.*.dense, indexes.*.rerank) are kept from the running config; a
+change to them is logged as "needs a restart".
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gateway.core.runtime import Runtime
 log = logging.getLogger("kbgate.reload")
 
 INTERVAL = RELOAD_INTERVAL
-RESTART_ONLY = ("server", "replay", "indexes_dir", "dense")
+RESTART_ONLY = ("server", "replay", "indexes_dir", "dense", "rerank")
 
 # Set by gateway.serve.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
 # and the config the master validated at start (used only when the file is invalid now).
@@ -104,7 +104,8 @@ def fingerprint(paths: list[Path]) -> Fingerprint:
 def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Config, list[str]]:
     """Load `old.source` again; return (new config, restart-only keys that changed).
 
-    The new config keeps old's server, replay, indexes_dir, dense and mcp.path (they need a restart).
+    The new config keeps old's server, replay, indexes_dir, dense, rerank and mcp.path (they need a
+    restart).
     When `old.source` is None only `value_file` secrets are re-read (`refresh_secrets`).
     Raises ConfigError naming the offending key; nothing is swapped then.
     """
@@ -115,7 +116,8 @@ def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Confi
     if new.mcp.path != old.mcp.path:  # the MCP endpoint's route is built at start
         changed.append("mcp.path")
     return dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
-                               dense=old.dense, mcp=dataclasses.replace(new.mcp, path=old.mcp.path)), changed
+                               dense=old.dense, rerank=old.rerank,
+                               mcp=dataclasses.replace(new.mcp, path=old.mcp.path)), changed
 
 
 def refresh_secrets(old: Config, env: dict[str, str] | None = None) -> Config:
@@ -177,7 +179,8 @@ class Reloader:
         logging.getLogger("kbgate").setLevel(new.log_level.upper())
         log.info("config reloaded", extra={
             "file": str(new.source), "trigger": trigger, "pid": os.getpid(), "tenants": sorted(new.tenants),
-            "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense"}.get(k, k) for k in restart]})
+            "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense",
+                                                          "rerank": "indexes.*.rerank"}.get(k, k) for k in restart]})
         for t in new.tenants.values():
             if t.verify == "report":
                 log.warning("tenant in report mode: unsigned requests are answered",
