@@ -6,7 +6,8 @@ Starlette under hypercorn, on a free port, in its own process.
     POST /api/v1/services/rerank/text-rerank/text-rerank
                            DashScope's: {model, input: {query, documents}, parameters: {top_n}}
                            → {"output": {"results": [{index, relevance_score}]}, "usage", "request_id"}
-    POST /control          {"delay": s, "fail": n, "status": code, "mode": "model" | "reverse", "bad": "index"}
+    POST /control          {"delay": s, "fail": n, "status": code, "mode": "model" | "reverse",
+                           "bad": "index" | "shape"}  (an index out of range | JSON of no format)
     GET  /stats            {"requests", "documents": [count per call], "authorization": [values], "bodies": [...]}
     POST /reset            back to normal, counters zeroed
     GET  /readyz           200 once the model is loaded
@@ -75,6 +76,8 @@ def make_app() -> Any:
         if STATE["fail"] > 0:
             STATE["fail"] -= 1
             return body, JSONResponse({"error": "overloaded"}, status_code=STATE["status"])
+        if STATE["bad"] == "shape":
+            return body, JSONResponse({"unexpected": True})
         return body, None
 
     async def cohere(request: Request) -> JSONResponse:
