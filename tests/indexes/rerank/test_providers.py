@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from indexes.dense.config import ApiKey
-from indexes.errors import RerankResponseError, RerankUnavailable
+from indexes.errors import RerankError, RerankResponseError, RerankUnavailable
 from indexes.rerank import PROVIDERS, RerankConfig, RerankStage, make_reranker
 from tests.support.harness import free_port
 from tests.support.rerank_server import PATHS, running
@@ -110,11 +110,11 @@ def test_api_key_is_a_bearer_token_and_in_no_message(server: str) -> None:
 
 @pytest.mark.parametrize(("status", "kind"), [(503, RerankUnavailable), (429, RerankUnavailable),
                                                (400, RerankResponseError)])
-def test_http_errors(server: str, status: int, kind: type[Exception]) -> None:
+def test_http_errors(server: str, status: int, kind: type[RerankError]) -> None:
     control(server, fail=1, status=status)
     with pytest.raises(kind) as err:
         make_reranker(config(server, "tei")).scores(QUERY, DOCS, 5.0)
-    assert getattr(err.value, "reason") == f"http_{status}"
+    assert err.value.reason == f"http_{status}"
 
 
 def test_an_index_out_of_range_is_refused(server: str) -> None:
