@@ -9,6 +9,10 @@
     EmbeddingError                  an embedding provider gave no usable vectors (`indexes.dense`)
     ├── EmbeddingUnavailable        down, slow, overloaded or refusing (retryable)
     └── EmbeddingResponseError      answered, but not with usable embeddings (not retryable)
+
+    RerankError                     a reranker gave no usable scores (`indexes.rerank`)
+    ├── RerankUnavailable           down, slow, overloaded or refusing
+    └── RerankResponseError         answered, but not with usable scores
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ __all__ = [
     "IndexLockedError",
     "IndexNotFoundError",
     "IndexStoreError",
+    "RerankError",
+    "RerankResponseError",
+    "RerankUnavailable",
     "SchemaVersionError",
     "is_engine_panic",
 ]
@@ -125,3 +132,26 @@ class EmbeddingUnavailable(EmbeddingError):
 class EmbeddingResponseError(EmbeddingError):
     """The provider answered, but not with embeddings we can use (HTTP 4xx, not JSON, a wrong
     number or length of vectors, non-finite values)."""
+
+
+class RerankError(Exception):
+    """A reranker gave no usable relevance scores; the search keeps the order of the stage
+    before (`indexes.rerank.stage`).
+
+    provider: the configured wire format ("cohere", "tei", "dashscope"); reason: a short
+    machine-readable cause ("timeout", "connect", "http_503", "bad_count", "not_scores").
+    Messages never carry an API key, the query or a document's text.
+    """
+
+    def __init__(self, provider: str, reason: str, detail: str = "") -> None:
+        self.provider, self.reason, self.detail = provider, reason, detail
+        super().__init__(f"rerank provider {provider!r}: {reason}" + (f" ({detail})" if detail else ""))
+
+
+class RerankUnavailable(RerankError):
+    """Down, slow, overloaded or refusing: a timeout, a connection error, HTTP 408/429/5xx."""
+
+
+class RerankResponseError(RerankError):
+    """The reranker answered, but not with scores we can use (HTTP 4xx, not JSON, a missing or
+    repeated index, a score that is not a finite number)."""

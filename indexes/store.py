@@ -18,12 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
-from .analysis import query_terms
+from .analysis import QueryTerms, query_terms
 from .documents import datasets as stored_datasets
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
@@ -46,6 +47,9 @@ from .types import (
     StoredDocument,
 )
 
+if TYPE_CHECKING:
+    from .rerank import RerankStage
+
 __all__ = ["IndexStore", "KnowledgeIndex", "document_revision"]
 
 RELOAD_CHECK_SECONDS = 0.5
@@ -65,9 +69,12 @@ class KnowledgeIndex:
     with `generation` it names what the reader shows even when a folder rebuilt from scratch
     (or restored) reaches an opstamp seen before (the answer cache keys on both). Raised after
     the reload: a value read before a search is never newer than what the search shows.
+    rerank: the index's optional rerank stage (`indexes.rerank`), attached by the store that
+    opened it for serving; None: no rerank.
     """
 
     search_may_wait = False
+    rerank: RerankStage | None = None
 
     def __init__(
         self,
@@ -97,6 +104,7 @@ class KnowledgeIndex:
         self._generation: int | None = read_generation(path)
         self._meta_digest = meta_digest(path)
         self.incarnation = 0
+        self._degraded = threading.local()  # this thread's last search fell back (`answer`)
         index.reload()
 
     # ---- reading -------------------------------------------------------
@@ -180,9 +188,25 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
         if q is None:
             return []
+        if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
+            return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars)
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds)
+
+    def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
+                  one_per_document: bool, summary_chars: int, content_chars: int) -> list[Hit]:
+        """`search_hits` with the rerank stage (`indexes.rerank.chunks.reranked_hits`); a
+        fallback to the lexical order marks the answer as not reusable (`answer`)."""
+        from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
+
+        assert self.rerank is not None
+        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit,
+                                       one_per_document=one_per_document, summary_chars=summary_chars,
+                                       content_chars=content_chars, bounds=self.bounds)
+        if not reranked:
+            self._degraded.value = True
+        return hits
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500,
@@ -190,11 +214,14 @@ class KnowledgeIndex:
         """(`search` with the same arguments, the generation those hits may be reused for):
         the label `generation` read before the search (the searcher shows that commit or a
         newer one, so an answer reused under it is never older than the label says). None: do
-        not reuse the hits (the generation is unknown; a subclass also answers None for an
-        answer it gave in a degraded way: `indexes.dense.HybridIndex`'s lexical fallback)."""
+        not reuse the hits (the generation is unknown, or the answer was given in a degraded way:
+        the rerank stage's fallback to the lexical order, `indexes.dense.HybridIndex`'s lexical
+        fallback)."""
         generation = self._generation
-        return self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where), generation
+        self._degraded.value = False
+        hits = self.search(query, limit, filter=filter, one_per_document=one_per_document,
+                           summary_chars=summary_chars, content_chars=content_chars, where=where)
+        return hits, None if self._degraded.value else generation
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
                      where: MetaFilter | None) -> tuple[Query | None, Query | None]:
@@ -285,8 +312,10 @@ class KnowledgeIndex:
         return report
 
     def close(self) -> None:
-        """Release what this index holds beyond its Tantivy reader: nothing for a lexical
-        index (`indexes.dense.HybridIndex` stops its query encoder)."""
+        """Release what this index holds beyond its Tantivy reader: its rerank stage's threads
+        when it has one (`indexes.dense.HybridIndex` also stops its query encoder)."""
+        if self.rerank is not None:
+            self.rerank.close()
 
 
 class IndexStore:

@@ -147,6 +147,22 @@ class MetaFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class Scores:
+    """Raw per-stage scores of one hit; None where the stage did not run.
+
+    bm25: Tantivy's BM25 score (unbounded, comparable only within one search).
+    dense: cosine similarity of query and chunk vectors, -1..1.
+    fused: the hybrid fusion's score.
+    rerank: the reranker's relevance, 0..1.
+    """
+
+    bm25: float | None = None
+    dense: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result: the best chunk of one document.
 
@@ -159,6 +175,9 @@ class Hit:
     revision: SHA-256 hex of the document's title + full text at index time.
     publish_time: unix seconds in 0001..9999 as `indexes.publish_time.stored` reads the stored
         value (13-digit milliseconds of an older index converted, anything else None).
+    relevance: the one scale, 0..1, with the same meaning for every caller and index kind
+        (the reranker's where one ran); what wings show, floors compare and merges sort by.
+    scores: the raw score of each stage that ran (`Scores`).
     """
 
     id: str
@@ -175,6 +194,8 @@ class Hit:
     dataset: str = ""
     revision: str = ""
     metadata: Metadata = ()
+    relevance: float = 0.0
+    scores: Scores = Scores()
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,17 @@ class HybridSearched:
 
 
 @dataclass(frozen=True, slots=True)
+class Reranked:
+    """One call of an index's rerank stage, for metrics: index name, outcome ('reranked', or why
+    the order before was kept: 'timeout', 'breaker_open', 'error'; indexes.rerank.OUTCOMES), and
+    the milliseconds the stage took. Published from the thread the search ran in."""
+
+    index: str
+    outcome: str
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerLooked:
     """One lookup in the answer cache (gateway.core.answers), for metrics: index name, and
     'hit' (answered from memory) or 'miss' (searched). Published only while the cache is on

@@ -193,7 +193,7 @@ def _generation(idx: KnowledgeIndex) -> int:
 
 async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str, limit: int, *,
                       summary_chars: int, content_chars: int) -> Merged[K]:
-    """`search` in every target (one after the other), merged: best score first, one hit per
+    """`search` in every target (one after the other), merged: best relevance, then score, first, one hit per
     (index, document), at most `limit`. A target whose index fails is listed in `failed`
     instead of raising. A coroutine, like `search`."""
     found: list[tuple[K, str, Hit]] = []
@@ -208,7 +208,8 @@ async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str
         found += [(t.key, t.scope.index, h) for h in got.hits]
     seen: set[tuple[str, str]] = set()
     out: list[tuple[K, Hit]] = []
-    for key, index, h in sorted(found, key=lambda f: -f[2].score):
+    # relevance first (the rerank stage's, 0 where none ran), so a reranked order survives the merge
+    for key, index, h in sorted(found, key=lambda f: (-f[2].relevance, -f[2].score)):
         if (index, h.doc_id) not in seen:
             seen.add((index, h.doc_id))
             out.append((key, h))

@@ -16,7 +16,7 @@ from gateway.core.answers import AnswerCache
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
-from gateway.core.events import AnswerLooked, Events, HybridSearched
+from gateway.core.events import AnswerLooked, Events, HybridSearched, Reranked
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
 from indexes.dense import HybridStore
@@ -35,7 +35,8 @@ def _bounds(config: Config) -> SearchBounds:
 class Runtime:
     """config: the current Config. clock: the one clock seam. nonces: the replay store (Redis
     when replay.redis_url is set, else in-process). indexes: the read-only index store under
-    indexes.dir (an index configured hybrid opens as indexes.dense.HybridIndex). events: where
+    indexes.dir (an index configured hybrid opens as indexes.dense.HybridIndex; one configured with
+    a rerank stage gets it attached). events: where
     request paths publish what happened. `answers()`: the answer cache of the current config."""
 
     def __init__(self, config: Config, clock: Clock = SYSTEM_CLOCK, nonces: NonceStore | None = None) -> None:
@@ -46,6 +47,7 @@ class Runtime:
         )
         self.events = Events()
         self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense, observe=self._hybrid_searched,
+                                               rerank=config.rerank, observe_rerank=self._reranked,
                                                bounds=_bounds(config))
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._answers: AnswerCache | None = None
@@ -96,6 +98,9 @@ class Runtime:
 
     def _hybrid_searched(self, index: str, outcome: str) -> None:
         self.events.publish(HybridSearched(index, outcome))
+
+    def _reranked(self, index: str, outcome: str, duration_ms: float) -> None:
+        self.events.publish(Reranked(index, outcome, duration_ms))
 
     def routed_indexes(self) -> list[str]:
         """Names of the indexes a tenant route or an `[agent.routes.*]` entry points to, sorted."""

@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway.core.audit import AuditEvent
-from gateway.core.events import AnswerLooked, Delivery, HybridSearched
+from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from indexes.types import IndexStats
 
 log = logging.getLogger("kbgate.metrics")
@@ -167,7 +167,8 @@ class Metrics:
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
     deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome},
-    answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'); per Bearer-token
+    answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'),
+    rerank_calls_total{index,outcome} and rerank_duration_seconds{index}; per Bearer-token
     wing (`observe_call`): wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
     wing_duration_seconds{wing}, config_reload_total{outcome} (outcome 'reloaded' |
     'rejected'); index gauges from `IndexCollector`, route_ready from `RouteCollector` when
@@ -204,6 +205,11 @@ class Metrics:
         self.answers = Counter("kbgate_answer_cache_lookups", "Lookups in the answer cache (search."
                                "answer_cache_entries > 0): 'hit' answered from memory, 'miss' searched",
                                ["index", "outcome"], registry=reg)
+        self.rerank = Counter("kbgate_rerank_calls", "Calls of an index's rerank stage: outcome 'reranked' used "
+                              "the reranker's order, any other is why the order before was kept",
+                              ["index", "outcome"], registry=reg)
+        self.rerank_latency = Histogram("kbgate_rerank_duration_seconds", "Time the rerank stage took (any outcome)",
+                                        ["index"], buckets=LATENCY_BUCKETS, registry=reg)
         self.wing_requests = Counter("kbgate_wing_requests", "Calls of a Bearer-token wing (agent, dify, mcp), "
                                      "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
         self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
@@ -251,6 +257,14 @@ class Metrics:
         """Count one search of a hybrid index by its outcome (any thread). Never raises."""
         try:
             self.hybrid.labels(e.index, e.outcome).inc()
+        except Exception:  # metrics must never fail a search
+            log.warning("metrics update failed", exc_info=True)
+
+    def observe_rerank(self, e: Reranked) -> None:
+        """Count one rerank call by its outcome, and its time (any thread). Never raises."""
+        try:
+            self.rerank.labels(e.index, e.outcome).inc()
+            self.rerank_latency.labels(e.index).observe(e.duration_ms / 1000.0)
         except Exception:  # metrics must never fail a search
             log.warning("metrics update failed", exc_info=True)
 

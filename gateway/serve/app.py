@@ -25,7 +25,7 @@ from gateway.agent import knowledge, tools
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
-from gateway.core.events import AnswerLooked, Delivery, HybridSearched
+from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.mcp import McpWing
@@ -61,6 +61,7 @@ class Gateway:
         rt.events.subscribe(Delivery, self._keep)
         rt.events.subscribe(HybridSearched, self.metrics.observe_hybrid)
         rt.events.subscribe(AnswerLooked, self.metrics.observe_answer)
+        rt.events.subscribe(Reranked, self.metrics.observe_rerank)
         rt.on_close(self.deliveries.close)
         rt.on_close(self.metrics.aclose)
 

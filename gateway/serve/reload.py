@@ -13,8 +13,8 @@ serving and the same file is not re-tried until it changes again. Every outcome 
 `ConfigError.message` that `kbgate check-config` prints for the same file.
 
 Sections that need new sockets, processes, connections or opened indexes (server.*,
-replay.*, indexes.dir, indexes.*.dense) are kept from the running config; a change to them is logged as
-"needs a restart".
+replay.*, indexes.dir, indexes.*.dense, indexes.*.rerank) are kept from the running config; a
+change to them is logged as "needs a restart".
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gateway.core.runtime import Runtime
 log = logging.getLogger("kbgate.reload")
 
 INTERVAL = RELOAD_INTERVAL
-RESTART_ONLY = ("server", "replay", "indexes_dir", "dense")
+RESTART_ONLY = ("server", "replay", "indexes_dir", "dense", "rerank")
 
 # Set by gateway.serve.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
 # and the config the master validated at start (used only when the file is invalid now).
@@ -122,7 +122,8 @@ def fingerprint(paths: list[Path]) -> Fingerprint:
 def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Config, list[str]]:
     """Load `old.source` again; return (new config, restart-only keys that changed).
 
-    The new config keeps old's server, replay, indexes_dir, dense and mcp.path (they need a restart).
+    The new config keeps old's server, replay, indexes_dir, dense, rerank and mcp.path (they need a
+    restart).
     When `old.source` is None only `value_file` secrets are re-read (`refresh_secrets`).
     Raises ConfigError naming the offending key; nothing is swapped then.
     """
@@ -133,7 +134,8 @@ def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Confi
     if new.mcp.path != old.mcp.path:  # the MCP endpoint's route is built at start
         changed.append("mcp.path")
     return dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
-                               dense=old.dense, mcp=dataclasses.replace(new.mcp, path=old.mcp.path)), changed
+                               dense=old.dense, rerank=old.rerank,
+                               mcp=dataclasses.replace(new.mcp, path=old.mcp.path)), changed
 
 
 def refresh_secrets(old: Config, env: dict[str, str] | None = None) -> Config:
@@ -219,7 +221,8 @@ class Reloader:
         logging.getLogger("kbgate").setLevel(new.log_level.upper())
         log.info("config reloaded", extra={
             "file": str(new.source), "trigger": trigger, "pid": os.getpid(), "tenants": sorted(new.tenants),
-            "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense"}.get(k, k) for k in restart]})
+            "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense",
+                                                          "rerank": "indexes.*.rerank"}.get(k, k) for k in restart]})
         for t in new.tenants.values():
             if t.verify == "report":
                 log.warning("tenant in report mode: unsigned requests are answered",

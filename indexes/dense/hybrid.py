@@ -40,7 +40,7 @@ from .fusion import mix, rrf
 from .query import QueryEncoder
 from .vectors import VectorSet, current_generation, load_current
 
-__all__ = ["OUTCOMES", "DenseSearch", "DenseState", "Observe", "RECHECK_SECONDS", "outcome_of"]
+__all__ = ["OUTCOMES", "DenseSearch", "DenseState", "Observe", "RECHECK_SECONDS", "Reorder", "outcome_of"]
 
 log = logging.getLogger("kbgate.dense")
 RECHECK_SECONDS = 0.5
@@ -54,6 +54,11 @@ OUTCOMES = ("hybrid", "stale", "reloading", "timeout", "breaker_open", "error")
 answered lexically: `stale` (no vectors of the Tantivy generation searched: not published
 yet, or of another model), `reloading` (a reload overlapped the search), `timeout` (the
 query embedding missed query_timeout_ms), `breaker_open`, `error` (the provider failed)."""
+
+Reorder = Callable[[tantivy.Searcher, list[tuple[Address, float]], dict[Address, Any], MakeHit],
+                  tuple[list[tuple[Address, float]], MakeHit] | None]
+"""reorder(searcher, fused, address, make_hit) → (new fused order, make_hit to use) or None (keep
+both): the optional rerank stage between the fusion and the collapse (`indexes.rerank.chunks`)."""
 
 Observe = Callable[[str, str], None]
 """observe(index name, outcome): told of every search of a hybrid index (outcome in OUTCOMES),
@@ -157,7 +162,7 @@ class DenseSearch:
                query_text: str, terms: Any,
                filters: tuple[Query | None, Query | None], limit: int, *, one_per_document: bool,
                summary_chars: int, content_chars: int, make_hit: MakeHit,
-               bounds: SearchBounds = DEFAULT_BOUNDS) -> list[Any] | None:
+               bounds: SearchBounds = DEFAULT_BOUNDS, reorder: Reorder | None = None) -> list[Any] | None:
         """Fused hits, best first, or None: answer lexically instead (see module doc).
 
         lexical_query: builds the full BM25 query (scope filter included) for the searcher the
@@ -166,7 +171,7 @@ class DenseSearch:
         (embedded). terms: analysed query (for excerpts). filters: (must, must_not) of the
         scope, as `indexes.search.filter_query` builds them. limit > 0. bounds: the index's
         per-query work bounds (BM25 candidates are at most max_chunks_per_query; context chunks
-        per result at most max_chunks_per_document - 1).
+        per result at most max_chunks_per_document - 1). reorder: the rerank stage (`Reorder`).
         """
         state = self._usable()
         if state is None or state.vectors is None:
@@ -203,6 +208,8 @@ class DenseSearch:
             fused = mix(lex, den, lexical_weight=self.config.lexical_weight, dense_weight=self.config.dense_weight)
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
+        if reorder is not None:  # the optional rerank stage, on the fused chunks before the collapse
+            fused, make_hit = reorder(searcher, fused, address, make_hit) or (fused, make_hit)
         return _pick(searcher, fused, address, dense_only, state.vectors, terms, limit, one_per_document,
                      summary_chars, content_chars, make_hit, keep_more=max(bounds.max_chunks_per_document - 1, 0))
 

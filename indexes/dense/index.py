@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tantivy
 from tantivy import Query
@@ -36,6 +36,10 @@ from .hybrid import DenseSearch, Observe
 from .providers import Embedder, make_embedder
 from .query import Breaker, QueryEncoder
 from .sync import DenseIngest, DenseReport, ingest_lock, searcher_at_generation
+
+if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
+    from ..rerank import Observe as RerankObserve
+    from ..rerank import RerankConfig
 
 __all__ = ["HybridIndex", "HybridStore", "cache_for"]
 
@@ -118,11 +122,24 @@ class HybridIndex(KnowledgeIndex):
             return build_query(self._schema, terms, searcher, filter, self.boosts, filters=filters,
                                doc_freqs=self._doc_freqs)
 
+        stage, degraded = self.rerank, False
+
+        def reorder(searcher: tantivy.Searcher, fused: list[tuple[Any, float]], address: dict[Any, Any],
+                    make: Callable[..., Any]) -> tuple[list[tuple[Any, float]], Callable[..., Any]] | None:
+            from ..rerank.chunks import rerank_fused
+
+            nonlocal degraded
+            assert stage is not None
+            out = rerank_fused(stage, searcher, query, fused, address, make)
+            degraded = out is None
+            return out
+
         hits = self.dense.search(self._index, lexical_query, query, terms, filters, limit,
                                  one_per_document=one_per_document, summary_chars=summary_chars,
-                                 content_chars=content_chars, make_hit=make_hit, bounds=self.bounds)
+                                 content_chars=content_chars, make_hit=make_hit, bounds=self.bounds,
+                                 reorder=reorder if stage is not None else None)
         if hits is not None:
-            return hits, generation
+            return hits, None if degraded else generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
                               summary_chars=summary_chars, content_chars=content_chars, where=where), None
 
@@ -146,26 +163,40 @@ class HybridIndex(KnowledgeIndex):
         return report
 
     def close(self) -> None:
-        """Stop the query encoder's threads and release the provider."""
+        """Stop the query encoder's threads and release the provider (and the rerank stage's)."""
         self.dense.encoder.close()
+        super().close()
 
 
 class HybridStore(IndexStore):
     """An `IndexStore` whose indexes configured hybrid open as `HybridIndex`; the others stay
     lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`);
-    observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`); other
-    keyword arguments as `IndexStore` (clock, bounds)."""
+    observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
+    index name → its rerank stage settings (`[indexes.NAME.rerank]`, `indexes.rerank`), attached
+    to an index opened for serving (lexical or hybrid); observe_rerank: told of every rerank
+    call's outcome (`indexes.rerank.Observe`). Other keyword arguments as `IndexStore` (clock, bounds)."""
 
     def __init__(self, root: Path, *, dense: Mapping[str, DenseConfig] | None = None,
-                 observe: Observe | None = None, **kwargs: Any) -> None:
+                 observe: Observe | None = None, rerank: Mapping[str, RerankConfig] | None = None,
+                 observe_rerank: RerankObserve | None = None, **kwargs: Any) -> None:
         super().__init__(root, **kwargs)
         self.dense: Mapping[str, DenseConfig] = dense or {}
         self._observe = observe
+        self.rerank: Mapping[str, RerankConfig] = rerank or {}
+        self._observe_rerank = observe_rerank
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
               warm: bool = True) -> KnowledgeIndex:
         dense = self.dense.get(name)
         if dense is None:
-            return super()._make(name, folder, index, chunk_chars, warm=warm)
-        return HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
-                           chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe)
+            ki = super()._make(name, folder, index, chunk_chars, warm=warm)
+        else:
+            ki = HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
+                             chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe)
+        rerank = self.rerank.get(name)
+        if rerank is not None and warm:  # a writer never reranks
+            from ..rerank import RerankStage
+
+            ki.rerank = RerankStage(name, rerank, clock=self._clock, observe=self._observe_rerank)
+            ki.search_may_wait = True  # it may wait up to rerank.timeout_ms: off the event loop
+        return ki

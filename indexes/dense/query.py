@@ -42,11 +42,14 @@ class Breaker:
     """Consecutive-failure circuit breaker. Thread-safe.
 
     failures: consecutive failures that open it (>= 1). reset_seconds: how long it stays open
-    before one trial call. clock: monotonic seconds.
+    before one trial call. clock: monotonic seconds. what: the guarded dependency, for the log
+    line ('embedding'; the rerank stage's is 'rerank').
     """
 
-    def __init__(self, failures: int, reset_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, failures: int, reset_seconds: float, clock: Callable[[], float] = time.monotonic,
+                 what: str = "embedding") -> None:
         self.failures, self.reset_seconds, self._clock = failures, reset_seconds, clock
+        self.what = what
         self._lock = threading.Lock()
         self._count = 0
         self._opened_at: float | None = None
@@ -80,7 +83,7 @@ class Breaker:
             self._trial = False
             if self._opened_at is not None or self._count >= self.failures:
                 if self._opened_at is None:
-                    log.warning("embedding breaker opened", extra={"failures": self._count})
+                    log.warning(f"{self.what} breaker opened", extra={"failures": self._count})
                 self._opened_at = self._clock()
 
 

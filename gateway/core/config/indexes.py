@@ -4,6 +4,8 @@
     [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
                               model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
                               batching and retries, the query deadline and breaker, fusion
+    [indexes.NAME.rerank]     the rerank stage of index NAME (indexes.rerank): provider, url, model,
+                              api_key_env | api_key_file, candidates, timeout_ms, breaker, max_input_chars
 
 `parse_indexer` is all `kbgate index add` needs besides the dense tables: it never reads a
 tenant's secret, only an embedding service's API key when one is configured. Every problem
@@ -20,6 +22,8 @@ from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
 from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+from indexes.rerank.config import PROVIDERS as RERANK_PROVIDERS
+from indexes.rerank.config import RerankConfig
 
 INDEXER_KEYS = ("dir", "max_document_bytes")
 DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
@@ -27,6 +31,10 @@ DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimens
               "query_timeout_ms", "breaker_failures", "breaker_reset_seconds", "candidates", "fusion", "rrf_k",
               "lexical_weight", "dense_weight", "cache_dir", "threads")
 REMOTE_ONLY = ("url", "api_key_env", "api_key_file", "dimensions")
+RERANK_KEYS = ("provider", "url", "model", "api_key_env", "api_key_file", "candidates", "timeout_ms",
+               "breaker_failures", "breaker_reset_seconds", "max_input_chars")
+RERANK_URLS = {"cohere": "https://api.cohere.com/v1/rerank", "tei": "http://127.0.0.1:8080/rerank",
+               "dashscope": "https://dashscope.aliyuncs.com/api/v1/services/rerank/text-rerank/text-rerank"}
 MAX_PREFIX_CHARS = 200
 
 
@@ -46,8 +54,22 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
 
 def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
     """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
-    one stay lexical). `[indexes.NAME]` holds only `dense` today. Raises ConfigError naming the key."""
-    out: dict[str, DenseConfig] = {}
+    one stay lexical). `[indexes.NAME]` holds `dense` and `rerank` (`parse_rerank`). Raises
+    ConfigError naming the key."""
+    return {name: _dense(t.table("dense"), base_dir, env) for name, t in _index_tables(idx) if "dense" in t}
+
+
+def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, RerankConfig]:
+    """Index name → its rerank stage, one per `[indexes.NAME.rerank]` table (indexes without one
+    are not reranked). Only the gateway reads these (a rerank runs at query time): the indexer
+    never needs the reranker's API key. Raises ConfigError naming the key; a key's value is
+    never echoed."""
+    return {name: _rerank(t.table("rerank"), base_dir, env) for name, t in _index_tables(idx) if "rerank" in t}
+
+
+def _index_tables(idx: Fields) -> list[tuple[str, Fields]]:
+    """(name, table) of each `[indexes.NAME]` table, checked: a valid name, only `dense` and `rerank`."""
+    out = []
     for name, raw in idx.data.items():
         if name in INDEXER_KEYS:
             continue
@@ -55,10 +77,32 @@ def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str
         if not INDEX_NAME.fullmatch(name):
             raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
         t = table_of(raw, key)
-        t.only({"dense"})
-        if "dense" in t:
-            out[name] = _dense(t.table("dense"), base_dir, env)
+        t.only({"dense", "rerank"})
+        out.append((name, t))
     return out
+
+
+def _rerank(t: Fields, base_dir: Path, env: Mapping[str, str]) -> RerankConfig:
+    """One `[indexes.NAME.rerank]` table → RerankConfig (docs/pending/rerank.md documents each key)."""
+    t.only(RERANK_KEYS)
+    provider = t.choice("provider", RERANK_PROVIDERS)
+    url = t.string("url")
+    if not url.startswith(("http://", "https://")) or WHITESPACE.search(url):
+        t.fail("url", "format", "must be the http:// or https:// URL of the rerank endpoint, "
+                                f"e.g. {RERANK_URLS[provider]}")
+    if provider == "tei" and "model" in t:
+        t.fail("model", "format", "does not apply to provider 'tei' (a TEI server serves one model)")
+    model = "" if provider == "tei" else t.string("model")
+    ref = secret_ref(t, "api_key_env", "api_key_file", required=False)
+    api_key = ApiKey(read_secret(ref[0], ref[1], base_dir, env).reveal()) if ref is not None else None
+    return RerankConfig(
+        provider=provider, url=url, model=model, api_key=api_key,
+        candidates=t.integer("candidates", 20, lo=1, hi=500),
+        timeout_ms=t.integer("timeout_ms", 500, lo=1, hi=10_000),
+        breaker_failures=t.integer("breaker_failures", 3, lo=1, hi=100),
+        breaker_reset_seconds=t.number("breaker_reset_seconds", 30.0, lo=0.1, hi=3600.0),
+        max_input_chars=t.integer("max_input_chars", 1000, lo=16, hi=100_000),
+    )
 
 
 def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:

@@ -19,7 +19,7 @@ from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.fields import SHA256_HEX, section
-from gateway.core.config.indexes import parse_dense, parse_indexer
+from gateway.core.config.indexes import parse_dense, parse_indexer, parse_rerank
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
@@ -131,6 +131,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
         dense=parse_dense(indexes, base_dir, env),
+        rerank=parse_rerank(indexes, base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
         mcp=parse_mcp(top.table("mcp"), paths),
     )

