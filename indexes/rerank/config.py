@@ -1,7 +1,8 @@
 """Settings of one index's rerank stage (`[indexes.<name>.rerank]` in the gateway config).
 
 The gateway's config parser (`gateway/core/config/indexes.py`) validates the TOML keys and
-builds a `RerankConfig`; docs/pending/rerank.md documents each key. This module only holds
+builds a `RerankConfig`; docs/hybrid-retrieval.md ("Rerank")
+and deploy/gateway.example.toml document each key. This module only holds
 the shape and the defaults.
 """
 

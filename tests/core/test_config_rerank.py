@@ -1,6 +1,7 @@
 """gateway/core/config/indexes.py: [indexes.<name>.rerank] tables load (defaults, every key, an
 API key from env or file), every invalid one is refused naming the key, the key's value appears
-nowhere, the indexer never needs the reranker's key, and the rerank settings need a restart."""
+nowhere, the indexer never needs the reranker's key, the rerank settings need a restart, and
+deploy/gateway.example.toml documents every key."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from gateway.core.config import load_indexes
+from gateway.core.config import load_config, load_indexes
+from gateway.core.config.indexes import RERANK_KEYS
 from gateway.core.errors import ConfigError
 from gateway.serve.reload import RESTART_ONLY
 from indexes.rerank import RerankConfig
 from tests.support.configs import EMBEDDING_KEY, ENV, config, parse, write
+from tests.support.paths import ROOT
 
 URL = "https://dashscope.aliyuncs.com/api/v1/services/rerank/text-rerank/text-rerank"
 
@@ -83,3 +86,27 @@ def test_the_indexer_never_reads_the_rerankers_key(tmp_path: Path) -> None:
 
 def test_rerank_needs_a_restart() -> None:
     assert "rerank" in RESTART_ONLY
+
+
+def test_example_config_documents_every_rerank_key(tmp_path: Path) -> None:
+    """deploy/gateway.example.toml documents every key of the table (commented out: it needs a
+    served reranker), and uncommenting its block gives a table that loads."""
+    text = (ROOT / "deploy" / "gateway.example.toml").read_text("utf-8")
+    for name in RERANK_KEYS:
+        assert f"# {name} = " in text or f"or {name} = " in text, name
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("# [indexes.software-docs.rerank]"):
+            inside = True
+        elif inside and not line.startswith("# "):
+            inside = False
+        if inside and not line.startswith("#  ") and (line.startswith("# [") or " = " in line.split("#")[1]):
+            line = line[2:]
+        out.append(line)
+    path = tmp_path / "gateway.toml"
+    path.write_text("\n".join(out), "utf-8")
+    cfg = load_config(path, env={"ACME_SECRET": "x" * 20, "ACME_SECRET_NEXT": "y" * 20, "RERANK_API_KEY": "rk"})
+    assert cfg.rerank["software-docs"] == RerankConfig(
+        provider="cohere", url="http://127.0.0.1:9997/v1/rerank", model="bge-reranker-v2-m3",
+        api_key=cfg.rerank["software-docs"].api_key)
+    assert cfg.rerank["software-docs"].api_key is not None

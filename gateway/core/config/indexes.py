@@ -83,7 +83,8 @@ def _index_tables(idx: Fields) -> list[tuple[str, Fields]]:
 
 
 def _rerank(t: Fields, base_dir: Path, env: Mapping[str, str]) -> RerankConfig:
-    """One `[indexes.NAME.rerank]` table → RerankConfig (docs/pending/rerank.md documents each key)."""
+    """One `[indexes.NAME.rerank]` table → RerankConfig (deploy/gateway.example.toml and
+    docs/hybrid-retrieval.md, "Rerank", document each key)."""
     t.only(RERANK_KEYS)
     provider = t.choice("provider", RERANK_PROVIDERS)
     url = t.string("url")
