@@ -136,6 +136,12 @@ class AnswerCache:
             self._observe(key.index, "miss" if hits is None else "hit")
         return None if hits is None else list(hits)
 
+    def holds(self, key: AnswerKey) -> bool:
+        """True when an answer is stored under `key`; neither counted (`observe`) nor moved in
+        the LRU order: what an admin's try asks (gateway.core.explain)."""
+        with self._lock:
+            return key in self._lru
+
     def put(self, key: AnswerKey, hits: Sequence[Hit]) -> None:
         """Store `hits` (copied into a tuple) under `key`, evicting the least recently used."""
         answer = tuple(hits)

@@ -42,6 +42,7 @@ from anyio import to_thread
 
 from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_key
 from gateway.core.errors import DependencyUnavailable
+from gateway.core.explain import EXPLAIN, Dropped, Explain, trace
 from gateway.core.scope import EffectiveScope, allows
 from indexes.errors import IndexStoreError, is_engine_panic
 from indexes.store import KnowledgeIndex
@@ -128,7 +129,15 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     more filter of the same query, so `limit` is filled from documents that match them);
     check each with `indexes.metadata.condition_problem` first. took_ms counts the search
     alone (a thread's queueing included). Raises DependencyUnavailable.
+
+    While an admin's try explains (`gateway.core.explain.EXPLAIN` set) the answer is computed
+    the same way, the cache only peeked at and never filled, and a trace is appended.
     """
+    ex = EXPLAIN.get()
+    if ex is not None:
+        return await _explained(indexes, ex, scope, query, limit, summary_chars=summary_chars,
+                                content_chars=content_chars, one_per_document=one_per_document,
+                                min_score=min_score, with_generation=with_generation, where=where)
     idx = indexes.index(scope.index)
     text = normalize_query(query)
     cache = indexes.answers()
@@ -151,6 +160,28 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     return found
 
 
+async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, limit: int, *,
+                     summary_chars: int, content_chars: int, one_per_document: bool, min_score: float,
+                     with_generation: bool, where: MetaFilter | None) -> Searched:
+    """`search` for a try (gateway.core.explain): the same `_search`, never from the cache nor
+    into it; the cache's outcome is peeked at (`AnswerCache.holds`) without being counted."""
+    idx = indexes.index(ex.index_for(scope.index))
+    text = normalize_query(query)
+    cache = indexes.answers()
+    label = idx.generation
+    outcome = "off"
+    if cache is not None:
+        key = _key(scope, label, text, limit, summary_chars, content_chars, one_per_document, min_score, where,
+                   idx.incarnation) if label is not None else None
+        outcome = "hit" if key is not None and cache.holds(key) else "miss"
+    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
+                  one_per_document=one_per_document, min_score=min_score, with_generation=with_generation,
+                  where=where, explain=ex)
+    found, _ = await to_thread.run_sync(run) if idx.search_may_wait else run()
+    ex.traces[-1].cache = outcome
+    return found
+
+
 def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
          one_per_document: bool, min_score: float, where: MetaFilter | None, incarnation: int) -> AnswerKey:
     return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
@@ -169,15 +200,22 @@ def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: in
 
 def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
             content_chars: int, one_per_document: bool, min_score: float, with_generation: bool,
-            where: MetaFilter | None) -> tuple[Searched, int | None]:
-    """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`)."""
+            where: MetaFilter | None, explain: Explain | None = None) -> tuple[Searched, int | None]:
+    """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`);
+    with `explain`, its trace appended there (gateway.core.explain.trace)."""
     with _index_calls(scope):
         started = time.perf_counter()
         hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
                                     summary_chars=summary_chars, content_chars=content_chars, where=where)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
+    checked = time.perf_counter()
     kept = [h for h in hits if h.score >= min_score and allows(scope, h.path, h.dataset, True)]
+    if explain is not None:
+        with _index_calls(scope):
+            explain.traces.append(trace(idx, scope, query, limit, min_score=min_score, where=where, found=hits,
+                                        kept=kept, took_ms=took, check_ms=(time.perf_counter() - checked) * 1000.0,
+                                        generation=reusable if reusable is not None else idx.generation))
     return Searched(kept, took, gen), reusable
 
 
@@ -204,17 +242,23 @@ async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str
         found += [(t.key, t.scope.index, h) for h in got.hits]
     seen: set[tuple[str, str]] = set()
     out: list[tuple[K, Hit]] = []
+    ex = EXPLAIN.get()
     for key, index, h in sorted(found, key=lambda f: -f[2].score):
         if (index, h.doc_id) not in seen:
             seen.add((index, h.doc_id))
             out.append((key, h))
+        elif ex is not None:
+            ex.merged.append((key, Dropped(h, "merged")))
+    if ex is not None:
+        ex.merged += [(key, Dropped(h, "limit")) for key, h in out[limit:]]
     return Merged(out[:limit], failed)
 
 
 def generation(indexes: Indexes, scope: EffectiveScope) -> int:
     """The commit opstamp of the scope's index (what a scope revision covers): the label of its
     reader (`KnowledgeIndex.generation`), an attribute read. Raises DependencyUnavailable."""
-    idx = indexes.index(scope.index)
+    ex = EXPLAIN.get()
+    idx = indexes.index(scope.index if ex is None else ex.index_for(scope.index))
     with _index_calls(scope):
         return _generation(idx)
 
