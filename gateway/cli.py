@@ -9,6 +9,7 @@ kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limi
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
 kbgate eval --queries FILE ... (see gateway/ops/evaluate.py)
 kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
+kbgate try --config FILE --caller CALLER ... --query Q (see gateway/ops/try_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error.
@@ -137,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.ops.commands import register as register_ops
 
     register_ops(sub)
+    from gateway.ops.try_cli import register as register_try
+
+    register_try(sub)
     return p
 
 

@@ -28,7 +28,7 @@ import pytest
 
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
-from tests.support.harness import Server, free_port, serve
+from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +38,7 @@ QUERY = "密钥轮换"
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}", "content-type": "application/json"}
 BEARER = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
 AUDIT: dict[int, Path] = {}  # server port → its audit file
+CONFIG: dict[int, Path] = {}  # server port → its config file
 
 
 @pytest.fixture(name="srv", scope="module")
@@ -49,8 +50,8 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
     data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-try-{port}",
                   agent=agent, admin_token=ADMIN_TOKEN, audit={"sink": "file", "path": str(root / "audit.jsonl")})
-    AUDIT[port] = root / "audit.jsonl"
-    with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
+    AUDIT[port], CONFIG[port] = root / "audit.jsonl", write(root / "gateway.toml", data)
+    with serve(CONFIG[port], port=port, env=ENV) as s:
         yield s
 
 
@@ -183,3 +184,25 @@ def test_try_refuses_what_the_config_has_not_and_needs_the_admin_token(srv: Serv
     r = httpx.post(srv.base + "/admin/try.json", content=b'{"caller":"mcp","query":"x","client":"alice"}',
                    headers={**ADMIN, "origin": "https://evil.example"})
     assert r.status_code == 403
+
+
+def test_kbgate_try_prints_the_callers_body_and_compares_a_successor(srv: Server) -> None:
+    with httpx.Client(timeout=10) as c:
+        real = callback(c, srv.base, ENV["ACME_SECRET"], query=QUERY, limit=2).content
+    argv = ("try", "--config", str(CONFIG[srv.port]), "--caller", "volcengine", "--tenant", "acme", "--first",
+            "tech", "--second", "software", "--query", QUERY, "--limit", "2")
+    r = kbgate(*argv, "--json", env=ENV)
+    assert r.returncode == 0, r.stderr
+    out = orjson.loads(r.stdout)
+    assert out["body"].encode() == real
+    assert [h["doc_id"] for h in out["searches"][0]["kept"]] == [x["Id"].split("#")[0] for x in
+                                                                  orjson.loads(real)["Result"]]
+    side = kbgate(*argv, "--successor", "kb", env=ENV)
+    assert side.returncode == 0, side.stderr
+    text = side.stdout
+    assert "volcengine acme tech/software: HTTP 200" in text and "volcengine acme tech/software -> kb: HTTP" in text
+    assert "search docs at commit" in text and "search kb at commit" in text
+    assert f"{out['searches'][0]['kept'][0]['score']:.4f}" in text  # the numbers printed are the try's
+    bad = kbgate("try", "--config", str(CONFIG[srv.port]), "--caller", "dify", "--client", "alice", "--query", "x",
+                 env=ENV)
+    assert bad.returncode == 2 and "route: is required" in bad.stderr
