@@ -13,7 +13,8 @@ caller's; what changes while explaining is only what is *observed*:
   by chunk, without the scope's filter and metadata conditions) tell the chunks that did not
   make the answer apart: another chunk of a document already answered (one per document),
   outside the caller's scope, excluded by a metadata condition, under the route's floor, or
-  ranked after the last answer (the limit). Their time is reported apart, never in a stage.
+  ranked after the last answer (the limit); a document not answered is listed once, by its
+  best chunk. Their time is reported apart, never in a stage.
 
 `Explain.successor` maps an index name to the index to search instead (an index and its
 rebuilt successor, side by side): only a try sets it.
@@ -150,7 +151,7 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
         narrowed = {h.id for h in idx.search(query, wide, filter=scope.filter, one_per_document=False,
                                              summary_chars=0, content_chars=1, where=where)}
     answered = {h.doc_id: h for h in kept}
-    seen = {h.doc_id for h in found}
+    seen = {h.doc_id for h in found}  # listed above (floor or scope), as its best chunk
     for c in chunks:
         got = answered.get(c.doc_id)
         if got is not None:
@@ -159,9 +160,11 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
                 t.heading[got.id] = _heading(c)
             else:
                 t.dropped.append(Dropped(c, "one_per_document", got.id))
-        elif c.doc_id in seen:
-            continue  # already listed above (floor or scope), as its best chunk
-        elif not allows(scope, c.path, c.dataset, True):
+            continue
+        if c.doc_id in seen:
+            continue  # a document not answered is listed once, by its best chunk
+        seen.add(c.doc_id)
+        if not allows(scope, c.path, c.dataset, True):
             t.dropped.append(Dropped(c, "outside_scope"))
         elif narrowed is not None and c.id not in narrowed:
             t.dropped.append(Dropped(c, "metadata_condition"))
