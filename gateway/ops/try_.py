@@ -54,7 +54,7 @@ from gateway.volcengine.handler import answer as volcengine_answer
 from gateway.volcengine.wire import error_body
 from indexes.types import Hit
 
-__all__ = ["CALLERS", "TryRequest", "Tried", "run", "to_json"]
+__all__ = ["CALLERS", "TryRequest", "Tried", "check", "index_names", "run", "to_json"]
 
 CALLERS = ("volcengine", "knowledge", "tools", "dify", "mcp")
 MAX_QUERY_CHARS = 2000
@@ -119,7 +119,7 @@ def check(cfg: Config, req: TryRequest) -> None:
         raise TryInvalid("query", f"is longer than {MAX_QUERY_CHARS} characters")
     if req.limit is not None and not 1 <= req.limit <= MAX_LIMIT:
         raise TryInvalid("limit", f"must be 1..{MAX_LIMIT}")
-    if req.successor and req.successor not in _index_names(cfg):
+    if req.successor and req.successor not in index_names(cfg):
         raise TryInvalid("successor", f"no index {req.successor!r} under indexes.dir")
     if req.caller == "volcengine":
         tenant = cfg.tenants.get(req.tenant)
@@ -137,7 +137,9 @@ def check(cfg: Config, req: TryRequest) -> None:
         raise TryInvalid("route", "is required for this caller")
 
 
-def _index_names(cfg: Config) -> list[str]:
+def index_names(cfg: Config) -> list[str]:
+    """Sorted names of the indexes under indexes.dir (folders holding a meta.json): the
+    successors a try may search."""
     d = cfg.indexes_dir
     return sorted(p.name for p in d.iterdir() if (p / "meta.json").is_file()) if d.is_dir() else []
 

@@ -112,7 +112,7 @@ def _choices(rt: Runtime) -> dict[str, list[str]]:
         "second": sorted({r.second_level_id for t in cfg.tenants.values() for r in t.routes}),
         "client": sorted(cfg.agent.clients),
         "route": sorted(cfg.agent.routes),
-        "successor": try_._index_names(cfg),
+        "successor": try_.index_names(cfg),
     }
 
 
