@@ -30,7 +30,7 @@ from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query, ideal_score
 from .stats import index_stats, meta_digest, read_generation
 from .types import (
     DEFAULT_BOUNDS,
@@ -157,8 +157,11 @@ class KnowledgeIndex:
         summary_chars: int = 200,
         content_chars: int = 1500,
         where: MetaFilter | None = None,
+        floor: float = 0.0,
     ) -> list[Hit]:
-        """Best chunks for `query`, highest BM25 score first.
+        """Best chunks for `query`, highest BM25 score first, each with its relevance 0..1
+        (`indexes.relevance`); chunks under the relevance `floor` are dropped before the hits
+        are shaped (one per document), never replaced.
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
         filter: scope restriction; never changes scores. one_per_document: keep only the
@@ -182,11 +185,12 @@ class KnowledgeIndex:
             return []
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds)
+                           content_chars=content_chars, bounds=self.bounds,
+                           ideal=ideal_score(terms, searcher, self.boosts, self._doc_freqs), floor=floor)
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None) -> tuple[list[Hit], int | None]:
+               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
         """(`search` with the same arguments, the generation those hits may be reused for):
         the label `generation` read before the search (the searcher shows that commit or a
         newer one, so an answer reused under it is never older than the label says). None: do
@@ -194,7 +198,8 @@ class KnowledgeIndex:
         answer it gave in a degraded way: `indexes.dense.HybridIndex`'s lexical fallback)."""
         generation = self._generation
         return self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where), generation
+                           summary_chars=summary_chars, content_chars=content_chars, where=where,
+                           floor=floor), generation
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
                      where: MetaFilter | None) -> tuple[Query | None, Query | None]:

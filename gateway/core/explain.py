@@ -12,14 +12,14 @@ caller's; what changes while explaining is only what is *observed*:
 - after the search, explanation searches on the same index (`KnowledgeIndex.search`, chunk
   by chunk, without the scope's filter and metadata conditions) tell the chunks that did not
   make the answer apart: another chunk of a document already answered (one per document),
-  outside the caller's scope, excluded by a metadata condition, under the route's floor, or
+  outside the caller's scope, excluded by a metadata condition, under the route's relevance floor, or
   ranked after the last answer (the limit); a document not answered is listed once, by its
   best chunk. Their time is reported apart, never in a stage.
 
 `Explain.successor` maps an index name to the index to search instead (an index and its
 rebuilt successor, side by side): only a try sets it.
 
-Reasons (`Dropped.reason`): 'floor' (under the route's min_score), 'scope' (re-checked
+Reasons (`Dropped.reason`): 'floor' (relevance under the route's relevance floor), 'scope' (re-checked
 outside the scope), 'one_per_document', 'outside_scope', 'metadata_condition', 'limit',
 'merged' (the same document already answered by another route of a multi-route search).
 """
@@ -62,7 +62,7 @@ class SearchTrace:
     """One scoped search as a try saw it.
 
     index: the index searched (a successor when one was set); scope: `EffectiveScope.summary()`;
-    query: the normalized text searched; limit, min_score, where: as the wing asked;
+    query: the normalized text searched; limit, floor (relevance, 0..1), where: as the wing asked;
     cache: 'hit' (the caller would be answered from memory), 'miss' or 'off';
     generation: the commit opstamp searched (None when unknown); stages_ms: stage → ms, in
     order; explain_ms: the explanation searches (not a stage of the caller's answer);
@@ -75,7 +75,7 @@ class SearchTrace:
     scope: dict[str, object]
     query: str
     limit: int
-    min_score: float
+    floor: float
     where: MetaFilter | None
     cache: str = "off"
     generation: int | None = None
@@ -128,18 +128,18 @@ def matched_terms(query: str, text: str) -> list[str]:
     return out
 
 
-def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, min_score: float,
+def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
           where: MetaFilter | None, found: list[Hit], kept: list[Hit], took_ms: float, check_ms: float,
           generation: int | None) -> SearchTrace:
     """The trace of one search: `found` the index's hits, `kept` those the floor and the scope
     re-check let through (the answer), timed `took_ms` / `check_ms`. Runs the explanation
     searches (module doc) on `idx`; raises what `KnowledgeIndex.search` raises."""
-    t = SearchTrace(idx.name, scope.summary(), query, limit, min_score, where, generation=generation,
+    t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept))
     kept_ids = {h.id for h in kept}
     for h in found:
         if h.id not in kept_ids:
-            t.dropped.append(Dropped(h, "floor" if h.score < min_score else "scope"))
+            t.dropped.append(Dropped(h, "floor" if h.relevance < floor else "scope"))
     started = time.perf_counter()
     wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
@@ -168,7 +168,7 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
             t.dropped.append(Dropped(c, "outside_scope"))
         elif narrowed is not None and c.id not in narrowed:
             t.dropped.append(Dropped(c, "metadata_condition"))
-        elif c.score < min_score:
+        elif c.relevance < floor:
             t.dropped.append(Dropped(c, "floor"))
         else:
             t.dropped.append(Dropped(c, "limit"))

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gateway.core import audit, retrieve
-from gateway.core.config import AgentClient, Config, McpConfig
+from gateway.core.config import AgentClient, Config, McpConfig, floor_of
 from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, KnowledgeError, McpError
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
@@ -194,7 +194,7 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
             failed.append(route.name)
             continue
         revisions[route.name] = scope_revision(eff, agent_configuration(route, call.client), generation)
-        targets.append(retrieve.Target(route.name, eff, route.min_score))
+        targets.append(retrieve.Target(route.name, eff, floor_of(route.relevance_floor, call.cfg.search)))
     merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
                                         content_chars=1)
     failed += merged.failed

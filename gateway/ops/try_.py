@@ -325,7 +325,7 @@ def to_json(tried: Tried) -> dict[str, Any]:
     searches = []
     for t in tried.explain.traces:
         searches.append({
-            "index": t.index, "scope": t.scope, "limit": t.limit, "min_score": t.min_score,
+            "index": t.index, "scope": t.scope, "limit": t.limit, "floor": t.floor,
             "metadata_conditions": len(t.where.conditions) if t.where is not None else 0,
             "cache": t.cache, "generation": t.generation, "stages_ms": t.stages_ms, "explain_ms": t.explain_ms,
             "kept": [_hit(h, t, i + 1) for i, h in enumerate(t.kept)],

@@ -99,7 +99,7 @@ def render(result: dict[str, Any]) -> str:
              "answer body:", result["body"]]
     for s in result["searches"]:
         lines.append(f"search {s['index']} at commit {s['generation']}: cache {s['cache']}, limit {s['limit']}, "
-                     f"floor {s['min_score']}, metadata conditions {s['metadata_conditions']}")
+                     f"relevance floor {s['floor']}, metadata conditions {s['metadata_conditions']}")
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")
         for h in s["kept"]:

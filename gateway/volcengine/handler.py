@@ -25,7 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from gateway.core import retrieve
 from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
-from gateway.core.config import Config, Tenant
+from gateway.core.config import Config, Tenant, floor_of
 from gateway.core.errors import (
     BodyTimeout,
     CallbackError,
@@ -190,9 +190,11 @@ async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Deliv
     req = parse_body(body, cfg.search)
     d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
     eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
+    route = tenant.route(req.first_level_id, req.second_level_id)  # resolve_callback found it
+    floor = floor_of(route.relevance_floor if route is not None else None, cfg.search)
     found = await retrieve.search(rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
                                   content_chars=cfg.search.content_chars,
-                                  one_per_document=cfg.search.one_per_document)
+                                  one_per_document=cfg.search.one_per_document, floor=floor)
     d.search_ms, d.results = found.took_ms, len(found.hits)
     return success_body(found.hits)
 

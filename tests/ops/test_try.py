@@ -29,7 +29,7 @@ QUERY = "密钥轮换"
 @pytest.fixture(name="rt")
 async def _rt(docs_index: Path, tmp_path: Path) -> AsyncIterator[Runtime]:
     agent = {"ref_key_env": "KBGATE_REF_KEY",
-             "routes": {"support": {"index": "docs"}, "strict": {"index": "docs", "min_score": 1.0},
+             "routes": {"support": {"index": "docs"}, "strict": {"index": "docs", "relevance_floor": 0.5},
                         "again": {"index": "docs"}},
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support", "strict", "again"], GRANTS, **EVERYTHING)}}
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
@@ -51,11 +51,16 @@ async def test_the_routes_floor_drops_a_hit_and_says_so(rt: Runtime) -> None:
                                                                         route="support"))))
     strict = _only(try_.to_json(await try_.run(rt, try_.TryRequest("knowledge", QUERY, 3, client="alice",
                                                                     route="strict"))))
-    assert [h["doc_id"] for h in open_route["kept"]][:2] == ["guide/key-rotation.md", "ops/deploy.md"]
-    assert strict["min_score"] == 1.0
-    assert [h["doc_id"] for h in strict["kept"]] == ["guide/key-rotation.md"]  # BM25 1.85; ops/deploy.md 0.75
+    relevance = {h["doc_id"]: h["relevance"] for h in open_route["kept"]}
+    assert list(relevance)[:2] == ["guide/key-rotation.md", "ops/deploy.md"], relevance
+    assert relevance["guide/key-rotation.md"] >= 0.5 > relevance["ops/deploy.md"], relevance
+    assert strict["floor"] == 0.5
+    assert [h["doc_id"] for h in strict["kept"]] == ["guide/key-rotation.md"]
     floored = {d["doc_id"] for d in strict["dropped"] if d["reason"] == "floor"}
-    assert "ops/deploy.md" in floored and all(d["score"] < 1.0 for d in strict["dropped"] if d["reason"] == "floor")
+    assert "ops/deploy.md" in floored
+    [deploy] = [d for d in strict["dropped"] if d["doc_id"] == "ops/deploy.md"]
+    assert deploy["relevance"] == pytest.approx(relevance["ops/deploy.md"])  # the same scale, not a default 0
+    assert all(d["relevance"] < 0.5 for d in strict["dropped"] if d["reason"] == "floor")
 
 
 async def test_a_try_neither_counts_nor_fills_the_answer_cache_and_publishes_nothing(rt: Runtime) -> None:

@@ -27,7 +27,7 @@ max-height:14rem;overflow:auto;font-size:12px}
 """
 
 REASONS = {
-    "floor": "under the route's floor (min_score)",
+    "floor": "relevance under the route's floor",
     "scope": "outside the scope (re-check)",
     "one_per_document": "another chunk of a document already answered",
     "outside_scope": "outside the caller's scope",
@@ -109,7 +109,7 @@ def _search(search: Mapping[str, Any]) -> str:
     return (f'<section class="search" data-index="{escape(search["index"])}">'
             f'<p>Index <b>{escape(search["index"])}</b> at commit <span class="generation">'
             f'{search["generation"]}</span> · cache <b class="cache">{escape(search["cache"])}</b> · limit '
-            f'<span class="limit">{search["limit"]}</span> · floor {search["min_score"]}'
+            f'<span class="limit">{search["limit"]}</span> · relevance floor {search["floor"]}'
             f' · metadata conditions {search["metadata_conditions"]}</p>'
             f'<p class="muted">Scope: datasets {escape(str(scope.get("datasets")))}, paths '
             f'{escape(str(scope.get("path_globs")))} · {stages}</p>'
