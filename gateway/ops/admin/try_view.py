@@ -97,10 +97,11 @@ def _dropped(search: Mapping[str, Any]) -> str:
     rows = "".join(
         f'<tr class="dropped" data-reason="{escape(d["reason"])}" data-id="{escape(d["id"])}">'
         f'<td>{escape(d["title"])}<div class="muted">{escape(d["id"])}</div></td>'
-        f'<td class="num">{_num(d["score"])}</td><td class="reason">{escape(REASONS.get(d["reason"], d["reason"]))}'
+        f'<td class="num">{_num(d["score"])}</td><td class="num">{_num(d["relevance"])}</td>'
+        f'<td class="reason">{escape(REASONS.get(d["reason"], d["reason"]))}'
         f'{" (" + escape(d["by"]) + ")" if d["by"] else ""}</td></tr>' for d in search["dropped"])
     return ('<details><summary>Not in the answer, and why</summary><table class="dropped">'
-            f"<thead><tr><th>Chunk</th><th>Score</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table></details>")
+            f"<thead><tr><th>Chunk</th><th>Score</th><th>Relevance</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
 def _search(search: Mapping[str, Any]) -> str:
