@@ -9,6 +9,7 @@ kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limi
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
 kbgate eval --queries FILE ... (see gateway/ops/evaluate.py)
 kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
+kbgate try --config FILE --caller CALLER ... --query Q (see gateway/ops/try_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error.
@@ -135,17 +136,24 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="MRR@10 and answer-hit@5 over signed callbacks vs a bm25s baseline")
     e.add_argument("--corpus", action="append", default=[],
-                   help="NAME=DOCS_PATH:QUERIES_FILE (repeatable); default: both shared corpora")
+                   help="NAME=DOCS_PATH:QUERIES_FILE (repeatable); default: the shared corpora "
+                        "(cmrc2018, tidb-docs-cn, laws-cn, off-topic)")
     e.add_argument("--max-queries", type=int, default=0, help="0 = all")
     e.add_argument("--workdir", default=".eval")
     e.add_argument("--hybrid", default="use-multilingual-v3", metavar="MODEL",
                    help="embedded model of the hybrid column (use-multilingual-v3, multilingual-e5-small-q4), "
                         "or none")
+    e.add_argument("--against", default=None, metavar="FILE",
+                   help="a saved run (WORKDIR/runs/*.json) to count per-question wins and losses against; "
+                        "default: the previous saved run")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops
 
     register_ops(sub)
+    from gateway.ops.try_cli import register as register_try
+
+    register_try(sub)
     return p
 
 
@@ -409,7 +417,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"kbgate: --hybrid must be none or one of {', '.join(LOCAL_MODELS)}", file=sys.stderr)
         return 2
     return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir),
-                    hybrid_model=None if args.hybrid == "none" else args.hybrid)
+                    hybrid_model=None if args.hybrid == "none" else args.hybrid,
+                    against=Path(args.against) if args.against else None)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,12 +30,14 @@ from . import publish_time
 from .analysis import QueryTerms
 from .documents import stored_str
 from .metadata import decode
+from .relevance import lexical, raw_floor
 from .search import bounded, excerpt
-from .types import DEFAULT_BOUNDS, CoverImage, Hit, SearchBounds
+from .types import DEFAULT_BOUNDS, CoverImage, Hit, Scores, SearchBounds
 
 __all__ = ["CONTEXT_WINDOW_CHARS", "MAX_ROUNDS", "Collapsed", "chunk_text", "collapse", "make_hit", "search_hits"]
 
 MAX_ROUNDS = 4
+NO_SCORES = Scores()
 FETCH_PER_RESULT = 4  # hits asked of Tantivy per result still wanted, in the first round
 CONTEXT_WINDOW_CHARS = 400
 """Longest part of one further matching chunk in a result's content: its query-biased window
@@ -59,9 +61,11 @@ class Collapsed:
 
 
 def collapse(searcher: tantivy.Searcher, schema: tantivy.Schema, query: Query, limit: int,
-             bounds: SearchBounds) -> list[Collapsed]:
+             bounds: SearchBounds, min_score: float = 0.0) -> list[Collapsed]:
     """The best `limit` documents of `query`, best first, one `Collapsed` each.
 
+    min_score: chunks scoring under it are dropped before they are grouped (neither a result
+    nor a further chunk of one): the relevance floor in BM25 points (`relevance.raw_floor`).
     Loads no stored document (see the module docstring for the rounds and bounds).
     """
     found_by_key: dict[int, Collapsed] = {}
@@ -73,8 +77,9 @@ def collapse(searcher: tantivy.Searcher, schema: tantivy.Schema, query: Query, l
         n = min(wanted * FETCH_PER_RESULT << round_no, budget)
         if n <= 0:
             break
-        found = searcher.search(q, n, count=False).hits
-        budget -= len(found)
+        fetched = searcher.search(q, n, count=False).hits
+        budget -= len(fetched)
+        found = [(score, a) for score, a in fetched if score >= min_score]  # best first: a prefix
         keys = searcher.fast_field_values("doc_key", [a for _, a in found])
         for (score, address), key in zip(found, keys, strict=True):
             k = int(key or 0)
@@ -84,7 +89,7 @@ def collapse(searcher: tantivy.Searcher, schema: tantivy.Schema, query: Query, l
                     found_by_key[k] = Collapsed(float(score), address)
             elif len(seen.more) < keep_more:
                 seen.more.append(address)
-        if len(found_by_key) >= limit or len(found) < n:
+        if len(found_by_key) >= limit or len(fetched) < n or len(found) < len(fetched):
             break
         # A disjunction of term queries, not term_set_query: measured 0.25 vs 0.60 ms per
         # search excluding one document of 41k matching chunks.
@@ -111,30 +116,40 @@ def search_hits(
     summary_chars: int = 200,
     content_chars: int = 1500,
     bounds: SearchBounds = DEFAULT_BOUNDS,
+    ideal: float = 0.0,
+    floor: float = 0.0,
 ) -> list[Hit]:
     """The best `limit` hits of `query`, highest score first (see module docstring).
 
     limit > 0. terms: the analysed query (for excerpts). summary_chars / content_chars:
     bounds in characters of Hit.summary / Hit.content. Without one_per_document, the best
     chunks themselves (at most max_chunks_per_query), each with its own content only.
+    ideal: the query's `search.ideal_score` (BM25 points), which makes each hit's relevance
+    (`indexes.relevance.lexical`); floor: relevance 0..1 under which a chunk is dropped before
+    the hits are shaped (0: none dropped).
     """
+    min_score = raw_floor(floor, ideal) if floor > 0 else 0.0
     if not one_per_document:
         found = searcher.search(query, min(limit, bounds.max_chunks_per_query), count=False).hits
-        return [make_hit(float(score), searcher.doc(a), terms, summary_chars, content_chars)
-                for score, a in found]
+        return [make_hit(float(score), searcher.doc(a), terms, summary_chars, content_chars,
+                         scores=Scores(bm25=float(score)), relevance=lexical(float(score), ideal))
+                for score, a in found if score >= min_score]
 
     def load(addresses: list[DocAddress]) -> Iterator[tantivy.Document]:
         return (searcher.doc(a) for a in addresses)  # lazily: only while the content has room
 
-    return [make_hit(c.score, searcher.doc(c.address), terms, summary_chars, content_chars, load(c.more))
-            for c in collapse(searcher, schema, query, limit, bounds)]
+    return [make_hit(c.score, searcher.doc(c.address), terms, summary_chars, content_chars, load(c.more),
+                     scores=Scores(bm25=c.score), relevance=lexical(c.score, ideal))
+            for c in collapse(searcher, schema, query, limit, bounds, min_score)]
 
 
 def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_chars: int,
-             content_chars: int, context: Iterable[tantivy.Document] = ()) -> Hit:
+             content_chars: int, context: Iterable[tantivy.Document] = (), *,
+             scores: Scores = NO_SCORES, relevance: float = 0.0) -> Hit:
     """A Hit from the best chunk `doc`; `context`: further matching chunks of the same
     document (best first), appended to the content while `content_chars` allows (consumed
-    only that far), each cut to its best-matching window of at most CONTEXT_WINDOW_CHARS."""
+    only that far), each cut to its best-matching window of at most CONTEXT_WINDOW_CHARS.
+    score: the last stage's raw score; scores / relevance: `Hit.scores` / `Hit.relevance`."""
     doc_id = str(doc.get_first("doc_id"))
     n = int(doc.get_first("chunk") or 0)
     text = stored_str(doc, "text") or ""
@@ -169,4 +184,6 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         dataset=doc.get_first("dataset") or "",
         revision=doc.get_first("revision") or "",
         metadata=decode(doc.get_first("metadata")),
+        relevance=relevance,
+        scores=scores,
     )

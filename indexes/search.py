@@ -31,6 +31,7 @@ __all__ = [
     "filter_query",
     "glob_to_regex",
     "idf",
+    "ideal_score",
     "terms_query",
 ]
 
@@ -214,6 +215,45 @@ class DocFreqs:
         self._memo.clear()
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The scored clauses of one query: (field, term, weight) of the body and title-character
+    term queries that select chunks, of the common terms that only add to them, and
+    (field, term, constant) of the title clauses."""
+
+    selecting: list[tuple[str, str, float]]
+    common: list[tuple[str, str, float]]
+    titles: list[tuple[str, str, float]]
+
+
+def _plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts, doc_freqs: DocFreqs | None) -> _Plan:
+    df = (doc_freqs or DocFreqs()).get
+    chunks = searcher.num_docs
+    body = [(field, tok, boost) for field, tokens, boost in (("body_words", terms.words, boosts.body_words),
+                                                            ("body_latin", terms.latin, boosts.body_latin),
+                                                            ("body_chars", terms.bigrams, boosts.body_bigrams),
+                                                            ("body_chars", terms.chars, boosts.body_unigrams))
+            if boost > 0 for tok in tokens]
+    cutoff = max(COMMON_TERM_RATIO * chunks, COMMON_TERM_MIN_CHUNKS)
+    rare = [b for b in body if df(searcher, b[0], b[1]) <= cutoff] or body
+    common = [b for b in body if b not in rare] if boosts.common > 0 else []
+    chars = set(terms.chars)
+    selecting = [*rare, *(("title_chars", tok, boosts.title_unigrams) for field, tok, _ in rare
+                          if field == "body_chars" and tok in chars and boosts.title_unigrams > 0)]
+    selecting = [(field, tok, boost * boosts.joins if field == "body_chars" and tok in terms.joins else boost)
+                 for field, tok, boost in selecting]
+    titles: list[tuple[str, str, float]] = []
+    if boosts.title > 0:
+        n = searcher.doc_freq("chunk", 0)  # documents: one chunk 0 each
+        for field, doc_field, tokens in (("title_words", "doc_title_words", (*terms.words, *terms.latin)),
+                                         ("title_chars", "doc_title_chars", terms.bigrams)):
+            for tok in tokens:
+                in_titles = df(searcher, doc_field, tok)
+                if in_titles:
+                    titles.append((field, tok, boosts.title * idf(in_titles, n)))
+    return _Plan(selecting, [(f, t, boosts.common * b) for f, t, b in common], titles)
+
+
 def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Searcher,
                 boosts: Boosts = DEFAULT_BOOSTS, doc_freqs: DocFreqs | None = None) -> Query | None:
     """OR of term queries: words on body_words, Latin words on body_latin, bigrams and lone CJK
@@ -231,41 +271,36 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
     those of short ones; and titles are short, so BM25's length normalization let a title
     match outweigh the body. Measured with `make eval` (see the commit message).
     """
+    plan = _plan(terms, searcher, boosts, doc_freqs)
     clauses: list[tuple[Occur, Query]] = []
-    df = (doc_freqs or DocFreqs()).get
-    chunks = searcher.num_docs
-    body = [(field, tok, boost) for field, tokens, boost in (("body_words", terms.words, boosts.body_words),
-                                                            ("body_latin", terms.latin, boosts.body_latin),
-                                                            ("body_chars", terms.bigrams, boosts.body_bigrams),
-                                                            ("body_chars", terms.chars, boosts.body_unigrams))
-            if boost > 0 for tok in tokens]
-    cutoff = max(COMMON_TERM_RATIO * chunks, COMMON_TERM_MIN_CHUNKS)
-    rare = [b for b in body if df(searcher, b[0], b[1]) <= cutoff] or body
-    common = [b for b in body if b not in rare]
-    chars = set(terms.chars)
-    plan = [*rare, *(("title_chars", tok, boosts.title_unigrams) for field, tok, _ in rare
-                     if field == "body_chars" and tok in chars and boosts.title_unigrams > 0)]
-    for field, tok, boost in plan:
-        if field == "body_chars" and tok in terms.joins:
-            boost *= boosts.joins
+    for field, tok, boost in plan.selecting:
         q = Query.term_query(schema, field, tok)
         clauses.append((Occur.Should, q if boost == 1.0 else Query.boost_query(q, boost)))
-    if boosts.title > 0:
-        n = searcher.doc_freq("chunk", 0)  # documents: one chunk 0 each
-        for field, doc_field, tokens in (("title_words", "doc_title_words", (*terms.words, *terms.latin)),
-                                         ("title_chars", "doc_title_chars", terms.bigrams)):
-            for tok in tokens:
-                in_titles = df(searcher, doc_field, tok)
-                if in_titles:
-                    clauses.append((Occur.Should, Query.const_score_query(
-                        Query.term_query(schema, field, tok), boosts.title * idf(in_titles, n))))
+    for field, tok, constant in plan.titles:
+        clauses.append((Occur.Should, Query.const_score_query(Query.term_query(schema, field, tok), constant)))
     if not clauses:
         return None
-    if not common or boosts.common <= 0:
+    if not plan.common:
         return Query.boolean_query(clauses)
-    scoring_only = [(Occur.Should, Query.boost_query(Query.term_query(schema, field, tok), boosts.common * boost))
-                    for field, tok, boost in common]
+    scoring_only = [(Occur.Should, Query.boost_query(Query.term_query(schema, field, tok), weight))
+                    for field, tok, weight in plan.common]
     return Query.boolean_query([(Occur.Must, Query.boolean_query(clauses)), *scoring_only])
+
+
+def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = DEFAULT_BOOSTS,
+                doc_freqs: DocFreqs | None = None) -> float:
+    """What `terms_query` scores on a chunk of average length that holds every query term once
+    and belongs to a document whose title holds every title term: Σ weight × idf over its
+    BM25 clauses (BM25's term-frequency part is 1 at tf = 1 and average length, whatever k1
+    and b) plus its title constants. The query's IDF mass: a term the index lacks counts at
+    idf(0, n), the highest there is, so a question about things the corpus never mentions has
+    most of its mass unmatched. 0.0 when the query has no scored clause. Units: BM25 points,
+    the same as Hit.scores.bm25 of the same search (`indexes.relevance`)."""
+    plan = _plan(terms, searcher, boosts, doc_freqs)
+    df = (doc_freqs or DocFreqs()).get
+    n = searcher.num_docs
+    mass = sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common))
+    return mass + sum(constant for _, _, constant in plan.titles)
 
 
 def build_query(

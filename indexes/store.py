@@ -31,7 +31,7 @@ from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query, ideal_score
 from .stats import index_stats, meta_digest, read_generation
 from .types import (
     DEFAULT_BOUNDS,
@@ -165,8 +165,11 @@ class KnowledgeIndex:
         summary_chars: int = 200,
         content_chars: int = 1500,
         where: MetaFilter | None = None,
+        floor: float = 0.0,
     ) -> list[Hit]:
-        """Best chunks for `query`, highest BM25 score first.
+        """Best chunks for `query`, highest BM25 score first, each with its relevance 0..1
+        (`indexes.relevance`); chunks under the relevance `floor` are dropped before the hits
+        are shaped (one per document), never replaced.
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
         filter: scope restriction; never changes scores. one_per_document: keep only the
@@ -188,14 +191,17 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
         if q is None:
             return []
+        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
-            return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars)
+            return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
+                                  ideal, floor)
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds)
+                           content_chars=content_chars, bounds=self.bounds, ideal=ideal, floor=floor)
 
     def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
-                  one_per_document: bool, summary_chars: int, content_chars: int) -> list[Hit]:
+                  one_per_document: bool, summary_chars: int, content_chars: int, ideal: float,
+                  floor: float) -> list[Hit]:
         """`search_hits` with the rerank stage (`indexes.rerank.chunks.reranked_hits`); a
         fallback to the lexical order marks the answer as not reusable (`answer`)."""
         from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
@@ -203,14 +209,14 @@ class KnowledgeIndex:
         assert self.rerank is not None
         hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit,
                                        one_per_document=one_per_document, summary_chars=summary_chars,
-                                       content_chars=content_chars, bounds=self.bounds)
+                                       content_chars=content_chars, bounds=self.bounds, ideal=ideal, floor=floor)
         if not reranked:
             self._degraded.value = True
         return hits
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None) -> tuple[list[Hit], int | None]:
+               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
         """(`search` with the same arguments, the generation those hits may be reused for):
         the label `generation` read before the search (the searcher shows that commit or a
         newer one, so an answer reused under it is never older than the label says). None: do
@@ -220,7 +226,7 @@ class KnowledgeIndex:
         generation = self._generation
         self._degraded.value = False
         hits = self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where)
+                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor)
         return hits, None if self._degraded.value else generation
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
 from gateway.core import audit, retrieve
-from gateway.core.config import AgentRoute
+from gateway.core.config import AgentRoute, floor_of
 from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.core.frame import Call, Reply, dumps, endpoint
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
@@ -181,7 +181,8 @@ async def search(call: Call) -> dict[str, Any]:
     else:
         try:
             found = await retrieve.search(call.rt, eff, query, limit, summary_chars=SUMMARY_CHARS, content_chars=1,
-                                          min_score=route.min_score, with_generation=True)
+                                          floor=floor_of(route.relevance_floor, call.cfg.search),
+                                          with_generation=True)
             generation, hits = found.generation, found.hits
         except DependencyUnavailable:
             status, hits = "unavailable", []
@@ -209,7 +210,7 @@ def _hint(call: Call, signer: RefSigner, h: Hit, run_id: str | None, bound: str)
     ref, expires = signer.mint_for(holder(call.client, call.principal, call.event.route, run_id), bound,
                                    h.doc_id, h.revision)
     return {"ref": ref, "title": clip(h.title, TITLE_CHARS), "summary": h.summary, "revision": h.revision,
-            "score": round(h.score, 4), "expires_at": _rfc3339(expires)}
+            "score": round(h.relevance, 4), "expires_at": _rfc3339(expires)}
 
 
 # ------------------------------------------------------------------ read

@@ -2,7 +2,7 @@
 index commit is answered from memory (issue 13: repeat-heavy traffic, `make bench`'s Zipf mix).
 
 An entry is the final answer of `gateway.core.retrieve.search` (hits already re-checked
-against the scope and cut at `min_score`) under an `AnswerKey` holding everything that answer
+against the scope and cut at the relevance floor) under an `AnswerKey` holding everything that answer
 depends on: the index and the commit generation searched, the normalized query, the limit, the
 scope's filter, the metadata conditions, the excerpt bounds, one-per-document and the score
 bar. Two scopes share an entry only when their filters are equal (`EffectiveScope` applies
@@ -57,7 +57,7 @@ TypedValue = tuple[str, object]
 class AnswerKey:
     """What one answer depends on (module doc). query: `normalize_query`'s text; where:
     `where_key`'s canonical form; the rest as `gateway.core.retrieve.search` takes them
-    (limit in hits, chars in characters, min_score in the index's score unit); incarnation:
+    (limit in hits, chars in characters, floor: the relevance floor, 0..1); incarnation:
     `KnowledgeIndex.incarnation` read before the search."""
 
     index: str
@@ -69,7 +69,7 @@ class AnswerKey:
     summary_chars: int
     content_chars: int
     one_per_document: bool
-    min_score: float
+    floor: float
     incarnation: int = 0
 
 
@@ -135,6 +135,12 @@ class AnswerCache:
         if self._observe is not None:
             self._observe(key.index, "miss" if hits is None else "hit")
         return None if hits is None else list(hits)
+
+    def holds(self, key: AnswerKey) -> bool:
+        """True when an answer is stored under `key`; neither counted (`observe`) nor moved in
+        the LRU order: what an admin's try asks (gateway.core.explain)."""
+        with self._lock:
+            return key in self._lru
 
     def put(self, key: AnswerKey, hits: Sequence[Hit]) -> None:
         """Store `hits` (copied into a tuple) under `key`, evicting the least recently used."""

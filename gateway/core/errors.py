@@ -22,7 +22,8 @@ Exception tree (each code is defined once, in the one table its branch reads)::
     │   ├── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
     │   │                             retryable per call, retry_after seconds
     │   └── McpError                 the MCP server's own refusals: code from MCP_CODES
-    └── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
+    ├── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
+    └── TryInvalid                   an admin's try that cannot be run as asked: code 'try_invalid', naming the field
 
 Four tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
 envelope's Ret numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool
@@ -270,6 +271,18 @@ class ConfigError(KbgateError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"Config '{key}' {problem}")
         self.key = key
+
+
+class TryInvalid(KbgateError):
+    """An admin's try (gateway.ops.try_) asked for something the config has not: `field`
+    names the form field or CLI option, e.g. "tenant 'acme' has no route tech/x"."""
+
+    code = "try_invalid"
+    status = 400
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
 
 
 # ================================================================ agent access tools

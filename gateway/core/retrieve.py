@@ -4,12 +4,19 @@ A wing resolves *who* asks and *what they may see* into an `EffectiveScope`
 (gateway.core.scope); from there it never touches an index itself. Every hit and every
 document handed back is re-checked against the scope with `scope.allows` (the same rule
 the index filter applies: defence in depth), and a search never lowers its bar to fill a
-list: hits under `min_score` are dropped. Every hit and document is also cleaned for callers
+list: hits whose relevance is under the route's `floor` are dropped, in the index before the
+hits are shaped one per document, and here again after any later stage (seed 000 §独立搜索:
+"不为凑满数量降低路由阈值"). Every hit and document is also cleaned for callers
 (`indexes.safe_text`: no control characters, bounded titles, http(s) page URLs only), so an
 index built before those ingest rules serves nothing they would refuse.
 
+Relevance: every hit carries `Hit.relevance`, one 0..1 scale whatever the index kind
+(`indexes.relevance`: lexical, hybrid, or the reranker's where `Hit.scores.rerank` is set);
+wings show it, floors compare it, and `search_many` merges several routes by it, never by raw
+scores (which are comparable within one search only).
+
 Units: limits and lengths are counts (hits) and Unicode characters (summary, content);
-scores are BM25, or the fused score on a hybrid index (comparable within one search only);
+relevance and floors are 0..1;
 `generation` is the index's commit opstamp, which grows with every commit; times are
 milliseconds. An index that cannot be
 opened, searched or read raises `DependencyUnavailable('index_unavailable')`; no other
@@ -36,7 +43,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Generic, Protocol, TypeVar
 
@@ -44,7 +51,9 @@ from anyio import to_thread
 
 from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_key
 from gateway.core.errors import DependencyUnavailable
+from gateway.core.explain import EXPLAIN, Dropped, Explain, trace
 from gateway.core.scope import EffectiveScope, allows
+from indexes import relevance
 from indexes.errors import IndexStoreError, is_engine_panic
 from indexes.safe_text import clean_hit, clean_stored
 from indexes.store import KnowledgeIndex
@@ -94,17 +103,17 @@ class Searched:
 @dataclass(frozen=True, slots=True)
 class Target(Generic[K]):
     """One scope of a search over several: `key` names it for the caller (a route, say),
-    `min_score` is that route's bar (BM25)."""
+    `floor` is that route's relevance floor (0..1)."""
 
     key: K
     scope: EffectiveScope
-    min_score: float = 0.0
+    floor: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class Merged(Generic[K]):
-    """A search over several scopes: (target key, hit) best score first, one per (index,
-    document); `failed` holds the keys whose index could not be searched."""
+    """A search over several scopes: (target key, hit) highest relevance first, one per
+    (index, document); `failed` holds the keys whose index could not be searched."""
 
     hits: list[tuple[K, Hit]]
     failed: list[K]
@@ -116,7 +125,7 @@ def _unavailable(scope: EffectiveScope) -> DependencyUnavailable:
 
 
 async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
-                 content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
+                 content_chars: int, one_per_document: bool = True, floor: float = 0.0,
                  with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
     """Best hits for `query` inside `scope` (at most `limit`, best first), from the answer
     cache when it holds them (module doc). A coroutine: an index whose search may wait
@@ -125,13 +134,23 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
 
     query: raw user text (searched with its whitespace normalized). summary_chars /
     content_chars: bounds of Hit.summary / Hit.content in characters. one_per_document: only
-    the best chunk of each document. min_score: hits scoring below it are dropped, never
-    replaced. with_generation: also give the index generation (a scope revision covers it).
+    the best chunk of each document. floor: the route's relevance floor, 0..1: hits whose
+    relevance is under it are dropped (before one-per-document shaping), never replaced.
+    with_generation: also give the index generation (a scope revision covers it).
     where: metadata conditions that narrow the scope further (never widen it: they are one
     more filter of the same query, so `limit` is filled from documents that match them);
     check each with `indexes.metadata.condition_problem` first. took_ms counts the search
-    alone (a thread's queueing included). Raises DependencyUnavailable.
+    alone (a thread's queueing included). Each hit's `relevance` is final (the reranker's
+    where one ran). Raises DependencyUnavailable.
+
+    While an admin's try explains (`gateway.core.explain.EXPLAIN` set) the answer is computed
+    the same way, the cache only peeked at and never filled, and a trace is appended.
     """
+    ex = EXPLAIN.get()
+    if ex is not None:
+        return await _explained(indexes, ex, scope, query, limit, summary_chars=summary_chars,
+                                content_chars=content_chars, one_per_document=one_per_document,
+                                floor=floor, with_generation=with_generation, where=where)
     idx = indexes.index(scope.index)
     text = normalize_query(query)
     cache = indexes.answers()
@@ -140,48 +159,80 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     if cache is not None and label is not None:
         started = time.perf_counter()
         hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
-                              min_score, where, incarnation))
+                              floor, where, incarnation))
         if hits is not None:
             return Searched(hits, (time.perf_counter() - started) * 1000.0, label if with_generation else None,
                             cached=True)
     run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
-                  one_per_document=one_per_document, min_score=min_score, with_generation=with_generation,
+                  one_per_document=one_per_document, floor=floor, with_generation=with_generation,
                   where=where)
     found, reusable = await to_thread.run_sync(run) if idx.search_may_wait else run()
     if cache is not None and reusable is not None:
-        cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, min_score,
+        cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, floor,
                        where, incarnation), found.hits)
     return found
 
 
+async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, limit: int, *,
+                     summary_chars: int, content_chars: int, one_per_document: bool, floor: float,
+                     with_generation: bool, where: MetaFilter | None) -> Searched:
+    """`search` for a try (gateway.core.explain): the same `_search`, never from the cache nor
+    into it; the cache's outcome is peeked at (`AnswerCache.holds`) without being counted."""
+    idx = indexes.index(ex.index_for(scope.index))
+    text = normalize_query(query)
+    cache = indexes.answers()
+    label = idx.generation
+    outcome = "off"
+    if cache is not None:
+        key = _key(scope, label, text, limit, summary_chars, content_chars, one_per_document, floor, where,
+                   idx.incarnation) if label is not None else None
+        outcome = "hit" if key is not None and cache.holds(key) else "miss"
+    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
+                  one_per_document=one_per_document, floor=floor, with_generation=with_generation,
+                  where=where, explain=ex)
+    found, _ = await to_thread.run_sync(run) if idx.search_may_wait else run()
+    ex.traces[-1].cache = outcome
+    return found
+
+
 def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
-         one_per_document: bool, min_score: float, where: MetaFilter | None, incarnation: int) -> AnswerKey:
+         one_per_document: bool, floor: float, where: MetaFilter | None, incarnation: int) -> AnswerKey:
     return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
-                     content_chars, one_per_document, min_score, incarnation)
+                     content_chars, one_per_document, floor, incarnation)
 
 
 def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
-               content_chars: int, one_per_document: bool = True, min_score: float = 0.0,
+               content_chars: int, one_per_document: bool = True, floor: float = 0.0,
                with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
     """`search` on an opened index, in the calling thread (it may block: see `search`), never
     from the answer cache. For measurements (bench/offload.py); a wing awaits `search`."""
     return _search(idx, scope, normalize_query(query), limit, summary_chars=summary_chars,
-                   content_chars=content_chars, one_per_document=one_per_document, min_score=min_score,
+                   content_chars=content_chars, one_per_document=one_per_document, floor=floor,
                    with_generation=with_generation, where=where)[0]
 
 
 def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
-            content_chars: int, one_per_document: bool, min_score: float, with_generation: bool,
-            where: MetaFilter | None) -> tuple[Searched, int | None]:
-    """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`)."""
+            content_chars: int, one_per_document: bool, floor: float, with_generation: bool,
+            where: MetaFilter | None, explain: Explain | None = None) -> tuple[Searched, int | None]:
+    """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`);
+    with `explain`, its trace appended there (gateway.core.explain.trace)."""
     with _index_calls(scope):
         started = time.perf_counter()
         hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
-                                    summary_chars=summary_chars, content_chars=content_chars, where=where)
+                                    summary_chars=summary_chars, content_chars=content_chars, where=where,
+                                    floor=floor)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
-    kept = [clean_hit(h) for h in hits
-            if h.score >= min_score and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
+    checked = time.perf_counter()
+    judged = (h if h.scores.rerank is None else replace(h, relevance=relevance.of(h.scores, h.relevance))
+              for h in hits)
+    kept = [clean_hit(h) for h in judged
+            if h.relevance >= floor and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
+    if explain is not None:
+        with _index_calls(scope):
+            explain.traces.append(trace(idx, scope, query, limit, floor=floor, where=where, found=hits,
+                                        kept=kept, took_ms=took, check_ms=(time.perf_counter() - checked) * 1000.0,
+                                        generation=reusable if reusable is not None else idx.generation))
     return Searched(kept, took, gen), reusable
 
 
@@ -193,33 +244,38 @@ def _generation(idx: KnowledgeIndex) -> int:
 
 async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str, limit: int, *,
                       summary_chars: int, content_chars: int) -> Merged[K]:
-    """`search` in every target (one after the other), merged: best relevance, then score, first, one hit per
-    (index, document), at most `limit`. A target whose index fails is listed in `failed`
-    instead of raising. A coroutine, like `search`."""
+    """`search` in every target (one after the other, each with its own floor), merged: highest
+    relevance first (ties keep the targets' order), one hit per (index, document), at most
+    `limit`. A target whose index fails is listed in `failed` instead of raising. A coroutine, like `search`."""
     found: list[tuple[K, str, Hit]] = []
     failed: list[K] = []
     for t in targets:
         try:
             got = await search(indexes, t.scope, query, limit, summary_chars=summary_chars,
-                               content_chars=content_chars, min_score=t.min_score)
+                               content_chars=content_chars, floor=t.floor)
         except DependencyUnavailable:
             failed.append(t.key)
             continue
         found += [(t.key, t.scope.index, h) for h in got.hits]
     seen: set[tuple[str, str]] = set()
     out: list[tuple[K, Hit]] = []
-    # relevance first (the rerank stage's, 0 where none ran), so a reranked order survives the merge
-    for key, index, h in sorted(found, key=lambda f: (-f[2].relevance, -f[2].score)):
+    ex = EXPLAIN.get()
+    for key, index, h in sorted(found, key=lambda f: -f[2].relevance):
         if (index, h.doc_id) not in seen:
             seen.add((index, h.doc_id))
             out.append((key, h))
+        elif ex is not None:
+            ex.merged.append((key, Dropped(h, "merged")))
+    if ex is not None:
+        ex.merged += [(key, Dropped(h, "limit")) for key, h in out[limit:]]
     return Merged(out[:limit], failed)
 
 
 def generation(indexes: Indexes, scope: EffectiveScope) -> int:
     """The commit opstamp of the scope's index (what a scope revision covers): the label of its
     reader (`KnowledgeIndex.generation`), an attribute read. Raises DependencyUnavailable."""
-    idx = indexes.index(scope.index)
+    ex = EXPLAIN.get()
+    idx = indexes.index(scope.index if ex is None else ex.index_for(scope.index))
     with _index_calls(scope):
         return _generation(idx)
 

@@ -1,19 +1,12 @@
 """Hits as Dify reads them: `{"content", "score", "title", "metadata"}` records.
 
 Score. Dify compares `score` with its `score_threshold` in 0..1 (a cosine similarity in its own
-knowledge bases); our ranking score s (BM25 plus title weights, indexes.search) is unbounded
-and grows with the length of the question. A record's score is
-
-    score = s / (s₁ + K)        s₁: the best hit's s in this answer; K: [dify] score_k (40)
-
-so the best record gets s₁ / (s₁ + K) — 0.5 when it scores K, towards 1 for strong matches —
-and every other one that share of it scaled by s / s₁. It lies in 0..1 and is monotonic
-within one answer (records come best first, with non-increasing scores). K = 40 was read off
-the eval questions of ../shared/corpora (2026-12): the best hit scores about 74 at the median
-(40–47 at the 10th percentile), a wrong page at the fifth place 16–55; so a threshold of 0.5
-keeps the best page for about nine questions in ten and drops most pages that only share
-common words with the question. The threshold is applied to these scores, after the search,
-and never lowered to fill the list.
+knowledge bases). A record's score is the hit's relevance (`Hit.relevance`, rounded to 6
+places): the one 0..1 scale the core gives every hit of every index kind, lexical, hybrid or
+reranked (`indexes.relevance`; docs/pending/relevance.md says what 0.3 or 0.7 means, with the
+figures), so a threshold means the same on every knowledge base and in every answer. The
+threshold is applied to these scores, after the route's relevance floor, and never lowered to
+fill the list.
 
 Metadata is always an object with a non-empty string `document_id` (Dify ≥ 1.13 fails the
 workflow's retrieval node without one; issues #32585, #32611), then `path`, `url`,
@@ -29,15 +22,12 @@ from typing import Any
 
 from indexes.types import Hit
 
-__all__ = ["document_id", "normalize", "record", "records"]
+__all__ = ["document_id", "record", "records", "score"]
 
 
-def normalize(score: float, best: float, k: float) -> float:
-    """s / (s₁ + K), clamped to 0..1 and rounded to 6 places (a monotonic map for fixed s₁)."""
-    denominator = best + k
-    if denominator <= 0:
-        return 0.0
-    return round(min(1.0, max(0.0, score / denominator)), 6)
+def score(hit: Hit) -> float:
+    """The record score of `hit`: its relevance clamped to 0..1, rounded to 6 places."""
+    return round(min(1.0, max(0.0, hit.relevance)), 6)
 
 
 def document_id(hit: Hit, index: str) -> str:
@@ -50,7 +40,7 @@ def document_id(hit: Hit, index: str) -> str:
 
 
 def record(hit: Hit, score: float, index: str) -> dict[str, Any]:
-    """One Dify record for `hit` with its normalized `score` (see the module docstring)."""
+    """One Dify record for `hit` with its record `score` (see the module docstring)."""
     doc_id = document_id(hit, index)
     meta: dict[str, Any] = {name: list(v) if isinstance(v, tuple) else v for name, v in hit.metadata}
     meta["document_id"] = doc_id
@@ -61,10 +51,7 @@ def record(hit: Hit, score: float, index: str) -> dict[str, Any]:
     return {"content": hit.content or hit.title, "score": score, "title": hit.title or doc_id, "metadata": meta}
 
 
-def records(hits: Sequence[Hit], index: str, *, k: float, threshold: float) -> list[dict[str, Any]]:
-    """Records of `hits` (best first) whose normalized score is at least `threshold`."""
-    if not hits:
-        return []
-    best = max(h.score for h in hits)
-    scored = [(normalize(h.score, best, k), h) for h in hits]
-    return [record(h, score, index) for score, h in scored if score >= threshold]
+def records(hits: Sequence[Hit], index: str, *, threshold: float) -> list[dict[str, Any]]:
+    """Records of `hits` (best first) whose score (`score`) is at least `threshold`."""
+    scored = [(score(h), h) for h in hits]
+    return [record(h, s, index) for s, h in scored if s >= threshold]

@@ -77,7 +77,13 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
                            if grant is not None else McpError("mcp.tool_unknown"))
         _record(call, err)
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name[:64]}")
-    arguments: Mapping[str, Any] = params.arguments or {}
+    return await tool_result(call, name, params.arguments or {})
+
+
+async def tool_result(call: McpCall, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    """The result of the granted tool `name` (a key of the tools: search, fetch): its JSON as
+    one text item mirrored in structuredContent, or an isError result (`call_tool`). Every
+    tool call and an admin's try (gateway.ops.try_) answer through here."""
     try:
         data = await _TOOLS[name](call, arguments)
     except AccessDenied as exc:

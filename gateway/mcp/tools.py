@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gateway.core import audit, retrieve
-from gateway.core.config import AgentClient, Config, McpConfig
+from gateway.core.config import AgentClient, Config, McpConfig, floor_of
 from gateway.core.errors import AccessDenied, AgentError, KnowledgeError, McpError
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
@@ -189,7 +189,7 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
     for route, eff in scopes:
         if route.enabled:
             revisions[route.name] = configuration_revision(eff, agent_configuration(route, call.client))
-            targets.append(retrieve.Target(route.name, eff, route.min_score))
+            targets.append(retrieve.Target(route.name, eff, floor_of(route.relevance_floor, call.cfg.search)))
     merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
                                         content_chars=1)
     failed = merged.failed

@@ -8,7 +8,7 @@ Volcengine callback (fresh nonce each, Limit 10) and score the answers:
 Per question set, and per question style when the set labels its questions (`style`:
 colloquial | paraphrase | keyword in tidb-docs-cn/queries.colloquial.jsonl). Beside it, in
 the same run, the bm25s + rjieba baseline over 300-character chunks of the same documents
-(indexes.evaluation.Bm25sBaseline), the callback latency seen by the client (p50 / p99) and
+(gateway.ops.evaluation.Bm25sBaseline), the callback latency seen by the client (p50 / p99) and
 the server's CPU time per callback (run time of the server's processes and threads, from
 /proc schedstat, over the set, divided by its callbacks). Prints one table.
 
@@ -19,6 +19,15 @@ so only the first run embeds the corpora; `--hybrid none` leaves the column empt
 The hybrid server runs with a 2 s query deadline so that every question is answered hybrid
 on a busy machine; its callback latency and CPU per callback are columns of their own, so the
 cost hybrid adds per callback is read beside the lexical one.
+
+The shared sets (`default_corpora`): cmrc2018, tidb-docs-cn (first 20 questions, colloquial
+set), laws-cn dev, and the off-topic set on each documentation and laws route (tidb-docs-cn,
+laws-cn): questions no document answers, whose figure is the share answered with any result
+(column "answered"; the right answer is none, README "Search quality").
+
+Each run saves its per-question results under `<workdir>/runs/` and prints each set's wins and
+losses against the previous saved run, or the one `--against FILE` names (`gateway.ops.eval_runs`):
+a ranking change lands only when no set loses more questions than it wins.
 """
 
 from __future__ import annotations
@@ -37,10 +46,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from gateway.ops.probe import wait_ready
-from gateway.volcengine.signing import sign_headers
-from indexes.dense import DenseConfig, HybridStore
-from indexes.evaluation import (
+from gateway.ops import eval_runs
+from gateway.ops.evaluation import (
     Bm25sBaseline,
     EvalQuery,
     EvalResult,
@@ -49,6 +56,9 @@ from indexes.evaluation import (
     score_queries,
     summarize,
 )
+from gateway.ops.probe import wait_ready
+from gateway.volcengine.signing import sign_headers
+from indexes.dense import DenseConfig, HybridStore
 from indexes.ingest import read_paths
 from indexes.types import Document
 
@@ -74,13 +84,18 @@ def hybrid_toml(index: str, dense: DenseConfig) -> str:
             f"query_timeout_ms = {dense.query_timeout_ms}\n")
 
 
+OFFTOPIC_LABEL = "off-topic"
+
+
 @dataclass(frozen=True, slots=True)
 class QuerySet:
-    """One question file of a corpus. first: only its first N questions (0 = all)."""
+    """One question file of a corpus. first: only its first N questions (0 = all). offtopic:
+    questions no document answers (judged by the share answered with any result)."""
 
     label: str
     path: Path
     first: int = 0
+    offtopic: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +108,18 @@ class Corpus:
 
 
 def default_corpora(root: Path = SHARED_CORPORA) -> list[Corpus]:
-    """The shared corpora: cmrc2018 (JSONL passages, every question) and tidb-docs-cn
-    (Markdown tree: the first 20 questions of queries.jsonl, and the colloquial set)."""
-    tidb = root / "tidb-docs-cn"
+    """The shared corpora: cmrc2018 (JSONL passages, every question), tidb-docs-cn (Markdown
+    tree: the first 20 questions of queries.jsonl, and the colloquial set) and laws-cn (Markdown
+    tree: the dev set), the last two also with the off-topic set (module doc)."""
+    tidb, laws = root / "tidb-docs-cn", root / "laws-cn"
+    offtopic = QuerySet(OFFTOPIC_LABEL, root / "offtopic" / "queries.dev.jsonl", offtopic=True)
     return [
         Corpus("cmrc2018", root / "cmrc2018" / "docs.jsonl",
                (QuerySet("questions", root / "cmrc2018" / "queries.jsonl"),)),
         Corpus("tidb-docs-cn", tidb / "docs",
                (QuerySet("first 20 questions", tidb / "queries.jsonl", first=20),
-                QuerySet("colloquial set", tidb / "queries.colloquial.jsonl"))),
+                QuerySet("colloquial set", tidb / "queries.colloquial.jsonl"), offtopic)),
+        Corpus("laws-cn", laws / "docs", (QuerySet("dev set", laws / "queries.dev.jsonl"), offtopic)),
     ]
 
 
@@ -139,6 +157,7 @@ class Row:
     cpu_ms: float | None = None
     hybrid_latencies: list[float] = field(default_factory=list)
     hybrid_cpu_ms: float | None = None
+    offtopic: bool = False
 
     @property
     def queries(self) -> int:
@@ -146,30 +165,54 @@ class Row:
 
     @property
     def ahead(self) -> bool:
-        """lexical beats bm25s on both figures (whole sets only are judged)."""
+        """lexical beats bm25s on both figures (whole on-topic sets only are judged)."""
+        if self.offtopic:
+            return True
         ours, theirs = self.scores.get("lexical"), self.scores.get("bm25s")
         return ours is not None and theirs is not None and ours.mrr > theirs.mrr and ours.answer_hit > theirs.answer_hit
 
 
-def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: str | None = HYBRID_MODEL) -> int:
-    """Evaluate each corpus; print the table. Returns 0 when lexical is ahead of the baseline
-    on both figures for every whole question set, 1 otherwise, 2 when a corpus is missing."""
+def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: str | None = HYBRID_MODEL,
+             against: Path | None = None) -> int:
+    """Evaluate each corpus; print the table, then the wins and losses per set against
+    `against` (a saved run) or the previous saved run in `workdir/runs`, and save this run
+    there (module doc). Returns 0 when lexical is ahead of the baseline on both figures for
+    every whole on-topic question set, 1 otherwise, 2 when a corpus or `against` is missing."""
     chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
     for c in chosen:
         missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
         if missing:
             print(f"kbgate eval: corpus {c.name} not found: {', '.join(missing)}", file=sys.stderr)
             return 2
+    if against is not None and not against.is_file():
+        print(f"kbgate eval: --against {against}: no such saved run", file=sys.stderr)
+        return 2
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     hybrid = hybrid_settings(hybrid_model) if hybrid_model else None
-    rows = [r for c in chosen for r in _evaluate_one(c, max_queries, workdir, hybrid)]
+    rows: list[Row] = []
+    per_set: dict[str, dict[str, list[QueryScore]]] = {}
+    offtopic: set[str] = set()
+    for c in chosen:
+        got, scores = _evaluate_one(c, max_queries, workdir, hybrid)
+        rows += got
+        per_set |= scores
+        offtopic |= {f"{c.name}/{qs.label}" for qs in c.sets if qs.offtopic}
     print()
     print(table(rows))
     print(f"\n{sum(r.queries for r in rows if not r.style)} questions in {time.perf_counter() - started:.0f} s; "
           "lexical = kbgate's callback as configured by default, Limit 10, one result per document"
           + (f"; hybrid = the same with [indexes.*.dense] model {hybrid.model}, fusion {hybrid.fusion} "
              f"{hybrid.lexical_weight}/{hybrid.dense_weight}, {hybrid.candidates} candidates." if hybrid else "."))
+    runs = workdir / "runs"
+    baseline = against or eval_runs.latest(runs)
+    if baseline is not None:
+        before = eval_runs.load(baseline)
+        verdicts = eval_runs.compare(before, per_set, frozenset(offtopic))
+        print()
+        print(eval_runs.verdicts_table(verdicts, f"{baseline.name} (rev {before.get('rev', '?')})"))
+    saved = eval_runs.save(runs, per_set, eval_runs.current_rev())
+    print(f"\nper-question results saved to {saved}")
     return 0 if all(r.ahead for r in rows if not r.style) else 1
 
 
@@ -182,13 +225,18 @@ def table(rows: list[Row]) -> str:
     callback latency and server CPU per callback."""
     head = ["corpus", "question set", "queries"]
     head += [f"MRR@10 {s}" for s in SYSTEMS] + [f"answer-hit@5 {s}" for s in SYSTEMS]
+    head += [f"answered {s}" for s in SYSTEMS[:2]]
     head += ["callback p50 / p99 ms", "server CPU ms / callback", "hybrid p50 / p99 ms", "hybrid CPU ms / callback"]
     out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
     for r in rows:
         latency, hybrid_latency = _p50_p99(r.latencies), _p50_p99(r.hybrid_latencies)
         cells = [r.corpus if not r.style else "", r.label if not r.style else f"↳ {r.style}", str(r.queries)]
-        cells += [_fmt(r.scores.get(s), "mrr") for s in SYSTEMS]
-        cells += [_fmt(r.scores.get(s), "answer_hit") for s in SYSTEMS]
+        if r.offtopic:  # nothing to rank or find: only the share answered means something
+            cells += ["—"] * (2 * len(SYSTEMS))
+        else:
+            cells += [_fmt(r.scores.get(s), "mrr") for s in SYSTEMS]
+            cells += [_fmt(r.scores.get(s), "answer_hit") for s in SYSTEMS]
+        cells += [_fmt(r.scores.get(s), "answered") for s in SYSTEMS[:2]]
         cells += [latency, "—" if r.cpu_ms is None else f"{r.cpu_ms:.2f}"]
         cells += [hybrid_latency, "—" if r.hybrid_cpu_ms is None else f"{r.hybrid_cpu_ms:.2f}"]
         out.append("| " + " | ".join(cells) + " |")
@@ -201,13 +249,13 @@ def _p50_p99(latencies: list[float]) -> str:
 
 
 def _rows(corpus: str, label: str, per_system: dict[str, list[QueryScore]], latencies: list[float],
-          cpu_ms: float | None, hybrid: SetResult | None = None) -> list[Row]:
+          cpu_ms: float | None, hybrid: SetResult | None = None, offtopic: bool = False) -> list[Row]:
     """The whole-set row, then one row per style when the set labels its questions."""
     lexical = per_system["lexical"]
     hybrid_latencies = hybrid[1] if hybrid is not None else []
     whole = Row(corpus, label, "", {s: summarize(v) for s, v in per_system.items()}, latencies, cpu_ms,
-                hybrid_latencies, hybrid[2] if hybrid is not None else None)
-    styles = list(dict.fromkeys(q.query.style for q in lexical if q.query.style))
+                hybrid_latencies, hybrid[2] if hybrid is not None else None, offtopic)
+    styles = [] if offtopic else list(dict.fromkeys(q.query.style for q in lexical if q.query.style))
     out = [whole]
     for style in styles:
         picked = [i for i, q in enumerate(lexical) if q.query.style == style]
@@ -219,7 +267,9 @@ def _rows(corpus: str, label: str, per_system: dict[str, list[QueryScore]], late
 
 
 def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense: DenseConfig | None = None,
-                  ) -> list[Row]:
+                  ) -> tuple[list[Row], dict[str, dict[str, list[QueryScore]]]]:
+    """The corpus's rows, and per set ('<corpus>/<label>') its lexical and hybrid per-question
+    scores (`eval_runs.PerSet`)."""
     sets: list[tuple[QuerySet, list[EvalQuery]]] = []
     for qs in corpus.sets:
         queries = load_queries(qs.path)
@@ -245,14 +295,17 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
               if hybrid_dense else None)
     baseline = Bm25sBaseline(documents, chunk_chars=300)
     rows: list[Row] = []
+    per_set: dict[str, dict[str, list[QueryScore]]] = {}
     for i, (qs, queries) in enumerate(sets):
         scores, latencies, cpu_ms = lexical[i]
         per_system = {"lexical": scores,
                       "bm25s": score_queries(lambda q: baseline.search(q, 50), queries)}
         if hybrid is not None:
             per_system["hybrid"] = hybrid[i][0]
-        rows += _rows(corpus.name, qs.label, per_system, latencies, cpu_ms, hybrid[i] if hybrid else None)
-    return rows
+        rows += _rows(corpus.name, qs.label, per_system, latencies, cpu_ms, hybrid[i] if hybrid else None,
+                      qs.offtopic)
+        per_set[f"{corpus.name}/{qs.label}"] = {s: v for s, v in per_system.items() if s != "bm25s"}
+    return rows, per_set
 
 
 SetResult = tuple[list[QueryScore], list[float], float | None]

@@ -30,6 +30,7 @@ from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.mcp import McpWing
 from gateway.ops import admin, metrics
+from gateway.ops.admin import try_page
 from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
 from gateway.serve.readiness import route_states
@@ -82,7 +83,8 @@ class Gateway:
                 await rt.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
-                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes()]
+                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
+                  *try_page.ROUTES]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that

@@ -25,7 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from gateway.core import retrieve
 from gateway.core.bodies import asgi_chunks, json_media_problem, read_limited
-from gateway.core.config import Config, Tenant
+from gateway.core.config import Config, Tenant, floor_of
 from gateway.core.errors import (
     BodyTimeout,
     CallbackError,
@@ -181,16 +181,24 @@ class VolcengineWing:
                 gone.exception()  # retrieved, so asyncio does not log it as lost
 
     async def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
-        """Parse the verified body, resolve the scope, search (off the event loop when the index
-        may wait: `retrieve.search`), shape the success envelope."""
-        req = parse_body(body, cfg.search)
-        d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
-        eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
-        found = await retrieve.search(self.rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
-                                      content_chars=cfg.search.content_chars,
-                                      one_per_document=cfg.search.one_per_document)
-        d.search_ms, d.results = found.took_ms, len(found.hits)
-        return success_body(found.hits)
+        return await answer(self.rt, cfg, tenant, body, d)
+
+
+async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
+    """Parse the verified body, resolve the scope, search (off the event loop when the index
+    may wait: `retrieve.search`), shape the success envelope; `d` gets the request's fields.
+    Every callback and an admin's try (gateway.ops.try_) answer through here. Raises
+    CallbackError (its envelope is `wire.error_body`)."""
+    req = parse_body(body, cfg.search)
+    d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
+    eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
+    route = tenant.route(req.first_level_id, req.second_level_id)  # resolve_callback found it
+    floor = floor_of(route.relevance_floor if route is not None else None, cfg.search)
+    found = await retrieve.search(rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
+                                  content_chars=cfg.search.content_chars,
+                                  one_per_document=cfg.search.one_per_document, floor=floor)
+    d.search_ms, d.results = found.took_ms, len(found.hits)
+    return success_body(found.hits)
 
 
 def _hung_up(gone: asyncio.Future[Message]) -> bool:

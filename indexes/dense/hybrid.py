@@ -34,7 +34,8 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
-from ..types import DEFAULT_BOUNDS, SearchBounds
+from .. import relevance
+from ..types import DEFAULT_BOUNDS, Scores, SearchBounds
 from .config import DenseConfig
 from .fusion import mix, rrf
 from .query import QueryEncoder
@@ -162,7 +163,8 @@ class DenseSearch:
                query_text: str, terms: Any,
                filters: tuple[Query | None, Query | None], limit: int, *, one_per_document: bool,
                summary_chars: int, content_chars: int, make_hit: MakeHit,
-               bounds: SearchBounds = DEFAULT_BOUNDS, reorder: Reorder | None = None) -> list[Any] | None:
+               bounds: SearchBounds = DEFAULT_BOUNDS, reorder: Reorder | None = None,
+               ideal: Callable[[tantivy.Searcher], float] | None = None, floor: float = 0.0) -> list[Any] | None:
         """Fused hits, best first, or None: answer lexically instead (see module doc).
 
         lexical_query: builds the full BM25 query (scope filter included) for the searcher the
@@ -172,6 +174,11 @@ class DenseSearch:
         scope, as `indexes.search.filter_query` builds them. limit > 0. bounds: the index's
         per-query work bounds (BM25 candidates are at most max_chunks_per_query; context chunks
         per result at most max_chunks_per_document - 1). reorder: the rerank stage (`Reorder`).
+        ideal: the query's `indexes.search.ideal_score` on a searcher (lexical relevance; None:
+        lexical side 0). floor: relevance 0..1 under which a chunk is dropped before the hits are
+        shaped (when the rerank stage ran, its relevance is judged instead, after the hits are
+        made: `gateway.core.retrieve`). Each hit carries Scores(bm25, dense, fused[, rerank]) and
+        its relevance.
         """
         state = self._usable()
         if state is None or state.vectors is None:
@@ -208,10 +215,19 @@ class DenseSearch:
             fused = mix(lex, den, lexical_weight=self.config.lexical_weight, dense_weight=self.config.dense_weight)
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
-        if reorder is not None:  # the optional rerank stage, on the fused chunks before the collapse
-            fused, make_hit = reorder(searcher, fused, address, make_hit) or (fused, make_hit)
-        return _pick(searcher, fused, address, dense_only, state.vectors, terms, limit, one_per_document,
-                     summary_chars, content_chars, make_hit, keep_more=max(bounds.max_chunks_per_document - 1, 0))
+        mass = ideal(searcher) if ideal is not None else 0.0
+        bm25, cosine = dict(lex), dict(den)
+        judged = {key: (Scores(bm25=bm25.get(key), dense=cosine.get(key), fused=score),
+                        relevance.hybrid(relevance.lexical(bm25.get(key, 0.0), mass), cosine.get(key)))
+                  for key, score in fused}
+        reranked = reorder(searcher, fused, address, make_hit) if reorder is not None else None
+        if reranked is not None:  # the optional rerank stage, on the fused chunks before the collapse
+            kept, make_hit = reranked
+        else:
+            kept = [(key, score) for key, score in fused if judged[key][1] >= floor]
+        return _pick(searcher, kept, address, dense_only, state.vectors, terms, limit, one_per_document,
+                     summary_chars, content_chars, make_hit, keep_more=max(bounds.max_chunks_per_document - 1, 0),
+                     judged=judged)
 
 
 def _key(address: Any) -> Address:
@@ -245,12 +261,14 @@ def _resolve(searcher: tantivy.Searcher, schema: tantivy.Schema, neighbours: Seq
 
 def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], address: dict[Address, Any],
           dense_only: set[Address], vectors: VectorSet, terms: Any, limit: int, one_per_document: bool,
-          summary_chars: int, content_chars: int, make_hit: MakeHit, keep_more: int) -> list[Any]:
+          summary_chars: int, content_chars: int, make_hit: MakeHit, keep_more: int,
+          judged: dict[Address, tuple[Scores, float]]) -> list[Any]:
     """Walk the fused order like a BM25 order (`indexes.hits`): chunks are grouped by document
     through the `doc_key` fast field (no stored document loaded to group them); the first
     chunk of each document becomes its hit and up to `keep_more` later ones its context, loaded
     lazily while the content has room. Stored chunks loaded: at most limit × (1 + keep_more),
-    plus one per document dropped for a revision its vectors were not computed from."""
+    plus one per document dropped for a revision its vectors were not computed from.
+    judged: each chunk's (Scores, relevance), given to its hit."""
     order = [address[key] for key, _ in fused]
     doc_keys = searcher.fast_field_values("doc_key", order)
     groups: dict[int, tuple[float, Address, Any, list[Any]]] = {}
@@ -269,5 +287,6 @@ def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], ad
         if key in dense_only and vectors.revision_of.get(str(doc.get_first("doc_id"))) != doc.get_first("revision"):
             continue  # a vector of another revision of this document: never trusted
         context = (searcher.doc(m) for m in more)  # lazily: only while the content has room
-        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context))
+        scores, rel = judged[key]
+        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context, scores=scores, relevance=rel))
     return hits

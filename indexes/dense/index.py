@@ -27,7 +27,7 @@ from tantivy import Query
 
 from ..analysis import query_terms
 from ..hits import make_hit
-from ..search import build_query
+from ..search import build_query, ideal_score
 from ..store import IndexStore, KnowledgeIndex
 from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
@@ -96,17 +96,17 @@ class HybridIndex(KnowledgeIndex):
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
                one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None) -> list[Hit]:
+               where: MetaFilter | None = None, floor: float = 0.0) -> list[Hit]:
         """Hybrid hits (fused BM25 + nearest neighbours, best first; Hit.score is the fused
         score), or exactly `KnowledgeIndex.search` whenever the dense side cannot answer
         within the per-query deadline. Same arguments (metadata conditions `where` included) and
         bounds as `KnowledgeIndex.search`."""
         return self.answer(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where)[0]
+                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor)[0]
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None) -> tuple[list[Hit], int | None]:
+               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
         """(`search`'s hits, the generation they may be reused for): the generation read before
         the search for a hybrid answer; None for a lexical fallback (vectors not published yet,
         deadline missed, breaker open...: the next search may well answer hybrid) and for an
@@ -137,11 +137,14 @@ class HybridIndex(KnowledgeIndex):
         hits = self.dense.search(self._index, lexical_query, query, terms, filters, limit,
                                  one_per_document=one_per_document, summary_chars=summary_chars,
                                  content_chars=content_chars, make_hit=make_hit, bounds=self.bounds,
-                                 reorder=reorder if stage is not None else None)
+                                 reorder=reorder if stage is not None else None,
+                                 ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
+                                 floor=floor)
         if hits is not None:
             return hits, None if degraded else generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
-                              summary_chars=summary_chars, content_chars=content_chars, where=where), None
+                              summary_chars=summary_chars, content_chars=content_chars, where=where,
+                              floor=floor), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None) -> IngestReport:

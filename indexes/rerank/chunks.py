@@ -23,7 +23,8 @@ from tantivy import DocAddress, Occur, Query
 
 from ..analysis import QueryTerms
 from ..hits import FETCH_PER_RESULT, chunk_text, make_hit, search_hits
-from ..types import DEFAULT_BOUNDS, Hit, SearchBounds
+from ..relevance import lexical
+from ..types import DEFAULT_BOUNDS, Hit, Scores, SearchBounds
 from .stage import RerankStage
 
 __all__ = ["document_text", "rerank_fused", "reranked_hits", "with_rerank"]
@@ -77,11 +78,16 @@ def rerank_fused(stage: RerankStage, searcher: tantivy.Searcher, query_text: str
 def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantivy.Schema, query: Query,
                   query_text: str, terms: QueryTerms, limit: int, *, one_per_document: bool = True,
                   summary_chars: int = 200, content_chars: int = 1500,
-                  bounds: SearchBounds = DEFAULT_BOUNDS) -> tuple[list[Hit], bool]:
+                  bounds: SearchBounds = DEFAULT_BOUNDS, ideal: float = 0.0,
+                  floor: float = 0.0) -> tuple[list[Hit], bool]:
     """`indexes.hits.search_hits` with the rerank stage between the BM25 chunks and the
     collapse: (hits, True), or (search_hits' own hits, False) when the stage answered None.
 
     Same arguments as `search_hits`, plus query_text (the raw query, sent to the reranker).
+    ideal: the query's `search.ideal_score`: each hit's lexical relevance, which the reranker's
+    replaces where it scored the hit. floor: applied as `search_hits` applies it only when the
+    stage answered None; a reranked answer's floor is judged on its relevance afterwards
+    (`gateway.core.retrieve`).
     Work: one Tantivy search of max(candidates, limit × FETCH_PER_RESULT) chunks (within
     bounds.max_chunks_per_query), `candidates` stored chunks loaded for their text, one rerank
     call; when those chunks hold fewer than `limit` documents, `search_hits` fills the rest
@@ -94,7 +100,8 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     scores = stage.scores(query_text, [document_text(d) for d in head])
     if scores is None:
         return search_hits(searcher, schema, query, terms, limit, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, bounds=bounds), False
+                           summary_chars=summary_chars, content_chars=content_chars, bounds=bounds,
+                           ideal=ideal, floor=floor), False
     # (stage score, address, rerank score or None, loaded chunk or None), in the new order
     order: list[tuple[float, DocAddress, float | None, tantivy.Document | None]] = [
         (found[i][0], found[i][1], scores[i], head[i]) for i in _ranked(scores)]
@@ -103,8 +110,12 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     def load(item: tuple[float, DocAddress, float | None, tantivy.Document | None]) -> tantivy.Document:
         return item[3] if item[3] is not None else searcher.doc(item[1])
 
+    def judged(score: float) -> dict[str, Any]:
+        return {"scores": Scores(bm25=score), "relevance": lexical(score, ideal)}
+
     if not one_per_document:
-        return [with_rerank(make_hit(item[0], load(item), terms, summary_chars, content_chars), item[2])
+        return [with_rerank(make_hit(item[0], load(item), terms, summary_chars, content_chars, **judged(item[0])),
+                            item[2])
                 for item in order[:limit]], True
     keep_more = bounds.max_chunks_per_document - 1
     groups: dict[int, tuple[Any, list[Any]]] = {}
@@ -117,11 +128,12 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
         elif len(seen[1]) < keep_more:
             seen[1].append(item)
     hits = [with_rerank(make_hit(best[0], load(best), terms, summary_chars, content_chars,
-                                 (load(m) for m in more)), best[2])
+                                 (load(m) for m in more), **judged(best[0])), best[2])
             for best, more in groups.values()]
     if len(hits) < limit and len(found) == fetch:  # more documents past the chunks taken
         rest = Query.boolean_query([(Occur.Must, query),
                                     *((Occur.MustNot, Query.term_query(schema, "doc_key", k)) for k in groups)])
         hits += search_hits(searcher, schema, rest, terms, limit - len(hits), one_per_document=True,
-                            summary_chars=summary_chars, content_chars=content_chars, bounds=bounds)
+                            summary_chars=summary_chars, content_chars=content_chars, bounds=bounds,
+                            ideal=ideal, floor=floor)
     return hits, True

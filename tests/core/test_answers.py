@@ -117,7 +117,7 @@ async def test_a_narrower_scope_never_sees_the_answer_of_a_wider_one(rt: Runtime
     {"summary_chars": 30},
     {"content_chars": 60},
     {"one_per_document": False},
-    {"min_score": 0.5},
+    {"floor": 0.5},
 ])
 @pytest.mark.anyio
 async def test_every_other_argument_keeps_its_own_entry(rt: Runtime, monkeypatch: pytest.MonkeyPatch,

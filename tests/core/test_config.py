@@ -281,8 +281,8 @@ def test_max_chunks_per_query_below_max_limit_is_refused(tmp_path: Path) -> None
 
 def test_dify_defaults_and_example(tmp_path: Path) -> None:
     d = parse_config(base(), base_dir=tmp_path, env=ENV).dify
-    assert (d.prefix, d.path, d.max_top_k, d.default_top_k, d.content_chars, d.max_query_chars, d.score_k) == (
-        "/dify", "/dify/retrieval", 10, 5, 1500, 2000, 40.0)
+    assert (d.prefix, d.path, d.max_top_k, d.default_top_k, d.content_chars, d.max_query_chars) == (
+        "/dify", "/dify/retrieval", 10, 5, 1500, 2000)
     example = load_config(ROOT / "deploy" / "gateway.example.toml",
                           env={"ACME_SECRET": "x" * 32, "ACME_SECRET_NEXT": "y" * 32}).dify
     assert example == d
@@ -298,7 +298,7 @@ def test_dify_defaults_and_example(tmp_path: Path) -> None:
     ({"prefix": "/healthz"}, "dify.prefix", "gateway's own endpoints"),
     ({"max_top_k": 0}, "dify.max_top_k", "1 to 100"),
     ({"max_top_k": 4, "default_top_k": 5}, "dify.default_top_k", "1 to 4"),
-    ({"score_k": 0}, "dify.score_k", "number"),
+    ({"score_k": 40}, "dify.score_k", "relevance"),
     ({"top_k": 5}, "dify.top_k", "not a known"),
 ])
 def test_dify_config_errors_name_the_key(tmp_path: Path, dify: dict[str, Any], key: str, needle: str) -> None:
@@ -368,3 +368,45 @@ def test_answer_cache_mib_default_and_refused_naming_the_key(tmp_path: Path) -> 
         data = base()
         data["search"] = {"answer_cache_mib": value}
         assert "must be an integer from 1 to 65536" in refused(data, "search.answer_cache_mib", tmp_path)
+
+
+# ---------------------------------------------------------------- relevance floors (issue 17)
+
+
+def _agent_routes(**route: Any) -> dict[str, Any]:
+    data = base()
+    data["agent"] = {"routes": {"docs": {"index": "docs", **route}}}
+    return data
+
+
+def test_relevance_floor_default_and_per_route_override(tmp_path: Path) -> None:
+    from gateway.core.config import floor_of
+    from gateway.core.config.model import DEFAULT_RELEVANCE_FLOOR
+
+    cfg = parse_config(base(), base_dir=tmp_path, env=ENV)
+    assert cfg.search.relevance_floor == DEFAULT_RELEVANCE_FLOOR and 0 < DEFAULT_RELEVANCE_FLOOR < 1
+    [route] = cfg.tenants["acme"].routes
+    assert route.relevance_floor is None and floor_of(route.relevance_floor, cfg.search) == DEFAULT_RELEVANCE_FLOOR
+    data = _agent_routes(relevance_floor=0)
+    data["search"] = {"relevance_floor": 0.4}
+    data["tenants"]["acme"]["routes"][0]["relevance_floor"] = 0.7
+    cfg = parse_config(data, base_dir=tmp_path, env=ENV)
+    assert cfg.search.relevance_floor == 0.4
+    assert floor_of(cfg.tenants["acme"].routes[0].relevance_floor, cfg.search) == 0.7
+    assert floor_of(cfg.agent.routes["docs"].relevance_floor, cfg.search) == 0.0  # 0 is a floor, not "unset"
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, "0.3", True])
+def test_relevance_floor_refused_naming_the_key(tmp_path: Path, value: object) -> None:
+    data = base()
+    data["search"] = {"relevance_floor": value}
+    assert "number from 0.0 to 1.0" in refused(data, "search.relevance_floor", tmp_path)
+    data = base()
+    data["tenants"]["acme"]["routes"][0]["relevance_floor"] = value
+    assert "number from 0.0 to 1.0" in refused(data, "tenants.acme.routes[0].relevance_floor", tmp_path)
+    assert "number from 0.0 to 1.0" in refused(_agent_routes(relevance_floor=value),
+                                               "agent.routes.docs.relevance_floor", tmp_path)
+
+
+def test_min_score_names_its_replacement(tmp_path: Path) -> None:
+    assert "relevance_floor" in refused(_agent_routes(min_score=10), "agent.routes.docs.min_score", tmp_path)

@@ -40,12 +40,14 @@ async def test_search_is_inside_the_scope_best_first(rt: Runtime) -> None:
 
 
 @pytest.mark.anyio
-async def test_min_score_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
+async def test_floor_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
     everything = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1)).hits
-    bar = everything[1].score
+    assert all(0.0 <= h.relevance <= 1.0 and h.scores.bm25 == h.score for h in everything)
+    bar = everything[1].relevance
     kept = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1,
-                                  min_score=bar)).hits
-    assert kept == [h for h in everything if h.score >= bar] and len(kept) < len(everything)
+                                  floor=bar)).hits
+    assert [(h.id, h.relevance) for h in kept] == [(h.id, h.relevance) for h in everything if h.relevance >= bar]
+    assert 0 < len(kept) < len(everything)
 
 
 @pytest.mark.anyio
@@ -63,7 +65,7 @@ async def test_search_many_merges_best_first_one_per_document_and_lists_failures
     merged = await retrieve.search_many(rt, targets, "密钥轮换", 5, summary_chars=50, content_chars=1)
     docs = [h.doc_id for _, h in merged.hits]
     assert len(docs) == len(set(docs)) <= 5  # the same document through two routes appears once
-    assert [h.score for _, h in merged.hits] == sorted((h.score for _, h in merged.hits), reverse=True)
+    assert [h.relevance for _, h in merged.hits] == sorted((h.relevance for _, h in merged.hits), reverse=True)
     assert merged.failed == ["gone"]
 
 

@@ -18,7 +18,7 @@ from gateway.ops.evaluate import (
     hybrid_toml,
     table,
 )
-from indexes.evaluation import EvalQuery, QueryScore
+from gateway.ops.evaluation import EvalQuery, QueryScore
 
 
 def _score(style: str, mrr: float, hit: float) -> QueryScore:
@@ -40,10 +40,13 @@ def test_rows_per_set_then_per_style_with_an_empty_hybrid_slot() -> None:
     assert "↳ keyword" in text and text.count("\n") == len(rows) + 1
 
 
-def test_default_corpora_use_the_first_20_tidb_questions_and_the_colloquial_set() -> None:
-    cmrc, tidb = default_corpora()
+def test_default_corpora_add_laws_and_the_offtopic_set_on_each_docs_and_laws_route() -> None:
+    cmrc, tidb, laws = default_corpora()
     assert [s.path.name for s in cmrc.sets] == ["queries.jsonl"]
-    assert [(s.path.name, s.first) for s in tidb.sets] == [("queries.jsonl", 20), ("queries.colloquial.jsonl", 0)]
+    assert [(s.path.name, s.first, s.offtopic) for s in tidb.sets] == [
+        ("queries.jsonl", 20, False), ("queries.colloquial.jsonl", 0, False), ("queries.dev.jsonl", 0, True)]
+    assert [(s.path.parent.name, s.offtopic) for s in laws.sets] == [("laws-cn", False), ("offtopic", True)]
+    assert all(p.exists() for c in (cmrc, tidb, laws) for p in (c.docs, *(s.path for s in c.sets)))
     assert doc_id_of("a/b.md#12") == "a/b.md" and doc_id_of("cmrc-1") == "cmrc-1"
 
 
@@ -63,3 +66,12 @@ def test_the_hybrid_column_is_served_by_a_valid_dense_table_and_reports_its_own_
     assert rows[0].hybrid_latencies == [10.0, 30.0] and rows[0].hybrid_cpu_ms == 7.5
     assert rows[2].hybrid_latencies == [30.0]
     assert "| 20.0 / 30.0 | 7.50 |" in table(rows)  # median of 10 and 30, p99
+
+
+def test_an_offtopic_row_shows_only_the_share_answered() -> None:
+    off = [QueryScore(EvalQuery("o1", "天气", (), (), "offtopic"), 0.0, 0.0, 3),
+           QueryScore(EvalQuery("o2", "红烧肉", (), (), "offtopic"), 0.0, 0.0, 0)]
+    [row] = _rows("laws-cn", "off-topic", {"lexical": off, "hybrid": off, "bm25s": off}, [1.0, 2.0], 0.1,
+                  offtopic=True)
+    assert row.offtopic and row.ahead and row.scores["lexical"].answered == 0.5
+    assert "| laws-cn | off-topic | 2 | — | — | — | — | — | — | 0.5000 | 0.5000 |" in table([row])

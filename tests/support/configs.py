@@ -68,7 +68,7 @@ EVERYTHING = {"datasets": ["*"], "path_globs": ["**"]}
 
 def agent_section(tools: Iterable[str] = ("knowledge.search", "knowledge.read"), **over: Any) -> dict[str, Any]:
     """An [agent] table: routes support, ops (ops/**), off (disabled), gone (absent index),
-    strict (min_score out of reach) and three clients (alice: every route; bob: support;
+    strict (relevance_floor 1: nothing short of a perfect match) and three clients (alice: every route; bob: support;
     carol: support, search only, public guide/** only). over: replaces whole keys."""
     section: dict[str, Any] = {
         "ref_key_env": "KBGATE_REF_KEY",
@@ -77,7 +77,7 @@ def agent_section(tools: Iterable[str] = ("knowledge.search", "knowledge.read"),
             "ops": {"index": "docs", "path_globs": ["ops/**"]},
             "off": {"index": "docs", "enabled": False},
             "gone": {"index": "absent"},
-            "strict": {"index": "docs", "min_score": 1e5},
+            "strict": {"index": "docs", "relevance_floor": 1.0},
         },
         "clients": {
             "alice": client("t1", TOKEN_ALICE, ["support", "ops", "off", "gone", "strict"], tools, **EVERYTHING),

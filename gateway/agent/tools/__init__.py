@@ -49,17 +49,7 @@ def routes(rt: Runtime) -> list[Route]:
     rt.on_close(clients.close)
 
     async def dispatch(call: Call) -> dict[str, Any]:
-        name = call.request.path_params["tool"]
-        tool = TOOLS.get(name)
-        if tool is None:
-            raise ToolError("access.tool_unknown", "no such tool")
-        body = await read_request(call, name)
-        if "requestId" in body:
-            call.event.extra["caller_request_id"] = body["requestId"]  # ours stays the audit key
-        call.event.extra["caller_type"] = body["caller"]["type"]
-        if body.get("scope", {}).get("includeWorkingDocs"):
-            call.event.extra["include_working_docs"] = True
-        return await tool(ToolCall(call, name, body["input"], clients))
+        return await run_tool(call, call.request.path_params["tool"], clients)
 
     def tool_name(request: Request) -> str:
         return f"access.{request.path_params['tool'][:40]}"
@@ -68,3 +58,18 @@ def routes(rt: Runtime) -> list[Route]:
     # Allow: POST (Starlette's own 405 would be plain text).
     every = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     return [Route(PATH, endpoint(rt, ToolsWire(), dispatch, tool=tool_name, method="POST"), methods=every)]
+
+
+async def run_tool(call: Call, name: str, clients: LazyClients) -> dict[str, Any]:
+    """The tool `name` for `call` (its body read from the call's request): what every tool
+    call and an admin's try (gateway.ops.try_) run. Raises ToolError and the tools' errors."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise ToolError("access.tool_unknown", "no such tool")
+    body = await read_request(call, name)
+    if "requestId" in body:
+        call.event.extra["caller_request_id"] = body["requestId"]  # ours stays the audit key
+    call.event.extra["caller_type"] = body["caller"]["type"]
+    if body.get("scope", {}).get("includeWorkingDocs"):
+        call.event.extra["include_working_docs"] = True
+    return await tool(ToolCall(call, name, body["input"], clients))

@@ -13,7 +13,7 @@ from typing import Any
 from gateway.agent import upstream_answer as answer
 from gateway.agent.tools.request import ToolCall, invalid, public_scope, strings
 from gateway.core import retrieve
-from gateway.core.config import AgentRoute
+from gateway.core.config import AgentRoute, floor_of
 from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, ToolError
 from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, excluded, narrow, resolve_agent_routes
 from gateway.core.validate import clip
@@ -71,9 +71,9 @@ def _settle_partial(tc: ToolCall, served: int) -> None:
 async def scoped_search(tc: ToolCall, query: str, limit: int, *,
                         content_chars: int = 1) -> list[tuple[AgentRoute, Hit]]:
     """Best hits across the resolved routes (retrieve.search_many: re-checked against each
-    scope, each route's min_score), best score first, one per document."""
+    scope, each route's relevance floor), highest relevance first, one per document."""
     serving = _serving(tc)
-    targets = [retrieve.Target(r, e, r.min_score) for r, e in serving]
+    targets = [retrieve.Target(r, e, floor_of(r.relevance_floor, tc.call.cfg.search)) for r, e in serving]
     merged = await retrieve.search_many(tc.call.rt, targets, query, limit, summary_chars=SNIPPET_CHARS,
                                         content_chars=content_chars)
     for route in merged.failed:
@@ -161,7 +161,7 @@ async def tool_search(tc: ToolCall) -> dict[str, Any]:
     hits = await scoped_search(tc, query, limit)
     tc.call.event.extra["results"] = len(hits)
     return {"results": [{"id": f"{r.name}:{h.id}", "title": h.title, "snippet": h.summary,
-                         "score": round(h.score, 4), "citation": _hit_citation(r, h)} for r, h in hits]}
+                         "score": round(h.relevance, 4), "citation": _hit_citation(r, h)} for r, h in hits]}
 
 
 async def tool_ask(tc: ToolCall) -> dict[str, Any]:
@@ -176,7 +176,7 @@ async def tool_ask(tc: ToolCall) -> dict[str, Any]:
     limit = f.integer("limit", 3, lo=1, hi=10)
     strict = f.boolean("strict", False)
     resolve(tc)
-    passages = [answer.Passage(h.content, h.score, _hit_citation(r, h))
+    passages = [answer.Passage(h.content, h.relevance, _hit_citation(r, h))
                 for r, h in await scoped_search(tc, question, limit, content_chars=PASSAGE_CHARS)]
     url, client = tc.call.cfg.access.answer_url, tc.clients.get().answer_client
     if client is not None and url and passages:

@@ -20,12 +20,13 @@ from gateway.core.config.model import (
     SecretKey,
     ServerConfig,
     Tenant,
+    floor_of,
 )
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
     "AuditConfig", "Config", "DifyConfig", "McpConfig", "ReplayConfig", "Route", "SearchConfig", "SecretKey",
-    "ServerConfig", "Tenant",
+    "ServerConfig", "Tenant", "floor_of",
     "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "parse_config", "read_secret",
     "read_signing_key",
 ]

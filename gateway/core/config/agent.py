@@ -1,7 +1,7 @@
 """`[agent]` and `[audit]`: agent clients, their tokens and policies, and the audit sink.
 
     [agent]                      ref_key_env | ref_key_file (the master key of refs/cursors)
-    [agent.routes.NAME]          index, datasets?, path_globs?, enabled, min_score
+    [agent.routes.NAME]          index, datasets?, path_globs?, enabled, relevance_floor?
     [agent.clients.ID]           routes, indexes?, datasets, path_globs, tools, include_working_docs
     [[agent.clients.ID.tokens]]  id, sha256 (hex SHA-256 of the Bearer token; the token itself
                                  is never stored)
@@ -23,6 +23,7 @@ from gateway.core.config.fields import (
     globs,
     named,
     read_secret,
+    relevance_floor,
     secret_ref,
     table_of,
 )
@@ -81,10 +82,13 @@ def parse_agent(t: Fields, base_dir: Path, env: Mapping[str, str], tenants: Mapp
 
 
 def _route(name: str, r: Fields) -> AgentRoute:
-    r.only({"index", "datasets", "path_globs", "enabled", "min_score"})
+    if "min_score" in r:
+        r.fail("min_score", "format", "was replaced by relevance_floor, a relevance from 0 to 1 (a raw BM25 "
+               "score has no fixed scale); see search.relevance_floor")
+    r.only({"index", "datasets", "path_globs", "enabled", "relevance_floor"})
     index = named(r, "index", INDEX_NAME, "uses letters, digits, '_', '.', '-'")
     return AgentRoute(name, index, r.strings("datasets"), globs(r, "path_globs"), r.boolean("enabled", True),
-                      r.number("min_score", 0.0, lo=0.0, hi=1e6))
+                      relevance_floor(r))
 
 
 def _client(cid: str, c: Fields, routes: Mapping[str, AgentRoute], seen_hashes: dict[str, str]) -> AgentClient:

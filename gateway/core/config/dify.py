@@ -1,6 +1,6 @@
 """`[dify]`: Dify's External Knowledge API endpoint and its bounds (issue 11).
 
-    [dify]   prefix, max_top_k, default_top_k, content_chars, max_query_chars, score_k
+    [dify]   prefix, max_top_k, default_top_k, content_chars, max_query_chars
 
 Which agent clients may call it is their policy's business (`tools = ["dify.retrieval"]`,
 gateway.core.config.agent); this table only shapes the endpoint.
@@ -25,6 +25,9 @@ def parse_dify(t: Fields, callback_paths: Mapping[str, str]) -> DifyConfig:
     (no trailing slash), one whose endpoint lies on the gateway's own paths or on a tenant's
     callback path, a bound out of range.
     """
+    if "score_k" in t:
+        t.fail("score_k", "format", "is no longer used: a record's score is the hit's relevance, 0..1, the same "
+               "on every index (set search.relevance_floor or a route's relevance_floor instead)")
     t.only(DifyConfig.__dataclass_fields__)
     prefix = t.string("prefix", "/dify") if t.data.get("prefix") != "" else ""
     if not _PREFIX.fullmatch(prefix) or len(prefix) > 200:
@@ -41,5 +44,4 @@ def parse_dify(t: Fields, callback_paths: Mapping[str, str]) -> DifyConfig:
         default_top_k=t.integer("default_top_k", min(5, max_top_k), lo=1, hi=max_top_k),
         content_chars=t.integer("content_chars", 1500, lo=50, hi=100_000),
         max_query_chars=t.integer("max_query_chars", 2000, lo=1, hi=8192),
-        score_k=t.number("score_k", 40.0, lo=0.001, hi=1e6),
     )

@@ -141,3 +141,11 @@ def instant(v: Any, key: str) -> float | None:
     if isinstance(v, dt.date):
         return dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC).timestamp()
     raise ConfigError(key, "must be a date-time (2026-12-31T00:00:00Z) or unix seconds")
+
+
+def relevance_floor(f: Fields, name: str = "relevance_floor") -> float | None:
+    """A route's optional relevance floor: a number from 0 to 1, or None when absent (the route
+    then uses search.relevance_floor). Raises ConfigError naming the key."""
+    if f.data.get(name) is None:
+        return None
+    return f.number(name, 0.0, lo=0.0, hi=1.0)

@@ -24,6 +24,7 @@ from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
     DEFAULT_ANSWER_CACHE_MIB,
+    DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_TOLERANCE,
     READINESS_MODES,
     AdminConfig,
@@ -190,6 +191,7 @@ def _search(t: Fields) -> SearchConfig:
                                           lo=1, hi=1000),
         answer_cache_entries=t.integer("answer_cache_entries", DEFAULT_ANSWER_CACHE_ENTRIES, lo=0, hi=100_000),
         answer_cache_mib=t.integer("answer_cache_mib", DEFAULT_ANSWER_CACHE_MIB, lo=1, hi=65_536),
+        relevance_floor=t.number("relevance_floor", DEFAULT_RELEVANCE_FLOOR, lo=0.0, hi=1.0),
     )
 
 

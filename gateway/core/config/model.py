@@ -63,6 +63,8 @@ class Route:
     index: str
     datasets: tuple[str, ...] | None = None
     path_globs: tuple[str, ...] | None = None
+    relevance_floor: float | None = None
+    """This route's relevance floor, 0..1 (None: search.relevance_floor; `floor_of`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,11 @@ class ReplayConfig:
     key_prefix: str = "kbgate"
 
 
+DEFAULT_RELEVANCE_FLOOR = 0.15
+"""search.relevance_floor when not set: hits of a relevance under it (`indexes.relevance`) are
+dropped on every route without a floor of its own. Read off the shared sets with `make eval`
+(docs/pending/relevance.md has the figures): the highest floor that keeps the TiDB sets'
+answer-hit@5 within 0.02 of no floor."""
 DEFAULT_ANSWER_CACHE_ENTRIES = 2048
 """search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
 DEFAULT_ANSWER_CACHE_MIB = 24
@@ -147,6 +154,8 @@ class SearchConfig:
     answer_cache_entries: answers kept per worker by the answer cache (`gateway.core.answers`;
     0 turns it off); a config reload empties it and applies a new size. answer_cache_mib: the
     same cache's memory bound per worker in MiB (estimated by `answers.answer_bytes`).
+    relevance_floor: 0..1, the relevance (`indexes.relevance`) under which a hit is dropped on
+    every route that sets no `relevance_floor` of its own (tenant routes and agent routes alike).
     """
 
     default_limit: int = 5
@@ -160,6 +169,14 @@ class SearchConfig:
     max_chunks_per_document: int = 8
     answer_cache_entries: int = DEFAULT_ANSWER_CACHE_ENTRIES
     answer_cache_mib: int = DEFAULT_ANSWER_CACHE_MIB
+    relevance_floor: float = DEFAULT_RELEVANCE_FLOOR
+
+
+def floor_of(route_floor: float | None, search: SearchConfig) -> float:
+    """The relevance floor of a route (0..1): its own when set, else search.relevance_floor.
+    Hits under it are dropped, never replaced (seed 000 §独立搜索: the route threshold is not
+    lowered to fill a list)."""
+    return search.relevance_floor if route_floor is None else route_floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +206,9 @@ class AgentRoute:
     """A workspace route of the agent API: name → one index plus the route's own filter.
 
     datasets / path_globs: None = no restriction by the route (the client policy still
-    applies). enabled: False answers search with status 'disabled'. min_score: hits below
-    this BM25 score are dropped, never lowered to fill a list (seed 000 "独立搜索").
+    applies). enabled: False answers search with status 'disabled'. relevance_floor: 0..1, hits
+    of a lower relevance are dropped, never lowered to fill a list (seed 000 "独立搜索"); None:
+    search.relevance_floor (`floor_of`).
     """
 
     name: str
@@ -198,7 +216,7 @@ class AgentRoute:
     datasets: tuple[str, ...] | None = None
     path_globs: tuple[str, ...] | None = None
     enabled: bool = True
-    min_score: float = 0.0
+    relevance_floor: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +305,7 @@ class DifyConfig:
         needs a restart). max_top_k: a top_k above it is clamped to it (a top_k below
         1 or fractional is refused; some Dify versions send it stuck at a default). default_top_k: when top_k is
         absent or null. content_chars: bound of a record's content. max_query_chars: a longer
-        query is refused. score_k: K of the score normalization s / (s₁ + K) (gateway.dify.records).
+        query is refused. A record's score is the hit's relevance (gateway.dify.records).
     """
 
     prefix: str = "/dify"
@@ -295,7 +313,6 @@ class DifyConfig:
     default_top_k: int = 5
     content_chars: int = 1500
     max_query_chars: int = 2000
-    score_k: float = 40.0
 
     @property
     def path(self) -> str:

@@ -2,7 +2,7 @@
 
     [tenants.acme]               path = "/volcengine/acme", verify = "enforce" | "report"
     [[tenants.acme.secrets]]     id, value_env | value_file, not_after?
-    [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?
+    [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?, relevance_floor?
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from gateway.core.config.fields import (
     instant,
     named,
     read_signing_key,
+    relevance_floor,
     secret_ref,
     table_of,
 )
@@ -94,13 +95,14 @@ def _secret(s: Fields, earlier: list[SecretKey], base_dir: Path, env: Mapping[st
 
 
 def _route(r: Fields, earlier: list[Route], max_id_chars: int) -> Route:
-    r.only({"first_level_id", "second_level_id", "index", "datasets", "path_globs"})
+    r.only({"first_level_id", "second_level_id", "index", "datasets", "path_globs", "relevance_floor"})
     route = Route(
         first_level_id=r.string("first_level_id"),
         second_level_id=r.string("second_level_id"),
         index=r.string("index"),
         datasets=r.strings("datasets"),
         path_globs=globs(r, "path_globs"),
+        relevance_floor=relevance_floor(r),
     )
     for field_name in ("first_level_id", "second_level_id"):
         value = getattr(route, field_name)

@@ -1,4 +1,5 @@
-"""Retrieval quality metrics and the bm25s baseline, shared by tests and `kbgate eval`.
+"""Retrieval quality metrics and the bm25s baseline, shared by tests and `kbgate eval` (moved
+here from indexes/, which holds serving and ingest code only).
 
 Metrics (per query, averaged by `evaluate`):
 - MRR@k over documents: 1/rank of the first relevant document id among the first k
@@ -7,6 +8,9 @@ Metrics (per query, averaged by `evaluate`):
   returned texts. Both sides are compared after `normalize` with whitespace,
   backticks and `*` removed, because the TiDB answers are quoted from raw
   Markdown ("取值范围是 `1` 到 `15`") while indexed text has the markup stripped.
+- answered: 1 when the answer held any result at all. On an off-topic set (questions no
+  document answers: ../shared/corpora/offtopic) the right answer is none, so its share of
+  answered questions is the figure to keep low.
 
 Baseline (`Bm25sBaseline`): what a Python developer would otherwise write —
 bm25s BM25 over fixed 300-character chunks of each document's plain text,
@@ -23,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .analysis import normalize
-from .types import Document
+from indexes.analysis import normalize
+from indexes.types import Document
 
 __all__ = [
     "Bm25sBaseline",
@@ -87,20 +91,24 @@ class EvalQuery:
 @dataclass(frozen=True, slots=True)
 class QueryScore:
     """One query's figures: mrr (reciprocal rank of the first relevant document, 0 if none
-    in the first k) and hit (1.0 when an answer is in the first k texts, else 0.0)."""
+    in the first k), hit (1.0 when an answer is in the first k texts, else 0.0) and results
+    (how many results the answer held)."""
 
     query: EvalQuery
     mrr: float
     hit: float
+    results: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
-    """Averages over `queries` queries: mrr (MRR@k docs), answer_hit (answer-hit@k texts)."""
+    """Averages over `queries` queries: mrr (MRR@k docs), answer_hit (answer-hit@k texts),
+    answered (share of queries answered with at least one result)."""
 
     queries: int
     mrr: float
     answer_hit: float
+    answered: float = 0.0
 
 
 def load_queries(path: Path) -> list[EvalQuery]:
@@ -146,14 +154,15 @@ def score_queries(
     for q in queries:
         ranked = search(q.query)
         out.append(QueryScore(q, mrr_at_k([d for d, _ in ranked], q.relevant_ids, mrr_k),
-                              answer_hit_at_k([t for _, t in ranked], q.answers, answer_k)))
+                              answer_hit_at_k([t for _, t in ranked], q.answers, answer_k), len(ranked)))
     return out
 
 
 def summarize(scores: Sequence[QueryScore]) -> EvalResult:
     """Averages of `scores` (0.0 for none)."""
     n = max(1, len(scores))
-    return EvalResult(len(scores), sum(s.mrr for s in scores) / n, sum(s.hit for s in scores) / n)
+    return EvalResult(len(scores), sum(s.mrr for s in scores) / n, sum(s.hit for s in scores) / n,
+                      sum(1 for s in scores if s.results) / n)
 
 
 def _jieba_tokens(text: str) -> list[str]:

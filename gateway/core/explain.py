@@ -1,0 +1,188 @@
+"""Why a search answered what it did: the trace an admin's try reads (issue 18, item 1).
+
+`gateway.core.retrieve.search` looks at `EXPLAIN` (a context variable, None unless a try set
+it: one `ContextVar.get` on the hot path, nothing else) and, when it holds an `Explain`,
+appends one `SearchTrace` per scoped search: the hits kept, the hits it dropped and why, the
+answer cache's outcome and the time of each stage. The answer itself is computed exactly as
+for any caller (same function, same arguments), so a try's answer is byte-identical to the
+caller's; what changes while explaining is only what is *observed*:
+
+- the answer cache is peeked at (`AnswerCache.holds`: no hit/miss counted, no LRU move) and
+  never filled, so a try neither counts in /metrics nor warms the cache for the caller;
+- after the search, explanation searches on the same index (`KnowledgeIndex.search`, chunk
+  by chunk, without the scope's filter and metadata conditions) tell the chunks that did not
+  make the answer apart: another chunk of a document already answered (one per document),
+  outside the caller's scope, excluded by a metadata condition, under the route's relevance floor, or
+  ranked after the last answer (the limit); a document not answered is listed once, by its
+  best chunk. Their time is reported apart, never in a stage.
+
+`Explain.successor` maps an index name to the index to search instead (an index and its
+rebuilt successor, side by side): only a try sets it.
+
+Reasons (`Dropped.reason`): 'floor' (relevance under the route's relevance floor), 'scope' (re-checked
+outside the scope), 'one_per_document', 'outside_scope', 'metadata_condition', 'limit',
+'merged' (the same document already answered by another route of a multi-route search).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from gateway.core.scope import EffectiveScope, allows
+from indexes.analysis import normalize, query_terms
+from indexes.store import KnowledgeIndex
+from indexes.types import Hit, MetaFilter
+
+__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "explaining", "matched_terms", "trace"]
+
+CANDIDATES_PER_RESULT = 5
+"""Chunks an explanation search asks for per answer wanted (at least MIN_CANDIDATES)."""
+MIN_CANDIDATES = 20
+CANDIDATE_CHARS = 4000
+"""Characters of each candidate chunk kept to find the query terms in (a chunk is at most
+indexes' chunk_chars, 1,000 by default, plus its heading)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A chunk (or a hit) that is not in the answer: `reason` as the module doc lists; `by`:
+    the document that took its place for 'one_per_document', else ''."""
+
+    hit: Hit
+    reason: str
+    by: str = ""
+
+
+@dataclass(slots=True)
+class SearchTrace:
+    """One scoped search as a try saw it.
+
+    index: the index searched (a successor when one was set); scope: `EffectiveScope.summary()`;
+    query: the normalized text searched; limit, floor (relevance, 0..1), where: as the wing asked;
+    cache: 'hit' (the caller would be answered from memory), 'miss' or 'off';
+    generation: the commit opstamp searched (None when unknown); stages_ms: stage → ms, in
+    order; explain_ms: the explanation searches (not a stage of the caller's answer);
+    kept: the hits returned, best first; dropped: what was left out and why;
+    terms: hit id → the query terms found in its title or chunk (`matched_terms`);
+    heading: hit id → the chunk's section heading ('' when none).
+    """
+
+    index: str
+    scope: dict[str, object]
+    query: str
+    limit: int
+    floor: float
+    where: MetaFilter | None
+    cache: str = "off"
+    generation: int | None = None
+    stages_ms: dict[str, float] = field(default_factory=dict)
+    explain_ms: float = 0.0
+    kept: list[Hit] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    terms: dict[str, list[str]] = field(default_factory=dict)
+    heading: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Explain:
+    """What a try collects while the wing answers: one trace per scoped search, in order, and
+    the hits a multi-route merge left out (route key, Dropped)."""
+
+    successor: dict[str, str] = field(default_factory=dict)
+    traces: list[SearchTrace] = field(default_factory=list)
+    merged: list[tuple[object, Dropped]] = field(default_factory=list)
+
+    def index_for(self, name: str) -> str:
+        """The index to search for a scope on `name` (its successor when one is set)."""
+        return self.successor.get(name, name)
+
+
+EXPLAIN: ContextVar[Explain | None] = ContextVar("kbgate_explain", default=None)
+
+
+@contextmanager
+def explaining(ex: Explain) -> Iterator[Explain]:
+    """Collect into `ex` every search made inside the block (this task and what it awaits)."""
+    token = EXPLAIN.set(ex)
+    try:
+        yield ex
+    finally:
+        EXPLAIN.reset(token)
+
+
+def matched_terms(query: str, text: str) -> list[str]:
+    """The terms of `query`'s analysis (`indexes.analysis.query_terms`: words, Latin words,
+    bigrams, lone characters) found in `text` once both are normalized as the index folds
+    them (`indexes.analysis.normalize`); in the analysis' order, each once. The excerpt finds
+    terms the same way (`indexes.search.excerpt`)."""
+    terms = query_terms(query)
+    folded = normalize(text)
+    out: list[str] = []
+    for t in (*terms.words, *terms.latin, *terms.bigrams, *terms.chars):
+        if t and t not in out and t in folded:
+            out.append(t)
+    return out
+
+
+def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
+          where: MetaFilter | None, found: list[Hit], kept: list[Hit], took_ms: float, check_ms: float,
+          generation: int | None) -> SearchTrace:
+    """The trace of one search: `found` the index's hits, `kept` those the floor and the scope
+    re-check let through (the answer), timed `took_ms` / `check_ms`. Runs the explanation
+    searches (module doc) on `idx`; raises what `KnowledgeIndex.search` raises."""
+    t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
+                    stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept))
+    kept_ids = {h.id for h in kept}
+    for h in found:
+        if h.id not in kept_ids:
+            t.dropped.append(Dropped(h, "floor" if h.relevance < floor else "scope"))
+    started = time.perf_counter()
+    wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
+    # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
+    # its content is "heading\ntext", so the heading is what the content holds before the text.
+    chunks = idx.search(query, wide, one_per_document=False, summary_chars=CANDIDATE_CHARS,
+                        content_chars=CANDIDATE_CHARS)
+    narrowed = None
+    if where is not None:
+        narrowed = {h.id for h in idx.search(query, wide, filter=scope.filter, one_per_document=False,
+                                             summary_chars=0, content_chars=1, where=where)}
+    answered = {h.doc_id: h for h in kept}
+    seen = {h.doc_id for h in found}  # listed above (floor or scope), as its best chunk
+    for c in chunks:
+        got = answered.get(c.doc_id)
+        if got is not None:
+            if c.chunk == got.chunk:
+                t.terms[got.id] = matched_terms(query, f"{c.title}\n{c.content}")
+                t.heading[got.id] = _heading(c)
+            else:
+                t.dropped.append(Dropped(c, "one_per_document", got.id))
+            continue
+        if c.doc_id in seen:
+            continue  # a document not answered is listed once, by its best chunk
+        seen.add(c.doc_id)
+        if not allows(scope, c.path, c.dataset, True):
+            t.dropped.append(Dropped(c, "outside_scope"))
+        elif narrowed is not None and c.id not in narrowed:
+            t.dropped.append(Dropped(c, "metadata_condition"))
+        elif c.relevance < floor:
+            t.dropped.append(Dropped(c, "floor"))
+        else:
+            t.dropped.append(Dropped(c, "limit"))
+    for h in kept:
+        if h.id not in t.terms:  # its chunk ranked outside the explanation search: match the answer's text
+            t.terms[h.id] = matched_terms(query, f"{h.title}\n{h.content}")
+    t.explain_ms = (time.perf_counter() - started) * 1000.0
+    return t
+
+
+def _heading(chunk: Hit) -> str:
+    """The section heading of a candidate chunk (see `trace`: its content is "heading\ntext",
+    its summary the text), '' when it has none."""
+    content, text = chunk.content.rstrip(), chunk.summary
+    if not text or len(content) <= len(text) or not content.endswith(text):
+        return ""
+    return content[: len(content) - len(text)].strip()
