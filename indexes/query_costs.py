@@ -56,8 +56,9 @@ def measure(corpus: str, limit: int, passes: int, max_queries: int) -> dict[str,
     """Index `corpus` in a temporary folder and time each stage: microseconds per query (the
     fastest of `passes` passes, stage by stage: on a shared machine the least disturbed pass
     is the best estimate of the work), plus 'loads_per_query' and 'searches_per_query'."""
+    from gateway.ops.evaluation import load_queries
+
     from .analysis import query_terms
-    from .evaluation import load_queries
     from .hits import collapse, make_hit
     from .ingest import read_paths
     from .search import build_query
