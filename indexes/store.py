@@ -147,21 +147,10 @@ class KnowledgeIndex:
         sees it (at most RELOAD_CHECK_SECONDS later)."""
         return self._generation
 
-    def search(
-        self,
-        query: str,
-        limit: int = 10,
-        *,
-        filter: SearchFilter | None = None,
-        one_per_document: bool = True,
-        summary_chars: int = 200,
-        content_chars: int = 1500,
-        where: MetaFilter | None = None,
-        floor: float = 0.0,
-    ) -> list[Hit]:
-        """Best chunks for `query`, highest BM25 score first, each with its relevance 0..1
-        (`indexes.relevance`); chunks under the relevance `floor` are dropped before the hits
-        are shaped (one per document), never replaced.
+    def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
+               summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
+               floor: float = 0.0) -> list[Hit]:
+        """Best chunks for `query`, highest BM25 score first, with their relevance (`indexes.relevance`).
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
         filter: scope restriction; never changes scores. one_per_document: keep only the
@@ -170,6 +159,7 @@ class KnowledgeIndex:
         summary_chars / content_chars: bounds in characters of Hit.summary / Hit.content.
         where: metadata conditions narrowing `filter` (`indexes.metadata`), evaluated in the
         same Tantivy query, so the limit is filled from matching documents; never changes scores.
+        floor: relevance 0..1 under which chunks are dropped before one-per-document shaping.
         The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
         Raises ValueError for a metadata pattern Tantivy cannot compile
         (`indexes.metadata.condition_problem` tells beforehand).
@@ -183,23 +173,21 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
         if q is None:
             return []
-        return search_hits(searcher, self._schema, q, terms, limit,
-                           one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds,
+        return search_hits(searcher, self._schema, q, terms, limit, one_per_document=one_per_document,
+                           summary_chars=summary_chars, content_chars=content_chars, bounds=self.bounds,
                            ideal=ideal_score(terms, searcher, self.boosts, self._doc_freqs), floor=floor)
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
-               summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
+               summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
+               floor: float = 0.0) -> tuple[list[Hit], int | None]:
         """(`search` with the same arguments, the generation those hits may be reused for):
         the label `generation` read before the search (the searcher shows that commit or a
         newer one, so an answer reused under it is never older than the label says). None: do
         not reuse the hits (the generation is unknown; a subclass also answers None for an
         answer it gave in a degraded way: `indexes.dense.HybridIndex`'s lexical fallback)."""
         generation = self._generation
-        return self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where,
-                           floor=floor), generation
+        return self.search(query, limit, filter=filter, one_per_document=one_per_document, summary_chars=summary_chars,
+                           content_chars=content_chars, where=where, floor=floor), generation
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
                      where: MetaFilter | None) -> tuple[Query | None, Query | None]:

@@ -47,6 +47,7 @@ import httpx
 import orjson
 
 from gateway.ops import eval_runs
+from gateway.ops.cpu import tree_cpu_seconds as _tree_cpu_seconds
 from gateway.ops.evaluation import (
     Bm25sBaseline,
     EvalQuery,
@@ -373,37 +374,6 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
         print(f"{corpus.name}: {len(rejected)} queries refused by the callback contract (empty or too long); "
               "they score 0 for both systems", file=sys.stderr)
     return out
-
-
-def _tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds run by process `pid` and its descendants, all their threads (Linux /proc:
-    the first field of each task's schedstat, in nanoseconds; 0.0 elsewhere). Threads that
-    ended are not counted: the server's workers live as long as the run."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return 0.0
-    parent: dict[int, int] = {}
-    for entry in proc.iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (comm) "
-    total_ns, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        todo += [c for c, pp in parent.items() if pp == p]
-        try:
-            tasks = list((proc / str(p) / "task").iterdir())
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                total_ns += int((task / "schedstat").read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    return total_ns / 1e9
 
 
 def _free_port() -> int:
