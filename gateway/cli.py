@@ -146,6 +146,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--against", default=None, metavar="FILE",
                    help="a saved run (WORKDIR/runs/*.json) to count per-question wins and losses against; "
                         "default: the previous saved run")
+    e.add_argument("--relevance-floor", type=float, default=None, metavar="X",
+                   help="serve with [search] relevance_floor = X (0..1) instead of the default, to calibrate it")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops
@@ -416,9 +418,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.hybrid != "none" and args.hybrid not in LOCAL_MODELS:
         print(f"kbgate: --hybrid must be none or one of {', '.join(LOCAL_MODELS)}", file=sys.stderr)
         return 2
+    if args.relevance_floor is not None and not 0 <= args.relevance_floor <= 1:
+        print("kbgate: --relevance-floor must be a number from 0 to 1", file=sys.stderr)
+        return 2
     return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir),
                     hybrid_model=None if args.hybrid == "none" else args.hybrid,
-                    against=Path(args.against) if args.against else None)
+                    against=Path(args.against) if args.against else None, relevance_floor=args.relevance_floor)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -289,18 +289,18 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
 
 def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = DEFAULT_BOOSTS,
                 doc_freqs: DocFreqs | None = None) -> float:
-    """What `terms_query` scores on a chunk of average length that holds every query term once
-    and belongs to a document whose title holds every title term: Σ weight × idf over its
-    BM25 clauses (BM25's term-frequency part is 1 at tf = 1 and average length, whatever k1
-    and b) plus its title constants. The query's IDF mass: a term the index lacks counts at
+    """What `terms_query` scores on a chunk of average length whose body holds every query term
+    once: Σ weight × idf over its BM25 clauses (BM25's term-frequency part is 1 at tf = 1 and
+    average length, whatever k1 and b). The query's IDF mass: a term the index lacks counts at
     idf(0, n), the highest there is, so a question about things the corpus never mentions has
-    most of its mass unmatched. 0.0 when the query has no scored clause. Units: BM25 points,
-    the same as Hit.scores.bm25 of the same search (`indexes.relevance`)."""
+    most of its mass unmatched. Title clauses are left out: a title match is further evidence
+    on top of the body's (a page titled with the question's words whose body holds the rest
+    is a full match, not two thirds of one). 0.0 when the query has no BM25 clause. Units: BM25
+    points, the same as Hit.scores.bm25 of the same search (`indexes.relevance`)."""
     plan = _plan(terms, searcher, boosts, doc_freqs)
     df = (doc_freqs or DocFreqs()).get
     n = searcher.num_docs
-    mass = sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common))
-    return mass + sum(constant for _, _, constant in plan.titles)
+    return sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common))
 
 
 def build_query(

@@ -155,21 +155,10 @@ class KnowledgeIndex:
         sees it (at most RELOAD_CHECK_SECONDS later)."""
         return self._generation
 
-    def search(
-        self,
-        query: str,
-        limit: int = 10,
-        *,
-        filter: SearchFilter | None = None,
-        one_per_document: bool = True,
-        summary_chars: int = 200,
-        content_chars: int = 1500,
-        where: MetaFilter | None = None,
-        floor: float = 0.0,
-    ) -> list[Hit]:
-        """Best chunks for `query`, highest BM25 score first, each with its relevance 0..1
-        (`indexes.relevance`); chunks under the relevance `floor` are dropped before the hits
-        are shaped (one per document), never replaced.
+    def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
+               summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
+               floor: float = 0.0) -> list[Hit]:
+        """Best chunks for `query`, highest BM25 score first, with their relevance (`indexes.relevance`).
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
         filter: scope restriction; never changes scores. one_per_document: keep only the
@@ -178,6 +167,7 @@ class KnowledgeIndex:
         summary_chars / content_chars: bounds in characters of Hit.summary / Hit.content.
         where: metadata conditions narrowing `filter` (`indexes.metadata`), evaluated in the
         same Tantivy query, so the limit is filled from matching documents; never changes scores.
+        floor: relevance 0..1 under which chunks are dropped before one-per-document shaping.
         The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
         Raises ValueError for a metadata pattern Tantivy cannot compile
         (`indexes.metadata.condition_problem` tells beforehand).
@@ -215,8 +205,8 @@ class KnowledgeIndex:
         return hits
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
-               summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
+               summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
+               floor: float = 0.0) -> tuple[list[Hit], int | None]:
         """(`search` with the same arguments, the generation those hits may be reused for):
         the label `generation` read before the search (the searcher shows that commit or a
         newer one, so an answer reused under it is never older than the label says). None: do

@@ -47,6 +47,7 @@ import httpx
 import orjson
 
 from gateway.ops import eval_runs
+from gateway.ops.cpu import tree_cpu_seconds as _tree_cpu_seconds
 from gateway.ops.evaluation import (
     Bm25sBaseline,
     EvalQuery,
@@ -173,10 +174,11 @@ class Row:
 
 
 def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: str | None = HYBRID_MODEL,
-             against: Path | None = None) -> int:
+             against: Path | None = None, relevance_floor: float | None = None) -> int:
     """Evaluate each corpus; print the table, then the wins and losses per set against
     `against` (a saved run) or the previous saved run in `workdir/runs`, and save this run
-    there (module doc). Returns 0 when lexical is ahead of the baseline on both figures for
+    there (module doc). relevance_floor: the servers' search.relevance_floor (None: the
+    default), to calibrate it on the shared sets. Returns 0 when lexical is ahead of the baseline on both figures for
     every whole on-topic question set, 1 otherwise, 2 when a corpus or `against` is missing."""
     chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
     for c in chosen:
@@ -194,7 +196,7 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
     per_set: dict[str, dict[str, list[QueryScore]]] = {}
     offtopic: set[str] = set()
     for c in chosen:
-        got, scores = _evaluate_one(c, max_queries, workdir, hybrid)
+        got, scores = _evaluate_one(c, max_queries, workdir, hybrid, relevance_floor)
         rows += got
         per_set |= scores
         offtopic |= {f"{c.name}/{qs.label}" for qs in c.sets if qs.offtopic}
@@ -267,7 +269,7 @@ def _rows(corpus: str, label: str, per_system: dict[str, list[QueryScore]], late
 
 
 def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense: DenseConfig | None = None,
-                  ) -> tuple[list[Row], dict[str, dict[str, list[QueryScore]]]]:
+                  relevance_floor: float | None = None) -> tuple[list[Row], dict[str, dict[str, list[QueryScore]]]]:
     """The corpus's rows, and per set ('<corpus>/<label>') its lexical and hybrid per-question
     scores (`eval_runs.PerSet`)."""
     sets: list[tuple[QuerySet, list[EvalQuery]]] = []
@@ -290,8 +292,9 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
     if dense_report is not None:
         print(dense_report.line(corpus.name), file=sys.stderr)
 
-    lexical = _by_callback(corpus, [q for _, q in sets], workdir)
-    hybrid = (_by_callback(corpus, [q for _, q in sets], workdir, hybrid_toml(corpus.name, hybrid_dense))
+    floor = "" if relevance_floor is None else f"relevance_floor = {relevance_floor}\n"
+    lexical = _by_callback(corpus, [q for _, q in sets], workdir, search=floor)
+    hybrid = (_by_callback(corpus, [q for _, q in sets], workdir, hybrid_toml(corpus.name, hybrid_dense), floor)
               if hybrid_dense else None)
     baseline = Bm25sBaseline(documents, chunk_chars=300)
     rows: list[Row] = []
@@ -313,15 +316,15 @@ SetResult = tuple[list[QueryScore], list[float], float | None]
 
 
 def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
-                 extra_config: str = "") -> list[SetResult]:
-    """Serve the corpus's index with `kbgate serve` (config + extra_config) and score every
-    question set through signed callbacks."""
+                 extra_config: str = "", search: str = "") -> list[SetResult]:
+    """Serve the corpus's index with `kbgate serve` (config + extra_config; `search`: more
+    lines of its [search] table) and score every question set through signed callbacks."""
     secret = secrets.token_urlsafe(24)
     port = _free_port()
     cfg = workdir / f"{corpus.name}.toml"
     (workdir / f"{corpus.name}.secret").write_text(secret)
     cfg.write_text(
-        f'[server]\nbind = "127.0.0.1:{port}"\n[indexes]\ndir = "indexes"\n[search]\nmax_limit = {LIMIT}\n'
+        f'[server]\nbind = "127.0.0.1:{port}"\n[indexes]\ndir = "indexes"\n[search]\nmax_limit = {LIMIT}\n{search}'
         f'[tenants.eval]\n[[tenants.eval.secrets]]\nid = "eval"\nvalue_file = "{corpus.name}.secret"\n'
         f'[[tenants.eval.routes]]\nfirst_level_id = "eval"\nsecond_level_id = "{corpus.name}"\n'
         f'index = "{corpus.name}"\n' + extra_config
@@ -373,37 +376,6 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
         print(f"{corpus.name}: {len(rejected)} queries refused by the callback contract (empty or too long); "
               "they score 0 for both systems", file=sys.stderr)
     return out
-
-
-def _tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds run by process `pid` and its descendants, all their threads (Linux /proc:
-    the first field of each task's schedstat, in nanoseconds; 0.0 elsewhere). Threads that
-    ended are not counted: the server's workers live as long as the run."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return 0.0
-    parent: dict[int, int] = {}
-    for entry in proc.iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (comm) "
-    total_ns, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        todo += [c for c, pp in parent.items() if pp == p]
-        try:
-            tasks = list((proc / str(p) / "task").iterdir())
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                total_ns += int((task / "schedstat").read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    return total_ns / 1e9
 
 
 def _free_port() -> int:

@@ -40,10 +40,13 @@ def document_text(doc: tantivy.Document) -> str:
     return f"{title}\n{body}" if title else body
 
 
-def with_rerank(hit: Hit, relevance: float | None) -> Hit:
-    """`hit` with `scores.rerank` and `relevance` set to `relevance` (unchanged when None)."""
+def with_rerank(hit: Hit, relevance: float | None, lowest: float = 1.0) -> Hit:
+    """`hit` with `scores.rerank` and `relevance` set to `relevance`; when None (a chunk past the
+    reranker's candidates, which ranks after every reranked one) its own relevance capped at
+    `lowest`, the lowest relevance the reranker gave, so relevance stays monotonic in the order
+    (a merge by relevance keeps the reranked order)."""
     if relevance is None:
-        return hit
+        return hit if hit.relevance <= lowest else dataclasses.replace(hit, relevance=lowest)
     return dataclasses.replace(hit, relevance=relevance, scores=dataclasses.replace(hit.scores, rerank=relevance))
 
 
@@ -68,9 +71,11 @@ def rerank_fused(stage: RerankStage, searcher: tantivy.Searcher, query_text: str
     by_chunk = {(str(d.get_first("doc_id")), int(d.get_first("chunk") or 0)): s
                 for d, s in zip(docs, scores, strict=True)}
 
+    lowest = min(scores, default=1.0)
+
     def reranked_hit(*args: Any, **kwargs: Any) -> Any:
         hit = make(*args, **kwargs)
-        return with_rerank(hit, by_chunk.get((hit.doc_id, hit.chunk)))
+        return with_rerank(hit, by_chunk.get((hit.doc_id, hit.chunk)), lowest)
 
     return [head[i] for i in _ranked(scores)] + list(fused[len(head):]), reranked_hit
 
@@ -110,12 +115,14 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     def load(item: tuple[float, DocAddress, float | None, tantivy.Document | None]) -> tantivy.Document:
         return item[3] if item[3] is not None else searcher.doc(item[1])
 
+    lowest = min(scores, default=1.0)
+
     def judged(score: float) -> dict[str, Any]:
         return {"scores": Scores(bm25=score), "relevance": lexical(score, ideal)}
 
     if not one_per_document:
         return [with_rerank(make_hit(item[0], load(item), terms, summary_chars, content_chars, **judged(item[0])),
-                            item[2])
+                            item[2], lowest)
                 for item in order[:limit]], True
     keep_more = bounds.max_chunks_per_document - 1
     groups: dict[int, tuple[Any, list[Any]]] = {}
@@ -128,12 +135,12 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
         elif len(seen[1]) < keep_more:
             seen[1].append(item)
     hits = [with_rerank(make_hit(best[0], load(best), terms, summary_chars, content_chars,
-                                 (load(m) for m in more), **judged(best[0])), best[2])
+                                 (load(m) for m in more), **judged(best[0])), best[2], lowest)
             for best, more in groups.values()]
     if len(hits) < limit and len(found) == fetch:  # more documents past the chunks taken
         rest = Query.boolean_query([(Occur.Must, query),
                                     *((Occur.MustNot, Query.term_query(schema, "doc_key", k)) for k in groups)])
-        hits += search_hits(searcher, schema, rest, terms, limit - len(hits), one_per_document=True,
-                            summary_chars=summary_chars, content_chars=content_chars, bounds=bounds,
-                            ideal=ideal, floor=floor)
+        hits += [with_rerank(h, None, lowest) for h in search_hits(
+            searcher, schema, rest, terms, limit - len(hits), one_per_document=True, summary_chars=summary_chars,
+            content_chars=content_chars, bounds=bounds, ideal=ideal, floor=floor)]
     return hits, True

@@ -146,7 +146,8 @@ async def test_search_status_unavailable(env: EnvFactory) -> None:
 
 async def test_search_threshold_is_not_lowered_to_fill(env: EnvFactory) -> None:
     e = await env()
-    body = ok(await e.search(route="strict"), "bailing.agent-knowledge-search.v1")
+    # Floor 1: only a chunk holding every term of the question; none holds 步骤 beside 轮换 and 密钥.
+    body = ok(await e.search("轮换密钥的步骤", route="strict"), "bailing.agent-knowledge-search.v1")
     assert body["status"] == "ok" and body["hints"] == []
 
 

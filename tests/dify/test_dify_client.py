@@ -113,14 +113,15 @@ def test_top_k_stuck_at_defaults(dify: Dify) -> None:
 
 
 def test_threshold_on_relevance_never_lowered(dify: Dify) -> None:
-    _, recs = dify.retrieve("handbook", "密钥", top_k=5)
-    assert len(recs) == 4 and all(0 < x["score"] <= 1 for x in recs)
-    assert recs[0]["score"] > recs[1]["score"]
-    cut = recs[1]["score"] + 1e-6
-    r, kept = dify.retrieve("handbook", "密钥", top_k=5, threshold_enabled=True, score_threshold=cut)
-    assert r.status_code == 200 and kept == recs[:1]  # none under the threshold is let through to fill
-    _, kept = dify.retrieve("handbook", "密钥", top_k=5, threshold_enabled=True, score_threshold=recs[1]["score"])
-    assert [x["metadata"]["document_id"] for x in kept] == [x["metadata"]["document_id"] for x in recs[:2]]
+    query = "密钥轮换"  # matched to a different degree by several pages
+    _, recs = dify.retrieve("handbook", query, top_k=5)
+    assert len(recs) >= 2 and all(0 < x["score"] <= 1 for x in recs)
+    second = sorted({x["score"] for x in recs}, reverse=True)[1]
+    r, kept = dify.retrieve("handbook", query, top_k=5, threshold_enabled=True, score_threshold=second + 1e-6)
+    assert r.status_code == 200 and kept == [x for x in recs if x["score"] > second]  # none let through to fill
+    _, kept = dify.retrieve("handbook", query, top_k=5, threshold_enabled=True, score_threshold=second)
+    assert [x["metadata"]["document_id"] for x in kept] == [x["metadata"]["document_id"] for x in recs
+                                                             if x["score"] >= second]
 
 
 def test_scope_narrowing_and_denial(dify: Dify) -> None:

@@ -50,3 +50,15 @@ def test_current_rev_names_a_commit_or_unknown(tmp_path: Path) -> None:
     assert eval_runs.current_rev(tmp_path) == "unknown"  # not a git checkout
     rev = eval_runs.current_rev(Path(__file__).parent)
     assert rev == "unknown" or len(rev.split("+")[0]) >= 7
+
+
+def test_eval_refuses_a_floor_outside_0_1_and_a_missing_saved_run(tmp_path: Path) -> None:
+    from tests.support import harness
+
+    r = harness.kbgate("eval", "--relevance-floor", "1.5", "--workdir", str(tmp_path))
+    assert r.returncode == 2 and "--relevance-floor must be a number from 0 to 1" in r.stderr
+    (tmp_path / "docs.jsonl").write_text("", "utf-8")
+    (tmp_path / "q.jsonl").write_text("", "utf-8")
+    r = harness.kbgate("eval", "--against", str(tmp_path / "none.json"), "--workdir", str(tmp_path), "--corpus",
+                       f"x={tmp_path / 'docs.jsonl'}:{tmp_path / 'q.jsonl'}", "--hybrid", "none")
+    assert r.returncode == 2 and "no such saved run" in r.stderr

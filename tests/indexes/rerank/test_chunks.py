@@ -67,7 +67,9 @@ def test_only_the_first_candidates_are_reranked(tmp_path: Path, server: str) -> 
     idx = store(tmp_path, server, candidates=3).open("kb")
     hits = idx.search("备份", 5)
     assert ids(hits) == ["d2", "d1", "d0", "d3", "d4"]  # three reranked, then the lexical order
-    assert hits[3].scores.rerank is None and hits[3].relevance == 0.0
+    # past the candidates: lexical relevance, capped at the lowest reranked one (order stays monotonic)
+    assert hits[3].scores.rerank is None and hits[3].scores.bm25 is not None
+    assert 0.0 < hits[3].relevance <= min(h.relevance for h in hits[:3])
     assert httpx.get(f"{server}/stats").json()["documents"] == [3]
 
 
