@@ -80,7 +80,8 @@ async def _env(private_index: Path, tmp_path: Path, start_app: Any, redis_url: s
     jsonl = tmp_path / "hostile.jsonl"
     jsonl.write_text("".join(orjson.dumps(r).decode() + "\n" for r in HOSTILE), "utf-8")
     IndexStore(private_index).create_or_open_for_write("docs").ingest(read_jsonl(jsonl), progress=False)
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
+    # floor 0: this file judges which names are never shown, not relevance; every visible hit is kept
+    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs", "relevance_floor": 0.0}},
              "clients": {"idc": client("i1", TOKEN, ["support"], TOOLS, **EVERYTHING)}}
     cfg = parse(config(tmp_path, tenants=[ACME], indexes=private_index, redis_url=redis_url,
                        key_prefix="kbgate-identities", agent=agent), tmp_path)
