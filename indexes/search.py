@@ -19,6 +19,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from .analysis import QueryTerms
+from .synonyms import EXPANSION_WEIGHT
 from .types import SearchFilter
 
 __all__ = [
@@ -237,6 +238,8 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
     for field, tok, boost in plan:
         if field == "body_chars" and tok in terms.joins:
             boost *= boosts.joins
+        if tok in terms.expanded:
+            boost *= EXPANSION_WEIGHT
         q = Query.term_query(schema, field, tok)
         clauses.append((Occur.Should, q if boost == 1.0 else Query.boost_query(q, boost)))
     if boosts.title > 0:
@@ -246,8 +249,9 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
             for tok in tokens:
                 in_titles = df(searcher, doc_field, tok)
                 if in_titles:
+                    weight = EXPANSION_WEIGHT if tok in terms.expanded else 1.0
                     clauses.append((Occur.Should, Query.const_score_query(
-                        Query.term_query(schema, field, tok), boosts.title * idf(in_titles, n))))
+                        Query.term_query(schema, field, tok), weight * boosts.title * idf(in_titles, n))))
     if not clauses:
         return None
     if not common or boosts.common <= 0:

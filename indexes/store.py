@@ -24,7 +24,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
-from .analysis import query_terms
+from .analysis import QueryTerms, query_terms
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
@@ -32,6 +32,7 @@ from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
 from .stats import index_stats, meta_digest, read_generation
+from .synonyms import Synonyms, expand
 from .types import (
     DEFAULT_BOUNDS,
     Document,
@@ -89,6 +90,7 @@ class KnowledgeIndex:
         self._doc_freqs = DocFreqs()
         self._clock = clock
         self.boosts = boosts
+        self.synonyms: Synonyms | None = None  # set by its owner (the gateway: the config's [indexes.NAME])
         self.chunk_chars = chunk_chars
         self._reload_lock = threading.Lock()
         self._last_check = clock()
@@ -100,6 +102,12 @@ class KnowledgeIndex:
         index.reload()
 
     # ---- reading -------------------------------------------------------
+
+    def query_terms(self, query: str) -> QueryTerms:
+        """The analysed query as this index searches it: `indexes.analysis.query_terms`, expanded
+        by the index's synonyms (`indexes.synonyms.expand`; QueryTerms.expansions says which
+        rule fired). The one place a search's terms come from."""
+        return expand(query_terms(query), self.synonyms)
 
     def _stat_meta(self) -> int:
         try:
@@ -174,7 +182,7 @@ class KnowledgeIndex:
         if limit <= 0:
             return []
         self.maybe_reload()
-        terms = query_terms(query)
+        terms = self.query_terms(query)
         searcher = self._index.searcher()
         q = build_query(self._schema, terms, searcher, filter, self.boosts,
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)

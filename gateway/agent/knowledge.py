@@ -27,6 +27,7 @@ from starlette.routing import Route
 from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentRoute
+from gateway.core.events import Asker
 from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
 from gateway.core.frame import Call, Reply, dumps, endpoint
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
@@ -175,7 +176,8 @@ async def search(call: Call) -> dict[str, Any]:
     else:
         try:
             found = await retrieve.search(call.rt, eff, query, limit, summary_chars=SUMMARY_CHARS, content_chars=1,
-                                          min_score=route.min_score, with_generation=True)
+                                          min_score=route.min_score, with_generation=True,
+                                          asker=Asker("knowledge", call.client.id, (route.name,), "search"))
             generation, hits = found.generation, found.hits
         except DependencyUnavailable:
             status, hits = "unavailable", []

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from gateway.core import retrieve
+from gateway.core.events import Asker
 from gateway.core.errors import DependencyUnavailable, DifyError
 from gateway.core.frame import Call
 from gateway.core.scope import require_tool, resolve_agent
@@ -60,7 +61,8 @@ async def retrieval(call: Call) -> dict[str, Any]:
         raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} is disabled")
     try:
         found = await retrieve.search(call.rt, eff, req.query, req.top_k, summary_chars=1,
-                                      content_chars=cfg.content_chars, min_score=route.min_score, where=req.where)
+                                      content_chars=cfg.content_chars, min_score=route.min_score, where=req.where,
+                                      asker=Asker("dify", call.client.id, (route.name,), "retrieval"))
     except DependencyUnavailable:
         raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} cannot be "
                                                       "searched right now") from None

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentClient, Config, McpConfig
+from gateway.core.events import Asker
 from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, KnowledgeError, McpError
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
@@ -195,8 +196,9 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
             continue
         revisions[route.name] = scope_revision(eff, agent_configuration(route, call.client), generation)
         targets.append(retrieve.Target(route.name, eff, route.min_score))
+    asker = Asker("mcp", call.client.id, tuple(t.key for t in targets), "search")
     merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
-                                        content_chars=1)
+                                        content_chars=1, asker=asker)
     failed += merged.failed
     if len(targets) == len(merged.failed):  # no route could be searched
         disabled = [r.name for r, _ in scopes if not r.enabled]

@@ -34,7 +34,7 @@ from gateway.core.errors import (
     PayloadTooLarge,
     UnsupportedMedia,
 )
-from gateway.core.events import Delivery
+from gateway.core.events import Asker, Delivery
 from gateway.core.replay import answer_once, claim_expiry, nonce_key
 from gateway.core.runtime import Runtime
 from gateway.core.scope import resolve_callback
@@ -186,7 +186,10 @@ class VolcengineWing:
         eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
         found = await retrieve.search(self.rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
                                       content_chars=cfg.search.content_chars,
-                                      one_per_document=cfg.search.one_per_document)
+                                      one_per_document=cfg.search.one_per_document,
+                                      asker=Asker("volcengine", tenant.name,
+                                                  (f"{tenant.name}/{req.first_level_id}/{req.second_level_id}",),
+                                                  "callback"))
         d.search_ms, d.results = found.took_ms, len(found.hits)
         return success_body(found.hits)
 

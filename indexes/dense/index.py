@@ -25,7 +25,6 @@ from typing import Any
 import tantivy
 from tantivy import Query
 
-from ..analysis import query_terms
 from ..hits import make_hit
 from ..search import build_query
 from ..store import IndexStore, KnowledgeIndex
@@ -111,7 +110,7 @@ class HybridIndex(KnowledgeIndex):
             return [], None
         generation = self._generation  # before maybe_reload: never newer than the state searched
         self.maybe_reload()
-        terms = query_terms(query)
+        terms = self.query_terms(query)
         filters = self._scope_parts(filter, self._index.searcher(), where)
 
         def lexical_query(searcher: tantivy.Searcher) -> Query | None:

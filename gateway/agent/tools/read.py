@@ -14,6 +14,7 @@ from gateway.agent import upstream_answer as answer
 from gateway.agent.tools.request import ToolCall, invalid, public_scope, strings
 from gateway.core import retrieve
 from gateway.core.config import AgentRoute
+from gateway.core.events import Asker
 from gateway.core.errors import AccessDenied, DependencyUnavailable, ToolError
 from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, narrow, resolve_agent_routes
 from indexes.types import Hit, StoredDocument
@@ -73,8 +74,9 @@ async def scoped_search(tc: ToolCall, query: str, limit: int, *,
     scope, each route's min_score), best score first, one per document."""
     serving = _serving(tc)
     targets = [retrieve.Target(r, e, r.min_score) for r, e in serving]
+    asker = Asker("agent", tc.call.client.id, tuple(r.name for r, _ in serving), tc.tool)
     merged = await retrieve.search_many(tc.call.rt, targets, query, limit, summary_chars=SNIPPET_CHARS,
-                                        content_chars=content_chars)
+                                        content_chars=content_chars, asker=asker)
     for route in merged.failed:
         _unavailable(tc, route)
     _settle_partial(tc, len(serving) - len(merged.failed))

@@ -1,6 +1,7 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
     [indexes]                 dir, max_document_bytes
+    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config
     [indexes.NAME.dense]      hybrid retrieval of index NAME (README "Hybrid retrieval"): provider,
                               model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
                               batching and retries, the query deadline and breaker, fusion
@@ -20,6 +21,8 @@ from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
 from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+from indexes.synonyms import SynonymError, Synonyms
+from indexes.synonyms import load as load_synonyms
 
 INDEXER_KEYS = ("dir", "max_document_bytes")
 DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
@@ -46,7 +49,7 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
 
 def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
     """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
-    one stay lexical). `[indexes.NAME]` holds only `dense` today. Raises ConfigError naming the key."""
+    one stay lexical). `[indexes.NAME]` holds `dense` and `synonyms` (`parse_synonyms`). Raises ConfigError naming the key."""
     out: dict[str, DenseConfig] = {}
     for name, raw in idx.data.items():
         if name in INDEXER_KEYS:
@@ -55,9 +58,26 @@ def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str
         if not INDEX_NAME.fullmatch(name):
             raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
         t = table_of(raw, key)
-        t.only({"dense"})
+        t.only({"dense", "synonyms"})
         if "dense" in t:
             out[name] = _dense(t.table("dense"), base_dir, env)
+    return out
+
+
+def parse_synonyms(idx: Fields, base_dir: Path) -> dict[str, Synonyms]:
+    """Index name → its synonyms, one per `[indexes.NAME] synonyms = "path"` (resolved against
+    base_dir; format: indexes.synonyms). Raises ConfigError naming the key, with the file and
+    line of a bad rule in the message."""
+    out: dict[str, Synonyms] = {}
+    for name, raw in idx.data.items():
+        if name in INDEXER_KEYS or not isinstance(raw, dict) or "synonyms" not in raw:
+            continue
+        t = table_of(raw, idx.key(name))
+        path = (base_dir / t.string("synonyms")).resolve()
+        try:
+            out[name] = load_synonyms(path)
+        except SynonymError as exc:
+            raise ConfigError(t.key("synonyms"), str(exc)) from None
     return out
 
 
