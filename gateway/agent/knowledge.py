@@ -27,8 +27,8 @@ from starlette.routing import Route
 from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentRoute
-from gateway.core.events import Asker
 from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
+from gateway.core.events import Asker
 from gateway.core.frame import Call, Reply, dumps, endpoint
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime

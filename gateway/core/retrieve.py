@@ -122,7 +122,8 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
                  asker: Asker | None = None) -> Searched:
     """Best hits for `query` inside `scope` (at most `limit`, best first), from the answer
     cache when it holds them (module doc). With `asker` (who asks, from the wing), what the
-    caller got is published as one `SearchAnswered` (`Indexes.answered`), cached or not. A coroutine: an index whose search may wait
+    caller got is published as one `SearchAnswered` (`Indexes.answered`), cached or not.
+    A coroutine: an index whose search may wait
     (`KnowledgeIndex.search_may_wait`: hybrid) is searched in a worker thread, a lexical one
     inline (module doc).
 

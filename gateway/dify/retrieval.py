@@ -18,8 +18,8 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from gateway.core import retrieve
-from gateway.core.events import Asker
 from gateway.core.errors import DependencyUnavailable, DifyError
+from gateway.core.events import Asker
 from gateway.core.frame import Call
 from gateway.core.scope import require_tool, resolve_agent
 from gateway.core.validate import clip

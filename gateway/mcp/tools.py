@@ -27,8 +27,8 @@ from urllib.parse import quote
 
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentClient, Config, McpConfig
-from gateway.core.events import Asker
 from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, KnowledgeError, McpError
+from gateway.core.events import Asker
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
 from gateway.core.scope import (

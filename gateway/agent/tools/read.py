@@ -14,8 +14,8 @@ from gateway.agent import upstream_answer as answer
 from gateway.agent.tools.request import ToolCall, invalid, public_scope, strings
 from gateway.core import retrieve
 from gateway.core.config import AgentRoute
-from gateway.core.events import Asker
 from gateway.core.errors import AccessDenied, DependencyUnavailable, ToolError
+from gateway.core.events import Asker
 from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, narrow, resolve_agent_routes
 from indexes.types import Hit, StoredDocument
 

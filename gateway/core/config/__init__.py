@@ -25,7 +25,8 @@ from gateway.core.config.model import (
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
-    "AuditConfig", "Config", "DifyConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route", "SearchConfig", "SecretKey",
+    "AuditConfig", "Config", "DifyConfig", "GapsConfig", "McpConfig",
+    "ReplayConfig", "Route", "SearchConfig", "SecretKey",
     "ServerConfig", "Tenant",
     "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "parse_config", "read_secret",
     "read_signing_key",

@@ -49,7 +49,8 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
 
 def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
     """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
-    one stay lexical). `[indexes.NAME]` holds `dense` and `synonyms` (`parse_synonyms`). Raises ConfigError naming the key."""
+    one stay lexical). `[indexes.NAME]` holds `dense` and `synonyms` (`parse_synonyms`).
+    Raises ConfigError naming the key."""
     out: dict[str, DenseConfig] = {}
     for name, raw in idx.data.items():
         if name in INDEXER_KEYS:
