@@ -98,7 +98,7 @@ class Asker:
 @dataclass(frozen=True, slots=True)
 class Served:
     """One hit handed back to a caller, as observers see it: index, document id, title, path,
-    relevance (0..1, `indexes.types.Hit.relevance`), and BM25/fused score (`Hit.score`)."""
+    relevance (0..1, `indexes.types.Hit.relevance`), BM25/fused score (`Hit.score`), revision."""
 
     index: str
     doc_id: str
@@ -106,6 +106,7 @@ class Served:
     path: str
     relevance: float
     score: float
+    revision: str = ""
 
 
 @dataclass(frozen=True, slots=True)

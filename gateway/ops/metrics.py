@@ -138,7 +138,8 @@ class Metrics:
     search_duration_seconds{tenant}, callback_results{tenant},
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
     deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome},
-    answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'); per Bearer-token
+    answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'),
+    questions_total{route,outcome} (`count_question`); per Bearer-token
     wing (`observe_call`): wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
     wing_duration_seconds{wing}; index gauges from `IndexCollector`.
     """
@@ -176,6 +177,10 @@ class Metrics:
                                      "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
         self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
                                    ["wing", "code"], registry=reg)
+        self.questions = Counter("kbgate_questions", "Callers' questions by route and outcome: 'answered', "
+                                 "'no_answer' (no hit) or 'low_score' (best relevance under the route's gap "
+                                 "threshold); the no-answer and low-score rates per route are their shares",
+                                 ["route", "outcome"], registry=reg)
         self.wing_latency = Histogram("kbgate_wing_duration_seconds", "Time from request to answer built, per wing",
                                       ["wing"], buckets=LATENCY_BUCKETS, registry=reg)
         if self.multiprocess:
@@ -225,6 +230,14 @@ class Metrics:
             if e.code is not None:
                 self.wing_errors.labels(e.wing, e.code).inc()
         except Exception:  # metrics must never fail a request
+            log.warning("metrics update failed", exc_info=True)
+
+    def count_question(self, route: str, outcome: str) -> None:
+        """Count one caller's question (gateway.ops.gaps.record: route ids joined by ',',
+        configured names only; outcome 'answered' | 'no_answer' | 'low_score'). Never raises."""
+        try:
+            self.questions.labels(route, outcome).inc()
+        except Exception:  # metrics must never fail a search
             log.warning("metrics update failed", exc_info=True)
 
     def drop(self, reason: str, count: int) -> None:
