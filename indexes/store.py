@@ -1,11 +1,10 @@
 """Index storage: open, search, read back, reload, and the single writer.
 
-`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index
-plus the schema sidecar). The server only reads (`open`, cached); the indexer
-writes (`create_or_open_for_write` + `KnowledgeIndex.ingest`). Tantivy commits
-are atomic for readers; `maybe_reload` lets a long-running reader pick up a
-new commit without reopening. One writer per index: a second one raises
-`IndexLockedError`.
+`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the schema
+sidecar). The server only reads (`open`, cached); the indexer writes (`create_or_open_for_write` +
+`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a
+long-running reader pick up a new commit without reopening. One writer per index: a second one
+raises `IndexLockedError`. A search's terms are `indexes.synonyms.analysed` (the owner's synonyms).
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a
 query and shaping Hits), `indexes.documents` (reading documents back), `indexes.stats`,
@@ -24,7 +23,6 @@ import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
-from .analysis import QueryTerms, query_terms
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
@@ -32,7 +30,7 @@ from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query
 from .stats import index_stats, meta_digest, read_generation
-from .synonyms import Synonyms, expand
+from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
     Document,
@@ -102,12 +100,6 @@ class KnowledgeIndex:
         index.reload()
 
     # ---- reading -------------------------------------------------------
-
-    def query_terms(self, query: str) -> QueryTerms:
-        """The analysed query as this index searches it: `indexes.analysis.query_terms`, expanded
-        by the index's synonyms (`indexes.synonyms.expand`; QueryTerms.expansions says which
-        rule fired). The one place a search's terms come from."""
-        return expand(query_terms(query), self.synonyms)
 
     def _stat_meta(self) -> int:
         try:
@@ -182,7 +174,7 @@ class KnowledgeIndex:
         if limit <= 0:
             return []
         self.maybe_reload()
-        terms = self.query_terms(query)
+        terms = analysed(query, self.synonyms)
         searcher = self._index.searcher()
         q = build_query(self._schema, terms, searcher, filter, self.boosts,
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)

@@ -146,6 +146,12 @@ def load(path: Path, shown: str | None = None) -> Synonyms:
     return parse(text, name)
 
 
+def analysed(query: str, synonyms: Synonyms | None) -> QueryTerms:
+    """The analysed query as an index searches it: `indexes.analysis.query_terms` expanded by the
+    index's synonyms (`expand`; QueryTerms.expansions says which rule fired: explain data)."""
+    return expand(query_terms(query), synonyms)
+
+
 def expand(terms: QueryTerms, synonyms: Synonyms | None) -> QueryTerms:
     """`terms` with the terms of every rule that fires added (module doc), or `terms` itself
     when none does. The added terms are in `QueryTerms.expanded`; which rule added what is in

@@ -28,6 +28,7 @@ from tantivy import Query
 from ..hits import make_hit
 from ..search import build_query
 from ..store import IndexStore, KnowledgeIndex
+from ..synonyms import analysed
 from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
@@ -110,7 +111,7 @@ class HybridIndex(KnowledgeIndex):
             return [], None
         generation = self._generation  # before maybe_reload: never newer than the state searched
         self.maybe_reload()
-        terms = self.query_terms(query)
+        terms = analysed(query, self.synonyms)
         filters = self._scope_parts(filter, self._index.searcher(), where)
 
         def lexical_query(searcher: tantivy.Searcher) -> Query | None:

@@ -9,7 +9,7 @@ import pytest
 
 from indexes.analysis import query_terms
 from indexes.store import IndexStore
-from indexes.synonyms import EXPANSION_WEIGHT, SynonymError, expand, load, parse
+from indexes.synonyms import EXPANSION_WEIGHT, SynonymError, analysed, expand, load, parse
 
 MISSED = "凭证更换步骤"  # shares no term with the kb index's pages
 
@@ -65,7 +65,7 @@ def test_bad_lines_are_refused_naming_file_and_line(text: str, line: int, proble
 
 def test_a_file_not_utf8_names_its_line(tmp_path: Path) -> None:
     p = tmp_path / "s.txt"
-    p.write_bytes("a, b\n".encode() + "c, 密".encode("gbk") + b"\n")
+    p.write_bytes(b"a, b\n" + "c, 密".encode("gbk") + b"\n")
     with pytest.raises(SynonymError) as err:
         load(p, "s.txt")
     assert err.value.where == "s.txt:2"
@@ -78,7 +78,7 @@ def test_a_synonym_finds_a_missed_page_without_a_rebuild(docs_index: Path) -> No
         assert idx.search(MISSED) == []
         idx.synonyms = parse("凭证 => 密钥\n更换 => 轮换\n", "kb.txt")
         assert [h.doc_id for h in idx.search(MISSED)][:1] == ["kb-1"]
-        assert idx.query_terms(MISSED).expansions == (("凭证", "密钥"), ("更换", "轮换"))
+        assert analysed(MISSED, idx.synonyms).expansions == (("凭证", "密钥"), ("更换", "轮换"))
     finally:
         store.close()
 
