@@ -41,7 +41,7 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
     data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-gaps-{port}",
-                  admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1},
+                  admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1, "threshold": 0.0},
                   access={"sqlite_path": str(root / "feedback.sqlite3")})
     with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
         s.root = root  # type: ignore[attr-defined]

@@ -63,7 +63,8 @@ def gaps_page(groups: Sequence[Group], *, csrf: str, show_queries: bool, shared:
         cells = [f"<td><code>{escape(g.id[:12])}</code></td>", f'<td class="num asked">{g.count}</td>',
                  f'<td class="num no-hit">{g.no_answer}</td>', f'<td class="num low">{g.low_score}</td>',
                  f'<td class="num distinct">{g.questions}</td>', f"<td>{_counts(dict(sorted(g.days.items())))}</td>",
-                 f'<td class="callers">{_counts(g.callers)}</td>', f'<td class="routes">{_counts(g.routes)}</td>',
+                 f'<td class="callers">{_counts(dict(g.callers.most_common()))}</td>',
+                 f'<td class="routes">{_counts(dict(g.routes.most_common()))}</td>',
                  f"<td>{_when(g.first)}</td>", f"<td>{_when(g.last)}</td>", f"<td>{best}</td>"]
         if show_queries:
             cells.append('<td class="examples">' + "<br>".join(escape(q) for q in g.examples) + "</td>")
