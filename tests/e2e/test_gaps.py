@@ -41,7 +41,8 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
     data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-gaps-{port}",
-                  admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1, "threshold": 0.0},
+                  admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"},
+                  gaps={"flush_seconds": 0.1, "threshold": 0.0},  # "no hit" only: low scores in tests/ops
                   access={"sqlite_path": str(root / "feedback.sqlite3")})
     with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
         s.root = root  # type: ignore[attr-defined]
@@ -148,3 +149,23 @@ async def test_prometheus_counts_questions_by_route_and_outcome(srv: Server) -> 
     text = httpx.get(srv.base + "/metrics").text
     assert 'kbgate_questions_total{outcome="no_answer",route="acme/tech/software"}' in text
     assert 'kbgate_questions_total{outcome="no_answer",route="support"}' in text
+
+
+async def test_the_cli_lists_the_group_and_files_it_as_the_button_does(srv: Server) -> None:
+    from tests.support.harness import kbgate
+
+    before = {g["id"]: g["count"] for g in _groups(srv, 0)}
+    await _ask_every_caller(srv, {k: "南极企鹅的冬季迁徙路线" + "？" * n for n, k in enumerate(MISSES)})
+    [group] = [g for g in _groups(srv, sum(before.values()) + 5) if g["id"] not in before]
+    env = {**ENV, "KBGATE_ADMIN_TOKEN": ADMIN_TOKEN}
+    listed = kbgate("gaps", "--url", srv.base, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert group["id"][:12] in listed.stdout and "volcengine:acme" in listed.stdout
+    filed = [kbgate("gaps", "--url", srv.base, "--file", group["id"][:12], env=env) for _ in range(2)]
+    assert [f.returncode for f in filed] == [0, 0], [f.stderr for f in filed]
+    assert " created for group " in filed[0].stdout and "updated (count 2)" in filed[1].stdout
+    assert "火星" not in listed.stdout and "企鹅" not in listed.stdout
+    nobody = kbgate("gaps", "--url", srv.base, env={**ENV, "KBGATE_ADMIN_TOKEN": "wrong-token-0123456789abc"})
+    assert nobody.returncode != 0 and "401" in nobody.stderr
+    docs = kbgate("documents", "--url", srv.base, env=env)
+    assert docs.returncode == 0 and "index docs:" in docs.stdout and "never served" in docs.stdout

@@ -41,7 +41,8 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-gapsui-{port}",
                   admin_token=ADMIN_TOKEN, show_queries=False, agent=agent, audit={"sink": "off"},
-                  gaps={"flush_seconds": 0.1, "threshold": 0.0}, access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
+                  gaps={"flush_seconds": 0.1, "threshold": 0.0},
+                  access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
         with httpx.Client(timeout=10) as c:
             for q in MISSES[:2]:
