@@ -241,6 +241,9 @@ class QueryTerms:
         words are blanked, e.g. 钥 in "钥"): no word or bigram of the index holds 钥 when the
         text says 密钥, so they are searched as characters (issue 9).
     joins: the bigrams that span two jieba words of the query.
+    expanded: the terms added by the index's synonyms, not typed by the user (weighed less);
+    expansions: which synonym rule fired, as (the question's term, the synonym it added)
+        pairs, for explain data (`indexes.synonyms.expand`; both empty without synonyms).
     """
 
     text: str
@@ -249,6 +252,8 @@ class QueryTerms:
     chars: tuple[str, ...] = ()
     joins: frozenset[str] = frozenset()
     latin: tuple[str, ...] = ()
+    expanded: frozenset[str] = frozenset()
+    expansions: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_empty(self) -> bool:

@@ -19,6 +19,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from .analysis import QueryTerms
+from .synonyms import EXPANSION_WEIGHT
 from .types import SearchFilter
 
 __all__ = [
@@ -242,6 +243,9 @@ def _plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts, doc_fre
                           if field == "body_chars" and tok in chars and boosts.title_unigrams > 0)]
     selecting = [(field, tok, boost * boosts.joins if field == "body_chars" and tok in terms.joins else boost)
                  for field, tok, boost in selecting]
+    if terms.expanded:  # a synonym's terms weigh less than the user's own words (indexes.synonyms)
+        selecting = [(f, t, b * EXPANSION_WEIGHT if t in terms.expanded else b) for f, t, b in selecting]
+        common = [(f, t, b * EXPANSION_WEIGHT if t in terms.expanded else b) for f, t, b in common]
     titles: list[tuple[str, str, float]] = []
     if boosts.title > 0:
         n = searcher.doc_freq("chunk", 0)  # documents: one chunk 0 each
@@ -250,7 +254,8 @@ def _plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts, doc_fre
             for tok in tokens:
                 in_titles = df(searcher, doc_field, tok)
                 if in_titles:
-                    titles.append((field, tok, boosts.title * idf(in_titles, n)))
+                    weight = EXPANSION_WEIGHT if tok in terms.expanded else 1.0
+                    titles.append((field, tok, weight * boosts.title * idf(in_titles, n)))
     return _Plan(selecting, [(f, t, boosts.common * b) for f, t, b in common], titles)
 
 
@@ -295,12 +300,16 @@ def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = 
     idf(0, n), the highest there is, so a question about things the corpus never mentions has
     most of its mass unmatched. Title clauses are left out: a title match is further evidence
     on top of the body's (a page titled with the question's words whose body holds the rest
-    is a full match, not two thirds of one). 0.0 when the query has no BM25 clause. Units: BM25
-    points, the same as Hit.scores.bm25 of the same search (`indexes.relevance`)."""
+    is a full match, not two thirds of one). A synonym's added terms are left out too: they are
+    other ways to match the question's words, not more of the question, so a page that matches
+    the user's words is not judged less relevant for a synonym it lacks. 0.0 when the query has
+    no BM25 clause. Units: BM25 points, the same as Hit.scores.bm25 of the same search
+    (`indexes.relevance`)."""
     plan = _plan(terms, searcher, boosts, doc_freqs)
     df = (doc_freqs or DocFreqs()).get
     n = searcher.num_docs
-    return sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common))
+    return sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common)
+               if tok not in terms.expanded)
 
 
 def build_query(

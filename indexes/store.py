@@ -1,10 +1,10 @@
 """Index storage: open, search, read back, reload, and the single writer.
 
-`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the
-schema sidecar). The server only reads (`open`, cached); the indexer writes
-(`create_or_open_for_write` + `KnowledgeIndex.ingest`). Tantivy commits are atomic for
-readers; `maybe_reload` lets a long-running reader pick up a new commit without reopening.
-One writer per index: a second one raises `IndexLockedError`.
+`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the schema
+sidecar). The server only reads (`open`, cached); the indexer writes (`create_or_open_for_write` +
+`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a
+long-running reader pick up a new commit without reopening. One writer per index: a second one
+raises `IndexLockedError`. A search's terms are `indexes.synonyms.analysed` (the owner's synonyms).
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a
 query and shaping Hits), `indexes.documents` (reading documents back), `indexes.stats`,
@@ -24,7 +24,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
-from .analysis import QueryTerms, query_terms
+from .analysis import QueryTerms
 from .documents import datasets as stored_datasets
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
@@ -33,6 +33,7 @@ from .records import document_revision
 from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query, ideal_score
 from .stats import index_stats, meta_digest, read_generation
+from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
     Document,
@@ -96,6 +97,7 @@ class KnowledgeIndex:
         self._doc_freqs = DocFreqs()
         self._clock = clock
         self.boosts = boosts
+        self.synonyms: Synonyms | None = None  # set by its owner (the gateway: the config's [indexes.NAME])
         self.chunk_chars = chunk_chars
         self._reload_lock = threading.Lock()
         self._last_check = clock()
@@ -175,7 +177,7 @@ class KnowledgeIndex:
         if limit <= 0:
             return []
         self.maybe_reload()
-        terms = query_terms(query)
+        terms = analysed(query, self.synonyms)
         searcher = self._index.searcher()
         q = build_query(self._schema, terms, searcher, filter, self.boosts,
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)

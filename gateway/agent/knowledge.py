@@ -28,6 +28,7 @@ from gateway.agent.paging import READ_CHAIN_MAX_BYTES, page
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentRoute, floor_of
 from gateway.core.errors import AgentError, DependencyUnavailable, KnowledgeError
+from gateway.core.events import Asker
 from gateway.core.frame import Call, Reply, dumps, endpoint
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
@@ -182,7 +183,8 @@ async def search(call: Call) -> dict[str, Any]:
         try:
             found = await retrieve.search(call.rt, eff, query, limit, summary_chars=SUMMARY_CHARS, content_chars=1,
                                           floor=floor_of(route.relevance_floor, call.cfg.search),
-                                          with_generation=True)
+                                          with_generation=True,
+                                          asker=Asker("knowledge", call.client.id, (route.name,), "search"))
             generation, hits = found.generation, found.hits
         except DependencyUnavailable:
             status, hits = "unavailable", []

@@ -2,7 +2,8 @@
 
 A request path (the Volcengine handler) publishes a `Delivery` after its response was sent,
 the indexes a `HybridSearched` for each search of a hybrid index, the answer cache an
-`AnswerLooked` for each lookup;
+`AnswerLooked` for each lookup, the scoped retrieval (gateway.core.retrieve) a `SearchAnswered`
+for each question a caller's wing asked it (every wing, every route);
 observers subscribed at start-up (the log line, metrics, the deliveries record, key usage)
 each get it in turn. The core knows none of them: it only holds the list. An observer must
 not block and does no I/O wait; one that raises is logged and skipped, never failing the
@@ -83,6 +84,58 @@ class AnswerLooked:
 
     index: str
     outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """Who asks a search, as the wing tells `gateway.core.retrieve.search`: for the observers of
+    `SearchAnswered` (gap and hit statistics), never for any decision of the search.
+
+    wing: 'volcengine' | 'dify' | 'mcp' | 'agent' (tool API) | 'knowledge' (knowledge protocol).
+    caller: the configured tenant name or agent client id (never a key or token).
+    routes: ids of the configured routes searched: an agent route's name, or
+        '{tenant}/{FirstLevelId}/{SecondLevelId}' for a Volcengine route.
+    tool: what the caller called ('callback', 'retrieval', 'search', 'ask', ...).
+    probe: an operator's try (/admin/try), not a caller: observers that count callers skip it.
+    """
+
+    wing: str
+    caller: str
+    routes: tuple[str, ...]
+    tool: str = "search"
+    probe: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One hit handed back to a caller, as observers see it: index, document id, title, path,
+    relevance (0..1, `indexes.types.Hit.relevance`), BM25/fused score (`Hit.score`), revision."""
+
+    index: str
+    doc_id: str
+    title: str
+    path: str
+    relevance: float
+    score: float
+    revision: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswered:
+    """One question of a caller answered by the scoped retrieval, published once per question
+    (a search over several routes is one event), from the task or thread the search ran in.
+
+    asker: `Asker`. query: the raw question text: observers keep it only where an operator
+    opted in (admin.show_queries), never in logs or metrics. hits: what the caller got, best
+    first (after scope, min_score and one-per-document). indexes: the indexes searched.
+    failed: the search of at least one route failed (its index unavailable).
+    """
+
+    asker: Asker
+    query: str
+    indexes: tuple[str, ...]
+    hits: tuple[Served, ...]
+    failed: bool = False
 
 
 class Events:

@@ -51,6 +51,7 @@ from anyio import to_thread
 
 from gateway.core.answers import AnswerCache, AnswerKey, normalize_query, where_key
 from gateway.core.errors import DependencyUnavailable
+from gateway.core.events import Asker, SearchAnswered, Served
 from gateway.core.explain import EXPLAIN, Dropped, Explain, trace
 from gateway.core.scope import EffectiveScope, allows
 from indexes import relevance
@@ -81,11 +82,14 @@ def _index_calls(scope: EffectiveScope) -> Iterator[None]:
 class Indexes(Protocol):
     """Where indexes come from (gateway.core.runtime.Runtime): `index(name)` opens one
     (reloaded to its newest commit) or raises DependencyUnavailable('index_unavailable');
-    `answers()` is the answer cache to use, or None (off)."""
+    `answers()` is the answer cache to use, or None (off); `answered(event)` publishes what a
+    caller's question got (`SearchAnswered`), never raising."""
 
     def index(self, name: str) -> KnowledgeIndex: ...
 
     def answers(self) -> AnswerCache | None: ...
+
+    def answered(self, event: SearchAnswered) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +130,12 @@ def _unavailable(scope: EffectiveScope) -> DependencyUnavailable:
 
 async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                  content_chars: int, one_per_document: bool = True, floor: float = 0.0,
-                 with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
+                 with_generation: bool = False, where: MetaFilter | None = None,
+                 asker: Asker | None = None) -> Searched:
     """Best hits for `query` inside `scope` (at most `limit`, best first), from the answer
-    cache when it holds them (module doc). A coroutine: an index whose search may wait
+    cache when it holds them (module doc). With `asker` (who asks, from the wing), what the
+    caller got is published as one `SearchAnswered` (`Indexes.answered`), cached or not.
+    A coroutine: an index whose search may wait
     (`KnowledgeIndex.search_may_wait`: hybrid) is searched in a worker thread, a lexical one
     inline (module doc).
 
@@ -161,6 +168,8 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
         hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
                               floor, where, incarnation))
         if hits is not None:
+            if asker is not None:
+                _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in hits])
             return Searched(hits, (time.perf_counter() - started) * 1000.0, label if with_generation else None,
                             cached=True)
     run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
@@ -170,6 +179,8 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     if cache is not None and reusable is not None:
         cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, floor,
                        where, incarnation), found.hits)
+    if asker is not None:
+        _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in found.hits])
     return found
 
 
@@ -193,6 +204,11 @@ async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query
     found, _ = await to_thread.run_sync(run) if idx.search_may_wait else run()
     ex.traces[-1].cache = outcome
     return found
+def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, ...],
+              hits: Sequence[tuple[str, Hit]], failed: bool = False) -> None:
+    """Publish what `asker`'s question got: (index, hit) pairs best first."""
+    indexes.answered(SearchAnswered(asker, query, searched, tuple(
+        Served(index, h.doc_id, h.title, h.path, h.relevance, h.score, h.revision) for index, h in hits), failed))
 
 
 def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
@@ -243,10 +259,11 @@ def _generation(idx: KnowledgeIndex) -> int:
 
 
 async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str, limit: int, *,
-                      summary_chars: int, content_chars: int) -> Merged[K]:
+                      summary_chars: int, content_chars: int, asker: Asker | None = None) -> Merged[K]:
     """`search` in every target (one after the other, each with its own floor), merged: highest
     relevance first (ties keep the targets' order), one hit per (index, document), at most
-    `limit`. A target whose index fails is listed in `failed` instead of raising. A coroutine, like `search`."""
+    `limit`. A target whose index fails is listed in `failed` instead of raising. A coroutine, like
+    `search`. With `asker`, the merged answer is published as one `SearchAnswered` (not one per target)."""
     found: list[tuple[K, str, Hit]] = []
     failed: list[K] = []
     for t in targets:
@@ -268,7 +285,12 @@ async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str
             ex.merged.append((key, Dropped(h, "merged")))
     if ex is not None:
         ex.merged += [(key, Dropped(h, "limit")) for key, h in out[limit:]]
-    return Merged(out[:limit], failed)
+    merged = Merged(out[:limit], failed)
+    if asker is not None and ex is None:  # a try is no caller's question
+        by_key = {t.key: t.scope.index for t in targets}
+        _answered(indexes, asker, query, tuple(dict.fromkeys(t.scope.index for t in targets)),
+                  [(by_key[k], h) for k, h in merged.hits], bool(failed))
+    return merged
 
 
 def generation(indexes: Indexes, scope: EffectiveScope) -> int:

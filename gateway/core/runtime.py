@@ -16,7 +16,7 @@ from gateway.core.answers import AnswerCache
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
-from gateway.core.events import AnswerLooked, Events, HybridSearched, Reranked
+from gateway.core.events import AnswerLooked, Events, HybridSearched, Reranked, SearchAnswered
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
 from indexes.dense import HybridStore
@@ -73,6 +73,7 @@ class Runtime:
         except (IndexStoreError, OSError, ValueError) as exc:
             log.warning("index reload failed, answering from the reader opened before",
                         extra={"index": name, "problem": " ".join(str(exc).split())[:300]})
+        idx.synonyms = self.config.synonyms.get(name)  # a reload applies an owner's edit at once
         s = self.config.search
         if (idx.bounds.max_chunks_per_query, idx.bounds.max_chunks_per_document) != (
                 s.max_chunks_per_query, s.max_chunks_per_document):
@@ -92,6 +93,11 @@ class Runtime:
                                         max_bytes=config.search.answer_cache_mib << 20) if entries > 0 else None
             self._answers_config = config
         return self._answers
+
+    def answered(self, event: SearchAnswered) -> None:
+        """Publish what a caller's question got (`gateway.core.retrieve`), to the observers of
+        `SearchAnswered` (gap and hit statistics). Never raises."""
+        self.events.publish(event)
 
     def _answer_looked(self, index: str, outcome: str) -> None:
         self.events.publish(AnswerLooked(index, outcome))

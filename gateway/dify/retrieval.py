@@ -20,6 +20,7 @@ from starlette.datastructures import Headers
 from gateway.core import retrieve
 from gateway.core.config import floor_of
 from gateway.core.errors import DependencyUnavailable, DifyError
+from gateway.core.events import Asker
 from gateway.core.frame import Call
 from gateway.core.scope import require_tool, resolve_agent
 from gateway.core.validate import clip
@@ -62,7 +63,8 @@ async def retrieval(call: Call) -> dict[str, Any]:
     try:
         found = await retrieve.search(call.rt, eff, req.query, req.top_k, summary_chars=1,
                                       content_chars=cfg.content_chars,
-                                      floor=floor_of(route.relevance_floor, call.cfg.search), where=req.where)
+                                      floor=floor_of(route.relevance_floor, call.cfg.search), where=req.where,
+                                      asker=Asker("dify", call.client.id, (route.name,), "retrieval"))
     except DependencyUnavailable:
         raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} cannot be "
                                                       "searched right now") from None

@@ -30,6 +30,7 @@ from urllib.parse import quote
 from gateway.core import audit, retrieve
 from gateway.core.config import AgentClient, Config, McpConfig, floor_of
 from gateway.core.errors import AccessDenied, AgentError, KnowledgeError, McpError
+from gateway.core.events import Asker
 from gateway.core.refs import RefSigner, check_holder, holder, read_by_ref
 from gateway.core.runtime import Runtime
 from gateway.core.scope import (
@@ -190,8 +191,9 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if route.enabled:
             revisions[route.name] = configuration_revision(eff, agent_configuration(route, call.client))
             targets.append(retrieve.Target(route.name, eff, floor_of(route.relevance_floor, call.cfg.search)))
+    asker = Asker("mcp", call.client.id, tuple(t.key for t in targets), "search")
     merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
-                                        content_chars=1)
+                                        content_chars=1, asker=asker)
     failed = merged.failed
     if len(targets) == len(merged.failed):  # no route could be searched
         disabled = [r.name for r, _ in scopes if not r.enabled]

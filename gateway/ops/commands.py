@@ -6,6 +6,8 @@ kbgate secrets retire --config FILE --tenant T --id ID [--at WHEN | --remove] [-
 kbgate secrets list   --config FILE --tenant T
 kbgate onboard        --config FILE --tenant T --url PUBLIC_BASE [--route A/B=INDEX]...
                       [--secret-stdin] [--wait SECONDS]
+kbgate gaps           --url BASE [--file GROUP] [--json]   (gateway/ops/gaps/cli.py)
+kbgate documents      --url BASE [--json]
 
 WHEN: 'now', unix seconds, or 2026-12-31T00:00:00Z. A running `kbgate serve` picks every
 edit up within a second (gateway/serve/reload.py); `kill -HUP` the master to force it.
@@ -26,7 +28,10 @@ from gateway.ops.secrets import add_key, check_key_id, format_rows, list_keys, p
 
 
 def register(sub: Any) -> None:
-    """Add `secrets` and `onboard` to the `kbgate` subparsers `sub`."""
+    """Add `secrets`, `onboard`, `gaps` and `documents` to the `kbgate` subparsers `sub`."""
+    from gateway.ops.gaps.cli import register as register_gaps
+
+    register_gaps(sub)
     s = sub.add_parser("secrets", help="rotate a tenant's signing keys (add, retire, list)")
     ss = s.add_subparsers(dest="secrets_command")
 

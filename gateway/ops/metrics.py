@@ -168,7 +168,8 @@ class Metrics:
     key_verifications_total{tenant,key_id}, nonce_store_errors_total{tenant},
     deliveries_dropped_total{reason}, hybrid_searches_total{index,outcome},
     answer_cache_lookups_total{index,outcome} (outcome 'hit' | 'miss'),
-    rerank_calls_total{index,outcome} and rerank_duration_seconds{index}; per Bearer-token
+    rerank_calls_total{index,outcome} and rerank_duration_seconds{index},
+    questions_total{route,outcome} (`count_question`); per Bearer-token
     wing (`observe_call`): wing_requests_total{wing,outcome}, wing_errors_total{wing,code},
     wing_duration_seconds{wing}, config_reload_total{outcome} (outcome 'reloaded' |
     'rejected'); index gauges from `IndexCollector`, route_ready from `RouteCollector` when
@@ -214,6 +215,10 @@ class Metrics:
                                      "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
         self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
                                    ["wing", "code"], registry=reg)
+        self.questions = Counter("kbgate_questions", "Callers' questions by route and outcome: 'answered', "
+                                 "'no_answer' (no hit) or 'low_score' (best relevance under the route's gap "
+                                 "threshold); the no-answer and low-score rates per route are their shares",
+                                 ["route", "outcome"], registry=reg)
         self.wing_latency = Histogram("kbgate_wing_duration_seconds", "Time from request to answer built, per wing",
                                       ["wing"], buckets=LATENCY_BUCKETS, registry=reg)
         self.reloads = Counter("kbgate_config_reload", "Loads of a changed config file by a worker: 'reloaded' "
@@ -283,6 +288,14 @@ class Metrics:
             if e.code is not None:
                 self.wing_errors.labels(e.wing, e.code).inc()
         except Exception:  # metrics must never fail a request
+            log.warning("metrics update failed", exc_info=True)
+
+    def count_question(self, route: str, outcome: str) -> None:
+        """Count one caller's question (gateway.ops.gaps.record: route ids joined by ',',
+        configured names only; outcome 'answered' | 'no_answer' | 'low_score'). Never raises."""
+        try:
+            self.questions.labels(route, outcome).inc()
+        except Exception:  # metrics must never fail a search
             log.warning("metrics update failed", exc_info=True)
 
     def drop(self, reason: str, count: int) -> None:

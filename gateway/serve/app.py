@@ -25,11 +25,11 @@ from gateway.agent import knowledge, tools
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
-from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
+from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked, SearchAnswered
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.mcp import McpWing
-from gateway.ops import admin, metrics
+from gateway.ops import admin, gaps, metrics
 from gateway.ops.admin import try_page
 from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
@@ -63,12 +63,18 @@ class Gateway:
         rt.events.subscribe(HybridSearched, self.metrics.observe_hybrid)
         rt.events.subscribe(AnswerLooked, self.metrics.observe_answer)
         rt.events.subscribe(Reranked, self.metrics.observe_rerank)
+        self.gaps = gaps.make_recorder(rt, self.metrics.count_question)
+        rt.events.subscribe(SearchAnswered, self.gaps.observe)
+        self.gap_clients = gaps.LazyClients(rt)  # the tracker of "File improvement task"
         rt.on_close(self.deliveries.close)
+        rt.on_close(self.gap_clients.close)
+        rt.on_close(self.gaps.close)
         rt.on_close(self.metrics.aclose)
 
         @asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
+            flusher = asyncio.get_running_loop().create_task(self.gaps.run(), name="kbgate-gaps")
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
@@ -80,11 +86,13 @@ class Gateway:
                     yield
             finally:
                 watcher.cancel()
+                flusher.cancel()
                 await rt.close()
 
         routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
                   *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
                   *try_page.ROUTES]
+        routes += gaps.ROUTES  # /admin/gaps, /admin/documents
         self.router = Starlette(routes=routes, lifespan=lifespan)
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that
@@ -95,6 +103,8 @@ class Gateway:
         self.router.state.metrics = self.metrics
         self.router.state.deliveries = self.deliveries
         self.router.state.reloader = self.reloader
+        self.router.state.gaps = self.gaps
+        self.router.state.gap_clients = self.gap_clients
 
     def _keep(self, d: Delivery) -> None:
         """The deliveries record's observer (the Query only when admin.show_queries is on)."""

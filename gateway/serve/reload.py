@@ -100,10 +100,12 @@ def current_generation() -> int:
 
 
 def watched_files(config: Config) -> list[Path]:
-    """The config file (when known) and every `value_file` secret of every tenant."""
+    """The config file (when known), every `value_file` secret of every tenant, and every
+    index's synonyms file (`[indexes.NAME] synonyms`: an owner's edit applies without a restart)."""
     files = [config.source] if config.source is not None else []
     for t in config.tenants.values():
         files.extend(Path(k.source[5:]) for k in t.secrets if k.source.startswith("file:"))
+    files.extend(Path(s.source) for s in config.synonyms.values())
     return files
 
 

@@ -19,7 +19,7 @@ import logging
 import re
 import time
 import uuid
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from starlette.types import Message, Receive, Scope, Send
 
@@ -34,7 +34,7 @@ from gateway.core.errors import (
     PayloadTooLarge,
     UnsupportedMedia,
 )
-from gateway.core.events import Delivery
+from gateway.core.events import Asker, Delivery
 from gateway.core.replay import answer_once, claim_expiry, nonce_key
 from gateway.core.runtime import Runtime
 from gateway.core.scope import resolve_callback
@@ -181,22 +181,26 @@ class VolcengineWing:
                 gone.exception()  # retrieved, so asyncio does not log it as lost
 
     async def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
-        return await answer(self.rt, cfg, tenant, body, d)
+        return await answer(self.rt, cfg, tenant, body, d, asker=Asker("volcengine", tenant.name, (), "callback"))
 
 
-async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
+async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Delivery,
+                 asker: Asker | None = None) -> bytes:
     """Parse the verified body, resolve the scope, search (off the event loop when the index
     may wait: `retrieve.search`), shape the success envelope; `d` gets the request's fields.
-    Every callback and an admin's try (gateway.ops.try_) answer through here. Raises
-    CallbackError (its envelope is `wire.error_body`)."""
+    Every callback and an admin's try (gateway.ops.try_) answer through here; a try passes
+    no asker (its search is no caller's question: `gateway.core.events.SearchAnswered`).
+    Raises CallbackError (its envelope is `wire.error_body`)."""
     req = parse_body(body, cfg.search)
     d.first_level_id, d.second_level_id, d.query = req.first_level_id, req.second_level_id, req.query
     eff = resolve_callback(tenant, req.first_level_id, req.second_level_id, d.key_id)
     route = tenant.route(req.first_level_id, req.second_level_id)  # resolve_callback found it
     floor = floor_of(route.relevance_floor if route is not None else None, cfg.search)
+    if asker is not None:  # the route asked, named as the gap report lists routes
+        asker = replace(asker, routes=(f"{tenant.name}/{req.first_level_id}/{req.second_level_id}",))
     found = await retrieve.search(rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
                                   content_chars=cfg.search.content_chars,
-                                  one_per_document=cfg.search.one_per_document, floor=floor)
+                                  one_per_document=cfg.search.one_per_document, floor=floor, asker=asker)
     d.search_ms, d.results = found.took_ms, len(found.hits)
     return success_body(found.hits)
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import tantivy
 from tantivy import Query
 
-from ..analysis import query_terms
 from ..hits import make_hit
 from ..search import build_query, ideal_score
 from ..store import IndexStore, KnowledgeIndex
+from ..synonyms import analysed
 from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
@@ -115,7 +115,7 @@ class HybridIndex(KnowledgeIndex):
             return [], None
         generation = self._generation  # before maybe_reload: never newer than the state searched
         self.maybe_reload()
-        terms = query_terms(query)
+        terms = analysed(query, self.synonyms)
         filters = self._scope_parts(filter, self._index.searcher(), where)
 
         def lexical_query(searcher: tantivy.Searcher) -> Query | None:

@@ -15,6 +15,7 @@ from gateway.agent.tools.request import ToolCall, invalid, public_scope, strings
 from gateway.core import retrieve
 from gateway.core.config import AgentRoute, floor_of
 from gateway.core.errors import AccessDenied, AgentError, DependencyUnavailable, ToolError
+from gateway.core.events import Asker
 from gateway.core.scope import EffectiveScope, ScopeRequest, allows_path, excluded, narrow, resolve_agent_routes
 from gateway.core.validate import clip
 from indexes.types import Hit, StoredDocument
@@ -74,8 +75,9 @@ async def scoped_search(tc: ToolCall, query: str, limit: int, *,
     scope, each route's relevance floor), highest relevance first, one per document."""
     serving = _serving(tc)
     targets = [retrieve.Target(r, e, floor_of(r.relevance_floor, tc.call.cfg.search)) for r, e in serving]
+    asker = Asker("agent", tc.call.client.id, tuple(r.name for r, _ in serving), tc.tool)
     merged = await retrieve.search_many(tc.call.rt, targets, query, limit, summary_chars=SNIPPET_CHARS,
-                                        content_chars=content_chars)
+                                        content_chars=content_chars, asker=asker)
     for route in merged.failed:
         _unavailable(tc, route)
     _settle_partial(tc, len(serving) - len(merged.failed))

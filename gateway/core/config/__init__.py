@@ -13,6 +13,7 @@ from gateway.core.config.model import (
     AuditConfig,
     Config,
     DifyConfig,
+    GapsConfig,
     McpConfig,
     ReplayConfig,
     Route,
@@ -25,8 +26,8 @@ from gateway.core.config.model import (
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
-    "AuditConfig", "Config", "DifyConfig", "McpConfig", "ReplayConfig", "Route", "SearchConfig", "SecretKey",
-    "ServerConfig", "Tenant", "floor_of",
+    "AuditConfig", "Config", "DifyConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route", "SearchConfig",
+    "SecretKey", "ServerConfig", "Tenant", "floor_of",
     "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "parse_config", "read_secret",
     "read_signing_key",
 ]

@@ -1,6 +1,7 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
     [indexes]                 dir, max_document_bytes
+    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config
     [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
                               model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
                               batching and retries, the query deadline and breaker, fusion
@@ -24,6 +25,8 @@ from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, Dense
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.rerank.config import PROVIDERS as RERANK_PROVIDERS
 from indexes.rerank.config import RerankConfig
+from indexes.synonyms import SynonymError, Synonyms
+from indexes.synonyms import load as load_synonyms
 
 INDEXER_KEYS = ("dir", "max_document_bytes")
 DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
@@ -54,8 +57,8 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
 
 def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
     """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
-    one stay lexical). `[indexes.NAME]` holds `dense` and `rerank` (`parse_rerank`). Raises
-    ConfigError naming the key."""
+    one stay lexical). `[indexes.NAME]` holds `dense`, `rerank` (`parse_rerank`) and `synonyms`
+    (`parse_synonyms`). Raises ConfigError naming the key."""
     return {name: _dense(t.table("dense"), base_dir, env) for name, t in _index_tables(idx) if "dense" in t}
 
 
@@ -68,7 +71,8 @@ def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[st
 
 
 def _index_tables(idx: Fields) -> list[tuple[str, Fields]]:
-    """(name, table) of each `[indexes.NAME]` table, checked: a valid name, only `dense` and `rerank`."""
+    """(name, table) of each `[indexes.NAME]` table, checked: a valid name, only `dense`,
+    `rerank` and `synonyms`."""
     out = []
     for name, raw in idx.data.items():
         if name in INDEXER_KEYS:
@@ -77,8 +81,24 @@ def _index_tables(idx: Fields) -> list[tuple[str, Fields]]:
         if not INDEX_NAME.fullmatch(name):
             raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
         t = table_of(raw, key)
-        t.only({"dense", "rerank"})
+        t.only({"dense", "rerank", "synonyms"})
         out.append((name, t))
+    return out
+
+
+def parse_synonyms(idx: Fields, base_dir: Path) -> dict[str, Synonyms]:
+    """Index name → its synonyms, one per `[indexes.NAME] synonyms = "path"` (resolved against
+    base_dir; format: indexes.synonyms). Raises ConfigError naming the key, with the file and
+    line of a bad rule in the message."""
+    out: dict[str, Synonyms] = {}
+    for name, t in _index_tables(idx):
+        if "synonyms" not in t:
+            continue
+        path = (base_dir / t.string("synonyms")).resolve()
+        try:
+            out[name] = load_synonyms(path)
+        except SynonymError as exc:
+            raise ConfigError(t.key("synonyms"), str(exc)) from None
     return out
 
 

@@ -19,7 +19,8 @@ from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.fields import SHA256_HEX, section
-from gateway.core.config.indexes import parse_dense, parse_indexer, parse_rerank
+from gateway.core.config.gaps import parse_gaps
+from gateway.core.config.indexes import parse_dense, parse_indexer, parse_rerank, parse_synonyms
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
@@ -42,7 +43,7 @@ from indexes.dense.config import DenseConfig
 from indexes.types import DEFAULT_BOUNDS
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
-            "mcp")
+            "mcp", "gaps")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -133,6 +134,8 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         access=parse_access(top.table("access"), base_dir, env),
         dense=parse_dense(indexes, base_dir, env),
         rerank=parse_rerank(indexes, base_dir, env),
+        synonyms=parse_synonyms(indexes, base_dir),
+        gaps=parse_gaps(top.table("gaps"), base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
         mcp=parse_mcp(top.table("mcp"), paths),
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
 from indexes.rerank.config import RerankConfig
+from indexes.synonyms import Synonyms
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
 # A callback signing key shorter than this is refused: one captured request lets anyone test
@@ -194,6 +195,44 @@ class AdminConfig:
     keep_deliveries: int = 200
 
 
+DEFAULT_GAP_THRESHOLD = 0.3
+"""A question whose best hit's relevance (0..1, `indexes.types.Hit.relevance`) is under this is
+a knowledge gap ("low score"); one with no hit at all always is ("no answer")."""
+
+
+@dataclass(frozen=True, slots=True)
+class GapsConfig:
+    """Knowledge gaps and hit statistics (gateway/ops/gaps): what callers asked that the
+    knowledge could not answer, and which documents were served.
+
+    threshold: the default gap threshold on the relevance scale, 0..1 (DEFAULT_GAP_THRESHOLD).
+    thresholds: route id → its own threshold (an agent route's name, or
+        '{tenant}/{FirstLevelId}/{SecondLevelId}' of a Volcengine route); a question searched
+        over several routes uses the lowest of theirs.
+    keep_days: retention window of gap groups and hit counts (whole UTC days).
+    max_questions: distinct questions (normalized) kept at most; the least recently seen go first.
+    query_retention_seconds: how long a question's text is kept when admin.show_queries is on.
+    max_examples: question texts kept per distinct question when admin.show_queries is on.
+    key: the HMAC key questions and terms are hashed with (`key_env` / `key_file`); None: a
+        random key kept in Redis ('{replay.key_prefix}:gaps:key', made once) or, without
+        Redis, in this process.
+    flush_seconds: how often a worker writes what it aggregated (background, never the request).
+    """
+
+    threshold: float = DEFAULT_GAP_THRESHOLD
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    keep_days: int = 30
+    max_questions: int = 5000
+    query_retention_seconds: int = 7 * 24 * 3600 * SECONDS
+    max_examples: int = 5
+    key: Secret | None = None
+    flush_seconds: float = 2.0
+
+    def threshold_of(self, routes: tuple[str, ...]) -> float:
+        """The gap threshold of a question searched over `routes` (the lowest of theirs)."""
+        return min((self.thresholds.get(r, self.threshold) for r in routes), default=self.threshold)
+
+
 # ---------------------------------------------------------------- agent clients (seeds 000, 002)
 #
 # Policies deny by default (seed 002 §13 "默认拒绝未声明工具、路径和 dataset"): a client
@@ -353,6 +392,8 @@ class Config:
         absent from it is lexical only.
     rerank: index name → its rerank stage (`[indexes.NAME.rerank]`, `indexes.rerank`); an index
         absent from it is not reranked.
+    synonyms: index name → its synonyms (`[indexes.NAME] synonyms = "path"`, indexes.synonyms),
+        read with the config and reloaded with it; an index absent from it has none.
     """
 
     server: ServerConfig
@@ -371,6 +412,8 @@ class Config:
     rerank: Mapping[str, RerankConfig] = field(default_factory=dict)
     dify: DifyConfig = DifyConfig()
     mcp: McpConfig = McpConfig()
+    gaps: GapsConfig = GapsConfig()
+    synonyms: Mapping[str, Synonyms] = field(default_factory=dict)
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""

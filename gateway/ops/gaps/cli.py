@@ -1,0 +1,110 @@
+"""`kbgate gaps` and `kbgate documents`: the gap view and the served counts of a running server,
+read through its admin JSON (/admin/gaps.json, /admin/documents.json), so they show the same
+record whether it is in Redis or in the server's memory; `kbgate gaps --file GROUP` files (or
+bumps) the group's improvement task exactly as the page's button does.
+
+kbgate gaps      --url http://HOST:PORT [--file GROUP] [--json]
+kbgate documents --url http://HOST:PORT [--json]
+
+The admin token is read from the environment variable KBGATE_ADMIN_TOKEN (never an argument:
+arguments are visible to every user of the machine in `ps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from typing import Any
+
+import httpx
+import orjson
+
+TOKEN_ENV = "KBGATE_ADMIN_TOKEN"
+
+
+def register(sub: Any) -> None:
+    """Add `gaps` and `documents` to the `kbgate` subparsers `sub`."""
+    g = sub.add_parser("gaps", help="questions the knowledge could not answer, grouped; file a group as a task")
+    g.add_argument("--url", required=True, help="the running server's base URL, e.g. http://127.0.0.1:8080")
+    g.add_argument("--file", metavar="GROUP", help="file (or bump) the improvement task of GROUP (id or 8+ "
+                                                   "leading characters)")
+    g.add_argument("--json", action="store_true", help="print the server's JSON")
+    g.add_argument("--timeout", type=float, default=10.0)
+    g.set_defaults(func=cmd_gaps)
+    d = sub.add_parser("documents", help="how often each document was served; those never served")
+    d.add_argument("--url", required=True)
+    d.add_argument("--json", action="store_true")
+    d.add_argument("--timeout", type=float, default=10.0)
+    d.set_defaults(func=cmd_documents)
+
+
+def _call(args: argparse.Namespace, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    token = os.environ.get(TOKEN_ENV)
+    if not token:
+        raise SystemExit(f"kbgate: set {TOKEN_ENV} to the admin token (kbgate admin-token makes one)")
+    try:
+        r = httpx.request(method, args.url.rstrip("/") + path, timeout=args.timeout,
+                          headers={"authorization": f"Bearer {token}"},
+                          content=None if body is None else orjson.dumps(body))
+    except httpx.HTTPError as exc:
+        raise SystemExit(f"kbgate: {args.url} did not answer ({type(exc).__name__})") from None
+    try:
+        data = orjson.loads(r.content)
+    except orjson.JSONDecodeError:
+        data = {}
+    if r.status_code != 200:
+        what = data.get("error") if isinstance(data, dict) else None
+        raise SystemExit(f"kbgate: {path} answered HTTP {r.status_code}" + (f": {what}" if what else ""))
+    return data
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M") if ts else "-"
+
+
+def cmd_gaps(args: argparse.Namespace) -> int:
+    """Print the gap groups (or file one). Exit 0; 1 when the server refuses."""
+    if args.file:
+        done = _call(args, "POST", "/admin/gaps/file", {"group": args.file})
+        if args.json:
+            print(orjson.dumps(done, option=orjson.OPT_INDENT_2).decode())
+        else:
+            state = f"updated (count {done.get('count')})" if done.get("deduped") else "created"
+            print(f"improvement task {done.get('recordId')} {state} for group {done.get('group')}")
+        return 0
+    data = _call(args, "GET", "/admin/gaps.json")
+    if args.json:
+        print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+        return 0
+    groups = data.get("groups", [])
+    if not groups:
+        print("no knowledge gaps recorded")
+        return 0
+    print(f"{'group':12}  {'asked':>5} {'no hit':>6} {'low':>4} {'dist':>4}  {'last seen':16}  callers / routes")
+    for g in groups:
+        print(f"{g['id'][:12]:12}  {g['count']:>5} {g['no_answer']:>6} {g['low_score']:>4} {g['questions']:>4}  "
+              f"{_when(g['last_seen']):16}  {', '.join(g['callers'])} / {', '.join(g['routes'])}")
+        for q in g.get("examples", []):
+            print(f"{'':14}“{q}”")
+        for h in g.get("best_hits", []):
+            print(f"{'':14}near miss: {h.get('title') or h['doc_id']} ({h.get('path', '')}, "
+                  f"relevance {h.get('relevance', 0):.2f})")
+    return 0
+
+
+def cmd_documents(args: argparse.Namespace) -> int:
+    """Print, per index, the served counts and the documents never served."""
+    data = _call(args, "GET", "/admin/documents.json")
+    if args.json:
+        print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+        return 0
+    for name, ix in data.get("indexes", {}).items():
+        print(f"index {name}: {ix.get('documents')} document(s), {len(ix.get('never', []))} never served")
+        for doc, n in sorted(ix.get("served", {}).items(), key=lambda kv: -kv[1]):
+            print(f"  {n:>6}  {doc}")
+        for doc in ix.get("never", []):
+            print(f"  {0:>6}  {doc}")
+    sys.stdout.flush()
+    return 0
