@@ -3,7 +3,7 @@
 Score. Dify compares `score` with its `score_threshold` in 0..1 (a cosine similarity in its own
 knowledge bases). A record's score is the hit's relevance (`Hit.relevance`, rounded to 6
 places): the one 0..1 scale the core gives every hit of every index kind, lexical, hybrid or
-reranked (`indexes.relevance`; docs/pending/relevance.md says what 0.3 or 0.7 means, with the
+reranked (`indexes.relevance`; docs/search-quality.md says what 0.3 or 0.7 means, with the
 figures), so a threshold means the same on every knowledge base and in every answer. The
 threshold is applied to these scores, after the route's relevance floor, and never lowered to
 fill the list.

@@ -136,7 +136,7 @@ class ReplayConfig:
 DEFAULT_RELEVANCE_FLOOR = 0.15
 """search.relevance_floor when not set: hits of a relevance under it (`indexes.relevance`) are
 dropped on every route without a floor of its own. Read off the shared sets with `make eval`
-(docs/pending/relevance.md has the figures): the highest floor that keeps the TiDB sets'
+(docs/search-quality.md has the figures): the highest floor that keeps the TiDB sets'
 answer-hit@5 within 0.02 of no floor."""
 DEFAULT_ANSWER_CACHE_ENTRIES = 2048
 """search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
