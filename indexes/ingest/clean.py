@@ -4,7 +4,8 @@ replaced).
 
 `clean_document` applies the rules of `indexes.safe_text` to one Document and returns the
 warnings an ingest prints: a page URL that is not http(s) (or relative, without a base) is
-not kept, nor a cover image URL that is not http(s) (`javascript:`, `data:`, relative), control characters and non-characters are removed from the title, summary, headings
+not kept, nor a cover image URL that is not http(s) (`javascript:`, `data:`,
+relative), control characters and non-characters are removed from the title, summary, headings
 and text, a title is bounded to `MAX_TITLE_CHARS`. The document itself is always indexed.
 """
 

@@ -92,7 +92,8 @@ def test_astral_characters_other_than_non_characters_are_kept() -> None:
 
 
 def test_ingest_drops_cover_images_that_are_not_http_s_naming_the_line_and_field(tmp_path: Path) -> None:
-    items = _rows(tmp_path, {"id": "1", "title": "甲", "content": "x", "cover_image": "javascript:alert(document.cookie)"},
+    items = _rows(tmp_path, {"id": "1", "title": "甲", "content": "x",
+                             "cover_image": "javascript:alert(document.cookie)"},
                   {"id": "2", "title": "乙", "content": "x", "cover_image": {"url": "data:image/png;base64,AAAA"}},
                   {"id": "3", "title": "丙", "content": "x", "cover_image": {"url": "https://img.example/3.png",
                                                                               "height": 10}})
