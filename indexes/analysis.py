@@ -2,7 +2,8 @@
 
 Every indexed token and every query term goes through the same two steps:
 
-1. `normalize`: zero-width characters removed (`ZERO_WIDTH`), Unicode NFKC (full-width →
+1. `normalize`: invisible characters removed (`ZERO_WIDTH`: format characters, Hangul
+   fillers), Unicode NFKC (full-width →
    half-width, compatibility forms), case folding, then Traditional → Simplified Chinese with
    OpenCC's `t2s` profile.
    Traditional and Simplified text therefore meet on the same tokens, in both
@@ -36,6 +37,8 @@ from typing import Any
 import rjieba
 import stopwordsiso
 
+from .invisible import FOLDED_OUT
+
 __all__ = [
     "MAX_TOKEN_CHARS",
     "ZERO_WIDTH",
@@ -57,15 +60,21 @@ MAX_TOKEN_CHARS = 64
 and Tantivy rejects terms over 65,530 bytes (indexed tokens are cut by the analyzer's
 length filter, indexes.schema)."""
 
-ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u180e"
+ZERO_WIDTH = FOLDED_OUT
 """Removed before any other folding, in indexed text and queries alike (issue 16: `ZW\u200bMARKER`
-was not found by `ZWMARKER`): zero-width space, non-joiner and joiner, word joiner, the BOM
-(zero-width no-break space) and the Mongolian vowel separator. NFKC keeps them, and Python's
-`\\W` treats them as word breaks, so a pasted page split words where the reader sees none. The
-cost: text that uses U+200B as its only word separator (Thai, Khmer) has those words joined;
-U+200C/U+200D (Persian, Indic scripts, emoji sequences) change no letter when removed. Changing
-this set changes the analysis: bump `indexes.schema.SCHEMA_VERSION`."""
-_ZERO_WIDTH_RE = re.compile(f"[{ZERO_WIDTH}]")
+was not found by `ZWMARKER`, and a query of Hangul fillers or soft hyphens found nothing yet was
+not refused as empty): every format character (Cf: zero-width space, non-joiner and joiner, word
+joiner, the BOM, the Mongolian vowel separator, the soft hyphen, bidi controls, tag
+characters...) and the Hangul fillers U+115F, U+1160, U+3164, U+FFA0 (`indexes.invisible`,
+the set `gateway.core.validate.blank` also ignores; control characters and separators are
+not removed: they already break words). NFKC keeps them, and Python's `\\W` treats them as
+word breaks, so a pasted page split words where the reader sees none. The cost: text that uses
+U+200B as its only word separator (Thai, Khmer) has those words joined; U+200C/U+200D
+(Persian, Indic scripts, emoji sequences) change no letter when removed. Changing this set
+changes the analysis: bump `indexes.schema.SCHEMA_VERSION`."""
+# BMP members as one bitmap class plus every astral code point (rare; the translate checks
+# them): 11 µs per 500 characters where a class naming the astral members costs 33 µs.
+_ZERO_WIDTH_RE = re.compile("[" + "".join(c for c in FOLDED_OUT if ord(c) < 0x10000) + "\U00010000-\U0010ffff]")
 _ZERO_WIDTH_DROP = dict.fromkeys(map(ord, ZERO_WIDTH))
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"

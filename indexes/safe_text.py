@@ -19,6 +19,8 @@ after one regex search (a few microseconds for a 1,500-character excerpt).
   or control character, at most MAX_URL_CHARS; `javascript:`, `data:`, `file:` and the rest
   are not served. A relative URL is resolved against a base when one is given at ingest
   (`kbgate index add --url-base`), else dropped (with a report at ingest).
+- Cover image URLs (the callback's `CoverImage.Url`): the same rule as page URLs, never
+  resolved (a relative cover is dropped); a cover whose URL may not be served is not served.
 """
 
 from __future__ import annotations
@@ -106,12 +108,15 @@ def resolve_url(url: str, base: str | None) -> str:
 
 def clean_hit(hit: Hit) -> Hit:
     """`hit` as a wing may show it: title (`clean_title`), summary and content (`clean_text`),
-    url dropped unless servable (`url_problem`). The same Hit when nothing changes."""
+    url and cover image dropped unless their URL is servable (`url_problem`). The same Hit when
+    nothing changes."""
     title, summary, content = clean_title(hit.title), clean_text(hit.summary), clean_text(hit.content)
     url = hit.url if hit.url is None or url_problem(hit.url) is None else None
-    if title is hit.title and summary is hit.summary and content is hit.content and url is hit.url:
+    cover = hit.cover_image if hit.cover_image is None or url_problem(hit.cover_image.url) is None else None
+    if (title is hit.title and summary is hit.summary and content is hit.content and url is hit.url
+            and cover is hit.cover_image):
         return hit
-    return dataclasses.replace(hit, title=title, summary=summary, content=content, url=url)
+    return dataclasses.replace(hit, title=title, summary=summary, content=content, url=url, cover_image=cover)
 
 
 def clean_stored(doc: StoredDocument) -> StoredDocument:

@@ -46,7 +46,7 @@ __all__ = [
     "write_sidecar",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # 2: text_fold (excerpt positions folded at index time)
 # 3: doc_key (collapse per document on a fast field), body_unigrams / title_unigrams
 # 4: doc_title_words / doc_title_bigrams (document frequencies of title terms); title_words
@@ -61,6 +61,8 @@ SCHEMA_VERSION = 8
 # 8: zero-width characters folded out of the analysis (indexes.analysis.ZERO_WIDTH); tree
 #    documents' ids carry their dataset ('ds1:same.md') and paths are relative to the run's
 #    root (indexes.ingest, document identity); the sidecar may record those roots ("roots")
+# 9: every format character (Cf: soft hyphen, bidi controls, tag characters...) and the Hangul
+#    fillers folded out of the analysis too (indexes.invisible.FOLDED_OUT)
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"

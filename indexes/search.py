@@ -19,6 +19,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from .analysis import QueryTerms
+from .invisible import INVISIBLE_CLASS
 from .synonyms import EXPANSION_WEIGHT
 from .types import SearchFilter
 
@@ -106,10 +107,13 @@ def glob_to_regex(glob: str) -> str:
 def exclusion_regex(glob: str) -> str:
     """The pattern that keeps a name out of every answer when it lies in the excluded tree
     `glob`: case ignored (`CONFIG/` as hidden as `config/`: sources written on
-    case-insensitive filesystems) and any leading run of '.', '/' or '\\' skipped (a JSONL id
-    '/config/x' or './config/x' names the same tree). Applied to a document's path and its id
-    alike (gateway.core.scope: every name a document can be reached by)."""
-    return "(?i)[./\\\\]*" + glob_to_regex(glob)
+    case-insensitive filesystems) and any leading run of '.', '/', '\\' and invisible
+    characters skipped (a JSONL id '/config/x', './config/x' or '\\u200bconfig/x' names the
+    same tree: `indexes.invisible.INVISIBLE_CLASS`). Applied to a document's path and its id
+    alike (gateway.core.scope: every name a document can be reached by, which also matches the
+    name as read, `indexes.invisible.readable_name`, and never serves a name holding a
+    control or format character)."""
+    return f"(?i)[./\\\\{INVISIBLE_CLASS}]*" + glob_to_regex(glob)
 
 
 MAX_GLOB_CHARS = 256

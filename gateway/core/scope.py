@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -32,8 +33,11 @@ import orjson
 from gateway.core.config import AgentClient, AgentConfig, AgentRoute, Route, Tenant
 from gateway.core.errors import AccessDenied, NotFound
 from gateway.core.validate import clip
+from indexes.invisible import name_problem, readable_name
 from indexes.search import exclusion_regex, glob_to_regex
 from indexes.types import SearchFilter
+
+log = logging.getLogger("kbgate.scope")
 
 # Never searchable or readable through any route, whatever a policy says (seed 002).
 ALWAYS_EXCLUDED: tuple[str, ...] = ("config/**", "state/**")
@@ -130,8 +134,15 @@ def _exclusion(glob: str) -> re.Pattern[str]:
 def excluded(eff: EffectiveScope, name: str) -> bool:
     """Does `name` — a document's path, id or any other name it can be reached by — lie in a
     tree `eff` never shows (config/**, state/**, working/** without the opt-in)? Case and a
-    leading run of '.', '/' or '\\' are ignored, as the index filter ignores them."""
-    return any(_exclusion(g).fullmatch(name) is not None for g in eff.filter.exclude_path_globs)
+    leading run of '.', '/', '\\' and invisible characters are ignored, as the index filter
+    ignores them, and the name is also matched as a person reads it
+    (`indexes.invisible.readable_name`: zero-width, bidi and control characters out, NFKC),
+    so `con\u200bfig/x` and full-width `ｃｏｎｆｉｇ/x` lie in config/**."""
+    globs = eff.filter.exclude_path_globs
+    if not globs:
+        return False
+    read = readable_name(name)
+    return any(_exclusion(g).fullmatch(n) is not None for g in globs for n in {name, read})
 
 
 def glob_within(inner: str, outer: str) -> bool:
@@ -221,8 +232,17 @@ def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool, *, na
     the index filter applies, for re-checking hits and documents read by id or reference.
 
     names: the document's other names (its id, any alias): none may lie in an excluded tree
-    (`excluded`); the path globs of a grant select by tree path only.
+    (`excluded`); the path globs of a grant select by tree path only. A document whose path,
+    dataset or other name holds a control or format character or a non-character
+    (`indexes.invisible.name_problem`: an index built before ingest refused them) is never
+    inside a scope, with one warning log line (the reason, never the name).
     """
+    for n in (path, dataset, *names):
+        problem = name_problem(n)
+        if problem is not None:
+            log.warning("a document whose name %s was not served (rebuild its index: ingest refuses such names)",
+                        problem)
+            return False
     f = eff.filter
     if not qa_visible and not f.include_hidden:
         return False

@@ -22,6 +22,8 @@ from typing import Any, Literal, NoReturn
 
 import orjson
 
+from indexes.invisible import blank as invisible_blank
+
 Kind = Literal["missing", "type", "empty", "too_long", "range", "unknown", "format",  # a field
                "utf8", "json", "object", "media", "too_large", "timeout"]  # a whole body
 
@@ -88,15 +90,15 @@ def json_object(raw: bytes, invalid: Invalid, key: str = "body") -> dict[str, An
 
 # Characters that show nothing and separate nothing: zero-width space/non-joiner/joiner, word
 # joiner, BOM (zero-width no-break space), Mongolian vowel separator. `str.strip` keeps them.
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u180e"))
-
-
 def blank(text: str) -> bool:
-    """Does `text` show nothing: only whitespace (`str.isspace`: ASCII, the ideographic space
-    U+3000, NBSP...) and zero-width characters (U+200B..U+200D, U+2060, U+FEFF, U+180E)? Such a
-    query finds nothing, so every wing refuses it as empty (`Fields.string(non_blank=True)`;
-    issue 16: a query of zero-width and ideographic spaces was answered 200 with no results)."""
-    return not text.translate(_INVISIBLE).strip()
+    """Does `text` show nothing: only separators (Z*: ASCII and ideographic spaces, NBSP, U+2028...),
+    format characters (Cf: zero-width, BOM, soft hyphen, bidi controls, tag characters), control
+    characters (Cc) and the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0)? Such a query finds
+    nothing (`indexes.analysis` folds the same characters out or breaks words on them), so every
+    wing refuses it as empty (`Fields.string(non_blank=True)`; issue 16: queries of zero-width
+    spaces, then of Hangul fillers and soft hyphens, were answered 200 with no results).
+    The set: `indexes.invisible`."""
+    return invisible_blank(text)
 
 
 def clip(text: str, max_chars: int) -> str:

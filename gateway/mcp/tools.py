@@ -164,9 +164,16 @@ def _signer(call: McpCall) -> RefSigner:
 
 
 def document_url(url: str | None, route: str, doc_id: str) -> str:
-    """The document's own URL when known, else `kbgate://{route}/{doc_id}` (percent-encoded,
-    '/' kept): stable for as long as the route and the document id are."""
-    return url or f"kbgate://{quote(route, safe='')}/{quote(doc_id, safe='/')}"
+    """The document's own URL when known, else `kbgate://{route}/{doc_id}`: stable for as long
+    as the route and the document id are. Each '/'-separated segment of the id is
+    percent-encoded (RFC 3986 §2.1) and a segment of dots alone has its dots encoded as '%2E',
+    so no '.' or '..' segment (§5.2.4, removed by every resolver) can make
+    `kbgate://evil/../../etc/passwd` out of the id `../../etc/passwd`."""
+    if url:
+        return url
+    segments = (quote(s, safe="") for s in doc_id.split("/"))
+    path = "/".join(s.replace(".", "%2E") if s and s.strip(".") == "" else s for s in segments)
+    return f"kbgate://{quote(route, safe='')}/{path}"
 
 
 async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,12 @@ Document identity (issue 16). A document is known by its dataset and a stable so
   `same.md`;
 - a JSONL record's id is its own `id`, as given (the record author chose it; ids referenced
   elsewhere keep working): a record whose id another dataset holds is refused by the writer
-  (`indexes.writer.ingest`), never overwritten.
+  (`indexes.writer.ingest`), never overwritten;
+- an id, path or dataset holding a control, format (zero-width, bidi override) or
+  non-character is refused, the file or record named (`indexes.invisible.name_problem`), and
+  so is a dataset holding ':' (`indexes.ingest.fields.dataset_problem`: 'a' + 'b:x.md' and
+  'a:b' + 'x.md' would be one id), from a record, front matter or `--dataset` (then nothing is
+  read): never rewritten, since a rewritten id could merge two documents.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from ..invisible import name_problem
 from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .clean import clean_document
+from .fields import dataset_problem
 from .html import read_html
 from .jsonl import read_jsonl, too_large
 from .markdown import read_markdown
@@ -136,6 +143,15 @@ def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
     for item in items:
         if isinstance(item, Document):
             named = item.dataset or dataset or ""
+            problem = name_problem(rel_path)
+            if problem is not None:
+                yield IngestError(rel_path, f"file path {problem}: skipped (a path is the document's id, "
+                                            "never rewritten; rename the file)")
+                continue
+            problem = dataset_problem(named)
+            if problem is not None:
+                yield IngestError(rel_path, f"dataset {problem}: skipped")
+                continue
             item = replace(item, id=document_id(named, rel_path), dataset=named, origin=rel_path)
         yield item
 
@@ -277,6 +293,9 @@ def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT
     for a bad file: errors are items of the stream. max_document_bytes: see the module
     docstring.
     """
+    if dataset and (problem := dataset_problem(dataset)) is not None:
+        yield IngestError("--dataset", f"dataset name {dataset!r} {problem}: nothing read")
+        return
     base = Path(os.path.realpath(root)) if root is not None else None
     for given in paths:
         top = Path(given)

@@ -4,7 +4,8 @@ replaced).
 
 `clean_document` applies the rules of `indexes.safe_text` to one Document and returns the
 warnings an ingest prints: a page URL that is not http(s) (or relative, without a base) is
-not kept, control characters and non-characters are removed from the title, summary, headings
+not kept, nor a cover image URL that is not http(s) (`javascript:`, `data:`,
+relative), control characters and non-characters are removed from the title, summary, headings
 and text, a title is bounded to `MAX_TITLE_CHARS`. The document itself is always indexed.
 """
 
@@ -44,6 +45,15 @@ def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document
             url = None
         else:
             url = resolved
+    cover = doc.cover_image
+    if cover is not None:
+        problem = url_problem(cover.url.strip())
+        if problem is not None:  # a cover is only shown from where it is: no base to resolve against
+            notes.append(IngestWarning(where, f"cover_image url {_shown(cover.url)} {problem}: not kept "
+                                              "(cover image URLs are http or https, like page URLs)"))
+            cover = None
+        elif cover.url != cover.url.strip():
+            cover = dataclasses.replace(cover, url=cover.url.strip())
     title = clean_title(doc.title)
     if len(" ".join(clean_text(doc.title).split())) > MAX_TITLE_CHARS:
         notes.append(IngestWarning(where, f"title of {len(doc.title)} characters cut to {MAX_TITLE_CHARS}"))
@@ -55,6 +65,7 @@ def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document
     if changed:
         notes.append(IngestWarning(where, "control characters or non-characters removed from the "
                                           + ", ".join(changed)))
-    if (url, title, summary, sections) == (doc.url, doc.title, doc.summary, doc.sections):
+    if (url, cover, title, summary, sections) == (doc.url, doc.cover_image, doc.title, doc.summary, doc.sections):
         return doc, notes
-    return dataclasses.replace(doc, url=url, title=title, summary=summary, sections=sections), notes
+    return dataclasses.replace(doc, url=url, cover_image=cover, title=title, summary=summary,
+                               sections=sections), notes

@@ -6,9 +6,10 @@ import datetime as dt
 from typing import Any
 
 from .. import publish_time
+from ..invisible import name_problem
 from ..types import CoverImage
 
-__all__ = ["parse_cover_image", "parse_publish_time", "parse_qa_visible"]
+__all__ = ["dataset_problem", "parse_cover_image", "parse_publish_time", "parse_qa_visible"]
 
 
 def parse_publish_time(value: Any, name: str = "publish_time") -> tuple[int | None, str | None]:
@@ -54,6 +55,16 @@ def parse_publish_time(value: Any, name: str = "publish_time") -> tuple[int | No
     if not publish_time.EARLIEST <= seconds <= publish_time.LATEST:
         raise ValueError(f"'{name}' {str(value)!r} is outside the times kept (0001-01-01 to 9999-12-31 UTC)")
     return seconds, None
+
+
+def dataset_problem(name: str) -> str | None:
+    """Why `name` cannot be a dataset name, or None when it can ('' is no dataset): it holds
+    ':' (tree ids are 'dataset:path', so dataset 'a' with 'b:x.md' and dataset 'a:b' with
+    'x.md' would both be 'a:b:x.md') or what no name may hold (`indexes.invisible.name_problem`).
+    Never raises."""
+    if ":" in name:
+        return "holds ':' (document ids are 'dataset:path', so a dataset name may not hold ':')"
+    return name_problem(name)
 
 
 def _int_or_none(value: Any, key: str) -> int | None:

@@ -6,7 +6,10 @@ date-time string; naive times are UTC; 13-digit milliseconds are converted with 
 anything outside 0001..9999 refuses the record: `indexes.publish_time`), cover_image ({url, height, width} or a
 url string), path, dataset, qa_visible (bool). A url, summary or cover_image of the wrong type
 is not kept (a warning with the line), the record indexed; a wrong path, dataset or qa_visible
-refuses the record (they decide who may see it). The CMRC 2018 repackaging uses
+refuses the record (they decide who may see it), and so does an id or path holding a control,
+format (zero-width, bidi) or non-character, or a dataset holding one or ':'
+(`indexes.invisible.name_problem`, `indexes.ingest.fields.dataset_problem`): an identity is
+never rewritten, since rewriting could merge two documents. The CMRC 2018 repackaging uses
 id/title/url/content. Every other field is kept as metadata when
 `indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
 
@@ -23,8 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..invisible import name_problem
 from ..types import Document, IngestError, IngestWarning, Section
-from .fields import parse_cover_image, parse_publish_time, parse_qa_visible
+from .fields import dataset_problem, parse_cover_image, parse_publish_time, parse_qa_visible
 from .metadata import keep_metadata
 
 __all__ = ["RESERVED", "read_jsonl", "record_to_document", "too_large"]
@@ -60,6 +64,12 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
     for key in ("path", "dataset"):  # who may see it: a wrong one refuses the record
         if record.get(key) is not None and not isinstance(record[key], str):
             raise ValueError(f"'{key}' must be a string")
+    # an identity is never rewritten (rewriting could merge two documents): refused instead
+    for key, name in (("id", str(raw_id)), ("path", record.get("path") or "")):
+        if (problem := name_problem(name)) is not None:
+            raise ValueError(f"'{key}' {problem}: ids and paths may not hold invisible characters")
+    if (problem := dataset_problem(record.get("dataset") or "")) is not None:
+        raise ValueError(f"'dataset' {problem}")
     dropped: list[IngestWarning] = []  # what a caller sees: a wrong one is not kept, the record indexed
     shown = dict(record)
     for key in ("url", "summary"):

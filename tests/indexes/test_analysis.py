@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 
 import pytest
 import tantivy
@@ -18,6 +19,7 @@ from indexes.analysis import (
     query_terms,
     words,
 )
+from indexes.invisible import FORMAT_RANGES, HANGUL_FILLERS, SEPARATOR_RANGES, blank
 from indexes.schema import CHARS_TOKENIZER, build_schema, register_analyzers
 
 
@@ -129,3 +131,28 @@ def test_zero_width_characters_are_folded_away_in_text_and_queries() -> None:
     assert query_terms("ZW\u200bMARKER").latin == query_terms("ZWMARKER").latin == ("zwmarker",)
     assert query_terms("密\u200d钥").words == query_terms("密钥").words
     assert query_terms("\u200b\u3000\u200c").is_empty
+
+
+def test_every_format_character_and_hangul_filler_is_folded_away() -> None:
+    assert normalize("co\u00adoper\u202eation") == normalize("cooperation")
+    assert query_terms("TI\U000e0020DB").latin == ("tidb",)
+    assert query_terms("密\u3164钥").words == query_terms("密钥").words
+
+
+def test_blank_and_the_analysis_agree_on_what_is_invisible() -> None:
+    """Every character `blank` ignores gives a query without terms (so refusing it as empty
+    loses no answer); a visible character is neither blank nor, alone, folded away."""
+    ignored = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and blank(chr(c))]
+    assert {unicodedata.category(c) for c in ignored} == {"Cc", "Cf", "Zs", "Zl", "Zp", "Lo"}
+    assert [c for c in ignored if unicodedata.category(c) == "Lo"] == list(HANGUL_FILLERS)
+    for c in ignored:
+        assert query_terms(f"{c}{c}").is_empty, f"U+{ord(c):04X}"
+    assert not blank("\u3164a") and not query_terms("a").is_empty
+
+
+def test_the_invisible_tables_match_the_unicode_database() -> None:
+    """indexes.invisible holds its ranges as constants (built at import, the scan costs 0.2 s)."""
+    def ranges(pred: Callable[[str], bool]) -> list[int]:
+        return [c for c in range(0x110000) if pred(unicodedata.category(chr(c)))]
+    assert ranges(lambda cat: cat == "Cf") == [c for a, b in FORMAT_RANGES for c in range(a, b + 1)]
+    assert ranges(lambda cat: cat[0] == "Z") == [c for a, b in SEPARATOR_RANGES for c in range(a, b + 1)]

@@ -412,3 +412,40 @@ def test_every_file_of_an_unsupported_type_in_a_folder_is_reported(tmp_path: Pat
     assert sorted(skipped) == ["Makefile", "a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "link.pdf"]
     assert skipped["a.pdf"].startswith("unsupported file type '.pdf': skipped (kbgate reads .htm, .html, .jsonl")
     assert skipped["Makefile"].startswith("unsupported file type '(none)': skipped")
+
+
+@pytest.mark.parametrize("bad", ["w\u001b[2Jx", "\u200bconfig/zw.md", "a\u202egpj.exe", "tab\there", "line\nbreak",
+                                 "x\ufffe", "soft\u00adhyphen", "tag\U000e0020"])
+def test_an_id_or_path_holding_an_invisible_character_refuses_its_record(tmp_path: Path, bad: str) -> None:
+    (tmp_path / "ids.jsonl").write_text(_rows({"id": bad, "content": "甲"}, {"id": "ok", "path": bad, "content": "乙"},
+                                              {"id": "fine", "content": "丙"}), encoding="utf-8")
+    items = list(read_paths([tmp_path / "ids.jsonl"]))
+    assert [d.id for d in _docs(items)] == ["fine"]
+    errors = _errors(items)
+    assert [(e.line, e.reason.split(" holds ")[0]) for e in errors] == [(1, "bad JSON record: 'id'"),
+                                                                         (2, "bad JSON record: 'path'")]
+    assert all("(U+" in e.reason for e in errors)
+    assert not any(bad in e.reason for e in errors)  # named by code point, never the text
+
+
+def test_a_file_whose_name_holds_a_control_character_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a\u001b[2J.md").write_text("# 甲\n\n正文。\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("# 乙\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [d.id for d in _docs(items)] == ["b.md"]
+    [err] = _errors(items)
+    assert "U+001B" in err.reason and "skipped" in err.reason
+
+
+def test_a_dataset_holding_a_colon_is_refused_from_a_record_front_matter_and_the_flag(tmp_path: Path) -> None:
+    (tmp_path / "d.jsonl").write_text(_rows({"id": "x.md", "dataset": "a:b", "content": "甲"},
+                                            {"id": "b:x.md", "dataset": "a", "content": "乙"}), encoding="utf-8")
+    items = list(read_paths([tmp_path / "d.jsonl"]))
+    assert [d.id for d in _docs(items)] == ["b:x.md"]
+    [err] = _errors(items)
+    assert err.line == 1 and "'dataset' holds ':'" in err.reason
+    (tmp_path / "p.md").write_text("---\ndataset: 'a:b'\n---\n# 页\n\n正文。\n", encoding="utf-8")
+    [err] = _errors(list(read_paths([tmp_path / "p.md"])))
+    assert err.file == "p.md" and "dataset holds ':'" in err.reason
+    items = list(read_paths([tmp_path / "p.md"], dataset="x:y"))
+    assert not _docs(items) and _errors(items)[0].file == "--dataset" and "holds ':'" in _errors(items)[0].reason

@@ -9,7 +9,7 @@ import pytest
 
 from indexes.ingest import read_paths
 from indexes.safe_text import MAX_TITLE_CHARS, clean_hit, clean_text, clean_title, url_problem
-from indexes.types import Document, Hit, IngestWarning
+from indexes.types import CoverImage, Document, Hit, IngestWarning
 
 DIRTY = "a\x00b\x07c\x1b[31m红\x1b[0m\x1b]0;title\x07d\x7f\x85\ufffe\ufdd0\U0010ffff e\tf\ng"
 
@@ -89,3 +89,24 @@ def test_astral_characters_other_than_non_characters_are_kept() -> None:
     text = "扩展汉字𠀋与表情😀\n"
     assert clean_text(text) is text
     assert clean_text("𠀋\U0001fffe") == "𠀋"
+
+
+def test_ingest_drops_cover_images_that_are_not_http_s_naming_the_line_and_field(tmp_path: Path) -> None:
+    items = _rows(tmp_path, {"id": "1", "title": "甲", "content": "x",
+                             "cover_image": "javascript:alert(document.cookie)"},
+                  {"id": "2", "title": "乙", "content": "x", "cover_image": {"url": "data:image/png;base64,AAAA"}},
+                  {"id": "3", "title": "丙", "content": "x", "cover_image": {"url": "https://img.example/3.png",
+                                                                              "height": 10}})
+    covers = {d.id: d.cover_image for d in items if isinstance(d, Document)}
+    assert covers["1"] is None and covers["2"] is None
+    assert covers["3"] is not None and (covers["3"].url, covers["3"].height) == ("https://img.example/3.png", 10)
+    notes = [(w.file, w.reason) for w in items if isinstance(w, IngestWarning)]
+    assert [f for f, _ in notes] == ["rows.jsonl:1", "rows.jsonl:2"]
+    assert all(r.startswith("cover_image url ") and "not kept" in r for _, r in notes), notes
+
+
+def test_clean_hit_drops_a_cover_image_an_older_index_kept() -> None:
+    ok = Hit("d", "d", 0, "标题", "摘要", "内容", 1.0, cover_image=CoverImage("https://img.example/d.png"))
+    assert clean_hit(ok) is ok
+    for url in ("javascript:alert(document.cookie)", "data:image/png;base64,AAAA", "img/d.png"):
+        assert clean_hit(Hit("d", "d", 0, "标题", "摘要", "内容", 1.0, cover_image=CoverImage(url))).cover_image is None

@@ -449,3 +449,9 @@ async def test_the_bearer_scheme_is_read_in_any_case(start: AppFactory, scheme: 
     assert status == 200 and {t["name"] for t in body["result"]["tools"]} == {"search", "fetch"}
     status, body = await _raw(a.app, [b"{}"], headers={"authorization": f"{scheme} {TOKEN_ALICE.upper()}"})
     assert status == 401 and body["error"]["data"]["code"] == "access.unauthorized"  # the token itself is exact
+
+
+def test_document_urls_hold_no_dot_segments() -> None:
+    assert document_url(None, "evil", "../../etc/passwd") == "kbgate://evil/%2E%2E/%2E%2E/etc/passwd"
+    assert document_url(None, "r", "./a/./b/.../c..d/.x") == "kbgate://r/%2E/a/%2E/b/%2E%2E%2E/c..d/.x"
+    assert document_url(None, "r", "a//b") == "kbgate://r/a//b"

@@ -169,3 +169,14 @@ async def test_query_column_only_when_enabled(client: Any) -> None:
     await send(hidden, query="如何轮换密钥")
     page = await hidden.get("/admin/", headers=AUTH)
     assert "<th>Query</th>" not in page.text and "如何轮换密钥" not in page.text
+
+
+async def test_control_and_format_characters_are_shown_escaped(client: Any) -> None:
+    c = await client(show_queries=True)
+    r = await send(c, second="软件\x1b[2J\x07", query="如何\u202e轮换\u200b密钥")  # no such route
+    assert orjson.loads(r.content)["Ret"] == 40402
+    await send(c, query="如何\u202e轮换密钥")
+    page = await c.get("/admin/", headers=AUTH)
+    assert not any(ch in page.text for ch in "\x1b\x07\u202e\u200b"), "raw control or format characters"
+    assert "软件\\x1b[2J\\x07" in page.text
+    assert "如何\\u202e轮换\\u200b密钥" in page.text and "如何\\u202e轮换密钥" in page.text

@@ -8,11 +8,10 @@ never logged. Numbers carry `data-*` attributes so tests read them exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
 from gateway.ops.admin.csrf import FIELD
-from gateway.ops.admin.page import CSS
+from gateway.ops.admin.page import CSS, escape
 from gateway.ops.try_ import CALLERS
 
 TRY_CSS = CSS + """

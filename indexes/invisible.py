@@ -1,0 +1,93 @@
+"""Characters a reader does not see, and the rules built on them (issue 16: what looks empty
+is empty, what looks like `config/x` is `config/x`, an identity holds no hidden character).
+
+Sets, as Unicode general categories (Unicode 14.0, the database of Python 3.11; a test keeps
+the tables below in step with `unicodedata`):
+- control (Cc): U+0000..U+001F, U+007F..U+009F;
+- format (Cf): zero-width space/joiners, the word joiner, the BOM, the soft hyphen U+00AD,
+  bidi embeddings and overrides (U+202A..U+202E, U+2066..U+2069), tag characters
+  (U+E0001, U+E0020..U+E007F), prepended concatenation marks... (`FORMAT_RANGES`);
+- separators (Z*: Zs, Zl, Zp): spaces of every width, U+2028, U+2029 (`SEPARATOR_RANGES`);
+- the Hangul fillers U+115F, U+1160, U+3164, U+FFA0: letters (Lo) that render as nothing.
+
+Rules:
+- `blank(text)`: nothing left once separators, format, control characters and the Hangul
+  fillers are removed (every wing refuses such a query as empty);
+- `FOLDED_OUT`: format characters and the Hangul fillers, removed from indexed text and
+  queries by `indexes.analysis.normalize` (control characters and separators need no removal
+  there: they already break words, on both sides);
+- `name_problem(name)`: why a document id, path or dataset name cannot be one: it holds a
+  control or format character or a non-character (an identity is never rewritten, so such a
+  name is refused at ingest and a hit carrying one is not served);
+- `readable_name(name)`: a name as a person reads it, for matching the never-readable trees:
+  control and format characters and the fillers removed, NFKC (full-width `ｃｏｎｆｉｇ` is
+  `config`), leading whitespace stripped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["FOLDED_OUT", "FORMAT_RANGES", "HANGUL_FILLERS", "INVISIBLE_CLASS", "SEPARATOR_RANGES", "blank",
+           "name_problem", "readable_name"]
+
+FORMAT_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F))
+"""Every format character (category Cf), as inclusive code point ranges."""
+SEPARATOR_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0020, 0x0020), (0x00A0, 0x00A0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+    (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000))
+"""Every separator (categories Zs, Zl, Zp), as inclusive code point ranges."""
+CONTROL_RANGES: tuple[tuple[int, int], ...] = ((0x0000, 0x001F), (0x007F, 0x009F))
+HANGUL_FILLERS = "\u115f\u1160\u3164\uffa0"
+"""Hangul choseong and jungseong fillers, the Hangul filler and its half-width form."""
+
+
+def _class(ranges: tuple[tuple[int, int], ...]) -> str:
+    # literal characters: none of these is a class metacharacter (] \ ^ -), and Tantivy's
+    # regex syntax refuses some escapes Python writes (`\ `)
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+
+
+FOLDED_OUT = "".join(chr(c) for a, b in FORMAT_RANGES for c in range(a, b + 1)) + HANGUL_FILLERS
+"""Removed from indexed text and queries alike (`indexes.analysis.normalize`)."""
+INVISIBLE_CLASS = _class(CONTROL_RANGES + FORMAT_RANGES + SEPARATOR_RANGES) + HANGUL_FILLERS
+"""The body of a regex character class of every invisible character (Python `re` and Tantivy's
+regex syntax alike: literal characters and ranges only)."""
+
+_BLANK = re.compile(f"[\\s{INVISIBLE_CLASS}]*")
+_NONCHAR = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
+    f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
+_NAME_BAD = re.compile(f"[{_class(CONTROL_RANGES + FORMAT_RANGES)}{_NONCHAR}\ud800-\udfff]")
+_UNREAD = dict.fromkeys(c for a, b in CONTROL_RANGES + FORMAT_RANGES for c in range(a, b + 1)) | dict.fromkeys(
+    map(ord, HANGUL_FILLERS))
+
+
+def blank(text: str) -> bool:
+    """Does `text` show nothing: only separators (Z*, and Python's whitespace), format (Cf) and
+    control (Cc) characters and Hangul fillers? Never raises."""
+    return _BLANK.fullmatch(text) is not None
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` (a document id, path or dataset name) cannot name a document, or None when it
+    can: it holds a control character (ESC, a line break, a tab...), a format character
+    (zero-width, bidi override U+202E, soft hyphen...), a non-character or a lone surrogate.
+    The reason names the first such character by its code point, never the text. Never raises."""
+    bad = _NAME_BAD.search(name)
+    if bad is None:
+        return None
+    c = bad.group()
+    kind = {"Cc": "a control character", "Cf": "a format (invisible) character"}.get(
+        unicodedata.category(c), "a non-character")
+    return f"holds {kind} (U+{ord(c):04X} at character {bad.start() + 1})"
+
+
+def readable_name(name: str) -> str:
+    """`name` as a person reads it (module doc): what the never-readable trees are matched on."""
+    return unicodedata.normalize("NFKC", name.translate(_UNREAD)).lstrip()
