@@ -2,8 +2,7 @@
 
 kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
-kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--delete-missing] [--allow-empty] PATH...
-kbgate index list|stats --config FILE [--index NAME]
+kbgate index add|list|stats ... (see gateway/ops/index_commands.py)
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
@@ -25,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.core.config import Config, load_config, load_indexer_config, load_indexes, load_indexes_dir
+from gateway.core.config import Config, load_config
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
 from indexes.errors import EmbeddingError, IndexNotFoundError, IndexStoreError
@@ -78,34 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--config", required=True)
     c.set_defaults(func=cmd_check_config)
 
-    ix = sub.add_parser("index", help="build and inspect indexes")
-    ixs = ix.add_subparsers(dest="index_command")
-    a = ixs.add_parser("add", help="ingest JSONL, Markdown, HTML and text files into an index")
-    a.add_argument("--config", required=True)
-    a.add_argument("--index", required=True)
-    a.add_argument("--delete-missing", action="store_true", help="remove documents not seen in this run")
-    a.add_argument("--dataset", default=None, help="dataset name for documents that do not carry one")
-    a.add_argument("--root", default=None, metavar="DIR",
-                   help="folder that document paths and ids are relative to (default: the one this index "
-                        "recorded for the dataset, else the folder given)")
-    a.add_argument("--url-base", default=None, metavar="URL",
-                   help="absolute http(s) URL that relative page URLs (front matter / JSONL url) resolve against")
-    a.add_argument("--allow-empty", action="store_true",
-                   help="exit 0 even when the files given hold no document kbgate reads")
-    a.add_argument("--force", action="store_true",
-                   help="with --delete-missing: allow PATHs that are single files (deletes every other document)")
-    a.add_argument("--max-document-bytes", type=int, default=None, metavar="BYTES",
-                   help="refuse documents larger than this (default: indexes.max_document_bytes, 10 MiB)")
-    a.add_argument("--no-progress", action="store_true")
-    a.add_argument("paths", nargs="+")
-    a.set_defaults(func=cmd_index_add)
-    ls = ixs.add_parser("list", help="list indexes under indexes.dir")
-    ls.add_argument("--config", required=True)
-    ls.set_defaults(func=cmd_index_list)
-    st = ixs.add_parser("stats", help="document and chunk counts of indexes")
-    st.add_argument("--config", required=True)
-    st.add_argument("--index")
-    st.set_defaults(func=cmd_index_list)
+    from gateway.ops.index_commands import register as register_index
+
+    register_index(sub)
 
     g = sub.add_parser("sign", help="print the signing headers for a body")
     g.add_argument("--secret-env", required=True, help="environment variable holding the secret")
@@ -247,86 +221,6 @@ def _vectors_state(folder: Path, dense: DenseConfig) -> str:
         return (f"vectors of generation {vectors.generation}, index at {generation}: lexical until "
                 "`kbgate index add` publishes them")
     return f"{len(vectors)} vectors of generation {generation} (current)"
-
-
-def cmd_index_add(args: argparse.Namespace) -> int:
-    from indexes.dense import HybridStore
-    from indexes.ingest import delete_missing_problem, read_paths
-    from indexes.roots import choose_root, read_roots, remember_root
-    from indexes.safe_text import url_problem
-
-    indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
-    store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
-    if args.max_document_bytes is not None:
-        if args.max_document_bytes < 1:
-            print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
-            return 2
-        max_bytes = args.max_document_bytes
-    if args.url_base is not None and url_problem(args.url_base) is not None:
-        print(f"kbgate: --url-base {url_problem(args.url_base)}: it must be an absolute http(s) URL", file=sys.stderr)
-        return 2
-    missing = [p for p in args.paths if not Path(p).exists()]
-    if missing:
-        print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    index = store.create_or_open_for_write(args.index)
-    dataset = args.dataset or ""
-    root, problem, note = choose_root(args.root, args.paths, read_roots(index.path).get(dataset))
-    if note is not None:
-        print(f"kbgate: note: {note}", file=sys.stderr)
-    if problem is not None:
-        print(f"kbgate: {problem}", file=sys.stderr)
-        return 2
-    if args.delete_missing and not args.force:
-        problem = delete_missing_problem(args.paths, root)
-        if problem is not None:
-            print(f"kbgate: {problem}", file=sys.stderr)
-            return 2
-    items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=root,
-                       dataset=args.dataset or None, url_base=args.url_base)
-    started = time.perf_counter()
-    report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress)
-    if root is not None:
-        remember_root(index.path, args.index, dataset, root)
-    took = time.perf_counter() - started
-    print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-          f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
-    dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
-    if dense_report is not None:
-        print(dense_report.line(args.index))
-    for path, reason in report.errors:
-        print(f"  skipped {path}: {reason}", file=sys.stderr)
-    for where, message in report.warnings:
-        print(f"  warning {where}: {message}", file=sys.stderr)
-    if report.errors:
-        return 1
-    if not report.added + report.updated + report.unchanged and report.warnings and not args.allow_empty:
-        print(f"kbgate: {', '.join(args.paths)} held files but no document kbgate reads (each is listed above); "
-              "nothing was indexed. Pass --allow-empty if that is expected.", file=sys.stderr)
-        return 1
-    return 0
-
-
-def cmd_index_list(args: argparse.Namespace) -> int:
-    from indexes.store import IndexStore
-
-    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
-    names = [args.index] if getattr(args, "index", None) else store.names()
-    if not names:
-        print(f"no indexes under {store.root}")
-    failed = 0
-    for name in names:
-        try:
-            s = store.open(name).stats()
-        except IndexStoreError as exc:  # one bad index must not hide the others
-            failed += 1
-            print(f"{name}\t{exc.reason.upper()}")
-            print(f"kbgate: {exc}", file=sys.stderr)
-            continue
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"
-        print(f"{s.name}\tdocuments={s.documents}\tchunks={s.chunks}\tgeneration={s.generation}\t"
-              f"size={s.size_bytes / 1e6:.1f}MB\tlast_commit={when}")
-    return 1 if failed else 0
 
 
 def cmd_sign(args: argparse.Namespace) -> int:

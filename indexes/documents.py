@@ -16,7 +16,7 @@ from . import publish_time
 from .metadata import decode
 from .types import StoredDocument
 
-__all__ = ["chunks_of", "count_matches", "datasets", "doc_id_at", "read_document", "revisions", "stored_str"]
+__all__ = ["chunks_of", "count_matches", "doc_id_at", "holders", "read_document", "revisions", "stored_str"]
 
 
 def stored_str(doc: tantivy.Document, name: str) -> Any:
@@ -114,15 +114,15 @@ def revisions(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, s
     return out
 
 
-def datasets(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, str]:
-    """doc_id → dataset ('' when none) for every document in the index (read from chunk 0):
-    what `indexes.writer.ingest` checks a document against before it replaces one."""
+def holders(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, tuple[str, str]]:
+    """doc_id → (dataset, source), each '' when none, for every document in the index (read
+    from chunk 0): what `indexes.writer.ingest` checks a document against before it replaces one."""
     q = Query.term_query(schema, "chunk", 0)
     count = count_matches(searcher, q)
     if not count:
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str]] = {}
     for _, address in searcher.search(q, count).hits:
         d = searcher.doc(address)
-        out[str(d.get_first("doc_id"))] = str(d.get_first("dataset") or "")
+        out[str(d.get_first("doc_id"))] = (str(d.get_first("dataset") or ""), str(d.get_first("source") or ""))
     return out

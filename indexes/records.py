@@ -104,6 +104,8 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
             extra["doc_title_words"], extra["doc_title_chars"] = title_words, title.runs
             if doc.summary:
                 extra["summary"] = doc.summary
+            if doc.source:
+                extra["source"] = doc.source
         out.append(dict(
             **common,
             chunk_id=f"{doc.id}#{c.n}",

@@ -29,7 +29,7 @@ from typing import Any
 
 import tantivy
 
-from .errors import SchemaVersionError
+from .errors import IndexCorruptError, SchemaVersionError
 
 __all__ = [
     "ANALYSIS_FIELDS",
@@ -42,6 +42,7 @@ __all__ = [
     "build_schema",
     "doc_key",
     "check_sidecar",
+    "open_tantivy",
     "register_analyzers",
     "write_sidecar",
 ]
@@ -62,7 +63,9 @@ SCHEMA_VERSION = 9
 #    documents' ids carry their dataset ('ds1:same.md') and paths are relative to the run's
 #    root (indexes.ingest, document identity); the sidecar may record those roots ("roots")
 # 9: every format character (Cf: soft hyphen, bidi controls, tag characters...) and the Hangul
-#    fillers folded out of the analysis too (indexes.invisible.FOLDED_OUT)
+#    fillers folded out of the analysis too (indexes.invisible.FOLDED_OUT); `source` (the real
+#    path of the file a document was read from) on chunk 0, so a run never replaces a document
+#    from another file unasked (indexes.writer.ingest)
 SIDECAR = "kbgate-index.json"
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"
@@ -76,9 +79,11 @@ DOC_TITLE_FIELDS = ("doc_title_words", "doc_title_chars")
 _RAW_STORED = ("doc_id", "chunk_id", "path", "dataset")
 # Stored only (STORED_TOKENIZER). text_fold: `analysis.fold_positions(text)` when it differs
 # from text.lower() and has text's length, so excerpts locate query terms without folding at
-# query time. summary: the document's front-matter summary, on chunk 0 only. metadata: the
+# query time. summary: the document's front-matter summary, on chunk 0 only. source: the file
+# it was read from, on chunk 0 only. metadata: the
 # document's kept metadata fields (indexes.metadata.encode), on every chunk.
-_TEXT_STORED = ("title", "heading", "url", "cover_url", "revision", "text", "summary", "text_fold", "metadata")
+_TEXT_STORED = ("title", "heading", "url", "cover_url", "revision", "text", "summary", "text_fold", "metadata",
+                "source")
 # Metadata terms for filters (indexes.metadata.FIELDS): untokenized, indexed only.
 _META_INDEXED = ("meta_keys", "meta_text", "meta_num")
 _INT_STORED = ("chunk", "n_chunks", "overlap", "section", "publish_time", "cover_height",
@@ -155,3 +160,13 @@ def check_sidecar(folder: Path, name: str) -> dict[str, Any]:
     if found != SCHEMA_VERSION:
         raise SchemaVersionError(name, str(folder), found, SCHEMA_VERSION)
     return dict(payload)
+
+
+def open_tantivy(folder: Path, name: str) -> tantivy.Index:
+    """`tantivy.Index.open(folder)`; its ValueError (meta.json unreadable, a segment file
+    missing or truncated: 'Data corrupted', 'Failed to open file for read') becomes
+    IndexCorruptError naming the index."""
+    try:
+        return tantivy.Index.open(str(folder))
+    except ValueError as exc:
+        raise IndexCorruptError(name, str(folder), str(exc)) from None

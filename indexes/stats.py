@@ -14,7 +14,7 @@ from tantivy import Query
 from .documents import count_matches
 from .types import IndexStats
 
-__all__ = ["index_stats", "read_generation"]
+__all__ = ["index_stats", "meta_digest", "meta_mtime", "read_generation"]
 
 
 def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexStats:
@@ -83,3 +83,11 @@ def read_generation(folder: Path) -> int | None:
         return int(orjson.loads((Path(folder) / "meta.json").read_bytes())["opstamp"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def meta_mtime(folder: Path) -> int:
+    """The mtime (ns) of folder/meta.json, 0 when it cannot be read: what a reader polls."""
+    try:
+        return (folder / "meta.json").stat().st_mtime_ns
+    except OSError:
+        return 0

@@ -25,14 +25,13 @@ from tantivy import Occur, Query
 
 from . import documents, metadata, writer
 from .analysis import QueryTerms
-from .documents import datasets as stored_datasets
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import build_schema, check_sidecar, register_analyzers, write_sidecar
+from .schema import build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query, ideal_score
-from .stats import index_stats, meta_digest, read_generation
+from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
@@ -101,7 +100,7 @@ class KnowledgeIndex:
         self.chunk_chars = chunk_chars
         self._reload_lock = threading.Lock()
         self._last_check = clock()
-        self._meta_mtime = self._stat_meta()
+        self._meta_mtime = meta_mtime(self.path)
         # Read before the reader loads: the label never names a commit newer than the reader shows.
         self._generation: int | None = read_generation(path)
         self._meta_digest = meta_digest(path)
@@ -110,12 +109,6 @@ class KnowledgeIndex:
         index.reload()
 
     # ---- reading -------------------------------------------------------
-
-    def _stat_meta(self) -> int:
-        try:
-            return (self.path / "meta.json").stat().st_mtime_ns
-        except OSError:
-            return 0
 
     def maybe_reload(self, *, force: bool = False) -> bool:
         """Reload the reader if meta.json changed; stats it at most every 0.5 s.
@@ -127,7 +120,7 @@ class KnowledgeIndex:
             return False
         with self._reload_lock:
             self._last_check = now
-            mtime = self._stat_meta()
+            mtime = meta_mtime(self.path)
             if mtime == self._meta_mtime and not force:
                 return False
             self._meta_mtime = mtime
@@ -270,10 +263,6 @@ class KnowledgeIndex:
 
     # ---- writing -------------------------------------------------------
 
-    def _writer(self) -> tantivy.IndexWriter:
-        """The one writer of this index; raises IndexLockedError when another holds it."""
-        return writer.open_writer(self._index, self.name, str(self.path))
-
     def ingest(
         self,
         documents: Iterable[Document | IngestError | IngestWarning],
@@ -281,13 +270,15 @@ class KnowledgeIndex:
         delete_missing: bool = False,
         progress: bool = True,
         workers: int | None = None,
+        replace: bool = False,
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
         documents: Documents, and a reader's IngestErrors / IngestWarnings (the report's errors /
         warnings). An unchanged revision is skipped; a changed one replaces all chunks of that
         id. An id repeated in one run: the last document wins, each override is a warning
-        (`indexes.writer.ingest`); one whose id another dataset holds is refused.
+        (`indexes.writer.ingest`); one whose id another dataset holds is refused, and so is one
+        the index holds from another source file unless `replace`.
         delete_missing: delete indexed ids of this run's datasets not seen in this run; not run
         (a warning says so) after an input error or when no document was read.
         progress: tqdm bar on stderr, only when stderr is a TTY.
@@ -295,17 +286,9 @@ class KnowledgeIndex:
         writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
         Raises IndexLockedError when another writer holds the index.
         """
-        w = self._writer()
-        try:
-            known = self.revisions()
-            held = stored_datasets(self._index.searcher(), self._schema)  # doc_id → dataset
-        except BaseException:
-            w.rollback()
-            w.wait_merging_threads()
-            raise
-        report = writer.ingest(w, documents, known, datasets=held, chunk_chars=self.chunk_chars,
-                               delete_missing=delete_missing, progress=progress, workers=workers,
-                               desc=f"index {self.name}")
+        report = writer.ingest_index(self._index, self._schema, self.name, str(self.path), documents,
+                                     chunk_chars=self.chunk_chars, delete_missing=delete_missing, replace=replace,
+                                     progress=progress, workers=workers)
         self.maybe_reload(force=True)
         return report
 
@@ -332,7 +315,9 @@ class IndexStore:
         self._open: dict[str, KnowledgeIndex] = {}
         self._lock = threading.Lock()
 
-    def _folder(self, name: str) -> Path:
+    def folder(self, name: str) -> Path:
+        """root/name, whether or not an index is there. Raises IndexStoreError for a name
+        that is not one (`_NAME`)."""
         if not _NAME.fullmatch(name):
             raise IndexStoreError(name, f"Index name {name!r} must match {_NAME.pattern}.")
         return self.root / name
@@ -350,11 +335,11 @@ class IndexStore:
             cached = self._open.get(name)
             if cached is not None:
                 return cached
-            folder = self._folder(name)
+            folder = self.folder(name)
             if not (folder / "meta.json").is_file():
                 raise IndexNotFoundError(name, str(folder))
             meta = check_sidecar(folder, name)
-            index = _open_tantivy(folder, name)
+            index = open_tantivy(folder, name)
             register_analyzers(index)
             ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
             self._open[name] = ki
@@ -369,13 +354,13 @@ class IndexStore:
         between reading meta.json and opening its segments can fail one attempt, so a damaged
         result is confirmed by a second one.
         """
-        folder = self._folder(name)
+        folder = self.folder(name)
         for attempt in (1, 2):
             if not (folder / "meta.json").is_file():
                 raise IndexNotFoundError(name, str(folder))
             check_sidecar(folder, name)
             try:
-                _open_tantivy(folder, name)
+                open_tantivy(folder, name)
                 return
             except IndexCorruptError:
                 if attempt == 2:
@@ -397,10 +382,10 @@ class IndexStore:
         sidecar. Raises SchemaVersionError for an index of another schema version,
         IndexCorruptError for one Tantivy cannot open.
         """
-        folder = self._folder(name)
+        folder = self.folder(name)
         if (folder / "meta.json").is_file():
             meta = check_sidecar(folder, name)
-            index = _open_tantivy(folder, name)
+            index = open_tantivy(folder, name)
             chunk_chars = int(meta.get("chunk_chars", chunk_chars))
         else:
             folder.mkdir(parents=True, exist_ok=True)
@@ -415,12 +400,3 @@ class IndexStore:
         only an ingest). The one place a subclass chooses another KnowledgeIndex class."""
         return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars, bounds=self.bounds)
 
-
-def _open_tantivy(folder: Path, name: str) -> tantivy.Index:
-    """`tantivy.Index.open(folder)`; its ValueError (meta.json unreadable, a segment file
-    missing or truncated: 'Data corrupted', 'Failed to open file for read') becomes
-    IndexCorruptError naming the index."""
-    try:
-        return tantivy.Index.open(str(folder))
-    except ValueError as exc:
-        raise IndexCorruptError(name, str(folder), str(exc)) from None

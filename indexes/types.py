@@ -61,6 +61,9 @@ class Document:
     metadata: further front-matter / JSONL fields kept for filtering (`Metadata`).
     origin: where it was read, for reports ("rows.jsonl:3", "guide/a.md"; '' when built in
         code). Not indexed, not part of the revision, not compared.
+    source: the real path of the file it was read from ('' when built in code); stored on
+        chunk 0, so a later run never replaces it from another file unasked
+        (`indexes.writer.ingest`). Not part of the revision, not compared.
     """
 
     id: str
@@ -75,6 +78,7 @@ class Document:
     qa_visible: bool = True
     metadata: Metadata = ()
     origin: str = field(default="", compare=False)
+    source: str = field(default="", compare=False)
 
     @property
     def text(self) -> str:

@@ -16,6 +16,7 @@ import os
 import sys
 from collections import deque
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -27,7 +28,7 @@ from .errors import IndexLockedError
 from .records import chunk_fields, document_revision
 from .types import CoverImage, Document, IngestError, IngestReport, IngestWarning, Section
 
-__all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "ingest", "open_writer"]
+__all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "ingest", "ingest_index", "open_writer"]
 
 MIB = 1024 * 1024
 WRITER_HEAP_BYTES = 256 * MIB
@@ -45,12 +46,13 @@ def _pack(doc: Document) -> Packed:
     cover = doc.cover_image
     return (doc.id, doc.title, tuple((s.heading, s.text, s.trail) for s in doc.sections), doc.url,
             doc.summary, doc.publish_time, None if cover is None else (cover.url, cover.height, cover.width),
-            doc.path, doc.dataset, doc.qa_visible, doc.metadata)
+            doc.path, doc.dataset, doc.qa_visible, doc.metadata, doc.source)
 
 
 def _unpack(p: Packed) -> Document:
     cover = None if p[6] is None else CoverImage(*p[6])
-    return Document(p[0], p[1], tuple(Section(*s) for s in p[2]), p[3], p[4], p[5], cover, p[7], p[8], p[9], p[10])
+    return Document(p[0], p[1], tuple(Section(*s) for s in p[2]), p[3], p[4], p[5], cover, p[7], p[8], p[9], p[10],
+                    source=p[11])
 
 
 def analyse_batch(docs: list[Packed], revisions: list[str], chunk_chars: int) -> tuple[int, str]:
@@ -171,17 +173,19 @@ def _storable_time(value: object) -> bool:
     return value is None or (isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63)
 
 
-def _queue(analyser: _Analyser, batch: dict[str, tuple[Document, str]], held: dict[str, str]) -> None:
+def _queue(analyser: _Analyser, batch: dict[str, tuple[Document, str]], held: dict[str, str],
+           moved: AbstractSet[str] = frozenset()) -> None:
     """Queue the documents of `batch` whose revision differs from what the index holds.
 
-    held: doc_id → revision in the index, updated here. An id already indexed (or queued
-    earlier in this run) is deleted before the batch's adds.
+    held: doc_id → revision in the index, updated here; moved: ids rewritten whatever their
+    revision (their source changed). An id already indexed (or queued earlier in this run) is
+    deleted before the batch's adds.
     """
     todo: list[tuple[Document, str]] = []
     deletes: list[str] = []
     for doc_id, (doc, revision) in batch.items():
         before = held.get(doc_id)
-        if before == revision:
+        if before == revision and doc_id not in moved:
             continue
         if before is not None:
             deletes.append(doc_id)
@@ -196,7 +200,8 @@ def ingest(
     documents: Iterable[Document | IngestError | IngestWarning],
     known: dict[str, str],
     *,
-    datasets: dict[str, str] | None = None,
+    holders: dict[str, tuple[str, str]] | None = None,
+    replace: bool = False,
     chunk_chars: int,
     delete_missing: bool = False,
     progress: bool = True,
@@ -206,13 +211,15 @@ def ingest(
     """Upsert `documents` through `writer` in one commit; returns what changed.
 
     known: doc_id → revision of what the index holds now (updated in place).
-    datasets: doc_id → dataset of what the index holds now (None: not checked, and
+    holders: doc_id → (dataset, source) of what the index holds now (None: not checked, and
     delete_missing deletes in every dataset). A document
     whose id the index holds in another dataset, or an earlier document of this run holds in
     another dataset, is refused (an error naming both datasets): a run never replaces another
-    dataset's document (issue 16). delete_missing only deletes documents of the datasets this
-    run read documents of, and is not run when it read none (a folder of only unsupported
-    files must not empty the index).
+    dataset's document (issue 16). Nor, unless `replace`, one the index holds from another
+    source file (both `Document.source`s known and different: an error naming both); with
+    `replace` each such replacement is a warning naming the old source. delete_missing only
+    deletes documents of the datasets this run read documents of, and is not run when it read
+    none (a folder of only unsupported files must not empty the index).
     A document whose id comes again later in the same run is replaced by the later one (the
     last wins) and each override is a warning naming both origins; the counts compare each
     id's final document with the index before the run, so a re-run of unchanged input reports
@@ -228,7 +235,8 @@ def ingest(
     before = dict(known)
     origins: dict[str, str] = {}  # doc_id → origin of the copy kept so far, in first-seen order
     batch: dict[str, tuple[Document, str]] = {}
-    held = datasets if datasets is not None else {}
+    held = holders if holders is not None else {}
+    moved: set[str] = set()  # ids whose source this run changes (with replace)
     run_datasets: dict[str, str] = {}  # doc_id → dataset of the copy kept so far in this run
     try:
         bar = tqdm(documents, unit="doc", file=sys.stderr,
@@ -252,13 +260,23 @@ def ingest(
                 report.errors.append((origin, "a text field holds a lone surrogate (an escape such as \\ud800 "
                                               "with no pair): not Unicode text, record refused"))
                 continue
-            other = run_datasets.get(item.id, held.get(item.id))
+            indexed_as = held.get(item.id)
+            other = run_datasets.get(item.id, indexed_as[0] if indexed_as is not None else None)
             if other is not None and other != item.dataset:
                 report.errors.append((origin, f"id {item.id!r} is a document of dataset {other!r}"
                                               f"{' in this run' if item.id in run_datasets else ' in the index'}, "
                                               f"not {item.dataset!r}: refused, it would replace that document "
                                               "(give each dataset its own ids)"))
                 continue
+            old_source = indexed_as[1] if indexed_as is not None else ""
+            if old_source and item.source and old_source != item.source and item.id not in run_datasets:
+                if not replace:
+                    report.errors.append((origin, f"id {item.id!r} was indexed from {old_source}, this one comes "
+                                                  f"from {item.source}: refused, it would replace that document "
+                                                  "(pass --replace to replace it, or give it another id)"))
+                    continue
+                report.warnings.append((origin, f"replaces {item.id!r} from {old_source} (--replace)"))
+                moved.add(item.id)
             run_datasets[item.id] = item.dataset
             earlier = origins.get(item.id)
             if earlier is not None:
@@ -268,16 +286,16 @@ def ingest(
             batch.pop(item.id, None)  # a queued earlier copy is never written
             batch[item.id] = (item, revision)
             if len(batch) >= INGEST_BATCH_DOCS:
-                _queue(analyser, batch, known)
+                _queue(analyser, batch, known, moved)
                 batch = {}
-        _queue(analyser, batch, known)
+        _queue(analyser, batch, known, moved)
         report.chunks = analyser.finish()
         bar.close()
         for doc_id in origins:
             previous = before.get(doc_id)
             if previous is None:
                 report.added += 1
-            elif previous != known[doc_id]:
+            elif previous != known[doc_id] or doc_id in moved:
                 report.updated += 1
             else:
                 report.unchanged += 1
@@ -293,7 +311,7 @@ def ingest(
                                          "no document was deleted"))
             else:
                 for doc_id in sorted(set(before) - set(origins)):
-                    if datasets is not None and held.get(doc_id, "") not in seen:
+                    if holders is not None and held.get(doc_id, ("", ""))[0] not in seen:
                         continue  # another dataset's document: not this run's to delete
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
@@ -305,3 +323,23 @@ def ingest(
         analyser.close()
         writer.wait_merging_threads()
     return report
+
+
+def ingest_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: str,
+                 documents: Iterable[Document | IngestError | IngestWarning], *, chunk_chars: int,
+                 delete_missing: bool, replace: bool, progress: bool, workers: int | None) -> IngestReport:
+    """`ingest` into the Tantivy `index` (named `name`, at `path`) through its one writer,
+    checked against what it holds now (revisions, datasets, sources: `indexes.documents`).
+    Raises IndexLockedError when another writer holds it; the caller reloads its reader."""
+    from .documents import holders, revisions
+
+    w = open_writer(index, name, path)
+    try:
+        searcher = index.searcher()
+        known, held = revisions(searcher, schema), holders(searcher, schema)
+    except BaseException:
+        w.rollback()
+        w.wait_merging_threads()
+        raise
+    return ingest(w, documents, known, holders=held, replace=replace, chunk_chars=chunk_chars,
+                  delete_missing=delete_missing, progress=progress, workers=workers, desc=f"index {name}")

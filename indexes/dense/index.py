@@ -147,7 +147,7 @@ class HybridIndex(KnowledgeIndex):
                               floor=floor), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
-               progress: bool = True, workers: int | None = None) -> IngestReport:
+               progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:
         """`KnowledgeIndex.ingest`, with the chunks of changed documents embedded before the
         commit and the vectors of the commit published after it (`indexes.dense.sync`).
         Raises IndexLockedError (another writer), EmbeddingError (provider failed after its
@@ -158,7 +158,7 @@ class HybridIndex(KnowledgeIndex):
                 dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
                                     known=self.revisions(), progress=progress)
                 report = super().ingest(dense.stream(documents), delete_missing=delete_missing, progress=progress,
-                                        workers=workers)
+                                        workers=workers, replace=replace)
                 self.last_dense_report = dense.publish(self._index)
             finally:
                 cache.close()

@@ -90,10 +90,12 @@ def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MA
               dataset: str | None = None, url_base: str | None = None) -> Iterator[ReadItem]:
     """`_read_file`, each document cleaned for callers (`indexes.ingest.clean.clean_document`:
     page URLs http(s) only, relative ones resolved against `url_base`; control characters out;
-    titles bounded), every change reported as an IngestWarning after its document."""
+    titles bounded), every change reported as an IngestWarning after its document. Each
+    document's `source` is the real path of `path`."""
+    source = os.path.realpath(path)
     for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset):
         if isinstance(item, Document):
-            item, notes = clean_document(item, url_base)
+            item, notes = clean_document(replace(item, source=source), url_base)
             yield item
             yield from notes
         else:

@@ -236,8 +236,9 @@ def test_running_server_sees_new_commit_without_restart(server: str, tmp_path: P
     extra = tmp_path / "extra" / "new"
     extra.mkdir(parents=True)
     (extra / "coffee.md").write_text("# 量子纠缠咖啡机\n\n这台咖啡机利用量子纠缠同时煮两杯咖啡。\n", encoding="utf-8")
+    # beside the demo folder the index recorded as its root: --root names this run's own
     r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
-               str(tmp_path / "extra"))
+               "--root", str(tmp_path / "extra"), str(tmp_path / "extra"))
     assert r.returncode == 0, r.stderr
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and "new/coffee.md" not in ask():
@@ -330,7 +331,8 @@ def test_index_update_reaches_every_worker(server: str, tmp_path: Path) -> None:
     extra = tmp_path / "extra2"
     extra.mkdir()
     (extra / "tea.md").write_text("# 量子茶壶\n\n量子茶壶可以同时泡绿茶和红茶。\n", encoding="utf-8")
-    r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress", str(extra))
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress", "--root", str(extra),
+               str(extra))
     assert r.returncode == 0, r.stderr
     time.sleep(1.0)  # each worker checks for a new commit at most every 0.5 s
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from indexes.ingest import delete_missing_problem, document_id, read_paths
-from indexes.roots import choose_root, read_roots, remember_root
+from indexes.roots import RootChoice, choose_root, read_roots, remember_root
 from indexes.schema import SCHEMA_VERSION, SIDECAR
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document, IngestError, Section
@@ -120,12 +120,32 @@ def test_roots_are_recorded_per_dataset_in_the_sidecar(index: KnowledgeIndex, tr
 
 
 def test_choose_root(tree: Path, tmp_path: Path) -> None:
-    sub = str(tree / "guide")
-    assert choose_root(None, [str(tree)], None) == (str(tree.resolve()), None, None)
-    assert choose_root(None, [sub], str(tree.resolve())) == (str(tree.resolve()), None, None)
-    assert choose_root(str(tree), [sub], None) == (str(tree.resolve()), None, None)
-    root, problem, _ = choose_root(str(tree / "guide"), [str(tree)], None)
-    assert root is None and problem is not None and "not inside --root" in problem
-    root, problem, note = choose_root(None, [str(tmp_path)], str(tree.resolve()))
-    assert root == str(tmp_path.resolve()) and problem is None and note is not None
-    assert choose_root(None, [sub, str(tree / "top.md")], None) == (None, None, None)
+    top, sub = str(tree.resolve()), str(tree / "guide")
+    assert choose_root(None, [str(tree)], None) == RootChoice(top, record=top)
+    assert choose_root(None, [sub], top) == RootChoice(top, record=top)
+    assert choose_root(str(tree), [sub], None) == RootChoice(top, record=top)
+    refused = choose_root(str(tree / "guide"), [str(tree)], None)
+    assert refused.root is None and refused.problem is not None and "not inside --root" in refused.problem
+    assert choose_root(None, [sub, str(tree / "top.md")], None) == RootChoice(None)
+
+
+def test_a_run_outside_the_recorded_root_is_refused_naming_the_command(tree: Path, tmp_path: Path) -> None:
+    top, sub = str(tree.resolve()), str((tree / "guide").resolve())
+    wider = choose_root(None, [str(tree)], sub, command="kbgate index add --index docs")
+    assert wider.root is None and wider.record is None and wider.problem is not None
+    assert f"holds {sub}" in wider.problem
+    assert f"kbgate index add --index docs --root {tree} --delete-missing {tree}" in wider.problem
+    sibling = tmp_path / "docs2"
+    sibling.mkdir()
+    aside = choose_root(None, [str(sibling)], top, command="kbgate index add --index docs")
+    assert aside.root is None and aside.problem is not None and "is outside" in aside.problem
+    assert f"--root {sibling} {sibling}" in aside.problem
+    # --root chooses this run's root; the recorded one stays, unless the run re-keys the dataset
+    once = choose_root(str(sibling), [str(sibling)], top)
+    assert once.root == str(sibling.resolve()) and once.record is None and "stays" in str(once.note)
+    rekey = choose_root(str(tree), [str(tree)], sub, delete_missing=True)
+    assert rekey == RootChoice(top, note=rekey.note, record=top) and "moves" in str(rekey.note)
+    # a recorded root that is not a folder here (another checkout): name the new place
+    gone = choose_root(None, [str(tree)], "/no/such/checkout")
+    assert gone.problem is not None and "--root DIR" in gone.problem
+    assert choose_root(str(tree), [str(tree)], "/no/such/checkout").record == top

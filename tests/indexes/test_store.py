@@ -14,6 +14,7 @@ from indexes.schema import SIDECAR
 from indexes.stats import read_generation
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document, IngestError, SearchFilter, Section
+from indexes.writer import open_writer
 
 
 def _doc(doc_id: str, text: str, **kw: object) -> Document:
@@ -121,7 +122,7 @@ def test_generation_labels_the_commit_the_reader_loaded(store: IndexStore, index
 
 
 def test_second_writer_fails_with_clear_error(store: IndexStore, index: KnowledgeIndex) -> None:
-    writer = index._writer()
+    writer = open_writer(index._index, index.name, str(index.path))  # the one writer, held
     try:
         other = store.create_or_open_for_write("kb")
         with pytest.raises(IndexLockedError, match="another process"):
