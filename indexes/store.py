@@ -6,10 +6,9 @@ sidecar). The server only reads (`open`, cached); the indexer writes (`create_or
 long-running reader pick up a new commit without reopening. One writer per index: a second one
 raises `IndexLockedError`. A search's terms are `indexes.synonyms.analysed` (the owner's synonyms).
 
-`KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a
-query and shaping Hits), `indexes.documents` (reading documents back), `indexes.stats`,
-`indexes.writer` (parallel analysis and the upsert loop), `indexes.records` (a chunk's fields).
-"""
+`KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a query and
+shaping Hits), `indexes.filters` (scope), `indexes.documents` (reading documents back),
+`indexes.stats`, `indexes.writer` (analysis, upserts), `indexes.records` (a chunk's fields)."""
 
 from __future__ import annotations
 
@@ -26,11 +25,12 @@ from tantivy import Occur, Query
 from . import documents, metadata, writer
 from .analysis import QueryTerms
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
+from .filters import filter_query
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, filter_query, ideal_score
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
 from .types import (
@@ -69,12 +69,13 @@ class KnowledgeIndex:
     with `generation` it names what the reader shows even when a folder rebuilt from scratch
     (or restored) reaches an opstamp seen before (the answer cache keys on both). Raised after
     the reload: a value read before a search is never newer than what the search shows.
-    rerank: the index's optional rerank stage (`indexes.rerank`), attached by the store that
-    opened it for serving; None: no rerank.
+    rerank: its optional rerank stage (`indexes.rerank`), attached by the store that opened it
+    for serving. synonyms: the owner's synonyms, set by the gateway. None: neither.
     """
 
     search_may_wait = False
     rerank: RerankStage | None = None
+    synonyms: Synonyms | None = None
 
     def __init__(
         self,
@@ -96,7 +97,6 @@ class KnowledgeIndex:
         self._doc_freqs = DocFreqs()
         self._clock = clock
         self.boosts = boosts
-        self.synonyms: Synonyms | None = None  # set by its owner (the gateway: the config's [indexes.NAME])
         self.chunk_chars = chunk_chars
         self._reload_lock = threading.Lock()
         self._last_check = clock()
@@ -267,10 +267,7 @@ class KnowledgeIndex:
         self,
         documents: Iterable[Document | IngestError | IngestWarning],
         *,
-        delete_missing: bool = False,
-        progress: bool = True,
-        workers: int | None = None,
-        replace: bool = False,
+        delete_missing: bool = False, progress: bool = True, workers: int | None = None, replace: bool = False,
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 

@@ -32,9 +32,10 @@ import orjson
 
 from gateway.core.config import AgentClient, AgentConfig, AgentRoute, Route, Tenant
 from gateway.core.errors import AccessDenied, NotFound
+from gateway.core.globs import glob_matches, glob_within, intersect_globs
 from gateway.core.validate import clip
+from indexes.filters import exclusion_regex
 from indexes.invisible import name_problem, readable_name
-from indexes.search import exclusion_regex, glob_to_regex
 from indexes.types import SearchFilter
 
 log = logging.getLogger("kbgate.scope")
@@ -43,7 +44,6 @@ log = logging.getLogger("kbgate.scope")
 ALWAYS_EXCLUDED: tuple[str, ...] = ("config/**", "state/**")
 # Working documents: hidden unless the request and every grant include them (seed 002 §8).
 WORKING_DOCS: tuple[str, ...] = ("working/**",)
-_WILDCARD = re.compile(r"[*?]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +115,6 @@ class EffectiveScope:
 # ------------------------------------------------------------------ pure set algebra
 
 
-def glob_matches(glob: str, path: str) -> bool:
-    """Does `path` match `glob` ('*' in a segment, '**' across, as the index filter does)?"""
-    return _glob_regex(glob).fullmatch(path) is not None
-
-
-@lru_cache(maxsize=1024)
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    # Scopes repeat the same few globs on every hit: compile each once.
-    return re.compile(glob_to_regex(glob))
-
-
 @lru_cache(maxsize=256)
 def _exclusion(glob: str) -> re.Pattern[str]:
     return re.compile(exclusion_regex(glob))
@@ -143,38 +132,6 @@ def excluded(eff: EffectiveScope, name: str) -> bool:
         return False
     read = readable_name(name)
     return any(_exclusion(g).fullmatch(n) is not None for g in globs for n in {name, read})
-
-
-def glob_within(inner: str, outer: str) -> bool:
-    """True only when every path matching `inner` also matches `outer` (sound, not
-    complete: an undecided pair answers False, which only ever narrows a scope).
-
-    Decided cases: equal globs; `outer` = literal prefix + '**' and `inner` starts with
-    that prefix; `outer` without wildcards and `inner` equal to it.
-    """
-    if inner == outer:
-        return True
-    if outer.endswith("**"):
-        prefix = outer[:-2]
-        if not _WILDCARD.search(prefix):
-            return inner.startswith(prefix)
-    return False
-
-
-def intersect_globs(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    """Globs matching only paths both sides match; None is "all". May come back empty."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    out: list[str] = []
-    for x in a:
-        for y in b:
-            if glob_within(x, y) and x not in out:
-                out.append(x)
-            elif glob_within(y, x) and y not in out:
-                out.append(y)
-    return tuple(out)
 
 
 def _intersect_datasets(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> tuple[str, ...] | None:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from gateway.core import scope
 from gateway.core.config import parse_config
 from gateway.core.errors import AccessDenied, ConfigError
+from gateway.core.globs import glob_matches, glob_within, intersect_globs
 from gateway.core.scope import (
     ALWAYS_EXCLUDED,
     Grant,
@@ -26,9 +27,6 @@ from gateway.core.scope import (
     ScopeRequest,
     allows,
     effective_scope,
-    glob_matches,
-    glob_within,
-    intersect_globs,
     narrow,
     resolve_callback,
 )

@@ -27,7 +27,7 @@ from gateway.core.frame import Call, Reply, dumps
 from gateway.core.scope import EffectiveScope
 from gateway.core.types import KIB
 from gateway.core.validate import Fields, Problem
-from indexes.search import glob_problem
+from indexes.filters import glob_problem
 
 _KEY = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")

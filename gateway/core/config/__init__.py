@@ -13,7 +13,6 @@ from gateway.core.config.model import (
     AuditConfig,
     Config,
     DifyConfig,
-    GapsConfig,
     McpConfig,
     ReplayConfig,
     Route,
@@ -23,6 +22,7 @@ from gateway.core.config.model import (
     Tenant,
     floor_of,
 )
+from gateway.core.config.owners import GapsConfig
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",

@@ -17,7 +17,7 @@ from gateway.core.config.model import MIN_SECRET_CHARS
 from gateway.core.errors import ConfigError
 from gateway.core.types import Secret
 from gateway.core.validate import Fields, Problem
-from indexes.search import glob_problem
+from indexes.filters import glob_problem
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gateway.core.config.fields import read_secret, secret_ref
-from gateway.core.config.model import DEFAULT_GAP_THRESHOLD, GapsConfig
+from gateway.core.config.owners import DEFAULT_GAP_THRESHOLD, GapsConfig
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
 

@@ -1,0 +1,48 @@
+"""Settings of the knowledge owner's loop: `[gaps]` (gateway/ops/gaps), parsed by
+`gateway.core.config.gaps`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gateway.core.types import SECONDS, Secret
+
+__all__ = ["DEFAULT_GAP_THRESHOLD", "GapsConfig"]
+
+DEFAULT_GAP_THRESHOLD = 0.3
+"""A question whose best hit's relevance (0..1, `indexes.types.Hit.relevance`) is under this is
+a knowledge gap ("low score"); one with no hit at all always is ("no answer")."""
+
+
+@dataclass(frozen=True, slots=True)
+class GapsConfig:
+    """Knowledge gaps and hit statistics (gateway/ops/gaps): what callers asked that the
+    knowledge could not answer, and which documents were served.
+
+    threshold: the default gap threshold on the relevance scale, 0..1 (DEFAULT_GAP_THRESHOLD).
+    thresholds: route id → its own threshold (an agent route's name, or
+        '{tenant}/{FirstLevelId}/{SecondLevelId}' of a Volcengine route); a question searched
+        over several routes uses the lowest of theirs.
+    keep_days: retention window of gap groups and hit counts (whole UTC days).
+    max_questions: distinct questions (normalized) kept at most; the least recently seen go first.
+    query_retention_seconds: how long a question's text is kept when admin.show_queries is on.
+    max_examples: question texts kept per distinct question when admin.show_queries is on.
+    key: the HMAC key questions and terms are hashed with (`key_env` / `key_file`); None: a
+        random key kept in Redis ('{replay.key_prefix}:gaps:key', made once) or, without
+        Redis, in this process.
+    flush_seconds: how often a worker writes what it aggregated (background, never the request).
+    """
+
+    threshold: float = DEFAULT_GAP_THRESHOLD
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    keep_days: int = 30
+    max_questions: int = 5000
+    query_retention_seconds: int = 7 * 24 * 3600 * SECONDS
+    max_examples: int = 5
+    key: Secret | None = None
+    flush_seconds: float = 2.0
+
+    def threshold_of(self, routes: tuple[str, ...]) -> float:
+        """The gap threshold of a question searched over `routes` (the lowest of theirs)."""
+        return min((self.thresholds.get(r, self.threshold) for r in routes), default=self.threshold)
