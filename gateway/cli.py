@@ -12,7 +12,7 @@ kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 kbgate try --config FILE --caller CALLER ... --query Q (see gateway/ops/try_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
-2 usage or configuration error.
+2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable).
 """
 
 from __future__ import annotations

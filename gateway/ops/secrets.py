@@ -262,41 +262,74 @@ def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
     return edit_config(path, mutate, env)
 
 
-def list_keys(config: Config, tenant: str, now: float) -> list[KeyRow]:
+@dataclass(frozen=True, slots=True)
+class KeyListing:
+    """What `secrets list` shows: the rows, whether usage is shared (replay.redis_url is set),
+    and `unreachable`: the Redis URL (credentials removed) when usage could not be read from it,
+    so that no column may be taken for "unused". None when Redis answered or is not configured."""
+
+    rows: list[KeyRow]
+    shared: bool
+    unreachable: str | None = None
+
+
+UNKNOWN = "unknown (Redis unreachable)"  # the LAST VERIFIED and COUNT cells when Redis did not answer
+
+
+def list_keys(config: Config, tenant: str, now: float) -> KeyListing:
     """Each key of `tenant` with its expiry and usage across all workers (Redis), in config order.
 
-    Raises ConfigError when the tenant does not exist. When Redis is not configured (or does
-    not answer) usage is None: each worker then counts for itself only.
+    Raises ConfigError when the tenant does not exist. When Redis is not configured, usage is
+    None (each worker then counts for itself only); when it is configured but does not answer
+    (RedisError, OSError, within replay.timeout_seconds), usage is None too and the listing says
+    so in `unreachable`: a key still in use must never look unused.
     """
     t = config.tenants.get(tenant)
     if t is None:
         raise ConfigError(f"tenants.{tenant}", "does not exist in this config")
     usage: dict[str, KeyUse] | None = None
+    unreachable: str | None = None
     if config.replay.redis_url:
         try:
             usage = read_key_usage(config.replay.redis_url, config.replay.key_prefix, tenant,
                                    [k.id for k in t.secrets], config.replay.timeout_seconds)
         except (RedisError, OSError):
-            usage = None
-    return [KeyRow(k.id, k.source.split(":", 1)[0] + ":" + _short(k.source), k.not_after, k.live(now),
+            unreachable = url_without_credentials(config.replay.redis_url)
+    rows = [KeyRow(k.id, k.source.split(":", 1)[0] + ":" + _short(k.source), k.not_after, k.live(now),
                    usage.get(k.id) if usage is not None else None) for k in t.secrets]
+    return KeyListing(rows, shared=config.replay.redis_url is not None, unreachable=unreachable)
 
 
-def format_rows(rows: list[KeyRow], now: float, shared: bool) -> str:
-    """The `secrets list` table: id, state, not_after, last verified (age), count, workers."""
-    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<28} {'COUNT':>7}  WORKERS"]
-    for r in rows:
+def format_rows(listing: KeyListing, now: float) -> str:
+    """The `secrets list` table: id, state, not_after, last verified (age), count, workers.
+
+    Usage cells read UNKNOWN when Redis did not answer, 'n/a' when usage is not shared."""
+    missing = UNKNOWN if listing.unreachable is not None else "n/a"
+    width = max(28, len(missing))
+    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<{width}} {'COUNT':>7}  WORKERS"]
+    for r in listing.rows:
         na = _iso(r.not_after) if r.not_after is not None else "-"
         if r.usage is None:
-            last, count, workers = "n/a", "n/a", ""
+            last, count, workers = missing, missing, ""
         else:
             last = f"{_iso(r.usage.last)} ({_age(now - r.usage.last)} ago)" if r.usage.last else "never"
             count = str(r.usage.count)
             workers = ", ".join(f"{w}={n}" for w, n in sorted(r.usage.workers.items()))
-        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<28} {count:>7}  {workers}")
-    if not shared:
+        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<{width}} {count:>7}  "
+                     f"{workers}")
+    if not listing.shared:
         lines.append("(usage is kept per worker without replay.redis_url; see /metrics of each worker)")
     return "\n".join(lines)
+
+
+def url_without_credentials(url: str) -> str:
+    """`url` (a replay.redis_url) with any user:password@ and any ?query (where redis-py also
+    takes a password) removed, for messages: 'redis://:pw@h:6379/0?x=1' → 'redis://h:6379/0'."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "(a Redis URL kbgate cannot parse)"
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
 
 
 def parse_instant(text: str) -> float:

@@ -26,6 +26,7 @@ from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
+from tests.support.redis_procs import RedisProc
 
 OLD = "old-key-value-0001"
 NEW = "new-key-value-0002"
@@ -336,13 +337,44 @@ def test_key_usage_visible_across_two_workers(tmp_path: Path, docs_index: Path,
         assert OLD not in out.stdout
 
 
-def test_redis_down_for_secrets_list_says_na(tmp_path: Path, key_prefix: str) -> None:
+def test_secrets_list_without_redis_configured_says_na_and_exits_0(tmp_path: Path, key_prefix: str) -> None:
     (tmp_path / "old").write_text(OLD + "\n")
     cfg = tmp_path / "gateway.toml"
-    cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url="redis://127.0.0.1:1/0",
-                             prefix=key_prefix, secrets=[("old", "old")]))
+    cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url=None, prefix=key_prefix, workers=1,
+                             secrets=[("old", "old")]))
     out = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
-    assert out.returncode == 0 and "n/a" in out.stdout
+    assert out.returncode == 0 and "n/a" in out.stdout and "unknown" not in out.stdout, out
+    assert "usage is kept per worker" in out.stdout
+
+
+def test_secrets_list_with_redis_down_says_usage_is_unknown_and_exits_3(tmp_path: Path, key_prefix: str) -> None:
+    # It printed 'n/a', exited 0 and warned of nothing: a key still in use looked unused.
+    proc = RedisProc(tmp_path).start()
+    proc.client().config_set("requirepass", "s3cret-pass")  # after start: its readiness ping has no password
+    url = f"redis://default:s3cret-pass@127.0.0.1:{proc.port}/0"
+    try:
+        (tmp_path / "old").write_text(OLD + "\n")
+        cfg = tmp_path / "gateway.toml"
+        cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url=url, prefix=key_prefix,
+                                 secrets=[("old", "old")]))
+        redis.Redis.from_url(url).hset(f"{key_prefix}:keyuse:acme:old", mapping={"count": 7, "last": time.time() - 5})
+        up = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
+        assert up.returncode == 0, up.stderr
+        assert "      7  " in up.stdout and "unknown" not in up.stdout
+    finally:
+        proc.stop()
+    down = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
+    assert down.returncode == 3, down
+    row = next(line for line in down.stdout.splitlines() if line.startswith("old "))
+    assert row.count("unknown (Redis unreachable)") == 2 and "n/a" not in row
+    assert f"key usage could not be read from Redis at redis://127.0.0.1:{proc.port}/0" in down.stderr
+    assert "s3cret-pass" not in down.stdout + down.stderr and "default:" not in down.stderr
+    assert OLD not in down.stdout + down.stderr
+
+
+def test_secrets_list_help_names_the_exit_code() -> None:
+    out = kbgate("secrets", "list", "--help")
+    assert out.returncode == 0 and "3 replay.redis_url is set but Redis did not answer" in " ".join(out.stdout.split())
 
 
 def test_usage_hash_layout(redis_url: str, key_prefix: str) -> None:
