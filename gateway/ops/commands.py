@@ -124,8 +124,8 @@ def cmd_secrets_retire(args: argparse.Namespace) -> int:
     if done.deleted_file is not None:
         print(f"  deleted its secret file {done.deleted_file} (kbgate had written it)")
     if done.kept_file is not None:
-        print(f"  left its secret file {done.kept_file} on disk (kbgate did not write it, it was replaced "
-              "since, or another key still uses it): delete it yourself once nothing needs it")
+        print(f"  left its secret file {done.kept_file} on disk ({done.kept_because}): delete it yourself "
+              "once nothing needs it")
     return 0
 
 

@@ -28,7 +28,7 @@ from gateway.core.config import Config, load_config
 from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
 from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
-from gateway.ops.secret_files import forget, kbgate_wrote, write_secret_file
+from gateway.ops.secret_files import forget, why_not_kbgates, write_secret_file
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
 SECRETS_DIR = "secrets"  # generated secret files: <config dir>/secrets/<tenant>-<key id>
@@ -49,11 +49,13 @@ class AddedKey:
 class RetiredKey:
     """What `retire_key` did: the validated new config, and for a removed key its secret file:
     `deleted_file` when kbgate had written it (gateway/ops/secret_files.py) and deleted it,
-    `kept_file` when the entry named another file, which is left on disk. Both None otherwise."""
+    `kept_file` when the entry named another file, which is left on disk, and `kept_because`
+    why (e.g. 'its content changed since kbgate wrote it'). All None otherwise."""
 
     config: Config
     deleted_file: Path | None = None
     kept_file: Path | None = None
+    kept_because: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +179,11 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
 
     When `remove` drops an entry whose value_file is a file kbgate itself wrote (recorded by
-    gateway/ops/secret_files.py when it wrote it, and not replaced since; named by no other
-    key), that file is deleted after the config was written; any other value_file, a hand-made
-    secrets/<tenant>-<id> included, is left on disk and returned as `kept_file`. Refuses
+    gateway/ops/secret_files.py when it wrote it, neither replaced nor rewritten since: same
+    inode, size, mtime and content digest; named by no other key), that file is deleted after
+    the config was written; any other value_file, a hand-made secrets/<tenant>-<id> or one
+    rewritten in place included, is left on disk and returned as `kept_file`, with the reason
+    in `kept_because`. Refuses
     (ConfigError) when the tenant would have no key live at `at` while in enforce mode, since
     every callback would then fail, unless `force`.
     """
@@ -215,11 +219,14 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
         return RetiredKey(config)
     still_named = any(Path(k.source[5:]).resolve() == fp.resolve()
                       for t in config.tenants.values() for k in t.secrets if k.source.startswith("file:"))
-    if kbgate_wrote(fp) and not still_named:
+    if still_named:
+        return RetiredKey(config, kept_file=fp, kept_because="another key still names it")
+    why = why_not_kbgates(fp)
+    if why is None:
         fp.unlink()
         forget(fp)
         return RetiredKey(config, deleted_file=fp)
-    return RetiredKey(config, kept_file=fp)
+    return RetiredKey(config, kept_file=fp, kept_because=why)
 
 
 def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None) -> Config:

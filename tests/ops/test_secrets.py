@@ -6,6 +6,8 @@ rotation through a running 2-worker server (both keys valid, old key rejected af
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import os
 import stat
 import subprocess
@@ -14,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 import redis
 
@@ -238,6 +241,76 @@ def test_retire_remove_leaves_a_generated_file_that_was_replaced_by_hand(tmp_pat
     done = retire_key(cfg, "acme", "gen", now=0, remove=True)
     assert done.deleted_file is None and done.kept_file == added.created_file
     assert added.created_file.read_text() == HAND_MADE + "\n"
+
+
+def test_retire_remove_keeps_a_generated_file_rewritten_in_place(tmp_path: Path, redis_url: str,
+                                                                  key_prefix: str) -> None:
+    # It was deleted: the record held only name, device and inode, which a rewrite in place keeps.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen1")
+    assert added.created_file is not None
+    ino = added.created_file.stat().st_ino
+    added.created_file.write_text(HAND_MADE + "\n")  # truncate and write: same inode
+    assert added.created_file.stat().st_ino == ino
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "gen1", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert added.created_file.read_text() == HAND_MADE + "\n"
+    assert "deleted its secret file" not in out.stdout
+    assert f"left its secret file {added.created_file} on disk (it was rewritten since kbgate wrote it" in out.stdout
+    assert HAND_MADE not in out.stdout + out.stderr
+
+
+def test_retire_remove_keeps_a_same_size_rewrite_with_its_mtime_put_back(tmp_path: Path, redis_url: str,
+                                                                         key_prefix: str) -> None:
+    # Inode, size and mtime all match: only the keyed content digest tells the files apart.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen2")
+    assert added.created_file is not None
+    fp = added.created_file
+    before = fp.stat()
+    other = "x" * (before.st_size - 1) + "\n"
+    with fp.open("r+", encoding="utf-8") as f:
+        f.write(other)
+    os.utime(fp, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = fp.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    done = retire_key(cfg, "acme", "gen2", now=0, remove=True)
+    assert done.deleted_file is None and done.kept_file == fp
+    assert done.kept_because == "its content changed since kbgate wrote it"
+    assert fp.read_text() == other
+
+
+def test_written_record_holds_a_salted_digest_never_the_secret(tmp_path: Path, redis_url: str,
+                                                               key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    a = add_key(cfg, "acme", now=0, key_id="ga")
+    b = add_key(cfg, "acme", now=0, key_id="gb", value=NEW)
+    assert a.created_file is not None and b.created_file is not None
+    raw = (tmp_path / "secrets" / ".kbgate-written").read_text()
+    record = orjson.loads(raw)
+    assert NEW not in raw and a.created_file.read_text().strip() not in raw
+    for name, fp in (("acme-ga", a.created_file), ("acme-gb", b.created_file)):
+        entry = record[name]
+        st = fp.stat()
+        assert (entry["dev"], entry["ino"], entry["size"], entry["mtime_ns"]) == (
+            st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        salt = bytes.fromhex(entry["salt"])
+        assert len(salt) == 32
+        assert entry["hmac_sha256"] == hmac.new(salt, fp.read_bytes(), hashlib.sha256).hexdigest()
+    assert record["acme-ga"]["salt"] != record["acme-gb"]["salt"]  # one random salt per record
+
+
+def test_retire_remove_keeps_a_file_recorded_without_a_digest(tmp_path: Path, redis_url: str,
+                                                              key_prefix: str) -> None:
+    # A record of an older kbgate ([dev, ino] only) no longer suffices to delete a file.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen3")
+    assert added.created_file is not None
+    st = added.created_file.stat()
+    (tmp_path / "secrets" / ".kbgate-written").write_bytes(orjson.dumps({"acme-gen3": [st.st_dev, st.st_ino]}))
+    done = retire_key(cfg, "acme", "gen3", now=0, remove=True)
+    assert done.deleted_file is None and done.kept_file == added.created_file
+    assert done.kept_because is not None and "content digest" in done.kept_because
 
 
 def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
