@@ -292,9 +292,12 @@ class TryInvalid(KbgateError):
 # of the same seed (access.unauthorized 401, access.forbidden_tool 403,
 # access.forbidden_scope 403, access.dataset_not_allowed 403) are AGENT_CODES, shared with
 # the knowledge protocol. Status 200 marks an *info* code: it rides along a passed result.
+# access.request_too_large is kbgate's own (seed 002 names no code for it): 413 as every other
+# caller answers an oversized body. docs/agent-developers.md copies this table (tests keep it).
 # code → (HTTP status, retryable, meaning). Never rename, only add.
 ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
     "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
+    "access.request_too_large": (413, False, "the tool request body exceeds 32 KiB"),
     "access.tool_unknown": (404, False, "no such tool"),
     "access.method_not_allowed": (405, False, "the tool API takes POST only (answered with Allow: POST)"),
     "access.page_not_found": (404, False, "no page with this id or path in the caller's scope"),

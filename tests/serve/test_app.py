@@ -51,6 +51,26 @@ async def test_readyz_names_an_agent_route_whose_index_is_missing_and_stays_read
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+async def test_other_methods_on_health_endpoints_are_a_json_405_with_allow(tmp_path: Path, docs_index: Path,
+                                                                           path: str) -> None:
+    # They were Starlette's plain-text "Method Not Allowed" beside JSON answers.
+    app = create_app(agent_routes_config(tmp_path, docs_index, {"handbook": {"index": "docs"}}),
+                     nonces=MemoryNonceStore())
+    async with LifespanManager(app) as m:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://t") as c:
+            for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "POST"):
+                r = await c.request(method, path)
+                assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD", (method, r.text)
+                assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-store"
+                assert r.json() == {"error": "method_not_allowed", "allow": ["GET", "HEAD"],
+                                    "message": f"{method} is not allowed on {path}; use GET or HEAD"}
+            assert (await c.get(path)).status_code == 200
+            head = await c.head(path)
+            assert head.status_code == 200 and head.content == b""
+
+
+@pytest.mark.anyio
 async def test_readyz_is_not_ready_when_no_route_can_serve(tmp_path: Path, docs_index: Path) -> None:
     acme = tenant("acme", verify="report", routes=[("a", "b", "gone")])
     cfg = parse(config(tmp_path, tenants=[acme], indexes=docs_index, agent={"routes": {"w": {"index": "nope"}}}),
