@@ -12,7 +12,8 @@ kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 kbgate try --config FILE --caller CALLER ... --query Q (see gateway/ops/try_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
-2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable).
+2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
+141 stdout was closed by its reader (`| head`), said nowhere.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that left (`| head`) shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:  # exit quietly, as `yes | head` does: 128 + SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush
+        return 141
     except ConfigError as exc:
         print(f"kbgate: {exc.message}", file=sys.stderr)
         return 2

@@ -178,8 +178,10 @@ async def test_an_index_damaged_while_serving_still_answers_and_readyz_names_it(
     assert failed.index == "docs"  # type: ignore[attr-defined]
     r = await e.http.get("/readyz")
     # Still ready ("any"): this worker answers; the route says a restarted one could not.
-    assert (r.status_code, r.json()["problems"]) == (200, [
-        gone, "index docs damaged on disk; answers come from the copy opened before"])
+    # Each stale route is named, as the unavailable ones are (it was "index docs …" alone).
+    assert (r.status_code, r.json()["problems"]) == (200, [gone] + [
+        f"agent route {name}: index docs damaged on disk; answers come from the copy opened before"
+        for name in ("ops", "strict", "support")])
     assert {x["state"] for x in r.json()["routes"] if x["index"] == "docs"} == {"stale", "disabled"}
     meta.write_bytes(whole)  # restored: the next reload succeeds, readiness comes back
     await after_reload_check()
@@ -188,8 +190,9 @@ async def test_an_index_damaged_while_serving_still_answers_and_readyz_names_it(
     shutil.rmtree(root / "indexes" / "docs")
     await after_reload_check()
     assert await answered()
-    assert (await e.http.get("/readyz")).json()["problems"] == [
-        gone, "index docs missing on disk; answers come from the copy opened before"]
+    assert (await e.http.get("/readyz")).json()["problems"] == [gone] + [
+        f"agent route {name}: index docs missing on disk; answers come from the copy opened before"
+        for name in ("ops", "strict", "support")]
 
 
 @pytest.mark.anyio
