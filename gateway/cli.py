@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from gateway.core.config import Config, load_config, load_indexer_config, load_indexes, load_indexes_dir
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
-from indexes.errors import EmbeddingError, IndexNotFoundError, IndexStoreError
+from indexes.errors import EmbeddingError, IndexStoreError
 
 if TYPE_CHECKING:
     from indexes.dense.config import DenseConfig
@@ -219,9 +219,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
                                              f"{problem.reason}, route disabled")
         ok &= problem is None or not ar.enabled
         print(f"agent route {ar.name} -> index {ar.index} [{mark}]")
+    from gateway.ops.check_steps import next_step
+
     for problem in broken.values():
-        if problem is not None and not isinstance(problem, IndexNotFoundError):
-            print(f"  {problem}")  # where it is, what is wrong, how to rebuild it
+        if problem is not None:
+            print(f"  {next_step(problem, args.config)}")  # what is wrong, what to run
     for name, dense in sorted(config.dense.items()):
         print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1
