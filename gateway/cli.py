@@ -11,7 +11,8 @@ kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 kbgate try --config FILE --caller CALLER ... --query Q (see gateway/ops/try_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
-2 usage or configuration error.
+2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
+141 stdout was closed by its reader (`| head`), said nowhere.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 from gateway.core.config import Config, load_config
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
-from indexes.errors import EmbeddingError, IndexNotFoundError, IndexStoreError
+from indexes.errors import EmbeddingError, IndexStoreError
 
 if TYPE_CHECKING:
     from indexes.dense.config import DenseConfig
@@ -42,7 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that left (`| head`) shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:  # exit quietly, as `yes | head` does: 128 + SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush
+        return 141
     except ConfigError as exc:
         print(f"kbgate: {exc.message}", file=sys.stderr)
         return 2
@@ -187,9 +193,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
                                              f"{problem.reason}, route disabled")
         ok &= problem is None or not ar.enabled
         print(f"agent route {ar.name} -> index {ar.index} [{mark}]")
+    from gateway.ops.check_steps import next_step
+
     for problem in broken.values():
-        if problem is not None and not isinstance(problem, IndexNotFoundError):
-            print(f"  {problem}")  # where it is, what is wrong, how to rebuild it
+        if problem is not None:
+            print(f"  {next_step(problem, args.config)}")  # what is wrong, what to run
     for name, dense in sorted(config.dense.items()):
         print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1

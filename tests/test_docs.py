@@ -85,3 +85,11 @@ def test_the_checker_finds_a_broken_file_and_heading(tmp_path: Path) -> None:
                    "[gone](missing.md) [gone](a.md#no-such) `[code](missing.md)` [web](https://x.y/z)\n"
                    "```\n[fenced](missing.md)\n```\n# x\n", "utf-8")
     assert broken_links(doc) == ["missing.md: no such file", "a.md#no-such: no heading #no-such in a.md"]
+
+
+def test_the_demo_page_count_in_the_docs_is_the_demo_corpus() -> None:
+    # docs/dify.md said "8 pages" of a demo that indexes 6 (deploy/demo/docs, `make run`).
+    pages = sum(1 for p in (ROOT / "deploy" / "demo" / "docs").rglob("*.md") if p.is_file())
+    counts = {(doc.name, int(n)) for doc in (ROOT / "docs").glob("*.md")
+              for n in re.findall(r"demo \((\d+) pages\)", prose(doc.read_text("utf-8")))}
+    assert counts and all(n == pages for _, n in counts), (pages, counts)

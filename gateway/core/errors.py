@@ -292,9 +292,12 @@ class TryInvalid(KbgateError):
 # of the same seed (access.unauthorized 401, access.forbidden_tool 403,
 # access.forbidden_scope 403, access.dataset_not_allowed 403) are AGENT_CODES, shared with
 # the knowledge protocol. Status 200 marks an *info* code: it rides along a passed result.
+# access.request_too_large is kbgate's own (seed 002 names no code for it): 413 as every other
+# caller answers an oversized body. docs/agent-developers.md copies this table (tests keep it).
 # code → (HTTP status, retryable, meaning). Never rename, only add.
 ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
     "access.request_invalid": (400, False, "the tool request does not match AgentToolRequest"),
+    "access.request_too_large": (413, False, "the tool request body exceeds 32 KiB"),
     "access.tool_unknown": (404, False, "no such tool"),
     "access.method_not_allowed": (405, False, "the tool API takes POST only (answered with Allow: POST)"),
     "access.page_not_found": (404, False, "no page with this id or path in the caller's scope"),
@@ -340,6 +343,8 @@ MCP_CODES: dict[str, tuple[int, bool, str]] = {
     "mcp.body_too_large": (413, False, "the JSON-RPC body exceeds mcp.max_body_bytes"),
     "mcp.body_timeout": (408, False, "the body did not arrive within server.body_timeout_seconds"),
     "mcp.request_invalid": (400, False, "the JSON-RPC request was refused by the MCP SDK"),
+    "mcp.batch_unsupported": (400, False, "a JSON array (a batch): MCP 2025-06-18 removed batching (-32600)"),
+    "mcp.request_id_invalid": (400, False, "a JSON-RPC id that is not a string or an integer (-32600)"),
     "mcp.tool_unknown": (400, False, "no tool of this name (a JSON-RPC error, -32602)"),
     "mcp.arguments_invalid": (400, False, "a tool's arguments do not match its input schema (a tool error)"),
     "mcp.unavailable": (503, True, "no index of the client's routes could be searched (a tool error)"),

@@ -5,6 +5,7 @@ and the audit line and metrics event after it answered.
     → Host (421, when mcp.allowed_hosts is set: `host_allowed`; after the token, so the
       refusal's audit line names the caller)
     → body: application/json, ≤ mcp.max_body_bytes, within server.body_timeout_seconds (415/413/408)
+    → shape: no batch (a JSON array), an id that is a string or an integer (400, -32600)
     → the SDK's session manager (stateless, JSON)
     → x-request-id, Cache-Control: no-store, CORS for an allowed Origin
     → one audit line (wing "mcp") per tool call or refused request (gateway.core.audit.record);
@@ -101,6 +102,7 @@ class McpWing:
                     raise McpError("mcp.host_misdirected", "Invalid Host header")
                 body = await _body(headers, receive, cfg)
                 event.tool = _label(body)
+                shape_refusal(body)
                 call = McpCall(self.rt, cfg, client, event.principal, event)
                 scope[CALL_KEY] = call
                 await self.manager.handle_request(scope, _replay(body, receive), out)
@@ -224,6 +226,30 @@ def _label(body: bytes) -> str:
         name = params.get("name") if isinstance(params, dict) else None
         return GRANTS.get(name, "mcp.unknown") if isinstance(name, str) else "mcp.unknown"
     return method if isinstance(method, str) and method in METHODS else "other"
+
+
+def shape_refusal(body: bytes) -> None:
+    """Refuse, before the SDK, the JSON-RPC shapes it mishandles. Raises McpError:
+    mcp.batch_unsupported for a JSON array (the SDK answered pydantic's validation text; MCP
+    2025-06-18 removed JSON-RPC batching), mcp.request_id_invalid for an `id` that is neither
+    a string nor an integer (MCP's RequestId; an object id got a 202 with no body), or a
+    request (`method` present) whose id is null. Both travel as JSON-RPC -32600 Invalid
+    Request with id null. Anything else, unparsable JSON included, is the SDK's to answer."""
+    try:
+        msg = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return
+    if isinstance(msg, list):
+        raise McpError("mcp.batch_unsupported", "batch requests are not supported")
+    if not isinstance(msg, dict) or "id" not in msg:
+        return
+    ident = msg["id"]
+    if ident is None:
+        if "method" in msg:
+            raise McpError("mcp.request_id_invalid", "Invalid Request: a request's id must not be null")
+        return
+    if isinstance(ident, bool) or not isinstance(ident, str | int):
+        raise McpError("mcp.request_id_invalid", "Invalid Request: id must be a string or an integer")
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

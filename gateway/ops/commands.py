@@ -3,7 +3,7 @@
 kbgate secrets add    --config FILE --tenant T [--id ID] [--value-env VAR | --value-file F |
                       --value-stdin] [--not-after WHEN]
 kbgate secrets retire --config FILE --tenant T --id ID [--at WHEN | --remove] [--force]
-kbgate secrets list   --config FILE --tenant T
+kbgate secrets list   --config FILE --tenant T   (exit 3: Redis unreachable, usage unknown)
 kbgate onboard        --config FILE --tenant T --url PUBLIC_BASE [--route A/B=INDEX]...
                       [--secret-stdin] [--wait SECONDS]
 kbgate gaps           --url BASE [--file GROUP] [--json]   (gateway/ops/gaps/cli.py)
@@ -25,6 +25,8 @@ from typing import Any
 from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
 from gateway.ops.secrets import add_key, check_key_id, format_rows, list_keys, parse_instant, retire_key
+
+USAGE_UNKNOWN = 3  # `secrets list` exit code: the table was printed, but Redis did not answer
 
 
 def register(sub: Any) -> None:
@@ -58,7 +60,9 @@ def register(sub: Any) -> None:
     r.add_argument("--force", action="store_true", help="even if no live key would remain")
     r.set_defaults(func=cmd_secrets_retire)
 
-    ls = ss.add_parser("list", help="each key with its expiry, last verified time and count (all workers)")
+    ls = ss.add_parser("list", help="each key with its expiry, last verified time and count (all workers)",
+                       epilog=f"exit codes: 0 listed, 2 configuration error, {USAGE_UNKNOWN} replay.redis_url is set "
+                       "but Redis did not answer: usage is unknown (the table says so), retire nothing on it")
     ls.add_argument("--config", required=True)
     ls.add_argument("--tenant", required=True)
     ls.set_defaults(func=cmd_secrets_list)
@@ -125,16 +129,20 @@ def cmd_secrets_retire(args: argparse.Namespace) -> int:
     if done.deleted_file is not None:
         print(f"  deleted its secret file {done.deleted_file} (kbgate had written it)")
     if done.kept_file is not None:
-        print(f"  left its secret file {done.kept_file} on disk (kbgate did not write it, it was replaced "
-              "since, or another key still uses it): delete it yourself once nothing needs it")
+        print(f"  left its secret file {done.kept_file} on disk ({done.kept_because}): delete it yourself "
+              "once nothing needs it")
     return 0
 
 
 def cmd_secrets_list(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     now = time.time()
-    rows = list_keys(config, args.tenant, now)
-    print(format_rows(rows, now, shared=config.replay.redis_url is not None))
+    listing = list_keys(config, args.tenant, now)
+    print(format_rows(listing, now))
+    if listing.unreachable is not None:
+        print(f"kbgate: key usage could not be read from Redis at {listing.unreachable} (replay.redis_url): "
+              "LAST VERIFIED and COUNT are unknown, so do not retire a key on this listing", file=sys.stderr)
+        return USAGE_UNKNOWN
     return 0
 
 

@@ -1,25 +1,32 @@
 """The secret files kbgate itself writes (`secrets add --value-stdin` or a generated key,
 `onboard`'s pasted key), and the record that tells them from files someone else made.
 
-A file is deleted by `secrets retire --remove` only when kbgate wrote it: its name, device and
-inode are in `secrets/.kbgate-written` (JSON, mode 0600, no secret in it) and the file on disk
-is still that one. A file made by hand at a path that looks generated
-(`secrets/<tenant>-<id>`), or a generated file that was replaced since (an editor's rename
-gives a new inode), is never deleted by its name alone.
+A file is deleted by `secrets retire --remove` only when kbgate wrote it and nobody touched
+it since. `secrets/.kbgate-written` (JSON, mode 0600) records, per file name: device, inode,
+size, mtime_ns, and a keyed digest of the content kbgate wrote (HMAC-SHA256 keyed with a
+random 32-byte salt kept beside it in the record), never the secret itself. Every one of them
+must still match: a file made by hand at a path that looks generated (`secrets/<tenant>-<id>`),
+a generated file replaced since (an editor's rename gives a new inode) or rewritten in place
+(same inode, other content, size or mtime) is never deleted by its name alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
+import secrets
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from gateway.core.config.edit import write_atomically
 from gateway.core.errors import ConfigError
 
-RECORD = ".kbgate-written"  # in the secrets folder: {file name: [st_dev, st_ino]}
+RECORD = ".kbgate-written"  # in the secrets folder: {file name: {dev, ino, size, mtime_ns, salt, hmac_sha256}}
+SALT_BYTES = 32
 
 
 def write_secret_file(fp: Path, value: str) -> Path:
@@ -30,24 +37,46 @@ def write_secret_file(fp: Path, value: str) -> Path:
         fd = os.open(fp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise ConfigError("secrets", f"file {fp.name} already exists; choose another key id") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(value + "\n")
+    content = (value + "\n").encode("utf-8")
+    with os.fdopen(fd, "wb") as f:
+        f.write(content)
     st = fp.lstat()
+    salt = secrets.token_bytes(SALT_BYTES)
     written = _read(fp.parent)
-    written[fp.name] = [st.st_dev, st.st_ino]
+    written[fp.name] = {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                        "salt": salt.hex(), "hmac_sha256": _digest(salt, content)}
     _write(fp.parent, written)
     return fp
 
 
-def kbgate_wrote(fp: Path) -> bool:
-    """Whether `fp` is a regular file (not a symlink) that kbgate wrote and nobody replaced
-    since: its folder's record names it with its current device and inode."""
+def why_not_kbgates(fp: Path) -> str | None:
+    """None when `fp` is a regular file (not a symlink) that kbgate wrote and nobody replaced or
+    changed since: its folder's record names it with its current device, inode, size, mtime_ns
+    and the HMAC-SHA256 (record's salt) of its content. Else the reason, for the operator:
+    e.g. 'its content changed since kbgate wrote it'. Reads the file (at most its recorded size
+    + 1 bytes); never raises."""
     try:
         st = fp.lstat()
     except OSError:
-        return False
+        return "it cannot be read"
     entry = _read(fp.parent).get(fp.name)
-    return os.path.isfile(fp) and not fp.is_symlink() and entry == [st.st_dev, st.st_ino]
+    if not os.path.isfile(fp) or fp.is_symlink():
+        return "it is not a regular file"
+    if not isinstance(entry, dict) or not {"dev", "ino", "size", "mtime_ns", "salt", "hmac_sha256"} <= entry.keys():
+        return f"kbgate did not write it (or recorded it without a content digest in {RECORD})"
+    if [entry["dev"], entry["ino"]] != [st.st_dev, st.st_ino]:
+        return "it was replaced since kbgate wrote it (another file now has its name)"
+    if entry["size"] != st.st_size or entry["mtime_ns"] != st.st_mtime_ns:
+        return "it was rewritten since kbgate wrote it (its size or modification time changed)"
+    try:
+        with fp.open("rb") as f:
+            content = f.read(int(entry["size"]) + 1)
+        salt = bytes.fromhex(str(entry["salt"]))
+    except (OSError, ValueError):
+        return "it cannot be read"
+    if not hmac.compare_digest(_digest(salt, content).encode(), str(entry["hmac_sha256"]).encode()):
+        return "its content changed since kbgate wrote it"
+    return None
 
 
 def forget(fp: Path) -> None:
@@ -62,7 +91,11 @@ def forget(fp: Path) -> None:
             (fp.parent / RECORD).unlink()
 
 
-def _read(folder: Path) -> dict[str, list[int]]:
+def _digest(salt: bytes, content: bytes) -> str:
+    return hmac.new(salt, content, hashlib.sha256).hexdigest()
+
+
+def _read(folder: Path) -> dict[str, Any]:
     try:
         data = orjson.loads((folder / RECORD).read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -70,5 +103,5 @@ def _read(folder: Path) -> dict[str, list[int]]:
     return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def _write(folder: Path, written: dict[str, list[int]]) -> None:
+def _write(folder: Path, written: dict[str, Any]) -> None:
     write_atomically(folder / RECORD, orjson.dumps(written, option=orjson.OPT_SORT_KEYS).decode(), 0o600)

@@ -28,7 +28,7 @@ from gateway.core.config import Config, load_config
 from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
 from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
-from gateway.ops.secret_files import forget, kbgate_wrote, write_secret_file
+from gateway.ops.secret_files import forget, why_not_kbgates, write_secret_file
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
 SECRETS_DIR = "secrets"  # generated secret files: <config dir>/secrets/<tenant>-<key id>
@@ -49,11 +49,13 @@ class AddedKey:
 class RetiredKey:
     """What `retire_key` did: the validated new config, and for a removed key its secret file:
     `deleted_file` when kbgate had written it (gateway/ops/secret_files.py) and deleted it,
-    `kept_file` when the entry named another file, which is left on disk. Both None otherwise."""
+    `kept_file` when the entry named another file, which is left on disk, and `kept_because`
+    why (e.g. 'its content changed since kbgate wrote it'). All None otherwise."""
 
     config: Config
     deleted_file: Path | None = None
     kept_file: Path | None = None
+    kept_because: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +179,11 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
 
     When `remove` drops an entry whose value_file is a file kbgate itself wrote (recorded by
-    gateway/ops/secret_files.py when it wrote it, and not replaced since; named by no other
-    key), that file is deleted after the config was written; any other value_file, a hand-made
-    secrets/<tenant>-<id> included, is left on disk and returned as `kept_file`. Refuses
+    gateway/ops/secret_files.py when it wrote it, neither replaced nor rewritten since: same
+    inode, size, mtime and content digest; named by no other key), that file is deleted after
+    the config was written; any other value_file, a hand-made secrets/<tenant>-<id> or one
+    rewritten in place included, is left on disk and returned as `kept_file`, with the reason
+    in `kept_because`. Refuses
     (ConfigError) when the tenant would have no key live at `at` while in enforce mode, since
     every callback would then fail, unless `force`.
     """
@@ -215,11 +219,14 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
         return RetiredKey(config)
     still_named = any(Path(k.source[5:]).resolve() == fp.resolve()
                       for t in config.tenants.values() for k in t.secrets if k.source.startswith("file:"))
-    if kbgate_wrote(fp) and not still_named:
+    if still_named:
+        return RetiredKey(config, kept_file=fp, kept_because="another key still names it")
+    why = why_not_kbgates(fp)
+    if why is None:
         fp.unlink()
         forget(fp)
         return RetiredKey(config, deleted_file=fp)
-    return RetiredKey(config, kept_file=fp)
+    return RetiredKey(config, kept_file=fp, kept_because=why)
 
 
 def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None) -> Config:
@@ -262,41 +269,74 @@ def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
     return edit_config(path, mutate, env)
 
 
-def list_keys(config: Config, tenant: str, now: float) -> list[KeyRow]:
+@dataclass(frozen=True, slots=True)
+class KeyListing:
+    """What `secrets list` shows: the rows, whether usage is shared (replay.redis_url is set),
+    and `unreachable`: the Redis URL (credentials removed) when usage could not be read from it,
+    so that no column may be taken for "unused". None when Redis answered or is not configured."""
+
+    rows: list[KeyRow]
+    shared: bool
+    unreachable: str | None = None
+
+
+UNKNOWN = "unknown (Redis unreachable)"  # the LAST VERIFIED and COUNT cells when Redis did not answer
+
+
+def list_keys(config: Config, tenant: str, now: float) -> KeyListing:
     """Each key of `tenant` with its expiry and usage across all workers (Redis), in config order.
 
-    Raises ConfigError when the tenant does not exist. When Redis is not configured (or does
-    not answer) usage is None: each worker then counts for itself only.
+    Raises ConfigError when the tenant does not exist. When Redis is not configured, usage is
+    None (each worker then counts for itself only); when it is configured but does not answer
+    (RedisError, OSError, within replay.timeout_seconds), usage is None too and the listing says
+    so in `unreachable`: a key still in use must never look unused.
     """
     t = config.tenants.get(tenant)
     if t is None:
         raise ConfigError(f"tenants.{tenant}", "does not exist in this config")
     usage: dict[str, KeyUse] | None = None
+    unreachable: str | None = None
     if config.replay.redis_url:
         try:
             usage = read_key_usage(config.replay.redis_url, config.replay.key_prefix, tenant,
                                    [k.id for k in t.secrets], config.replay.timeout_seconds)
         except (RedisError, OSError):
-            usage = None
-    return [KeyRow(k.id, k.source.split(":", 1)[0] + ":" + _short(k.source), k.not_after, k.live(now),
+            unreachable = url_without_credentials(config.replay.redis_url)
+    rows = [KeyRow(k.id, k.source.split(":", 1)[0] + ":" + _short(k.source), k.not_after, k.live(now),
                    usage.get(k.id) if usage is not None else None) for k in t.secrets]
+    return KeyListing(rows, shared=config.replay.redis_url is not None, unreachable=unreachable)
 
 
-def format_rows(rows: list[KeyRow], now: float, shared: bool) -> str:
-    """The `secrets list` table: id, state, not_after, last verified (age), count, workers."""
-    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<28} {'COUNT':>7}  WORKERS"]
-    for r in rows:
+def format_rows(listing: KeyListing, now: float) -> str:
+    """The `secrets list` table: id, state, not_after, last verified (age), count, workers.
+
+    Usage cells read UNKNOWN when Redis did not answer, 'n/a' when usage is not shared."""
+    missing = UNKNOWN if listing.unreachable is not None else "n/a"
+    width = max(28, len(missing))
+    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<{width}} {'COUNT':>7}  WORKERS"]
+    for r in listing.rows:
         na = _iso(r.not_after) if r.not_after is not None else "-"
         if r.usage is None:
-            last, count, workers = "n/a", "n/a", ""
+            last, count, workers = missing, missing, ""
         else:
             last = f"{_iso(r.usage.last)} ({_age(now - r.usage.last)} ago)" if r.usage.last else "never"
             count = str(r.usage.count)
             workers = ", ".join(f"{w}={n}" for w, n in sorted(r.usage.workers.items()))
-        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<28} {count:>7}  {workers}")
-    if not shared:
+        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<{width}} {count:>7}  "
+                     f"{workers}")
+    if not listing.shared:
         lines.append("(usage is kept per worker without replay.redis_url; see /metrics of each worker)")
     return "\n".join(lines)
+
+
+def url_without_credentials(url: str) -> str:
+    """`url` (a replay.redis_url) with any user:password@ and any ?query (where redis-py also
+    takes a password) removed, for messages: 'redis://:pw@h:6379/0?x=1' → 'redis://h:6379/0'."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "(a Redis URL kbgate cannot parse)"
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
 
 
 def parse_instant(text: str) -> float:

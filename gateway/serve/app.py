@@ -26,6 +26,7 @@ from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked, SearchAnswered
+from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.mcp import McpWing
@@ -89,7 +90,8 @@ class Gateway:
                 flusher.cancel()
                 await rt.close()
 
-        routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics.endpoint),
+        routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
+                  Route("/metrics", metrics.endpoint),
                   *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
                   *try_page.ROUTES]
         routes += gaps.ROUTES  # /admin/gaps, /admin/documents

@@ -126,11 +126,13 @@ def is_ready(states: list[RouteState], mode: str, replay_answers: bool) -> bool:
 
 
 def problem_lines(states: list[RouteState]) -> list[str]:
-    """One sorted line per broken route, and one per index that serves from a stale copy:
+    """One sorted line per broken route, and one per route that serves from a stale copy, each
+    naming its route:
 
     - "route acme a/b: index kb unavailable (missing on disk)": its callbacks get 503 50302;
     - "agent route wiki: index w unavailable (damaged on disk)": the same for an agent route;
-    - "index kb damaged on disk; answers come from the copy opened before".
+    - "route acme a/b: index kb damaged on disk; answers come from the copy opened before": the
+      route is answered by this worker only (a worker that starts now cannot open it).
     """
     lines = set()
     for s in states:
@@ -138,5 +140,5 @@ def problem_lines(states: list[RouteState]) -> list[str]:
             why = f" ({s.problem})" if s.problem != "cannot be opened" else ""
             lines.add(f"{s.label}: index {s.index} unavailable{why}")
         elif s.state == "stale":
-            lines.add(f"index {s.index} {s.problem}; answers come from the copy opened before")
+            lines.add(f"{s.label}: index {s.index} {s.problem}; answers come from the copy opened before")
     return sorted(lines)

@@ -660,6 +660,17 @@ async def test_body_must_be_plain_json(env: Env, headers: dict[str, str]) -> Non
 
 
 @pytest.mark.anyio
+async def test_an_oversized_body_is_413_in_the_tool_envelope(env: Env) -> None:
+    # It was 400 access.request_invalid, where every other caller answers 413.
+    body = orjson.dumps(req({"query": "密钥" + "x" * (32 * 1024), "limit": 3}))
+    r = await env.http.post("/agent-access/v1/tools/search", content=body,
+                            headers={"authorization": f"Bearer {TOKENS['bob']}", "content-type": "application/json"})
+    out = result(r, 413, "failed")
+    assert codes(out) == ["access.request_too_large"]
+    assert out["errors"][0]["retryable"] is False and "32768 bytes" in out["errors"][0]["message"]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "HEAD"])
 async def test_other_methods_are_405_in_the_tool_envelope_with_allow(env: Env, method: str) -> None:
     r = await env.http.request(method, "/agent-access/v1/tools/search",

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import re
 
-from gateway.core.errors import DIFY_TABLE, RET_TABLE, CallbackError, ConfigError, DifyError
+from gateway.core.errors import (
+    ACCESS_TOOL_CODES,
+    DIFY_TABLE,
+    RET_TABLE,
+    CallbackError,
+    ConfigError,
+    DifyError,
+    ToolError,
+)
 from tests.support.paths import ROOT
 
 
@@ -43,3 +51,17 @@ def test_error_carries_code_and_status() -> None:
     assert (e.ret, e.status, e.code) == (40901, 409, "replayed")
     c = ConfigError("tenants.a.path", "must be absolute")
     assert c.key == "tenants.a.path" and "tenants.a.path" in c.message
+
+
+def test_docs_tool_codes_table_matches() -> None:
+    text = (ROOT / "docs" / "agent-developers.md").read_text("utf-8")
+    block = text.split("<!-- tool-codes:start -->")[1].split("<!-- tool-codes:end -->")[0]
+    rows = re.findall(r"^\| `([a-z_.]+)` \| (\d+) \| (yes|no|depends) \|", block, re.M)
+    assert [(c, int(h)) for c, h, _ in rows] == [(c, h) for c, (h, _, _) in ACCESS_TOOL_CODES.items()]
+    for c, _, r in rows:
+        assert r == ("depends" if c == "access.tool_failed" else "yes" if ACCESS_TOOL_CODES[c][1] else "no"), c
+
+
+def test_an_oversized_tool_request_is_413() -> None:
+    e = ToolError("access.request_too_large")
+    assert (e.status, e.retryable) == (413, False)

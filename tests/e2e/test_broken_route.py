@@ -115,3 +115,7 @@ def test_check_config_names_each_broken_route_and_exits_1(tmp_path: Path, docs_i
     assert "route tech/software -> index docs [ok]" in done.stdout
     assert "agent route broken -> index notbuilt [MISSING]" in done.stdout
     assert "agent route support -> index docs [ok]" in done.stdout
+    # [MISSING] printed nothing more, where docs/operators.md promised what to do for each state.
+    assert (f"  index notbuilt is not built yet: build it with `kbgate index add --config {cfg} --index notbuilt "
+            "PATH...`") in done.stdout
+    assert done.stdout.count("index notbuilt is not built yet") == 1  # once per index, under its routes

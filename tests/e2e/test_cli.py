@@ -5,6 +5,9 @@ This is what `make run` does on a fresh clone, run on a free port with a temp co
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +64,32 @@ def test_probe_answers_like_make_run(server: str, tmp_path: Path) -> None:
                "--first", "tech", "--second", "software", "--query", "如何轮换密钥")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Ret=0" in r.stdout and "ops/rotation.md" in r.stdout
+
+
+def test_probe_into_a_closed_pipe_exits_quietly(server: str, tmp_path: Path) -> None:
+    # `kbgate probe … | head` ended with "kbgate: Broken pipe" (exit 2). The read end is closed
+    # before the probe writes, so every write meets EPIPE, as after `head` has left.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "gateway.cli", "probe", f"{server}/volcengine/demo", "--config",
+                            str(tmp_path / "gateway.toml"), "--tenant", "demo", "--first", "tech", "--second",
+                            "software", "--query", "如何轮换密钥"],
+                           stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (141, "")
+
+
+def test_a_closed_pipe_is_quiet_for_every_command() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "gateway.cli", "admin-token"], stdout=write_end,
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (141, "")
 
 
 def test_probe_prints_a_curl_line_that_answers_again(server: str, tmp_path: Path) -> None:

@@ -71,7 +71,10 @@ def test_check_config_opens_each_routed_index(cfg: Path) -> None:
     assert "agent route handbook -> index demo-docs [DAMAGED]" in r.stdout
     assert "agent route other -> index aaa [ok]" in r.stdout
     assert f"  Index 'demo-docs' at {folder} is damaged, Tantivy cannot open it (" in r.stdout
+    assert f"run `kbgate index add --config {cfg} --index demo-docs PATH...` again" in r.stdout  # FILE filled in
     shutil.rmtree(folder)
     r = kbgate("check-config", "--config", str(cfg))
     assert r.returncode == 1
     assert "  route tech/software -> index demo-docs [MISSING]" in r.stdout
+    assert f"  index demo-docs is not built yet: build it with `kbgate index add --config {cfg} --index demo-docs" \
+        in r.stdout

@@ -255,6 +255,40 @@ def test_body_bounds_and_media_type(srv: Server) -> None:
     assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700  # the SDK's parse error
 
 
+@pytest.mark.parametrize("ident", [{"a": 1}, [1], True, 1.5])
+def test_an_id_that_is_not_a_string_or_integer_is_invalid_request(srv: Server, ident: Any) -> None:
+    # An object id got a 202 with an empty body from the SDK.
+    r = _post(srv, body=orjson.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/list", "params": {}}))
+    assert r.status_code == 400 and r.headers["content-type"] == "application/json", r.text
+    body = r.json()
+    assert body["id"] is None and body["error"]["code"] == -32600
+    assert body["error"]["data"]["code"] == "mcp.request_id_invalid"
+
+
+def test_a_request_with_a_null_id_is_invalid_request(srv: Server) -> None:
+    r = _post(srv, body=orjson.dumps({"jsonrpc": "2.0", "id": None, "method": "tools/list", "params": {}}))
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32600 and r.json()["id"] is None
+
+
+def test_a_batch_is_refused_in_the_json_rpc_envelope(srv: Server) -> None:
+    # It was answered with pydantic's raw text ("4 validation errors for union[...]").
+    batch = b"[" + _rpc("tools/list", ident=1) + b"," + _rpc("tools/list", ident=2) + b"]"
+    for body in (batch, b"[]"):
+        r = _post(srv, body=body)
+        assert r.status_code == 400 and r.headers["content-type"] == "application/json", r.text
+        out = r.json()
+        assert out == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "batch requests are not supported",
+            "data": {"code": "mcp.batch_unsupported", "retryable": False}}}
+        assert "validation error" not in r.text
+
+
+def test_string_and_integer_ids_still_reach_the_sdk(srv: Server) -> None:
+    for ident in ("req-1", 7):
+        r = _post(srv, body=orjson.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/list", "params": {}}))
+        assert r.status_code == 200 and r.json()["id"] == ident, r.text
+
+
 # ------------------------------------------------------------------ audit and metrics
 
 

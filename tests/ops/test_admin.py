@@ -83,6 +83,29 @@ async def test_disabled_without_token_is_404(client: Any, path: str) -> None:
     assert (await c.post("/admin/login", data={"token": ADMIN_TOKEN})).status_code == 404
 
 
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
+async def test_other_methods_on_deliveries_json_are_a_json_405_with_allow(client: Any, method: str) -> None:
+    # It was Starlette's plain-text "Method Not Allowed" beside JSON answers.
+    c = await client()
+    r = await c.request(method, "/admin/deliveries.json", headers=AUTH)
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD", r.text
+    assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-store"
+    assert r.json() == {"error": "method_not_allowed", "allow": ["GET", "HEAD"],
+                        "message": f"{method} is not allowed on /admin/deliveries.json; use GET or HEAD"}
+    assert (await c.get("/admin/deliveries.json", headers=AUTH)).status_code == 200
+
+
+@pytest.mark.parametrize(("path", "allow"), [("/admin/", "GET, HEAD"), ("/admin", "GET, HEAD"),
+                                             ("/admin/login", "POST"), ("/admin/logout", "POST")])
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
+async def test_other_methods_on_admin_pages_are_405_with_allow(client: Any, path: str, allow: str,
+                                                               method: str) -> None:
+    c = await client()
+    r = await c.request(method, path, headers=AUTH)
+    assert r.status_code == 405 and r.headers["cache-control"] == "no-store"
+    assert set(r.headers["allow"].split(", ")) == set(allow.split(", "))  # Starlette's order is a set's
+
+
 async def test_no_or_wrong_token_gets_the_login_form(client: Any) -> None:
     c = await client()
     await send(c)

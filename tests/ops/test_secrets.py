@@ -6,6 +6,8 @@ rotation through a running 2-worker server (both keys valid, old key rejected af
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import os
 import stat
 import subprocess
@@ -14,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 import redis
 
@@ -26,6 +29,7 @@ from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
+from tests.support.redis_procs import RedisProc
 
 OLD = "old-key-value-0001"
 NEW = "new-key-value-0002"
@@ -239,6 +243,76 @@ def test_retire_remove_leaves_a_generated_file_that_was_replaced_by_hand(tmp_pat
     assert added.created_file.read_text() == HAND_MADE + "\n"
 
 
+def test_retire_remove_keeps_a_generated_file_rewritten_in_place(tmp_path: Path, redis_url: str,
+                                                                  key_prefix: str) -> None:
+    # It was deleted: the record held only name, device and inode, which a rewrite in place keeps.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen1")
+    assert added.created_file is not None
+    ino = added.created_file.stat().st_ino
+    added.created_file.write_text(HAND_MADE + "\n")  # truncate and write: same inode
+    assert added.created_file.stat().st_ino == ino
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "gen1", "--remove")
+    assert out.returncode == 0, out.stderr
+    assert added.created_file.read_text() == HAND_MADE + "\n"
+    assert "deleted its secret file" not in out.stdout
+    assert f"left its secret file {added.created_file} on disk (it was rewritten since kbgate wrote it" in out.stdout
+    assert HAND_MADE not in out.stdout + out.stderr
+
+
+def test_retire_remove_keeps_a_same_size_rewrite_with_its_mtime_put_back(tmp_path: Path, redis_url: str,
+                                                                         key_prefix: str) -> None:
+    # Inode, size and mtime all match: only the keyed content digest tells the files apart.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen2")
+    assert added.created_file is not None
+    fp = added.created_file
+    before = fp.stat()
+    other = "x" * (before.st_size - 1) + "\n"
+    with fp.open("r+", encoding="utf-8") as f:
+        f.write(other)
+    os.utime(fp, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = fp.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    done = retire_key(cfg, "acme", "gen2", now=0, remove=True)
+    assert done.deleted_file is None and done.kept_file == fp
+    assert done.kept_because == "its content changed since kbgate wrote it"
+    assert fp.read_text() == other
+
+
+def test_written_record_holds_a_salted_digest_never_the_secret(tmp_path: Path, redis_url: str,
+                                                               key_prefix: str) -> None:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    a = add_key(cfg, "acme", now=0, key_id="ga")
+    b = add_key(cfg, "acme", now=0, key_id="gb", value=NEW)
+    assert a.created_file is not None and b.created_file is not None
+    raw = (tmp_path / "secrets" / ".kbgate-written").read_text()
+    record = orjson.loads(raw)
+    assert NEW not in raw and a.created_file.read_text().strip() not in raw
+    for name, fp in (("acme-ga", a.created_file), ("acme-gb", b.created_file)):
+        entry = record[name]
+        st = fp.stat()
+        assert (entry["dev"], entry["ino"], entry["size"], entry["mtime_ns"]) == (
+            st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        salt = bytes.fromhex(entry["salt"])
+        assert len(salt) == 32
+        assert entry["hmac_sha256"] == hmac.new(salt, fp.read_bytes(), hashlib.sha256).hexdigest()
+    assert record["acme-ga"]["salt"] != record["acme-gb"]["salt"]  # one random salt per record
+
+
+def test_retire_remove_keeps_a_file_recorded_without_a_digest(tmp_path: Path, redis_url: str,
+                                                              key_prefix: str) -> None:
+    # A record of an older kbgate ([dev, ino] only) no longer suffices to delete a file.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    added = add_key(cfg, "acme", now=0, key_id="gen3")
+    assert added.created_file is not None
+    st = added.created_file.stat()
+    (tmp_path / "secrets" / ".kbgate-written").write_bytes(orjson.dumps({"acme-gen3": [st.st_dev, st.st_ino]}))
+    done = retire_key(cfg, "acme", "gen3", now=0, remove=True)
+    assert done.deleted_file is None and done.kept_file == added.created_file
+    assert done.kept_because is not None and "content digest" in done.kept_because
+
+
 def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _config(tmp_path, redis_url, key_prefix)
     assert set_verify(cfg, "acme", "report").tenants["acme"].verify == "report"
@@ -336,13 +410,44 @@ def test_key_usage_visible_across_two_workers(tmp_path: Path, docs_index: Path,
         assert OLD not in out.stdout
 
 
-def test_redis_down_for_secrets_list_says_na(tmp_path: Path, key_prefix: str) -> None:
+def test_secrets_list_without_redis_configured_says_na_and_exits_0(tmp_path: Path, key_prefix: str) -> None:
     (tmp_path / "old").write_text(OLD + "\n")
     cfg = tmp_path / "gateway.toml"
-    cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url="redis://127.0.0.1:1/0",
-                             prefix=key_prefix, secrets=[("old", "old")]))
+    cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url=None, prefix=key_prefix, workers=1,
+                             secrets=[("old", "old")]))
     out = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
-    assert out.returncode == 0 and "n/a" in out.stdout
+    assert out.returncode == 0 and "n/a" in out.stdout and "unknown" not in out.stdout, out
+    assert "usage is kept per worker" in out.stdout
+
+
+def test_secrets_list_with_redis_down_says_usage_is_unknown_and_exits_3(tmp_path: Path, key_prefix: str) -> None:
+    # It printed 'n/a', exited 0 and warned of nothing: a key still in use looked unused.
+    proc = RedisProc(tmp_path).start()
+    proc.client().config_set("requirepass", "s3cret-pass")  # after start: its readiness ping has no password
+    url = f"redis://default:s3cret-pass@127.0.0.1:{proc.port}/0"
+    try:
+        (tmp_path / "old").write_text(OLD + "\n")
+        cfg = tmp_path / "gateway.toml"
+        cfg.write_text(acme_toml(tmp_path / "indexes", port=free_port(), redis_url=url, prefix=key_prefix,
+                                 secrets=[("old", "old")]))
+        redis.Redis.from_url(url).hset(f"{key_prefix}:keyuse:acme:old", mapping={"count": 7, "last": time.time() - 5})
+        up = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
+        assert up.returncode == 0, up.stderr
+        assert "      7  " in up.stdout and "unknown" not in up.stdout
+    finally:
+        proc.stop()
+    down = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
+    assert down.returncode == 3, down
+    row = next(line for line in down.stdout.splitlines() if line.startswith("old "))
+    assert row.count("unknown (Redis unreachable)") == 2 and "n/a" not in row
+    assert f"key usage could not be read from Redis at redis://127.0.0.1:{proc.port}/0" in down.stderr
+    assert "s3cret-pass" not in down.stdout + down.stderr and "default:" not in down.stderr
+    assert OLD not in down.stdout + down.stderr
+
+
+def test_secrets_list_help_names_the_exit_code() -> None:
+    out = kbgate("secrets", "list", "--help")
+    assert out.returncode == 0 and "3 replay.redis_url is set but Redis did not answer" in " ".join(out.stdout.split())
 
 
 def test_usage_hash_layout(redis_url: str, key_prefix: str) -> None:

@@ -51,6 +51,26 @@ async def test_readyz_names_an_agent_route_whose_index_is_missing_and_stays_read
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+async def test_other_methods_on_health_endpoints_are_a_json_405_with_allow(tmp_path: Path, docs_index: Path,
+                                                                           path: str) -> None:
+    # They were Starlette's plain-text "Method Not Allowed" beside JSON answers.
+    app = create_app(agent_routes_config(tmp_path, docs_index, {"handbook": {"index": "docs"}}),
+                     nonces=MemoryNonceStore())
+    async with LifespanManager(app) as m:  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://t") as c:
+            for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "POST"):
+                r = await c.request(method, path)
+                assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD", (method, r.text)
+                assert r.headers["content-type"] == "application/json" and r.headers["cache-control"] == "no-store"
+                assert r.json() == {"error": "method_not_allowed", "allow": ["GET", "HEAD"],
+                                    "message": f"{method} is not allowed on {path}; use GET or HEAD"}
+            assert (await c.get(path)).status_code == 200
+            head = await c.head(path)
+            assert head.status_code == 200 and head.content == b""
+
+
+@pytest.mark.anyio
 async def test_readyz_is_not_ready_when_no_route_can_serve(tmp_path: Path, docs_index: Path) -> None:
     acme = tenant("acme", verify="report", routes=[("a", "b", "gone")])
     cfg = parse(config(tmp_path, tenants=[acme], indexes=docs_index, agent={"routes": {"w": {"index": "nope"}}}),
@@ -158,8 +178,10 @@ async def test_an_index_damaged_while_serving_still_answers_and_readyz_names_it(
     assert failed.index == "docs"  # type: ignore[attr-defined]
     r = await e.http.get("/readyz")
     # Still ready ("any"): this worker answers; the route says a restarted one could not.
-    assert (r.status_code, r.json()["problems"]) == (200, [
-        gone, "index docs damaged on disk; answers come from the copy opened before"])
+    # Each stale route is named, as the unavailable ones are (it was "index docs …" alone).
+    assert (r.status_code, r.json()["problems"]) == (200, [gone] + [
+        f"agent route {name}: index docs damaged on disk; answers come from the copy opened before"
+        for name in ("ops", "strict", "support")])
     assert {x["state"] for x in r.json()["routes"] if x["index"] == "docs"} == {"stale", "disabled"}
     meta.write_bytes(whole)  # restored: the next reload succeeds, readiness comes back
     await after_reload_check()
@@ -168,8 +190,9 @@ async def test_an_index_damaged_while_serving_still_answers_and_readyz_names_it(
     shutil.rmtree(root / "indexes" / "docs")
     await after_reload_check()
     assert await answered()
-    assert (await e.http.get("/readyz")).json()["problems"] == [
-        gone, "index docs missing on disk; answers come from the copy opened before"]
+    assert (await e.http.get("/readyz")).json()["problems"] == [gone] + [
+        f"agent route {name}: index docs missing on disk; answers come from the copy opened before"
+        for name in ("ops", "strict", "support")]
 
 
 @pytest.mark.anyio

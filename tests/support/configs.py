@@ -153,7 +153,8 @@ def two_tenants(root: Path, indexes: Path, *, redis_url: str | None = None, key_
     return write(root / "gateway.toml", data)
 
 
-def acme_toml(indexes: Path, *, port: int, redis_url: str, prefix: str, workers: int = 2, verify: str = "enforce",
+def acme_toml(indexes: Path, *, port: int, redis_url: str | None, prefix: str, workers: int = 2,
+              verify: str = "enforce",
               secrets: Iterable[tuple[str, str]] | None = None, routes: Iterable[tuple[str, str]] | None = None,
               server: Mapping[str, Any] | None = None, more_tenants: Iterable[Mapping[str, Any]] = (),
               admin_token: str | None = None) -> str:

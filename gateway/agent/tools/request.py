@@ -135,12 +135,15 @@ def error_object(err: AgentError) -> dict[str, Any]:
 
 
 class ToolsWire:
-    """The tool API's side of the frame: 32 KiB bodies, access.request_invalid, AgentToolResult."""
+    """The tool API's side of the frame: 32 KiB bodies (access.request_too_large beyond),
+    access.request_invalid, AgentToolResult."""
 
     wing = "agent"
     max_body_bytes = 32 * KIB
 
     def invalid(self, problem: Problem) -> ToolError:
+        if problem.kind == "too_large":  # 413, as every other caller answers an oversized body
+            return ToolError("access.request_too_large", f"the request body {problem.message}")
         if problem.kind == "unknown":
             return invalid(f"unknown field {problem.key}")
         return invalid(problem.message)

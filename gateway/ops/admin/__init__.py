@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from gateway.core.bodies import read_limited
 from gateway.core.errors import RET_BY_REASON, DependencyUnavailable
+from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 from gateway.ops.admin.auth import COOKIE, COOKIE_MAX_AGE, bearer, token_ok
@@ -192,7 +193,7 @@ async def admin_root(request: Request) -> Response:
 ROUTES = [
     Route("/admin", admin_root, methods=["GET"]),
     Route("/admin/", admin_page, methods=["GET"]),
-    Route("/admin/deliveries.json", deliveries_json, methods=["GET"]),
+    json_route("/admin/deliveries.json", deliveries_json, ["GET"]),
     Route("/admin/login", login, methods=["POST"]),
     Route("/admin/logout", logout, methods=["POST"]),
 ]
