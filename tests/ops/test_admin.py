@@ -203,3 +203,14 @@ async def test_control_and_format_characters_are_shown_escaped(client: Any) -> N
     assert not any(ch in page.text for ch in "\x1b\x07\u202e\u200b"), "raw control or format characters"
     assert "软件\\x1b[2J\\x07" in page.text
     assert "如何\\u202e轮换\\u200b密钥" in page.text and "如何\\u202e轮换密钥" in page.text
+
+
+@pytest.mark.parametrize(("path", "allow"), [("/admin/try.json", ["POST"]), ("/admin/gaps.json", ["GET", "HEAD"]),
+                                             ("/admin/documents.json", ["GET", "HEAD"])])
+async def test_the_owners_json_endpoints_answer_other_methods_with_a_json_405(client: Any, path: str,
+                                                                              allow: list[str]) -> None:
+    # They were Starlette's plain-text 405, beside the JSON they answer.
+    c = await client()
+    r = await c.request("DELETE", path, headers=AUTH)
+    assert r.status_code == 405 and r.headers["allow"] == ", ".join(allow), r.text
+    assert r.headers["content-type"] == "application/json" and r.json()["allow"] == allow

@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from gateway.core.bodies import read_limited
 from gateway.core.errors import TryInvalid
+from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 from gateway.ops import try_
@@ -174,5 +175,5 @@ async def page_json(request: Request) -> Response:
 
 ROUTES = [
     Route("/admin/try", page, methods=["GET", "POST"]),
-    Route("/admin/try.json", page_json, methods=["POST"]),
+    json_route("/admin/try.json", page_json, ["POST"]),
 ]

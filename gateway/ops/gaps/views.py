@@ -28,6 +28,7 @@ from starlette.routing import Route
 from gateway.agent.tools.clients import LazyClients
 from gateway.core.bodies import read_limited
 from gateway.core.errors import DependencyUnavailable, ToolError
+from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 from gateway.ops.admin import MAX_FORM_BYTES, _html, _not_found, is_admin
@@ -206,8 +207,8 @@ async def documents_json(request: Request) -> Response:
 
 ROUTES = [
     Route("/admin/gaps", gaps_html, methods=["GET"]),
-    Route("/admin/gaps.json", gaps_json, methods=["GET"]),
+    json_route("/admin/gaps.json", gaps_json, ["GET"]),
     Route("/admin/gaps/file", file_task, methods=["POST"]),
     Route("/admin/documents", documents_html, methods=["GET"]),
-    Route("/admin/documents.json", documents_json, methods=["GET"]),
+    json_route("/admin/documents.json", documents_json, ["GET"]),
 ]
