@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from gateway.core.scope import EffectiveScope, allows
 from indexes.analysis import normalize, query_terms
 from indexes.store import KnowledgeIndex
+from indexes.synonyms import analysed
 from indexes.types import Hit, MetaFilter
 
 __all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "explaining", "matched_terms", "trace"]
@@ -69,6 +70,8 @@ class SearchTrace:
     kept: the hits returned, best first; dropped: what was left out and why;
     terms: hit id → the query terms found in its title or chunk (`matched_terms`);
     heading: hit id → the chunk's section heading ('' when none).
+    expansions: the owner's synonyms that fired, as (the question's term, the synonym added)
+        pairs (`indexes.synonyms.analysed`); () when none did.
     """
 
     index: str
@@ -85,6 +88,7 @@ class SearchTrace:
     dropped: list[Dropped] = field(default_factory=list)
     terms: dict[str, list[str]] = field(default_factory=dict)
     heading: dict[str, str] = field(default_factory=dict)
+    expansions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -135,7 +139,8 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     re-check let through (the answer), timed `took_ms` / `check_ms`. Runs the explanation
     searches (module doc) on `idx`; raises what `KnowledgeIndex.search` raises."""
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
-                    stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept))
+                    stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
+                    expansions=analysed(query, idx.synonyms).expansions)
     kept_ids = {h.id for h in kept}
     for h in found:
         if h.id not in kept_ids:

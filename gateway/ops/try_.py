@@ -328,6 +328,7 @@ def to_json(tried: Tried) -> dict[str, Any]:
             "index": t.index, "scope": t.scope, "limit": t.limit, "floor": t.floor,
             "metadata_conditions": len(t.where.conditions) if t.where is not None else 0,
             "cache": t.cache, "generation": t.generation, "stages_ms": t.stages_ms, "explain_ms": t.explain_ms,
+            "expansions": [{"term": term, "synonym": syn} for term, syn in t.expansions],
             "kept": [_hit(h, t, i + 1) for i, h in enumerate(t.kept)],
             "dropped": [{"id": d.hit.id, "doc_id": d.hit.doc_id, "chunk": d.hit.chunk, "title": d.hit.title,
                          "path": d.hit.path, "score": d.hit.score, "relevance": d.hit.relevance,

@@ -103,6 +103,16 @@ def _dropped(search: Mapping[str, Any]) -> str:
             f"<thead><tr><th>Chunk</th><th>Score</th><th>Relevance</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
+def _expansions(search: Mapping[str, Any]) -> str:
+    """Which of the owner's synonyms fired (docs/knowledge-owners.md, "Synonyms")."""
+    fired = search.get("expansions") or []
+    if not fired:
+        return '<p class="muted expansions">Synonyms: none fired</p>'
+    pairs = ", ".join(f'<span class="expansion">{escape(e["term"])} → {escape(e["synonym"])}</span>'
+                      for e in fired)
+    return f'<p class="expansions">Synonyms that fired: {pairs}</p>'
+
+
 def _search(search: Mapping[str, Any]) -> str:
     scope = search["scope"]
     stages = " · ".join(f"{escape(k)} {v:.2f} ms" for k, v in search["stages_ms"].items())
@@ -113,7 +123,7 @@ def _search(search: Mapping[str, Any]) -> str:
             f' · metadata conditions {search["metadata_conditions"]}</p>'
             f'<p class="muted">Scope: datasets {escape(str(scope.get("datasets")))}, paths '
             f'{escape(str(scope.get("path_globs")))} · {stages}</p>'
-            + _hits(search) + _dropped(search) + "</section>")
+            + _expansions(search) + _hits(search) + _dropped(search) + "</section>")
 
 
 def _side(prefix: str, result: Mapping[str, Any] | str) -> str:
