@@ -50,13 +50,13 @@ from gateway.dify.retrieval import retrieval
 from gateway.dify.wire import DifyWire
 from gateway.mcp.server import tool_result
 from gateway.mcp.tools import McpCall
+from gateway.ops.callers import CALLERS
 from gateway.volcengine.handler import answer as volcengine_answer
 from gateway.volcengine.wire import error_body
 from indexes.types import Hit
 
 __all__ = ["CALLERS", "TryRequest", "Tried", "check", "index_names", "run", "to_json"]
 
-CALLERS = ("volcengine", "knowledge", "tools", "dify", "mcp")
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 50
 

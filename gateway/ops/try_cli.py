@@ -18,21 +18,22 @@ import argparse
 import asyncio
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from gateway.core.config import load_config
-from gateway.core.errors import TryInvalid
-from gateway.core.runtime import Runtime
-from gateway.ops import try_
+from gateway.ops.callers import CALLERS
+
+if TYPE_CHECKING:
+    from gateway.core.runtime import Runtime
+    from gateway.ops import try_
 
 
 def register(sub: Any) -> None:
     """Add `try` to the `kbgate` subparsers `sub`."""
     t = sub.add_parser("try", help="answer a question exactly as a caller would be answered, and say why")
     t.add_argument("--config", required=True)
-    t.add_argument("--caller", required=True, choices=try_.CALLERS)
+    t.add_argument("--caller", required=True, choices=CALLERS)
     t.add_argument("--query", required=True)
     t.add_argument("--limit", type=int, help="Limit / limit / top_k (default: the caller's)")
     t.add_argument("--tenant", default="")
@@ -53,6 +54,11 @@ def register(sub: Any) -> None:
 
 def cmd_try(args: argparse.Namespace) -> int:
     """Run the try (and its successor) and print it. Returns the exit code."""
+    from gateway.core.config import load_config  # here, not at import: `kbgate --help` stays fast
+    from gateway.core.errors import TryInvalid
+    from gateway.core.runtime import Runtime
+    from gateway.ops import try_
+
     try:
         condition = orjson.loads(args.metadata_condition) if args.metadata_condition else None
     except orjson.JSONDecodeError:
@@ -78,6 +84,8 @@ def cmd_try(args: argparse.Namespace) -> int:
 
 
 async def _run(rt: Runtime, req: try_.TryRequest, successor: str) -> list[dict[str, Any]]:
+    from gateway.ops import try_
+
     try:
         out = [try_.to_json(await try_.run(rt, req))]
         if successor:
