@@ -14,15 +14,11 @@ yields its base URL; the process is stopped on exit.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from tests.support.harness import Server
-from tests.support.paths import ROOT
+from tests.support import local_server
 
 STATE: dict[str, Any] = {}
 
@@ -84,28 +80,10 @@ def make_app() -> Any:
                              Route("/readyz", ready)])
 
 
-@contextmanager
-def running(port: int) -> Iterator[str]:
-    """Start the server on 127.0.0.1:port in a subprocess (the harness's `Server`: ready once
-    hypercorn listens and /readyz answers); yield its base URL; stop it on exit."""
-    argv = [sys.executable, "-m", "tests.support.embedding_server", "--port", str(port)]
-    with Server(argv, port, cwd=ROOT) as srv:
-        yield srv.base
-
-
-def main() -> None:
-    from hypercorn.asyncio import serve
-    from hypercorn.config import Config
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--port", type=int, required=True)
-    args = ap.parse_args()
-    cfg = Config()
-    cfg.bind = [f"127.0.0.1:{args.port}"]
-    cfg.accesslog = None
-    cfg.errorlog = "-"  # hypercorn's "Running on http://…" line: what the harness waits for
-    asyncio.run(serve(make_app(), cfg))
+def running(port: int) -> AbstractContextManager[str]:
+    """This server on 127.0.0.1:port in a subprocess (`tests.support.local_server.running`)."""
+    return local_server.running("tests.support.embedding_server", port)
 
 
 if __name__ == "__main__":
-    main()
+    local_server.main(make_app)

@@ -22,15 +22,11 @@ score, best first, as the real services answer: clients must map back by `index`
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from tests.support.harness import Server
-from tests.support.paths import ROOT
+from tests.support import local_server
 
 STATE: dict[str, Any] = {}
 DASHSCOPE_PATH = "/api/v1/services/rerank/text-rerank/text-rerank"
@@ -130,28 +126,10 @@ PATHS = {"cohere": "/v1/rerank", "tei": "/rerank", "dashscope": DASHSCOPE_PATH}
 """The endpoint of each wire format, relative to the server's base URL."""
 
 
-@contextmanager
-def running(port: int) -> Iterator[str]:
-    """Start the server on 127.0.0.1:port in a subprocess (ready once /readyz answers); yield its
-    base URL; stop it on exit."""
-    argv = [sys.executable, "-m", "tests.support.rerank_server", "--port", str(port)]
-    with Server(argv, port, cwd=ROOT) as srv:
-        yield srv.base
-
-
-def main() -> None:
-    from hypercorn.asyncio import serve
-    from hypercorn.config import Config
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--port", type=int, required=True)
-    args = ap.parse_args()
-    cfg = Config()
-    cfg.bind = [f"127.0.0.1:{args.port}"]
-    cfg.accesslog = None
-    cfg.errorlog = "-"
-    asyncio.run(serve(make_app(), cfg))
+def running(port: int) -> AbstractContextManager[str]:
+    """This server on 127.0.0.1:port in a subprocess (`tests.support.local_server.running`)."""
+    return local_server.running("tests.support.rerank_server", port)
 
 
 if __name__ == "__main__":
-    main()
+    local_server.main(make_app)
