@@ -12,7 +12,6 @@ are asked for them through the app.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,11 @@ import httpx2
 import orjson
 import pytest
 
-from gateway.core.config import Config
-from gateway.serve.app import Gateway
 from gateway.volcengine.signing import sign_headers
 from indexes.ingest.jsonl import read_jsonl
 from indexes.store import IndexStore
 from indexes.types import Document, Section
+from tests.support.agent_env import AppEnv
 from tests.support.configs import ACME_KEYS, EVERYTHING, NOW, SECRET_ACME, client, config, parse, tenant
 from tests.support.mcp_env import connect
 
@@ -49,19 +47,7 @@ INVISIBLE = ["\u115f", "\u1160", "\u3164", "\uffa0", "\u00ad", "\U000e0020", "\u
              "\u2060", "\u180e", "\u2028", "\u202e", "\u0085", "\u001b"]
 
 
-@dataclass
-class Env:
-    app: Gateway
-    http: httpx.AsyncClient
-    cfg: Config
-
-    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        return await self.http.post(path, content=orjson.dumps(body), headers={
-            "content-type": "application/json", "authorization": f"Bearer {TOKEN}"})
-
-    async def tool(self, name: str, data: dict[str, Any]) -> httpx.Response:
-        return await self.post(f"/agent-access/v1/tools/{name}",
-                               {"caller": {"type": "agent", "id": "hc"}, "input": data})
+class Env(AppEnv):
 
     async def callback(self, query: str, limit: int = 10) -> httpx.Response:
         raw = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": query, "Limit": limit})
@@ -88,7 +74,7 @@ async def _env(private_index: Path, tmp_path: Path, start_app: Any, redis_url: s
     cfg = parse(config(tmp_path, tenants=[acme], indexes=private_index, redis_url=redis_url,
                        key_prefix="kbgate-content", agent=agent, search={"relevance_floor": 0.0}), tmp_path)
     http, app, _ = await start_app(cfg)
-    yield Env(app, http, cfg)
+    yield Env(app, http, cfg, TOKEN, "hc")
 
 
 async def test_the_hostile_records_are_in_the_index(env: Env) -> None:

@@ -12,7 +12,6 @@ them, with the ref key of the suite, so that reading by reference is tested too.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,12 @@ import orjson
 import pytest
 from mcp_types import CallToolResult
 
-from gateway.core.config import Config
 from gateway.core.refs import Holder, RefSigner
 from gateway.core.scope import Principal, agent_configuration, resolve_agent, scope_revision
 from gateway.core.types import Secret
-from gateway.serve.app import Gateway
 from indexes.ingest.jsonl import read_jsonl
 from indexes.store import IndexStore
+from tests.support.agent_env import AppEnv
 from tests.support.configs import ACME, EVERYTHING, REF_KEY, client, config, parse
 from tests.support.mcp_env import connect
 
@@ -50,19 +48,7 @@ TOOLS = ["knowledge.search", "knowledge.read", "mcp.search", "mcp.fetch", "dify.
          "get_page.full_text", "get_context"]
 
 
-@dataclass
-class Env:
-    app: Gateway
-    http: httpx.AsyncClient
-    cfg: Config
-
-    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        return await self.http.post(path, content=orjson.dumps(body), headers={
-            "content-type": "application/json", "authorization": f"Bearer {TOKEN}"})
-
-    async def tool(self, name: str, data: dict[str, Any]) -> httpx.Response:
-        return await self.post(f"/agent-access/v1/tools/{name}",
-                               {"caller": {"type": "agent", "id": "idc"}, "input": data})
+class Env(AppEnv):
 
     def ref(self, doc_id: str, revision: str) -> str:
         """A ref for `doc_id` as an older gateway minted it from a search hit (right holder,
@@ -86,7 +72,7 @@ async def _env(private_index: Path, tmp_path: Path, start_app: Any, redis_url: s
     cfg = parse(config(tmp_path, tenants=[ACME], indexes=private_index, redis_url=redis_url,
                        key_prefix="kbgate-identities", agent=agent), tmp_path)
     http, app, _ = await start_app(cfg)
-    yield Env(app, http, cfg)
+    yield Env(app, http, cfg, TOKEN, "idc")
 
 
 def _clean(r: httpx.Response | CallToolResult) -> str:

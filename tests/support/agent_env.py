@@ -174,3 +174,23 @@ def access_validator(name: str) -> jsonschema.Draft202012Validator:
         (load(n)["$id"], Resource.from_contents(load(n))) for n in ACCESS_SCHEMAS)
     return jsonschema.Draft202012Validator(load(name), registry=registry,
                                            format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+@dataclass
+class AppEnv:
+    """An app under test with its ASGI client, as the Bearer wings are called: `post` a JSON
+    body with the client's token, `tool` a tool API call as caller `caller_id`."""
+
+    app: Gateway
+    http: httpx.AsyncClient
+    cfg: Config
+    token: str
+    caller_id: str
+
+    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        return await self.http.post(path, content=orjson.dumps(body), headers={
+            "content-type": "application/json", "authorization": f"Bearer {self.token}"})
+
+    async def tool(self, name: str, data: dict[str, Any]) -> httpx.Response:
+        return await self.post(f"/agent-access/v1/tools/{name}",
+                               {"caller": {"type": "agent", "id": self.caller_id}, "input": data})
