@@ -117,7 +117,8 @@ def test_callbacks_never_fail_nor_see_a_torn_batch_while_the_api_writes(live: Se
             for version in range(1, 13):
                 data = _write(c, "POST", f"{BASE}/batch", _batch(version))
                 assert {d["change"] for d in data["documents"]} == {"updated"} and data["committed"]
-                _write(c, "PUT", f"{BASE}/documents/other-{version}", {"title": "其他页面", "content": f"无关{version}"})
+                other = {"title": "其他页面", "content": f"无关{version}"}
+                _write(c, "PUT", f"{BASE}/documents/other-{version}", other)
                 if version > 1:
                     _write(c, "DELETE", f"{BASE}/documents/other-{version - 1}")
     finally:
@@ -224,7 +225,8 @@ def test_a_kill_9_mid_batch_loses_nothing_acknowledged_and_applies_nothing_half(
     try:
         with httpx.Client(base_url=srv.base, timeout=30) as c:
             for i in range(3):
-                data = _write(c, "PUT", f"{BASE}/documents/ack-{i}", {"title": f"已确认{i}", "content": f"确认过的第{i}篇。"})
+                page = {"title": f"已确认{i}", "content": f"确认过的第{i}篇。"}
+                data = _write(c, "PUT", f"{BASE}/documents/ack-{i}", page)
                 acked[f"ack-{i}"] = data["documents"][0]["revision"]
         # 1. the worker killed while it analyses the batch (before its commit): the master starts another
         worker = srv.workers()[0]
