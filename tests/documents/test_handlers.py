@@ -6,8 +6,10 @@ grant, the index and the datasets of the client's policy."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from urllib.parse import quote
 
+import anyio
 import orjson
 import pytest
 
@@ -245,3 +247,36 @@ async def test_a_refusal_never_echoes_the_documents_text(docs_app: Start) -> Non
     r = await app.put("kb", "x", content=orjson.dumps({"content": "秘密内容 s3cr3t", "publish_time": "s3cr3t"}))
     refused(r, 422, "documents.document_invalid")
     assert "秘密内容" not in r.text
+
+
+async def test_ids_with_any_characters_a_jsonl_id_may_hold(docs_app: Start) -> None:
+    app = await docs_app()
+    for doc_id in ("指南/部署 说明.md", "ds1:faq#7", "a%b?c"):
+        data = result(await app.put("kb", quote(doc_id, safe="/"), {"content": f"{doc_id} 的正文"}))["data"]
+        assert data["documents"][0]["id"] == doc_id
+        assert result(await app.get("kb", quote(doc_id, safe="/")))["data"]["id"] == doc_id
+
+
+async def test_a_body_that_trickles_in_is_408(docs_app: Start) -> None:
+    app = await docs_app(documents={"body_timeout_seconds": 0.3})
+
+    async def slow() -> AsyncIterator[bytes]:
+        yield b'{"content": '
+        await anyio.sleep(1.0)
+        yield b'"x"}'
+
+    from tests.documents.conftest import BASE, WRITER
+    r = await app.http.put(f"{BASE}/kb/documents/slow", content=slow(),
+                           headers={"authorization": f"Bearer {WRITER}", "content-type": "application/json"})
+    refused(r, 408, "documents.body_timeout")
+
+
+async def test_an_index_of_another_schema_version_is_503_not_retryable(docs_app: Start) -> None:
+    from indexes.schema import SIDECAR
+
+    app = await docs_app()
+    sidecar = app.indexes / "kb" / SIDECAR
+    sidecar.write_text(sidecar.read_text("utf-8").replace('"schema_version": 9', '"schema_version": 1'), "utf-8")
+    errors = refused(await app.put("kb", "x", FAQ), 503, "documents.index_unavailable")
+    assert errors[0]["retryable"] is False and "schema version" in errors[0]["message"]
+    assert str(app.indexes) not in errors[0]["message"]
