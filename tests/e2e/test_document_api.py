@@ -29,6 +29,8 @@ from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect, payload
 
 CMS = "cms-webhook-token-0123456789abcdef"
+READER = "reader-only-token-0123456789abcdef"  # search, no documents.write
+ELSEWHERE = "elsewhere-token-0123456789abcdefgh"  # documents.write on another index
 BASE = "/documents/v1/indexes/live"
 GRANTS = ["documents.write", "search", "knowledge.search", "dify.retrieval", "mcp.search"]
 AUTH = {"authorization": f"Bearer {CMS}"}
@@ -44,7 +46,10 @@ def _config(root: Path, indexes: Path, port: int, redis_url: str, *, workers: in
             documents: dict[str, Any] | None = None) -> Path:
     agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "live"}},
              "clients": {"cms": client("c1", CMS, ["support"], GRANTS, write_indexes=["live"], datasets=["*"],
-                                       path_globs=["**"])}}
+                                       path_globs=["**"]),
+                         "reader": client("r1", READER, ["support"], ["search"], datasets=["*"], path_globs=["**"]),
+                         "elsewhere": client("e1", ELSEWHERE, ["support"], ["documents.write"],
+                                             write_indexes=["other"], datasets=["*"], path_globs=["**"])}}
     data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "live")])],
                   indexes=indexes, port=port, workers=workers, redis_url=redis_url,
                   key_prefix=f"kbgate-docapi-{port}", agent=agent, audit={"sink": "off"},
@@ -173,6 +178,29 @@ async def _found_by_all(srv: Server, word: str) -> dict[str, bool]:
         results = payload(await m.call_tool("search", {"query": word}))["results"]
     found["mcp"] = any(r["title"] == word for r in results)
     return found
+
+
+def test_retries_refusals_and_grants_on_a_real_server(live: Server) -> None:
+    """Idempotent retries, a batch refused whole naming its bad document, and the grant and the
+    index of the policy, as a pipeline meets them over HTTP."""
+    page = {"title": "发票说明", "content": "电子发票在付款后二十四小时内发送。"}
+    with httpx.Client(base_url=live.base, timeout=30) as c:
+        first = _write(c, "PUT", f"{BASE}/documents/invoice", page)
+        again = _write(c, "PUT", f"{BASE}/documents/invoice", page)
+        assert (first["documents"][0]["change"], again["documents"][0]["change"]) == ("added", "unchanged")
+        assert again["commit"] == first["commit"] and again["committed"] is False
+        bad = {"upserts": [{"id": "ok-1", "content": "好的"}, {"id": "bad-1", "content": "x", "publish_time": "昨天"}],
+               "deletes": ["invoice"]}
+        r = c.post(f"{BASE}/batch", content=orjson.dumps(bad), headers={**AUTH, "content-type": "application/json"})
+        assert r.status_code == 422 and [e["id"] for e in r.json()["errors"]] == ["bad-1"], r.text
+        assert c.get(f"{BASE}/documents/ok-1", headers=AUTH).status_code == 404
+        assert c.get(f"{BASE}/documents/invoice", headers=AUTH).status_code == 200  # the batch's delete: not run
+        for token, code in ((READER, "access.forbidden_tool"), (ELSEWHERE, "access.forbidden_scope")):
+            r = c.put(f"{BASE}/documents/x", content=orjson.dumps(page),
+                      headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
+            assert r.status_code == 403 and r.json()["errors"][0]["code"] == code, r.text
+        r = c.put(f"{BASE}/documents/x", content=orjson.dumps(page), headers={"content-type": "application/json"})
+        assert r.status_code == 401
 
 
 def _big_batch(n: int = 600) -> dict[str, Any]:
