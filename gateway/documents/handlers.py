@@ -265,8 +265,10 @@ def answer(call: Call, index: str, changes: ChangeSet, report: ChangeReport,
     documents = [{"id": c.doc_id, "change": c.change, "revision": c.revision} for c in report.changes] or [
         {"id": i, "change": "absent", "revision": None} for i in changes.deletes]
     notes: list[dict[str, str | None]] = [{"id": i, "message": m} for i, ms in warnings.items() for m in ms]
-    notes += [{"id": None, "message": "replaced a document indexed from another source (replace=true)"
-               if changes.replace else m} for _, m in report.warnings]
+    # the writer's own warnings: in a change set only "replaces … from <its source file>" (replace=true),
+    # said here without the server's file
+    notes += [{"id": where, "message": "replaced a document indexed from another source (replace=true)"
+               if m.startswith("replaces ") else m} for where, m in report.warnings]
     counts = {k: sum(d["change"] == k for d in documents) for k in ("added", "updated", "unchanged", "deleted",
                                                                      "absent")}
     call.event.extra.update(commit=report.commit, **{k: v for k, v in counts.items() if v})

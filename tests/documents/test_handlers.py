@@ -210,6 +210,8 @@ async def test_ids_held_by_another_dataset_or_source_are_conflicts(docs_app: Sta
     assert "replace=true" in errors[0]["message"] and "/srv/docs" not in errors[0]["message"]
     data = result(await app.put("kb", "guide.md", content=md, content_type="text/markdown", replace="true"))["data"]
     assert data["documents"][0]["change"] == "updated"
+    assert data["warnings"] == [{"id": "guide.md", "message": "replaced a document indexed from another source "
+                                                              "(replace=true)"}]
 
 
 async def test_methods_outside_the_api_are_405_with_allow(docs_app: Start) -> None:
