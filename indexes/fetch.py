@@ -75,7 +75,8 @@ DENSE_CURRENT = f"{DENSE}/CURRENT"
 class Fetched:
     """What `fetch` did. commit: the commit the live folder holds now; previous: the one it held
     before (None: no index yet). downloaded / downloaded_bytes: files read from the store;
-    reused: files the folder held already. already: nothing to do (previous == commit)."""
+    reused: files the folder held already. already: nothing to do (previous == commit, and every
+    file the last fetch installed is still as it left it)."""
 
     commit: str
     previous: str | None
@@ -139,7 +140,7 @@ def fetch(source: GenerationSource, root: Path, name: str, *, clock: Callable[[]
         if not is_commit(commit) or not isinstance(manifest_sha, str):
             raise refuse(f"{LATEST} names no commit")
         assert isinstance(commit, str)
-        if commit == previous:
+        if commit == previous and _intact(folder, commit):
             return Fetched(commit, previous, 0, 0, 0, True)
         raw = _read_all(source, manifest_path(name, commit), MAX_MANIFEST, refuse)
         if hashlib.sha256(raw).hexdigest() != manifest_sha:
@@ -219,6 +220,23 @@ def _small_json(source: GenerationSource, path: str, limit: int,
     if not isinstance(value, dict):
         raise refuse(f"{path} is not a JSON object")
     return value
+
+
+def _intact(folder: Path, commit: str) -> bool:
+    """False when the fetch record of `commit` lists a file that is gone or changed since (then
+    the same commit is fetched again, which repairs it). True without a record of it: a folder
+    built here, or shipped otherwise, is not fetch's to judge."""
+    rec = fetch_record(folder)
+    if rec.get("commit") != commit or not isinstance(rec.get("files"), dict):
+        return True
+    for rel, (_sha, size, mtime_ns, ino) in rec["files"].items():
+        try:
+            st = (folder / rel).stat()
+        except OSError:
+            return False
+        if (st.st_size, st.st_mtime_ns, st.st_ino) != (size, mtime_ns, ino):
+            return False
+    return True
 
 
 def _holds(live: Path, f: dict[str, Any], recorded: Any) -> bool:

@@ -16,7 +16,9 @@ replica keeps serving its commit), 2 usage.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +45,7 @@ class HttpSource:
     def __init__(self, base: str, timeout: float = HTTP_TIMEOUT) -> None:
         self.base = base.rstrip("/")
         self._timeout = timeout
+        self._client: Any = None  # one httpx.Client, made at the first read: connections are reused
 
     def describe(self) -> str:
         return safe_url(self.base)
@@ -50,16 +53,18 @@ class HttpSource:
     def read(self, path: str, write: Callable[[bytes], None]) -> None:
         import httpx  # here: every `kbgate` command builds the parser that imports this module
 
+        if self._client is None:
+            self._client = httpx.Client(timeout=self._timeout, follow_redirects=True)
         url = f"{self.base}/{path}"
         try:
-            with httpx.stream("GET", url, timeout=self._timeout, follow_redirects=True) as r:
+            with self._client.stream("GET", url) as r:
                 if r.status_code == 404:
                     raise SourceMissing(path)
                 if r.status_code != 200:
                     raise OSError(f"HTTP {r.status_code} from {safe_url(url)}")
                 for block in r.iter_bytes(1 << 20):
                     write(block)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise OSError(f"{type(exc).__name__} reading {safe_url(url)}") from None
 
 
@@ -121,8 +126,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    """`kbgate index fetch` (once, or every --every seconds until interrupted). Returns the exit
-    code of the last fetch (0 or 1); --every runs until stopped (SIGTERM, Ctrl-C)."""
+    """`kbgate index fetch` (once, or every --every seconds). Returns the exit code of the fetch
+    (0 or 1); with --every, 0 after SIGTERM (the fetch under way completes first; an interrupted
+    one would be safe too), 130 on Ctrl-C."""
     from indexes.store import IndexStore
 
     if args.every is not None and not args.every >= 1:
@@ -131,12 +137,15 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     store = IndexStore(load_indexes_dir(args.config))  # a replica's fetcher needs no secrets
     store.folder(args.index)  # a valid index name, or IndexStoreError (exit 1)
     source = source_for(args.store)
-    while True:
-        code = _fetch_once(store.root, args.index, source)
-        if args.every is None:
-            return code
+    if args.every is None:
+        return _fetch_once(store.root, args.index, source)
+    stop = threading.Event()  # SIGTERM (a pod stopping): finish the fetch under way, then exit 0
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    while not stop.is_set():
+        _fetch_once(store.root, args.index, source)
         sys.stdout.flush()
-        time.sleep(args.every)
+        stop.wait(args.every)
+    return 0
 
 
 def _fetch_once(root: Path, name: str, source: GenerationSource) -> int:
@@ -147,6 +156,10 @@ def _fetch_once(root: Path, name: str, source: GenerationSource) -> int:
         done = fetch(source, root, name)
     except IndexStoreError as exc:  # refused or locked: the message says what keeps serving
         print(f"kbgate: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # this machine's disk (full, read-only): reported, and --every tries again
+        print(f"kbgate: index {name!r}: fetch failed on this machine: {exc.strerror or exc}"
+              f"{f': {exc.filename}' if exc.filename else ''}", file=sys.stderr)
         return 1
     if done.already:
         print(f"index {name}: at commit {done.commit} already ({source.describe()})")

@@ -33,14 +33,7 @@ from tests.support.callbacks import post
 from tests.support.configs import ACME_KEYS, ENV, SECRET_ACME, config, tenant, write
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.paths import ROOT
-
-
-def store_server(store: Path, *, stall: bool = False) -> Server:
-    """The store folder served over HTTP by a real server (tests/support/store_server.py)."""
-    port = free_port()
-    env = {"KBGATE_TEST_STORE": str(store), "KBGATE_TEST_STALL": "1" if stall else "0"}
-    return Server([sys.executable, "-m", "tests.support.store_server", "--port", str(port)], port, env=env,
-                  cwd=ROOT, log_path=store.parent / f"store-{port}.log")
+from tests.support.store_server import store_server
 
 
 def found(gw: Server, query: str) -> list[str]:

@@ -75,6 +75,10 @@ def test_a_running_reader_picks_up_each_fetched_commit(env: Env) -> None:
     assert reader.commit == second == env.writer.open("kb").commit
     assert fetch_record(env.root / "kb")["commit"] == second
     assert env.fetch().already
+    segment = next(p for p in (env.root / "kb").iterdir() if p.suffix == ".store")
+    segment.unlink()  # damage under a commit that is fetched already: the same commit is fetched again
+    again = env.fetch()
+    assert not again.already and again.downloaded == 1 and segment.is_file() and again.commit == second
 
 
 def test_searches_never_fail_while_commits_are_installed(env: Env) -> None:

@@ -1,5 +1,6 @@
 """A generation store served over HTTP, as any static file server would (tests/e2e/test_replicas.py):
-`python -m tests.support.store_server --port PORT` serves the folder $KBGATE_TEST_STORE at /.
+`python -m tests.support.store_server --port PORT` serves the folder $KBGATE_TEST_STORE at /;
+`store_server(folder)` is that process on a free port, through the harness's `Server`.
 
 With $KBGATE_TEST_STALL=1 it sends the first half of every object (a path with /objects/ in it)
 and then stops sending without closing: a download that hangs mid-file, for the test that
@@ -19,7 +20,18 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support.harness import Server, free_port
 from tests.support.local_server import main
+from tests.support.paths import ROOT
+
+
+def store_server(store: Path, *, stall: bool = False) -> Server:
+    """The store folder served over HTTP by a real server on a free port (not started yet);
+    stall: hang half-way through every object (module docstring)."""
+    port = free_port()
+    env = {"KBGATE_TEST_STORE": str(store), "KBGATE_TEST_STALL": "1" if stall else "0"}
+    return Server([sys.executable, "-m", "tests.support.store_server", "--port", str(port)], port, env=env,
+                  cwd=ROOT, log_path=store.parent / f"store-{port}.log")
 
 
 def make_app() -> Starlette:
