@@ -342,6 +342,7 @@ def _prune(folder: Path, keep: set[str], old_vectors: str | None) -> None:
                 continue
             if rel in keep or p.name in NOT_PUBLISHED or (kept_dir and rel.startswith(kept_dir)):
                 continue
-            p.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the commit is installed: a leftover is no failure
+                p.unlink()
     finally:
         os.close(fd)
