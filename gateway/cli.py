@@ -2,7 +2,7 @@
 
 kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
-kbgate index add|list|stats ... (see gateway/ops/index_commands.py)
+kbgate index add|list|stats|publish|fetch ... (see gateway/ops/index_commands.py, replicas.py)
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
@@ -198,6 +198,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for problem in broken.values():
         if problem is not None:
             print(f"  {next_step(problem, args.config)}")  # what is wrong, what to run
+    from gateway.ops.replicas import commit_line
+
+    for name in sorted(routed):  # the commit on disk: what replicas are compared by (/readyz, metrics)
+        line = commit_line(store.root / name, name) if broken[name] is None else None
+        if line is not None:
+            print(line)
     for name, dense in sorted(config.dense.items()):
         print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
     return 0 if ok else 1

@@ -4,7 +4,9 @@
     ├── IndexNotFoundError          no such index under the store root
     ├── SchemaVersionError          index built by another schema version (rebuild it)
     ├── IndexCorruptError           Tantivy cannot open the files (damaged, truncated or missing)
-    └── IndexLockedError            another writer holds the index (Tantivy LockBusy)
+    ├── IndexLockedError            another writer holds the index (Tantivy LockBusy)
+    └── GenerationError             a published generation could not be written or installed
+                                    (`indexes.generations`, `indexes.fetch`)
 
     EmbeddingError                  an embedding provider gave no usable vectors (`indexes.dense`)
     ├── EmbeddingUnavailable        down, slow, overloaded or refusing (retryable)
@@ -21,6 +23,7 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingResponseError",
     "EmbeddingUnavailable",
+    "GenerationError",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
@@ -104,6 +107,15 @@ class IndexLockedError(IndexStoreError):
             f"Index {name!r} at {path} is being written by another process (Tantivy writer "
             "lock busy); wait for it to finish and retry.",
         )
+
+
+class GenerationError(IndexStoreError):
+    """A generation could not be published or installed: the store holds none or cannot be
+    read, a file's checksum or size differs from its manifest, an object is missing, the
+    manifest is damaged or of another schema version. The message says what and where (the
+    store without credentials) and, on a replica, which commit keeps serving."""
+
+    reason = "generation refused"
 
 
 class EmbeddingError(Exception):

@@ -14,7 +14,7 @@ from tantivy import Query
 from .documents import count_matches
 from .types import IndexStats
 
-__all__ = ["index_stats", "meta_digest", "meta_mtime", "read_generation"]
+__all__ = ["commit_label", "index_stats", "meta_digest", "meta_mtime", "read_commit", "read_generation"]
 
 
 def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tantivy.Schema) -> IndexStats:
@@ -27,13 +27,15 @@ def index_stats(name: str, folder: Path, searcher: tantivy.Searcher, schema: tan
     last: float | None
     try:
         meta_path = folder / "meta.json"
-        opstamp = int(json.loads(meta_path.read_text(encoding="utf-8")).get("opstamp", 0))
+        raw = meta_path.read_bytes()
+        opstamp = int(json.loads(raw).get("opstamp", 0))
         last = meta_path.stat().st_mtime
+        commit: str | None = commit_label(opstamp, raw)
     except (OSError, ValueError):
-        opstamp, last = 0, None
+        opstamp, last, commit = 0, None, None
     # "dense" is indexes.dense.vectors.DENSE_DIR (not imported: the dense package imports this one)
     size = _files_bytes(folder) + _tree_bytes(folder / "dense")
-    return IndexStats(name, docs, int(searcher.num_docs), opstamp, last, size)
+    return IndexStats(name, docs, int(searcher.num_docs), opstamp, last, size, commit)
 
 
 def _files_bytes(folder: Path) -> int:
@@ -74,6 +76,24 @@ def meta_digest(folder: Path) -> bytes | None:
         return hashlib.blake2b((Path(folder) / "meta.json").read_bytes(), digest_size=16).digest()
     except OSError:
         return None
+
+
+def commit_label(opstamp: int, meta: bytes) -> str:
+    """'{opstamp}-{first 12 hex digits of the BLAKE2b digest of meta.json}': names one commit of
+    one index incarnation (the opstamp alone repeats in a folder rebuilt from scratch). A
+    replica that fetched the commit holds the same meta.json bytes, so the same label."""
+    return f"{opstamp}-{hashlib.blake2b(meta, digest_size=16).hexdigest()[:12]}"
+
+
+def read_commit(folder: Path) -> tuple[int | None, str | None]:
+    """(opstamp, `commit_label`) of the commit `folder/meta.json` names, from one read;
+    (None, None) when unreadable."""
+    try:
+        raw = (Path(folder) / "meta.json").read_bytes()
+        opstamp = int(orjson.loads(raw)["opstamp"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+    return opstamp, commit_label(opstamp, raw)
 
 
 def read_generation(folder: Path) -> int | None:

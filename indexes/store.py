@@ -31,7 +31,7 @@ from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import build_schema, check_index, check_sidecar, creating, open_tantivy, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
-from .stats import index_stats, meta_digest, meta_mtime, read_generation
+from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
@@ -66,7 +66,7 @@ class KnowledgeIndex:
     search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a
     caller on an event loop may run it inline; a subclass that waits on something else sets
     it True (`indexes.dense.HybridIndex`: a query embedding).
-    generation: the commit opstamp the reader was last (re)loaded at (`generation` property).
+    generation, commit: opstamp and `indexes.stats.commit_label` (/readyz) of the reader's last (re)load.
     incarnation: how many changed meta.json files this process's reader loaded (0 at open);
     with `generation` it names what the reader shows even when a folder rebuilt from scratch
     (or restored) reaches an opstamp seen before (the answer cache keys on both). Raised after
@@ -104,7 +104,7 @@ class KnowledgeIndex:
         self._last_check = clock()
         self._meta_mtime = meta_mtime(self.path)
         # Read before the reader loads: the label never names a commit newer than the reader shows.
-        self._generation: int | None = read_generation(path)
+        self._generation, self.commit = read_commit(path)
         self._meta_digest = meta_digest(path)
         self.incarnation = 0
         self._degraded = threading.local()  # this thread's last search fell back (`answer`)
@@ -139,9 +139,9 @@ class KnowledgeIndex:
         the reload and published after it, so `generation` never names a commit newer than the
         searcher a caller takes next shows (the reader may be newer: Tantivy also reloads on
         its own shortly after a commit). Called under the reload lock."""
-        generation = read_generation(self.path)
+        generation, commit = read_commit(self.path)
         self._index.reload()
-        self._generation = generation
+        self._generation, self.commit = generation, commit
 
     @property
     def generation(self) -> int | None:

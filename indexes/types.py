@@ -12,8 +12,9 @@ Field meanings follow the Volcengine knowledge callback result item (seed 003,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 MetaScalar: TypeAlias = str | int | float
 MetaValue: TypeAlias = MetaScalar | tuple[MetaScalar, ...]
@@ -227,6 +228,8 @@ class IndexStats:
     """Counts for `kbgate index stats` and metrics.
 
     generation: increases with every commit (opstamp). last_commit: unix seconds or None.
+    commit: the commit's label, '{opstamp}-{12 hex of meta.json's digest}' (`indexes.stats.
+    commit_label`): equal on every replica serving the same commit, whether built or fetched.
     """
 
     name: str
@@ -235,6 +238,7 @@ class IndexStats:
     generation: int
     last_commit: float | None
     size_bytes: int
+    commit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,3 +400,23 @@ class IngestWarning:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.reason}"
+
+
+class SourceMissing(Exception):
+    """A `GenerationSource` holds no file at the path asked for (a 404, a missing file)."""
+
+
+class GenerationSource(Protocol):
+    """Where `indexes.fetch` reads published generations from: a store's root
+    (`indexes.generations`), as a folder (`indexes.fetch.FolderSource`) or over HTTP(S)
+    (`gateway.ops.replicas.HttpSource`).
+
+    describe(): the store in words for messages, without credentials.
+    read(path, write): stream the file at `path` (relative to the root, '/'-separated) into
+    `write(block)` (which may raise to stop). Raises SourceMissing when there is no such file,
+    OSError when the store cannot be read (a network failure, an HTTP error status).
+    """
+
+    def describe(self) -> str: ...
+
+    def read(self, path: str, write: Callable[[bytes], None]) -> None: ...

@@ -29,6 +29,7 @@ from indexes.store import IndexStore
 from tests.support.configs import NOW
 from tests.support.documents import INDEXES
 from tests.support.harness import free_port
+from tests.support.redis_procs import RedisClusterProcs
 
 # The agent endpoints' fixtures (env, root) for the modules that use them.
 pytest_plugins = ("tests.support.agent_env",)
@@ -82,6 +83,18 @@ def _redis_url() -> Iterator[str]:
         proc.terminate()
         proc.wait(5)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(name="redis_cluster", scope="session")
+def _redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterProcs]:
+    """A real Redis Cluster (three primaries, three replicas: `redis-server` processes on free
+    ports, tests/support/redis_procs.py) for the tests that need one; never failed over (the
+    failover test starts its own). Started on first use, stopped at the end of the session."""
+    cluster = RedisClusterProcs(tmp_path_factory.mktemp("redis-cluster")).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(name="redis_client")

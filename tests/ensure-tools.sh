@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # What the suite needs from Debian: redis-server (the tests start throwaway servers for
 # restart and fallback tests), redis-sentinel (the Sentinel failover test starts a primary,
-# a replica and three sentinels of its own), wrk (the bench harness's closed loop) and
+# a replica and three sentinels of its own), redis-cli from redis-tools (the Redis Cluster tests
+# join six redis-servers with `redis-cli --cluster create`), wrk (the bench harness's closed loop) and
 # Chromium with a CJK font (browser tests drive Debian's Chromium through Playwright; never `playwright install`). Installed when missing;
 # when that is impossible the tests that need them fail with a clear message.
 set -u
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 fc-list 2>/dev/null | grep -qi wqy || missing+=(fonts-wqy-microhei)

@@ -3,12 +3,12 @@
 Two keys, never mixed (seed 002 §10 "两者不能混用"):
 
 - idempotencyKey — the *caller's* retry handle. Stored under
-  `{prefix}:access:idem:{sha256(caller id, tool, key)}`, so two callers' equal keys never
+  `{prefix}:{access}:idem:{sha256(caller id, tool, key)}`, so two callers' equal keys never
   meet. It remembers the payload hash: the same key with the same payload returns the same
   result; with a different payload it is `access.idempotency_conflict`.
 - dedupeKey — the *record's* identity, without the caller id (seed 002 §9.5, §10): two
   calls with the same dedupeKey are one record, whoever sends them. Stored under
-  `{prefix}:access:dedupe:{tool}:{sha256(key)}`; a second call gets the existing record back
+  `{prefix}:{access}:dedupe:{tool}:{sha256(key)}`; a second call gets the existing record back
   (`access.feedback_deduped`) and raises its count; its own input is not filed.
   The recommended key is the canonical payload hash (`canonical_dedupe_key`, 'sha256:' + 64
   hex): equal feedback from any agent then dedupes, and different feedback never does. The
@@ -27,8 +27,14 @@ Retention (documented, configurable): idempotency records 24 h after the result
 (`IDEMPOTENCY_TTL`); dedupe records 7 days (`DEDUPE_TTL`) — after that the tracker itself
 stays the authority (the SQLite tracker's unique key, GitHub's body marker plus the local
 key→issue map), so a late duplicate still finds its record; a pending record lives 30 s
-(`PENDING_TTL`) so a crashed owner never blocks a key for long. On Redis Cluster the two
-keys of one call would need a common hash tag; kbgate runs one Redis (ARCHITECTURE.md).
+(`PENDING_TTL`) so a crashed owner never blocks a key for long.
+
+Both keys carry the hash tag `{access}` (the braces are literal): each script touches the
+two keys of one call, and on Redis Cluster a script's keys must lie in one slot. So every
+record of the write tools lives in one slot, i.e. on one primary: their volume is that of
+the feedback filed, far below what one primary serves. (kbgate before the tag used
+'{prefix}:access:…': records written then are not found after an upgrade, i.e. for at most
+IDEMPOTENCY_TTL / DEDUPE_TTL the trackers' own checks are the only dedupe.)
 """
 
 from __future__ import annotations
@@ -42,15 +48,16 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import orjson
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from gateway.core.errors import ToolError
+from gateway.core.redis_clients import AsyncRedis
 from gateway.core.types import SECONDS
 
 IDEMPOTENCY_TTL = 24 * 3600 * SECONDS
 DEDUPE_TTL = 7 * 24 * 3600 * SECONDS
 PENDING_TTL = 30 * SECONDS
+ACCESS_TAG = "{access}"  # the Redis Cluster hash tag of every record here (module docstring)
 
 Outcome = Literal["new", "replay", "deduped", "conflict", "pending"]
 
@@ -154,14 +161,16 @@ def canonical_dedupe_key(tool: str, payload: dict[str, Any]) -> str:
 
 
 def idempotency_redis_key(prefix: str, caller_id: str, tool: str, key: str) -> str:
-    """'{prefix}:access:idem:{sha256 hex of caller id, tool, key}' (the key includes the caller)."""
+    """'{prefix}:{access}:idem:{sha256 hex of caller id, tool, key}' (the key includes the
+    caller; `{access}` is the hash tag both keys of a call share, module docstring)."""
     digest = hashlib.sha256("\x00".join((caller_id, tool, key)).encode()).hexdigest()
-    return f"{prefix}:access:idem:{digest}"
+    return f"{prefix}:{ACCESS_TAG}:idem:{digest}"
 
 
 def dedupe_redis_key(prefix: str, tool: str, dedupe_key: str) -> str:
-    """'{prefix}:access:dedupe:{tool}:{sha256 hex of the dedupe key}' (no caller)."""
-    return f"{prefix}:access:dedupe:{tool}:{hashlib.sha256(dedupe_key.encode()).hexdigest()}"
+    """'{prefix}:{access}:dedupe:{tool}:{sha256 hex of the dedupe key}' (no caller; the same
+    hash tag as `idempotency_redis_key`)."""
+    return f"{prefix}:{ACCESS_TAG}:dedupe:{tool}:{hashlib.sha256(dedupe_key.encode()).hexdigest()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +202,7 @@ class IdempotencyStore:
     ToolError('access.tool_failed', retryable) — writes fail closed, never unguarded.
     """
 
-    def __init__(self, client: aioredis.Redis, prefix: str, *, idempotency_ttl: int = IDEMPOTENCY_TTL,
+    def __init__(self, client: AsyncRedis, prefix: str, *, idempotency_ttl: int = IDEMPOTENCY_TTL,
                  dedupe_ttl: int = DEDUPE_TTL, pending_ttl: int = PENDING_TTL, timeout: float = 1.0) -> None:
         self._r = client
         self._prefix = prefix

@@ -19,6 +19,15 @@ URL forms (`url_problem` validates them; the config names `replay.redis_url` on 
   `service_name`; a connection to a primary that died or was demoted fails, is dropped,
   and the next one goes to the new primary — no restart. The credentials authenticate to
   the primary; the sentinels are asked without credentials. `db` defaults to 0.
+- `redis+cluster://[[user]:password@]host:port[,host:port…]`: Redis Cluster (redis-py
+  `redis.cluster.RedisCluster` / `redis.asyncio.cluster.RedisCluster`). The nodes named are
+  where the client first asks for the slot map (any reachable one will do; name several).
+  A command goes to the primary of its key's slot; a refused connection or a timeout makes
+  the client read the slot map again (from the other nodes) and retry once, so after a
+  replica is promoted commands reach it without a restart. Database 0 only (Cluster's rule).
+  A Lua script's keys must share a slot: kbgate's multi-key scripts use keys with one hash
+  tag (gateway/agent/idempotency.py); every other user sends single-key commands, and its
+  pipelines are not transactions, so the cluster client splits them per node.
 
 Replication to a replica is asynchronous (Redis' own rule): a write acknowledged by a
 primary in the instant before it dies can be lost by the failover.
@@ -32,15 +41,24 @@ from urllib.parse import unquote
 
 import redis
 import redis.asyncio as aioredis
+import redis.asyncio.cluster as aiocluster
+import redis.cluster
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
 SENTINEL_SCHEME = "redis+sentinel://"
+CLUSTER_SCHEME = "redis+cluster://"
 PLAIN_SCHEMES = ("redis://", "rediss://", "unix://")
+
+# What `async_client` / `sync_client` return: one Redis (a Sentinel's primary included) or a
+# cluster client; both take the commands, scripts and pipelines kbgate sends.
+AsyncRedis = aioredis.Redis | aiocluster.RedisCluster
+SyncRedis = redis.Redis | redis.cluster.RedisCluster
 HEALTH_CHECK_INTERVAL = 30  # seconds of idleness after which a pooled connection is PINGed first
 
 
@@ -72,16 +90,7 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
     netloc, slash, path = rest.partition("/")
     if "?" in path or "#" in path:
         raise ValueError("takes no query or fragment")
-    username = password = None
-    if "@" in netloc:
-        userinfo, _, netloc = netloc.rpartition("@")
-        user, colon, pw = userinfo.partition(":")
-        username = unquote(user) or None
-        password = unquote(pw) if colon else None
-    sentinels: list[tuple[str, int]] = []
-    for part in netloc.split(","):
-        host, port = _host_port(part)
-        sentinels.append((host, port))
+    username, password, sentinels = _hosts(netloc, "sentinel")
     parts = path.split("/") if slash else []
     if not parts or not parts[0]:
         raise ValueError("needs the service name: redis+sentinel://host:port[,host:port]/service_name[/db]")
@@ -91,16 +100,55 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
         raise ValueError("ends in /service_name or /service_name/db with db a number")
     if len(parts) == 2:
         db = int(parts[1])
-    return SentinelTarget(tuple(sentinels), service, db, username, password)
+    return SentinelTarget(sentinels, service, db, username, password)
 
 
-def _host_port(part: str) -> tuple[str, int]:
+@dataclass(frozen=True, slots=True)
+class ClusterTarget:
+    """A parsed `redis+cluster://` URL. nodes: ((host, port), …) in the order given: where
+    the slot map is first asked for. username/password: for every node (None when absent)."""
+
+    nodes: tuple[tuple[str, int], ...]
+    username: str | None = None
+    password: str | None = None
+
+
+def parse_cluster_url(url: str) -> ClusterTarget:
+    """Parse `redis+cluster://[[user]:password@]host:port[,host:port…]`.
+
+    IPv6 hosts are written in brackets. Raises ValueError with a message that never repeats
+    the password: no node, a node without a port, a path (Cluster has database 0 only), a query.
+    """
+    if not url.startswith(CLUSTER_SCHEME):
+        raise ValueError(f"must start with {CLUSTER_SCHEME}")
+    netloc, slash, path = url[len(CLUSTER_SCHEME):].partition("/")
+    if "?" in netloc or "#" in netloc or "?" in path or "#" in path:
+        raise ValueError("takes no query or fragment")
+    if path:
+        raise ValueError("takes no /db: a Redis Cluster has database 0 only "
+                         "(redis+cluster://host:port[,host:port…])")
+    username, password, nodes = _hosts(netloc, "cluster node")
+    return ClusterTarget(nodes, username, password)
+
+
+def _hosts(netloc: str, what: str) -> tuple[str | None, str | None, tuple[tuple[str, int], ...]]:
+    """(username, password, ((host, port), …)) of '[[user]:password@]host:port[,host:port…]'."""
+    username = password = None
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+        user, colon, pw = userinfo.partition(":")
+        username = unquote(user) or None
+        password = unquote(pw) if colon else None
+    return username, password, tuple(_host_port(part, what) for part in netloc.split(","))
+
+
+def _host_port(part: str, what: str) -> tuple[str, int]:
     if part.startswith("["):
         host, sep, port = part[1:].partition("]:")
     else:
         host, sep, port = part.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"sentinel {part!r} must be host:port")
+        raise ValueError(f"{what} {part!r} must be host:port")
     return host, int(port)
 
 
@@ -108,23 +156,26 @@ def url_problem(url: object) -> str | None:
     """Why `url` is not a Redis URL kbgate accepts, or None. Never echoes a password."""
     if not isinstance(url, str):
         return "must be a string"
-    if url.startswith(SENTINEL_SCHEME):
-        try:
-            parse_sentinel_url(url)
-        except ValueError as exc:
-            return str(exc)
-        return None
+    for scheme, parse in ((SENTINEL_SCHEME, parse_sentinel_url), (CLUSTER_SCHEME, parse_cluster_url)):
+        if url.startswith(scheme):
+            try:
+                parse(url)
+            except ValueError as exc:
+                return str(exc)
+            return None
     if not url.startswith(PLAIN_SCHEMES):
-        return "must be a redis://, rediss://, unix:// or redis+sentinel:// URL"
+        return "must be a redis://, rediss://, unix://, redis+sentinel:// or redis+cluster:// URL"
     return None
 
 
 def describe(url: str) -> str:
-    """A one-line, password-free description for logs and `check-config`:
-    'redis' or 'redis sentinel (service S, N sentinels)'."""
+    """A one-line, password-free description for logs and `check-config`: 'redis',
+    'redis sentinel (service S, N sentinels)' or 'redis cluster (N nodes named)'."""
     if url.startswith(SENTINEL_SCHEME):
         t = parse_sentinel_url(url)
         return f"redis sentinel (service {t.service}, {len(t.sentinels)} sentinels)"
+    if url.startswith(CLUSTER_SCHEME):
+        return f"redis cluster ({len(parse_cluster_url(url).nodes)} nodes named)"
     return "redis"
 
 
@@ -154,12 +205,74 @@ class _SentinelRedis(aioredis.Redis):
             await manager.aclose()
 
 
-def async_client(url: str, timeout: float) -> aioredis.Redis:
+class _AsyncCluster(aiocluster.RedisCluster):
+    """redis-py's asyncio cluster client, whose failures are all RedisError: redis-py raises
+    RedisClusterException (not a RedisError) when no node answers or a slot has no primary,
+    and every user of kbgate's clients catches RedisError, as for one Redis."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().execute_command(*args, **kwargs)
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"redis cluster: {exc}") from exc
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> aiocluster.ClusterPipeline:
+        if shard_hint:
+            raise RedisClusterException("shard_hint is deprecated in cluster mode")
+        return _AsyncClusterPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py builds it
+
+
+class _AsyncClusterPipeline(aiocluster.ClusterPipeline):
+    __slots__ = ()
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> list[Any]:
+        try:
+            return await super().execute(raise_on_error, allow_redirections)
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"redis cluster: {exc}") from exc
+
+
+class _SyncCluster(redis.cluster.RedisCluster):
+    """The blocking twin of `_AsyncCluster`."""
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().execute_command(*args, **kwargs)  # type: ignore[no-untyped-call]
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"redis cluster: {exc}") from exc
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> redis.cluster.ClusterPipeline:
+        pipe: redis.cluster.ClusterPipeline = super().pipeline(transaction, shard_hint)  # type: ignore[no-untyped-call]
+        pipe.__class__ = _SyncClusterPipeline  # built by redis-py with its own arguments; same layout
+        return pipe
+
+
+class _SyncClusterPipeline(redis.cluster.ClusterPipeline):
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        try:
+            return super().execute(raise_on_error)
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"redis cluster: {exc}") from exc
+
+
+def _cluster_kwargs(t: ClusterTarget, timeout: float) -> dict[str, Any]:
+    # One retry after re-reading the slot map (a failed-over primary), never a backoff sleep:
+    # redis-py's default retries three times with exponential backoff.
+    return {"username": t.username, "password": t.password, "socket_timeout": timeout,
+            "socket_connect_timeout": timeout, "health_check_interval": HEALTH_CHECK_INTERVAL}
+
+
+def async_client(url: str, timeout: float) -> AsyncRedis:
     """An asyncio client for `url` (see the module docstring for forms, timeouts, retry).
 
     timeout: seconds, for connecting (including asking the sentinels) and per command.
-    Raises ValueError for a malformed `redis+sentinel://` URL. Close with `await c.aclose()`.
+    Raises ValueError for a malformed `redis+sentinel://` or `redis+cluster://` URL. Close
+    with `await c.aclose()`.
     """
+    if url.startswith(CLUSTER_SCHEME):
+        c = parse_cluster_url(url)
+        return _AsyncCluster(startup_nodes=[aiocluster.ClusterNode(h, p) for h, p in c.nodes],
+                             retry=AsyncRetry(NoBackoff(), 1), **_cluster_kwargs(c, timeout))
     kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
         t = parse_sentinel_url(url)
@@ -185,11 +298,18 @@ class _SyncSentinelRedis(redis.Redis):
             s.close()
 
 
-def sync_client(url: str, timeout: float) -> redis.Redis:
+def sync_client(url: str, timeout: float) -> SyncRedis:
     """A blocking client for `url`, for the CLI (`kbgate secrets list`, `onboard`).
 
     Same forms, timeouts and retry as `async_client`. Close with `c.close()`.
     """
+    if url.startswith(CLUSTER_SCHEME):
+        c = parse_cluster_url(url)
+        nodes = [redis.cluster.ClusterNode(h, p) for h, p in c.nodes]  # type: ignore[no-untyped-call]
+        try:  # redis-py's blocking cluster client reads the slot map at once
+            return _SyncCluster(startup_nodes=nodes, retry=Retry(NoBackoff(), 1), **_cluster_kwargs(c, timeout))
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"redis cluster: {exc}") from exc
     kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
         t = parse_sentinel_url(url)

@@ -245,7 +245,8 @@ return 0
 class RedisNonceStore:
     """The claim state machine (module docstring) in Redis, shared by every worker.
 
-    url: a Redis URL (gateway.core.redis_clients: redis://, rediss://, unix://, redis+sentinel://).
+    url: a Redis URL (gateway.core.redis_clients: redis://, rediss://, unix://, redis+sentinel://,
+    redis+cluster://; a script here touches one key, so needs no hash tag).
     timeout: seconds for connect and for each command; past it, DependencyUnavailable (fail
     closed). pending_seconds: the owner's deadline (default PENDING_SECONDS + timeout).
     """

@@ -27,14 +27,13 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypedDict
 
 import orjson
-import redis
 from redis.exceptions import RedisError
 
 from gateway.core.background import BackgroundWriter
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Delivery
-from gateway.core.redis_clients import async_client, sync_client
+from gateway.core.redis_clients import SyncRedis, async_client, sync_client
 
 log = logging.getLogger("kbgate.deliveries")
 
@@ -241,24 +240,28 @@ class DeliveryReader:
 
     url, prefix, timeout: as `RedisDeliveryLog` (timeout: seconds to connect and per command).
     A KeyboardInterrupt in the middle of a read leaves nothing half-done: it only reads.
-    Close with `close()`.
+    The client is made at the first read (a cluster client connects when made). Close with `close()`.
     """
 
     def __init__(self, url: str, prefix: str, timeout: float = 1.0) -> None:
         self.prefix = prefix
-        self.client: redis.Redis = sync_client(url, timeout)
+        self._url, self._timeout = url, timeout
+        self.client: SyncRedis | None = None
 
     def recent(self, tenant: str, n: int) -> list[dict[str, Any]]:
         """The newest `n` (≥ 1) records of `tenant`, newest first. Raises DependencyUnavailable
         ('replay_store_unavailable') when Redis does not answer in time."""
         try:
+            if self.client is None:
+                self.client = sync_client(self._url, self._timeout)
             items = self.client.lrange(list_key(self.prefix, tenant), 0, n - 1)
         except (RedisError, OSError):
             raise DependencyUnavailable("replay_store_unavailable", "the deliveries record is unavailable") from None
         return _newest(_parsed([items]), n)
 
     def close(self) -> None:
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
 
 
 def list_key(prefix: str, tenant: str) -> str:

@@ -4,6 +4,7 @@ kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--url-ba
                  [--delete-missing [--force]] [--replace] [--allow-empty] [--max-document-bytes N]
                  [--wait SECONDS] PATH...
 kbgate index list|stats --config FILE [--index NAME]
+kbgate index publish|fetch ... (see gateway/ops/replicas.py)
 
 Exit codes: 0 ok; 1 a file or record was refused, or nothing was indexed (unless
 --allow-empty); 2 a usage problem (a refused root, a missing PATH...). The rules are in
@@ -62,6 +63,9 @@ def register(sub: Any) -> None:
     st.add_argument("--config", required=True)
     st.add_argument("--index")
     st.set_defaults(func=cmd_index_list)
+    from gateway.ops.replicas import register as register_replicas
+
+    register_replicas(ixs)  # index publish|fetch
 
 
 def _command(args: argparse.Namespace) -> str:

@@ -101,7 +101,8 @@ def remove_multiprocess_dir(folder: str) -> None:
 
 
 class IndexCollector(Collector):
-    """Gauges read at scrape time: per index documents, chunks, generation, last commit.
+    """Gauges read at scrape time: per index documents, chunks, generation, last commit, and
+    `kbgate_index_commit_info{index,commit}` (1; the commit's label: compare replicas).
 
     stats(): yields (index name, IndexStats or None when the index cannot be opened).
     """
@@ -116,6 +117,9 @@ class IndexCollector(Collector):
         gen = GaugeMetricFamily("kbgate_index_generation", "Commit opstamp of the open index", labels=["index"])
         last = GaugeMetricFamily("kbgate_index_last_commit_timestamp_seconds",
                                  "Unix time of the index's last commit", labels=["index"])
+        commit = GaugeMetricFamily("kbgate_index_commit_info", "1, labelled with the commit the index holds "
+                                   "('{opstamp}-{12 hex}', equal on every replica serving it)",
+                                   labels=["index", "commit"])
         try:
             items = list(self._stats())
         except Exception:  # a scrape must never fail because an index is broken
@@ -130,7 +134,9 @@ class IndexCollector(Collector):
             gen.add_metric([name], float(s.generation))
             if s.last_commit is not None:
                 last.add_metric([name], float(s.last_commit))
-        yield from (up, docs, chunks, gen, last)
+            if s.commit is not None:
+                commit.add_metric([name, s.commit], 1.0)
+        yield from (up, docs, chunks, gen, last, commit)
 
 
 # One route's readiness at scrape time: (kind "tenant" | "agent", route, index, ready); a

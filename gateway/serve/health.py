@@ -26,11 +26,12 @@ async def readyz(request: Request) -> Response:
 
         {"status": "ready" | "not_ready", "readiness": "any" | "all",
          "problems": ["route acme a/b: index kb unavailable (missing on disk)", ...],
-         "routes": [{"kind", "route", "index", "state", "problem"}, ...],
+         "routes": [{"kind", "route", "index", "state", "problem", "commit"}, ...],
          "config": {"file", "serving": "file" | "previous", "last_refusal": {...} | null}}
 
     problems: `problem_lines`, plus "replay store unavailable" when Redis does not answer
-    PING. routes: every tenant and agent route (`RouteState.as_json`). config: the last
+    PING. routes: every tenant and agent route (`RouteState.as_json`; commit: the commit of its
+    index this worker serves, the same label on every replica serving it). config: the last
     refused reload of this worker (`Reloader.config_state`); a refusal never makes it unready,
     since the running config keeps serving.
     """

@@ -11,7 +11,9 @@ index_unavailable, Dify 5030, MCP's mcp.unavailable tool error), not every tenan
   replica sets that are all alike, where a pod short of one index must take no traffic.
 
 Every route is listed with its state in /readyz's body, in `kbgate_route_ready` (gateway/ops/
-metrics.py) and in `check-config`'s route lines. States:
+metrics.py) and in `check-config`'s route lines, with the commit this worker serves (`commit`:
+`indexes.stats.commit_label`, equal on every replica serving the same commit, whether it
+built the index or fetched it: gateway/ops/replicas.py). States:
 
 - "ok": the index opens in this worker and its folder opens afresh;
 - "stale": this worker answers from the files it mapped before, but the folder is missing or
@@ -39,6 +41,8 @@ class RouteState:
     ids), the route's name for an agent route. index: the index it names. state: one of
     STATES. problem: what is wrong on disk in a few words ("missing on disk", "damaged on
     disk", `IndexStoreError.reason`), "cannot be opened" when only the worker fails, None when ok.
+    commit: the commit its index's reader in this worker shows ('{opstamp}-{12 hex}'), None when
+    it does not open (or is disabled).
     """
 
     kind: str
@@ -46,6 +50,7 @@ class RouteState:
     index: str
     state: str
     problem: str | None = None
+    commit: str | None = None
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -62,9 +67,9 @@ class RouteState:
         return f"route {self.route}" if self.kind == "tenant" else f"agent route {self.route}"
 
     def as_json(self) -> dict[str, str | None]:
-        """{"kind", "route", "index", "state", "problem"}: one entry of /readyz's "routes"."""
+        """{"kind", "route", "index", "state", "problem", "commit"}: one entry of /readyz's "routes"."""
         return {"kind": self.kind, "route": self.route, "index": self.index, "state": self.state,
-                "problem": self.problem}
+                "problem": self.problem, "commit": self.commit}
 
 
 def disk_problem(rt: Runtime, name: str) -> str | None:
@@ -92,7 +97,7 @@ def route_states(rt: Runtime) -> list[RouteState]:
     for name, ar in sorted(cfg.agent.routes.items()):
         wanted.append(("agent", name, ar.index, ar.enabled))
     on_disk: dict[str, str | None] = {}
-    opens: dict[str, bool] = {}
+    opens: dict[str, str | None | bool] = {}  # index → its reader's commit label, or False
     out = []
     for kind, route, index, enabled in wanted:
         if not enabled:  # a disabled route answers without searching: its index may come later
@@ -101,16 +106,17 @@ def route_states(rt: Runtime) -> list[RouteState]:
         if index not in on_disk:
             on_disk[index] = disk_problem(rt, index)
             try:
-                rt.index(index)
-                opens[index] = True
+                opens[index] = rt.index(index).commit  # reloaded first when a commit landed
             except DependencyUnavailable:
                 opens[index] = False
         disk = on_disk[index]
         problem = f"{disk} on disk" if disk else None
-        if not opens[index]:
+        commit = opens[index]
+        if commit is False:
             out.append(RouteState(kind, route, index, "unavailable", problem or "cannot be opened"))
         else:
-            out.append(RouteState(kind, route, index, "stale" if disk else "ok", problem))
+            assert not isinstance(commit, bool)
+            out.append(RouteState(kind, route, index, "stale" if disk else "ok", problem, commit))
     return out
 
 

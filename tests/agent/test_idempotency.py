@@ -35,7 +35,7 @@ def args(**over: object) -> dict[str, object]:
 def test_keys_include_caller_only_for_idempotency() -> None:
     a = idempotency_redis_key("p", "bot-a", "create_feedback", "k-12345678")
     b = idempotency_redis_key("p", "bot-b", "create_feedback", "k-12345678")
-    assert a != b and a.startswith("p:access:idem:")
+    assert a != b and a.startswith("p:{access}:idem:")
     assert dedupe_redis_key("p", "create_feedback", "x") == dedupe_redis_key("p", "create_feedback", "x")
     assert "bot" not in dedupe_redis_key("p", "create_feedback", "x")
 

@@ -19,6 +19,7 @@ import httpx
 import orjson
 import pytest
 
+from indexes.stats import read_commit
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.harness import Server, free_port, kbgate, serve
@@ -48,20 +49,23 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
         yield s
 
 
-def test_readyz_stays_ready_and_lists_every_route_with_its_state(srv: Server) -> None:
+def test_readyz_stays_ready_and_lists_every_route_with_its_state(srv: Server, docs_index: Path) -> None:
     r = httpx.get(srv.base + "/readyz", timeout=10)
     assert r.status_code == 200
     body = r.json()
     assert body["status"] == "ready" and body["readiness"] == "any"
     assert body["problems"] == ["agent route broken: index notbuilt unavailable (missing on disk)",
                                 "route acme broken/route: index notbuilt unavailable (missing on disk)"]
+    commit = read_commit(docs_index / "docs")[1]  # what every worker serves, named alike on every replica
+    assert commit is not None
     assert body["routes"] == [
         {"kind": "tenant", "route": "acme broken/route", "index": "notbuilt", "state": "unavailable",
-         "problem": "missing on disk"},
-        {"kind": "tenant", "route": "acme tech/software", "index": "docs", "state": "ok", "problem": None},
+         "problem": "missing on disk", "commit": None},
+        {"kind": "tenant", "route": "acme tech/software", "index": "docs", "state": "ok", "problem": None,
+         "commit": commit},
         {"kind": "agent", "route": "broken", "index": "notbuilt", "state": "unavailable",
-         "problem": "missing on disk"},
-        {"kind": "agent", "route": "support", "index": "docs", "state": "ok", "problem": None},
+         "problem": "missing on disk", "commit": None},
+        {"kind": "agent", "route": "support", "index": "docs", "state": "ok", "problem": None, "commit": commit},
     ]
 
 

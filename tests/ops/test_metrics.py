@@ -87,6 +87,8 @@ async def test_counts_match_requests_in_process(client: httpx.AsyncClient, docs_
     assert val(m, "kbgate_index_documents", index="kb") == len(KB_DOCS)
     committed = IndexStore(docs_index).open("kb").stats().last_commit  # the session's index, built once
     assert committed is not None and val(m, "kbgate_index_last_commit_timestamp_seconds", index="kb") == committed
+    commit = IndexStore(docs_index).open("kb").commit  # the label replicas are compared by
+    assert val(m, "kbgate_index_commit_info", index="kb", commit=commit) == 1
     assert not any(s in r.text for s in SECRETS) and "密钥轮换" not in r.text
 
 

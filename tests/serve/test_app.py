@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from asgi_lifespan import LifespanManager
 from gateway.core.config import Config
 from gateway.core.replay import MemoryNonceStore
 from gateway.serve.app import create_app
-from indexes.store import RELOAD_CHECK_SECONDS
+from indexes.store import RELOAD_CHECK_SECONDS, IndexStore
 from tests.support.agent_env import TOKEN_ALICE
 from tests.support.configs import config, parse, tenant
 
@@ -42,11 +43,13 @@ async def test_readyz_names_an_agent_route_whose_index_is_missing_and_stays_read
     body = r.json()
     assert (body["status"], body["readiness"]) == ("ready", "any")
     assert body["problems"] == ["agent route wiki: index not-built-yet unavailable (missing on disk)"]
+    commit = IndexStore(docs_index).open("docs").commit  # the commit each route serves: '{opstamp}-{12 hex}'
+    assert commit is not None and re.fullmatch(r"[0-9]+-[0-9a-f]{12}", commit)
     assert body["routes"] == [
-        {"kind": "tenant", "route": "acme a/b", "index": "docs", "state": "ok", "problem": None},
-        {"kind": "agent", "route": "handbook", "index": "docs", "state": "ok", "problem": None},
+        {"kind": "tenant", "route": "acme a/b", "index": "docs", "state": "ok", "problem": None, "commit": commit},
+        {"kind": "agent", "route": "handbook", "index": "docs", "state": "ok", "problem": None, "commit": commit},
         {"kind": "agent", "route": "wiki", "index": "not-built-yet", "state": "unavailable",
-         "problem": "missing on disk"}]
+         "problem": "missing on disk", "commit": None}]
     assert body["config"] == {"file": None, "serving": "file", "last_refusal": None}
 
 
@@ -111,7 +114,7 @@ async def test_readyz_ready_when_every_agent_route_has_its_index(tmp_path: Path,
                      {"handbook": {"index": "docs"}, "later": {"index": "nope", "enabled": False}})
     assert (r.status_code, r.json()["status"]) == (200, "ready")
     assert r.json()["routes"][-1] == {"kind": "agent", "route": "later", "index": "nope", "state": "disabled",
-                                      "problem": None}
+                                      "problem": None, "commit": None}
 
 
 # ------------------------------------------------------------------ paths no endpoint serves

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -22,6 +23,20 @@ def require(binary: str) -> str:
     assert exe is not None, (f"this test needs the {binary} binary (make test installs it: "
                              "tests/ensure-tools.sh)")
     return exe
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll `check()` every 0.1 s (a Redis error counts as False) until it holds, else an
+    AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except (redis.RedisError, OSError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 class RedisProc:
@@ -92,3 +107,74 @@ class RedisProc:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(5)
+
+
+class RedisClusterProcs:
+    """A Redis Cluster of `primaries` primaries, each with one replica: 2 × primaries
+    `redis-server` processes (cluster-enabled) on free ports, joined by
+    `redis-cli --cluster create … --cluster-replicas 1`.
+
+    node_timeout_ms: `cluster-node-timeout`, the time after which a silent primary is
+    failed over (the failover test keeps it low). Every node runs with
+    `cluster-require-full-coverage no`, so the other shards answer while one fails over.
+    Start with `start()`; `stop()` stops every process started.
+    """
+
+    def __init__(self, workdir: Path, primaries: int = 3, node_timeout_ms: int = 1000) -> None:
+        self.workdir = workdir
+        self.nodes = [
+            RedisProc(workdir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                      # the bus port is port + 10000 unless given: a free port above 55535 has none
+                      "--cluster-port", str(free_port()),
+                      "--cluster-node-timeout", str(node_timeout_ms), "--cluster-require-full-coverage", "no",
+                      "--cluster-replica-validity-factor", "0")
+            for _ in range(2 * primaries)]
+
+    @property
+    def url(self) -> str:
+        """`redis+cluster://` naming every node (kbgate's URL form)."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def start(self, timeout: float = 20.0) -> RedisClusterProcs:
+        try:
+            for n in self.nodes:
+                n.start()
+            create = subprocess.run(
+                [require("redis-cli"), "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                 "--cluster-replicas", "1", "--cluster-yes"],
+                capture_output=True, text=True, timeout=timeout)
+            assert create.returncode == 0, create.stdout + create.stderr
+            wait_until(lambda: all(self._state(n) == "ok" for n in self.nodes) and self._replicas_linked(),
+                            timeout, "cluster_state:ok on every node and every replica in sync")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @staticmethod
+    def _state(n: RedisProc) -> str:
+        return str(n.client().cluster("INFO").get("cluster_state"))
+
+    def _replicas_linked(self) -> bool:
+        roles = [n.client().info("replication") for n in self.nodes]
+        replicas = [r for r in roles if r["role"] == "slave"]
+        return len(replicas) == len(self.nodes) // 2 and all(r["master_link_status"] == "up" for r in replicas)
+
+    def primaries(self) -> list[RedisProc]:
+        """The nodes that are primaries right now."""
+        return [n for n in self.nodes if not n.frozen and n.proc is not None and n.proc.poll() is None
+                and n.client().info("replication")["role"] == "master"]
+
+    def replica_of(self, primary: RedisProc) -> RedisProc:
+        """The node replicating `primary` right now."""
+        for n in self.nodes:
+            if n is primary or n.proc is None or n.proc.poll() is not None:
+                continue
+            info = n.client().info("replication")
+            if info["role"] == "slave" and int(info["master_port"]) == primary.port:
+                return n
+        raise AssertionError(f"no replica of the primary on port {primary.port}")
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.stop()

@@ -8,13 +8,12 @@ them), from the config of that moment; closed when the worker stops.
 from __future__ import annotations
 
 import httpx
-import redis.asyncio as aioredis
 
 from gateway.agent.feedback import FeedbackBridge, IssueTracker
 from gateway.agent.feedback.github import GitHubTracker
 from gateway.agent.feedback.sqlite import SqliteTracker
 from gateway.agent.idempotency import IdempotencyStore
-from gateway.core.redis_clients import async_client
+from gateway.core.redis_clients import AsyncRedis, async_client
 from gateway.core.runtime import Runtime
 
 
@@ -25,7 +24,7 @@ class Clients:
     def __init__(self, rt: Runtime) -> None:
         cfg = rt.config
         a = cfg.access
-        self.redis: aioredis.Redis | None = None
+        self.redis: AsyncRedis | None = None
         self.bridge: FeedbackBridge | None = None
         tracker: IssueTracker
         if a.tracker == "github":
