@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-
 BOOKKEEPING_LINGER = 0.05
 """Seconds a bookkeeping writer (deliveries, key usage) gathers work before a write (`linger`)."""
 
