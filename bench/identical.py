@@ -3,9 +3,9 @@
 Issue 19 asks for a cheaper callback with every answer byte kept. For each shared corpus
 (tidb-docs-cn: its real and colloquial questions; cmrc2018: its questions) this program
 indexes the corpus (once when both checkouts have the same schema version, else with each
-checkout's own indexer: `bench.phases index`), then answers every question as the Volcengine callback does (the route's scope from
-`resolve_callback`, `retrieve.search_now`, Limit 5, the gateway's default search settings,
-`wire.success_body`) in a process of each checkout, and compares the answer bodies. It prints
+checkout's own indexer: `bench.phases index`), then answers every question as the Volcengine
+callback does (the route's scope from `resolve_callback`, `retrieve.search_now`, Limit 5, the
+gateway's default search settings, `wire.success_body`) in a process of each checkout, and compares the answer bodies. It prints
 how many differ per corpus and the first differences; exit status 1 when any differs.
 """
 
@@ -73,8 +73,9 @@ def _run(tree: Path | None, work: Path, corpus: str) -> list[bytes]:
            "dump(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))"
     # The other tree may predate this module: load it by path, with that tree's packages first.
     if tree is not None:
+        me = str(here / "bench" / "identical.py")
         code = ("import importlib.util, sys; from pathlib import Path; "
-                f"spec = importlib.util.spec_from_file_location('identical', {str(here / 'bench' / 'identical.py')!r}); "
+                f"spec = importlib.util.spec_from_file_location('identical', {me!r}); "
                 "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
                 "m.dump(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))")
     subprocess.run([sys.executable, "-c", code, str(folder), corpus, str(out)], cwd=tree or here, check=True)
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True)
     differ = 0
     for corpus in args.corpus or list(QUESTIONS):
-        mine, theirs = _run(None, args.work.resolve(), corpus), _run(args.against.resolve(), args.work.resolve(), corpus)
+        work = args.work.resolve()
+        mine, theirs = _run(None, work, corpus), _run(args.against.resolve(), work, corpus)
         diffs = [i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b]
         digest = hashlib.sha256(b"\n".join(mine)).hexdigest()[:16]
         print(f"{corpus}: {len(mine)} questions, {len(diffs)} answers differ (sha256 of all answers here {digest})")
