@@ -33,6 +33,7 @@ from .errors import IndexCorruptError, SchemaVersionError
 
 __all__ = [
     "ANALYSIS_FIELDS",
+    "CLEAN_AT_INGEST",
     "CHARS_TOKENIZER",
     "DOC_TITLE_FIELDS",
     "SCHEMA_VERSION",
@@ -67,6 +68,11 @@ SCHEMA_VERSION = 9
 #    path of the file a document was read from) on chunk 0, so a run never replaces a document
 #    from another file unasked (indexes.writer.ingest)
 SIDECAR = "kbgate-index.json"
+CLEAN_AT_INGEST = "clean_at_ingest"
+"""Sidecar key, true when the folder was created by a writer that cleans every document it
+indexes (`indexes.writer.ingest`, `indexes.ingest.clean.clean_document`), so everything it
+holds may be served as stored. An index without it is cleaned when served (rebuild it:
+`kbgate index add` into a new index name, or after deleting the folder, to drop that pass)."""
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"
 STORED_TOKENIZER = "kbgate_stored_only"

@@ -2,9 +2,8 @@
 
 `IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the schema
 sidecar). The server only reads (`open`, cached); the indexer writes (`create_or_open_for_write` +
-`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a
-long-running reader pick up a new commit without reopening. One writer per index: a second one
-raises `IndexLockedError`. A search's terms are `indexes.synonyms.analysed` (the owner's synonyms).
+`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a reader pick
+up a new commit without reopening. One writer per index (a second one: `IndexLockedError`).
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a query and
 shaping Hits), `indexes.filters` (scope), `indexes.documents` (reading documents back),
@@ -29,7 +28,7 @@ from .filters import filter_query
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
+from .schema import CLEAN_AT_INGEST, build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
@@ -61,21 +60,22 @@ class KnowledgeIndex:
     """One opened index. Thread-safe for searches; `ingest` is for the one writer process.
 
     Build through `IndexStore.open` / `IndexStore.create_or_open_for_write`.
-    search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a
-    caller on an event loop may run it inline; a subclass that waits on something else sets
-    it True (`indexes.dense.HybridIndex`: a query embedding).
+    search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a caller
+    on an event loop may run it inline; True in a subclass that waits (`dense.HybridIndex`).
     generation: the commit opstamp the reader was last (re)loaded at (`generation` property).
     incarnation: how many changed meta.json files this process's reader loaded (0 at open);
     with `generation` it names what the reader shows even when a folder rebuilt from scratch
     (or restored) reaches an opstamp seen before (the answer cache keys on both). Raised after
     the reload: a value read before a search is never newer than what the search shows.
     rerank: its optional rerank stage (`indexes.rerank`), attached by the store that opened it
-    for serving. synonyms: the owner's synonyms, set by the gateway. None: neither.
+    for serving. synonyms: the owner's synonyms, set by the gateway. None: neither. clean_at_ingest:
+    its sidecar says `schema.CLEAN_AT_INGEST`: served as stored, without `safe_text.clean_hit`.
     """
 
     search_may_wait = False
     rerank: RerankStage | None = None
     synonyms: Synonyms | None = None
+    clean_at_ingest = False
 
     def __init__(
         self,
@@ -339,6 +339,7 @@ class IndexStore:
             index = open_tantivy(folder, name)
             register_analyzers(index)
             ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
+            ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) is True
             self._open[name] = ki
             return ki
 
@@ -387,7 +388,7 @@ class IndexStore:
         else:
             folder.mkdir(parents=True, exist_ok=True)
             index = tantivy.Index(build_schema(), path=str(folder))
-            write_sidecar(folder, {"chunk_chars": chunk_chars})
+            write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: True})
         register_analyzers(index)
         return self._make(name, folder, index, chunk_chars, warm=False)
 
