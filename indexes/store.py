@@ -29,7 +29,7 @@ from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .schema import CLEAN_AT_INGEST, build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score, query_plan
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
 from .types import (
@@ -170,13 +170,13 @@ class KnowledgeIndex:
         if limit <= 0:
             return []
         self.maybe_reload()
-        terms = analysed(query, self.synonyms)
-        searcher = self._index.searcher()
+        terms = analysed(query, self.synonyms)  # the plan: computed once, for the query and its ideal score
+        plan = query_plan(terms, searcher := self._index.searcher(), self.boosts, self._doc_freqs)
         q = build_query(self._schema, terms, searcher, filter, self.boosts,
-                        filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
+                        filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs)
+        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs, plan)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
             return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
                                   ideal, floor)
