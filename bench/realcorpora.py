@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 
 from bench.answercache import CacheSwitch
-from bench.flame import summarize
+from bench.flame import parts_table, summarize
 from bench.hugedoc import HUGE_ROUTE, huge_queries, huge_vs_normal
 from bench.measure import closed_loop, open_loop, worker_memory
 from bench.phases import run_phase
@@ -101,7 +101,9 @@ def _profile(srv: Server, work: Path, out: Path, stream: Stream, secret_file: Pa
     subprocess.run([spy, "record", "-r", "250", "-d", str(int(seconds)), "--native", "-f", "raw", "-o", str(out),
                     "--pid", str(srv.workers()[0])], capture_output=True, timeout=seconds + 60)
     gen.wait(seconds + 60)
-    return summarize(out, 25) if out.exists() else "(py-spy produced no profile; is ptrace allowed?)"
+    if not out.exists():
+        return "(py-spy produced no profile; is ptrace allowed?)"
+    return parts_table(out) + "\n\n" + summarize(out, 25)
 
 
 def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str, redis_url: str,
