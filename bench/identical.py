@@ -1,7 +1,8 @@
 """Are kbgate's answers byte for byte what another checkout gives? `python -m bench.identical --against TREE`.
 
 Issue 19 asks for a cheaper callback with every answer byte kept. For each shared corpus
-(tidb-docs-cn: its real and colloquial questions; cmrc2018: its questions) this program
+(tidb-docs-cn: its real and colloquial questions; cmrc2018, laws-cn: their questions; and the
+offtopic questions asked of each) this program
 indexes the corpus (once when both checkouts have the same schema version, else with each
 checkout's own indexer: `bench.phases index`), then answers every question as the Volcengine
 callback does (the route's scope from `resolve_callback`, `retrieve.search_now`, Limit 5, the
@@ -23,12 +24,14 @@ from pathlib import Path
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 QUESTIONS = {"tidb-docs-cn": ("tidb-docs-cn/queries.jsonl", "tidb-docs-cn/queries.colloquial.jsonl"),
-             "cmrc2018": ("cmrc2018/queries.jsonl",)}
+             "cmrc2018": ("cmrc2018/queries.jsonl",), "laws-cn": ("laws-cn/queries.dev.jsonl",)}
+OFFTOPIC = "offtopic/queries.dev.jsonl"
+"""Asked of every corpus too: questions no document answers (what is served for them)."""
 
 
 def _questions(corpus: str) -> list[str]:
     out: list[str] = []
-    for rel in QUESTIONS[corpus]:
+    for rel in (*QUESTIONS[corpus], OFFTOPIC):
         with (CORPORA / rel).open(encoding="utf-8") as fh:
             out += [str(json.loads(line)["query"]) for line in fh if line.strip()]
     return [q for q in out if q.strip()]
@@ -66,8 +69,14 @@ def _run(tree: Path | None, work: Path, corpus: str) -> list[bytes]:
     tag = "this" if tree is None or _schema_version(tree) == _schema_version(here) else "against"
     folder = work / tag
     if not (folder / corpus).is_dir():
-        subprocess.run([sys.executable, "-m", "bench.phases", "index", "--dir", str(folder), "--index", corpus,
-                        "--corpus", corpus], cwd=tree, check=True, capture_output=True)
+        if corpus == "laws-cn":  # not a bench.phases corpus: the indexer's readers on its folder
+            code = ("import sys; from pathlib import Path; from indexes.ingest import read_paths; "
+                    "from indexes.store import IndexStore; IndexStore(Path(sys.argv[1])).create_or_open_for_write("
+                    "sys.argv[2]).ingest(read_paths([Path(sys.argv[3])]), progress=False)")
+            argv = ["-c", code, str(folder), corpus, str(CORPORA / "laws-cn" / "docs")]
+        else:
+            argv = ["-m", "bench.phases", "index", "--dir", str(folder), "--index", corpus, "--corpus", corpus]
+        subprocess.run([sys.executable, *argv], cwd=tree, check=True, capture_output=True)
     tag = "this" if tree is None else "against"
     out = work / f"{tag}-{corpus}.jsonl"
     code = "import sys; from pathlib import Path; from bench.identical import dump; " \
