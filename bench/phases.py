@@ -9,6 +9,8 @@ index     build `--index` under `--dir` with the indexer's real path
           `--huge-chunks N`: plus one document of N chunks made from that corpus's text):
           chunks, documents, seconds, chunks_per_s, size_bytes, rss_before_kib (corpus
           materialized), hwm_kib (peak), huge_chunks (chunks of the huge document, 0 if none).
+minimal-index  the minimal gateway's own index (bench.minimal.build_index) of one real corpus's
+          documents under `--dir`/`--index`, one chunk per section: chunks, documents, seconds.
 search    `KnowledgeIndex.search` with the route's filter from `gateway.core.scope.resolve_callback`
           (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
           `--seconds` per thread count: per count qps, p50_ms, p99_ms.
@@ -127,6 +129,18 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def _minimal_index(args: argparse.Namespace) -> dict[str, object]:
+    from bench.minimal import build_index
+    from bench.workload import CORPUS_SOURCES
+
+    docs = corpus_documents(CORPUS_SOURCES[args.corpus][0], args.limit)
+    started = time.perf_counter()
+    chunks = build_index(Path(args.dir) / args.index, [
+        (d.id, d.title, [t for s in d.sections if (t := f"{s.heading}\n{s.text}" if s.heading else s.text).strip()])
+        for d in docs])
+    return {"chunks": chunks, "documents": len(docs), "seconds": time.perf_counter() - started}
+
+
 def _search(args: argparse.Namespace) -> dict[str, object]:
     from gateway.core.config import Route, Tenant
     from gateway.core.scope import resolve_callback
@@ -181,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--limit", type=int, default=None, help="with --corpus: its first N documents only")
     i.add_argument("--huge-chunks", type=int, default=0, help="with --corpus: add one document of N chunks")
     i.set_defaults(func=_index)
+    m = sub.add_parser("minimal-index")
+    m.add_argument("--dir", required=True)
+    m.add_argument("--index", required=True)
+    m.add_argument("--corpus", required=True, choices=("cmrc2018", "tidb-docs-cn"))
+    m.add_argument("--limit", type=int, default=None, help="its first N documents only")
+    m.set_defaults(func=_minimal_index)
     for name, func in (("search", _search), ("baseline", _baseline)):
         s = sub.add_parser(name)
         s.add_argument("--seconds", type=float, default=3.0)

@@ -13,6 +13,11 @@
      answer bytes) under the same closed loop and the same offered rates.
    Every request is a fresh signed callback; no query repeats in the unique mix across the
    whole server lifetime (each phase takes its own slice of the corpus's unique stream).
+   - kbgate beside the minimal gateway (issue 19, bench.minimal on the same hypercorn settings,
+     its own index of the same documents): `--versus-rounds` rounds alternating the two on the
+     same unique callbacks with kbgate's answer cache off (the cold path: every callback
+     searched), then the minimal on the Zipf mix kbgate's cache-on row was measured on; server
+     CPU per callback per target is the headline (bench.versus).
 3. The open-loop generator's own ceiling against the floor (`--ceiling-rates`, rising).
 4. The huge document: the same TiDB queries (half ordinary, half aimed at it), sequentially
    on one connection, routed to the index without and with it: latency and server CPU per
@@ -36,11 +41,12 @@ from typing import Any
 import httpx
 
 from bench.answercache import CacheSwitch
-from bench.flame import summarize
+from bench.flame import parts_table, summarize
 from bench.hugedoc import HUGE_ROUTE, huge_queries, huge_vs_normal
 from bench.measure import closed_loop, open_loop, worker_memory
 from bench.phases import run_phase
 from bench.stack import floor_argv, gateway_argv, write_routes_config
+from bench.versus import alternate, medians, minimal_argv, minimal_env
 from bench.wings import WINGS, Wing, served_grants
 from bench.workload import CORPUS_SOURCES, Stream, repeat_share, write_bodies
 from bench.wrk import run_wrk
@@ -95,7 +101,9 @@ def _profile(srv: Server, work: Path, out: Path, stream: Stream, secret_file: Pa
     subprocess.run([spy, "record", "-r", "250", "-d", str(int(seconds)), "--native", "-f", "raw", "-o", str(out),
                     "--pid", str(srv.workers()[0])], capture_output=True, timeout=seconds + 60)
     gen.wait(seconds + 60)
-    return summarize(out, 25) if out.exists() else "(py-spy produced no profile; is ptrace allowed?)"
+    if not out.exists():
+        return "(py-spy produced no profile; is ptrace allowed?)"
+    return parts_table(out) + "\n\n" + summarize(out, 25)
 
 
 def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str, redis_url: str,
@@ -115,8 +123,14 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
     _say(f"tidb-docs-cn plus one document of {args.huge_chunks:,} chunks: building the index")
     res["indexes"][HUGE_ROUTE] = run_phase(["index", "--dir", str(idx_dir), "--index", HUGE_ROUTE, "--corpus",
                                          "tidb-docs-cn", "--huge-chunks", str(args.huge_chunks), *extra])
+    res["minimal_indexes"] = {}
+    for corpus in CORPUS_SOURCES:
+        _say(f"{corpus}: building the minimal gateway's index")
+        res["minimal_indexes"][corpus] = run_phase(["minimal-index", "--dir", str(work / "minimal"), "--index", corpus,
+                                                    "--corpus", corpus, *extra])
     per_phase = int(args.max_rps * (args.seconds + args.warmup))
-    streams = {c: Stream(c, 6 * per_phase + 2_000, limit) for c in CORPUS_SOURCES}
+    versus = args.versus_rounds * int(args.max_rps * (args.versus_seconds + args.warmup))
+    streams = {c: Stream(c, 6 * per_phase + versus + 2_000, limit) for c in CORPUS_SOURCES}
     port = free_port()
     cc = write_routes_config(work, idx_dir, routes, port, args.workers, redis_url, grants=served_grants(),
                              answer_cache_entries=args.answer_cache)
@@ -124,7 +138,11 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
     token = cc.token_file.read_text().strip()
     conns = args.corpus_connections
     res["settings"]["answer_cache"] = args.answer_cache
-    with Server(gateway_argv(cc.config, args.workers), port, work / "serve-corpora.log") as srv:
+    res["settings"]["versus_rounds"], res["settings"]["versus_seconds"] = args.versus_rounds, args.versus_seconds
+    mport = free_port()
+    with Server(gateway_argv(cc.config, args.workers), port, work / "serve-corpora.log") as srv, \
+            Server(minimal_argv(cc.config, mport, args.workers), mport, work / "minimal.log", workers=args.workers,
+                   env=minimal_env(cc.secret_file, redis_url, work / "minimal")) as minimal:
         cache = CacheSwitch(srv, cc.config, args.workers, args.answer_cache)
         floor_bodies: dict[str, bytes] = {}
         for corpus, stream in streams.items():
@@ -142,6 +160,8 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
                              seconds=args.warmup) if args.warmup > 0 else None)
             res["closed"].append({"corpus": corpus, "server": "kbgate", "mix": "unique", "repeat_share": 0.0, **r})
             capacity = r["rps"]
+            cache.switch(0)  # the cold path: every callback searched
+            _versus(args, work, srv, minimal, corpus, stream, res, cc.secret_file, redis_pid)
             z = stream.zipf(int(args.max_rps * args.seconds))
             zipf_bodies = _bodies(work, f"{corpus}-zipf", CALLBACK, corpus, z)
             for entries in (0, args.answer_cache) if args.answer_cache else (0,):
@@ -151,6 +171,11 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
                                                    connections=conns, seconds=args.seconds, redis_pid=redis_pid))
                 res["closed"].append({"corpus": corpus, "server": "kbgate", "mix": "zipf",
                                       "repeat_share": repeat_share(z[: r["requests"]]), **r})
+            _say(f"{corpus}: the minimal gateway, closed loop, Zipf mix")
+            r = closed_loop(minimal, path, zipf_bodies, cc.secret_file, mode="hmac", connections=conns,
+                            seconds=args.seconds, redis_pid=redis_pid)
+            res["closed"].append({"corpus": corpus, "server": "minimal", "mix": "zipf",
+                                  "repeat_share": repeat_share(z[: r["requests"]]), **r})
             cache.switch(args.answer_cache)  # the configured state for the phases that follow
             rates = [(f, max(1.0, f * capacity)) for f in args.open_rates]
             for frac, rate in rates:
@@ -180,6 +205,26 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
                                       cc.secret_file, args.profile_seconds)
             res["profile_file"] = str(out_dir / f"pyspy-{stamp}-tidb.txt")
     return res
+
+
+def _versus(args: argparse.Namespace, work: Path, srv: Server, minimal: Server, corpus: str, stream: Stream,
+            res: dict[str, Any], secret_file: Path, redis_pid: int | None) -> None:
+    """kbgate (its answer cache off) and the minimal gateway alternating on the same unique
+    callbacks, `--versus-rounds` rounds (bench.versus.alternate); each round's rows go to the
+    closed-loop table, the medians to res['versus'][corpus]."""
+    path = CALLBACK.url_path(corpus)
+    n = int(args.max_rps * (args.versus_seconds + args.warmup))
+    bodies = [_bodies(work, f"{corpus}-versus{r}", CALLBACK, corpus, stream.take(n))
+              for r in range(args.versus_rounds)]
+    _say(f"{corpus}: kbgate (answer cache off) and the minimal gateway, {args.versus_rounds} rounds alternating")
+    rows = alternate([("kbgate", srv), ("minimal", minimal)], path, bodies, secret_file,
+                     connections=args.corpus_connections, seconds=args.versus_seconds,
+                     warmup=min(args.warmup, 0.5), redis_pid=redis_pid)
+    for server, runs in rows.items():
+        for r in runs:
+            res["closed"].append({"corpus": corpus, "server": server, "mix": "unique", "repeat_share": 0.0,
+                                  **({"cache": "off"} if server == "kbgate" else {}), **r})
+    res.setdefault("versus", {})[corpus] = {server: medians(runs) for server, runs in rows.items()}
 
 
 def _floor(args: argparse.Namespace, work: Path, config: Path, srv: Server, corpus: str, answer: bytes,
@@ -285,4 +330,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--huge-queries", type=int, default=200, help="queries of the huge-document comparison")
     p.add_argument("--huge-rounds", type=int, default=3, help="rounds of the huge-document comparison")
     p.add_argument("--profile-seconds", type=float, default=6.0, help="py-spy seconds with --profile")
+    p.add_argument("--versus-rounds", type=int, default=2,
+                   help="rounds of kbgate (cache off) alternating with the minimal gateway (default 2)")
+    p.add_argument("--versus-seconds", type=float, default=5.0,
+                   help="measured seconds of each of those runs (default 5)")
     p.add_argument("--corpus-limit", type=int, default=None, help=argparse.SUPPRESS)  # smoke runs: first N docs

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TARGETS_13", "corpora_tables", "corpora_targets"]
+__all__ = ["TARGETS_13", "TARGETS_19", "corpora_tables", "corpora_targets"]
 
 MB = 1024  # KiB per MiB
 
@@ -22,6 +22,13 @@ TARGETS_13 = {
     "build_chunks_per_s": 10_000.0,  # index build at 100k chunks
     "huge_ratio": 2.0,           # a callback matching a 35,000-chunk document vs a normal one
 }
+
+
+TARGETS_19 = {
+    "cpu_vs_minimal": 1.1,  # kbgate's server CPU per cold callback ÷ the minimal gateway's, per corpus
+}
+
+_SERVER_NAMES = {"floor": "floor (bare Starlette)", "minimal": "minimal gateway", "kbgate": "kbgate"}
 
 
 def _f(x: float, digits: int = 0) -> str:
@@ -55,19 +62,22 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
     ]
     for r in c.get("closed", []):
         floor = _closed(c, r["corpus"], "floor", "-")
-        ratio = f"{r['rps'] / floor['rps']:.2f}" if r["server"] == "kbgate" and floor and floor["rps"] else "-"
+        ratio = f"{r['rps'] / floor['rps']:.2f}" if r["server"] != "floor" and floor and floor["rps"] else "-"
         rep = "-" if r.get("repeat_share") is None else f"{100 * r['repeat_share']:.0f}"
         if r["server"] == "kbgate" and r.get("wrapped"):
             rep += f" (+{r['wrapped']:,} sent twice)"
         chunks = c["indexes"].get(r["corpus"], {}).get("chunks", 0)
-        server = "floor (bare Starlette)" if r["server"] == "floor" else "kbgate"
+        server = _SERVER_NAMES[r["server"]]
         mix = f"{r['mix']}, cache {r['cache']}" if r.get("cache") else r["mix"]
+        if r.get("round"):
+            mix += f" (round {r['round']})"
         hits = "-" if r.get("cache_hit_share") is None else f"{100 * r['cache_hit_share']:.0f}"
         out.append(f"| {r['corpus']} | {chunks:,} | {server} | {mix} | {_f(r['rps'])} | {ratio} "
                    f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['p999_ms']:.2f} | {r['non_2xx']} | {r['errors']} "
                    f"| {rep} | {hits} | {r['server_cpu_ms_per_req']:.2f} | {_f(r['loadgen_cpu_pct'])} "
                    f"| {_f(r['other_cpu_pct'])} |")
     out += _cache_summary(c)
+    out += _versus(c)
     out += [
         "",
         "### Open loop: a fixed offered rate, latency from each request's intended send time "
@@ -158,6 +168,50 @@ def _cache_summary(c: dict[str, Any]) -> list[str]:
               "cost, the cache's own lookups and stores included."]
 
 
+def _versus(c: dict[str, Any]) -> list[str]:
+    """The kbgate ÷ minimal gateway table (issue 19): server CPU per callback per target first."""
+    v = c.get("versus")
+    if not v:
+        return []
+    st = c["settings"]
+    out = ["", f"### kbgate beside the minimal gateway (issue 19; server CPU per callback from /proc, the median of "
+               f"{st.get('versus_rounds', '?')} alternating rounds of {st.get('versus_seconds', 0):g} s on the same "
+               "unique callbacks, kbgate's answer cache off; Zipf: one run each on the same requests, kbgate's cache "
+               "on)", "",
+           "| corpus | path | floor CPU ms/cb | minimal CPU ms/cb | kbgate CPU ms/cb | kbgate ÷ minimal (CPU) "
+           "| minimal req/s | kbgate req/s | minimal p99 ms | kbgate p99 ms | rounds' CPU ms/cb (minimal; kbgate) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for corpus, m in v.items():
+        floor = _closed(c, corpus, "floor", "-")
+        fl = f"{floor['server_cpu_ms_per_req']:.2f}" if floor else "-"
+        mi, kb = m["minimal"], m["kbgate"]
+        mc, kc = mi["server_cpu_ms_per_req"], kb["server_cpu_ms_per_req"]
+        each = "; ".join(", ".join(f"{x:.2f}" for x in s["cpu_each"]) for s in (mi, kb))
+        out.append(f"| {corpus} | cold (cache off) | {fl} | {mc:.2f} | {kc:.2f} | {kc / mc:.2f} "
+                   f"| {_f(mi['rps'])} | {_f(kb['rps'])} | {mi['p99_ms']:.1f} | {kb['p99_ms']:.1f} | {each} |")
+        zm = _closed(c, corpus, "minimal", "zipf")
+        zk = next((r for r in c["closed"] if r["corpus"] == corpus and r["server"] == "kbgate" and r["mix"] == "zipf"
+                   and r.get("cache") == "on"), None)
+        if zm and zk:
+            out.append(f"| {corpus} | Zipf (cache on) | {fl} | {zm['server_cpu_ms_per_req']:.2f} "
+                       f"| {zk['server_cpu_ms_per_req']:.2f} "
+                       f"| {zk['server_cpu_ms_per_req'] / zm['server_cpu_ms_per_req']:.2f} | {_f(zm['rps'])} "
+                       f"| {_f(zk['rps'])} | {zm['p99_ms']:.1f} | {zk['p99_ms']:.1f} | - |")
+    out += ["", "The minimal gateway (bench/minimal.py): Starlette on the same hypercorn settings, the three "
+                "signing headers, tolerance, HMAC with compare_digest, one Redis SET NX EX, one tantivy-py BM25 query "
+                "over rjieba cut_for_search words of one chunk per section, the first 5 distinct documents, "
+                "Summary = the chunk's first 200 characters, KnowledgeContent = the chunk up to 1,500."]
+    return out
+
+
+def _cpu_ratio(c: dict[str, Any] | None, corpus: str) -> float | None:
+    """kbgate's median server CPU per cold callback ÷ the minimal gateway's, or None when not run."""
+    m = (c or {}).get("versus", {}).get(corpus)
+    if not m or not m["minimal"]["server_cpu_ms_per_req"]:
+        return None
+    return float(m["kbgate"]["server_cpu_ms_per_req"] / m["minimal"]["server_cpu_ms_per_req"])
+
+
 def _wings(c: dict[str, Any]) -> list[str]:
     out = ["", "### Every wing on the TiDB index (the same closed loop; open loop at the callback's "
                f"{TARGETS_13['open_fraction']:.0%} rate, or at {TARGETS_13['open_fraction']:.0%} of the wing's own "
@@ -187,6 +241,16 @@ def corpora_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(target, measured, 'yes' | 'NO' | 'not run' | note) rows of issue 13."""
     rows: list[tuple[str, str, str]] = []
     c = result.get("corpora")
+    for corpus in ("tidb-docs-cn", "cmrc2018"):
+        want19 = TARGETS_19["cpu_vs_minimal"]
+        name = f"server CPU per cold callback ≤ {want19:g} × the minimal gateway's ({corpus}, issue 19)"
+        ratio19 = _cpu_ratio(c, corpus)
+        if ratio19 is None:
+            rows.append((name, "-", "not run"))
+        else:
+            m = c["versus"][corpus]  # type: ignore[index]
+            rows.append((name, f"{ratio19:.2f}× ({m['kbgate']['server_cpu_ms_per_req']:.2f} ÷ "
+                               f"{m['minimal']['server_cpu_ms_per_req']:.2f} ms)", _yes(ratio19 <= want19)))
     for corpus in ("tidb-docs-cn", "cmrc2018"):
         want = TARGETS_13["ratio"][corpus]
         name = f"end to end, unique queries, 32 conns: ≥ {want:.2f} of the floor's req/s ({corpus})"

@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     if args.quick:
         args.seconds, args.warmup, args.search_seconds = min(args.seconds, 3.0), min(args.warmup, 0.5), 1.0
+        args.versus_seconds = min(args.versus_seconds, 3.0)
     result = run(args)
     print(result["markdown"])
     _say("written " + ", ".join(result["files"]))

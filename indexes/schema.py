@@ -37,6 +37,7 @@ from .errors import IndexCorruptError, IndexNotFoundError, SchemaVersionError
 
 __all__ = [
     "ANALYSIS_FIELDS",
+    "CLEAN_AT_INGEST",
     "CHARS_TOKENIZER",
     "DOC_TITLE_FIELDS",
     "SCHEMA_VERSION",
@@ -74,6 +75,11 @@ SCHEMA_VERSION = 9
 #    from another file unasked (indexes.writer.ingest)
 SIDECAR = "kbgate-index.json"
 CREATE_LOCK = ".kbgate-create.lock"  # held while an index is created (`creating`)
+CLEAN_AT_INGEST = "clean_at_ingest"
+"""Sidecar key, true when the folder was created by a writer that cleans every document it
+indexes (`indexes.writer.ingest`, `indexes.ingest.clean.clean_document`), so everything it
+holds may be served as stored. An index without it is cleaned when served (rebuild it:
+`kbgate index add` into a new index name, or after deleting the folder, to drop that pass)."""
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"
 STORED_TOKENIZER = "kbgate_stored_only"

@@ -35,6 +35,8 @@ __all__ = [
     "glob_to_regex",
     "idf",
     "ideal_score",
+    "query_plan",
+    "QueryPlan",
     "terms_query",
 ]
 
@@ -115,7 +117,7 @@ class DocFreqs:
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class QueryPlan:
     """The scored clauses of one query: (field, term, weight) of the body and title-character
     term queries that select chunks, of the common terms that only add to them, and
     (field, term, constant) of the title clauses."""
@@ -125,7 +127,10 @@ class _Plan:
     titles: list[tuple[str, str, float]]
 
 
-def _plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts, doc_freqs: DocFreqs | None) -> _Plan:
+def query_plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = DEFAULT_BOOSTS,
+               doc_freqs: DocFreqs | None = None) -> QueryPlan:
+    """The scored clauses of `terms` on `searcher` (`QueryPlan`): what `terms_query` builds and
+    `ideal_score` sums; a search computes it once and hands it to both (issue 19)."""
     df = (doc_freqs or DocFreqs()).get
     chunks = searcher.num_docs
     body = [(field, tok, boost) for field, tokens, boost in (("body_words", terms.words, boosts.body_words),
@@ -154,11 +159,12 @@ def _plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts, doc_fre
                 if in_titles:
                     weight = EXPANSION_WEIGHT if tok in terms.expanded else 1.0
                     titles.append((field, tok, weight * boosts.title * idf(in_titles, n)))
-    return _Plan(selecting, [(f, t, boosts.common * b) for f, t, b in common], titles)
+    return QueryPlan(selecting, [(f, t, boosts.common * b) for f, t, b in common], titles)
 
 
 def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Searcher,
-                boosts: Boosts = DEFAULT_BOOSTS, doc_freqs: DocFreqs | None = None) -> Query | None:
+                boosts: Boosts = DEFAULT_BOOSTS, doc_freqs: DocFreqs | None = None,
+                plan: QueryPlan | None = None) -> Query | None:
     """OR of term queries: words on body_words, Latin words on body_latin, bigrams and lone CJK
     characters on body_chars (BM25 over chunks), lone characters on title_chars, and a title
     clause per word, Latin word and bigram.
@@ -174,7 +180,7 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
     those of short ones; and titles are short, so BM25's length normalization let a title
     match outweigh the body. Measured with `make eval` (see the commit message).
     """
-    plan = _plan(terms, searcher, boosts, doc_freqs)
+    plan = plan or query_plan(terms, searcher, boosts, doc_freqs)
     clauses: list[tuple[Occur, Query]] = []
     for field, tok, boost in plan.selecting:
         q = Query.term_query(schema, field, tok)
@@ -191,7 +197,7 @@ def terms_query(schema: tantivy.Schema, terms: QueryTerms, searcher: tantivy.Sea
 
 
 def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = DEFAULT_BOOSTS,
-                doc_freqs: DocFreqs | None = None) -> float:
+                doc_freqs: DocFreqs | None = None, plan: QueryPlan | None = None) -> float:
     """What `terms_query` scores on a chunk of average length whose body holds every query term
     once: Σ weight × idf over its BM25 clauses (BM25's term-frequency part is 1 at tf = 1 and
     average length, whatever k1 and b). The query's IDF mass: a term the index lacks counts at
@@ -203,7 +209,7 @@ def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = 
     the user's words is not judged less relevant for a synonym it lacks. 0.0 when the query has
     no BM25 clause. Units: BM25 points, the same as Hit.scores.bm25 of the same search
     (`indexes.relevance`)."""
-    plan = _plan(terms, searcher, boosts, doc_freqs)
+    plan = plan or query_plan(terms, searcher, boosts, doc_freqs)
     df = (doc_freqs or DocFreqs()).get
     n = searcher.num_docs
     return sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common)
@@ -219,15 +225,17 @@ def build_query(
     *,
     filters: tuple[Query | None, Query | None] | None = None,
     doc_freqs: DocFreqs | None = None,
+    plan: QueryPlan | None = None,
 ) -> Query | None:
     """The full search query, or None when the query has no searchable term.
 
     searcher: the searcher the query will run on (term document frequencies); doc_freqs: a
-    memo of them kept by the caller across queries (a fresh one when None).
+    memo of them kept by the caller across queries (a fresh one when None). plan: `query_plan` of
+    the same arguments when the caller has it (it is also what `ideal_score` needs: computed once).
     filters: `filter_query(schema, flt)` computed earlier (callers cache it: building the
     glob regex queries costs more than the search itself); computed here when None.
     """
-    scored = terms_query(schema, terms, searcher, boosts, doc_freqs)
+    scored = terms_query(schema, terms, searcher, boosts, doc_freqs, plan)
     if scored is None:
         return None
     must, must_not = filters if filters is not None else filter_query(schema, flt)
@@ -281,19 +289,28 @@ def excerpt(text: str, terms: QueryTerms, max_chars: int, *, folded: str | None 
 
 def _best_start(norm: str, terms: QueryTerms, max_chars: int) -> int:
     """The first sentence start s of `norm` whose window [s, s + max_chars - 2] holds the
-    start of an occurrence of the most distinct terms (0 when no term occurs)."""
-    wanted = {*terms.bigrams, *terms.latin} | {w for w in terms.words if len(w) > 1}
-    hits: list[tuple[int, int]] = []  # (position, term number), every occurrence
-    for k, term in enumerate(wanted):
+    start of an occurrence of the most distinct terms (0 when no term occurs).
+
+    First one `find` per term: when every term present starts within the first window, that
+    window (s = 0) is the answer (no later one holds more, ties go to the earliest), which is
+    about half of the excerpts of a callback; only otherwise is every occurrence collected."""
+    firsts: list[tuple[int, str]] = []
+    for term in {*terms.bigrams, *terms.latin} | {w for w in terms.words if len(w) > 1}:
         pos = norm.find(term)
+        if pos >= 0:
+            firsts.append((pos, term))
+    if not firsts:
+        return 0
+    if max(pos for pos, _ in firsts) <= max_chars - 2:
+        return 0
+    hits: list[tuple[int, int]] = []  # (position, term number), every occurrence
+    for k, (pos, term) in enumerate(firsts):
         while pos >= 0:
             hits.append((pos, k))
             pos = norm.find(term, pos + 1)
-    if not hits:
-        return 0
     hits.sort()
-    present = len({k for _, k in hits})
-    counts = [0] * len(wanted)
+    present = len(firsts)
+    counts = [0] * present
     distinct = best = 0
     start = added = dropped = 0
     ends = _SENTENCE_END.finditer(norm, 0, len(norm) - 1)  # lazily: the loop often stops early

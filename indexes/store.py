@@ -2,9 +2,8 @@
 
 `IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the schema
 sidecar). The server only reads (`open`, cached); the indexer writes (`create_or_open_for_write` +
-`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a
-long-running reader pick up a new commit without reopening. One writer per index: a second one
-raises `IndexLockedError`. A search's terms are `indexes.synonyms.analysed` (the owner's synonyms).
+`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a reader pick
+up a new commit without reopening. One writer per index (a second one: `IndexLockedError`).
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a query and
 shaping Hits), `indexes.filters` (scope), `indexes.documents` (reading documents back),
@@ -29,8 +28,9 @@ from .filters import filter_query
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import build_schema, check_index, check_sidecar, creating, open_tantivy, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
+from .schema import (CLEAN_AT_INGEST, build_schema, check_index, check_sidecar, creating, open_tantivy,
+                     register_analyzers, write_sidecar)
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score, query_plan
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
 from .types import (
@@ -72,12 +72,14 @@ class KnowledgeIndex:
     (or restored) reaches an opstamp seen before (the answer cache keys on both). Raised after
     the reload: a value read before a search is never newer than what the search shows.
     rerank: its optional rerank stage (`indexes.rerank`), attached by the store that opened it
-    for serving. synonyms: the owner's synonyms, set by the gateway. None: neither.
+    for serving. synonyms: the owner's synonyms, set by the gateway. None: neither. clean_at_ingest:
+    its sidecar says `schema.CLEAN_AT_INGEST`: served as stored, without `safe_text.clean_hit`.
     """
 
     search_may_wait = False
     rerank: RerankStage | None = None
     synonyms: Synonyms | None = None
+    clean_at_ingest = False
 
     def __init__(
         self,
@@ -172,13 +174,13 @@ class KnowledgeIndex:
         if limit <= 0:
             return []
         self.maybe_reload()
-        terms = analysed(query, self.synonyms)
-        searcher = self._index.searcher()
+        terms = analysed(query, self.synonyms)  # the plan: computed once, for the query and its ideal score
+        plan = query_plan(terms, searcher := self._index.searcher(), self.boosts, self._doc_freqs)
         q = build_query(self._schema, terms, searcher, filter, self.boosts,
-                        filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
+                        filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs)
+        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs, plan)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
             return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
                                   ideal, floor)
@@ -354,6 +356,7 @@ class IndexStore:
             index = open_tantivy(folder, name)
             register_analyzers(index)
             ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
+            ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) is True
             self._open[name] = ki
             return ki
 
@@ -388,7 +391,7 @@ class IndexStore:
                 chunk_chars = int(meta.get("chunk_chars", chunk_chars))
             else:
                 index = tantivy.Index(build_schema(), path=str(folder))
-                write_sidecar(folder, {"chunk_chars": chunk_chars})
+                write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: True})
         register_analyzers(index)
         return self._make(name, folder, index, chunk_chars, warm=False)
 

@@ -25,6 +25,7 @@ import orjson
 import tantivy
 
 from .errors import IndexLockedError
+from .ingest.clean import clean_document
 from .records import chunk_fields, document_revision
 from .types import ChangeSet, CoverImage, Document, IngestError, IngestReport, IngestWarning, Section
 
@@ -258,6 +259,10 @@ def ingest(
             if isinstance(item, IngestWarning):
                 report.warnings.append((item.where, item.reason))
                 continue
+            # What the index holds is what may be served (indexes.safe_text): readers clean
+            # already (no change, no note again); a Document built in code is cleaned here.
+            item, notes = clean_document(item)
+            report.warnings += [(n.where, n.reason) for n in notes]
             origin = item.origin or f"document {item.id!r}"
             if not _storable_time(item.publish_time):
                 # Readers never make one (indexes.publish_time); a Document built in code may:

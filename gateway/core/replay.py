@@ -35,6 +35,8 @@ Stores behind the `NonceStore` interface (gateway.core.types):
 
 - `RedisNonceStore`: shared by every worker and replica. Fails closed: when Redis does
   not answer within `timeout` seconds, `DependencyUnavailable('replay_store_unavailable')`.
+  The script calls of a worker's callbacks that wait at the same moment share one round trip
+  (`gateway.core.script_batch`); each is still its own atomic step.
   Record values: 'p:<owner>:<deadline ms>' and 'a:<owner>'; any other value (the '1' of
   older kbgate versions) counts as answered.
 - `MemoryNonceStore`: the embedded default when no Redis is configured; one process only.
@@ -54,6 +56,7 @@ from redis.exceptions import RedisError
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.errors import ClientDisconnected, DependencyUnavailable, Replayed
 from gateway.core.redis_clients import async_client
+from gateway.core.script_batch import Args, ScriptBatcher
 from gateway.core.types import SECONDS, Clock, NonceStore, ReplayClaim
 
 log = logging.getLogger("kbgate.replay")
@@ -263,11 +266,12 @@ class RedisNonceStore:
         self._claim = self.client.register_script(_CLAIM)
         self._answered = self.client.register_script(_ANSWERED)
         self._release = self.client.register_script(_RELEASE)
+        self._scripts = ScriptBatcher(self.client)  # calls waiting at once share a round trip
 
-    async def _run(self, script, key: str, args: list[object]) -> object:  # type: ignore[no-untyped-def]
+    async def _run(self, script, key: str, args: Args) -> object:  # type: ignore[no-untyped-def]
         try:
             async with asyncio.timeout(self._timeout):
-                return await script(keys=[key], args=args)
+                return await self._scripts.call(script, key, args)
         except (RedisError, OSError, TimeoutError):
             raise DependencyUnavailable("replay_store_unavailable") from None
 

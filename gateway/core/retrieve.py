@@ -8,7 +8,9 @@ list: hits whose relevance is under the route's `floor` are dropped, in the inde
 hits are shaped one per document, and here again after any later stage (seed 000 §独立搜索:
 "不为凑满数量降低路由阈值"). Every hit and document is also cleaned for callers
 (`indexes.safe_text`: no control characters, bounded titles, http(s) page URLs only), so an
-index built before those ingest rules serves nothing they would refuse.
+index built before those ingest rules serves nothing they would refuse; an index whose writer
+cleaned every document (`KnowledgeIndex.clean_at_ingest`) serves its hits as stored, which
+are already so (issue 19: 15-50 us a hit on the callback's path).
 
 Relevance: every hit carries `Hit.relevance`, one 0..1 scale whatever the index kind
 (`indexes.relevance`: lexical, hybrid, or the reranker's where `Hit.scores.rerank` is set);
@@ -242,7 +244,8 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
     checked = time.perf_counter()
     judged = (h if h.scores.rerank is None else replace(h, relevance=relevance.of(h.scores, h.relevance))
               for h in hits)
-    kept = [clean_hit(h) for h in judged
+    clean = _as_stored if idx.clean_at_ingest else clean_hit  # an index cleaned at ingest serves as stored
+    kept = [clean(h) for h in judged
             if h.relevance >= floor and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
     if explain is not None:
         with _index_calls(scope):
@@ -250,6 +253,10 @@ def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, 
                                         kept=kept, took_ms=took, check_ms=(time.perf_counter() - checked) * 1000.0,
                                         generation=reusable if reusable is not None else idx.generation))
     return Searched(kept, took, gen), reusable
+
+
+def _as_stored(hit: Hit) -> Hit:
+    return hit
 
 
 def _generation(idx: KnowledgeIndex) -> int:

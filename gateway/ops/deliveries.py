@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypedDict
 import orjson
 from redis.exceptions import RedisError
 
-from gateway.core.background import BackgroundWriter
+from gateway.core.background import BOOKKEEPING_LINGER, BackgroundWriter
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Delivery
@@ -161,7 +161,8 @@ class RedisDeliveryLog:
         self.client = async_client(url, timeout)
         self._queue: deque[bytes] = deque()
         self._tenants: deque[str] = deque()
-        self._writer = BackgroundWriter("kbgate-deliveries", lambda: bool(self._queue), self._write_batch)
+        self._writer = BackgroundWriter("kbgate-deliveries", lambda: bool(self._queue), self._write_batch,
+                                        linger=BOOKKEEPING_LINGER)
         self._last_warning = 0.0
         self._suppressed = 0
 

@@ -55,6 +55,9 @@ def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType
 
     set_generation_source(generation)
     set_fallback_config(app_config)
+    from gateway.serve.coalesce import install
+
+    install()  # one write per sized response (issue 19)
     if config.worker_class == "uvloop":
         from hypercorn.asyncio.run import uvloop_worker as run_worker
     else:

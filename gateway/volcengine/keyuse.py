@@ -28,7 +28,7 @@ from typing import Protocol
 
 from redis.exceptions import RedisError
 
-from gateway.core.background import BackgroundWriter
+from gateway.core.background import BOOKKEEPING_LINGER, BackgroundWriter
 from gateway.core.redis_clients import async_client, sync_client
 from gateway.core.types import SECONDS
 
@@ -116,7 +116,8 @@ class RedisKeyUsage:
         self.client = async_client(url, timeout)
         # (tenant, key_id) -> [count, newest unix s]; aggregated between two writes.
         self._pending: dict[tuple[str, str], list[float]] = {}
-        self._writer = BackgroundWriter("kbgate-keyuse", lambda: bool(self._pending), self._write_batch)
+        self._writer = BackgroundWriter("kbgate-keyuse", lambda: bool(self._pending), self._write_batch,
+                                        linger=BOOKKEEPING_LINGER)
         self._last_warning = 0.0
         self._me = worker_name()
 

@@ -11,6 +11,7 @@ are asked for them through the app.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,10 @@ import httpx2
 import orjson
 import pytest
 
+import indexes.writer
 from gateway.volcengine.signing import sign_headers
 from indexes.ingest.jsonl import read_jsonl
+from indexes.schema import CLEAN_AT_INGEST, SIDECAR
 from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.support.agent_env import AppEnv
@@ -61,11 +64,16 @@ class Env(AppEnv):
 
 
 @pytest.fixture(name="env")
-async def _env(private_index: Path, tmp_path: Path, start_app: Any, redis_url: str) -> AsyncIterator[Env]:
+async def _env(private_index: Path, tmp_path: Path, start_app: Any, redis_url: str,
+               monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Env]:
     jsonl = tmp_path / "covers.jsonl"
     jsonl.write_text("".join(orjson.dumps(r).decode() + "\n" for r in COVERS), "utf-8")
     writer = IndexStore(private_index).create_or_open_for_write("docs")
-    writer.ingest(read_jsonl(jsonl), progress=False)  # the reader alone: no cleaning, as an older index
+    with monkeypatch.context() as m:  # as an older index: the reader alone, a writer that did not clean
+        m.setattr(indexes.writer, "clean_document", lambda doc: (doc, []))
+        writer.ingest(read_jsonl(jsonl), progress=False)
+    sidecar = private_index / "docs" / SIDECAR  # ... and no clean-at-ingest mark: served through clean_hit
+    sidecar.write_text(json.dumps({k: v for k, v in json.loads(sidecar.read_text()).items() if k != CLEAN_AT_INGEST}))
     writer.ingest([Document(n, "隐形名称页", (Section("", f"{MARK}：隐形名称测试。"),)) for n in HOSTILE_NAMES],
                   progress=False)
     agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs", "relevance_floor": 0.0}},

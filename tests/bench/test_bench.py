@@ -113,6 +113,7 @@ def test_harness_prints_every_table_with_positive_figures(
     assert any("10,000 chunks/s at 100k" in n for n in names)
     assert any("document of 200 chunks" in n for n in names)
     assert any("make eval" in n for n in names)
+    assert sum("× the minimal gateway's" in n for n in names) == 2  # issue 19, per corpus
     assert all(r[2] in ("yes", "NO", "not run", "see make eval") for r in targets[1:])
     assert next(r for r in targets[1:] if "10,000 chunks/s" in r[0])[2] == "not run"  # no 100k in this run
 
@@ -122,7 +123,10 @@ def test_harness_prints_every_table_with_positive_figures(
     seen = {(r[0], r[2], r[3]) for r in closed[1:]}
     for corpus in ("cmrc2018", "tidb-docs-cn"):
         want = {(corpus, "kbgate", "unique, cache on"), (corpus, "kbgate", "zipf, cache off"),
-                (corpus, "kbgate", "zipf, cache on"), (corpus, "floor (bare Starlette)", "-")}
+                (corpus, "kbgate", "zipf, cache on"), (corpus, "floor (bare Starlette)", "-"),
+                (corpus, "kbgate", "unique, cache off (round 1)"), (corpus, "kbgate", "unique, cache off (round 2)"),
+                (corpus, "minimal gateway", "unique (round 1)"), (corpus, "minimal gateway", "unique (round 2)"),
+                (corpus, "minimal gateway", "zipf")}
         assert want <= seen
     for r in closed[1:]:
         assert _number(r[4]) > 0 and _number(r[7]) > 0
@@ -133,7 +137,7 @@ def test_harness_prints_every_table_with_positive_figures(
             # its bodies file, which the row then says as "(+N sent twice)"), many in Zipf
             assert (r[11].split()[0] == "0") == r[3].startswith("unique")
             # the cache state is real: no lookups while off, most Zipf lookups answered from memory when on
-            if r[3] == "zipf, cache off":
+            if r[3] == "zipf, cache off" or r[3].startswith("unique, cache off"):
                 assert r[12] == "-"
             elif r[3] == "zipf, cache on":
                 assert _number(r[12]) > 0
@@ -141,6 +145,15 @@ def test_harness_prints_every_table_with_positive_figures(
                 assert r[12] == "0"
     summary = md.split(f"Answer cache ({DEFAULT_ANSWER_CACHE_ENTRIES:,} entries per worker", 1)[1].split("\n", 1)[0]
     assert "cmrc2018: " in summary and "tidb-docs-cn: " in summary
+
+    versus = _table(md, "kbgate beside the minimal gateway")
+    assert versus[0][:6] == ["corpus", "path", "floor CPU ms/cb", "minimal CPU ms/cb", "kbgate CPU ms/cb",
+                             "kbgate ÷ minimal (CPU)"]
+    assert {(r[0], r[1]) for r in versus[1:]} == {(c, p) for c in ("cmrc2018", "tidb-docs-cn")
+                                                   for p in ("cold (cache off)", "Zipf (cache on)")}
+    for r in versus[1:]:
+        assert all(_number(x) > 0 for x in r[2:10])
+        assert abs(_number(r[5]) - _number(r[4]) / _number(r[3])) < 0.02  # the ratio of the two CPU figures
 
     rows = _table(md, "Open loop")
     split = next(i for i, r in enumerate(rows) if r[0] == "offered req/s")  # then the generator's ceiling

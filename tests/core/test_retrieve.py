@@ -169,19 +169,33 @@ async def test_a_segment_damaged_in_place_is_index_unavailable_not_a_rust_panic(
         await retrieve.search(rt, eff, "损坏测试", 3, summary_chars=50, content_chars=80)
 
 
+_DIRTY = ("标题" + "长" * 100_000, "危险\x1b[31m内容\x00结束\ufffe", "javascript:alert(1)", "摘\x07要")
+
+
 @pytest.mark.anyio
 async def test_hits_and_documents_of_an_index_built_before_the_ingest_checks_are_served_clean(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import indexes.writer
     from indexes.safe_text import MAX_TITLE_CHARS
+    from indexes.schema import CLEAN_AT_INGEST, SIDECAR
     from indexes.store import IndexStore
     from indexes.types import Document, Section
 
-    # Documents built in code skip the readers' checks, as an index of an older kbgate did.
-    IndexStore(tmp_path / "old").create_or_open_for_write("docs").ingest([
-        Document("x", "标题" + "长" * 100_000, (Section("", "危险\x1b[31m内容\x00结束\ufffe"),),
-                 url="javascript:alert(1)", summary="摘\x07要"),
-    ], progress=False)
+    # As an index of an older kbgate: a writer that did not clean what it was handed, and a
+    # sidecar without the clean-at-ingest mark.
+    with monkeypatch.context() as m:
+        m.setattr(indexes.writer, "clean_document", lambda doc: (doc, []))
+        IndexStore(tmp_path / "old").create_or_open_for_write("docs").ingest([
+            Document("x", _DIRTY[0], (Section("", _DIRTY[1]),), url=_DIRTY[2], summary=_DIRTY[3]),
+        ], progress=False)
+    sidecar = tmp_path / "old" / "docs" / SIDECAR
+    meta = json.loads(sidecar.read_text())
+    assert meta.pop(CLEAN_AT_INGEST) is True
+    sidecar.write_text(json.dumps(meta))
     rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "old"), tmp_path))
+    assert not rt.index("docs").clean_at_ingest
     [hit] = (await retrieve.search(rt, scope(), "危险内容", 3, summary_chars=50, content_chars=200)).hits
     assert hit.url is None and len(hit.title) == MAX_TITLE_CHARS
     assert "\x1b" not in hit.content and "\x00" not in hit.content and "\ufffe" not in hit.content
@@ -190,6 +204,39 @@ async def test_hits_and_documents_of_an_index_built_before_the_ingest_checks_are
     assert doc is not None and doc.url is None and doc.summary == "摘要" and "危险内容结束" in doc.text
     found = retrieve.find(rt, scope(), doc_id="x")
     assert found is not None and len(found.title) == MAX_TITLE_CHARS
+
+
+@pytest.mark.anyio
+async def test_an_index_cleaned_at_ingest_serves_its_hits_as_stored(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.core import retrieve as retrieve_module
+    from indexes.safe_text import MAX_TITLE_CHARS, clean_hit
+    from indexes.store import IndexStore
+    from indexes.types import Document, Section
+
+    # A Document built in code, as dirty as above: the writer cleans it and says so.
+    report = IndexStore(tmp_path / "new").create_or_open_for_write("docs").ingest([
+        Document("x", _DIRTY[0], (Section("", _DIRTY[1]),), url=_DIRTY[2], summary=_DIRTY[3]),
+        Document("y", "干净", (Section("", "危险内容之外的正文"),), url="https://example.com/y"),
+    ], progress=False)
+    assert any("control characters" in why for _, why in report.warnings)
+    assert any("not kept" in why for _, why in report.warnings)
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "new",
+                              search={"answer_cache_entries": 0}), tmp_path))
+    assert rt.index("docs").clean_at_ingest
+
+    def refused(hit: object) -> object:
+        raise AssertionError("clean_hit called on an index cleaned at ingest")
+
+    monkeypatch.setattr(retrieve_module, "clean_hit", refused)
+    hits = (await retrieve.search(rt, scope(), "危险内容", 3, summary_chars=50, content_chars=200)).hits
+    assert [h.doc_id for h in hits] == ["x", "y"]
+    for h in hits:
+        assert clean_hit(h) is h  # nothing the serving pass would change
+    x = hits[0]
+    assert x.url is None and len(x.title) == MAX_TITLE_CHARS and "危险内容结束" in x.content
+    assert "\x1b" not in x.content + x.summary and "\x00" not in x.content and "\ufffe" not in x.content
+    assert hits[1].url == "https://example.com/y"
 
 
 def test_find_by_path_picks_the_document_of_the_scope_when_two_datasets_share_the_path(tmp_path: Path) -> None:

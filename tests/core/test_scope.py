@@ -283,6 +283,25 @@ def test_excluded_trees_hold_for_every_name_of_a_document() -> None:
     assert allows(eff, "", "", True, names=("guide/config.md",))
 
 
+def test_remembered_decisions_are_the_rules_decisions_and_a_name_problem_is_logged_each_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """`allows` remembers its decisions (issue 19): asked again it answers the same, for every
+    scope its own answer, and a document kept out for a name problem is still logged each time."""
+    grant = Grant(datasets=("public",), path_globs=("guide/**",), include_working_docs=False)
+    narrow_eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant], ScopeRequest())
+    wide = effective_scope(Principal("agent_client", "c"), ("r",), "docs",
+                           [Grant(datasets=None, path_globs=("**",), include_working_docs=False)], ScopeRequest())
+    cases = [("guide/a.md", "public", True), ("guide/a.md", "private", True), ("ops/a.md", "public", True),
+             ("guide/a.md", "public", False), ("config/a.md", "public", True)]
+    first = [(allows(narrow_eff, p, d, v), allows(wide, p, d, v)) for p, d, v in cases]
+    assert first == [(True, True), (False, True), (False, True), (False, False), (False, False)]
+    assert [(allows(narrow_eff, p, d, v), allows(wide, p, d, v)) for p, d, v in cases] == first
+    caplog.clear()
+    for _ in range(3):
+        assert not allows(wide, "guide/bad\u202e.md", "", True)
+    assert sum("was not served" in r.getMessage() for r in caplog.records) == 3
+
+
 # ------------------------------------------------------------------ a tool input narrows a request
 
 
