@@ -40,7 +40,8 @@ from typing import Any
 import orjson
 
 from .errors import GenerationError, IndexLockedError, IndexNotFoundError
-from .schema import SCHEMA_VERSION, SIDECAR, check_sidecar
+from .changes import CHANGES_DB
+from .schema import CREATE_LOCK, SCHEMA_VERSION, SIDECAR, check_sidecar
 from .stats import commit_label
 
 __all__ = ["FORMAT", "GenerationError", "Published", "file_digest", "index_files", "manifest_problem", "publish"]
@@ -52,7 +53,10 @@ FETCH_RECORD = ".kbgate-fetch.json"  # what `indexes.fetch` installed (a replica
 WRITER_LOCK = ".tantivy-writer.lock"  # Tantivy's IndexWriter lock (flock)
 META_LOCK = ".tantivy-meta.lock"  # Tantivy's lock while a reader opens a commit's segments (flock)
 DENSE = "dense"  # indexes.dense.vectors.DENSE_DIR (not imported: the dense package imports the store)
-NOT_PUBLISHED = {WRITER_LOCK, META_LOCK, FETCH_RECORD, "LOCK"}
+# A replica's own files and the writer's own records (the change log is a convenience of the
+# writer's document API, never the authority: `indexes.changes`) are never published.
+NOT_PUBLISHED = {WRITER_LOCK, META_LOCK, CREATE_LOCK, FETCH_RECORD, "LOCK",
+                 CHANGES_DB, f"{CHANGES_DB}-journal", f"{CHANGES_DB}-wal", f"{CHANGES_DB}-shm"}
 LOCK_WAIT = 60.0  # seconds `publish` waits for a running writer to finish
 _SHA = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9]{1,20}-[0-9a-f]{12}")
