@@ -39,11 +39,14 @@ class Section:
     trail: the headings above this one below the page's top level, outermost first, joined
     by " / " (Markdown "## 配置" above "### 参数" gives "配置" for the latter); '' when none.
     Indexed with the section's chunks, not shown.
+    page: the 1-based page (PDF) or slide (PPTX) the section starts on, None where the format
+    has no pages; each chunk carries the page it starts on as its `page` metadata.
     """
 
     heading: str
     text: str
     trail: str = ""
+    page: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +295,7 @@ class Chunk:
         chunk of the same section (0 for the first piece of a section); dropping
         them and concatenating the pieces gives the section text back.
     section: 0-based index of the section within the document.
+    page: the page (`Section.page`) the chunk starts on, None where the format has none.
     """
 
     doc_id: str
@@ -300,10 +304,17 @@ class Chunk:
     text: str
     overlap: int = 0
     section: int = 0
+    page: int | None = None
 
     def __post_init__(self) -> None:
         if self.n < 0 or not 0 <= self.overlap <= len(self.text):
             raise ValueError(f"Chunk {self.doc_id}#{self.n}: bad n or overlap {self.overlap}")
+
+
+INGEST_ERROR_KINDS = ("unsupported", "encrypted", "no_text", "too_large", "corrupt", "unreadable", "invalid")
+"""Why a file was not ingested: a type no converter reads, an encrypted file, a scanned image
+without a text layer, over the size limit, a file its converter cannot parse, one that cannot
+be read (permissions, not UTF-8), or a record or field refused (JSONL, front matter)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,11 +322,14 @@ class IngestError:
     """A file (or one JSONL line) that an ingest reader skipped.
 
     file: the path as given/walked; line: 1-based line number for JSONL, else None.
+    kind: why, for callers that map it to codes: one of INGEST_ERROR_KINDS ('' before a
+    reader set one: an input error of another kind).
     """
 
     file: str
     reason: str
     line: int | None = None
+    kind: str = ""
 
     @property
     def where(self) -> str:

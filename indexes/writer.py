@@ -44,7 +44,7 @@ pickles field by field in Python (about 25 µs to send a document, 35 µs to rec
 
 def _pack(doc: Document) -> Packed:
     cover = doc.cover_image
-    return (doc.id, doc.title, tuple((s.heading, s.text, s.trail) for s in doc.sections), doc.url,
+    return (doc.id, doc.title, tuple((s.heading, s.text, s.trail, s.page) for s in doc.sections), doc.url,
             doc.summary, doc.publish_time, None if cover is None else (cover.url, cover.height, cover.width),
             doc.path, doc.dataset, doc.qa_visible, doc.metadata, doc.source)
 

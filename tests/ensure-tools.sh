@@ -2,7 +2,8 @@
 # What the suite needs from Debian: redis-server (the tests start throwaway servers for
 # restart and fallback tests), redis-sentinel (the Sentinel failover test starts a primary,
 # a replica and three sentinels of its own), wrk (the bench harness's closed loop) and
-# Chromium with a CJK font (browser tests drive Debian's Chromium through Playwright; never `playwright install`). Installed when missing;
+# Chromium with a CJK font (browser tests drive Debian's Chromium through Playwright; never `playwright install`;
+# the format tests write Chinese PDFs with that font, tests/indexes/test_formats.py). Installed when missing;
 # when that is impossible the tests that need them fail with a clear message.
 set -u
 missing=()
