@@ -268,6 +268,7 @@ class KnowledgeIndex:
         documents: Iterable[Document | IngestError | IngestWarning],
         *,
         delete_missing: bool = False, progress: bool = True, workers: int | None = None, replace: bool = False,
+        delete: Iterable[str] = (),
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
@@ -277,15 +278,15 @@ class KnowledgeIndex:
         (`indexes.writer.ingest`); one whose id another dataset holds is refused, and so is one
         the index holds from another source file unless `replace`.
         delete_missing: delete indexed ids of this run's datasets not seen in this run; not run
-        (a warning says so) after an input error or when no document was read.
+        (a warning says so) after an input error or when no document was read. delete: ids to
+        delete in the same commit (`indexes.writer.ingest`); a run that changes nothing does not commit.
         progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
         writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
-        Raises IndexLockedError when another writer holds the index.
-        """
+        Raises IndexLockedError when another writer holds the index."""
         report = writer.ingest_index(self._index, self._schema, self.name, str(self.path), documents,
                                      chunk_chars=self.chunk_chars, delete_missing=delete_missing, replace=replace,
-                                     progress=progress, workers=workers)
+                                     progress=progress, workers=workers, delete=delete)
         self.maybe_reload(force=True)
         return report
 

@@ -273,6 +273,8 @@ class IngestReport:
     warnings: (where, message) for what was read but not indexed as given: a duplicate id
         overridden by a later record, an empty file skipped, `--delete-missing` not run.
     where: a file, "file:line" for a JSONL record, or an option name.
+    generation: the index's commit opstamp after the run (`indexes.changes.apply_changes` sets
+        it; None elsewhere): unchanged when the run changed nothing.
     """
 
     added: int = 0
@@ -282,6 +284,7 @@ class IngestReport:
     chunks: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    generation: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

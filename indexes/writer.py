@@ -204,6 +204,7 @@ def ingest(
     replace: bool = False,
     chunk_chars: int,
     delete_missing: bool = False,
+    delete: Iterable[str] = (),
     progress: bool = True,
     workers: int | None = None,
     desc: str = "index",
@@ -225,6 +226,10 @@ def ingest(
     id's final document with the index before the run, so a re-run of unchanged input reports
     0 changes and writes nothing (issue 9). Documents are queued in batches of
     INGEST_BATCH_DOCS ids; a copy still queued is replaced without being written.
+    delete: ids to delete in the same commit (a sync source's removed files, the document
+    API's DELETE), whatever the input errors; an id the index does not hold, or that this run
+    upserts, is not deleted. A run that changes nothing does not commit (rolled back: the
+    index's generation does not move, readers do not reload).
     See `indexes.store.KnowledgeIndex.ingest` for the rest. Rolls back on any exception and
     always waits for the writer's merging threads (which consumes the writer).
     """
@@ -315,7 +320,14 @@ def ingest(
                         continue  # another dataset's document: not this run's to delete
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
-        writer.commit()
+        for doc_id in sorted(set(delete) - set(origins)):
+            if known.pop(doc_id, None) is not None:
+                writer.delete_documents_by_term("doc_id", doc_id)
+                report.deleted += 1
+        if analyser.seen or report.deleted:
+            writer.commit()
+        else:
+            writer.rollback()  # nothing to write: the generation stays, readers keep their commit
     except BaseException:
         writer.rollback()
         raise
@@ -327,7 +339,8 @@ def ingest(
 
 def ingest_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: str,
                  documents: Iterable[Document | IngestError | IngestWarning], *, chunk_chars: int,
-                 delete_missing: bool, replace: bool, progress: bool, workers: int | None) -> IngestReport:
+                 delete_missing: bool, replace: bool, progress: bool, workers: int | None,
+                 delete: Iterable[str] = ()) -> IngestReport:
     """`ingest` into the Tantivy `index` (named `name`, at `path`) through its one writer,
     checked against what it holds now (revisions, datasets, sources: `indexes.documents`).
     Raises IndexLockedError when another writer holds it; the caller reloads its reader."""
@@ -342,4 +355,5 @@ def ingest_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: 
         w.wait_merging_threads()
         raise
     return ingest(w, documents, known, holders=held, replace=replace, chunk_chars=chunk_chars,
-                  delete_missing=delete_missing, progress=progress, workers=workers, desc=f"index {name}")
+                  delete_missing=delete_missing, delete=delete, progress=progress, workers=workers,
+                  desc=f"index {name}")

@@ -35,7 +35,8 @@ from .config import DenseConfig
 from .hybrid import DenseSearch, Observe
 from .providers import Embedder, make_embedder
 from .query import Breaker, QueryEncoder
-from .sync import DenseIngest, DenseReport, ingest_lock, searcher_at_generation
+from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_generation
+from .vectors import current_generation
 
 if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
     from ..rerank import Observe as RerankObserve
@@ -147,7 +148,8 @@ class HybridIndex(KnowledgeIndex):
                               floor=floor), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
-               progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:
+               progress: bool = True, workers: int | None = None, replace: bool = False,
+               delete: Iterable[str] = ()) -> IngestReport:
         """`KnowledgeIndex.ingest`, with the chunks of changed documents embedded before the
         commit and the vectors of the commit published after it (`indexes.dense.sync`).
         Raises IndexLockedError (another writer), EmbeddingError (provider failed after its
@@ -157,9 +159,15 @@ class HybridIndex(KnowledgeIndex):
             try:
                 dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
                                     known=self.revisions(), progress=progress)
+                before = read_generation(self.path)
                 report = super().ingest(dense.stream(documents), delete_missing=delete_missing, progress=progress,
-                                        workers=workers, replace=replace)
-                self.last_dense_report = dense.publish(self._index)
+                                        workers=workers, replace=replace, delete=delete)
+                current = current_generation(self.path)
+                if before is not None and read_generation(self.path) == before and current is not None \
+                        and current[0] == before:
+                    self.last_dense_report = None  # nothing committed, its vectors published: nothing to do
+                else:
+                    self.last_dense_report = dense.publish(self._index)
             finally:
                 cache.close()
         self.maybe_reload(force=True)

@@ -66,6 +66,7 @@ __all__ = [
     "read_data",
     "read_file",
     "read_paths",
+    "walk",
 ]
 
 SUFFIXES = frozenset({".jsonl", *(s for f in FORMATS for s in f.suffixes)})
@@ -173,6 +174,11 @@ def _identified(items: Iterator[ReadItem], rel_path: str, dataset: str | None) -
 
 def _inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
+    """The files `read_paths` reads under `folder`, and a report for each it skips (`_walk`)."""
+    return _walk(folder)
 
 
 def _walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
