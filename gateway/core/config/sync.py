@@ -79,7 +79,7 @@ def _http_url(t: Fields, name: str) -> str:
 
 def _source(t: Fields, index: str, base_dir: Path, max_document_bytes: int) -> SyncSource:
     kind = t.choice("type", SOURCE_TYPES)
-    t.only(_KEYS[kind], f"is not a key of a {kind} source (a typo?)")
+    t.only(_KEYS[kind])
     name = t.string("name")
     if not all(c.isascii() and (c.isalnum() or c in "_.-") for c in name) or len(name) > 64:
         t.fail("name", "format", f"uses {_NAME_CHARS}")

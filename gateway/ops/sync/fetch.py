@@ -4,8 +4,9 @@
 `urllib.robotparser`: a 4xx robots.txt allows everything, a 5xx or an unreachable one allows
 nothing, and its Crawl-delay lengthens the interval), waits for the rate limit (one request
 per 1/requests_per_second seconds per source, robots.txt included), sends If-None-Match /
-If-Modified-Since when it has them, follows up to MAX_REDIRECTS redirects and reads at most
-`max_bytes` of the body. httpx does the HTTP (the project's client).
+If-Modified-Since when it has them, does not follow a redirect (its target is a page of its own,
+asked with its own conditional headers: `Fetched.url` names it) and reads at most `max_bytes` of
+the body. httpx does the HTTP (the project's client).
 """
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ import time
 import urllib.robotparser
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-__all__ = ["MAX_REDIRECTS", "Fetched", "Fetcher"]
-
-MAX_REDIRECTS = 5
+__all__ = ["Fetched", "Fetcher"]
 
 
 @dataclass(frozen=True, slots=True)
 class Fetched:
-    """One answer: status (304: not modified), final URL (after redirects), media type (without
+    """One answer: status (304: not modified; 3xx: a redirect), URL (a redirect's target), media type (without
     parameters), body (b'' unless 200), ETag, Last-Modified; or `problem` (why there is no answer:
     'robots.txt disallows it', a network error, a body too large), status 0 then."""
 
@@ -44,8 +43,7 @@ class Fetcher:
 
     def __init__(self, *, user_agent: str, timeout: float, requests_per_second: float, max_bytes: int,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
-        self.client = httpx.Client(headers={"User-Agent": user_agent}, timeout=timeout, follow_redirects=True,
-                                   max_redirects=MAX_REDIRECTS)
+        self.client = httpx.Client(headers={"User-Agent": user_agent}, timeout=timeout, follow_redirects=False)
         self.user_agent = user_agent
         self.interval = 1.0 / requests_per_second
         self.max_bytes = max_bytes
@@ -108,6 +106,8 @@ class Fetcher:
         self._wait(delay)
         try:
             with self.client.stream("GET", url, headers=headers) as r:
+                if r.is_redirect and r.headers.get("location"):
+                    return Fetched(r.status_code, urljoin(url, r.headers["location"]))
                 final = str(r.url)
                 media = r.headers.get("content-type", "").split(";", 1)[0].strip().lower()
                 common = {"etag": r.headers.get("etag"), "last_modified": r.headers.get("last-modified")}
@@ -123,7 +123,5 @@ class Fetcher:
                     if len(body) > self.max_bytes:
                         return Fetched(0, final, problem=f"over the maximum document size of {self.max_bytes} bytes")
                 return Fetched(200, final, media, bytes(body), charset=r.charset_encoding, **common)
-        except httpx.TooManyRedirects:
-            return Fetched(0, url, problem=f"more than {MAX_REDIRECTS} redirects")
         except httpx.HTTPError as exc:
             return Fetched(0, url, problem=f"{type(exc).__name__}: {str(exc)[:160] or 'no answer'}")

@@ -9,11 +9,12 @@
   SHA-256 is the one recorded: not re-indexed. A 404/410, or a page robots.txt now disallows:
   deleted. Any other failure (5xx, timeout, too large) is reported for that URL and the page
   kept as indexed: one failing page never aborts the sync.
-- HTML is reduced to its main content by trafilatura (navigation, headers, footers and
-  comments dropped; headings kept as Markdown headings, so chunks keep them), its title from
-  the page's metadata; a page trafilatura finds nothing in is read by the project's HTML
-  reader. Other media types (a PDF, a DOCX...) go through the format registry by their
-  Content-Type (`indexes.ingest.formats`); a type no converter reads is reported.
+- HTML is reduced to its main content by trafilatura in its precision mode (navigation,
+  headers, footers and comments dropped; headings kept as Markdown headings, so chunks keep
+  them; its default and recall modes fall back to the whole page's text on short pages, nav
+  and headings flattened), its title from the page's metadata; a page trafilatura finds
+  nothing in is read by the project's HTML reader. Other media types (a PDF, a DOCX...) go
+  through the format registry by their Content-Type (`indexes.ingest.formats`); a type no converter reads is reported.
 - Ids: the dataset and HOST/PATH (with '?QUERY' when there is one) of the page's URL; its
   source is that URL. A URL that redirects (same host) is not indexed itself: the page it
   redirects to is (crawled, or fetched when the sitemap does not list it). A redirect to another
@@ -87,7 +88,7 @@ def _page_markdown(html: str, url: str) -> str:
     import trafilatura
 
     body = trafilatura.extract(html, url=url, output_format="markdown", include_tables=True,
-                               include_comments=False, favor_recall=True)
+                               include_comments=False, favor_precision=True)
     meta = trafilatura.extract_metadata(html, default_url=url)
     title = (meta.title if meta is not None else None) or ""
     if not body:  # nothing trafilatura calls content: the whole page, as the HTML reader reads it
@@ -205,7 +206,7 @@ def _page(http: Fetcher, source: SyncSource, url: str, lastmod: str, was: dict[s
         if was.get("id"):
             plan.deletes.add(str(was["id"]))
         return []
-    if got.status != 200:
+    if got.status not in (200, 301, 302, 303, 307, 308):
         plan.notes.append(f"error {url}: {got.problem or f'HTTP {got.status}'} (kept as indexed)")
         if was:
             after[url] = was

@@ -91,8 +91,8 @@ def test_git_dry_run_shows_the_changes_and_changes_nothing(repo: Path, tmp_path:
     assert sync(cfg).returncode == 0
     state = (tmp_path / "ix" / "docs" / "kbgate-sync.json").read_text(encoding="utf-8")
     before = generation(cfg)
-    commit(repo, {"docs/retire.md": None, "docs/rotate.md": "# 轮换\n\n改过的正文。\n", "docs/new.md": "# 新\n\n新的。\n"},
-           "change")
+    commit(repo, {"docs/retire.md": None, "docs/rotate.md": "# 轮换\n\n改过的正文。\n",
+                  "docs/new.md": "# 新\n\n新的。\n"}, "change")
     r = sync(cfg, "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "would add 1, update 1, delete 1" in r.stdout
