@@ -70,3 +70,21 @@ def test_the_gateway_config_refuses_a_bad_source_too(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         parse(d, tmp_path)
     assert exc.value.key == "indexes.docs.sources[0].max_pages"
+
+
+def test_the_example_config_documents_every_key_and_loads_uncommented(tmp_path: Path) -> None:
+    from tests.support.paths import ROOT
+
+    text = (ROOT / "deploy" / "gateway.example.toml").read_text("utf-8")
+    for key in ("name", "type", "repo", "branch", "subdir", "dataset", "sitemap", "start_url", "max_pages",
+                "max_depth", "requests_per_second", "timeout_seconds", "user_agent", "max_document_bytes", "path"):
+        assert f"# {key} = " in text or f"; or {key} = " in text, key
+    lines = text.splitlines()
+    first = lines.index("# [[indexes.software-docs.sources]]")
+    block = lines[first:next(i for i in range(first, len(lines)) if lines[i].startswith("# Hybrid retrieval"))]
+    tables = "\n".join(ln[2:] for ln in block if ln.startswith("# ") and not ln.startswith("#  "))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[indexes]\ndir = "ix"\n{tables}', encoding="utf-8")
+    sources = load_sync_config(cfg)[2]["software-docs"]
+    assert [(s.name, s.kind) for s in sources] == [("handbook", "git"), ("help-centre", "web"),
+                                                  ("shared-drive", "folder")]
