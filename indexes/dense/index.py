@@ -36,7 +36,7 @@ from .hybrid import DenseSearch, Observe
 from .providers import Embedder, make_embedder
 from .query import Breaker, QueryEncoder
 from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_generation
-from .vectors import current_generation
+from .vectors import load_current
 
 if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
     from ..rerank import Observe as RerankObserve
@@ -162,10 +162,12 @@ class HybridIndex(KnowledgeIndex):
                 before = read_generation(self.path)
                 report = super().ingest(dense.stream(documents), delete_missing=delete_missing, progress=progress,
                                         workers=workers, replace=replace, delete=delete)
-                current = current_generation(self.path)
-                if before is not None and read_generation(self.path) == before and current is not None \
-                        and current[0] == before:
-                    self.last_dense_report = None  # nothing committed, its vectors published: nothing to do
+                current = load_current(self.path) if before is not None and read_generation(self.path) == before \
+                    else None
+                if current is not None and current.generation == before \
+                        and current.fingerprint == self.embedder.fingerprint:
+                    # nothing committed and this commit's vectors are published: nothing to write
+                    self.last_dense_report = DenseReport(generation=before, chunks=len(current), kept=len(current))
                 else:
                     self.last_dense_report = dense.publish(self._index)
             finally:

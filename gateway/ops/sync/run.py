@@ -12,8 +12,8 @@ makes the next run recompute the same changes, which are then no-ops.
 `--dry-run` asks the sources (conditional GETs and git reads included) and prints what would be
 added, updated and deleted, writing nothing: no commit, no state, no mirror clone of a URL
 source beyond what reading it needs. `--every 10m` runs again 10 minutes after each run
-started (a run that takes longer is followed at once); Ctrl-C or SIGTERM stop it between runs
-(or roll back the run under way).
+started (a run that takes longer is followed at once); SIGTERM stops it after the run under way
+(or at once between runs, exit 0), Ctrl-C at once (a run under way is rolled back).
 
 Exit codes: 0 ok; 1 a source failed, or a file or page was refused; 2 a usage problem.
 """
@@ -24,6 +24,7 @@ import argparse
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -144,8 +145,12 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
     return 1 if failed or report_errors else 0
 
 
+_STOP = threading.Event()
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+    """SIGTERM under --every: finish the run under way, then stop (`cmd_sync`)."""
+    _STOP.set()
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
@@ -174,7 +179,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"kbgate: --every {exc}", file=sys.stderr)
             return 2
-    signal.signal(signal.SIGTERM, _stop)
+    if every is not None:
+        signal.signal(signal.SIGTERM, _stop)
     store = HybridStore(indexes_dir, dense=dense)
     while True:
         started = time.monotonic()
@@ -186,6 +192,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         if every is None:
             return code
         try:
-            time.sleep(max(0.0, started + every - time.monotonic()))
+            if _STOP.wait(max(0.0, started + every - time.monotonic())):
+                return code
         except KeyboardInterrupt:
             return code
