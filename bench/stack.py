@@ -143,7 +143,8 @@ def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, s
     """Write `workdir/gateway-NAME.toml` serving each route → index of `routes` (see module
     docstring) on 127.0.0.1:port; returns its CorpusConfig. Route names must be plain
     identifiers (letters, digits, '-', '_'); grants: the agent client's tools;
-    answer_cache_entries: `[search] answer_cache_entries` (None: the gateway's default)."""
+    answer_cache_entries: `[search] answer_cache_entries` (None: the gateway's default). With
+    the grant `documents.write` the client may write every index of `routes` (the document API)."""
     workdir.mkdir(parents=True, exist_ok=True)
     secret_file = _secret_file(workdir / "bench.secret", secrets.token_urlsafe(32))
     token_file = _secret_file(workdir / "bench.token", "bench-" + secrets.token_urlsafe(32))
@@ -167,7 +168,8 @@ def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, s
     for route, index in routes.items():
         lines.append(f'[agent.routes.{q(route)}]\nindex = {q(index)}')
     lines.append(f'[agent.clients.bench]\nroutes = {q(list(routes))}\ntools = {q(list(grants))}\n'
-                 f'datasets = ["*"]\npath_globs = ["**"]')
+                 f'datasets = ["*"]\npath_globs = ["**"]'
+                 + (f'\nwrite_indexes = {q(sorted(set(routes.values())))}' if "documents.write" in grants else ""))
     lines.append(f'[[agent.clients.bench.tokens]]\nid = "bench"\nsha256 = "{token_sha}"')
     cfg = workdir / f"gateway-{name}.toml"
     cfg.write_text("\n\n".join(lines) + "\n")

@@ -7,6 +7,7 @@ a caller reads one consistent commit.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import tantivy
@@ -14,9 +15,9 @@ from tantivy import Occur, Query
 
 from . import publish_time
 from .metadata import decode
-from .types import StoredDocument
+from .types import DocumentHead, StoredDocument
 
-__all__ = ["chunks_of", "count_matches", "doc_id_at", "holders", "read_document", "revisions", "stored_str"]
+__all__ = ["chunks_of", "count_matches", "doc_id_at", "heads", "holders", "read_document", "revisions", "stored_str"]
 
 
 def stored_str(doc: tantivy.Document, name: str) -> Any:
@@ -125,4 +126,19 @@ def holders(searcher: tantivy.Searcher, schema: tantivy.Schema) -> dict[str, tup
     for _, address in searcher.search(q, count).hits:
         d = searcher.doc(address)
         out[str(d.get_first("doc_id"))] = (str(d.get_first("dataset") or ""), str(d.get_first("source") or ""))
+    return out
+
+
+def heads(searcher: tantivy.Searcher, schema: tantivy.Schema, ids: Iterable[str]) -> dict[str, DocumentHead]:
+    """doc_id → DocumentHead of each of `ids` the index holds (read from its chunk 0; one term
+    query per id, so a change set costs what it touches, not the size of the index)."""
+    out: dict[str, DocumentHead] = {}
+    first = Query.term_query(schema, "chunk", 0)
+    for doc_id in dict.fromkeys(ids):
+        q = Query.boolean_query([(Occur.Must, Query.term_query(schema, "doc_id", doc_id)), (Occur.Must, first)])
+        found = searcher.search(q, 1).hits
+        if found:
+            d = searcher.doc(found[0][1])
+            out[doc_id] = DocumentHead(doc_id, str(d.get_first("revision") or ""), str(d.get_first("dataset") or ""),
+                                       str(d.get_first("path") or ""), str(d.get_first("source") or ""))
     return out

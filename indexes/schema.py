@@ -22,14 +22,18 @@ or the analysis change.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-from .errors import IndexCorruptError, SchemaVersionError
+from .errors import IndexCorruptError, IndexNotFoundError, SchemaVersionError
 
 __all__ = [
     "ANALYSIS_FIELDS",
@@ -40,8 +44,10 @@ __all__ = [
     "STORED_TOKENIZER",
     "TOKENIZER",
     "build_schema",
-    "doc_key",
+    "check_index",
     "check_sidecar",
+    "creating",
+    "doc_key",
     "open_tantivy",
     "register_analyzers",
     "write_sidecar",
@@ -67,6 +73,7 @@ SCHEMA_VERSION = 9
 #    path of the file a document was read from) on chunk 0, so a run never replaces a document
 #    from another file unasked (indexes.writer.ingest)
 SIDECAR = "kbgate-index.json"
+CREATE_LOCK = ".kbgate-create.lock"  # held while an index is created (`creating`)
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"
 STORED_TOKENIZER = "kbgate_stored_only"
@@ -170,3 +177,34 @@ def open_tantivy(folder: Path, name: str) -> tantivy.Index:
         return tantivy.Index.open(str(folder))
     except ValueError as exc:
         raise IndexCorruptError(name, str(folder), str(exc)) from None
+
+
+def check_index(folder: Path, name: str) -> None:
+    """Open the index at `folder` afresh, as a new worker would (`IndexStore.check`). Raises
+    IndexNotFoundError, SchemaVersionError, IndexCorruptError. A commit landing between reading
+    meta.json and opening its segments can fail one attempt, so a damaged result is confirmed
+    by a second one."""
+    for attempt in (1, 2):
+        if not (folder / "meta.json").is_file():
+            raise IndexNotFoundError(name, str(folder))
+        check_sidecar(folder, name)
+        try:
+            open_tantivy(folder, name)
+            return
+        except IndexCorruptError:
+            if attempt == 2:
+                raise
+
+
+@contextlib.contextmanager
+def creating(folder: Path) -> Iterator[None]:
+    """Hold `folder`/CREATE_LOCK (flock, blocking) while an index is created there: two writers
+    creating the same new index at once (two server workers, a worker and `kbgate index add`)
+    would each write an empty meta.json, the later one over the other's first commit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / CREATE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

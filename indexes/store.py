@@ -24,18 +24,20 @@ from tantivy import Occur, Query
 
 from . import documents, metadata, writer
 from .analysis import QueryTerms
-from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
+from .errors import IndexNotFoundError, IndexStoreError
 from .filters import filter_query
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
+from .schema import build_schema, check_index, check_sidecar, creating, open_tantivy, register_analyzers, write_sidecar
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
+    ChangeSet,
     Document,
+    DocumentHead,
     Hit,
     IndexStats,
     IngestError,
@@ -256,6 +258,11 @@ class KnowledgeIndex:
         """doc_id → revision for every document in the index (read from chunk 0)."""
         return documents.revisions(self._index.searcher(), self._schema)
 
+    def heads(self, ids: Iterable[str]) -> dict[str, DocumentHead]:
+        """doc_id → DocumentHead of each of `ids` the index holds (after `maybe_reload`)."""
+        self.maybe_reload()
+        return documents.heads(self._index.searcher(), self._schema, ids)
+
     def stats(self) -> IndexStats:
         """Documents, chunks, generation (commit opstamp), last commit time, size on disk."""
         self.maybe_reload()
@@ -268,7 +275,6 @@ class KnowledgeIndex:
         documents: Iterable[Document | IngestError | IngestWarning],
         *,
         delete_missing: bool = False, progress: bool = True, workers: int | None = None, replace: bool = False,
-        delete: Iterable[str] = (),
     ) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
@@ -278,15 +284,24 @@ class KnowledgeIndex:
         (`indexes.writer.ingest`); one whose id another dataset holds is refused, and so is one
         the index holds from another source file unless `replace`.
         delete_missing: delete indexed ids of this run's datasets not seen in this run; not run
-        (a warning says so) after an input error or when no document was read. delete: ids to
-        delete in the same commit (`indexes.writer.ingest`); a run that changes nothing does not commit.
+        (a warning says so) after an input error or when no document was read. A run that
+        changes nothing makes no commit (`report.commit` None, the generation stays).
         progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
         writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
         Raises IndexLockedError when another writer holds the index."""
         report = writer.ingest_index(self._index, self._schema, self.name, str(self.path), documents,
                                      chunk_chars=self.chunk_chars, delete_missing=delete_missing, replace=replace,
-                                     progress=progress, workers=workers, delete=delete)
+                                     progress=progress, workers=workers)
+        self.maybe_reload(force=True)
+        return report
+
+    def apply(self, changes: ChangeSet, *, progress: bool = False, workers: int | None = 1) -> IngestReport:
+        """A change set in one commit, all or nothing (`writer.apply_index`; `indexes.changes`
+        waits for the writer), then the reader reloaded. progress, workers: as `ingest`'s.
+        Raises IndexLockedError (another writer)."""
+        report = writer.apply_index(self._index, self._schema, self.name, str(self.path), changes,
+                                    chunk_chars=self.chunk_chars, progress=progress, workers=workers)
         self.maybe_reload(force=True)
         return report
 
@@ -347,22 +362,8 @@ class IndexStore:
         """Open the folder of `name` afresh, as a new worker would, whatever is cached: tells
         whether the index on disk is whole now (an opened index keeps serving the files it
         mapped even after they were damaged or deleted). About 1-2 ms for the test corpora.
-
-        Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError. A commit landing
-        between reading meta.json and opening its segments can fail one attempt, so a damaged
-        result is confirmed by a second one.
-        """
-        folder = self.folder(name)
-        for attempt in (1, 2):
-            if not (folder / "meta.json").is_file():
-                raise IndexNotFoundError(name, str(folder))
-            check_sidecar(folder, name)
-            try:
-                open_tantivy(folder, name)
-                return
-            except IndexCorruptError:
-                if attempt == 2:
-                    raise
+        Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError (`schema.check_index`)."""
+        check_index(self.folder(name), name)
 
     def close(self) -> None:
         """Release what the opened indexes hold (a hybrid index's query-encoder threads and
@@ -381,14 +382,14 @@ class IndexStore:
         IndexCorruptError for one Tantivy cannot open.
         """
         folder = self.folder(name)
-        if (folder / "meta.json").is_file():
-            meta = check_sidecar(folder, name)
-            index = open_tantivy(folder, name)
-            chunk_chars = int(meta.get("chunk_chars", chunk_chars))
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
-            index = tantivy.Index(build_schema(), path=str(folder))
-            write_sidecar(folder, {"chunk_chars": chunk_chars})
+        with creating(folder):
+            if (folder / "meta.json").is_file():
+                meta = check_sidecar(folder, name)
+                index = open_tantivy(folder, name)
+                chunk_chars = int(meta.get("chunk_chars", chunk_chars))
+            else:
+                index = tantivy.Index(build_schema(), path=str(folder))
+                write_sidecar(folder, {"chunk_chars": chunk_chars})
         register_analyzers(index)
         return self._make(name, folder, index, chunk_chars, warm=False)
 

@@ -264,17 +264,61 @@ class SearchBounds:
 DEFAULT_BOUNDS = SearchBounds()
 
 
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """Upserts and deletes to apply to one index in one commit, all or nothing (`indexes.changes`).
+
+    upserts: documents, each replacing the document of its id (unchanged revisions skipped).
+    deletes: ids to delete. An id may appear once in the whole set (ValueError otherwise).
+    replace: replace a document indexed from another source (`Document.source`).
+    datasets: the datasets whose documents `deletes` may delete (None: any); a delete of a
+    document of another dataset refuses the set.
+    """
+
+    upserts: tuple[Document, ...] = ()
+    deletes: tuple[str, ...] = ()
+    replace: bool = False
+    datasets: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for doc_id in [d.id for d in self.upserts] + list(self.deletes):
+            if doc_id in seen:
+                raise ValueError(f"id {doc_id!r} appears more than once in one change set")
+            seen.add(doc_id)
+
+    @property
+    def ids(self) -> list[str]:
+        """Every id the set touches: the upserts', then the deletes'."""
+        return [d.id for d in self.upserts] + list(self.deletes)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentHead:
+    """What an index holds about one document, read from its first chunk: revision (SHA-256
+    hex, `indexes.records.document_revision`), dataset, path and source ('' when none)."""
+
+    doc_id: str
+    revision: str
+    dataset: str = ""
+    path: str = ""
+    source: str = ""
+
+
 @dataclass(slots=True)
 class IngestReport:
-    """What one `kbgate index add` run did.
+    """What one write did (a `kbgate index add` run, a change set: `indexes.changes`).
 
     errors: (where, reason) for each file or record skipped because it failed (unreadable,
         malformed, over the size limit); any error makes `--delete-missing` not run.
     warnings: (where, message) for what was read but not indexed as given: a duplicate id
         overridden by a later record, an empty file skipped, `--delete-missing` not run.
     where: a file, "file:line" for a JSONL record, or an option name.
-    generation: the index's commit opstamp after the run (`indexes.changes.apply_changes` sets
-        it; None elsewhere): unchanged when the run changed nothing.
+    changes: doc_id → 'added' | 'updated' | 'unchanged' | 'deleted' | 'absent' (a delete of an
+        id the index did not hold). refused: doc_id → why the writer refused it (also a line of
+        `errors`): 'dataset' (another dataset holds it, or a delete outside the datasets
+        allowed), 'source' (indexed from another source), 'invalid' (a value it cannot store).
+    commit: the opstamp (generation) of the commit made, None when none was made.
     """
 
     added: int = 0
@@ -284,7 +328,9 @@ class IngestReport:
     chunks: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
-    generation: int | None = None
+    changes: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    commit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

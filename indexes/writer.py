@@ -15,26 +15,28 @@ import multiprocessing
 import os
 import sys
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import tantivy
 
 from .errors import IndexLockedError
 from .records import chunk_fields, document_revision
-from .types import CoverImage, Document, IngestError, IngestReport, IngestWarning, Section
+from .types import ChangeSet, CoverImage, Document, IngestError, IngestReport, IngestWarning, Section
 
-__all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "ingest", "ingest_index", "open_writer"]
+__all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "apply_index", "ingest", "ingest_index",
+           "open_writer"]
 
 MIB = 1024 * 1024
 WRITER_HEAP_BYTES = 256 * MIB
 INGEST_BATCH_DOCS = 256  # documents analysed per batch
 PARALLEL_MIN_DOCS = 2000  # below this, worker start-up (~1.7 s, rjieba load) costs more than it saves
 PENDING_PER_WORKER = 2  # batches queued per worker process beyond the one it analyses
+_T = TypeVar("_T")
 
 
 Packed = tuple[Any, ...]
@@ -204,10 +206,12 @@ def ingest(
     replace: bool = False,
     chunk_chars: int,
     delete_missing: bool = False,
-    delete: Iterable[str] = (),
     progress: bool = True,
     workers: int | None = None,
     desc: str = "index",
+    deletes: Collection[str] = (),
+    atomic: bool = False,
+    datasets: Collection[str] | None = None,
 ) -> IngestReport:
     """Upsert `documents` through `writer` in one commit; returns what changed.
 
@@ -226,10 +230,11 @@ def ingest(
     id's final document with the index before the run, so a re-run of unchanged input reports
     0 changes and writes nothing (issue 9). Documents are queued in batches of
     INGEST_BATCH_DOCS ids; a copy still queued is replaced without being written.
-    delete: ids to delete in the same commit (a sync source's removed files, the document
-    API's DELETE), whatever the input errors; an id the index does not hold, or that this run
-    upserts, is not deleted. A run that changes nothing does not commit (rolled back: the
-    index's generation does not move, readers do not reload).
+    deletes: ids deleted in the same commit (before the upserts; an id the index does not hold
+    is 'absent'), each only when its dataset is one of `datasets` (None: any). atomic: a change
+    set (`indexes.changes`): any refused document or delete rolls the whole run back. A run
+    that changes nothing makes no commit (the generation stays); `report.commit` says whether
+    one was made.
     See `indexes.store.KnowledgeIndex.ingest` for the rest. Rolls back on any exception and
     always waits for the writer's merging threads (which consumes the writer).
     """
@@ -244,6 +249,7 @@ def ingest(
     moved: set[str] = set()  # ids whose source this run changes (with replace)
     run_datasets: dict[str, str] = {}  # doc_id → dataset of the copy kept so far in this run
     try:
+        _delete(writer, deletes, known, held, datasets, report)
         bar = tqdm(documents, unit="doc", file=sys.stderr,
                    disable=not progress or not sys.stderr.isatty(), desc=desc)
         for item in bar:
@@ -258,12 +264,14 @@ def ingest(
                 # Readers never make one (indexes.publish_time); a Document built in code may:
                 # refuse it alone instead of failing the whole commit.
                 report.errors.append((origin, f"publish_time {item.publish_time!r} is not a 64-bit integer"))
+                report.refused[item.id] = "invalid"
                 continue
             try:
                 revision = document_revision(item)
             except TypeError:  # orjson: a str holding a lone surrogate ("\ud800" in JSON) is no UTF-8
                 report.errors.append((origin, "a text field holds a lone surrogate (an escape such as \\ud800 "
                                               "with no pair): not Unicode text, record refused"))
+                report.refused[item.id] = "invalid"
                 continue
             indexed_as = held.get(item.id)
             other = run_datasets.get(item.id, indexed_as[0] if indexed_as is not None else None)
@@ -272,6 +280,7 @@ def ingest(
                                               f"{' in this run' if item.id in run_datasets else ' in the index'}, "
                                               f"not {item.dataset!r}: refused, it would replace that document "
                                               "(give each dataset its own ids)"))
+                report.refused[item.id] = "dataset"
                 continue
             old_source = indexed_as[1] if indexed_as is not None else ""
             if old_source and item.source and old_source != item.source and item.id not in run_datasets:
@@ -279,6 +288,7 @@ def ingest(
                     report.errors.append((origin, f"id {item.id!r} was indexed from {old_source}, this one comes "
                                                   f"from {item.source}: refused, it would replace that document "
                                                   "(pass --replace to replace it, or give it another id)"))
+                    report.refused[item.id] = "source"
                     continue
                 report.warnings.append((origin, f"replaces {item.id!r} from {old_source} (--replace)"))
                 moved.add(item.id)
@@ -298,12 +308,10 @@ def ingest(
         bar.close()
         for doc_id in origins:
             previous = before.get(doc_id)
-            if previous is None:
-                report.added += 1
-            elif previous != known[doc_id] or doc_id in moved:
-                report.updated += 1
-            else:
-                report.unchanged += 1
+            change = "added" if previous is None else (
+                "updated" if previous != known[doc_id] or doc_id in moved else "unchanged")
+            setattr(report, change, getattr(report, change) + 1)
+            report.changes[doc_id] = change
         if delete_missing:
             seen = set(run_datasets.values())
             if not origins:
@@ -320,14 +328,11 @@ def ingest(
                         continue  # another dataset's document: not this run's to delete
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
-        for doc_id in sorted(set(delete) - set(origins)):
-            if known.pop(doc_id, None) is not None:
-                writer.delete_documents_by_term("doc_id", doc_id)
-                report.deleted += 1
-        if analyser.seen or report.deleted:
-            writer.commit()
+                    report.changes[doc_id] = "deleted"
+        if (atomic and report.errors) or not (report.added or report.updated or report.deleted):
+            writer.rollback()  # refused whole, or nothing to change: no commit, readers keep theirs
         else:
-            writer.rollback()  # nothing to write: the generation stays, readers keep their commit
+            report.commit = writer.commit()
     except BaseException:
         writer.rollback()
         raise
@@ -337,23 +342,62 @@ def ingest(
     return report
 
 
+def _delete(writer: tantivy.IndexWriter, deletes: Collection[str], known: dict[str, str],
+            held: dict[str, tuple[str, str]], datasets: Collection[str] | None, report: IngestReport) -> None:
+    """Delete each id of `deletes` the index holds (`ingest`), keeping `known` and `held` in step."""
+    for doc_id in deletes:
+        if doc_id not in known:
+            report.changes[doc_id] = "absent"
+        elif datasets is not None and held.get(doc_id, ("", ""))[0] not in datasets:
+            report.errors.append((f"document {doc_id!r}", "belongs to a dataset this run may not change: "
+                                                           "not deleted"))
+            report.refused[doc_id] = "dataset"
+        else:
+            writer.delete_documents_by_term("doc_id", doc_id)
+            del known[doc_id]
+            held.pop(doc_id, None)
+            report.deleted += 1
+            report.changes[doc_id] = "deleted"
+
+
+def _opened(index: tantivy.Index, name: str, path: str,
+            read: Callable[[tantivy.Searcher], _T]) -> tuple[tantivy.IndexWriter, _T]:
+    """The one writer of `index` and what `read` finds in its latest commit, read after the
+    writer was taken (another writer may have committed since this reader loaded)."""
+    w = open_writer(index, name, path)
+    try:
+        index.reload()
+        return w, read(index.searcher())
+    except BaseException:
+        w.rollback()
+        w.wait_merging_threads()
+        raise
+
+
 def ingest_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: str,
                  documents: Iterable[Document | IngestError | IngestWarning], *, chunk_chars: int,
-                 delete_missing: bool, replace: bool, progress: bool, workers: int | None,
-                 delete: Iterable[str] = ()) -> IngestReport:
+                 delete_missing: bool, replace: bool, progress: bool, workers: int | None) -> IngestReport:
     """`ingest` into the Tantivy `index` (named `name`, at `path`) through its one writer,
     checked against what it holds now (revisions, datasets, sources: `indexes.documents`).
     Raises IndexLockedError when another writer holds it; the caller reloads its reader."""
     from .documents import holders, revisions
 
-    w = open_writer(index, name, path)
-    try:
-        searcher = index.searcher()
-        known, held = revisions(searcher, schema), holders(searcher, schema)
-    except BaseException:
-        w.rollback()
-        w.wait_merging_threads()
-        raise
+    w, (known, held) = _opened(index, name, path, lambda s: (revisions(s, schema), holders(s, schema)))
     return ingest(w, documents, known, holders=held, replace=replace, chunk_chars=chunk_chars,
-                  delete_missing=delete_missing, delete=delete, progress=progress, workers=workers,
+                  delete_missing=delete_missing, progress=progress, workers=workers, desc=f"index {name}")
+
+
+def apply_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: str, changes: ChangeSet, *,
+                chunk_chars: int, progress: bool = False, workers: int | None = 1) -> IngestReport:
+    """`ingest` of a change set (`indexes.changes`) into the Tantivy `index` through its one writer:
+    atomic, checked against what the index holds for the ids it touches only
+    (`indexes.documents.heads`); analysed in this process unless `workers` > 1. Raises
+    IndexLockedError when another writer holds it."""
+    from .documents import heads
+
+    w, found = _opened(index, name, path, lambda s: heads(s, schema, changes.ids))
+    known = {i: h.revision for i, h in found.items()}
+    held = {i: (h.dataset, h.source) for i, h in found.items()}
+    return ingest(w, changes.upserts, known, holders=held, replace=changes.replace, chunk_chars=chunk_chars,
+                  progress=progress, workers=workers, deletes=changes.deletes, atomic=True, datasets=changes.datasets,
                   desc=f"index {name}")

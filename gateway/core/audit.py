@@ -1,6 +1,6 @@
 """Audit: one JSON line per call of a Bearer-token wing (passed, denied, failed, partial), seed 002 §13.
 
-A line holds which wing (agent, dify, mcp), who (principal), where (route), what (tool),
+A line holds which wing (agent, dify, mcp, documents), who (principal), where (route), what (tool),
 the effective scope summary, the outcome, HTTP status, error code and duration — never a
 token, a secret, a query or document text. Sinks: 'stdout', 'file' (appended with one
 write per line, so several workers can share a file and log rotation needs no signal) or
@@ -32,7 +32,7 @@ OUTCOMES = ("passed", "denied", "failed", "partial")
 class AuditEvent:
     """One call of a Bearer-token wing. ts: unix seconds from the app clock; duration_ms: wall time.
 
-    wing: the caller's protocol ('agent', 'dify', 'mcp'). outcome: one of OUTCOMES.
+    wing: the caller's protocol ('agent', 'dify', 'mcp', 'documents'). outcome: one of OUTCOMES.
     scope: `EffectiveScope.summary()` once resolved, else None.
     """
 

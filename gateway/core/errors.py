@@ -21,17 +21,19 @@ Exception tree (each code is defined once, in the one table its branch reads)::
     │   ├── DifyError                Dify's External Knowledge API: code from DIFY_CODES, `error_code` from DIFY_TABLE
     │   ├── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
     │   │                             retryable per call, retry_after seconds
-    │   └── McpError                 the MCP server's own refusals: code from MCP_CODES
+    │   ├── McpError                 the MCP server's own refusals: code from MCP_CODES
+    │   └── DocumentError            the document API's refusals: code from DOCUMENT_CODES
     ├── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
     └── TryInvalid                   an admin's try that cannot be run as asked: code 'try_invalid', naming the field
 
-Four tables, one per wire format, no code in two of them: RET_TABLE (the Volcengine
-envelope's Ret numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool
-API answer as errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool
-API's own ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers), MCP_CODES
-(the MCP server's own). A wing never invents a code: it raises one of these classes. A message
-is short and built once; it never carries a secret, a filesystem path or a stack trace. The
-docs/volcengine-console.md copies RET_TABLE and docs/dify.md DIFY_TABLE (tests keep them in step).
+One table per wire format, no code in two of them: RET_TABLE (the Volcengine envelope's Ret
+numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool API answer as
+errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool API's own
+ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers), MCP_CODES (the MCP
+server's own), DOCUMENT_CODES (the document API's). A wing never invents a code: it raises one
+of these classes. A message is short and built once; it never carries a secret, a filesystem
+path or a stack trace. docs/volcengine-console.md copies RET_TABLE, docs/dify.md DIFY_TABLE and
+docs/document-api.md DOCUMENT_CODES (tests keep them in step).
 """
 
 from __future__ import annotations
@@ -355,3 +357,44 @@ class McpError(AgentError):
     """A refusal by the MCP wing. code: a key of `MCP_CODES`."""
 
     codes = MCP_CODES
+
+
+# ================================================================ the document API
+#
+# The document API's own codes (gateway/documents/: pipelines and CMS webhooks writing an
+# index). Its denials keep their AGENT_CODES: access.unauthorized 401, access.forbidden_tool
+# 403 (no 'documents.write' grant), access.forbidden_scope 403 (an index the policy's
+# write_indexes does not name), access.dataset_not_allowed 403 (a document of a dataset outside
+# the policy). docs/document-api.md copies this table (tests keep it).
+# code → (HTTP status, retryable, meaning). Never rename, only add.
+DOCUMENT_CODES: dict[str, tuple[int, bool, str]] = {
+    "documents.request_invalid": (400, False, "the request is not a document, a batch or an id as the API takes"),
+    "documents.request_too_large": (413, False, "the body exceeds documents.max_body_bytes"),
+    "documents.body_timeout": (408, False, "the body did not arrive within documents.body_timeout_seconds"),
+    "documents.media_unsupported": (415, False, "Content-Type is neither JSON nor a document type kbgate reads, "
+                                                "or the body is encoded"),
+    "documents.method_not_allowed": (405, False, "this endpoint does not take this method (see Allow)"),
+    "documents.document_invalid": (422, False, "a document breaks a rule of kbgate index add: the request is "
+                                               "refused whole, each document named"),
+    "documents.document_conflict": (409, False, "an id is held by another dataset, or was indexed from another "
+                                                "source (replace=true replaces it)"),
+    "documents.not_found": (404, False, "the index holds no document with this id"),
+    "documents.writer_busy": (503, True, "another writer held the index for documents.write_timeout_seconds; "
+                                         "nothing was written"),
+    "documents.index_unavailable": (503, True, "the index cannot be opened for writing; nothing was written"),
+    "documents.embedding_failed": (502, True, "a hybrid index's embedding provider failed; nothing was written"),
+}
+
+
+class DocumentError(AgentError):
+    """A refusal by the document API. code: a key of `DOCUMENT_CODES`. retryable: overrides the
+    table (a provider's unusable vectors are not retryable); retry_after: seconds, or None."""
+
+    codes = DOCUMENT_CODES
+
+    def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(code, message)
+        if retryable is not None:
+            self.retryable = retryable
+        self.retry_after = retry_after

@@ -65,7 +65,9 @@ class Wire(Protocol):
     """
 
     wing: str
-    max_body_bytes: int
+
+    @property
+    def max_body_bytes(self) -> int: ...
 
     def invalid(self, problem: Problem) -> AgentError: ...
 

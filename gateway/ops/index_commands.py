@@ -1,7 +1,8 @@
 """`kbgate index add|list|stats`: build and inspect indexes (registered by gateway/cli.py).
 
 kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--url-base URL]
-                 [--delete-missing [--force]] [--replace] [--allow-empty] [--max-document-bytes N] PATH...
+                 [--delete-missing [--force]] [--replace] [--allow-empty] [--max-document-bytes N]
+                 [--wait SECONDS] PATH...
 kbgate index list|stats --config FILE [--index NAME]
 
 Exit codes: 0 ok; 1 a file or record was refused (unsupported content, encrypted, scanned
@@ -50,6 +51,9 @@ def register(sub: Any) -> None:
                    help="replace documents indexed from another source file (default: refuse them)")
     a.add_argument("--max-document-bytes", type=int, default=None, metavar="BYTES",
                    help="refuse documents larger than this (default: indexes.max_document_bytes, 10 MiB)")
+    a.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="wait this long for the index's writer while another holds it (a running server's "
+                        "document API, a sync); default 60")
     a.add_argument("--no-progress", action="store_true")
     a.add_argument("paths", nargs="+")
     a.set_defaults(func=cmd_index_add)
@@ -110,8 +114,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=choice.root,
                        dataset=args.dataset or None, url_base=args.url_base)
     started = time.perf_counter()
-    report = index.ingest(items, delete_missing=args.delete_missing, progress=not args.no_progress,
-                          replace=args.replace)
+    report = _ingest_waiting(index, items, args, delete_missing=args.delete_missing, progress=not args.no_progress,
+                             replace=args.replace)
     indexed = report.added + report.updated + report.unchanged
     if indexed and choice.record is not None:
         # Only a run that committed documents: their ids are relative to this root now.
@@ -136,6 +140,28 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     if report.errors:
         return 1
     return 0 if indexed or args.allow_empty else 1
+
+
+def _ingest_waiting(index: Any, items: Any, args: argparse.Namespace, **options: Any) -> IngestReport:
+    """`index.ingest(items, **options)`, tried again every 0.2 s for up to --wait seconds while
+    another writer holds the index (IndexLockedError is raised before `items` is read, so a
+    retry reads them from the start). Raises IndexLockedError once the wait is over."""
+    from indexes.errors import IndexLockedError
+
+    deadline = time.monotonic() + max(args.wait, 0.0)
+    noted = False
+    while True:
+        try:
+            report: IngestReport = index.ingest(items, **options)
+            return report
+        except IndexLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            if not noted:
+                print(f"kbgate: index {args.index} is being written by another writer (a server's document API, "
+                      f"a sync); waiting up to {args.wait:g} s", file=sys.stderr)
+                noted = True
+            time.sleep(0.2)
 
 
 def _empty_reason(paths: list[str], report: IngestReport) -> str:

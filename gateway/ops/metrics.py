@@ -12,7 +12,7 @@ so is `kbgate_route_ready{kind,route,index}` (`RouteCollector`, the states of /r
 `kbgate_config_reload_total{outcome}` counts every load of a changed config file by every
 worker (each worker loads the file itself: one bad edit counts once per worker).
 
-The Bearer-token wings (agent, dify, mcp) are counted per wing from their audit events
+The Bearer-token wings (agent, dify, mcp, documents) are counted per wing from their audit events
 (`observe_call`, subscribed to `gateway.core.audit.AuditEvent` on the Runtime's events): a
 wing gets its metrics by writing its audit line through `gateway.core.audit.record`.
 
@@ -211,8 +211,9 @@ class Metrics:
                               ["index", "outcome"], registry=reg)
         self.rerank_latency = Histogram("kbgate_rerank_duration_seconds", "Time the rerank stage took (any outcome)",
                                         ["index"], buckets=LATENCY_BUCKETS, registry=reg)
-        self.wing_requests = Counter("kbgate_wing_requests", "Calls of a Bearer-token wing (agent, dify, mcp), "
-                                     "by outcome (passed, partial, denied, failed)", ["wing", "outcome"], registry=reg)
+        self.wing_requests = Counter("kbgate_wing_requests", "Calls of a Bearer-token wing (agent, dify, mcp, "
+                                     "documents), by outcome (passed, partial, denied, failed)", ["wing", "outcome"],
+                                     registry=reg)
         self.wing_errors = Counter("kbgate_wing_errors", "Calls of a Bearer-token wing answered with an error code",
                                    ["wing", "code"], registry=reg)
         self.questions = Counter("kbgate_questions", "Callers' questions by route and outcome: 'answered', "

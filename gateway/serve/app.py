@@ -2,7 +2,7 @@
 
 `create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
 it (Volcengine callbacks, the agent knowledge protocol, the agent tool API, Dify's External
-Knowledge API, MCP), and subscribes the operators' observers (metrics, the deliveries record) to
+Knowledge API, MCP, the document API), and subscribes the operators' observers (metrics, the deliveries record) to
 its events. Tenant callback
 paths come from the config (and may change on reload), so the top-level app dispatches them
 itself before handing everything else to a Starlette router (health, readiness, metrics,
@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway import dify
+from gateway import dify, documents
 from gateway.agent import knowledge, tools
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
@@ -93,6 +93,7 @@ class Gateway:
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
                   Route("/metrics", metrics.endpoint),
                   *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
+                  *documents.routes(rt),
                   *try_page.ROUTES]
         routes += gaps.ROUTES  # /admin/gaps, /admin/documents
         self.router = Starlette(routes=routes, lifespan=lifespan)

@@ -17,8 +17,9 @@ Differences from `KnowledgeIndex`:
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +30,11 @@ from ..hits import make_hit
 from ..search import build_query, ideal_score
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
-from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
+from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
 from .config import DenseConfig
 from .hybrid import DenseSearch, Observe
-from .providers import Embedder, make_embedder
+from .providers import Embedder, Vectors, make_embedder
 from .query import Breaker, QueryEncoder
 from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_generation
 from .vectors import load_current
@@ -148,27 +149,48 @@ class HybridIndex(KnowledgeIndex):
                               floor=floor), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
-               progress: bool = True, workers: int | None = None, replace: bool = False,
-               delete: Iterable[str] = ()) -> IngestReport:
+               progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:
         """`KnowledgeIndex.ingest`, with the chunks of changed documents embedded before the
         commit and the vectors of the commit published after it (`indexes.dense.sync`).
         Raises IndexLockedError (another writer), EmbeddingError (provider failed after its
         retries: before the commit, nothing was written)."""
+        return self._embedding(self.revisions, progress, lambda dense: super(HybridIndex, self).ingest(
+            dense.stream(documents), delete_missing=delete_missing, progress=progress, workers=workers,
+            replace=replace))
+
+    def apply(self, changes: ChangeSet, *, progress: bool = False, workers: int | None = 1) -> IngestReport:
+        """`KnowledgeIndex.apply` (a change set, all or nothing), its new chunks embedded before
+        the commit and the vectors published after it, as `ingest`. Same errors."""
+
+        def write(dense: DenseIngest) -> IngestReport:
+            staged = tuple(d for d in dense.stream(changes.upserts) if isinstance(d, Document))
+            return super(HybridIndex, self).apply(dataclasses.replace(changes, upserts=staged), progress=progress,
+                                                  workers=workers)
+
+        return self._embedding(lambda: {i: h.revision for i, h in self.heads(changes.ids).items()}, progress,
+                               write)
+
+    def _embedding(self, known: Callable[[], dict[str, str]], progress: bool,
+                   write: Callable[[DenseIngest], IngestReport]) -> IngestReport:
+        """Run `write` under the index's dense lock with a DenseIngest staging what it writes
+        (known: doc_id → revision before it, read once the lock is held), then publish the
+        vectors of the commit it made; with no commit, only when the vectors of the commit the
+        index shows are missing (else `last_dense_report` reports them as kept)."""
         with ingest_lock(self.path, self.name):
+            self.maybe_reload(force=True)  # what other writers committed before the lock was ours
             cache = cache_for(self.dense_config, self.store_root, self.embedder.fingerprint)
             try:
                 dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
-                                    known=self.revisions(), progress=progress)
-                before = read_generation(self.path)
-                report = super().ingest(dense.stream(documents), delete_missing=delete_missing, progress=progress,
-                                        workers=workers, replace=replace, delete=delete)
-                current = load_current(self.path) if before is not None and read_generation(self.path) == before \
-                    else None
-                if current is not None and current.generation == before \
+                                    known=known(), progress=progress)
+                report = write(dense)
+                generation = read_generation(self.path)
+                current = load_current(self.path) if report.commit is None else None
+                if current is not None and current.generation == generation \
                         and current.fingerprint == self.embedder.fingerprint:
-                    # nothing committed and this commit's vectors are published: nothing to write
-                    self.last_dense_report = DenseReport(generation=before, chunks=len(current), kept=len(current))
-                else:
+                    # no commit, and the vectors of the one it shows are published: nothing to write
+                    self.last_dense_report = DenseReport(generation=generation, chunks=len(current),
+                                                         kept=len(current))
+                else:  # a commit, or the vectors of the commit shown missing (a run killed before them)
                     self.last_dense_report = dense.publish(self._index)
             finally:
                 cache.close()
@@ -204,8 +226,11 @@ class HybridStore(IndexStore):
         if dense is None:
             ki = super()._make(name, folder, index, chunk_chars, warm=warm)
         else:
+            serving = None if warm else self._open.get(name)  # a write handle borrows the served model
+            lent = _Lent(serving.embedder) if isinstance(serving, HybridIndex) else None
             ki = HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
-                             chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe)
+                             chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe,
+                             embedder=lent)
         rerank = self.rerank.get(name)
         if rerank is not None and warm:  # a writer never reranks
             from ..rerank import RerankStage
@@ -213,3 +238,25 @@ class HybridStore(IndexStore):
             ki.rerank = RerankStage(name, rerank, clock=self._clock, observe=self._observe_rerank)
             ki.search_may_wait = True  # it may wait up to rerank.timeout_ms: off the event loop
         return ki
+
+
+class _Lent:
+    """The embedder of a served index lent to a write handle of the same index in the same
+    process (the document API's writes): one model in memory, and closing the handle leaves
+    the served index's provider open."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name, self.fingerprint = inner.name, inner.fingerprint
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str, timeout: float) -> Vectors:
+        return self.inner.embed_query(text, timeout)
+
+    def warm(self) -> None:
+        self.inner.warm()
+
+    def close(self) -> None:
+        """Nothing: the served index closes its provider."""

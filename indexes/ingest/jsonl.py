@@ -28,10 +28,11 @@ from typing import Any
 
 from ..invisible import name_problem
 from ..types import Document, IngestError, IngestWarning, Section
+from .clean import clean_document
 from .fields import dataset_problem, parse_cover_image, parse_publish_time, parse_qa_visible
 from .metadata import keep_metadata
 
-__all__ = ["RESERVED", "read_jsonl", "record_to_document", "too_large"]
+__all__ = ["RESERVED", "read_jsonl", "read_record", "record_to_document", "too_large"]
 
 # Record keys with a meaning of their own (not kept as metadata).
 RESERVED = frozenset({"id", "title", "content", "text", "url", "summary", "publish_time", "cover_image", "path",
@@ -139,3 +140,25 @@ def read_jsonl(path: Path, *, display: str | None = None,
         yield IngestError(name, f"not UTF-8: {exc.reason} at byte {exc.start}")
     except OSError as exc:
         yield IngestError(name, f"cannot read: {exc.strerror or exc}")
+
+
+def read_record(record: Any, where: str, *, size: int,
+                max_document_bytes: int | None = None) -> Iterator[Document | IngestError | IngestWarning]:
+    """One record (a parsed JSON object) exactly as `kbgate index add` reads a line of a .jsonl
+    file: over `max_document_bytes` (size: the record's bytes) or refused by `record_to_document`
+    it is one IngestError; else the Document, cleaned as `indexes.ingest.read_file` cleans it
+    (`indexes.ingest.clean`), with origin `where`, then its IngestWarnings. For writers that get
+    records another way than a file (the document API). Never raises."""
+    if max_document_bytes is not None and size > max_document_bytes:
+        yield IngestError(where, too_large(size, max_document_bytes))
+        return
+    notes: list[IngestWarning] = []
+    try:
+        doc = record_to_document(record, where, None, notes)
+    except (ValueError, TypeError) as exc:
+        yield IngestError(where, f"bad JSON record: {exc}")
+        return
+    doc, cleaned = clean_document(dataclasses.replace(doc, origin=where))
+    yield doc
+    yield from notes
+    yield from cleaned

@@ -1,5 +1,6 @@
 """gateway/core/errors.py: the Ret table is stable, distinct, and equal to its copy in
-docs/volcengine-console.md (and the Dify table to docs/dify.md's)."""
+docs/volcengine-console.md (and the Dify table to docs/dify.md's, the document API's codes to
+docs/document-api.md's)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ import re
 
 from gateway.core.errors import (
     ACCESS_TOOL_CODES,
+    AGENT_CODES,
     DIFY_TABLE,
+    DOCUMENT_CODES,
+    MCP_CODES,
     RET_TABLE,
     CallbackError,
     ConfigError,
     DifyError,
+    DocumentError,
     ToolError,
 )
 from tests.support.paths import ROOT
@@ -65,3 +70,18 @@ def test_docs_tool_codes_table_matches() -> None:
 def test_an_oversized_tool_request_is_413() -> None:
     e = ToolError("access.request_too_large")
     assert (e.status, e.retryable) == (413, False)
+
+
+def test_docs_document_codes_table_matches() -> None:
+    text = (ROOT / "docs" / "document-api.md").read_text("utf-8")
+    block = text.split("<!-- document-codes:start -->")[1].split("<!-- document-codes:end -->")[0]
+    rows = re.findall(r"^\| `([a-z_.]+)` \| (\d+) \| (yes|no) \|", block, re.M)
+    assert [(c, int(h), r == "yes") for c, h, r in rows] == [(c, h, retry) for c, (h, retry, _) in
+                                                             DOCUMENT_CODES.items()]
+
+
+def test_document_errors_carry_retry_hints() -> None:
+    busy = DocumentError("documents.writer_busy", retry_after=1.0)
+    assert (busy.status, busy.retryable, busy.retry_after) == (503, True, 1.0)
+    assert DocumentError("documents.embedding_failed", retryable=False).retryable is False
+    assert not set(DOCUMENT_CODES) & (set(ACCESS_TOOL_CODES) | set(MCP_CODES) | set(AGENT_CODES))

@@ -17,7 +17,7 @@ import pytest
 from tests.support.paths import ROOT
 
 PACKAGES = ("gateway", "indexes")
-WINGS = ("gateway.volcengine", "gateway.agent", "gateway.dify", "gateway.mcp")
+WINGS = ("gateway.volcengine", "gateway.agent", "gateway.dify", "gateway.mcp", "gateway.documents")
 OUTER = ("gateway.ops", "gateway.serve", "gateway.cli")  # operators' tools, the server, the command line
 MAX_LINES = 400
 

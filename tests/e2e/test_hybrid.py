@@ -219,3 +219,41 @@ def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_work
             took = time.monotonic() - t0
     assert took >= 2.0 and first_ids(answer)[0] == "pw"  # it did wait, and got the vectors' answer
     assert max(waits) < 0.5, waits  # blocked behind it, each would have taken ~1.7 s or more
+
+
+def test_the_document_api_embeds_what_it_writes_and_writes_nothing_when_the_provider_fails(tmp_path: Path) -> None:
+    """A PUT to a hybrid index (issue 20): its chunks are embedded before the commit and the
+    vectors of that commit are published before the answer, so a paraphrase finds it at once;
+    with the embedding service failing, the PUT is a retryable 502 and nothing is written."""
+    from indexes.dense.vectors import load_current
+
+    port, emb_port = free_port(), free_port()
+    dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings",
+             "query_timeout_ms": 4000, "retries": 1, "backoff_seconds": 0.1}
+    cfg = write_site(tmp_path, dense, port)
+    text = cfg.read_text("utf-8").replace('tools = ["knowledge.search", "search", "dify.retrieval", "mcp.search"]',
+                                          'tools = ["knowledge.search", "search", "dify.retrieval", "mcp.search", '
+                                          '"documents.write"]\nwrite_indexes = ["docs"]')
+    cfg.write_text(text, "utf-8")
+    page = {"title": "远程办公", "content": "在家连接公司内网：先启动客户端，再输入动态口令。"}
+    put = "/documents/v1/indexes/docs/documents/vpn"
+    auth = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
+    with embedding_server(emb_port) as emb:
+        assert index_add(cfg, tmp_path).returncode == 0
+        with server(cfg, port) as srv, httpx.Client(timeout=60) as client:
+            httpx.post(f"{emb}/control", json={"fail": 100, "status": 503}).raise_for_status()
+            r = client.put(srv.base + put, content=orjson.dumps(page), headers=auth)
+            assert r.status_code == 502, r.text
+            error = r.json()["errors"][0]
+            assert error["code"] == "documents.embedding_failed" and error["retryable"] is True
+            assert client.get(srv.base + put, headers=auth).status_code == 404  # nothing written
+            httpx.post(f"{emb}/reset").raise_for_status()
+            r = client.put(srv.base + put, content=orjson.dumps(page), headers=auth)
+            assert r.status_code == 200, r.text
+            data = r.json()["data"]
+            assert data["documents"][0]["change"] == "added"
+            vectors = load_current(tmp_path / "indexes" / "docs", view=False)
+            assert vectors is not None and vectors.revision_of.get("vpn") == data["documents"][0]["revision"]
+            assert httpx.get(f"{emb}/stats").json()["requests"] >= 1  # its chunk was embedded
+            assert first_ids(callback(client, srv.base, "在家里怎么访问公司的系统"))[0] == "vpn"
+            assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") >= 1

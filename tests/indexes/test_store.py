@@ -362,3 +362,37 @@ def test_a_zero_width_character_neither_hides_a_word_nor_is_needed_to_find_it(st
     ki.ingest([_doc("z", "页面里的 ZW\u200bMARKER 标记"), _doc("y", "另一页 PLAINWORD")], progress=False)
     assert [h.doc_id for h in ki.search("ZWMARKER", 5)] == ["z"]
     assert [h.doc_id for h in ki.search("PLAIN\u200bWORD", 5)] == ["y"]
+
+
+def test_creating_a_new_index_waits_for_another_creator(store: IndexStore) -> None:
+    """Two writers creating one new index (two server workers' first PUT, a worker and `kbgate
+    index add`): the second waits for the first's lock, then opens what it made, never writing an
+    empty meta.json over the first's commit."""
+    import fcntl
+    import os
+    import threading
+    import time
+
+    from indexes.schema import CREATE_LOCK, build_schema, register_analyzers, write_sidecar
+
+    folder = store.folder("new")
+    folder.mkdir(parents=True)
+    fd = os.open(folder / CREATE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the first creator, mid-way
+    opened: list[KnowledgeIndex] = []
+    second = threading.Thread(target=lambda: opened.append(store.create_or_open_for_write("new")))
+    second.start()
+    time.sleep(0.3)
+    assert second.is_alive()  # it waits instead of creating beside the first
+    import tantivy
+
+    first = tantivy.Index(build_schema(), path=str(folder))  # what the first creator makes and commits
+    register_analyzers(first)
+    write_sidecar(folder, {"chunk_chars": 800})
+    w = first.writer(heap_size=15_000_000, num_threads=1)
+    w.add_json('{"doc_id": "first", "chunk": 0, "revision": "r", "n_chunks": 1}')
+    w.commit()
+    w.wait_merging_threads()
+    os.close(fd)
+    second.join(10)
+    assert opened and opened[0].revisions() == {"first": "r"}

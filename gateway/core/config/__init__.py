@@ -1,5 +1,6 @@
 """The configuration: shapes (model), reading a file (load), editing it in place (edit)."""
 
+from gateway.core.config.documents import DocumentsConfig
 from gateway.core.config.fields import read_secret, read_signing_key
 from gateway.core.config.load import (
     load_config,
@@ -33,8 +34,8 @@ from gateway.core.config.owners import GapsConfig
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
-    "AuditConfig", "Config", "DifyConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route", "SearchConfig",
-    "SecretKey", "ServerConfig", "Tenant", "floor_of",
+    "AuditConfig", "Config", "DifyConfig", "DocumentsConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route",
+    "SearchConfig", "SecretKey", "ServerConfig", "Tenant", "floor_of",
     "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "load_sync_config", "parse_config",
     "read_secret",
     "read_signing_key",

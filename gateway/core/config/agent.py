@@ -2,7 +2,8 @@
 
     [agent]                      ref_key_env | ref_key_file (the master key of refs/cursors)
     [agent.routes.NAME]          index, datasets?, path_globs?, enabled, relevance_floor?
-    [agent.clients.ID]           routes, indexes?, datasets, path_globs, tools, include_working_docs
+    [agent.clients.ID]           routes, indexes?, datasets, path_globs, tools, include_working_docs,
+                                 write_indexes? (with the tool 'documents.write': the document API)
     [[agent.clients.ID.tokens]]  id, sha256 (hex SHA-256 of the Bearer token; the token itself
                                  is never stored)
     [audit]                      sink = "stdout" | "file" | "off", path (for "file")
@@ -92,7 +93,7 @@ def _route(name: str, r: Fields) -> AgentRoute:
 
 
 def _client(cid: str, c: Fields, routes: Mapping[str, AgentRoute], seen_hashes: dict[str, str]) -> AgentClient:
-    c.only({"tokens", "routes", "indexes", "datasets", "path_globs", "tools", "include_working_docs"})
+    c.only({"tokens", "routes", "indexes", "datasets", "path_globs", "tools", "include_working_docs", "write_indexes"})
     tokens = _tokens(c, seen_hashes)
     policy_routes = c.required_strings("routes", DENY_BY_DEFAULT)
     for rn in policy_routes:
@@ -113,8 +114,27 @@ def _client(cid: str, c: Fields, routes: Mapping[str, AgentRoute], seen_hashes: 
         datasets=None if "*" in datasets else datasets,
         indexes=c.strings("indexes"),
         include_working_docs=c.boolean("include_working_docs", False),
+        write_indexes=_write_indexes(c, tools),
     )
     return AgentClient(cid, tokens, policy)
+
+
+def _write_indexes(c: Fields, tools: tuple[str, ...]) -> tuple[str, ...]:
+    """The indexes the document API lets the client write: required with 'documents.write'
+    (deny by default), refused without it (a key that grants nothing is a mistake)."""
+    granted = "documents.write" in tools
+    if "write_indexes" not in c:
+        if granted:
+            raise ConfigError(c.key("write_indexes"), "is required with the tool 'documents.write' (the indexes "
+                                                       "the client may write; policies deny what they do not name)")
+        return ()
+    if not granted:
+        raise ConfigError(c.key("write_indexes"), "is only used with the tool 'documents.write'")
+    names = c.required_strings("write_indexes", DENY_BY_DEFAULT)
+    for i, name in enumerate(names):
+        if not INDEX_NAME.fullmatch(name):
+            raise ConfigError(f"{c.key('write_indexes')}[{i}]", "index names use letters, digits, '_', '.', '-'")
+    return names
 
 
 def _tokens(c: Fields, seen: dict[str, str]) -> tuple[AgentToken, ...]:

@@ -18,6 +18,7 @@ from typing import Any
 from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
+from gateway.core.config.documents import parse_documents
 from gateway.core.config.fields import SHA256_HEX, section
 from gateway.core.config.gaps import parse_gaps
 from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
@@ -44,7 +45,7 @@ from indexes.dense.config import DenseConfig
 from indexes.types import DEFAULT_BOUNDS
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
-            "mcp", "gaps")
+            "mcp", "gaps", "documents")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -133,11 +134,12 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     log.only({"level"})
     tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars)
     indexes = top.table("indexes")
-    parse_sources(index_tables(indexes), base_dir, parse_indexer(indexes, base_dir)[1])  # refused here too
+    indexes_dir, max_document_bytes = parse_indexer(indexes, base_dir)
+    parse_sources(index_tables(indexes), base_dir, max_document_bytes)  # refused here too
     return Config(
         server=server,
         replay=replay,
-        indexes_dir=parse_indexer(indexes, base_dir)[0],  # max_document_bytes is the indexer's; checked here too
+        indexes_dir=indexes_dir,
         search=search,
         tenants=tenants,
         source=source,
@@ -153,6 +155,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         gaps=parse_gaps(top.table("gaps"), base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
         mcp=parse_mcp(top.table("mcp"), paths),
+        documents=parse_documents(top.table("documents"), max_document_bytes),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.core.config.documents import DocumentsConfig
 from gateway.core.config.owners import GapsConfig
 from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
@@ -22,7 +23,7 @@ DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not excee
 # candidate keys offline against its HMAC, and a short key falls to that search.
 MIN_SECRET_CHARS = 16
 # The gateway's own endpoints: a tenant's callback path may not shadow them.
-RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "/agent-access/")
+RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "/agent-access/", "/documents/")
 # Agent Access tool API (seed 002 §7); 'get_page.full_text' lets get_page return whole text.
 ACCESS_TOOLS = ("search", "ask", "get_page", "get_page.full_text", "get_context", "create_feedback",
                 "create_improvement_task")
@@ -31,7 +32,9 @@ DIFY_TOOLS = ("dify.retrieval",)
 # The MCP server's tools (gateway/mcp/): their own grants, so MCP clients can be given or
 # refused the company's knowledge apart from the agent protocols.
 MCP_TOOLS = ("mcp.search", "mcp.fetch")
-AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS, *DIFY_TOOLS, *MCP_TOOLS})
+# The document API (gateway/documents/): writing the indexes a policy's write_indexes names.
+DOCUMENT_TOOLS = ("documents.write",)
+AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS, *DIFY_TOOLS, *MCP_TOOLS, *DOCUMENT_TOOLS})
 
 
 # ---------------------------------------------------------------- Volcengine tenants (seed 003)
@@ -236,7 +239,8 @@ class AgentPolicy:
     routes: agent route names. indexes: None = whatever its routes map to, else a
     whitelist. datasets: None = all ("*"). path_globs: ("**",) = all. tools: names from
     AGENT_TOOLS. include_working_docs: may the client see working docs
-    (`gateway.core.scope.WORKING_DOCS`; default False).
+    (`gateway.core.scope.WORKING_DOCS`; default False). write_indexes: the indexes the document
+    API lets it write (with the 'documents.write' tool), only documents of `datasets`.
     """
 
     routes: tuple[str, ...]
@@ -245,6 +249,7 @@ class AgentPolicy:
     datasets: tuple[str, ...] | None = None
     indexes: tuple[str, ...] | None = None
     include_working_docs: bool = False
+    write_indexes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,6 +382,7 @@ class Config:
     mcp: McpConfig = McpConfig()
     gaps: GapsConfig = GapsConfig()
     synonyms: Mapping[str, Synonyms] = field(default_factory=dict)
+    documents: DocumentsConfig = DocumentsConfig()
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""

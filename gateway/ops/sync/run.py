@@ -1,11 +1,13 @@
 """`kbgate sync`: bring each index in step with its sources, once or every DURATION.
 
 kbgate sync --config FILE [--index NAME] [--source NAME] [--dry-run] [--every DURATION] [--replace]
+            [--wait SECONDS]
 
 One run, per index: read the sync state (`gateway.ops.sync.plan`), ask each source what changed
 (`plan_git`, `plan_web`, `plan_folder`), apply every source's upserts and deletes in one commit
-through `indexes.changes.apply_changes` (readers see all of it or none of it; unchanged
-documents are not rewritten nor re-embedded), then write the new state. Killed anywhere, the
+through `indexes.changes.apply_changes` (`gateway.ops.sync.apply`: readers see all of it or
+none of it; unchanged documents are not rewritten nor re-embedded; a document the writer
+refuses is reported and the rest applied), then write the new state. Killed anywhere, the
 next run completes the work: before the commit nothing was applied; after it, the old state
 makes the next run recompute the same changes, which are then no-ops.
 
@@ -64,6 +66,9 @@ def register(sub: Any) -> None:
     s.add_argument("--every", metavar="DURATION", help="run again every DURATION (30s, 10m, 1h) until stopped")
     s.add_argument("--replace", action="store_true",
                    help="let a source replace documents indexed from elsewhere (default: refuse them)")
+    s.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="wait this long for the index's writer while another holds it (a running server's document "
+                        "API, kbgate index add); default 60")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(func=cmd_sync)
 
@@ -83,13 +88,17 @@ def _plan(source: SyncSource, index: Any, recorded: dict[str, Any], work: Path, 
 
 
 def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_run: bool, max_bytes: int,
-               replace: bool = False, progress: bool = False) -> int:
+               replace: bool = False, progress: bool = False, wait_seconds: float = 60.0) -> int:
     """One run for index `name` of `store` (an `indexes.dense.HybridStore`): prints what each
-    source found and what changed; returns 1 when a source failed or an input was refused, else 0."""
-    from indexes.changes import apply_changes
+    source found and what changed; returns 1 when a source failed or an input was refused, else 0.
+    wait_seconds: how long to wait for the index's writer while another holds it; a writer
+    held longer, or a hybrid index's embedding provider failing, is reported and returns 1
+    (nothing committed, the state kept: the next run tries again)."""
+    from indexes.errors import EmbeddingError, IndexLockedError
     from indexes.records import document_revision
     from indexes.types import Document, IngestError, IngestWarning
 
+    from .apply import apply_sync, change_set
     from .git import GitError
     from .plan import read_state, write_state
 
@@ -112,8 +121,8 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
         failed += sum(1 for n in plan.notes if n.startswith("error"))
         plans.append(plan)
     upserts = [d for p in plans for d in p.upserts]
-    deletes = {i for p in plans for i in p.deletes}
     if dry_run:
+        deletes = {i for p in plans for i in p.deletes}
         known = index.revisions() if index is not None else {}
         docs = {d.id: d for d in upserts if isinstance(d, Document)}
         added = sorted(i for i in docs if i not in known)
@@ -129,15 +138,25 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
     else:
         started = time.perf_counter()
         assert index is not None  # opened (created when new) unless a dry run
-        report = apply_changes(index, upserts, deletes, replace=replace, progress=progress)
-        write_state(folder, {**states, **{p.source.name: p.state for p in plans}})  # after the commit
-        print(f"index {name}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-              f"{report.deleted} deleted, {report.chunks} chunks written in {time.perf_counter() - started:.1f} s "
-              f"(generation {report.generation})")
+        changes, report_errors, report_warnings = change_set(plans, replace=replace)
+        origins = {d.id: d.origin or f"document {d.id!r}" for d in changes.upserts}
+        try:
+            report, refused = apply_sync(index, changes, wait_seconds=wait_seconds, progress=progress)
+        except (IndexLockedError, EmbeddingError) as exc:  # nothing committed, no state written
+            print(f"  index {name}: {exc}; nothing changed, the next run tries again", file=sys.stderr)
+            return 1
+        retry = {r.doc_id for r in refused}  # a source with a refused document is read again next run
+        write_state(folder, {**states, **{p.source.name: p.state for p in plans if not p.ids & retry}})
+        print(f"index {name}: {report.count('added')} added, {report.count('updated')} updated, "
+              f"{report.count('unchanged')} unchanged, {report.count('deleted')} deleted, {report.chunks} chunks "
+              f"written in {time.perf_counter() - started:.1f} s (generation {report.generation}"
+              f"{'' if report.commit is not None else ', no commit'})")
         dense_report = getattr(index, "last_dense_report", None)
         if dense_report is not None:
             print(dense_report.line(name))
-        report_errors, report_warnings = report.errors, report.warnings
+        report_errors += [(origins[r.doc_id] if r.doc_id in origins else f"document {r.doc_id!r}", r.reason)
+                          for r in refused]
+        report_warnings += report.warnings
     for where, reason in report_errors:
         print(f"  skipped {where}: {reason}", file=sys.stderr)
     for where, message in report_warnings:
@@ -187,7 +206,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
         code = 0
         for name, ss in chosen.items():
             code = max(code, sync_index(store, name, ss, dry_run=args.dry_run, max_bytes=max_bytes,
-                                        replace=args.replace, progress=not args.no_progress))
+                                        replace=args.replace, progress=not args.no_progress,
+                                        wait_seconds=max(args.wait, 0.0)))
         sys.stdout.flush()
         if every is None:
             return code

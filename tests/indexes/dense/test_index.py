@@ -218,3 +218,34 @@ def test_closing_the_store_stops_every_hybrid_encoder_and_forgets_the_index(buil
     again = store.open("kb")
     assert again is not ix
     again.close()
+
+
+def test_a_change_set_embeds_its_new_chunks_and_publishes_the_vectors_of_its_commit(built: Path) -> None:
+    """The document API's writes (indexes.changes) on a hybrid index: the new document is found
+    by meaning right after the commit, the deleted one is gone from the vectors, and the write
+    handle borrows the served index's model instead of loading a second one."""
+    from indexes.changes import apply_changes
+    from indexes.dense.vectors import load_current
+    from indexes.types import ChangeSet
+
+    store = HybridStore(built, dense={"kb": USE})
+    served = store.open("kb")
+    assert isinstance(served, HybridIndex)
+    served.embedder.warm()
+    handle = store.create_or_open_for_write("kb")
+    try:
+        assert isinstance(handle, HybridIndex) and handle.embedder.inner is served.embedder  # type: ignore[attr-defined]
+        new = doc("vpn", "远程办公网络", "在家连接公司内网要先启动客户端，再输入动态口令。")
+        report = apply_changes(handle, ChangeSet(upserts=(new,), deletes=("pw",)))
+        assert [c.change for c in report.changes] == ["added", "deleted"]
+        assert current_generation(built / "kb") is not None
+        assert current_generation(built / "kb")[0] == report.commit == read_generation(built / "kb")  # type: ignore[index]
+        vectors = load_current(built / "kb", view=False)
+        assert vectors is not None and "vpn" in vectors.revision_of and "pw" not in vectors.revision_of
+        handle.close()  # the handle's close leaves the served index's model open
+        served.maybe_reload(force=True)
+        hits = served.search("在家里怎么访问公司的系统", 3)
+        assert served.dense.counters.get("hybrid") == 1 and hits[0].doc_id == "vpn"
+    finally:
+        handle.close()
+        served.close()

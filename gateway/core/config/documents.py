@@ -1,0 +1,52 @@
+"""`[documents]`: the document API's bounds (gateway/documents/), and the shape it is read into.
+
+    [documents]   max_body_bytes, max_batch_documents, write_timeout_seconds, body_timeout_seconds
+
+Who may write which index is `[agent]`'s business (the grant `documents.write` and the
+policy's `write_indexes`, gateway.core.config.agent); one document's size is bounded by
+`indexes.max_document_bytes`, as `kbgate index add` bounds it. Every key is optional and
+reloads without a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.core.types import KIB, MIB, SECONDS
+from gateway.core.validate import Fields
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+
+__all__ = ["DocumentsConfig", "parse_documents"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentsConfig:
+    """The document API's bounds. Sizes in bytes, durations in seconds.
+
+    max_body_bytes: one request's body (a JSON document, an uploaded file, a batch).
+    max_batch_documents: upserts plus deletes of one batch.
+    write_timeout_seconds: how long a write waits for the index's one writer while another
+        holds it (another worker's write, `kbgate index add`, `kbgate sync`) before it is
+        answered documents.writer_busy (nothing written).
+    body_timeout_seconds: the whole body must arrive within it (else documents.body_timeout).
+    max_document_bytes: one document (its JSON, or the file), `indexes.max_document_bytes`.
+    """
+
+    max_body_bytes: int = 16 * MIB
+    max_batch_documents: int = 1000
+    write_timeout_seconds: float = 30.0 * SECONDS
+    body_timeout_seconds: float = 60.0 * SECONDS
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+
+
+def parse_documents(t: Fields, max_document_bytes: int) -> DocumentsConfig:
+    """The [documents] table → DocumentsConfig; max_document_bytes: `indexes.max_document_bytes`.
+    Raises ConfigError naming the key (unknown keys, bounds out of range)."""
+    t.only({"max_body_bytes", "max_batch_documents", "write_timeout_seconds", "body_timeout_seconds"})
+    return DocumentsConfig(
+        max_body_bytes=t.integer("max_body_bytes", 16 * MIB, lo=1 * KIB, hi=1024 * MIB),
+        max_batch_documents=t.integer("max_batch_documents", 1000, lo=1, hi=100_000),
+        write_timeout_seconds=t.number("write_timeout_seconds", 30.0, lo=0.0, hi=600.0),
+        body_timeout_seconds=t.number("body_timeout_seconds", 60.0, lo=0.1, hi=3600.0),
+        max_document_bytes=max_document_bytes,
+    )

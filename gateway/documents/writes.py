@@ -1,0 +1,114 @@
+"""The document API's writes in one worker: one at a time per index, through the index's one
+writer, answered after the commit (docs/document-api.md, "The single writer").
+
+    await writes.apply("kb", ChangeSet(...))  →  ChangeReport (the commit, what changed per id)
+
+- In this worker, writes to one index queue on an asyncio lock (a waiting request holds no
+  thread). Across workers and processes (`kbgate index add`, `kbgate sync`), Tantivy's writer
+  lock decides: `indexes.changes.apply_changes` retries while another writer holds it. The
+  whole wait, both queues, is bounded by `documents.write_timeout_seconds`; past it the request
+  is answered documents.writer_busy (503, Retry-After) and nothing of it is written.
+- The write runs in a worker thread on a fresh write handle
+  (`IndexStore.create_or_open_for_write`: it creates the index on its first document; a hybrid
+  handle borrows the served index's model), so searches go on in this worker meanwhile.
+  Once a write has the writer it runs to its end, even when its caller has gone: the caller's
+  retry then finds it 'unchanged'.
+- After the commit this worker's reader reloads at once; every other worker's reader sees the
+  commit at its next search that starts `indexes.store.RELOAD_CHECK_SECONDS` (0.5 s) after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import anyio.to_thread
+
+from gateway.core.errors import DocumentError
+from gateway.core.runtime import Runtime
+from indexes.changes import ChangeReport, apply_changes
+from indexes.errors import (
+    EmbeddingError,
+    IndexLockedError,
+    IndexNotFoundError,
+    IndexStoreError,
+    SchemaVersionError,
+)
+from indexes.types import ChangeSet
+
+log = logging.getLogger("kbgate.documents")
+
+BUSY_RETRY_AFTER_SECONDS = 1.0
+
+
+class Writes:
+    """The worker's writes (module doc). rt: the worker's runtime (its index store and config)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def exists(self, name: str) -> bool:
+        """Does index `name` exist on disk (a delete never creates one)?"""
+        return (self.rt.indexes.folder(name) / "meta.json").is_file()
+
+    async def apply(self, name: str, changes: ChangeSet) -> ChangeReport:
+        """Apply `changes` to index `name` in one commit, all or nothing; returns the report
+        (refusals included: the caller answers them). Raises DocumentError: writer_busy (the
+        writer was not ours within documents.write_timeout_seconds), embedding_failed,
+        index_unavailable; nothing was written then."""
+        timeout = self.rt.config.documents.write_timeout_seconds
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        try:
+            async with asyncio.timeout(timeout):  # a cancelled acquire never leaves the lock held
+                await lock.acquire()
+        except TimeoutError:
+            raise _busy(name, timeout) from None
+        try:
+            left = max(deadline - loop.time(), 0.0)
+            return await anyio.to_thread.run_sync(self._apply, name, changes, left)
+        except IndexLockedError:
+            raise _busy(name, timeout) from None
+        except EmbeddingError as exc:
+            log.warning("document write refused: embedding failed", extra={"index": name, "problem": str(exc)[:200]})
+            raise DocumentError("documents.embedding_failed", f"the embedding provider of index {name!r} failed "
+                                                              "(nothing was written)",
+                                retryable=exc.retryable) from None
+        except (IndexStoreError, OSError, ValueError) as exc:
+            log.warning("document write failed", extra={"index": name, "problem": str(exc)[:300]})
+            reason = exc.reason if isinstance(exc, IndexStoreError) else "cannot be written"
+            raise DocumentError("documents.index_unavailable", f"index {name!r} {reason} (nothing was written)",
+                                retryable=not isinstance(exc, SchemaVersionError)) from None
+        finally:
+            lock.release()
+
+    def _apply(self, name: str, changes: ChangeSet, wait_seconds: float) -> ChangeReport:
+        """In a worker thread: open a write handle, apply, close it, reload the served reader."""
+        store = self.rt.indexes
+        try:
+            store.open(name)  # the served index first: a hybrid write handle borrows its model
+        except IndexNotFoundError:
+            pass  # a new index: created by the write handle
+        handle = store.create_or_open_for_write(name)
+        try:
+            log.info("document changes applying", extra={"index": name, "upserts": len(changes.upserts),
+                                                         "deletes": len(changes.deletes)})
+            report = apply_changes(handle, changes, wait_seconds=wait_seconds)
+        finally:
+            handle.close()
+        if report.commit is not None:
+            try:
+                store.open(name).maybe_reload(force=True)  # this worker shows it at once
+            except (IndexStoreError, OSError, ValueError):
+                log.warning("index reload after a write failed", extra={"index": name})
+            log.info("document changes committed", extra={"index": name, "commit": report.commit,
+                                                          "chunks": report.chunks})
+        return report
+
+
+def _busy(name: str, timeout: float) -> DocumentError:
+    return DocumentError("documents.writer_busy", f"another writer held index {name!r} for {timeout:g} s "
+                                                  "(kbgate index add, a sync, or other writes): nothing was "
+                                                  "written; retry", retry_after=BUSY_RETRY_AFTER_SECONDS)

@@ -1,0 +1,284 @@
+"""gateway.documents.handlers: the document API in-process (the app under its lifespan, a real
+Tantivy index, a real Redis for the tool API's search): writes answered with what changed and
+the commit, idempotent by id and content hash, refused whole for one bad document, and the
+grant, the index and the datasets of the client's policy."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from urllib.parse import quote
+
+import anyio
+import orjson
+import pytest
+
+from indexes.records import document_revision
+from indexes.stats import read_generation
+from indexes.types import Document, Section
+from tests.documents.conftest import NARROW, OTHER, READER, DocsApp, refused, result
+
+pytestmark = pytest.mark.anyio
+
+Start = Callable[..., Awaitable[DocsApp]]
+FAQ = {"title": "退款政策", "content": "购买后七天内可以无理由退款，超过七天需要联系客服。", "url": "https://cms.example.com/faq/7",
+       "publish_time": "2026-01-15", "category": "售后"}
+
+
+async def test_a_put_is_answered_after_its_commit_and_seen_by_the_next_search(docs_app: Start) -> None:
+    app = await docs_app()
+    before = read_generation(app.indexes / "kb")
+    body = result(await app.put("kb", "faq-7", FAQ))
+    assert body["tool"] == "documents.put"
+    data = body["data"]
+    assert data["committed"] is True and data["commit"] == read_generation(app.indexes / "kb") > (before or 0)
+    assert data["documents"] == [{"id": "faq-7", "change": "added", "revision": data["documents"][0]["revision"]}]
+    assert data["counts"]["added"] == 1 and data["visibleWithinSeconds"] == 0.5
+    assert "faq-7" in await app.search("退款政策")  # this worker reloads at once
+    head = result(await app.get("kb", "faq-7"))["data"]
+    assert head["revision"] == data["documents"][0]["revision"] and head["appliedCommit"] == data["commit"]
+    assert head["appliedAt"].endswith("Z") and head["id"] == "faq-7"
+    line = [a for a in app.audit() if a["tool"] == "documents.put"][-1]
+    assert line["wing"] == "documents" and line["outcome"] == "passed" and line["index"] == "kb"
+
+
+async def test_a_retried_put_is_unchanged_and_makes_no_commit(docs_app: Start) -> None:
+    app = await docs_app()
+    first = result(await app.put("kb", "faq-7", FAQ))["data"]
+    generation = read_generation(app.indexes / "kb")
+    again = result(await app.put("kb", "faq-7", FAQ))["data"]
+    assert again["documents"][0]["change"] == "unchanged" and again["committed"] is False
+    assert again["commit"] == first["commit"] == generation == read_generation(app.indexes / "kb")
+    changed = result(await app.put("kb", "faq-7", {**FAQ, "content": "购买后十四天内可以退款。"}))["data"]
+    assert changed["documents"][0]["change"] == "updated" and changed["commit"] > first["commit"]
+
+
+async def test_delete_then_its_retry_then_get_is_not_found(docs_app: Start) -> None:
+    app = await docs_app()
+    result(await app.put("kb", "faq-7", FAQ))
+    deleted = result(await app.delete("kb", "faq-7"))["data"]
+    assert deleted["documents"] == [{"id": "faq-7", "change": "deleted", "revision": None}] and deleted["committed"]
+    again = result(await app.delete("kb", "faq-7"))["data"]
+    assert again["documents"][0]["change"] == "absent" and again["committed"] is False
+    assert again["commit"] == deleted["commit"]
+    refused(await app.get("kb", "faq-7"), 404, "documents.not_found")
+    assert "faq-7" not in await app.search("退款政策")
+
+
+async def test_a_delete_on_an_index_not_made_yet_creates_nothing(docs_app: Start) -> None:
+    app = await docs_app()
+    data = result(await app.delete("fresh", "x"))["data"]
+    assert data["documents"] == [{"id": "x", "change": "absent", "revision": None}] and data["commit"] is None
+    assert not (app.indexes / "fresh").exists()
+    refused(await app.get("fresh", "x"), 404, "documents.not_found")
+    data = result(await app.put("fresh", "x", {"title": "新索引", "content": "第一篇文档建立了这个索引。"}))["data"]
+    assert data["documents"][0]["change"] == "added" and (app.indexes / "fresh" / "meta.json").is_file()
+
+
+async def test_a_json_document_is_read_as_kbgate_index_add_reads_a_jsonl_record(docs_app: Start) -> None:
+    app = await docs_app()
+    record = {**FAQ, "publish_time": 1_764_580_000_000, "cover_image": "data:image/png;base64,AAAA",
+              "nested": {"a": 1}, "url": "javascript:alert(1)"}
+    data = result(await app.put("kb", "faq-8", record))["data"]
+    messages = " | ".join(w["message"] for w in data["warnings"])
+    assert "read as milliseconds: kept as 1764580000" in messages
+    assert "'nested'" in messages and "not kept" in messages
+    assert "cover_image url" in messages and "is not an http(s) URL" in messages
+    stored = app.app.runtime.index("kb").get_document("faq-8")
+    assert stored is not None and stored.publish_time == 1_764_580_000 and stored.url is None
+    assert dict(stored.metadata)["category"] == "售后"
+    expected = Document("faq-8", FAQ["title"], (Section("", FAQ["content"]),), publish_time=1_764_580_000,
+                        metadata=(("category", "售后"),))
+    assert data["documents"][0]["revision"] == document_revision(expected)
+
+
+@pytest.mark.parametrize(("record", "doc_id", "says"), [
+    ({"content": "x", "publish_time": 1.5e300}, "bad-time", "is outside the times kept"),
+    ({"content": "x", "publish_time": "昨天"}, "bad-time2", "is not an ISO date"),
+    ({"content": "x", "dataset": "a:b"}, "bad-dataset", "holds ':'"),
+    ({"content": "x", "qa_visible": "maybe"}, "bad-visible", "'qa_visible' must be a boolean"),
+    ({"content": 5}, "bad-content", "'title' and 'content' must be strings"),
+    ({"content": "x"}, "bad%E2%80%8Bid", "invisible characters"),
+])
+async def test_what_index_add_refuses_is_refused_naming_the_document(docs_app: Start, record: dict[str, object],
+                                                                     doc_id: str, says: str) -> None:
+    app = await docs_app()
+    before = read_generation(app.indexes / "kb")
+    errors = refused(await app.put("kb", doc_id, record), 422, "documents.document_invalid")
+    assert says in errors[0]["message"] and errors[0]["id"]
+    assert read_generation(app.indexes / "kb") == before
+
+
+async def test_sizes_the_body_and_the_id_of_a_document(docs_app: Start) -> None:
+    app = await docs_app(max_document_bytes=2000,
+                         documents={"max_body_bytes": 4096})
+    errors = refused(await app.put("kb", "big", {"content": "长" * 1000}), 422, "documents.document_invalid")
+    assert "over the maximum document size of 2000 bytes" in errors[0]["message"]
+    refused(await app.put("kb", "huge", {"content": "x" * 5000}), 413, "documents.request_too_large")
+    errors = refused(await app.put("kb", "a", {"id": "b", "content": "x"}), 400, "documents.request_invalid")
+    assert "'a'" in errors[0]["message"]
+    refused(await app.put("kb", "a", content=b"{not json"), 400, "documents.request_invalid")
+    refused(await app.put("kb", "a", content=b"{}", content_type="application/zip"), 415, "documents.media_unsupported")
+    refused(await app.put("kb", "a", FAQ, unknown="1"), 400, "documents.request_invalid")
+    refused(await app.put("kb", "a", FAQ, path="x.md"), 400, "documents.request_invalid")
+
+
+async def test_a_batch_with_one_invalid_document_is_refused_whole_naming_it(docs_app: Start) -> None:
+    app = await docs_app()
+    result(await app.put("kb", "keep", {"title": "保留", "content": "这一篇不能被删掉。"}))
+    before = read_generation(app.indexes / "kb")
+    body = {"upserts": [{"id": "b1", "content": "第一篇"}, {"id": "b2", "content": "x", "publish_time": 1.5e300},
+                        {"id": "b3", "content": "第三篇"}, {"id": "b4", "content": "x", "dataset": "a:b"}],
+            "deletes": ["keep"]}
+    errors = refused(await app.batch("kb", body), 422, "documents.document_invalid")
+    assert [e["id"] for e in errors] == ["b2", "b4"]
+    assert read_generation(app.indexes / "kb") == before
+    for doc_id in ("b1", "b3"):
+        refused(await app.get("kb", doc_id), 404, "documents.not_found")
+    result(await app.get("kb", "keep"))
+
+
+async def test_a_batch_applies_its_upserts_and_deletes_in_one_commit(docs_app: Start,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    app = await docs_app()
+    result(await app.put("kb", "old", {"title": "旧文", "content": "旧的内容。"}))
+    caplog.set_level(logging.INFO, logger="kbgate.documents")
+    caplog.clear()
+    body = {"upserts": [{"id": "n1", "title": "新一", "content": "新的第一篇。"}, {"id": 7, "content": "数字编号"}],
+            "deletes": ["old", "never-was"]}
+    data = result(await app.batch("kb", body))["data"]
+    assert [(d["id"], d["change"]) for d in data["documents"]] == [
+        ("n1", "added"), ("7", "added"), ("old", "deleted"), ("never-was", "absent")]
+    assert data["commit"] == read_generation(app.indexes / "kb")
+    commits = [r for r in caplog.records if r.getMessage() == "document changes committed"]
+    assert [getattr(r, "commit", None) for r in commits] == [data["commit"]]  # one commit for the four
+    again = result(await app.batch("kb", body))["data"]
+    assert {d["change"] for d in again["documents"]} == {"unchanged", "absent"} and again["committed"] is False
+
+
+@pytest.mark.parametrize(("body", "code", "status"), [
+    ({"upserts": [{"id": "a", "content": "x"}], "deletes": ["a"]}, "documents.request_invalid", 400),
+    ({}, "documents.request_invalid", 400),
+    ({"upserts": "x"}, "documents.request_invalid", 400),
+    ({"deletes": [""]}, "documents.request_invalid", 400),
+    ({"deletes": ["a"], "other": 1}, "documents.request_invalid", 400),
+    ({"upserts": [{"content": "no id"}]}, "documents.document_invalid", 422),
+])
+async def test_a_malformed_batch_is_refused(docs_app: Start, body: dict[str, object], code: str, status: int) -> None:
+    app = await docs_app()
+    refused(await app.batch("kb", body), status, code)
+
+
+async def test_a_batch_larger_than_allowed_is_refused(docs_app: Start) -> None:
+    app = await docs_app(documents={"max_batch_documents": 2})
+    errors = refused(await app.batch("kb", {"deletes": ["a", "b", "c"]}), 400, "documents.request_invalid")
+    assert "max_batch_documents" in errors[0]["message"]
+
+
+async def test_the_grant_the_index_and_the_datasets_of_the_policy(docs_app: Start) -> None:
+    app = await docs_app()
+    errors = refused(await app.put("kb", "x", FAQ, token=READER), 403, "access.forbidden_tool")
+    assert "documents.write" in errors[0]["message"]
+    refused(await app.put("kb", "x", FAQ, token=OTHER), 403, "access.forbidden_scope")
+    refused(await app.get("kb", "kb-1", token=OTHER), 403, "access.forbidden_scope")
+    refused(await app.batch("kb", {"deletes": ["kb-1"]}, token=OTHER), 403, "access.forbidden_scope")
+    refused(await app.put("kb", "x", FAQ, token="not-a-token-0123456789"), 401, "access.unauthorized")
+    # NARROW writes dataset 'public' only: a document of another dataset, or none, is denied
+    refused(await app.put("kb", "x", FAQ, token=NARROW), 403, "access.dataset_not_allowed")
+    data = result(await app.put("kb", "p", {**FAQ, "dataset": "public"}, token=NARROW))["data"]
+    assert data["documents"][0]["change"] == "added"
+    refused(await app.delete("kb", "kb-1", token=NARROW), 403, "access.dataset_not_allowed")  # dataset 'kb'
+    refused(await app.get("kb", "kb-1", token=NARROW), 403, "access.dataset_not_allowed")
+    result(await app.get("kb", "kb-1"))
+    assert not (app.indexes / "other").exists()
+    denied = [a for a in app.audit() if a["outcome"] == "denied"]
+    assert {a["code"] for a in denied} == {"access.forbidden_tool", "access.forbidden_scope", "access.unauthorized",
+                                           "access.dataset_not_allowed"}
+
+
+async def test_ids_held_by_another_dataset_or_source_are_conflicts(docs_app: Start) -> None:
+    app = await docs_app()
+    errors = refused(await app.put("kb", "kb-1", FAQ), 409, "documents.document_conflict")  # kb-1 is of dataset 'kb'
+    assert "another dataset" in errors[0]["message"] and "'kb'" not in errors[0]["message"]
+    md = b"# \xe5\xae\x89\xe8\xa3\x85\n\nfrom a file\n"
+    index = app.app.runtime.indexes.create_or_open_for_write("kb")
+    index.ingest([Document("guide.md", "安装", (Section("", "from a file"),), path="guide.md",
+                           source="/srv/docs/guide.md")], progress=False)
+    index.close()
+    errors = refused(await app.put("kb", "guide.md", content=md, content_type="text/markdown"), 409,
+                     "documents.document_conflict")
+    assert "replace=true" in errors[0]["message"] and "/srv/docs" not in errors[0]["message"]
+    data = result(await app.put("kb", "guide.md", content=md, content_type="text/markdown", replace="true"))["data"]
+    assert data["documents"][0]["change"] == "updated"
+    assert data["warnings"] == [{"id": "guide.md", "message": "replaced a document indexed from another source "
+                                                              "(replace=true)"}]
+
+
+async def test_methods_outside_the_api_are_405_with_allow(docs_app: Start) -> None:
+    app = await docs_app()
+    from tests.documents.conftest import WRITER
+    auth = {"authorization": f"Bearer {WRITER}"}
+    r = await app.http.post("/documents/v1/indexes/kb/documents/x", headers=auth)
+    refused(r, 405, "documents.method_not_allowed")
+    assert r.headers["allow"] == "GET, PUT, DELETE"
+    r = await app.http.get("/documents/v1/indexes/kb/batch", headers=auth)
+    refused(r, 405, "documents.method_not_allowed")
+    assert r.headers["allow"] == "POST"
+
+
+async def test_a_busy_writer_is_a_retryable_503_and_nothing_is_written(docs_app: Start) -> None:
+    from indexes.writer import open_writer
+
+    app = await docs_app(documents={"write_timeout_seconds": 0.3})
+    index = app.app.runtime.indexes.create_or_open_for_write("kb")
+    held = open_writer(index._index, "kb", str(index.path))  # as kbgate index add holds it
+    try:
+        r = await app.put("kb", "faq-7", FAQ)
+        errors = refused(r, 503, "documents.writer_busy")
+        assert errors[0]["retryable"] is True and r.headers["retry-after"] == "1"
+    finally:
+        held.rollback()
+        held.wait_merging_threads()
+        index.close()
+    refused(await app.get("kb", "faq-7"), 404, "documents.not_found")
+    assert result(await app.put("kb", "faq-7", FAQ))["data"]["documents"][0]["change"] == "added"
+
+
+async def test_a_refusal_never_echoes_the_documents_text(docs_app: Start) -> None:
+    app = await docs_app()
+    r = await app.put("kb", "x", content=orjson.dumps({"content": "秘密内容 s3cr3t", "publish_time": "s3cr3t"}))
+    refused(r, 422, "documents.document_invalid")
+    assert "秘密内容" not in r.text
+
+
+async def test_ids_with_any_characters_a_jsonl_id_may_hold(docs_app: Start) -> None:
+    app = await docs_app()
+    for doc_id in ("指南/部署 说明.md", "ds1:faq#7", "a%b?c"):
+        data = result(await app.put("kb", quote(doc_id, safe="/"), {"content": f"{doc_id} 的正文"}))["data"]
+        assert data["documents"][0]["id"] == doc_id
+        assert result(await app.get("kb", quote(doc_id, safe="/")))["data"]["id"] == doc_id
+
+
+async def test_a_body_that_trickles_in_is_408(docs_app: Start) -> None:
+    app = await docs_app(documents={"body_timeout_seconds": 0.3})
+
+    async def slow() -> AsyncIterator[bytes]:
+        yield b'{"content": '
+        await anyio.sleep(1.0)
+        yield b'"x"}'
+
+    from tests.documents.conftest import BASE, WRITER
+    r = await app.http.put(f"{BASE}/kb/documents/slow", content=slow(),
+                           headers={"authorization": f"Bearer {WRITER}", "content-type": "application/json"})
+    refused(r, 408, "documents.body_timeout")
+
+
+async def test_an_index_of_another_schema_version_is_503_not_retryable(docs_app: Start) -> None:
+    from indexes.schema import SIDECAR
+
+    app = await docs_app()
+    sidecar = app.indexes / "kb" / SIDECAR
+    sidecar.write_text(sidecar.read_text("utf-8").replace('"schema_version": 9', '"schema_version": 1'), "utf-8")
+    errors = refused(await app.put("kb", "x", FAQ), 503, "documents.index_unavailable")
+    assert errors[0]["retryable"] is False and "schema version" in errors[0]["message"]
+    assert str(app.indexes) not in errors[0]["message"]
