@@ -8,7 +8,8 @@ raises `IndexLockedError`. A search's terms are `indexes.synonyms.analysed` (the
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a query and
 shaping Hits), `indexes.filters` (scope), `indexes.documents` (reading documents back),
-`indexes.stats`, `indexes.writer` (analysis, upserts), `indexes.records` (a chunk's fields)."""
+`indexes.stats`, `indexes.writer` (upserts; `indexes.analyser` the analysis), `indexes.records` (a
+chunk's fields), `indexes.schema` (opening and creating an index folder)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,12 @@ from tantivy import Occur, Query
 
 from . import documents, metadata, writer
 from .analysis import QueryTerms
-from .errors import IndexNotFoundError, IndexStoreError
+from .errors import IndexStoreError
 from .filters import filter_query
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import build_schema, check_index, check_sidecar, creating, open_tantivy, register_analyzers, write_sidecar
+from .schema import check_index, open_index, open_or_create
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
@@ -288,7 +289,7 @@ class KnowledgeIndex:
         changes nothing makes no commit (`report.commit` None, the generation stays).
         progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
-        writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
+        analyser.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
         Raises IndexLockedError when another writer holds the index."""
         report = writer.ingest_index(self._index, self._schema, self.name, str(self.path), documents,
                                      chunk_chars=self.chunk_chars, delete_missing=delete_missing, replace=replace,
@@ -349,12 +350,8 @@ class IndexStore:
             if cached is not None:
                 return cached
             folder = self.folder(name)
-            if not (folder / "meta.json").is_file():
-                raise IndexNotFoundError(name, str(folder))
-            meta = check_sidecar(folder, name)
-            index = open_tantivy(folder, name)
-            register_analyzers(index)
-            ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
+            index, chunk_chars = open_index(folder, name, DEFAULT_MAX_CHARS)
+            ki = self._make(name, folder, index, chunk_chars)
             self._open[name] = ki
             return ki
 
@@ -382,15 +379,7 @@ class IndexStore:
         IndexCorruptError for one Tantivy cannot open.
         """
         folder = self.folder(name)
-        with creating(folder):
-            if (folder / "meta.json").is_file():
-                meta = check_sidecar(folder, name)
-                index = open_tantivy(folder, name)
-                chunk_chars = int(meta.get("chunk_chars", chunk_chars))
-            else:
-                index = tantivy.Index(build_schema(), path=str(folder))
-                write_sidecar(folder, {"chunk_chars": chunk_chars})
-        register_analyzers(index)
+        index, chunk_chars = open_or_create(folder, name, chunk_chars)
         return self._make(name, folder, index, chunk_chars, warm=False)
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,

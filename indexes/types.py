@@ -207,10 +207,8 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
-    """A whole document read back from an index (for read-by-reference tools).
-
-    publish_time: as `Hit.publish_time` (`indexes.publish_time.stored`).
-    """
+    """A whole document read back from an index (for read-by-reference tools); publish_time as
+    `Hit.publish_time` (`indexes.publish_time.stored`)."""
 
     doc_id: str
     title: str
@@ -227,10 +225,8 @@ class StoredDocument:
 
 @dataclass(frozen=True, slots=True)
 class IndexStats:
-    """Counts for `kbgate index stats` and metrics.
-
-    generation: increases with every commit (opstamp). last_commit: unix seconds or None.
-    """
+    """Counts for `kbgate index stats` and metrics. generation: increases with every commit
+    (opstamp). last_commit: unix seconds or None."""
 
     name: str
     documents: int
@@ -310,10 +306,10 @@ class IngestReport:
     """What one write did (a `kbgate index add` run, a change set: `indexes.changes`).
 
     errors: (where, reason) for each file or record skipped because it failed (unreadable,
-        malformed, over the size limit); any error makes `--delete-missing` not run.
-    warnings: (where, message) for what was read but not indexed as given: a duplicate id
-        overridden by a later record, an empty file skipped, `--delete-missing` not run.
-    where: a file, "file:line" for a JSONL record, or an option name.
+        malformed, over the size limit); any error makes `--delete-missing` not run. warnings:
+        (where, message) for what was read but not indexed as given: a duplicate id overridden
+        by a later record, an empty file skipped, `--delete-missing` not run. where: a file,
+        "file:line" for a JSONL record, or an option name.
     changes: doc_id → 'added' | 'updated' | 'unchanged' | 'deleted' | 'absent' (a delete of an
         id the index did not hold). refused: doc_id → why the writer refused it (also a line of
         `errors`): 'dataset' (another dataset holds it, or a delete outside the datasets
@@ -367,18 +363,13 @@ be read (permissions, not UTF-8), or a record or field refused (JSONL, front mat
 
 
 @dataclass(frozen=True, slots=True)
-class IngestError:
-    """A file (or one JSONL line) that an ingest reader skipped.
-
-    file: the path as given/walked; line: 1-based line number for JSONL, else None.
-    kind: why, for callers that map it to codes: one of INGEST_ERROR_KINDS ('' before a
-    reader set one: an input error of another kind).
-    """
+class _Note:
+    """What an ingest reader says about a file: file (the path as given/walked), reason, line
+    (1-based line number for JSONL, else None)."""
 
     file: str
     reason: str
     line: int | None = None
-    kind: str = ""
 
     @property
     def where(self) -> str:
@@ -390,23 +381,20 @@ class IngestError:
 
 
 @dataclass(frozen=True, slots=True)
-class IngestWarning:
+class IngestError(_Note):
+    """A file (or one JSONL line) that an ingest reader skipped. kind: why, for callers that
+    map it to codes: one of INGEST_ERROR_KINDS ('' before a reader set one: an input error of
+    another kind)."""
+
+    kind: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestWarning(_Note):
     """Something an ingest reader read but did not keep as given, and why: a file it did not
     turn into a document (it is empty, or a symlink to a file read under its own path), a
     publish_time read as milliseconds (`indexes.publish_time`), or a metadata field of a
-    document it indexed without that field (`indexes.ingest.metadata`). Unlike an IngestError it does not stop
-    `--delete-missing`: an empty file holds no document, so an earlier version of it is
-    deleted like any document no longer present.
+    document it indexed without that field (`indexes.ingest.metadata`). Unlike an IngestError
+    it does not stop `--delete-missing`: an empty file holds no document, so an earlier version
+    of it is deleted like any document no longer present.
     """
-
-    file: str
-    reason: str
-    line: int | None = None
-
-    @property
-    def where(self) -> str:
-        """'file' or 'file:line'."""
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.reason}"
