@@ -121,6 +121,16 @@ def test_generation_labels_the_commit_the_reader_loaded(store: IndexStore, index
     assert reader.answer("樱桃", 5)[1] == new
 
 
+def test_an_ingest_that_changes_nothing_makes_no_commit(store: IndexStore, index: KnowledgeIndex) -> None:
+    gen = read_generation(store.root / "kb")
+    same = index.ingest([_doc("a", "苹果是一种水果。")], progress=False)  # the fixture's 'a', unchanged
+    assert (same.unchanged, same.commit) == (1, None) and read_generation(store.root / "kb") == gen
+    none = index.ingest([], progress=False)
+    assert none.commit is None and read_generation(store.root / "kb") == gen
+    changed = index.ingest([_doc("a", "苹果是红色的水果。")], progress=False)
+    assert changed.updated == 1 and changed.commit == read_generation(store.root / "kb") and changed.commit > gen
+
+
 def test_second_writer_fails_with_clear_error(store: IndexStore, index: KnowledgeIndex) -> None:
     writer = open_writer(index._index, index.name, str(index.path))  # the one writer, held
     try:

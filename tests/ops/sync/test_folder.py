@@ -86,3 +86,31 @@ def test_sync_refuses_bad_usage(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{tmp_path}"')
     r = sync(cfg, "--every", "soon")
     assert r.returncode == 2 and "is not a duration" in r.stderr
+
+
+def test_a_document_indexed_from_elsewhere_is_reported_the_rest_applied_and_tried_again(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# 甲\n\n另一个副本。\n", encoding="utf-8")
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"\ndataset = "ds"')
+    added = kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--dataset", "ds", "--no-progress",
+                   str(other))
+    assert added.returncode == 0 and ids(cfg) == ["ds:a.md"]
+    before = generation(cfg)
+
+    r = sync(cfg)
+    assert r.returncode == 1
+    assert "skipped a.md: id 'ds:a.md' was indexed from" in r.stderr and "--replace" in r.stderr
+    assert counts(r.stdout) == (3, 0, 0, 0) and generation(cfg) > before  # the rest applied
+    before = generation(cfg)
+    assert ids(cfg) == ["ds:a.md", "ds:guide/b.md", "r1", "r2"] and search_ids(cfg, "副本") == ["ds:a.md"]
+
+    r = sync(cfg)  # the source kept its recorded state: a.md is read and refused again, nothing else changes
+    assert r.returncode == 1 and "skipped a.md" in r.stderr
+    assert counts(r.stdout) == (0, 0, 3, 0) and generation(cfg) == before and ", no commit)" in r.stdout
+
+    r = sync(cfg, "--replace")
+    assert r.returncode == 0, r.stderr
+    assert counts(r.stdout) == (0, 1, 3, 0) and "replaces 'ds:a.md'" in r.stderr
+    assert search_ids(cfg, "密钥") == ["ds:a.md"] and search_ids(cfg, "副本") == []
