@@ -14,42 +14,16 @@ import openpyxl
 import pptx
 import pytest
 from fpdf import FPDF
-from PIL import Image
 from pypdf import PdfReader, PdfWriter
 
 from indexes.ingest import read_data, read_paths
 from indexes.ingest.formats import format_of, read_bytes
 from indexes.store import IndexStore
 from indexes.types import Document, IngestError, IngestWarning
+from tests.support.files import encrypted_pdf, guide_pdf, scanned_pdf
 from tests.support.paths import ROOT
 
-CJK_FONT = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")  # fonts-wqy-microhei (tests/ensure-tools.sh)
 MB = 10 * 1024 * 1024
-
-
-def _cjk_pdf(pages: list[list[tuple[int, str, str]]], *, title: str = "部署指南") -> bytes:
-    """A PDF whose pages hold (outline level or -1 for body text, size, text), with an outline."""
-    assert CJK_FONT.is_file(), "fonts-wqy-microhei is missing: run tests/ensure-tools.sh"
-    pdf = FPDF()
-    pdf.add_font("wqy", fname=str(CJK_FONT))
-    pdf.set_title(title)
-    for page in pages:
-        pdf.add_page()
-        for level, size, text in page:
-            pdf.set_font("wqy", size=size)
-            if level >= 0:
-                pdf.start_section(text, level=level)
-            pdf.multi_cell(0, 8, text)
-            pdf.ln(2)
-    return bytes(pdf.output())
-
-
-def _guide_pdf() -> bytes:
-    return _cjk_pdf([
-        [(0, 20, "部署指南"), (-1, 11, "本指南介绍如何在生产环境部署 kbgate。"), (1, 16, "安装"),
-         (-1, 11, "使用 pip 安装，然后运行 kbgate serve 启动网关。")],
-        [(1, 16, "配置"), (-1, 11, "配置文件是 TOML 格式，每个键都有说明，修改后网关自动重新加载。")],
-    ])
 
 
 def _docs(items: list[object]) -> list[Document]:
@@ -61,7 +35,7 @@ def _errors(items: list[object]) -> list[IngestError]:
 
 
 def test_a_pdf_keeps_its_title_outline_headings_and_pages() -> None:
-    [doc] = _docs(list(read_bytes(_guide_pdf(), "guide.pdf", max_document_bytes=MB)))
+    [doc] = _docs(list(read_bytes(guide_pdf(), "guide.pdf", max_document_bytes=MB)))
     assert doc.title == "部署指南"
     assert [(s.heading, s.trail, s.page) for s in doc.sections] == [
         ("部署指南", "", 1), ("安装", "部署指南", 1), ("配置", "部署指南", 2)]
@@ -82,11 +56,7 @@ def test_a_pdf_without_outline_is_one_section_per_page() -> None:
 
 def test_an_encrypted_pdf_is_reported_and_one_with_only_an_owner_password_is_read() -> None:
     for user, expect in (("s3cret", "encrypted"), ("", None)):
-        writer = PdfWriter(clone_from=PdfReader(io.BytesIO(_guide_pdf())))
-        writer.encrypt(user_password=user, owner_password="owner")
-        out = io.BytesIO()
-        writer.write(out)
-        items = list(read_bytes(out.getvalue(), "locked.pdf", max_document_bytes=MB))
+        items = list(read_bytes(encrypted_pdf(guide_pdf(), user), "locked.pdf", max_document_bytes=MB))
         if expect is None:
             assert [d.title for d in _docs(items)] == ["部署指南"]
         else:
@@ -94,23 +64,10 @@ def test_an_encrypted_pdf_is_reported_and_one_with_only_an_owner_password_is_rea
             assert isinstance(err, IngestError) and err.kind == "encrypted" and "password" in err.reason
 
 
-def _scanned_pdf(pages: int = 1, text_on: int | None = None) -> bytes:
-    png = io.BytesIO()
-    Image.new("RGB", (200, 100), (255, 255, 255)).save(png, format="PNG")
-    pdf = FPDF()
-    for n in range(1, pages + 1):
-        pdf.add_page()
-        pdf.image(io.BytesIO(png.getvalue()), x=10, y=10, w=100)
-        if n == text_on:
-            pdf.set_font("helvetica", size=12)
-            pdf.multi_cell(0, 8, "A page with a text layer.")
-    return bytes(pdf.output())
-
-
 def test_an_image_only_pdf_is_reported_as_scanned_and_not_ingested() -> None:
-    [err] = list(read_bytes(_scanned_pdf(), "scan.pdf", max_document_bytes=MB))
+    [err] = list(read_bytes(scanned_pdf(), "scan.pdf", max_document_bytes=MB))
     assert isinstance(err, IngestError) and err.kind == "no_text" and "scanned image without text" in err.reason
-    items = list(read_bytes(_scanned_pdf(3, text_on=2), "mixed.pdf", max_document_bytes=MB))
+    items = list(read_bytes(scanned_pdf(3, text_on=2), "mixed.pdf", max_document_bytes=MB))
     [doc] = _docs(items)
     assert [s.page for s in doc.sections] == [2]
     [note] = [w for w in items if isinstance(w, IngestWarning)]
@@ -208,7 +165,7 @@ def test_a_media_type_picks_the_format_over_the_name() -> None:
     assert format_of("upload", "application/pdf; qs=1") is not None
     assert format_of("a.PDF") is format_of("x", "application/pdf")
     assert format_of("a.bin") is None and format_of("a.bin", "application/zip") is None
-    [doc] = _docs(list(read_data(_guide_pdf(), "guides/upload", media_type="application/pdf", dataset="ds1",
+    [doc] = _docs(list(read_data(guide_pdf(), "guides/upload", media_type="application/pdf", dataset="ds1",
                                  source="api")))
     assert (doc.id, doc.path, doc.dataset, doc.source) == ("ds1:guides/upload", "guides/upload", "ds1", "api")
 
@@ -216,9 +173,9 @@ def test_a_media_type_picks_the_format_over_the_name() -> None:
 def test_each_format_ingests_with_its_headings_and_pdf_pages_reach_the_hits(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "guide.pdf").write_bytes(_guide_pdf())
+    (docs / "guide.pdf").write_bytes(guide_pdf())
     (docs / "prices.xlsx").write_bytes(_workbook())
-    (docs / "scan.pdf").write_bytes(_scanned_pdf())
+    (docs / "scan.pdf").write_bytes(scanned_pdf())
     items = list(read_paths([docs]))
     assert [e.where for e in _errors(items)] == ["scan.pdf"]
     index = IndexStore(tmp_path / "ix").create_or_open_for_write("docs")
@@ -245,10 +202,10 @@ def test_the_cli_reports_every_file_it_did_not_ingest_and_a_run_that_ingested_no
     cfg.write_text('[indexes]\ndir = "ix"\n', encoding="utf-8")
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "guide.pdf").write_bytes(_guide_pdf())
-    (docs / "scan.pdf").write_bytes(_scanned_pdf())
+    (docs / "guide.pdf").write_bytes(guide_pdf())
+    (docs / "scan.pdf").write_bytes(scanned_pdf())
     (docs / "notes.adoc").write_text("= Notes\n", encoding="utf-8")
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(_guide_pdf())))
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(guide_pdf())))
     writer.encrypt(user_password="s3cret")
     with (docs / "locked.pdf").open("wb") as fh:
         writer.write(fh)
@@ -264,7 +221,7 @@ def test_the_cli_reports_every_file_it_did_not_ingest_and_a_run_that_ingested_no
     assert "nothing was indexed" not in r.stderr
     only = tmp_path / "scans"
     only.mkdir()
-    (only / "scan.pdf").write_bytes(_scanned_pdf())
+    (only / "scan.pdf").write_bytes(scanned_pdf())
     r = add(only, "scans")
     assert r.returncode == 1 and "skipped scan.pdf: scanned image without text" in r.stderr
     assert "nothing was indexed and no index was created" in r.stderr and "index scans: 0 added" in r.stdout
