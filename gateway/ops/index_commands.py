@@ -124,8 +124,10 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         index.close()
         shutil.rmtree(folder, ignore_errors=True)
     took = time.perf_counter() - started
+    made = "" if created and not indexed else (f" (generation {index.generation}"
+                                                f"{'' if report.commit is not None else ', no commit'})")
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-          f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
+          f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s{made}")
     dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
     if dense_report is not None:
         print(dense_report.line(args.index))
