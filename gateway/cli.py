@@ -3,6 +3,7 @@
 kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
 kbgate index add|list|stats|publish|fetch ... (see gateway/ops/index_commands.py, replicas.py)
+kbgate sync --config FILE [--index NAME] [--dry-run] [--every DURATION] (see gateway/ops/sync/run.py)
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
@@ -86,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.ops.index_commands import register as register_index
 
     register_index(sub)
+    from gateway.ops.sync.run import register as register_sync
+
+    register_sync(sub)
 
     g = sub.add_parser("sign", help="print the signing headers for a body")
     g.add_argument("--secret-env", required=True, help="environment variable holding the secret")

@@ -1,5 +1,6 @@
 """Upserts and deletes applied to an index in one commit, all or nothing: the one write
-primitive besides `kbgate index add`'s stream (the document API, `kbgate sync`).
+primitive besides `kbgate index add`'s stream (the document API, `kbgate sync`), and what a
+sync reads back (`ids_from_source`).
 
     index = store.create_or_open_for_write("kb")
     report = apply_changes(index, ChangeSet(upserts=(doc,), deletes=("old-id",)), wait_seconds=30)
@@ -46,13 +47,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .documents import holders
 from .errors import IndexLockedError
 from .records import document_revision
 from .store import KnowledgeIndex
 from .types import ChangeSet, DocumentHead
 
 __all__ = ["CHANGES_DB", "Applied", "Change", "ChangeReport", "ChangeSet", "Refusal", "apply_changes",
-           "document_head"]
+           "document_head", "ids_from_source"]
 
 log = logging.getLogger("kbgate.changes")
 
@@ -101,6 +103,11 @@ class ChangeReport:
     applied_at: float | None = None
     chunks: int = 0
 
+    def count(self, change: str) -> int:
+        """How many ids of the set became `change` ('added', 'updated', 'unchanged', 'deleted',
+        'absent'): the figures `kbgate index add` and `kbgate sync` print."""
+        return sum(1 for c in self.changes if c.change == change)
+
 
 @dataclass(frozen=True, slots=True)
 class Applied:
@@ -114,12 +121,15 @@ class Applied:
 
 
 def apply_changes(index: KnowledgeIndex, changes: ChangeSet, *, wait_seconds: float = 0.0,
+                  progress: bool = False, workers: int | None = 1,
                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                   now: Callable[[], float] = time.time) -> ChangeReport:
     """Apply `changes` to `index` (a handle from `IndexStore.create_or_open_for_write`) in one
     commit, all or nothing (module doc). Blocks: run it off an event loop.
 
     wait_seconds: how long to wait for the index's writer while another holds it (0: one try).
+    progress: a bar on stderr when it is a TTY (`kbgate sync`). workers: analysis processes
+    (`KnowledgeIndex.ingest`'s; 1, the default, analyses in this process, as a server must).
     clock / sleep: monotonic seconds and the wait (seams); now: unix seconds of the record.
     Raises IndexLockedError when the writer stays held for `wait_seconds`, EmbeddingError when a
     hybrid index's provider fails (before the commit: nothing was written), IndexStoreError /
@@ -129,7 +139,7 @@ def apply_changes(index: KnowledgeIndex, changes: ChangeSet, *, wait_seconds: fl
     delay = FIRST_RETRY_SECONDS
     while True:
         try:
-            written = index.apply(changes)
+            written = index.apply(changes, progress=progress, workers=workers)
             break
         except IndexLockedError:
             left = deadline - clock()
@@ -152,6 +162,15 @@ def apply_changes(index: KnowledgeIndex, changes: ChangeSet, *, wait_seconds: fl
         report.applied_at = now()
         _record(index.path, report)
     return report
+
+
+def ids_from_source(index: KnowledgeIndex, prefix: str) -> dict[str, str]:
+    """doc_id → source of every document in the index whose source (`Document.source`) starts
+    with `prefix`, read from its latest commit: what a sync source indexed, so a file or page it
+    no longer finds is deleted even when its own record of what it saw was lost."""
+    index.maybe_reload(force=True)
+    found = holders(index._index.searcher(), index._schema)  # the store's own reader: same package
+    return {doc_id: source for doc_id, (_, source) in found.items() if source.startswith(prefix)}
 
 
 def document_head(index: KnowledgeIndex, doc_id: str) -> Applied | None:

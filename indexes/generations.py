@@ -39,8 +39,8 @@ from typing import Any
 
 import orjson
 
-from .errors import GenerationError, IndexLockedError, IndexNotFoundError
 from .changes import CHANGES_DB
+from .errors import GenerationError, IndexLockedError, IndexNotFoundError
 from .schema import CREATE_LOCK, SCHEMA_VERSION, SIDECAR, check_sidecar
 from .stats import commit_label
 

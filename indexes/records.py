@@ -18,16 +18,22 @@ from .ingest.chunking import chunk
 from .schema import doc_key
 from .types import Chunk, Document
 
-__all__ = ["chunk_fields", "document_revision"]
+__all__ = ["PAGE", "chunk_fields", "document_revision"]
+
+PAGE = "page"
+"""The metadata name a chunk's page (`Chunk.page`: PDF page, PPTX slide) is served under, on
+that chunk only (a hit's metadata); not a filter term."""
 
 
 def document_revision(doc: Document) -> str:
     """SHA-256 hex over everything indexed for `doc` (title, sections, metadata).
 
     Any change to text or metadata (e.g. qa_visible) changes the revision, so an
-    unchanged revision means the indexed chunks can be kept as they are.
+    unchanged revision means the indexed chunks can be kept as they are. Section pages (PDF,
+    PPTX) count only when a document has them, so documents without pages keep the revisions
+    they had before pages existed.
     """
-    payload = {
+    payload: dict[str, Any] = {
         "title": doc.title,
         "sections": [[s.heading, s.text] for s in doc.sections],
         "url": doc.url,
@@ -40,6 +46,8 @@ def document_revision(doc: Document) -> str:
         "qa_visible": doc.qa_visible,
         "metadata": [[n, list(v) if isinstance(v, tuple) else v] for n, v in doc.metadata],
     }
+    if any(s.page is not None for s in doc.sections):
+        payload["pages"] = [s.page for s in doc.sections]
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -71,6 +79,7 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
     }
     if doc.metadata:
         common["metadata"] = metadata.encode(doc.metadata)
+    paged = any(c.page is not None for c in chunks)
     if doc.url:
         common["url"] = doc.url
     if doc.publish_time is not None:
@@ -100,23 +109,25 @@ def chunk_fields(doc: Document, revision: str, chunk_chars: int) -> list[dict[st
             trail = doc.sections[c.section].trail if c.section < len(doc.sections) else ""
             head = headings[c.section] = normalize("\n".join(p for p in (trail, c.heading) if p))
         body = index_text(f"{head}\n{text}" if head else text)
+        if paged and c.page is not None:  # the page a chunk starts on, served with its metadata
+            extra["metadata"] = metadata.encode(tuple(sorted({**dict(doc.metadata), PAGE: c.page}.items())))
         if c.n == 0:
             extra["doc_title_words"], extra["doc_title_chars"] = title_words, title.runs
             if doc.summary:
                 extra["summary"] = doc.summary
             if doc.source:
                 extra["source"] = doc.source
-        out.append(dict(
+        out.append({  # extra last: a chunk's own metadata (its page) replaces the document's
             **common,
-            chunk_id=f"{doc.id}#{c.n}",
-            chunk=c.n,
-            overlap=c.overlap,
-            section=c.section,
-            heading=c.heading,
-            text=c.text,
-            body_words=body.words,
-            body_latin=body.latin,
-            body_chars=body.runs,
+            "chunk_id": f"{doc.id}#{c.n}",
+            "chunk": c.n,
+            "overlap": c.overlap,
+            "section": c.section,
+            "heading": c.heading,
+            "text": c.text,
+            "body_words": body.words,
+            "body_latin": body.latin,
+            "body_chars": body.runs,
             **extra,
-        ))
+        })
     return out

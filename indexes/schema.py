@@ -1,4 +1,5 @@
-"""The Tantivy schema of a kbgate index, its analyzer registration and version sidecar.
+"""The Tantivy schema of a kbgate index, its analyzer registration and version sidecar, and
+opening or creating an index folder with them (`open_index`, `open_or_create`).
 
 One Tantivy document per chunk. Stored fields carry what a `Hit` needs. The analysis
 fields (see `indexes.analysis`) are:
@@ -49,6 +50,8 @@ __all__ = [
     "check_sidecar",
     "creating",
     "doc_key",
+    "open_index",
+    "open_or_create",
     "open_tantivy",
     "register_analyzers",
     "write_sidecar",
@@ -214,3 +217,31 @@ def creating(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def open_index(folder: Path, name: str, default_chunk_chars: int) -> tuple[tantivy.Index, int, dict[str, Any]]:
+    """The index at `folder` opened to read, its analyzers registered, its chunk size (its
+    sidecar's, else `default_chunk_chars`) and its sidecar. Raises IndexNotFoundError,
+    SchemaVersionError, IndexCorruptError."""
+    if not (folder / "meta.json").is_file():
+        raise IndexNotFoundError(name, str(folder))
+    meta = check_sidecar(folder, name)
+    index = open_tantivy(folder, name)
+    register_analyzers(index)
+    return index, int(meta.get("chunk_chars", default_chunk_chars)), meta
+
+
+def open_or_create(folder: Path, name: str, chunk_chars: int) -> tuple[tantivy.Index, int]:
+    """The index at `folder`, created first (folder, schema, a sidecar with `chunk_chars`) when
+    absent, under the create lock (`creating`); its analyzers registered; and its chunk size (an
+    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError."""
+    with creating(folder):
+        if (folder / "meta.json").is_file():
+            meta = check_sidecar(folder, name)
+            index = open_tantivy(folder, name)
+            chunk_chars = int(meta.get("chunk_chars", chunk_chars))
+        else:
+            index = tantivy.Index(build_schema(), path=str(folder))
+            write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: True})
+    register_analyzers(index)
+    return index, chunk_chars

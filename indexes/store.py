@@ -7,7 +7,8 @@ up a new commit without reopening. One writer per index (a second one: `IndexLoc
 
 `KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a query and
 shaping Hits), `indexes.filters` (scope), `indexes.documents` (reading documents back),
-`indexes.stats`, `indexes.writer` (analysis, upserts), `indexes.records` (a chunk's fields)."""
+`indexes.stats`, `indexes.writer` (upserts; `indexes.analyser` the analysis), `indexes.records` (a
+chunk's fields), `indexes.schema` (opening and creating an index folder)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,12 @@ from tantivy import Occur, Query
 
 from . import documents, metadata, writer
 from .analysis import QueryTerms
-from .errors import IndexNotFoundError, IndexStoreError
+from .errors import IndexStoreError
 from .filters import filter_query
 from .hits import search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .schema import (CLEAN_AT_INGEST, build_schema, check_index, check_sidecar, creating, open_tantivy,
-                     register_analyzers, write_sidecar)
+from .schema import CLEAN_AT_INGEST, check_index, open_index, open_or_create
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score, query_plan
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
@@ -286,23 +286,24 @@ class KnowledgeIndex:
         (`indexes.writer.ingest`); one whose id another dataset holds is refused, and so is one
         the index holds from another source file unless `replace`.
         delete_missing: delete indexed ids of this run's datasets not seen in this run; not run
-        (a warning says so) after an input error or when no document was read.
+        (a warning says so) after an input error or when no document was read. A run that
+        changes nothing makes no commit (`report.commit` None, the generation stays).
         progress: tqdm bar on stderr, only when stderr is a TTY.
         workers: processes for the analysis (default: one per CPU); used only once more than
-        writer.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
-        Raises IndexLockedError when another writer holds the index.
-        """
+        analyser.PARALLEL_MIN_DOCS documents need indexing, since each worker first loads rjieba.
+        Raises IndexLockedError when another writer holds the index."""
         report = writer.ingest_index(self._index, self._schema, self.name, str(self.path), documents,
                                      chunk_chars=self.chunk_chars, delete_missing=delete_missing, replace=replace,
                                      progress=progress, workers=workers)
         self.maybe_reload(force=True)
         return report
 
-    def apply(self, changes: ChangeSet) -> IngestReport:
+    def apply(self, changes: ChangeSet, *, progress: bool = False, workers: int | None = 1) -> IngestReport:
         """A change set in one commit, all or nothing (`writer.apply_index`; `indexes.changes`
-        waits for the writer), then the reader reloaded. Raises IndexLockedError (another writer)."""
+        waits for the writer), then the reader reloaded. progress, workers: as `ingest`'s.
+        Raises IndexLockedError (another writer)."""
         report = writer.apply_index(self._index, self._schema, self.name, str(self.path), changes,
-                                    chunk_chars=self.chunk_chars)
+                                    chunk_chars=self.chunk_chars, progress=progress, workers=workers)
         self.maybe_reload(force=True)
         return report
 
@@ -350,12 +351,8 @@ class IndexStore:
             if cached is not None:
                 return cached
             folder = self.folder(name)
-            if not (folder / "meta.json").is_file():
-                raise IndexNotFoundError(name, str(folder))
-            meta = check_sidecar(folder, name)
-            index = open_tantivy(folder, name)
-            register_analyzers(index)
-            ki = self._make(name, folder, index, int(meta.get("chunk_chars", DEFAULT_MAX_CHARS)))
+            index, chunk_chars, meta = open_index(folder, name, DEFAULT_MAX_CHARS)
+            ki = self._make(name, folder, index, chunk_chars)
             ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) is True
             self._open[name] = ki
             return ki
@@ -384,15 +381,7 @@ class IndexStore:
         IndexCorruptError for one Tantivy cannot open.
         """
         folder = self.folder(name)
-        with creating(folder):
-            if (folder / "meta.json").is_file():
-                meta = check_sidecar(folder, name)
-                index = open_tantivy(folder, name)
-                chunk_chars = int(meta.get("chunk_chars", chunk_chars))
-            else:
-                index = tantivy.Index(build_schema(), path=str(folder))
-                write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: True})
-        register_analyzers(index)
+        index, chunk_chars = open_or_create(folder, name, chunk_chars)
         return self._make(name, folder, index, chunk_chars, warm=False)
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,

@@ -1,161 +1,32 @@
-"""The single writer of an index: parallel analysis and the upsert loop of `ingest`.
+"""The single writer of an index: the upsert loop of `ingest`, and the change sets of
+`indexes.changes` (`apply_index`).
 
 `ingest` upserts documents by id in one Tantivy commit (readers see all of it or none of
-it). The analysis of each document (`indexes.records.chunk_fields`) runs in this process
-for small runs and in a pool of spawned worker processes once more than PARALLEL_MIN_DOCS
-documents need indexing. Batches are pipelined: while the workers analyse the next
-batches, this process hands the finished ones to Tantivy's indexing threads, so on two
-cores the two analysis processes, this process and Tantivy's threads all stay busy.
+it); their analysis into Tantivy documents, in this process or in worker processes, is
+`indexes.analyser`'s. A run that changes nothing makes no commit.
 """
 
 from __future__ import annotations
 
-import gc
-import multiprocessing
-import os
 import sys
-from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import TypeVar
 
-import orjson
 import tantivy
 
+from .analyser import Analyser
 from .errors import IndexLockedError
 from .ingest.clean import clean_document
-from .records import chunk_fields, document_revision
-from .types import ChangeSet, CoverImage, Document, IngestError, IngestReport, IngestWarning, Section
+from .records import document_revision
+from .types import ChangeSet, Document, IngestError, IngestReport, IngestWarning
 
-__all__ = ["INGEST_BATCH_DOCS", "PARALLEL_MIN_DOCS", "WRITER_HEAP_BYTES", "apply_index", "ingest", "ingest_index",
-           "open_writer"]
+__all__ = ["INGEST_BATCH_DOCS", "WRITER_HEAP_BYTES", "apply_index", "ingest", "ingest_index", "open_writer"]
 
 MIB = 1024 * 1024
 WRITER_HEAP_BYTES = 256 * MIB
 INGEST_BATCH_DOCS = 256  # documents analysed per batch
-PARALLEL_MIN_DOCS = 2000  # below this, worker start-up (~1.7 s, rjieba load) costs more than it saves
-PENDING_PER_WORKER = 2  # batches queued per worker process beyond the one it analyses
 _T = TypeVar("_T")
-
-
-Packed = tuple[Any, ...]
-"""A Document as a plain tuple (`_pack`): pickled by C code, where a slotted dataclass
-pickles field by field in Python (about 25 µs to send a document, 35 µs to receive it)."""
-
-
-def _pack(doc: Document) -> Packed:
-    cover = doc.cover_image
-    return (doc.id, doc.title, tuple((s.heading, s.text, s.trail) for s in doc.sections), doc.url,
-            doc.summary, doc.publish_time, None if cover is None else (cover.url, cover.height, cover.width),
-            doc.path, doc.dataset, doc.qa_visible, doc.metadata, doc.source)
-
-
-def _unpack(p: Packed) -> Document:
-    cover = None if p[6] is None else CoverImage(*p[6])
-    return Document(p[0], p[1], tuple(Section(*s) for s in p[2]), p[3], p[4], p[5], cover, p[7], p[8], p[9], p[10],
-                    source=p[11])
-
-
-def analyse_batch(docs: list[Packed], revisions: list[str], chunk_chars: int) -> tuple[int, str]:
-    """`chunk_fields` of every document of a batch: (number of chunks, their Tantivy JSON
-    documents joined by newlines). JSON, which `IndexWriter.add_json` parses in Rust, is the
-    cheapest form to send back and to add: no Python object per field on the writer's side
-    (orjson escapes newlines inside strings, so a newline separates documents)."""
-    gc_was = gc.isenabled()
-    gc.disable()  # the analysis makes no reference cycles; collections only cost time here
-    try:
-        fields = [f for p, rev in zip(docs, revisions, strict=True) for f in chunk_fields(_unpack(p), rev, chunk_chars)]
-        return len(fields), b"\n".join(map(orjson.dumps, fields)).decode("utf-8")
-    finally:
-        if gc_was:
-            gc.enable()
-
-
-class _Analyser:
-    """Turns batches of (Document, revision) into tantivy documents added to a writer.
-
-    In this process while few documents have been seen; from PARALLEL_MIN_DOCS on, in a
-    pool of `workers` spawned processes (spawn, not fork: the writer runs threads), with up
-    to PENDING_PER_WORKER batches per worker queued ahead. Batches reach the writer in the
-    order they were given, each preceded by its deletes (a Tantivy delete only affects the
-    documents added before it).
-    """
-
-    def __init__(self, writer: tantivy.IndexWriter, chunk_chars: int, workers: int | None) -> None:
-        self.writer = writer
-        self.chunk_chars = chunk_chars
-        self.workers = workers if workers is not None else (os.cpu_count() or 1)
-        self.seen = 0
-        self.added = 0
-        self.pool: ProcessPoolExecutor | None = None
-        # (deletes, documents, revisions, the analysis in a worker), in the order given
-        self.pending: deque[tuple[list[str], list[Packed], list[str], Future[tuple[int, str]]]] = deque()
-
-    def add(self, batch: list[tuple[Document, str]], deletes: list[str]) -> None:
-        """Delete the ids `deletes`, then analyse `batch` and add its chunks, in this order
-        relative to every earlier call; the work may finish in a later call or in `finish`."""
-        self.seen += len(batch)
-        if self.pool is None and self.workers > 1 and self.seen > PARALLEL_MIN_DOCS:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        docs = [_pack(d) for d, _ in batch]
-        revisions = [r for _, r in batch]
-        if self.pool is not None:
-            try:
-                future = self.pool.submit(analyse_batch, docs, revisions, self.chunk_chars)
-            except BrokenProcessPool:
-                self._in_process_after_failure()
-            else:
-                self.pending.append((deletes, docs, revisions, future))
-                while len(self.pending) > self.workers * (1 + PENDING_PER_WORKER):
-                    self._write_oldest()
-                return
-        self._write(deletes, analyse_batch(docs, revisions, self.chunk_chars))
-
-    def finish(self) -> int:
-        """Write every queued batch; returns the number of chunks added in all."""
-        while self.pending:
-            self._write_oldest()
-        return self.added
-
-    def _write_oldest(self) -> None:
-        """Write the oldest queued batch; when the worker processes failed, every queued
-        batch is redone in this process instead."""
-        deletes, _, _, future = self.pending[0]
-        try:
-            fields = future.result()
-        except BrokenProcessPool:
-            self._in_process_after_failure()
-            return
-        self.pending.popleft()
-        self._write(deletes, fields)
-
-    def _in_process_after_failure(self) -> None:
-        """Redo the queued batches in this process, in order, and stop using workers (e.g. a
-        script without an `if __name__ == "__main__":` guard, re-run by spawn)."""
-        print("kbgate: analysis worker processes failed; indexing in this process", file=sys.stderr)
-        queued = list(self.pending)
-        self.pending.clear()
-        self.close()
-        self.workers = 1
-        for deletes, docs, revisions, _ in queued:
-            self._write(deletes, analyse_batch(docs, revisions, self.chunk_chars))
-
-    def _write(self, deletes: list[str], analysed: tuple[int, str]) -> None:
-        for doc_id in deletes:
-            self.writer.delete_documents_by_term("doc_id", doc_id)
-        count, json_docs = analysed
-        if count:
-            add = self.writer.add_json
-            for doc in json_docs.split("\n"):
-                add(doc)
-        self.added += count
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
-            self.pool = None
 
 
 def open_writer(index: tantivy.Index, name: str, path: str) -> tantivy.IndexWriter:
@@ -176,7 +47,7 @@ def _storable_time(value: object) -> bool:
     return value is None or (isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63)
 
 
-def _queue(analyser: _Analyser, batch: dict[str, tuple[Document, str]], held: dict[str, str],
+def _queue(analyser: Analyser, batch: dict[str, tuple[Document, str]], held: dict[str, str],
            moved: AbstractSet[str] = frozenset()) -> None:
     """Queue the documents of `batch` whose revision differs from what the index holds.
 
@@ -233,15 +104,16 @@ def ingest(
     INGEST_BATCH_DOCS ids; a copy still queued is replaced without being written.
     deletes: ids deleted in the same commit (before the upserts; an id the index does not hold
     is 'absent'), each only when its dataset is one of `datasets` (None: any). atomic: a change
-    set (`indexes.changes`): any refused document or delete rolls the whole run back, and so
-    does a run that changes nothing (no new commit); `report.commit` says whether one was made.
+    set (`indexes.changes`): any refused document or delete rolls the whole run back. A run
+    that changes nothing makes no commit (the generation stays); `report.commit` says whether
+    one was made.
     See `indexes.store.KnowledgeIndex.ingest` for the rest. Rolls back on any exception and
     always waits for the writer's merging threads (which consumes the writer).
     """
     from tqdm import tqdm
 
     report = IngestReport()
-    analyser = _Analyser(writer, chunk_chars, workers)
+    analyser = Analyser(writer, chunk_chars, workers)
     before = dict(known)
     origins: dict[str, str] = {}  # doc_id → origin of the copy kept so far, in first-seen order
     batch: dict[str, tuple[Document, str]] = {}
@@ -333,8 +205,8 @@ def ingest(
                     writer.delete_documents_by_term("doc_id", doc_id)
                     report.deleted += 1
                     report.changes[doc_id] = "deleted"
-        if atomic and (report.errors or not (report.added or report.updated or report.deleted)):
-            writer.rollback()  # refused whole, or nothing to change: no commit
+        if (atomic and report.errors) or not (report.added or report.updated or report.deleted):
+            writer.rollback()  # refused whole, or nothing to change: no commit, readers keep theirs
         else:
             report.commit = writer.commit()
     except BaseException:
@@ -392,14 +264,16 @@ def ingest_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: 
 
 
 def apply_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: str, changes: ChangeSet, *,
-                chunk_chars: int) -> IngestReport:
+                chunk_chars: int, progress: bool = False, workers: int | None = 1) -> IngestReport:
     """`ingest` of a change set (`indexes.changes`) into the Tantivy `index` through its one writer:
-    atomic, analysed in this process, checked against what the index holds for the ids it
-    touches only (`indexes.documents.heads`). Raises IndexLockedError when another writer holds it."""
+    atomic, checked against what the index holds for the ids it touches only
+    (`indexes.documents.heads`); analysed in this process unless `workers` > 1. Raises
+    IndexLockedError when another writer holds it."""
     from .documents import heads
 
     w, found = _opened(index, name, path, lambda s: heads(s, schema, changes.ids))
     known = {i: h.revision for i, h in found.items()}
     held = {i: (h.dataset, h.source) for i, h in found.items()}
     return ingest(w, changes.upserts, known, holders=held, replace=changes.replace, chunk_chars=chunk_chars,
-                  progress=False, workers=1, deletes=changes.deletes, atomic=True, datasets=changes.datasets)
+                  progress=progress, workers=workers, deletes=changes.deletes, atomic=True, datasets=changes.datasets,
+                  desc=f"index {name}")

@@ -3,7 +3,8 @@
 # restart and fallback tests), redis-sentinel (the Sentinel failover test starts a primary,
 # a replica and three sentinels of its own), redis-cli from redis-tools (the Redis Cluster tests
 # join six redis-servers with `redis-cli --cluster create`), wrk (the bench harness's closed loop) and
-# Chromium with a CJK font (browser tests drive Debian's Chromium through Playwright; never `playwright install`). Installed when missing;
+# Chromium with a CJK font (browser tests drive Debian's Chromium through Playwright; never `playwright install`;
+# the format tests write Chinese PDFs with that font, tests/indexes/test_formats.py). Installed when missing;
 # when that is impossible the tests that need them fail with a clear message.
 set -u
 missing=()

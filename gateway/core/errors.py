@@ -185,16 +185,20 @@ AGENT_CODES: dict[str, tuple[int, bool, str]] = {
 
 class AgentError(KbgateError):
     """A rejection on an agent endpoint. code: a key of the class's `codes` table (AGENT_CODES);
-    message: safe text (never a document's text, a path on disk, a token or a secret)."""
+    message: safe text (never a document's text, a path on disk, a token or a secret).
+    retryable: overrides the table's for this one (None: the table's); retry_after: seconds the
+    caller should wait, or None (ToolError and DocumentError put it on the wire)."""
 
     codes: ClassVar[Mapping[str, tuple[int, bool, str]]] = AGENT_CODES
 
-    def __init__(self, code: str, message: str | None = None) -> None:
-        status, retryable, meaning = self.codes[code]
+    def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
+                 retry_after: float | None = None) -> None:
+        status, table_retryable, meaning = self.codes[code]
         super().__init__(message or meaning)
         self.code = code
         self.status = status
-        self.retryable = retryable
+        self.retryable = table_retryable if retryable is None else retryable
+        self.retry_after = retry_after
 
 
 class AccessDenied(AgentError):
@@ -321,13 +325,6 @@ class ToolError(AgentError):
 
     codes = ACCESS_TOOL_CODES
 
-    def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
-                 retry_after: float | None = None) -> None:
-        super().__init__(code, message)
-        if retryable is not None:
-            self.retryable = retryable
-        self.retry_after = retry_after
-
 
 # ================================================================ the MCP server
 #
@@ -376,6 +373,7 @@ DOCUMENT_CODES: dict[str, tuple[int, bool, str]] = {
     "documents.method_not_allowed": (405, False, "this endpoint does not take this method (see Allow)"),
     "documents.document_invalid": (422, False, "a document breaks a rule of kbgate index add: the request is "
                                                "refused whole, each document named"),
+    "documents.document_too_large": (413, False, "a document exceeds indexes.max_document_bytes (a file, or its text)"),
     "documents.document_conflict": (409, False, "an id is held by another dataset, or was indexed from another "
                                                 "source (replace=true replaces it)"),
     "documents.not_found": (404, False, "the index holds no document with this id"),
@@ -391,10 +389,3 @@ class DocumentError(AgentError):
     table (a provider's unusable vectors are not retryable); retry_after: seconds, or None."""
 
     codes = DOCUMENT_CODES
-
-    def __init__(self, code: str, message: str | None = None, *, retryable: bool | None = None,
-                 retry_after: float | None = None) -> None:
-        super().__init__(code, message)
-        if retryable is not None:
-            self.retryable = retryable
-        self.retry_after = retry_after

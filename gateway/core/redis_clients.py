@@ -212,6 +212,13 @@ class _AsyncCluster(aiocluster.RedisCluster):
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         try:
+            if self._initialize:
+                # redis-py 8 resolves a command's policy before it reads the slot map: a burst of
+                # commands on a client not yet initialized had connections closed under it
+                # ("Connection closed by server", an AttributeError on a dropped writer), and a
+                # claim re-sent after one ran twice. Reading the map first (once, under
+                # redis-py's own lock) avoids it: tests/core/test_redis_cluster.py.
+                await self.initialize()
             return await super().execute_command(*args, **kwargs)
         except RedisClusterException as exc:
             raise RedisConnectionError(f"redis cluster: {exc}") from exc

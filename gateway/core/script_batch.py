@@ -12,6 +12,9 @@ more. Two on the wire, not one: a slow Redis reply then holds back only the call
 after both (a call waits at most for one round trip before its own leaves). Nothing about a call changes but when it
 is written: each caller gets its own script's reply or error, and its own timeout (the
 caller's `asyncio.timeout`) still bounds its wait.
+
+On Redis Cluster every call goes alone: redis-py's cluster pipeline refuses EVALSHA, and the
+keys of one batch would lie on several shards anyway (tests/core/test_redis_cluster.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import asyncio
 from typing import Any
 
 from redis.asyncio.client import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 from redis.typing import EncodableT
@@ -35,8 +39,9 @@ _Call = tuple[AsyncScript, str, Args, "asyncio.Future[Any]"]
 class ScriptBatcher:
     """Script calls on `client` (module docstring). One per client; used from one event loop."""
 
-    def __init__(self, client: Redis) -> None:
+    def __init__(self, client: Redis | RedisCluster) -> None:
         self._client = client
+        self._alone = isinstance(client, RedisCluster)  # no script pipelines on a cluster (docstring)
         self._waiting: list[_Call] = []
         self._in_flight = 0
         self._drainers: set[asyncio.Task[None]] = set()
@@ -45,6 +50,9 @@ class ScriptBatcher:
     async def call(self, script: AsyncScript, key: str, args: Args) -> Any:
         """`script(keys=[key], args=args)`'s reply, sent alone or with the calls waiting with it.
         Raises what the script call raises (RedisError, OSError)."""
+        if self._alone:
+            self.round_trips += 1
+            return await script(keys=[key], args=args)
         if self._in_flight >= MAX_IN_FLIGHT:
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._waiting.append((script, key, args, fut))

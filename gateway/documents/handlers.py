@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable
 from datetime import UTC, datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 import anyio.to_thread
@@ -111,8 +112,9 @@ def _filename(disposition: str | None) -> str | None:
     return None
 
 
-async def _multipart(call: Call, raw: bytes) -> tuple[str | None, bytes]:
-    """(suffix, bytes) of the one part `file` of a multipart/form-data body (no other part)."""
+async def _multipart(call: Call, raw: bytes) -> tuple[str, str | None, bytes]:
+    """(media type, filename, bytes) of the one part `file` of a multipart/form-data body (no
+    other part)."""
 
     async def stream() -> AsyncGenerator[bytes, None]:
         yield raw
@@ -126,16 +128,17 @@ async def _multipart(call: Call, raw: bytes) -> tuple[str | None, bytes]:
         upload = form.get("file")
         if not isinstance(upload, UploadFile) or len(form) != 1:
             raise DocumentError("documents.request_invalid", "a multipart body holds one part, named 'file'")
-        return upload_suffix(upload.content_type, upload.filename), await upload.read()
+        return upload.content_type or "", upload.filename, await upload.read()
     finally:
         await form.close()
 
 
-def _unsupported(media: str) -> DocumentError:
+def _unsupported(media: str, filename: str | None) -> DocumentError:
     kinds = ", ".join(["application/json", "multipart/form-data", *sorted(upload_types())])
-    return DocumentError("documents.media_unsupported", f"Content-Type {clip(media, 60)!r} is not one the document "
-                                                        f"API takes ({kinds}; or application/octet-stream with a "
-                                                        "Content-Disposition filename)")
+    named = f" for a file of type {clip(PurePosixPath(filename).suffix or '(none)', 20)!r}" if filename else ""
+    return DocumentError("documents.media_unsupported", f"Content-Type {clip(media, 60)!r}{named} is not one the "
+                                                        f"document API takes ({kinds}; or application/octet-stream "
+                                                        "with a Content-Disposition filename of such a type)")
 
 
 async def put(call: Call, writes: Writes) -> dict[str, Any]:
@@ -153,11 +156,12 @@ async def put(call: Call, writes: Writes) -> dict[str, Any]:
                                                                     size=len(raw)))
     else:
         if media == "multipart/form-data":
-            suffix, raw = await _multipart(call, raw)
+            media, filename, raw = await _multipart(call, raw)
         else:
-            suffix = upload_suffix(media, _filename(call.request.headers.get("content-disposition")))
+            filename = _filename(call.request.headers.get("content-disposition"))
+        suffix = upload_suffix(media, filename)
         if suffix is None:
-            raise _unsupported(media)
+            raise _unsupported(media, filename)
         read = await anyio.to_thread.run_sync(lambda: file_document(
             raw, suffix, doc_id, cfg, dataset=query.get("dataset"), path=query.get("path")))
     _check_upserts(call, [read[0]])

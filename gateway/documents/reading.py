@@ -6,25 +6,29 @@ request's content to the same readers.
   content/text, url, summary, publish_time, cover_image, path, dataset, qa_visible, every other
   field kept as metadata or reported), its size the JSON's bytes, bounded by
   `indexes.max_document_bytes`. Its `id`, when given, must be the URL's.
-- An uploaded file is read by `indexes.ingest.read_file` under the suffix its type names, so
-  every format the ingest layer reads (Markdown with front matter, HTML, text, and whatever
-  formats it gains) is taken here without a change; its id is that of `index add`:
-  `dataset:path`, or `path` without a dataset (`indexes.ingest.document_id`), and must be the
-  URL's. `path` defaults to the URL's id (without `dataset:`).
+- An uploaded file is read by `indexes.ingest.read_data` through the format registry
+  (`indexes.ingest.formats`) under the format its type or filename names, so every format the
+  ingest layer reads (Markdown with front matter, HTML, text, PDF, DOCX, PPTX, XLSX,
+  reStructuredText, and whatever it gains) is taken here without a change; its id is that of
+  `index add`: `dataset:path`, or `path` without a dataset (`indexes.ingest.document_id`), and
+  must be the URL's. `path` defaults to the URL's id (without `dataset:`).
 - Every document written through the API has the source API_SOURCE: `kbgate index add` then
   refuses to replace it from a file without `--replace`, and the API refuses to replace a
   document indexed from a file without `replace=true` (`indexes.writer.ingest`).
 
 Every problem of a document is an (id, code, message) item of `wire.Refused`; a request with
-any is refused whole. Warnings (a field not kept, a publish_time read as milliseconds) are
-returned with the document. Blocking (file conversion): run these off the event loop.
+any is refused whole, with the first item's code. A reader's refusal keeps its kind
+(`KIND_CODES`): a type no converter reads is documents.media_unsupported (415), a document
+over `indexes.max_document_bytes` (a file, or its text once converted)
+documents.document_too_large (413), anything else (encrypted, a scan without text, corrupt,
+not UTF-8, a field refused) documents.document_invalid (422). Warnings (a field not kept, a
+publish_time read as milliseconds) are returned with the document. Blocking (file conversion):
+run these off the event loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import mimetypes
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -34,39 +38,36 @@ import orjson
 from gateway.core.config import DocumentsConfig
 from gateway.core.errors import DocumentError
 from gateway.documents.wire import Refused
-from indexes.ingest import SUFFIXES, read_file
+from indexes.ingest import read_data
+from indexes.ingest.formats import FORMATS, format_of
 from indexes.ingest.jsonl import read_record
 from indexes.types import Document, IngestError, IngestWarning
 
 API_SOURCE = "document-api"
 """`Document.source` of every document the API writes (module doc)."""
 
-NOT_UPLOADS = frozenset({".jsonl"})  # many records in one file: send them as a batch
-EXTRA_TYPES = {"text/x-markdown": ".md", "application/xhtml+xml": ".html"}
+KIND_CODES = {"unsupported": "documents.media_unsupported", "too_large": "documents.document_too_large"}
+"""A reader's IngestError.kind (`indexes.types.INGEST_ERROR_KINDS`) → the code of the document it
+refuses; every other kind (encrypted, no_text, corrupt, unreadable, invalid) is
+documents.document_invalid."""
 
 Read = tuple[Document, list[str]]
 """A document and its warnings."""
 
 
 def upload_types() -> dict[str, str]:
-    """Media type → suffix of every file type an upload may be: the ingest layer's suffixes
-    (`indexes.ingest.SUFFIXES`, but .jsonl) as `mimetypes` names them, plus EXTRA_TYPES."""
-    out = {t: s for t, s in EXTRA_TYPES.items() if s in SUFFIXES}
-    for suffix in sorted(SUFFIXES - NOT_UPLOADS):
-        mime = mimetypes.guess_type("f" + suffix, strict=False)[0]
-        if mime is not None:
-            out.setdefault(mime, suffix)
-    return out
+    """Media type → suffix of every file type an upload may be: the format registry's
+    (`indexes.ingest.formats.FORMATS`: Markdown, HTML, text, PDF, DOCX, PPTX, XLSX,
+    reStructuredText). JSON Lines is none: many records in one file are sent as a batch."""
+    return {t: f.suffixes[0] for f in FORMATS for t in f.media_types}
 
 
 def upload_suffix(content_type: str | None, filename: str | None = None) -> str | None:
-    """The suffix a file is read under: its filename's when that is one the ingest layer reads
+    """The suffix a file is read under: its filename's when the registry reads that
     (`application/octet-stream` with `filename=` in Content-Disposition, a multipart part),
-    else its media type's; None when neither names a readable type."""
-    if filename:
-        suffix = Path(filename).suffix.lower()
-        if suffix in SUFFIXES and suffix not in NOT_UPLOADS:
-            return suffix
+    else its media type's; None when neither names a format the registry reads."""
+    if filename and format_of(filename) is not None:
+        return Path(filename).suffix.lower()
     mime = (content_type or "").partition(";")[0].strip().lower()
     return upload_types().get(mime)
 
@@ -80,7 +81,7 @@ def _items(doc_id: str, items: Iterable[Document | IngestError | IngestWarning],
         if isinstance(item, Document):
             docs.append(item)
         elif isinstance(item, IngestError):
-            refused.append((doc_id, code, f"document {doc_id!r}: {item.reason}"))
+            refused.append((doc_id, KIND_CODES.get(item.kind, code), f"document {doc_id!r}: {item.reason}"))
         else:
             warnings.append(item.reason)
     if not docs and not refused:
@@ -103,7 +104,7 @@ def json_document(record: dict[str, Any], doc_id: str, cfg: DocumentsConfig, *, 
     doc, warnings, refused = _items(doc_id, read_record(record, doc_id, size=size,
                                                          max_document_bytes=cfg.max_document_bytes))
     if refused or doc is None:
-        raise Refused("documents.document_invalid", refused)
+        raise Refused(refused[0][1], refused)
     return dataclasses.replace(doc, source=API_SOURCE), warnings
 
 
@@ -118,13 +119,12 @@ def file_document(raw: bytes, suffix: str, doc_id: str, cfg: DocumentsConfig, *,
             raise DocumentError("documents.request_invalid", f"the id of a file of dataset {dataset!r} is "
                                                              f"'{prefix}<path>' (or give path=)")
         path = doc_id[len(prefix):]
-    with tempfile.TemporaryDirectory(prefix="kbgate-upload-") as folder:
-        file = Path(folder) / ("upload" + suffix)
-        file.write_bytes(raw)
-        doc, warnings, refused = _items(doc_id, read_file(file, path, max_document_bytes=cfg.max_document_bytes,
-                                                          dataset=dataset or None))
+    fmt = format_of("upload" + suffix)
+    media_type = fmt.media_types[0] if fmt is not None else None  # the format named, whatever the path's suffix
+    doc, warnings, refused = _items(doc_id, read_data(raw, path, media_type=media_type, dataset=dataset or None,
+                                                      max_document_bytes=cfg.max_document_bytes))
     if refused or doc is None:
-        raise Refused("documents.document_invalid", refused)
+        raise Refused(refused[0][1], refused)
     if doc.id != doc_id:
         raise DocumentError("documents.request_invalid", f"this file is document {doc.id!r} (its dataset and path, "
                                                          "as kbgate index add names it): send it to that id, or "
@@ -148,5 +148,5 @@ def batch_documents(records: list[dict[str, Any]], cfg: DocumentsConfig) -> list
         except Refused as err:
             refused.extend(err.items)
     if refused:
-        raise Refused("documents.document_invalid", refused)
+        raise Refused(refused[0][1], refused)
     return out

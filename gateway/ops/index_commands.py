@@ -6,9 +6,10 @@ kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--url-ba
 kbgate index list|stats --config FILE [--index NAME]
 kbgate index publish|fetch ... (see gateway/ops/replicas.py)
 
-Exit codes: 0 ok; 1 a file or record was refused, or nothing was indexed (unless
---allow-empty); 2 a usage problem (a refused root, a missing PATH...). The rules are in
-docs/indexes.md.
+Exit codes: 0 ok; 1 a file or record was refused (unsupported content, encrypted, scanned
+without text, too large, corrupt), or nothing was indexed (unless --allow-empty; a run that
+indexed nothing says so on stderr whatever the flags); 2 a usage problem (a refused root, a
+missing PATH...). The rules are in docs/indexes.md.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def register(sub: Any) -> None:
     """Add `index add|list|stats` to the `kbgate` subparsers `sub`."""
     ix = sub.add_parser("index", help="build and inspect indexes")
     ixs = ix.add_subparsers(dest="index_command")
-    a = ixs.add_parser("add", help="ingest JSONL, Markdown, HTML and text files into an index")
+    a = ixs.add_parser("add", help="ingest Markdown, HTML, text, PDF, DOCX, PPTX, XLSX, reStructuredText and "
+                                         "JSONL files into an index")
     a.add_argument("--config", required=True)
     a.add_argument("--index", required=True)
     a.add_argument("--delete-missing", action="store_true", help="remove documents not seen in this run")
@@ -126,8 +128,10 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         index.close()
         shutil.rmtree(folder, ignore_errors=True)
     took = time.perf_counter() - started
+    made = "" if created and not indexed else (f" (generation {index.generation}"
+                                                f"{'' if report.commit is not None else ', no commit'})")
     print(f"index {args.index}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-          f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s")
+          f"{report.deleted} deleted, {report.chunks} chunks written in {took:.1f} s{made}")
     dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
     if dense_report is not None:
         print(dense_report.line(args.index))
@@ -135,14 +139,13 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         print(f"  skipped {path}: {reason}", file=sys.stderr)
     for where, message in report.warnings:
         print(f"  warning {where}: {message}", file=sys.stderr)
+    if not indexed and (report.errors or not args.allow_empty):
+        hint = "" if report.errors else " Pass --allow-empty if that is expected."
+        print(f"kbgate: {_empty_reason(args.paths, report)}; nothing was indexed"
+              f"{' and no index was created' if created else ''}.{hint}", file=sys.stderr)
     if report.errors:
         return 1
-    if not indexed and not args.allow_empty:
-        print(f"kbgate: {_empty_reason(args.paths, report)}; nothing was indexed"
-              f"{' and no index was created' if created else ''}. Pass --allow-empty if that is expected.",
-              file=sys.stderr)
-        return 1
-    return 0
+    return 0 if indexed or args.allow_empty else 1
 
 
 def _ingest_waiting(index: Any, items: Any, args: argparse.Namespace, **options: Any) -> IngestReport:
@@ -168,8 +171,13 @@ def _ingest_waiting(index: Any, items: Any, args: argparse.Namespace, **options:
 
 
 def _empty_reason(paths: list[str], report: IngestReport) -> str:
-    """Why a run without errors indexed no document: files it skipped (each a warning), or none."""
+    """Why a run indexed no document: files it refused (each an error), files it skipped (each a
+    warning), or none at all."""
     named = ", ".join(paths)
+    if report.errors:
+        n = len(report.errors)
+        return f"{named} held {n} file{'s' if n != 1 else ''} or record{'s' if n != 1 else ''} that could not be " \
+               "indexed (each is listed above, with why)"
     if any(where != "--delete-missing" for where, _ in report.warnings):
         return f"{named} held files but no document kbgate reads (each is listed above)"
     return f"{named} {'holds' if len(paths) == 1 else 'hold'} no file at all"

@@ -36,7 +36,8 @@ from .config import DenseConfig
 from .hybrid import DenseSearch, Observe
 from .providers import Embedder, Vectors, make_embedder
 from .query import Breaker, QueryEncoder
-from .sync import DenseIngest, DenseReport, ingest_lock, searcher_at_generation
+from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_generation
+from .vectors import load_current
 
 if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
     from ..rerank import Observe as RerankObserve
@@ -157,21 +158,24 @@ class HybridIndex(KnowledgeIndex):
             dense.stream(documents), delete_missing=delete_missing, progress=progress, workers=workers,
             replace=replace))
 
-    def apply(self, changes: ChangeSet) -> IngestReport:
+    def apply(self, changes: ChangeSet, *, progress: bool = False, workers: int | None = 1) -> IngestReport:
         """`KnowledgeIndex.apply` (a change set, all or nothing), its new chunks embedded before
         the commit and the vectors published after it, as `ingest`. Same errors."""
 
         def write(dense: DenseIngest) -> IngestReport:
             staged = tuple(d for d in dense.stream(changes.upserts) if isinstance(d, Document))
-            return super(HybridIndex, self).apply(dataclasses.replace(changes, upserts=staged))
+            return super(HybridIndex, self).apply(dataclasses.replace(changes, upserts=staged), progress=progress,
+                                                  workers=workers)
 
-        return self._embedding(lambda: {i: h.revision for i, h in self.heads(changes.ids).items()}, False, write)
+        return self._embedding(lambda: {i: h.revision for i, h in self.heads(changes.ids).items()}, progress,
+                               write)
 
     def _embedding(self, known: Callable[[], dict[str, str]], progress: bool,
                    write: Callable[[DenseIngest], IngestReport]) -> IngestReport:
         """Run `write` under the index's dense lock with a DenseIngest staging what it writes
         (known: doc_id → revision before it, read once the lock is held), then publish the
-        vectors of the commit it made (none: nothing to publish)."""
+        vectors of the commit it made; with no commit, only when the vectors of the commit the
+        index shows are missing (else `last_dense_report` reports them as kept)."""
         with ingest_lock(self.path, self.name):
             self.maybe_reload(force=True)  # what other writers committed before the lock was ours
             cache = cache_for(self.dense_config, self.store_root, self.embedder.fingerprint)
@@ -179,7 +183,14 @@ class HybridIndex(KnowledgeIndex):
                 dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
                                     known=known(), progress=progress)
                 report = write(dense)
-                if report.commit is not None:
+                generation = read_generation(self.path)
+                current = load_current(self.path) if report.commit is None else None
+                if current is not None and current.generation == generation \
+                        and current.fingerprint == self.embedder.fingerprint:
+                    # no commit, and the vectors of the one it shows are published: nothing to write
+                    self.last_dense_report = DenseReport(generation=generation, chunks=len(current),
+                                                         kept=len(current))
+                else:  # a commit, or the vectors of the commit shown missing (a run killed before them)
                     self.last_dense_report = dense.publish(self._index)
             finally:
                 cache.close()

@@ -1,8 +1,9 @@
 """Ingest: read files of several formats into `Document`s, and chunk them.
 
-`read_paths` dispatches by extension (.jsonl; .md/.markdown; .html/.htm; .txt)
-and walks folders recursively in sorted order. Inside a folder, each file of another type
-(.pdf, .docx, .rst, .json, .yaml...) and anything that is not a regular file is skipped with
+`read_paths` walks folders recursively in sorted order and reads each file through the one
+registry of formats (`indexes.ingest.formats`: Markdown, HTML, text, PDF, DOCX, PPTX, XLSX,
+reStructuredText, by suffix); JSON Lines is read as a stream of records. Inside a folder, each file of another type
+(.doc, .adoc, .json, .yaml...) and anything that is not a regular file is skipped with
 an IngestWarning naming it and why (issue 16); hidden files and folders (.git, .DS_Store) are
 not entered and not reported. A file that fails is
 reported as an `IngestError` item and skipped; the batch always continues.
@@ -52,10 +53,8 @@ from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .clean import clean_document
 from .fields import dataset_problem
-from .html import read_html
+from .formats import FORMATS, read_bytes, supported
 from .jsonl import read_jsonl, too_large
-from .markdown import read_markdown
-from .text import read_text
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -64,11 +63,13 @@ __all__ = [
     "chunk",
     "delete_missing_problem",
     "document_id",
+    "read_data",
     "read_file",
     "read_paths",
+    "walk",
 ]
 
-SUFFIXES = frozenset({".jsonl", ".md", ".markdown", ".html", ".htm", ".txt"})
+SUFFIXES = frozenset({".jsonl", *(s for f in FORMATS for s in f.suffixes)})
 MIB = 1024 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 10 * MIB
 """Largest document accepted by default: 25 times the largest page of the TiDB docs
@@ -118,14 +119,11 @@ def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
             yield IngestWarning(rel_path, "empty file (0 bytes): skipped")
             return
         if suffix != ".jsonl" and size > max_document_bytes:
-            yield IngestError(rel_path, too_large(size, max_document_bytes))
+            yield IngestError(rel_path, too_large(size, max_document_bytes), kind="too_large")
             return
-        # JSONL: the reader reports a file without records (it may be large: not read twice)
-        if suffix != ".jsonl" and not path.read_bytes().decode("utf-8", "replace").lstrip("\ufeff").strip():
-            yield IngestWarning(rel_path, "empty file (only whitespace): skipped")
-            return
+        data = b"" if suffix == ".jsonl" else path.read_bytes()  # JSONL is read as a stream
     except OSError as exc:
-        yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
+        yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}", kind="unreadable")
         return
     if suffix == ".jsonl":
         for row in read_jsonl(path, display=rel_path, max_document_bytes=max_document_bytes):
@@ -133,15 +131,31 @@ def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
                 row = replace(row, dataset=dataset)
             yield row
         return
-    if suffix in (".md", ".markdown"):
-        items: Iterator[ReadItem] = read_markdown(path, rel_path)
-    elif suffix in (".html", ".htm"):
-        items = read_html(path, rel_path)
-    elif suffix == ".txt":
-        items = read_text(path, rel_path)
-    else:
-        yield IngestError(rel_path, f"unsupported file type {suffix or '(none)'!r}")
-        return
+    yield from _identified(read_bytes(data, rel_path, max_document_bytes=max_document_bytes), rel_path, dataset)
+
+
+def read_data(data: bytes, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+              media_type: str | None = None, dataset: str | None = None, url_base: str | None = None,
+              source: str = "") -> Iterator[ReadItem]:
+    """One file's bytes (not JSON Lines) as `read_file` reads a file: the format from
+    `media_type` or the suffix of `rel_path` (`indexes.ingest.formats.read_bytes`), the id
+    from `dataset` and `rel_path` (`document_id`), cleaned for callers (`clean_document`).
+    For bytes that are no file here: a sync source's page or Git blob, an upload.
+    source: what the document remembers it was read from (a URL, 'git:REPO@PATH'), '' for none."""
+    items = _identified(read_bytes(data, rel_path, media_type=media_type, max_document_bytes=max_document_bytes),
+                        rel_path, dataset)
+    for item in items:
+        if isinstance(item, Document):
+            item, notes = clean_document(replace(item, source=source) if source else item, url_base)
+            yield item
+            yield from notes
+        else:
+            yield item
+
+
+def _identified(items: Iterator[ReadItem], rel_path: str, dataset: str | None) -> Iterator[ReadItem]:
+    """Each Document of a tree file with its id, dataset and origin (`document_id`); a path
+    or dataset no id may hold refuses it (module docstring)."""
     for item in items:
         if isinstance(item, Document):
             named = item.dataset or dataset or ""
@@ -160,6 +174,11 @@ def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
 
 def _inside(target: str, root: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
+    """The files `read_paths` reads under `folder`, and a report for each it skips (`_walk`)."""
+    return _walk(folder)
 
 
 def _walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
@@ -254,8 +273,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
 def _unsupported(p: Path) -> str:
     """The reason a file inside a folder is skipped for its type (issue 16: every file skipped
     is reported, so a folder of PDFs never reads as a quiet "0 added")."""
-    return (f"unsupported file type {p.suffix.lower() or '(none)'!r}: skipped "
-            f"(kbgate reads {', '.join(sorted(SUFFIXES))})")
+    return f"unsupported file type {p.suffix.lower() or '(none)'!r}: skipped (kbgate reads {supported()})"
 
 
 def _rel(target: str, root: str) -> str:

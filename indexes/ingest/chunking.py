@@ -6,7 +6,9 @@ at most `max_chars` characters, each piece starting with the last sentence of
 the previous one when that sentence is at most `overlap_chars` long (so an
 answer that straddles a cut is still found whole in one chunk). A sentence
 longer than `max_chars` is cut hard at `max_chars`. Every chunk keeps its
-section heading. Sizes are characters (str length), not bytes.
+section heading and its page (PDF, PPTX: `Section.page`): short sections are merged only
+with sections of the same page, so a chunk's page holds all of it.
+Sizes are characters (str length), not bytes.
 
 The default size was chosen by measurement on CMRC 2018 and the TiDB docs
 (tests/indexes/test_search.py, docs/search-quality.md): see `DEFAULT_MAX_CHARS`.
@@ -95,7 +97,8 @@ def chunk(
             return
         s_index, heading, _ = pending[0]
         parts = [pending[0][2]] + [f"{h}\n{t}" if h else t for _, h, t in pending[1:]]
-        out.append(Chunk(document.id, len(out), heading, "\n".join(parts), 0, s_index))
+        out.append(Chunk(document.id, len(out), heading, "\n".join(parts), 0, s_index,
+                         document.sections[s_index].page))
         pending.clear()
 
     for s_index, section in enumerate(document.sections):
@@ -105,8 +108,8 @@ def chunk(
         size = len(text) + len(section.heading) + 1
         if merge_sections and len(text) <= max_chars:
             merged = sum(len(t) + len(h) + 1 for _, h, t in pending) + size
-            if pending and merged > max_chars:
-                flush()
+            if pending and (merged > max_chars or document.sections[pending[0][0]].page != section.page):
+                flush()  # full, or another page: a chunk's page is where all of it is
             pending.append((s_index, section.heading, text))
             continue
         flush()
@@ -119,6 +122,7 @@ def chunk(
                     text=text[start:end],
                     overlap=overlap,
                     section=s_index,
+                    page=section.page,
                 )
             )
     flush()

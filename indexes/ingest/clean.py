@@ -58,7 +58,8 @@ def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document
     if len(" ".join(clean_text(doc.title).split())) > MAX_TITLE_CHARS:
         notes.append(IngestWarning(where, f"title of {len(doc.title)} characters cut to {MAX_TITLE_CHARS}"))
     summary = None if doc.summary is None else clean_text(doc.summary)
-    sections = tuple(Section(clean_text(s.heading), clean_text(s.text), clean_text(s.trail)) for s in doc.sections)
+    sections = tuple(Section(clean_text(s.heading), clean_text(s.text), clean_text(s.trail), s.page)
+                     for s in doc.sections)
     changed = [name for name, dirty in (("title", clean_text(doc.title) != doc.title),
                                         ("summary", summary != doc.summary),
                                         ("text", sections != doc.sections)) if dirty]

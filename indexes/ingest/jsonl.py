@@ -124,22 +124,22 @@ def read_jsonl(path: Path, *, display: str | None = None,
                 if max_document_bytes is not None and len(line) * 4 > max_document_bytes:
                     size = len(line.rstrip("\r\n").encode("utf-8"))
                     if size > max_document_bytes:
-                        yield IngestError(name, too_large(size, max_document_bytes), lineno)
+                        yield IngestError(name, too_large(size, max_document_bytes), lineno, kind="too_large")
                         continue
                 notes: list[IngestWarning] = []
                 try:
                     doc = record_to_document(json.loads(line), name, lineno, notes)
                 except (ValueError, TypeError) as exc:
-                    yield IngestError(name, f"bad JSON record: {exc}", lineno)
+                    yield IngestError(name, f"bad JSON record: {exc}", lineno, kind="invalid")
                     continue
                 yield dataclasses.replace(doc, origin=f"{name}:{lineno}")
                 yield from notes
         if not records:
             yield IngestWarning(name, "empty file (only whitespace): skipped")
     except UnicodeDecodeError as exc:
-        yield IngestError(name, f"not UTF-8: {exc.reason} at byte {exc.start}")
+        yield IngestError(name, f"not UTF-8: {exc.reason} at byte {exc.start}", kind="unreadable")
     except OSError as exc:
-        yield IngestError(name, f"cannot read: {exc.strerror or exc}")
+        yield IngestError(name, f"cannot read: {exc.strerror or exc}", kind="unreadable")
 
 
 def read_record(record: Any, where: str, *, size: int,
@@ -150,13 +150,13 @@ def read_record(record: Any, where: str, *, size: int,
     (`indexes.ingest.clean`), with origin `where`, then its IngestWarnings. For writers that get
     records another way than a file (the document API). Never raises."""
     if max_document_bytes is not None and size > max_document_bytes:
-        yield IngestError(where, too_large(size, max_document_bytes))
+        yield IngestError(where, too_large(size, max_document_bytes), kind="too_large")
         return
     notes: list[IngestWarning] = []
     try:
         doc = record_to_document(record, where, None, notes)
     except (ValueError, TypeError) as exc:
-        yield IngestError(where, f"bad JSON record: {exc}")
+        yield IngestError(where, f"bad JSON record: {exc}", kind="invalid")
         return
     doc, cleaned = clean_document(dataclasses.replace(doc, origin=where))
     yield doc

@@ -112,7 +112,7 @@ async def test_what_index_add_refuses_is_refused_naming_the_document(docs_app: S
 async def test_sizes_the_body_and_the_id_of_a_document(docs_app: Start) -> None:
     app = await docs_app(max_document_bytes=2000,
                          documents={"max_body_bytes": 4096})
-    errors = refused(await app.put("kb", "big", {"content": "长" * 1000}), 422, "documents.document_invalid")
+    errors = refused(await app.put("kb", "big", {"content": "长" * 1000}), 413, "documents.document_too_large")
     assert "over the maximum document size of 2000 bytes" in errors[0]["message"]
     refused(await app.put("kb", "huge", {"content": "x" * 5000}), 413, "documents.request_too_large")
     errors = refused(await app.put("kb", "a", {"id": "b", "content": "x"}), 400, "documents.request_invalid")

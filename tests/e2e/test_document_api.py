@@ -25,6 +25,7 @@ from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ENV, client, config, tenant, write
+from tests.support.files import docx_bytes, encrypted_pdf, guide_pdf
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect, payload
 
@@ -201,6 +202,31 @@ def test_retries_refusals_and_grants_on_a_real_server(live: Server) -> None:
             assert r.status_code == 403 and r.json()["errors"][0]["code"] == code, r.text
         r = c.put(f"{BASE}/documents/x", content=orjson.dumps(page), headers={"content-type": "application/json"})
         assert r.status_code == 401
+
+
+def test_office_and_pdf_files_over_http_are_found_by_their_headings(live: Server) -> None:
+    """A Word file and a PDF made here, PUT as a pipeline uploads them (the file's own type; a
+    multipart part), are read by the converters `kbgate index add` uses: a signed callback finds
+    each by its heading's words and answers that section under its heading; an encrypted PDF is
+    a 422 naming why."""
+    word = docx_bytes("证书续期手册", [("续期步骤", "到期前三十天申请新证书，再替换网关上的旧证书。"),
+                                      ("回滚办法", "新证书出错时恢复备份的旧证书。")])
+    with httpx.Client(base_url=live.base, timeout=30) as c:
+        data = _write(c, "PUT", f"{BASE}/documents/ops/cert.docx", content=word,
+                      content_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+        assert data["documents"][0]["change"] == "added" and data["committed"]
+        r = c.put(f"{BASE}/documents/guide.pdf", files={"file": ("guide.pdf", guide_pdf(), "application/pdf")},
+                  headers=AUTH)
+        assert r.status_code == 200 and r.json()["data"]["documents"][0]["change"] == "added", r.text
+        time.sleep(data["visibleWithinSeconds"] + 0.1)
+        ids, contents = _callback_ids(c, live.base, "证书续期 回滚办法", limit=3)
+        assert ids[0] == "ops/cert.docx" and "回滚办法\n新证书出错时恢复备份的旧证书。" in contents[0], (ids, contents)
+        ids, contents = _callback_ids(c, live.base, "TOML 配置文件", limit=3)
+        assert ids[0] == "guide.pdf" and "配置\n配置文件是 TOML 格式" in contents[0], (ids, contents)
+        r = c.put(f"{BASE}/documents/locked.pdf", content=encrypted_pdf(guide_pdf(), "s3cret"),
+                  headers={**AUTH, "content-type": "application/pdf"})
+        assert r.status_code == 422 and r.json()["errors"][0]["code"] == "documents.document_invalid", r.text
+        assert "password" in r.json()["errors"][0]["message"]
 
 
 def _big_batch(n: int = 600) -> dict[str, Any]:

@@ -126,3 +126,16 @@ def test_a_tree_document_from_another_folder_is_refused(cfg: Path, tmp_path: Pat
     assert code == 1 and f"was indexed from {(tmp_path / 'c' / 'none.md').resolve()}" in err
     kept = IndexStore(cfg.parent / "ix").open("docs").get_document("none.md")
     assert kept is not None and "c 的正文" in kept.text
+
+
+def test_a_run_that_changes_nothing_makes_no_commit_and_says_so(cfg: Path, src: Path) -> None:
+    def opstamp() -> int:
+        return int(json.loads((cfg.parent / "ix" / "docs" / "meta.json").read_text(encoding="utf-8"))["opstamp"])
+
+    code, out, _ = add(cfg, str(src / "a"))
+    assert code == 0 and "2 added" in out and ", no commit" not in out
+    first = opstamp()
+    assert f"(generation {first})" in out
+    code, out, _ = add(cfg, str(src / "a"))
+    assert code == 0 and "2 unchanged" in out and f"(generation {first}, no commit)" in out
+    assert opstamp() == first

@@ -403,14 +403,15 @@ def test_a_jsonl_field_of_the_wrong_type_is_dropped_and_the_record_kept(tmp_path
 
 
 def test_every_file_of_an_unsupported_type_in_a_folder_is_reported(tmp_path: Path) -> None:
-    for name in ("a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "Makefile", "ok.md"):
+    for name in ("a.doc", "b.adoc", "c.odt", "d.json", "e.yaml", "Makefile", "ok.md"):
         (tmp_path / name).write_text("# 内容\n\n正文。\n", encoding="utf-8")
-    (tmp_path / "link.pdf").symlink_to(tmp_path / "a.pdf")
+    (tmp_path / "link.doc").symlink_to(tmp_path / "a.doc")
     items = list(read_paths([tmp_path]))
     assert [d.id for d in _docs(items)] == ["ok.md"]
     skipped = {w.where: w.reason for w in items if isinstance(w, IngestWarning)}
-    assert sorted(skipped) == ["Makefile", "a.pdf", "b.docx", "c.rst", "d.json", "e.yaml", "link.pdf"]
-    assert skipped["a.pdf"].startswith("unsupported file type '.pdf': skipped (kbgate reads .htm, .html, .jsonl")
+    assert sorted(skipped) == ["Makefile", "a.doc", "b.adoc", "c.odt", "d.json", "e.yaml", "link.doc"]
+    assert skipped["a.doc"].startswith("unsupported file type '.doc': skipped (kbgate reads .docx, .htm, .html, "
+                                       ".jsonl, .markdown, .md, .pdf, .pptx")
     assert skipped["Makefile"].startswith("unsupported file type '(none)': skipped")
 
 

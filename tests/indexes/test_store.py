@@ -121,6 +121,16 @@ def test_generation_labels_the_commit_the_reader_loaded(store: IndexStore, index
     assert reader.answer("樱桃", 5)[1] == new
 
 
+def test_an_ingest_that_changes_nothing_makes_no_commit(store: IndexStore, index: KnowledgeIndex) -> None:
+    gen = read_generation(store.root / "kb")
+    same = index.ingest([_doc("a", "苹果是一种水果。")], progress=False)  # the fixture's 'a', unchanged
+    assert (same.unchanged, same.commit) == (1, None) and read_generation(store.root / "kb") == gen
+    none = index.ingest([], progress=False)
+    assert none.commit is None and read_generation(store.root / "kb") == gen
+    changed = index.ingest([_doc("a", "苹果是红色的水果。")], progress=False)
+    assert changed.updated == 1 and changed.commit == read_generation(store.root / "kb") and changed.commit > gen
+
+
 def test_second_writer_fails_with_clear_error(store: IndexStore, index: KnowledgeIndex) -> None:
     writer = open_writer(index._index, index.name, str(index.path))  # the one writer, held
     try:
@@ -185,13 +195,14 @@ def test_check_reads_the_disk_not_the_opened_index(store: IndexStore, index: Kno
 def test_parallel_analysis_indexes_the_same_as_in_process(
     store: IndexStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import indexes.writer as store_module
+    import indexes.analyser as analyser_module
+    import indexes.writer as writer_module
 
     docs = [_doc(f"d{i}", f"第{i}篇文档讲述密钥轮换与重放防护。" * (1 + i % 5)) for i in range(60)]
     one = store.create_or_open_for_write("one")
     one.ingest(docs, progress=False, workers=1)
-    monkeypatch.setattr(store_module, "PARALLEL_MIN_DOCS", 10)
-    monkeypatch.setattr(store_module, "INGEST_BATCH_DOCS", 16)
+    monkeypatch.setattr(analyser_module, "PARALLEL_MIN_DOCS", 10)
+    monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 16)
     two = store.create_or_open_for_write("two")
     report = two.ingest(docs, progress=False, workers=2)
     assert report.added == 60
@@ -205,9 +216,9 @@ def test_parallel_analysis_indexes_the_same_as_in_process(
 def test_repeated_id_in_one_run_keeps_only_the_last(
     index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import indexes.writer as store_module
+    import indexes.writer as writer_module
 
-    monkeypatch.setattr(store_module, "INGEST_BATCH_DOCS", 1000)  # both copies queued in one batch
+    monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 1000)  # both copies queued in one batch
     index.ingest([_doc("dup", "第一版内容：苹果"), _doc("dup", "第二版内容：香蕉")], progress=False)
     doc = index.get_document("dup")
     assert doc is not None and "香蕉" in doc.text and "苹果" not in doc.text
@@ -261,12 +272,13 @@ def test_duplicate_ids_in_different_batches_still_count_by_the_final_document(
 def test_pipelined_workers_apply_each_delete_after_the_earlier_adds(
     index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import indexes.analyser as analyser_module
     import indexes.writer as writer_module
 
     # Every document its own batch, analysed by two worker processes with batches queued
     # ahead: the second copy's delete must reach Tantivy after the first copy's chunks.
     monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 1)
-    monkeypatch.setattr(writer_module, "PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr(analyser_module, "PARALLEL_MIN_DOCS", 0)
     docs = [_doc("dup", "第一版：苹果"), *(_doc(f"f{i}", f"填充{i}") for i in range(2)), _doc("dup", "第二版：香蕉")]
     report = index.ingest(docs, progress=False, workers=2)
     assert report.added == 3 and report.chunks == 4  # the first copy was written, then replaced
@@ -282,13 +294,14 @@ def test_failed_worker_processes_fall_back_to_this_process(
     import sys
     from concurrent.futures import ProcessPoolExecutor
 
+    import indexes.analyser as analyser_module
     import indexes.writer as writer_module
 
     # Real worker processes that exit at start-up, as a script without a __main__ guard does.
-    monkeypatch.setattr(writer_module, "ProcessPoolExecutor",
+    monkeypatch.setattr(analyser_module, "ProcessPoolExecutor",
                         functools.partial(ProcessPoolExecutor, initializer=sys.exit, initargs=(3,)))
     monkeypatch.setattr(writer_module, "INGEST_BATCH_DOCS", 4)
-    monkeypatch.setattr(writer_module, "PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr(analyser_module, "PARALLEL_MIN_DOCS", 0)
     docs = [_doc(f"d{i}", f"第{i}篇讲密钥轮换。") for i in range(20)]
     ki = store.create_or_open_for_write("fallback")
     report = ki.ingest(docs, progress=False, workers=2)

@@ -2,7 +2,14 @@
 
 from gateway.core.config.documents import DocumentsConfig
 from gateway.core.config.fields import read_secret, read_signing_key
-from gateway.core.config.load import load_config, load_indexer_config, load_indexes, load_indexes_dir, parse_config
+from gateway.core.config.load import (
+    load_config,
+    load_indexer_config,
+    load_indexes,
+    load_indexes_dir,
+    load_sync_config,
+    parse_config,
+)
 from gateway.core.config.model import (
     AccessConfig,
     AdminConfig,
@@ -29,6 +36,7 @@ __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
     "AuditConfig", "Config", "DifyConfig", "DocumentsConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route",
     "SearchConfig", "SecretKey", "ServerConfig", "Tenant", "floor_of",
-    "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "parse_config", "read_secret",
+    "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "load_sync_config", "parse_config",
+    "read_secret",
     "read_signing_key",
 ]

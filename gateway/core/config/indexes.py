@@ -7,6 +7,7 @@
                               batching and retries, the query deadline and breaker, fusion
     [indexes.NAME.rerank]     the rerank stage of index NAME (indexes.rerank): provider, url, model,
                               api_key_env | api_key_file, candidates, timeout_ms, breaker, max_input_chars
+    [[indexes.NAME.sources]]  where `kbgate sync` keeps index NAME current from (gateway.core.config.sync)
 
 `parse_indexer` is all `kbgate index add` needs besides the dense tables: it never reads a
 tenant's secret, only an embedding service's API key when one is configured. Every problem
@@ -59,7 +60,7 @@ def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str
     """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
     one stay lexical). `[indexes.NAME]` holds `dense`, `rerank` (`parse_rerank`) and `synonyms`
     (`parse_synonyms`). Raises ConfigError naming the key."""
-    return {name: _dense(t.table("dense"), base_dir, env) for name, t in _index_tables(idx) if "dense" in t}
+    return {name: _dense(t.table("dense"), base_dir, env) for name, t in index_tables(idx) if "dense" in t}
 
 
 def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, RerankConfig]:
@@ -67,12 +68,12 @@ def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[st
     are not reranked). Only the gateway reads these (a rerank runs at query time): the indexer
     never needs the reranker's API key. Raises ConfigError naming the key; a key's value is
     never echoed."""
-    return {name: _rerank(t.table("rerank"), base_dir, env) for name, t in _index_tables(idx) if "rerank" in t}
+    return {name: _rerank(t.table("rerank"), base_dir, env) for name, t in index_tables(idx) if "rerank" in t}
 
 
-def _index_tables(idx: Fields) -> list[tuple[str, Fields]]:
+def index_tables(idx: Fields) -> list[tuple[str, Fields]]:
     """(name, table) of each `[indexes.NAME]` table, checked: a valid name, only `dense`,
-    `rerank` and `synonyms`."""
+    `rerank`, `synonyms` and `sources` (`gateway.core.config.sync`)."""
     out = []
     for name, raw in idx.data.items():
         if name in INDEXER_KEYS:
@@ -81,7 +82,7 @@ def _index_tables(idx: Fields) -> list[tuple[str, Fields]]:
         if not INDEX_NAME.fullmatch(name):
             raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
         t = table_of(raw, key)
-        t.only({"dense", "rerank", "synonyms"})
+        t.only({"dense", "rerank", "synonyms", "sources"})
         out.append((name, t))
     return out
 
@@ -91,7 +92,7 @@ def parse_synonyms(idx: Fields, base_dir: Path) -> dict[str, Synonyms]:
     base_dir; format: indexes.synonyms). Raises ConfigError naming the key, with the file and
     line of a bad rule in the message."""
     out: dict[str, Synonyms] = {}
-    for name, t in _index_tables(idx):
+    for name, t in index_tables(idx):
         if "synonyms" not in t:
             continue
         path = (base_dir / t.string("synonyms")).resolve()

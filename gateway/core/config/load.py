@@ -21,7 +21,7 @@ from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
 from gateway.core.config.fields import SHA256_HEX, section
 from gateway.core.config.gaps import parse_gaps
-from gateway.core.config.indexes import parse_dense, parse_indexer, parse_rerank, parse_synonyms
+from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
@@ -35,6 +35,7 @@ from gateway.core.config.model import (
     SearchConfig,
     ServerConfig,
 )
+from gateway.core.config.sync import SyncSource, parse_sources
 from gateway.core.config.tenants import parse_tenants
 from gateway.core.errors import ConfigError
 from gateway.core.redis_clients import url_problem
@@ -101,6 +102,19 @@ def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = N
     return parse_indexer(idx, base)[0], parse_dense(idx, base, os.environ if env is None else env)
 
 
+def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
+                     ) -> tuple[Path, dict[str, DenseConfig], dict[str, tuple[SyncSource, ...]]]:
+    """What `kbgate sync` reads, like `load_indexes` (no tenant secret; an embedding API key when
+    an index is hybrid): (`indexes.dir`, the hybrid settings, each index's sync sources). Raises
+    ConfigError naming the key."""
+    p = Path(path)
+    base = p.resolve().parent
+    idx = section(read_toml(p)).table("indexes")
+    folder, max_bytes = parse_indexer(idx, base)
+    return (folder, parse_dense(idx, base, os.environ if env is None else env),
+            parse_sources(index_tables(idx), base, max_bytes))
+
+
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
                  source: Path | None = None) -> Config:
     """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
@@ -121,6 +135,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars)
     indexes = top.table("indexes")
     indexes_dir, max_document_bytes = parse_indexer(indexes, base_dir)
+    parse_sources(index_tables(indexes), base_dir, max_document_bytes)  # refused here too
     return Config(
         server=server,
         replay=replay,

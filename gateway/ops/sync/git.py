@@ -1,0 +1,162 @@
+"""A Git repository as a sync source, through the git CLI.
+
+Why the git CLI (not dulwich or pygit2): it is what the operator already uses, with their SSH
+keys, credential helpers and proxy settings; `git diff --name-status` and `git cat-file
+--batch` give exactly what a sync needs; nothing to compile (pygit2 ships libgit2) and no
+pure-Python object walk (dulwich is several times slower on large trees).
+
+- A clone URL is mirrored into `<index folder>/sync/<source>.git` (a bare clone, fetched each
+  run); a local path is read in place (its working tree is never touched: files are read from
+  the commit, so uncommitted edits are not synced).
+- The commit synced is `branch` (default: HEAD). A first run (or a recorded commit the
+  repository no longer has, after a force-push) lists the whole tree (`git ls-tree`); later
+  runs take `git diff --raw --no-renames RECORDED NEW -- SUBDIR` (the name and status of each
+  changed file, with its mode; a rename is a delete and an add). Nothing changed since the
+  recorded commit: nothing is read.
+- Paths are relative to `subdir`, with the dataset: the ids `kbgate index add --dataset D
+  CHECKOUT/SUBDIR` gives for the same files (issue 16). Hidden files and folders are skipped,
+  as there; files of a type no converter reads, and symlinks, are reported.
+- Each document's source is 'git:REPO@BRANCH:SUBDIR/PATH'; a document of this source the
+  index still holds but the tree no longer has is deleted (`indexes.changes.ids_from_source`),
+  so a lost state never leaves a deleted file behind.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from gateway.core.config.sync import SyncSource
+from indexes.changes import ids_from_source
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES, read_data
+from indexes.ingest.formats import format_of
+from indexes.store import KnowledgeIndex
+from indexes.types import Document, IngestWarning
+
+from .plan import Plan
+
+__all__ = ["GitError", "plan_git"]
+
+GIT_TIMEOUT_SECONDS = 600
+
+
+class GitError(Exception):
+    """A git command failed: its message names the command and git's last line of stderr."""
+
+
+def _git(*args: str, cwd: str | None = None, input: bytes | None = None) -> bytes:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
+                              env={"GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                                   "HOME": str(Path.home()), "LC_ALL": "C"})
+    except FileNotFoundError:
+        raise GitError("git is not installed (the git CLI reads Git sources)") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS} s") from None
+    if done.returncode != 0:
+        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no message)"])[-1]
+        raise GitError(f"git {args[0]} failed: {last}")
+    return done.stdout
+
+
+def _repository(source: SyncSource, work: Path) -> str:
+    """The git directory to read: the local repository, or a bare mirror of the URL, fetched."""
+    if source.location.startswith("/"):
+        if not Path(source.location).exists():
+            raise GitError(f"repository {source.location} does not exist")
+        return source.location
+    mirror = work / f"{source.name}.git"
+    if not (mirror / "HEAD").exists():
+        work.mkdir(parents=True, exist_ok=True)
+        _git("clone", "--bare", "--quiet", "--", source.location, str(mirror))
+    else:
+        _git("fetch", "--quiet", "--prune", "origin", "+refs/heads/*:refs/heads/*", cwd=str(mirror))
+    return str(mirror)
+
+
+def _blobs(repo: str, commit: str, paths: list[str]) -> Iterator[tuple[str, bytes]]:
+    """(path, content) of each path at `commit`, through one `git cat-file --batch`."""
+    if not paths:
+        return
+    out = _git("cat-file", "--batch", cwd=repo, input="".join(f"{commit}:{p}\n" for p in paths).encode())
+    pos = 0
+    for path in paths:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] != b"blob":
+            continue  # missing (a submodule) or not a file
+        size = int(header[2])
+        yield path, out[pos:pos + size]
+        pos += size + 1
+
+
+def plan_git(source: SyncSource, index: KnowledgeIndex | None, recorded: dict[str, object], work: Path, *,
+             max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Plan:
+    """The changes that bring the index to the tip of the source's branch (module docstring).
+    recorded: the source's state ({'commit': SHA}); work: where a URL's mirror lives; index:
+    the index as it is (None when there is none yet). Raises GitError."""
+    repo = _repository(source, work)
+    branch = source.branch or "HEAD"
+    new = _git("rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}", cwd=repo).decode().strip()
+    found = recorded.get("commit")
+    old = found if isinstance(found, str) else None
+    plan = Plan(source, state={"commit": new, "branch": branch})
+    plan.summary = f"commit {new[:12]} (was {str(old)[:12] if old else 'none'})"
+    prefix = f"git:{source.location}@{branch}:{source.subdir}/"
+    held = ids_from_source(index, prefix) if index is not None else {}
+    if old == new and old is not None:
+        plan.unchanged = len(held)
+        return plan
+    scope = [source.subdir] if source.subdir else []
+    changed: list[str] = []
+    removed: list[str] = []
+    full = old is None or subprocess.run(["git", "cat-file", "-e", f"{old}^{{commit}}"], cwd=repo,
+                                         capture_output=True).returncode != 0
+    if full:
+        listing = _git("ls-tree", "-r", "-z", "--full-tree", new, "--", *scope, cwd=repo).decode("utf-8", "replace")
+        for entry in filter(None, listing.split("\0")):
+            meta, path = entry.split("\t", 1)
+            mode = meta.split()[0]
+            if mode == "120000":
+                plan.upserts.append(IngestWarning(path, "symlink in the repository: skipped"))
+            elif mode != "160000":  # a submodule is another repository: not read
+                changed.append(path)
+    else:
+        assert old is not None  # `full` otherwise
+        diff = _git("diff", "--raw", "--no-renames", "--no-abbrev", "-z", old, new, "--", *scope,
+                    cwd=repo).decode("utf-8", "replace").split("\0")
+        for meta, path in zip(diff[0::2], diff[1::2], strict=False):  # ":OLDMODE NEWMODE OLD NEW STATUS", path
+            mode, status = meta.split()[1], meta.split()[-1]
+            if status.startswith("D") or mode in ("120000", "160000"):
+                removed.append(path)  # gone, or now a symlink or submodule: no longer a document
+                if mode == "120000":
+                    plan.upserts.append(IngestWarning(path, "symlink in the repository: skipped"))
+            else:
+                changed.append(path)
+    rel_of = {p: p[len(source.subdir) + 1:] if source.subdir else p for p in changed + removed}
+    wanted = []
+    for path in changed:
+        rel = rel_of[path]
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue  # hidden, as `kbgate index add` skips them
+        if format_of(rel) is None:
+            plan.upserts.append(IngestWarning(rel, "unsupported file type: skipped"))
+            continue
+        wanted.append(path)
+    for path, data in _blobs(repo, new, wanted):
+        rel = rel_of[path]
+        docs = list(read_data(data, rel, max_document_bytes=max_document_bytes, dataset=source.dataset or None,
+                              source=prefix + rel))
+        plan.upserts.extend(docs)
+        kept = {d.id for d in docs if isinstance(d, Document)}
+        if not any(not isinstance(d, Document | IngestWarning) for d in docs):  # no error: its old ids go
+            plan.deletes.update(i for i, s in held.items() if s == prefix + rel and i not in kept)
+    gone = {prefix + rel_of[p] for p in removed}
+    plan.deletes.update(i for i, s in held.items() if s in gone)
+    if full:  # the whole tree was listed: what the index holds from this source and the tree lacks goes
+        listed = {prefix + rel_of[p] for p in changed}
+        plan.deletes.update(i for i, s in held.items() if s not in listed)
+    plan.unchanged = len(set(held) - plan.deletes - plan.ids)
+    return plan

@@ -1,0 +1,93 @@
+"""Excel reader (.xlsx, openpyxl in read-only mode, cached values instead of formulas).
+
+One section per worksheet, its heading the sheet's name, one line per non-empty row. When a
+sheet's first non-empty row holds only text in at least two cells, it is taken for a header:
+each later row reads "header: value; header: value" (empty cells left out), so a chunk cut
+from the middle of a long sheet still says what its numbers are. Otherwise cells are joined by
+" | ". Title: the workbook's title property, else the file stem. Numbers that are whole print
+without ".0"; dates print as ISO-8601.
+
+A workbook expands when unzipped: reading stops, and the file is refused as too large, once its
+text passes the document bound (`limit`, the size limit of the run).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..types import Document, IngestError, IngestWarning, Section
+from .office import office_problem
+
+__all__ = ["read_xlsx"]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    return " ".join(str(value).split())
+
+
+def _lines(rows: Iterator[Sequence[Any]]) -> Iterator[str]:
+    header: list[str] | None = None
+    first = True
+    for row in rows:
+        cells = [_cell(v) for v in row]
+        if not any(cells):
+            continue
+        if first:
+            first = False
+            filled = [(v, c) for v, c in zip(row, cells, strict=True) if c]
+            if len(filled) >= 2 and all(isinstance(v, str) for v, _ in filled):
+                header = cells
+                yield " | ".join(c for c in cells if c)
+                continue
+        if header is not None:
+            pairs = [f"{header[i]}: {c}" if i < len(header) and header[i] else c for i, c in enumerate(cells) if c]
+            yield "; ".join(pairs)
+        else:
+            yield " | ".join(c for c in cells if c)
+
+
+def read_xlsx(data: bytes, rel_path: str, limit: int) -> Iterator[Document | IngestError | IngestWarning]:
+    """One Document for a .xlsx file (module docstring), or one IngestError. limit: the most
+    characters of text read before the file is refused as too large."""
+    problem = office_problem(data, rel_path, "Excel")
+    if problem is not None:
+        yield problem
+        return
+    import openpyxl
+
+    sections: list[Section] = []
+    size = 0
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        try:
+            for sheet in book.worksheets:
+                lines: list[str] = []
+                for line in _lines(sheet.iter_rows(values_only=True)):
+                    size += len(line) + 1
+                    if size > limit:
+                        yield IngestError(rel_path, f"over {limit} characters of text once unpacked: over the "
+                                                    "maximum document size (indexes.max_document_bytes)",
+                                          kind="too_large")
+                        return
+                    lines.append(line)
+                if lines:
+                    sections.append(Section(" ".join(str(sheet.title).split()), "\n".join(lines)))
+            title = (book.properties.title or "").strip()
+        finally:
+            book.close()
+    except Exception as exc:
+        yield IngestError(rel_path, f"corrupt Excel file: {type(exc).__name__}: {str(exc)[:160]}", kind="corrupt")
+        return
+    yield Document(id=rel_path, title=title or Path(rel_path).stem, sections=tuple(sections), path=rel_path)
