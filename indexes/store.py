@@ -26,11 +26,12 @@ from . import documents, metadata, writer
 from .analysis import QueryTerms
 from .errors import IndexCorruptError, IndexNotFoundError, IndexStoreError
 from .filters import filter_query
-from .hits import search_hits
+from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
+from .relevance import Question, question
 from .schema import build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
 from .types import (
@@ -176,16 +177,22 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
         if q is None:
             return []
-        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs)
+        asked = self.question(query, searcher)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
             return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
-                                  ideal, floor)
+                                  asked, floor)
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds, ideal=ideal, floor=floor)
+                           content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
+
+    def question(self, query: str, searcher: tantivy.Searcher) -> Question:
+        """`query`'s content words judged against this index's statistics as `searcher` shows
+        them (`indexes.relevance.question`): what each hit's lexical relevance is computed from."""
+        return question(query, lambda field, term: self._doc_freqs.get(searcher, field, term), searcher.num_docs,
+                        self._doc_freqs.words_per_chunk(searcher))
 
     def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
-                  one_per_document: bool, summary_chars: int, content_chars: int, ideal: float,
+                  one_per_document: bool, summary_chars: int, content_chars: int, asked: Question,
                   floor: float) -> list[Hit]:
         """`search_hits` with the rerank stage (`indexes.rerank.chunks.reranked_hits`); a
         fallback to the lexical order marks the answer as not reusable (`answer`)."""
@@ -194,7 +201,8 @@ class KnowledgeIndex:
         assert self.rerank is not None
         hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit,
                                        one_per_document=one_per_document, summary_chars=summary_chars,
-                                       content_chars=content_chars, bounds=self.bounds, ideal=ideal, floor=floor)
+                                       content_chars=content_chars, bounds=self.bounds, judge=judge(asked),
+                                       floor=floor)
         if not reranked:
             self._degraded.value = True
         return hits

@@ -139,7 +139,7 @@ class HybridIndex(KnowledgeIndex):
                                  content_chars=content_chars, make_hit=make_hit, bounds=self.bounds,
                                  reorder=reorder if stage is not None else None,
                                  ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
-                                 floor=floor)
+                                 question=lambda searcher: self.question(query, searcher), floor=floor)
         if hits is not None:
             return hits, None if degraded else generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
