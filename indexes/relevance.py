@@ -53,6 +53,7 @@ import rjieba
 
 from .analysis import CJK_RANGES, STOP_WORDS, normalize
 from .background import probability, specificity
+from .synonyms import EXPANSION_WEIGHT
 from .types import Scores
 
 __all__ = ["DENSE_ONE", "DENSE_ZERO", "LEXICAL_SHARE", "Question", "Unit", "content_units", "dense", "domain",
@@ -143,12 +144,15 @@ def domain(chunks_with: int, chunks: int, background: float, words_per_chunk: fl
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One content word of a question: text (normalised), weight (its specificity, nats),
-    domain (d, 0..1), latin (matched as a whole word rather than as a substring)."""
+    domain (d, 0..1), latin (matched as a whole word rather than as a substring), alternatives:
+    (synonym, its d) of the index's synonyms for it (`indexes.synonyms`), each found counting
+    EXPANSION_WEIGHT of the word (as the ranking weighs an expansion)."""
 
     text: str
     weight: float
     domain: float
     latin: bool
+    alternatives: tuple[tuple[str, float], ...] = ()
 
 
 class Question:
@@ -166,8 +170,14 @@ class Question:
         a question without content words."""
         if self.total <= 0:
             return 0.0
-        got = sum(u.weight * u.domain for u in self.units
-                  if (_holds_word(folded, u.text) if u.latin else u.text in folded))
+        got = 0.0
+        for u in self.units:
+            if _holds_word(folded, u.text) if u.latin else u.text in folded:
+                got += u.weight * u.domain
+            elif u.alternatives:
+                found = (d for alt, d in u.alternatives
+                         if (_holds_word(folded, alt) if _LATIN.fullmatch(alt) else alt in folded))
+                got += u.weight * EXPANSION_WEIGHT * max(found, default=0.0)
         return _clamp(got / self.total)
 
 
@@ -185,12 +195,15 @@ def _holds_word(text: str, word: str) -> bool:
     return False
 
 
-def question(query: str, chunks_with: Callable[[str, str], int], chunks: int, words_per_chunk: float) -> Question:
+def question(query: str, chunks_with: Callable[[str, str], int], chunks: int, words_per_chunk: float,
+             expansions: Sequence[tuple[str, str]] = ()) -> Question:
     """The `Question` of raw `query` over an index. chunks_with(field, term): the chunks holding
     `term` in `field` (`indexes.search.DocFreqs`): a CJK unit is looked up as a jieba word
     (body_words, or title_words when more chunks' titles hold it), as the background counts it
     (a token, not characters inside other words), a Latin one in body_latin. chunks: the index's chunk count;
-    words_per_chunk: its mean words per chunk (`indexes.search.DocFreqs.words_per_chunk`)."""
+    words_per_chunk: its mean words per chunk (`indexes.search.DocFreqs.words_per_chunk`).
+    expansions: (question's term, synonym) pairs of the index's synonyms that fired
+    (`indexes.analysis.QueryTerms.expansions`): a word's synonyms count for it (`Unit`)."""
     def held(text: str) -> int:  # chunks whose text or title holds the word
         if _LATIN.fullmatch(text):
             return chunks_with("body_latin", text)
@@ -207,6 +220,8 @@ def question(query: str, chunks_with: Callable[[str, str], int], chunks: int, wo
         for text in parts or [word]:
             if text not in units:
                 n = found if text == word else held(text)
+                alternatives = tuple((syn, domain(held(syn), chunks, probability(syn), words_per_chunk))
+                                     for term, syn in expansions if term == text and syn != text)
                 units[text] = Unit(text, specificity(text), domain(n, chunks, probability(text), words_per_chunk),
-                                   latin and text == word)
+                                   latin and text == word, alternatives)
     return Question(list(units.values()))

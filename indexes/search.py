@@ -23,6 +23,7 @@ from tantivy import Occur, Query
 from .analysis import QueryTerms
 from .documents import stored_str
 from .filters import filter_query, glob_to_regex
+from .relevance import Question, question
 from .synonyms import EXPANSION_WEIGHT
 from .types import SearchFilter
 
@@ -37,6 +38,7 @@ __all__ = [
     "glob_to_regex",
     "idf",
     "ideal_score",
+    "question_of",
     "terms_query",
 ]
 
@@ -240,6 +242,15 @@ def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = 
     n = searcher.num_docs
     return sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common)
                if tok not in terms.expanded)
+
+
+def question_of(query: str, searcher: tantivy.Searcher, doc_freqs: DocFreqs,
+                expansions: tuple[tuple[str, str], ...] = ()) -> Question:
+    """`query`'s content words judged against the index `searcher` shows (`indexes.relevance.question`;
+    statistics memoised in `doc_freqs`), with the synonyms that fired (`QueryTerms.expansions`):
+    what each hit's lexical relevance is computed from."""
+    return question(query, lambda field, term: doc_freqs.get(searcher, field, term), searcher.num_docs,
+                    doc_freqs.words_per_chunk(searcher), expansions)
 
 
 def build_query(

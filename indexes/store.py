@@ -29,9 +29,9 @@ from .filters import filter_query
 from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
-from .relevance import Question, question
+from .relevance import Question
 from .schema import build_schema, check_sidecar, open_tantivy, register_analyzers, write_sidecar
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, question_of
 from .stats import index_stats, meta_digest, meta_mtime, read_generation
 from .synonyms import Synonyms, analysed
 from .types import (
@@ -177,19 +177,13 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs)
         if q is None:
             return []
-        asked = self.question(query, searcher)
+        asked = question_of(query, searcher, self._doc_freqs, terms.expansions)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
             return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
                                   asked, floor)
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
-
-    def question(self, query: str, searcher: tantivy.Searcher) -> Question:
-        """`query`'s content words judged against this index's statistics as `searcher` shows
-        them (`indexes.relevance.question`): what each hit's lexical relevance is computed from."""
-        return question(query, lambda field, term: self._doc_freqs.get(searcher, field, term), searcher.num_docs,
-                        self._doc_freqs.words_per_chunk(searcher))
 
     def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
                   one_per_document: bool, summary_chars: int, content_chars: int, asked: Question,
@@ -199,10 +193,9 @@ class KnowledgeIndex:
         from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
 
         assert self.rerank is not None
-        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit,
+        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor,
                                        one_per_document=one_per_document, summary_chars=summary_chars,
-                                       content_chars=content_chars, bounds=self.bounds, judge=judge(asked),
-                                       floor=floor)
+                                       content_chars=content_chars, bounds=self.bounds, judge=judge(asked))
         if not reranked:
             self._degraded.value = True
         return hits

@@ -26,7 +26,7 @@ import tantivy
 from tantivy import Query
 
 from ..hits import make_hit
-from ..search import build_query, ideal_score
+from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
 from ..types import Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
@@ -139,7 +139,9 @@ class HybridIndex(KnowledgeIndex):
                                  content_chars=content_chars, make_hit=make_hit, bounds=self.bounds,
                                  reorder=reorder if stage is not None else None,
                                  ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
-                                 question=lambda searcher: self.question(query, searcher), floor=floor)
+                                 question=lambda searcher: question_of(query, searcher, self._doc_freqs,
+                                                                       terms.expansions),
+                                 floor=floor)
         if hits is not None:
             return hits, None if degraded else generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,

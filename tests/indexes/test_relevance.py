@@ -85,3 +85,13 @@ def test_the_dense_side_reads_a_cosine_on_its_models_line() -> None:
     assert relevance.dense(0.30) == 0.0 and relevance.dense(0.65) == 1.0  # use-multilingual-v3's line
     assert relevance.dense(0.91, (0.87, 0.95)) == pytest.approx(0.5)  # e5's band is another
     assert relevance.hybrid(0.0, 0.91, (0.87, 0.95)) == pytest.approx((1 - relevance.LEXICAL_SHARE) * 0.5)
+
+
+def test_a_synonym_of_the_index_counts_for_the_word_it_stands_for() -> None:
+    held = {("body_words", "凭证"): 0, ("body_words", "密钥"): 300, ("body_words", "步骤"): 200}
+    chunks_with = lambda field, term: held.get((field, term), 0)  # noqa: E731
+    plain = question("凭证更换步骤", chunks_with, 1000, 200.0)
+    expanded = question("凭证更换步骤", chunks_with, 1000, 200.0, expansions=(("凭证", "密钥"),))
+    page = "轮换密钥的步骤"
+    assert expanded.about(page) > plain.about(page)  # 密钥 found for 凭证, at EXPANSION_WEIGHT
+    assert expanded.about("凭证的步骤") == pytest.approx(plain.about("凭证的步骤"))  # the word itself: as before
