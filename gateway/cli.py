@@ -132,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
                         "default: the previous saved run")
     e.add_argument("--relevance-floor", type=float, default=None, metavar="X",
                    help="serve with [search] relevance_floor = X (0..1) instead of the default, to calibrate it")
+    e.add_argument("--no-rerank", action="store_true",
+                   help="leave out the rerank column (lexical + the rerank stage, served by a stand-in reranker)")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops
@@ -335,7 +337,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir),
                     hybrid_model=None if args.hybrid == "none" else args.hybrid,
-                    against=Path(args.against) if args.against else None, relevance_floor=args.relevance_floor)
+                    against=Path(args.against) if args.against else None, relevance_floor=args.relevance_floor,
+                    rerank=not args.no_rerank)
 
 
 if __name__ == "__main__":  # pragma: no cover

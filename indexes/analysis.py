@@ -40,6 +40,7 @@ import stopwordsiso
 from .invisible import FOLDED_OUT
 
 __all__ = [
+    "CJK_RANGES",
     "MAX_TOKEN_CHARS",
     "ZERO_WIDTH",
     "IndexText",
@@ -78,6 +79,8 @@ _ZERO_WIDTH_RE = re.compile("[" + "".join(c for c in FOLDED_OUT if ord(c) < 0x10
 _ZERO_WIDTH_DROP = dict.fromkeys(map(ord, ZERO_WIDTH))
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+CJK_RANGES = _CJK
+"""The code point ranges analysed as CJK (for a regex character class)."""
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 # Letter/digit runs outside the CJK ranges, with underscores (identifiers stay whole).
 _LATIN_RUN = re.compile(f"[^\\W{_CJK}]+")

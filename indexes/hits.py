@@ -20,21 +20,25 @@ Per-query work does not grow with the number of chunks one document has (issue 9
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import tantivy
 from tantivy import DocAddress, Occur, Query
 
 from . import publish_time
-from .analysis import QueryTerms
+from .analysis import QueryTerms, normalize
 from .documents import stored_str
 from .metadata import decode
-from .relevance import lexical, raw_floor
+from .relevance import Question
 from .search import bounded, excerpt
 from .types import DEFAULT_BOUNDS, CoverImage, Hit, Scores, SearchBounds
 
-__all__ = ["CONTEXT_WINDOW_CHARS", "MAX_ROUNDS", "Collapsed", "chunk_text", "collapse", "make_hit", "search_hits"]
+__all__ = ["CONTEXT_WINDOW_CHARS", "MAX_ROUNDS", "Collapsed", "Judge", "chunk_fold", "chunk_text", "collapse", "judge",
+           "make_hit", "search_hits"]
+
+Judge = Callable[[tantivy.Document], float]
+"""judge(stored chunk) → its relevance 0..1 for the question searched (`judge`)."""
 
 MAX_ROUNDS = 4
 NO_SCORES = Scores()
@@ -64,8 +68,8 @@ def collapse(searcher: tantivy.Searcher, schema: tantivy.Schema, query: Query, l
              bounds: SearchBounds, min_score: float = 0.0) -> list[Collapsed]:
     """The best `limit` documents of `query`, best first, one `Collapsed` each.
 
-    min_score: chunks scoring under it are dropped before they are grouped (neither a result
-    nor a further chunk of one): the relevance floor in BM25 points (`relevance.raw_floor`).
+    min_score: chunks scoring under it (BM25 points) are dropped before they are grouped
+    (neither a result nor a further chunk of one).
     Loads no stored document (see the module docstring for the rounds and bounds).
     """
     found_by_key: dict[int, Collapsed] = {}
@@ -105,6 +109,25 @@ def chunk_text(doc: tantivy.Document) -> str:
     return f"{heading}\n{text}" if heading else text
 
 
+def chunk_fold(doc: tantivy.Document, folded: dict[str, str] | None = None) -> str:
+    """A stored chunk's title, heading and text, folded for matching question words
+    (`indexes.analysis.normalize`; the text's stored fold where the index kept one). folded: a
+    memo of folded titles and headings (chunks of one page share them) kept by the caller."""
+    memo = folded if folded is not None else {}
+    head = f"{doc.get_first('title') or ''}\n{doc.get_first('heading') or ''}"
+    fold = memo.get(head)
+    if fold is None:
+        fold = memo[head] = normalize(head)
+    return f"{fold}\n{stored_str(doc, 'text_fold') or (stored_str(doc, 'text') or '').lower()}"
+
+
+def judge(question: Question) -> Judge:
+    """The lexical relevance of stored chunks for `question` (`indexes.relevance.Question.about`),
+    for the chunks of one search (titles and headings are folded once)."""
+    folded: dict[str, str] = {}
+    return lambda doc: question.about(chunk_fold(doc, folded))
+
+
 def search_hits(
     searcher: tantivy.Searcher,
     schema: tantivy.Schema,
@@ -116,7 +139,7 @@ def search_hits(
     summary_chars: int = 200,
     content_chars: int = 1500,
     bounds: SearchBounds = DEFAULT_BOUNDS,
-    ideal: float = 0.0,
+    judge: Judge | None = None,
     floor: float = 0.0,
 ) -> list[Hit]:
     """The best `limit` hits of `query`, highest score first (see module docstring).
@@ -124,23 +147,28 @@ def search_hits(
     limit > 0. terms: the analysed query (for excerpts). summary_chars / content_chars:
     bounds in characters of Hit.summary / Hit.content. Without one_per_document, the best
     chunks themselves (at most max_chunks_per_query), each with its own content only.
-    ideal: the query's `search.ideal_score` (BM25 points), which makes each hit's relevance
-    (`indexes.relevance.lexical`); floor: relevance 0..1 under which a chunk is dropped before
-    the hits are shaped (0: none dropped).
+    judge: each loaded chunk's relevance (`judge`; None: 0.0); floor: relevance 0..1 under which
+    a result's chunk is dropped, not replaced, and a further chunk is not appended (0: none).
     """
-    min_score = raw_floor(floor, ideal) if floor > 0 else 0.0
+    rate: Judge = judge if judge is not None else (lambda _doc: 0.0)
     if not one_per_document:
         found = searcher.search(query, min(limit, bounds.max_chunks_per_query), count=False).hits
-        return [make_hit(float(score), searcher.doc(a), terms, summary_chars, content_chars,
-                         scores=Scores(bm25=float(score)), relevance=lexical(float(score), ideal))
-                for score, a in found if score >= min_score]
+        loaded = ((float(score), searcher.doc(a)) for score, a in found)
+        return [make_hit(score, doc, terms, summary_chars, content_chars, scores=Scores(bm25=score), relevance=rel)
+                for score, doc in loaded if (rel := rate(doc)) >= floor]
 
     def load(addresses: list[DocAddress]) -> Iterator[tantivy.Document]:
-        return (searcher.doc(a) for a in addresses)  # lazily: only while the content has room
+        docs = (searcher.doc(a) for a in addresses)  # lazily: only while the content has room
+        return (d for d in docs if rate(d) >= floor) if floor > 0 else docs
 
-    return [make_hit(c.score, searcher.doc(c.address), terms, summary_chars, content_chars, load(c.more),
-                     scores=Scores(bm25=c.score), relevance=lexical(c.score, ideal))
-            for c in collapse(searcher, schema, query, limit, bounds, min_score)]
+    hits = []
+    for c in collapse(searcher, schema, query, limit, bounds):
+        doc = searcher.doc(c.address)
+        rel = rate(doc)
+        if rel >= floor:
+            hits.append(make_hit(c.score, doc, terms, summary_chars, content_chars, load(c.more),
+                                 scores=Scores(bm25=c.score), relevance=rel))
+    return hits
 
 
 def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_chars: int,

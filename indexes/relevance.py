@@ -2,44 +2,68 @@
 
 Raw scores have no common scale: BM25 grows with the length of the question and differs
 per index, a cosine lives in its model's band, a fused score depends on the fusion rule. The
-relevance of a hit is computed here, from its raw scores (`indexes.types.Scores`), so that a
-floor, a Dify `score_threshold` or a merge of two indexes compares like with like:
+relevance of a hit is computed here, so that a floor, a Dify `score_threshold` or a merge of two
+indexes compares like with like:
 
-- lexical: `share = bm25 / ideal`, where `ideal` is what the same query scores on a chunk
-  holding each of its terms once at average length in a document whose title holds its title
-  terms (`indexes.search.ideal_score`: the query's IDF mass). It is the matched share of the
-  question's IDF mass, read as BM25 reads it: a chunk that repeats a matched term scores
-  more than once for it (BM25 saturates at (k1 + 1) = 2.2 times), so share can pass 1; it is
-  clamped. A question whose rare words the corpus never mentions has most of its mass
-  unmatched, so its best hit has a low share, whatever its raw BM25.
+- lexical: how much of what the question is *about* one chunk covers (`Question.about`):
+  the question's content words (its own jieba segmentation without stop words, question words
+  and A-not-A forms such as 能不能), each weighted by its specificity in general Chinese
+  (`indexes.background`: 天气 10 nats, 红烧肉 13.9, an unknown word 17.9), and each match
+  discounted by how much the corpus's own vocabulary it is (`domain`):
+
+      relevance = Σ_{u matched in the chunk} w(u) × d(u)  /  Σ_u w(u)
+
+  d(u) = r / (1 + r), r = P(a chunk of this index holds u) / (L × P_background(u)), L the
+  index's mean words per chunk (measured on a sample of its chunks): r = 1 when the corpus uses
+  u exactly as often as general Chinese does (d = 0.5), r ≫ 1 for the corpus's own terms
+  (劳动仲裁 in laws, 索引 in the TiDB docs: d → 1), r ≪ 1 for everyday words the corpus barely uses
+  (天气, 咖啡: d → 0). The posterior that u was drawn from the corpus rather than from general
+  language, at even odds; nothing here is tuned per corpus. Why: an off-topic question (weather,
+  cooking) is answered by chunks that share its everyday words (今天, 时间, 推荐); matching them
+  says little, while the words that make it specific (红烧肉, 充电宝) are unknown to the corpus
+  and weigh most. The earlier rule (BM25 over the question's IDF mass) weighed a word by its
+  rarity *in the corpus*, where everyday words are rare too: off-topic and on-topic best hits
+  overlapped (docs/search-quality.md, "What we tried").
+- `lexical(bm25, ideal)`: BM25 over the question's IDF mass (`indexes.search.ideal_score`),
+  unclamped above: not a relevance any more, but the lexical side of the hybrid fusion
+  (`indexes.dense.fusion.calibrated`), which needs BM25's margins.
 - dense: `(cos - DENSE_ZERO) / (DENSE_ONE - DENSE_ZERO)` clamped to 0..1, a line through the
   embedded model's (use-multilingual-v3) cosines read off the shared sets: on laws-cn, the
   nearest chunk of an off-topic question lies at 0.13–0.29 (median 0.22), that of an on-topic
-  one at 0.24–0.67 (median 0.48, the top at 0.67); so 0.25 → 0 and 0.65 → 1.
-- hybrid: `LEXICAL_SHARE × lexical + (1 − LEXICAL_SHARE) × dense`; a chunk one side did not
-  find gets 0 from it. The weights are not the fusion's (0.7 / 0.3 ranks, `indexes.dense.fusion`):
-  as a judge of "is this about the question at all", the cosine separates better than the
-  matched IDF share (off-topic questions match everyday words of a corpus: 今天, 怎么样, 时间),
-  so it weighs 0.7 here. Measured on laws-cn dev + off-topic, floor 0.15 (python over a hybrid
-  index, 2026-12-01): lexical weight 0.3 → off-topic answered 0%, answer-hit@5 0.650; 0.5 →
-  20%, 0.650; 0.7 → 55%, 0.633 (no floor: 100%, 0.700).
+  one at 0.24–0.67 (median 0.48, the top at 0.67); so 0.30 (above every off-topic question's
+  nearest chunk) → 0 and 0.65 → 1. Until issue 17's second pass the zero was 0.25, inside the
+  off-topic band.
+- hybrid: `LEXICAL_SHARE × lexical relevance + (1 − LEXICAL_SHARE) × dense`, the two judges
+  weighed alike (docs/search-quality.md has the figures). The fusion (`indexes.dense.fusion`)
+  uses the same dense line.
 - rerank: the reranker's own relevance where one ran (`Scores.rerank`), clamped to 0..1: a
   cross-encoder reads question and chunk together and is the better judge.
 
-The scale is monotonic in BM25 within one lexical search, so dropping hits under a floor
-keeps a prefix of the ranking. Pure functions; nothing here raises.
+The lexical relevance is not monotonic in BM25: a floor drops the hits under it wherever they
+rank, and never replaces them. Pure functions and immutable values; nothing here raises.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import rjieba
+
+from .analysis import CJK_RANGES, STOP_WORDS, normalize
+from .background import probability, specificity
+from .synonyms import EXPANSION_WEIGHT
 from .types import Scores
 
-__all__ = ["DENSE_ONE", "DENSE_ZERO", "LEXICAL_SHARE", "dense", "hybrid", "lexical", "of", "raw_floor"]
+__all__ = ["DENSE_ONE", "DENSE_ZERO", "LEXICAL_SHARE", "Question", "Unit", "content_units", "dense", "domain",
+           "ENGLISH_FUNCTION_WORDS", "FUNCTION_WORDS", "hybrid", "lexical", "of", "question"]
 
-DENSE_ZERO = 0.25
+DENSE_ZERO = 0.30
 DENSE_ONE = 0.65
-"""Cosines of the embedded model (use-multilingual-v3) mapped to relevance 0 and 1."""
-LEXICAL_SHARE = 0.3
+"""Cosines of the embedded model (use-multilingual-v3) mapped to relevance 0 and 1 (module doc);
+another model has its own line (`indexes.dense.config.COSINE_LINES`)."""
+LEXICAL_SHARE = 0.5
 """Weight of the lexical relevance in a hybrid hit's relevance (module doc)."""
 
 
@@ -48,28 +72,156 @@ def _clamp(x: float) -> float:
 
 
 def lexical(bm25: float, ideal: float) -> float:
-    """bm25 / ideal clamped to 0..1 (module doc); 0.0 when ideal <= 0 (nothing to match)."""
-    return _clamp(bm25 / ideal) if ideal > 0 else 0.0
+    """bm25 / ideal, >= 0, not clamped above (a chunk repeating the question's terms, or holding
+    them in its title too, passes 1): the lexical side of a fusion (module doc); 0.0 when
+    ideal <= 0 (nothing to match)."""
+    return max(bm25 / ideal, 0.0) if ideal > 0 and bm25 == bm25 else 0.0
 
 
-def raw_floor(floor: float, ideal: float) -> float:
-    """The BM25 score under which a hit of this search has a relevance under `floor` (the
-    inverse of `lexical`): hits may be dropped on raw scores before any stored chunk is read."""
-    return floor * ideal
+def dense(cosine: float, line: tuple[float, float] = (DENSE_ZERO, DENSE_ONE)) -> float:
+    """A cosine similarity (-1..1) on the 0..1 scale (module doc); line: (cosine at 0, cosine at 1)
+    of the model (`indexes.dense.config.COSINE_LINES`; default: use-multilingual-v3's)."""
+    zero, one = line
+    return _clamp((cosine - zero) / (one - zero)) if one > zero else float(cosine >= one)
 
 
-def dense(cosine: float) -> float:
-    """A cosine similarity (-1..1) on the 0..1 scale (module doc)."""
-    return _clamp((cosine - DENSE_ZERO) / (DENSE_ONE - DENSE_ZERO))
-
-
-def hybrid(lexical_relevance: float, cosine: float | None) -> float:
+def hybrid(lexical_relevance: float, cosine: float | None,
+           line: tuple[float, float] = (DENSE_ZERO, DENSE_ONE)) -> float:
     """A hybrid hit's relevance from its lexical relevance (0 when BM25 did not find it) and its
-    cosine (None when the nearest neighbours did not include it: dense side 0)."""
-    d = dense(cosine) if cosine is not None else 0.0
+    cosine (None when no vector of it was read: dense side 0), on the model's `line` (`dense`)."""
+    d = dense(cosine, line) if cosine is not None else 0.0
     return _clamp(LEXICAL_SHARE * lexical_relevance + (1.0 - LEXICAL_SHARE) * d)
 
 
 def of(scores: Scores, computed: float) -> float:
     """The relevance to show: the reranker's (clamped) when one ran, else `computed`."""
     return _clamp(scores.rerank) if scores.rerank is not None else _clamp(computed)
+
+
+_CJK_WORD = re.compile(f"[{CJK_RANGES}]+")
+_LATIN = re.compile(f"[^\\W_{CJK_RANGES}]+")
+_LATIN_CHAR = re.compile(f"[^\\W_{CJK_RANGES}]")
+_A_NOT_A = re.compile(r"(\w)[不没]\1")
+ENGLISH_FUNCTION_WORDS = frozenset(
+    "a an the and or but nor not no if then else of to in on at by for with from as into onto than so "
+    "is are was were be been being am do does did done have has had having can could will would shall "
+    "should may might must i you he she it we they me him her us them my your his its our their this "
+    "that these those what which who whom whose how why when where there here all any some each".split())
+"""English function words (articles, prepositions, conjunctions, auxiliaries, pronouns, question
+words): jieba's dictionary knows no English, so without this "is" or "the" in a question would
+weigh as much as an unknown word. A grammatical closed class, not stopwords-iso's English list,
+which also drops words that name things in technical text (br, run, system, new)."""
+FUNCTION_WORDS = frozenset({"请问", "一下"})
+"""Politeness forms that stopwords-iso's list lacks; question words (怎么, 如何, 什么, 吗, 怎么样, 咋)
+are in it, and A-not-A questions (能不能, 是不是, 要不要, 有没有, 可不可以) are recognised by form."""
+
+
+def content_units(norm: str) -> list[str]:
+    """The content words of a normalised question (`indexes.analysis.normalize`), in order, once
+    each: its jieba segmentation (with the HMM, which finds names and new words: 蔡敏, 带伞),
+    minus stop words (stopwords-iso),
+    FUNCTION_WORDS, punctuation and numbers; an A-not-A question (X不X, X没X) counts as its X
+    (熟没熟 → 熟; 能不能 → 能, a stop word). Numbers (7, 38, 2024) say which one, not what about,
+    and jieba's dictionary has no frequency for them. Identifiers split into their words
+    (tidb_mem_quota_query → tidb, mem, quota, query; no-sudo → no, sudo)."""
+    out: dict[str, None] = {}
+    for token in rjieba.cut(_A_NOT_A.sub(r" \1 ", norm)):
+        for word in (token,) if _CJK_WORD.fullmatch(token) else _LATIN.findall(token):
+            if word not in STOP_WORDS and word not in ENGLISH_FUNCTION_WORDS and word not in FUNCTION_WORDS \
+                    and not word.isdigit():
+                out[word] = None
+    return list(out)
+
+
+def domain(chunks_with: int, chunks: int, background: float, words_per_chunk: float) -> float:
+    """d(u) of the module doc: r / (1 + r), r = ((chunks_with + 0.5) / chunks) / (words_per_chunk
+    × background). chunks_with: the index's chunks holding u; chunks: all of them (> 0);
+    background: P(u) in general Chinese (`indexes.background.probability`)."""
+    r = ((chunks_with + 0.5) / max(chunks, 1)) / (max(words_per_chunk, 1.0) * background)
+    return r / (1.0 + r)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One content word of a question: text (normalised), weight (its specificity, nats),
+    domain (d, 0..1), latin (matched as a whole word rather than as a substring), alternatives:
+    (synonym, its d) of the index's synonyms for it (`indexes.synonyms`), each found counting
+    EXPANSION_WEIGHT of the word (as the ranking weighs an expansion)."""
+
+    text: str
+    weight: float
+    domain: float
+    latin: bool
+    alternatives: tuple[tuple[str, float], ...] = ()
+
+
+class Question:
+    """A question's content words, judged against one index (`question`). Immutable."""
+
+    __slots__ = ("total", "units")
+
+    def __init__(self, units: Sequence[Unit]) -> None:
+        self.units = tuple(units)
+        self.total = sum(u.weight for u in self.units)
+
+    def about(self, folded: str) -> float:
+        """The lexical relevance (module doc) of a chunk whose title, heading and text, folded
+        (`indexes.analysis.normalize`, or the stored `text_fold`), are `folded`: 0..1; 0.0 for
+        a question without content words."""
+        if self.total <= 0:
+            return 0.0
+        got = 0.0
+        for u in self.units:
+            if _holds_word(folded, u.text) if u.latin else u.text in folded:
+                got += u.weight * u.domain
+            elif u.alternatives:
+                found = (d for alt, d in u.alternatives
+                         if (_holds_word(folded, alt) if _LATIN.fullmatch(alt) else alt in folded))
+                got += u.weight * EXPANSION_WEIGHT * max(found, default=0.0)
+        return _clamp(got / self.total)
+
+
+def _holds_word(text: str, word: str) -> bool:
+    """Whether `text` holds the Latin `word` as a whole word: not inside a longer run of letters
+    and digits (a CJK character or punctuation next to it is a boundary). str.find, not a regex
+    per word: compiling one over the CJK ranges cost ~10 ms."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if (start == 0 or _LATIN_CHAR.match(text, start - 1) is None) and \
+                (end == len(text) or _LATIN_CHAR.match(text, end) is None):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def question(query: str, chunks_with: Callable[[str, str], int], chunks: int, words_per_chunk: float,
+             expansions: Sequence[tuple[str, str]] = ()) -> Question:
+    """The `Question` of raw `query` over an index. chunks_with(field, term): the chunks holding
+    `term` in `field` (`indexes.search.DocFreqs`): a CJK unit is looked up as a jieba word
+    (body_words, or title_words when more chunks' titles hold it), as the background counts it
+    (a token, not characters inside other words), a Latin one in body_latin. chunks: the index's chunk count;
+    words_per_chunk: its mean words per chunk (`indexes.search.DocFreqs.words_per_chunk`).
+    expansions: (question's term, synonym) pairs of the index's synonyms that fired
+    (`indexes.analysis.QueryTerms.expansions`): a word's synonyms count for it (`Unit`)."""
+    def held(text: str) -> int:  # chunks whose text or title holds the word
+        if _LATIN.fullmatch(text):
+            return chunks_with("body_latin", text)
+        return max(chunks_with("body_words", text), chunks_with("title_words", text))
+
+    units: dict[str, Unit] = {}
+    for word in content_units(normalize(query)):
+        latin = _LATIN.fullmatch(word) is not None
+        found = held(word)
+        # A word the HMM made up (not in jieba's dictionary) that the index does not hold either
+        # counts as its dictionary words: "说太忙" → 说, 太, 忙, not one unknown word.
+        parts = ([w for w in content_units(" ".join(rjieba.cut(word, False))) if w != word]
+                 if not latin and not found and len(word) > 1 and not rjieba.has_word(word) else [])
+        for text in parts or [word]:
+            if text not in units:
+                n = found if text == word else held(text)
+                alternatives = tuple((syn, domain(held(syn), chunks, probability(syn), words_per_chunk))
+                                     for term, syn in expansions if term == text and syn != text)
+                units[text] = Unit(text, specificity(text), domain(n, chunks, probability(text), words_per_chunk),
+                                   latin and text == word, alternatives)
+    return Question(list(units.values()))

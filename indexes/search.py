@@ -16,11 +16,14 @@ import math
 import re
 from dataclasses import dataclass
 
+import rjieba
 import tantivy
 from tantivy import Occur, Query
 
 from .analysis import QueryTerms
+from .documents import stored_str
 from .filters import filter_query, glob_to_regex
+from .relevance import Question, question
 from .synonyms import EXPANSION_WEIGHT
 from .types import SearchFilter
 
@@ -36,6 +39,7 @@ __all__ = [
     "idf",
     "ideal_score",
     "query_plan",
+    "question_of",
     "QueryPlan",
     "terms_query",
 ]
@@ -82,6 +86,9 @@ cutoff-frequency rule of Lucene's CommonTermsQuery. Why: corpus-specific stop wo
 (issue 12). Ratios 0.05, 0.1, 0.15, 0.2, 0.3 compared on make eval; see the commit message."""
 
 
+_WORD = re.compile(r"[^\W_]")
+
+
 def idf(df: int, n: int) -> float:
     """BM25's inverse document frequency (Robertson–Spärck Jones, as Lucene and Tantivy
     compute it): ln(1 + (n - df + 0.5) / (df + 0.5)); df of n documents."""
@@ -98,9 +105,12 @@ class DocFreqs:
     """
 
     MAX_ENTRIES = 100_000
+    SAMPLE_CHUNKS = 32
+    SPREAD = 65_536
 
     def __init__(self) -> None:
         self._memo: dict[tuple[str, str], int] = {}
+        self._words_per_chunk: float | None = None
 
     def get(self, searcher: tantivy.Searcher, field: str, term: str) -> int:
         """How many Tantivy documents (chunks) of `searcher` hold `term` in `field`."""
@@ -112,8 +122,32 @@ class DocFreqs:
             df = self._memo[key] = searcher.doc_freq(field, term)
         return df
 
+    def words_per_chunk(self, searcher: tantivy.Searcher) -> float:
+        """The mean number of words (jieba tokens of letters, digits or CJK) in a chunk's heading
+        and text, over SAMPLE_CHUNKS chunks spread evenly over (up to SPREAD of) `searcher`'s
+        chunks ordered by document key (1.0 for an empty index): `indexes.relevance.domain`'s L.
+        Some 10-30 ms, once per commit loaded (the first chunks alone were no sample: a corpus's
+        first pages are often short)."""
+        if self._words_per_chunk is None:
+            every = [a for _, a in searcher.search(Query.all_query(), min(searcher.num_docs, self.SPREAD),
+                                                   count=False).hits]
+            # Ordered by (doc_key, chunk): a hash of the document id, so the sample does not depend
+            # on how the index happens to be laid out in segments (two builds agree).
+            keys = zip(searcher.fast_field_values("doc_key", every), searcher.fast_field_values("chunk", every),
+                       strict=True)
+            ordered = [a for _, a in sorted(zip(((int(k or 0), int(n or 0)) for k, n in keys), every,
+                                                strict=True), key=lambda p: p[0])]
+            picked = ordered[::max(len(ordered) // self.SAMPLE_CHUNKS, 1)][:self.SAMPLE_CHUNKS]
+            docs = (searcher.doc(a) for a in picked)  # folded text: no analysis at query time
+            texts = (f"{d.get_first('heading') or ''}\n{stored_str(d, 'text_fold') or stored_str(d, 'text') or ''}"
+                     for d in docs)
+            counts = [sum(1 for token in rjieba.cut(text) if _WORD.match(token)) for text in texts]
+            self._words_per_chunk = max(sum(counts) / len(counts), 1.0) if counts else 1.0
+        return self._words_per_chunk
+
     def clear(self) -> None:
         self._memo.clear()
+        self._words_per_chunk = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +248,15 @@ def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = 
     n = searcher.num_docs
     return sum(weight * idf(df(searcher, field, tok), n) for field, tok, weight in (*plan.selecting, *plan.common)
                if tok not in terms.expanded)
+
+
+def question_of(query: str, searcher: tantivy.Searcher, doc_freqs: DocFreqs,
+                expansions: tuple[tuple[str, str], ...] = ()) -> Question:
+    """`query`'s content words judged against the index `searcher` shows (`indexes.relevance.question`;
+    statistics memoised in `doc_freqs`), with the synonyms that fired (`QueryTerms.expansions`):
+    what each hit's lexical relevance is computed from."""
+    return question(query, lambda field, term: doc_freqs.get(searcher, field, term), searcher.num_docs,
+                    doc_freqs.words_per_chunk(searcher), expansions)
 
 
 def build_query(

@@ -26,11 +26,12 @@ from . import documents, metadata, writer
 from .analysis import QueryTerms
 from .errors import IndexStoreError
 from .filters import filter_query
-from .hits import search_hits
+from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
+from .relevance import Question
 from .schema import CLEAN_AT_INGEST, check_index, open_index, open_or_create
-from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, ideal_score, query_plan
+from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, query_plan, question_of
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
 from .types import (
@@ -180,25 +181,25 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        ideal = ideal_score(terms, searcher, self.boosts, self._doc_freqs, plan)
+        asked = question_of(query, searcher, self._doc_freqs, terms.expansions)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
             return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
-                                  ideal, floor)
+                                  asked, floor)
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds, ideal=ideal, floor=floor)
+                           content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
 
     def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
-                  one_per_document: bool, summary_chars: int, content_chars: int, ideal: float,
+                  one_per_document: bool, summary_chars: int, content_chars: int, asked: Question,
                   floor: float) -> list[Hit]:
         """`search_hits` with the rerank stage (`indexes.rerank.chunks.reranked_hits`); a
         fallback to the lexical order marks the answer as not reusable (`answer`)."""
         from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
 
         assert self.rerank is not None
-        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit,
+        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor,
                                        one_per_document=one_per_document, summary_chars=summary_chars,
-                                       content_chars=content_chars, bounds=self.bounds, ideal=ideal, floor=floor)
+                                       content_chars=content_chars, bounds=self.bounds, judge=judge(asked))
         if not reranked:
             self._degraded.value = True
         return hits

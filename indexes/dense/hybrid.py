@@ -35,9 +35,11 @@ import tantivy
 from tantivy import Occur, Query
 
 from .. import relevance
+from ..hits import chunk_fold
+from ..relevance import Question
 from ..types import DEFAULT_BOUNDS, Scores, SearchBounds
 from .config import DenseConfig
-from .fusion import mix, rrf
+from .fusion import calibrated, mix, rrf
 from .query import QueryEncoder
 from .vectors import VectorSet, current_generation, load_current
 
@@ -164,7 +166,9 @@ class DenseSearch:
                filters: tuple[Query | None, Query | None], limit: int, *, one_per_document: bool,
                summary_chars: int, content_chars: int, make_hit: MakeHit,
                bounds: SearchBounds = DEFAULT_BOUNDS, reorder: Reorder | None = None,
-               ideal: Callable[[tantivy.Searcher], float] | None = None, floor: float = 0.0) -> list[Any] | None:
+               ideal: Callable[[tantivy.Searcher], float] | None = None,
+               question: Callable[[tantivy.Searcher], Question] | None = None,
+               floor: float = 0.0) -> list[Any] | None:
         """Fused hits, best first, or None: answer lexically instead (see module doc).
 
         lexical_query: builds the full BM25 query (scope filter included) for the searcher the
@@ -174,11 +178,12 @@ class DenseSearch:
         scope, as `indexes.search.filter_query` builds them. limit > 0. bounds: the index's
         per-query work bounds (BM25 candidates are at most max_chunks_per_query; context chunks
         per result at most max_chunks_per_document - 1). reorder: the rerank stage (`Reorder`).
-        ideal: the query's `indexes.search.ideal_score` on a searcher (lexical relevance; None:
-        lexical side 0). floor: relevance 0..1 under which a chunk is dropped before the hits are
-        shaped (when the rerank stage ran, its relevance is judged instead, after the hits are
-        made: `gateway.core.retrieve`). Each hit carries Scores(bm25, dense, fused[, rerank]) and
-        its relevance.
+        ideal: the query's `indexes.search.ideal_score` on a searcher (the lexical side of the
+        "calibrated" fusion; None: 0). question: the query's `indexes.relevance.Question` on a
+        searcher (each hit's lexical relevance; None: 0). floor: relevance 0..1 under which a
+        chunk is dropped when the hits are shaped (when the rerank stage ran, its relevance is
+        judged instead, after the hits are made: `gateway.core.retrieve`). Each hit carries
+        Scores(bm25, dense, fused[, rerank]) and its relevance (`indexes.relevance.hybrid`).
         """
         state = self._usable()
         if state is None or state.vectors is None:
@@ -208,26 +213,53 @@ class DenseSearch:
         address.update({key: a for key, _, a in dense})
         lex = [(key, s) for key, s, _ in lexical]
         den = [(key, s) for key, s, _ in dense]
+        mass = ideal(searcher) if ideal is not None else 0.0
+        cosine = dict(den)
         if self.config.fusion == "rrf":
             fused = rrf(lex, den, k=self.config.rrf_k, lexical_weight=self.config.lexical_weight,
                         dense_weight=self.config.dense_weight)
-        else:
+        elif self.config.fusion == "mix":
             fused = mix(lex, den, lexical_weight=self.config.lexical_weight, dense_weight=self.config.dense_weight)
+        else:
+            cosine.update(_cosines(searcher, state.vectors, outcome.vector,
+                                   [(key, a) for key, _, a in lexical[:k] if key not in cosine]))
+            fused = calibrated(lex[:k], cosine, ideal=mass, lexical_weight=self.config.lexical_weight,
+                               dense_weight=self.config.dense_weight, line=self.config.cosine_line)
+            fused += [(key, 0.0) for key, _ in lex[k:]]  # BM25's further chunks: context, in BM25 order
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
-        mass = ideal(searcher) if ideal is not None else 0.0
-        bm25, cosine = dict(lex), dict(den)
-        judged = {key: (Scores(bm25=bm25.get(key), dense=cosine.get(key), fused=score),
-                        relevance.hybrid(relevance.lexical(bm25.get(key, 0.0), mass), cosine.get(key)))
-                  for key, score in fused}
+        bm25 = dict(lex)
+        scores = {key: Scores(bm25=bm25.get(key), dense=cosine.get(key), fused=score) for key, score in fused}
+        asked = question(searcher) if question is not None else Question(())
+        folded: dict[str, str] = {}
+        line = self.config.cosine_line
+
+        def judge(key: Address, doc: tantivy.Document) -> float:
+            return relevance.hybrid(asked.about(chunk_fold(doc, folded)), cosine.get(key), line)
+
         reranked = reorder(searcher, fused, address, make_hit) if reorder is not None else None
-        if reranked is not None:  # the optional rerank stage, on the fused chunks before the collapse
-            kept, make_hit = reranked
-        else:
-            kept = [(key, score) for key, score in fused if judged[key][1] >= floor]
+        kept, make = reranked if reranked is not None else (fused, make_hit)
         return _pick(searcher, kept, address, dense_only, state.vectors, terms, limit, one_per_document,
-                     summary_chars, content_chars, make_hit, keep_more=max(bounds.max_chunks_per_document - 1, 0),
-                     judged=judged)
+                     summary_chars, content_chars, make, keep_more=max(bounds.max_chunks_per_document - 1, 0),
+                     scores=scores, judge=judge, floor=floor if reranked is None else 0.0)
+
+
+def _cosines(searcher: tantivy.Searcher, vectors: VectorSet, query: Any,
+             chunks: Sequence[tuple[Address, Any]]) -> dict[Address, float]:
+    """The cosine of `query` (a unit vector) with the stored vector of each (key, Tantivy address)
+    chunk that has one: the chunks' doc_key and chunk fast fields name their vectors (no stored
+    document is read)."""
+    if not chunks:
+        return {}
+    addresses = [a for _, a in chunks]
+    at = zip(searcher.fast_field_values("doc_key", addresses), searcher.fast_field_values("chunk", addresses),
+             strict=True)
+    keys = vectors.keys_at([(int(dk or 0), int(n or 0)) for dk, n in at])
+    found = [(key, vk) for (key, _), vk in zip(chunks, keys, strict=True) if vk is not None]
+    if not found:
+        return {}
+    sims = vectors.vectors([vk for _, vk in found]) @ query
+    return {key: float(sim) for (key, _), sim in zip(found, sims.tolist(), strict=True)}
 
 
 def _key(address: Any) -> Address:
@@ -262,23 +294,26 @@ def _resolve(searcher: tantivy.Searcher, schema: tantivy.Schema, neighbours: Seq
 def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], address: dict[Address, Any],
           dense_only: set[Address], vectors: VectorSet, terms: Any, limit: int, one_per_document: bool,
           summary_chars: int, content_chars: int, make_hit: MakeHit, keep_more: int,
-          judged: dict[Address, tuple[Scores, float]]) -> list[Any]:
+          scores: dict[Address, Scores], judge: Callable[[Address, tantivy.Document], float],
+          floor: float) -> list[Any]:
     """Walk the fused order like a BM25 order (`indexes.hits`): chunks are grouped by document
     through the `doc_key` fast field (no stored document loaded to group them); the first
     chunk of each document becomes its hit and up to `keep_more` later ones its context, loaded
     lazily while the content has room. Stored chunks loaded: at most limit × (1 + keep_more),
-    plus one per document dropped for a revision its vectors were not computed from.
-    judged: each chunk's (Scores, relevance), given to its hit."""
+    plus one per document dropped for a revision its vectors were not computed from or for a
+    relevance under `floor`. scores: each chunk's Scores; judge(key, stored chunk): its relevance.
+    A document whose first chunk is under `floor` is dropped (not replaced); a further chunk
+    under it is not appended."""
     order = [address[key] for key, _ in fused]
     doc_keys = searcher.fast_field_values("doc_key", order)
-    groups: dict[int, tuple[float, Address, Any, list[Any]]] = {}
+    groups: dict[int, tuple[float, Address, Any, list[tuple[Address, Any]]]] = {}
     for (key, score), a, dk in zip(fused, order, doc_keys, strict=True):
         group_key = int(dk or 0) if one_per_document else len(groups)
         seen = groups.get(group_key)
         if seen is None:
             groups[group_key] = (score, key, a, [])
         elif len(seen[3]) < keep_more:
-            seen[3].append(a)
+            seen[3].append((key, a))
     hits: list[Any] = []
     for score, key, a, more in groups.values():
         if len(hits) == limit:
@@ -286,7 +321,11 @@ def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], ad
         doc = searcher.doc(a)
         if key in dense_only and vectors.revision_of.get(str(doc.get_first("doc_id"))) != doc.get_first("revision"):
             continue  # a vector of another revision of this document: never trusted
-        context = (searcher.doc(m) for m in more)  # lazily: only while the content has room
-        scores, rel = judged[key]
-        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context, scores=scores, relevance=rel))
+        rel = judge(key, doc)
+        if rel < floor:
+            continue
+        loaded = ((k, searcher.doc(m)) for k, m in more)  # lazily: only while the content has room
+        context = (d for k, d in loaded if floor <= 0 or judge(k, d) >= floor)
+        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context, scores=scores[key],
+                             relevance=rel))
     return hits

@@ -27,7 +27,7 @@ import tantivy
 from tantivy import Query
 
 from ..hits import make_hit
-from ..search import build_query, ideal_score
+from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
 from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
@@ -141,6 +141,8 @@ class HybridIndex(KnowledgeIndex):
                                  content_chars=content_chars, make_hit=make_hit, bounds=self.bounds,
                                  reorder=reorder if stage is not None else None,
                                  ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
+                                 question=lambda searcher: question_of(query, searcher, self._doc_freqs,
+                                                                       terms.expansions),
                                  floor=floor)
         if hits is not None:
             return hits, None if degraded else generation

@@ -35,6 +35,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from ..schema import doc_key
+
 __all__ = ["DENSE_DIR", "EXACT_BELOW", "Entry", "VectorSet", "current_generation", "load_current", "publish"]
 
 DENSE_DIR = "dense"
@@ -71,6 +73,7 @@ class VectorSet:
         self.revision_of: dict[str, str] = dict(manifest["docs"])
         self.chunk_of: dict[int, tuple[str, str]] = {int(k): (c, d) for k, c, d in manifest["chunks"]}
         self._index = index
+        self._at: dict[tuple[int, int], int] | None = None  # (doc_key, chunk) → key, `keys_at`
 
     def __len__(self) -> int:
         return len(self.chunk_of)
@@ -87,6 +90,21 @@ class VectorSet:
             if found is not None:
                 out.append((found[0], found[1], 1.0 - float(distance)))
         return out
+
+    def keys_at(self, chunks: Sequence[tuple[int, int]]) -> list[int | None]:
+        """The vector key of each (doc_key, chunk number) (`indexes.schema.doc_key`; the fast
+        fields of a Tantivy chunk), None where this set holds no vector for it. The map is built
+        on first use (one BLAKE2b digest per document) and kept with the set."""
+        if self._at is None:
+            by_doc: dict[str, int] = {}
+            at: dict[tuple[int, int], int] = {}
+            for key, (chunk_id, doc_id) in self.chunk_of.items():
+                dk = by_doc.get(doc_id)
+                if dk is None:
+                    dk = by_doc[doc_id] = doc_key(doc_id)
+                at[(dk, int(chunk_id.rpartition("#")[2] or 0))] = key
+            self._at = at
+        return [self._at.get(c) for c in chunks]
 
     def vectors(self, keys: Sequence[int]) -> npt.NDArray[np.float32]:
         """The stored vectors of `keys` (len(keys), dim)."""

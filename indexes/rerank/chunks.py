@@ -22,8 +22,7 @@ import tantivy
 from tantivy import DocAddress, Occur, Query
 
 from ..analysis import QueryTerms
-from ..hits import FETCH_PER_RESULT, chunk_text, make_hit, search_hits
-from ..relevance import lexical
+from ..hits import FETCH_PER_RESULT, Judge, chunk_text, make_hit, search_hits
 from ..types import DEFAULT_BOUNDS, Hit, Scores, SearchBounds
 from .stage import RerankStage
 
@@ -83,14 +82,14 @@ def rerank_fused(stage: RerankStage, searcher: tantivy.Searcher, query_text: str
 def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantivy.Schema, query: Query,
                   query_text: str, terms: QueryTerms, limit: int, *, one_per_document: bool = True,
                   summary_chars: int = 200, content_chars: int = 1500,
-                  bounds: SearchBounds = DEFAULT_BOUNDS, ideal: float = 0.0,
+                  bounds: SearchBounds = DEFAULT_BOUNDS, judge: Judge | None = None,
                   floor: float = 0.0) -> tuple[list[Hit], bool]:
     """`indexes.hits.search_hits` with the rerank stage between the BM25 chunks and the
     collapse: (hits, True), or (search_hits' own hits, False) when the stage answered None.
 
     Same arguments as `search_hits`, plus query_text (the raw query, sent to the reranker).
-    ideal: the query's `search.ideal_score`: each hit's lexical relevance, which the reranker's
-    replaces where it scored the hit. floor: applied as `search_hits` applies it only when the
+    judge: each hit's lexical relevance (`indexes.hits.judge`), which the reranker's replaces
+    where it scored the hit. floor: applied as `search_hits` applies it only when the
     stage answered None; a reranked answer's floor is judged on its relevance afterwards
     (`gateway.core.retrieve`).
     Work: one Tantivy search of max(candidates, limit × FETCH_PER_RESULT) chunks (within
@@ -106,7 +105,7 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     if scores is None:
         return search_hits(searcher, schema, query, terms, limit, one_per_document=one_per_document,
                            summary_chars=summary_chars, content_chars=content_chars, bounds=bounds,
-                           ideal=ideal, floor=floor), False
+                           judge=judge, floor=floor), False
     # (stage score, address, rerank score or None, loaded chunk or None), in the new order
     order: list[tuple[float, DocAddress, float | None, tantivy.Document | None]] = [
         (found[i][0], found[i][1], scores[i], head[i]) for i in _ranked(scores)]
@@ -117,13 +116,13 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
 
     lowest = min(scores, default=1.0)
 
-    def judged(score: float) -> dict[str, Any]:
-        return {"scores": Scores(bm25=score), "relevance": lexical(score, ideal)}
+    def judged(score: float, doc: tantivy.Document) -> dict[str, Any]:
+        return {"scores": Scores(bm25=score), "relevance": judge(doc) if judge is not None else 0.0}
 
     if not one_per_document:
-        return [with_rerank(make_hit(item[0], load(item), terms, summary_chars, content_chars, **judged(item[0])),
+        return [with_rerank(make_hit(item[0], doc, terms, summary_chars, content_chars, **judged(item[0], doc)),
                             item[2], lowest)
-                for item in order[:limit]], True
+                for item in order[:limit] for doc in (load(item),)], True
     keep_more = bounds.max_chunks_per_document - 1
     groups: dict[int, tuple[Any, list[Any]]] = {}
     for item, key in zip(order, searcher.fast_field_values("doc_key", [a for _, a, _, _ in order]), strict=True):
@@ -134,13 +133,13 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
                 groups[k] = (item, [])
         elif len(seen[1]) < keep_more:
             seen[1].append(item)
-    hits = [with_rerank(make_hit(best[0], load(best), terms, summary_chars, content_chars,
-                                 (load(m) for m in more), **judged(best[0])), best[2], lowest)
-            for best, more in groups.values()]
+    hits = [with_rerank(make_hit(best[0], doc, terms, summary_chars, content_chars,
+                                 (load(m) for m in more), **judged(best[0], doc)), best[2], lowest)
+            for best, more in groups.values() for doc in (load(best),)]
     if len(hits) < limit and len(found) == fetch:  # more documents past the chunks taken
         rest = Query.boolean_query([(Occur.Must, query),
                                     *((Occur.MustNot, Query.term_query(schema, "doc_key", k)) for k in groups)])
         hits += [with_rerank(h, None, lowest) for h in search_hits(
             searcher, schema, rest, terms, limit - len(hits), one_per_document=True, summary_chars=summary_chars,
-            content_chars=content_chars, bounds=bounds, ideal=ideal, floor=floor)]
+            content_chars=content_chars, bounds=bounds, judge=judge, floor=floor)]
     return hits, True

@@ -38,8 +38,17 @@ def test_local_defaults(tmp_path: Path) -> None:
     d = cfg.dense["docs"]
     assert d == DenseConfig(provider="local", model="use-multilingual-v3")
     assert (d.fusion, d.lexical_weight, d.dense_weight, d.candidates, d.query_timeout_ms, d.breaker_failures) == (
-        "mix", 0.7, 0.3, 50, 250, 3)
+        "calibrated", 0.8, 0.2, 50, 250, 3)
     assert parse(data(), tmp_path).dense == {}
+
+
+def test_each_fusion_brings_its_own_default_weights(tmp_path: Path) -> None:
+    for fusion, weights in (("mix", (0.7, 0.3)), ("rrf", (0.7, 0.3)), ("calibrated", (0.8, 0.2))):
+        d = parse(data({"provider": "local", "model": "use-multilingual-v3", "fusion": fusion}), tmp_path).dense["docs"]
+        assert (d.fusion, d.lexical_weight, d.dense_weight) == (fusion, *weights)
+    d = parse(data({"provider": "local", "model": "use-multilingual-v3", "fusion": "mix", "dense_weight": 0.5}),
+              tmp_path).dense["docs"]
+    assert (d.lexical_weight, d.dense_weight) == (0.7, 0.5)  # a weight given is kept
 
 
 def test_openai_with_every_key(tmp_path: Path) -> None:
@@ -147,3 +156,22 @@ def test_the_demo_of_make_run_is_hybrid_with_the_embedded_model() -> None:
     # What `make demo` reads (the indexer needs no secret: data/demo/secret may not exist yet).
     _, dense = load_indexes(ROOT / "deploy" / "demo" / "gateway.toml", env={})
     assert dense == {"demo-docs": DenseConfig(provider="local", model="use-multilingual-v3")}
+
+
+def test_the_one_line_opt_in_names_an_embedded_model(tmp_path: Path) -> None:
+    d = data()
+    d["indexes"]["docs"] = {"dense": "use-multilingual-v3"}
+    assert parse(d, tmp_path).dense["docs"] == DenseConfig(provider="local", model="use-multilingual-v3")
+    d["indexes"]["docs"] = {"dense": "bge-m3"}
+    assert "use-multilingual-v3" in refused(d, "indexes.docs.dense", tmp_path)
+
+
+def test_the_cosine_line_is_the_models_unless_the_table_sets_it(tmp_path: Path) -> None:
+    use = parse(data({"provider": "local", "model": "use-multilingual-v3"}), tmp_path).dense["docs"]
+    e5 = parse(data({"provider": "local", "model": "multilingual-e5-small-q4"}), tmp_path).dense["docs"]
+    assert use.cosine_line == (0.30, 0.65) and e5.cosine_line == (0.87, 0.95)
+    mine = parse(data({"provider": "local", "model": "use-multilingual-v3", "cosine_zero": 0.4, "cosine_one": 0.8}),
+                 tmp_path).dense["docs"]
+    assert mine.cosine_line == (0.4, 0.8)
+    assert "cosine_zero" in refused(data({"provider": "local", "model": "use-multilingual-v3", "cosine_zero": 0.5,
+                                          "cosine_one": 0.5}), "indexes.docs.dense.cosine_one", tmp_path)

@@ -41,7 +41,7 @@ async def test_search_is_inside_the_scope_best_first(rt: Runtime) -> None:
 
 @pytest.mark.anyio
 async def test_floor_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
-    query = "轮换密钥的步骤"  # matched to a different degree by several pages
+    query = "部署时轮换密钥的步骤"  # matched to a different degree by several pages
     everything = (await retrieve.search(rt, scope(), query, 10, summary_chars=50, content_chars=1)).hits
     assert all(0.0 <= h.relevance <= 1.0 and h.scores.bm25 == h.score for h in everything)
     bar = max(h.relevance for h in everything)

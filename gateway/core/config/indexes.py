@@ -22,7 +22,7 @@ from pathlib import Path
 from gateway.core.config.fields import INDEX_NAME, WHITESPACE, read_secret, secret_ref, table_of
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
-from indexes.dense.config import FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
+from indexes.dense.config import DEFAULT_WEIGHTS, FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.rerank.config import PROVIDERS as RERANK_PROVIDERS
 from indexes.rerank.config import RerankConfig
@@ -33,7 +33,7 @@ INDEXER_KEYS = ("dir", "max_document_bytes")
 DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
               "passage_prefix", "batch_size", "max_input_chars", "timeout_seconds", "retries", "backoff_seconds",
               "query_timeout_ms", "breaker_failures", "breaker_reset_seconds", "candidates", "fusion", "rrf_k",
-              "lexical_weight", "dense_weight", "cache_dir", "threads")
+              "lexical_weight", "dense_weight", "cache_dir", "threads", "cosine_zero", "cosine_one")
 REMOTE_ONLY = ("url", "api_key_env", "api_key_file", "dimensions")
 RERANK_KEYS = ("provider", "url", "model", "api_key_env", "api_key_file", "candidates", "timeout_ms",
                "breaker_failures", "breaker_reset_seconds", "max_input_chars")
@@ -57,10 +57,20 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
 
 
 def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
-    """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table (indexes without
-    one stay lexical). `[indexes.NAME]` holds `dense`, `rerank` (`parse_rerank`) and `synonyms`
-    (`parse_synonyms`). Raises ConfigError naming the key."""
-    return {name: _dense(t.table("dense"), base_dir, env) for name, t in index_tables(idx) if "dense" in t}
+    """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table, or per one-line
+    opt-in `[indexes.NAME] dense = "MODEL"` (an embedded model, LOCAL_MODELS: provider "local",
+    every other key at its default); indexes without either stay lexical. `[indexes.NAME]` holds
+    `dense`, `rerank` (`parse_rerank`) and `synonyms` (`parse_synonyms`). Raises ConfigError
+    naming the key."""
+    out: dict[str, DenseConfig] = {}
+    for name, t in index_tables(idx):
+        if "dense" not in t:
+            continue
+        if isinstance(t.data["dense"], str):  # the one-line opt-in
+            out[name] = DenseConfig(provider="local", model=t.choice("dense", tuple(LOCAL_MODELS)))
+        else:
+            out[name] = _dense(t.table("dense"), base_dir, env)
+    return out
 
 
 def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, RerankConfig]:
@@ -150,10 +160,16 @@ def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
                 t.fail(k, "format", "applies to provider 'openai' only")
     if provider != "local" and "threads" in t:
         t.fail("threads", "format", "applies to provider 'local' only")
-    lexical_weight = t.number("lexical_weight", 0.7, lo=0.0, hi=100.0)
-    dense_weight = t.number("dense_weight", 0.3, lo=0.0, hi=100.0)
+    fusion = t.choice("fusion", FUSIONS, "calibrated")
+    default_lexical, default_dense = DEFAULT_WEIGHTS[fusion]
+    lexical_weight = t.number("lexical_weight", default_lexical, lo=0.0, hi=100.0)
+    dense_weight = t.number("dense_weight", default_dense, lo=0.0, hi=100.0)
     if lexical_weight == 0 and dense_weight == 0:
         t.fail("dense_weight", "range", "and lexical_weight cannot both be 0")
+    zero = t.number("cosine_zero", 0.0, lo=-1.0, hi=1.0) if "cosine_zero" in t else None
+    one = t.number("cosine_one", 0.0, lo=-1.0, hi=1.0) if "cosine_one" in t else None
+    if zero is not None and one is not None and one <= zero:
+        t.fail("cosine_one", "range", "must be greater than cosine_zero")
     cache_dir = None
     if "cache_dir" in t:
         ref_dir = Path(t.string("cache_dir"))
@@ -171,9 +187,9 @@ def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
         breaker_failures=t.integer("breaker_failures", 3, lo=1, hi=100),
         breaker_reset_seconds=t.number("breaker_reset_seconds", 30.0, lo=0.1, hi=3600.0),
         candidates=t.integer("candidates", 50, lo=1, hi=1000),
-        fusion=t.choice("fusion", FUSIONS, "mix"),
+        fusion=fusion,
         rrf_k=t.integer("rrf_k", 60, lo=1, hi=1000),
-        lexical_weight=lexical_weight, dense_weight=dense_weight, cache_dir=cache_dir,
+        lexical_weight=lexical_weight, dense_weight=dense_weight, cache_dir=cache_dir, cosine_zero=zero, cosine_one=one,
         threads=t.integer("threads", 1, lo=1, hi=64),
     )
 

@@ -137,11 +137,12 @@ class ReplayConfig:
     key_prefix: str = "kbgate"
 
 
-DEFAULT_RELEVANCE_FLOOR = 0.15
+DEFAULT_RELEVANCE_FLOOR = 0.10
 """search.relevance_floor when not set: hits of a relevance under it (`indexes.relevance`) are
 dropped on every route without a floor of its own. Read off the shared sets with `make eval`
-(docs/search-quality.md has the figures): the highest floor that keeps the TiDB sets'
-answer-hit@5 within 0.02 of no floor."""
+(docs/search-quality.md, "Floors", has the figures): with issue 17's lexical relevance, the
+highest floor at which no shared set loses more questions than it wins against the committed
+0.15 of the earlier relevance."""
 DEFAULT_ANSWER_CACHE_ENTRIES = 2048
 """search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
 DEFAULT_ANSWER_CACHE_MIB = 24

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from indexes.dense.vectors import Entry, current_generation, load, load_current, publish
+from indexes.schema import doc_key
 
 
 def _entries(rng: np.random.Generator, docs: range, per_doc: int = 3, dim: int = 16) -> list[Entry]:
@@ -61,3 +62,16 @@ def test_empty_index_publishes_an_empty_set(tmp_path: Path) -> None:
     publish(tmp_path, 3, "fp", 0, {}, [], None, [])
     vs = load_current(tmp_path)
     assert vs is not None and len(vs) == 0 and vs.search(np.ones(4, dtype=np.float32), 5) == []
+
+
+def test_keys_at_names_the_vector_of_a_chunk_by_its_fast_fields(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    entries = _entries(rng, range(3))
+    publish(tmp_path, 1, "fp", 16, {f"d{d}": "r1" for d in range(3)}, [], None, entries)
+    vs = load_current(tmp_path)
+    assert vs is not None
+    keys = vs.keys_at([(doc_key("d1"), 2), (doc_key("d0"), 0), (doc_key("d9"), 0), (doc_key("d1"), 7)])
+    assert [vs.chunk_of[k][0] if k is not None else None for k in keys] == ["d1#2", "d0#0", None, None]
+    found = [k for k in keys if k is not None]
+    assert vs.vectors(found) @ entries[5].vector == pytest.approx([1.0, float(entries[0].vector @ entries[5].vector)],
+                                                                  abs=1e-5)
