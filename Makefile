@@ -35,9 +35,14 @@ run: demo
 	@echo ""
 	$(BIN)/kbgate serve --config $(DEMO) --bind $(BIND)
 
+# The suite runs in TEST_WORKERS pytest-xdist processes, a test file per process (--dist loadfile:
+# a file's module fixtures, servers and indexes are built once); most tests wait on real servers,
+# so three processes fill two cores. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
+
 test: install
 	bash tests/ensure-tools.sh
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 eval: install
 	$(BIN)/kbgate eval

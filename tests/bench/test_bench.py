@@ -168,7 +168,10 @@ def test_harness_prints_every_table_with_positive_figures(
 
     huge = _table(md, "One document of")
     assert [r[0].split(" ")[0] for r in huge[1:]] == ["ordinary", "ordinary", "aimed", "aimed"]
-    assert all(_number(c) > 0 for r in huge[1:] for c in r[3:7])
+    assert all(_number(c) > 0 for r in huge[1:] for c in r[3:6])  # p50, p90, mean
+    # server CPU per callback: /proc counts whole clock ticks (10 ms), so a dozen quick callbacks
+    # may read 0.00; never negative, never missing
+    assert all(_number(r[6]) >= 0 for r in huge[1:])
     aimed = huge[4][2].split("/")
     assert int(aimed[0]) > 0  # the aimed queries really return the huge document
 

@@ -98,7 +98,10 @@ def test_callbacks_never_fail_nor_see_a_torn_batch_while_the_api_writes(live: Se
     version, while PUTs and DELETEs of other pages go on: every answer is a 200 with Ret 0, and
     holds the ten pages of one version (a batch is one commit: never half of one)."""
     with httpx.Client(base_url=live.base, timeout=30) as c:
-        _write(c, "POST", f"{BASE}/batch", _batch(0))
+        data = _write(c, "POST", f"{BASE}/batch", _batch(0))
+    # the other worker may show the seed-only index until visibleWithinSeconds passed (its reader
+    # checks for a new commit at most every 0.5 s); from then on a version is only ever replaced whole
+    time.sleep(data["visibleWithinSeconds"] + 0.1)
     stop = threading.Event()
     seen: list[set[str]] = []
     failures: list[str] = []
