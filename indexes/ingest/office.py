@@ -12,20 +12,34 @@ number. Title: the core properties' title, else the first slide's title, else th
 An Office file that is an OLE compound file instead of a ZIP package is what Office writes
 for a password-protected document: refused as encrypted. Anything the libraries cannot open
 is refused as corrupt.
+
+An Office file expands when unzipped, so the size limit of the run (`limit`, bytes of text) is
+kept while reading, never only after: a package whose parts unzip to over UNPACKED_FACTOR x
+`limit` bytes is refused before any is parsed (`unpacked_problem`, from the ZIP directory; the
+libraries read no more than a part's stated size); a DOCX's main part is first streamed and
+refused once its text passes `limit` (`docx_text_scan`), before python-docx parses it whole; a
+PPTX is refused once the text of its slides read so far passes `limit`.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 from ..types import Document, IngestError, IngestWarning, Section
+from .jsonl import too_large
 
-__all__ = ["office_problem", "read_docx", "read_pptx"]
+__all__ = ["UNPACKED_FACTOR", "docx_text_scan", "office_problem", "read_docx", "read_pptx", "too_much_text",
+           "unpacked_problem"]
 
+UNPACKED_FACTOR = 16
+"""How many times the text limit an Office package's parts may hold once unzipped (XML markup
+is several times the text it holds; images are stored already compressed)."""
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _HEADING_STYLE = re.compile(r"heading\s*(\d)$", re.I)
 ReadItem = Document | IngestError | IngestWarning
@@ -41,6 +55,75 @@ def office_problem(data: bytes, rel_path: str, kind: str) -> IngestError | None:
     return None
 
 
+def too_much_text(rel_path: str, size: int, limit: int, kind: str) -> IngestError:
+    """The too_large refusal of an Office file of `kind` ('docx'...) whose text read so far,
+    `size` bytes, is over `limit` (the kind and wording `formats.read_bytes` gives after a conversion)."""
+    return IngestError(rel_path, f"{too_large(size, limit)} (its text, once converted from {kind}: reading "
+                                 "stopped there)", kind="too_large")
+
+
+def unpacked_problem(data: bytes, rel_path: str, kind: str, limit: int) -> IngestError | None:
+    """A too_large IngestError when the ZIP package `data` says its parts unzip to over
+    UNPACKED_FACTOR x `limit` bytes (a ZIP bomb), else None (also for a ZIP too broken to say:
+    the library then refuses it as corrupt)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            unpacked = sum(info.file_size for info in package.infolist())
+    except Exception:
+        return None
+    if unpacked <= UNPACKED_FACTOR * limit:
+        return None
+    return IngestError(rel_path, f"its parts unzip to {unpacked} bytes, over {UNPACKED_FACTOR} x the maximum "
+                                 f"document size of {limit} bytes (indexes.max_document_bytes): refused unread "
+                                 f"({kind} file)", kind="too_large")
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MAIN_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+
+
+def _main_part(package: zipfile.ZipFile) -> str:
+    """The ZIP name of a package's main part (from _rels/.rels), else word/document.xml."""
+    try:
+        for rel in ElementTree.fromstring(package.read("_rels/.rels")):
+            if rel.get("Type") == _MAIN_REL and rel.get("TargetMode") != "External":
+                return str(rel.get("Target") or "").lstrip("/")
+    except Exception:
+        pass
+    return "word/document.xml"
+
+
+def docx_text_scan(data: bytes, limit: int) -> tuple[int, int]:
+    """(bytes of text, paragraphs) in the main part of the DOCX package `data`, streamed without
+    keeping its tree and stopped as soon as the text passes `limit` bytes (so bytes > limit
+    means: over the limit, read no further). Text: each w:t's UTF-8 bytes, a tab or break 1,
+    a paragraph's end 1. Raises what zipfile or the XML parser raise on a broken package."""
+    size = paragraphs = depth = 0
+    body: ElementTree.Element | None = None
+    with zipfile.ZipFile(io.BytesIO(data)) as package, package.open(_main_part(package)) as part:
+        for event, elem in ElementTree.iterparse(part, events=("start", "end")):
+            if event == "start":
+                depth += 1
+                if depth == 2:
+                    body = elem
+                continue
+            depth -= 1
+            tag = elem.tag
+            if tag == f"{_W}t":
+                size += len((elem.text or "").encode("utf-8"))
+            elif tag in (f"{_W}tab", f"{_W}br", f"{_W}cr"):
+                size += 1
+            elif tag == f"{_W}p":
+                size += 1
+                paragraphs += 1
+            elem.clear()  # what is counted is dropped: memory stays flat
+            if depth == 2 and body is not None:  # (the emptied blocks of the body too)
+                body.clear()
+            if size > limit:
+                break
+    return size, paragraphs
+
+
 def _corrupt(rel_path: str, kind: str, exc: Exception) -> IngestError:
     return IngestError(rel_path, f"corrupt {kind} file: {type(exc).__name__}: {str(exc)[:160]}", kind="corrupt")
 
@@ -54,10 +137,22 @@ def _row_text(cells: Iterable[str]) -> str:
     return " | ".join(seen)
 
 
+def _paragraph_styles(document: Any) -> tuple[dict[str, str], str]:
+    """({style id: name} of the paragraph styles, the default paragraph style's name): looked up
+    once, as python-docx's `Paragraph.style` would per paragraph (about 1 ms each)."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    styles = document.styles
+    names = {s.style_id: s.name or "" for s in styles if s.type == WD_STYLE_TYPE.PARAGRAPH and s.style_id}
+    default = styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    return names, (default.name or "") if default is not None else ""
+
+
 def _docx_blocks(document: Any) -> Iterator[tuple[int | None, str]]:
     """(heading level or None, text) of each paragraph and table row, in order; level 0: Title."""
     from docx.table import Table
 
+    names, default = _paragraph_styles(document)
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             for row in block.rows:
@@ -68,7 +163,8 @@ def _docx_blocks(document: Any) -> Iterator[tuple[int | None, str]]:
         text = block.text.strip()
         if not text:
             continue
-        name = (block.style.name if block.style is not None else "") or ""
+        style_id = block._p.style  # a missing or unknown id: the default style, as python-docx
+        name = names.get(style_id, default) if style_id else default
         m = _HEADING_STYLE.match(name.strip())
         if m and int(m.group(1)) > 0:
             yield int(m.group(1)), " ".join(text.split())
@@ -84,11 +180,26 @@ def read_docx(data: bytes, rel_path: str, limit: int) -> Iterator[ReadItem]:
     if problem is not None:
         yield problem
         return
+    problem = unpacked_problem(data, rel_path, "Word", limit)
+    if problem is not None:
+        yield problem
+        return
     import docx
 
     try:
+        scanned = docx_text_scan(data, limit)[0]
+        if scanned > limit:
+            yield too_much_text(rel_path, scanned, limit, "docx")
+            return
         document = docx.Document(io.BytesIO(data))
-        blocks = list(_docx_blocks(document))
+        blocks: list[tuple[int | None, str]] = []
+        size = 0
+        for level, text in _docx_blocks(document):
+            size += len(text.encode("utf-8")) + 1
+            if size > limit:  # text the scan does not count (a field's result...): stop here too
+                yield too_much_text(rel_path, size, limit, "docx")
+                return
+            blocks.append((level, text))
         core_title = (document.core_properties.title or "").strip()
     except Exception as exc:
         yield _corrupt(rel_path, "Word", exc)
@@ -142,11 +253,16 @@ def read_pptx(data: bytes, rel_path: str, limit: int) -> Iterator[ReadItem]:
     if problem is not None:
         yield problem
         return
+    problem = unpacked_problem(data, rel_path, "PowerPoint", limit)
+    if problem is not None:
+        yield problem
+        return
     import pptx
 
     try:
         deck = pptx.Presentation(io.BytesIO(data))
         sections: list[Section] = []
+        size = 0
         for number, slide in enumerate(deck.slides, start=1):
             title_shape = slide.shapes.title
             heading = " ".join((title_shape.text if title_shape is not None else "").split())
@@ -155,6 +271,10 @@ def read_pptx(data: bytes, rel_path: str, limit: int) -> Iterator[ReadItem]:
                 notes = slide.notes_slide.notes_text_frame.text.strip()
                 if notes:
                     texts.append(notes)
+            size += sum(len(t.encode("utf-8")) + 1 for t in (heading, *texts))
+            if size > limit:
+                yield too_much_text(rel_path, size, limit, "pptx")
+                return
             if heading or texts:
                 sections.append(Section(heading, "\n".join(texts), "", number))
         core_title = (deck.core_properties.title or "").strip()

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Document, IngestError, IngestWarning, Section
+from .office import too_much_text
 
 __all__ = ["read_pdf"]
 
@@ -121,8 +122,9 @@ def _sections(pages: list[str], entries: list[_Entry]) -> list[Section]:
 def read_pdf(data: bytes, rel_path: str, limit: int) -> Iterator[Document | IngestError | IngestWarning]:
     """One Document for a PDF (module docstring), or one IngestError saying why not.
 
-    data: the file's bytes; rel_path: its path (the Document's id and path); limit: unused
-    (the text is bounded by the file's size)."""
+    data: the file's bytes; rel_path: its path (the Document's id and path); limit: the most
+    bytes of text read (pages are compressed streams that expand) before the file is refused as
+    too large, at the first page past it."""
     import pypdf
     from pypdf import PasswordType
 
@@ -145,12 +147,17 @@ def read_pdf(data: bytes, rel_path: str, limit: int) -> Iterator[Document | Inge
         return
     texts: list[str] = []
     failed: list[int] = []
+    size = 0
     for number, page in enumerate(pages, start=1):
         try:
             texts.append(_clean(page.extract_text() or ""))
         except Exception:
             texts.append("")
             failed.append(number)
+        size += len(texts[-1].encode("utf-8")) + 1
+        if size > limit:  # compressed page streams expand: stop at the first page past the limit
+            yield too_much_text(rel_path, size, limit, "pdf")
+            return
     blank = [n for n, t in enumerate(texts, start=1) if not t]
     scanned = [n for n in blank if n not in failed and _has_images(pages[n - 1])]
     if len(blank) == len(texts):

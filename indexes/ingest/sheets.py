@@ -8,7 +8,11 @@ from the middle of a long sheet still says what its numbers are. Otherwise cells
 without ".0"; dates print as ISO-8601.
 
 A workbook expands when unzipped: reading stops, and the file is refused as too large, once its
-text passes the document bound (`limit`, the size limit of the run).
+text passes the document bound (`limit`, the size limit of the run; each row read, empty or
+not, counts at least 1), or before it is opened when its parts unzip to over
+UNPACKED_FACTOR x `limit` bytes (`office.unpacked_problem`). Every row of a sheet is read
+whatever its <dimension> tag says: read-only openpyxl trusts that tag, which may understate the
+sheet (a writer's bug or a file made to hide rows), so the sheets' dimensions are reset first.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Document, IngestError, IngestWarning, Section
-from .office import office_problem
+from .office import office_problem, too_much_text, unpacked_problem
 
 __all__ = ["read_xlsx"]
 
@@ -38,11 +42,13 @@ def _cell(value: Any) -> str:
 
 
 def _lines(rows: Iterator[Sequence[Any]]) -> Iterator[str]:
+    """One line per non-empty row (module docstring); "" for an empty one, so the caller counts it."""
     header: list[str] | None = None
     first = True
     for row in rows:
         cells = [_cell(v) for v in row]
         if not any(cells):
+            yield ""
             continue
         if first:
             first = False
@@ -60,8 +66,12 @@ def _lines(rows: Iterator[Sequence[Any]]) -> Iterator[str]:
 
 def read_xlsx(data: bytes, rel_path: str, limit: int) -> Iterator[Document | IngestError | IngestWarning]:
     """One Document for a .xlsx file (module docstring), or one IngestError. limit: the most
-    characters of text read before the file is refused as too large."""
+    bytes of text (UTF-8, a line's end 1, an empty row 1) read before the file is refused as too large."""
     problem = office_problem(data, rel_path, "Excel")
+    if problem is not None:
+        yield problem
+        return
+    problem = unpacked_problem(data, rel_path, "Excel", limit)
     if problem is not None:
         yield problem
         return
@@ -74,14 +84,15 @@ def read_xlsx(data: bytes, rel_path: str, limit: int) -> Iterator[Document | Ing
         try:
             for sheet in book.worksheets:
                 lines: list[str] = []
+                if hasattr(sheet, "reset_dimensions"):  # a chart sheet has none (and no rows)
+                    sheet.reset_dimensions()  # else rows past an understated <dimension> are never read
                 for line in _lines(sheet.iter_rows(values_only=True)):
-                    size += len(line) + 1
+                    size += len(line.encode("utf-8")) + 1
                     if size > limit:
-                        yield IngestError(rel_path, f"over {limit} characters of text once unpacked: over the "
-                                                    "maximum document size (indexes.max_document_bytes)",
-                                          kind="too_large")
+                        yield too_much_text(rel_path, size, limit, "xlsx")
                         return
-                    lines.append(line)
+                    if line:
+                        lines.append(line)
                 if lines:
                     sections.append(Section(" ".join(str(sheet.title).split()), "\n".join(lines)))
             title = (book.properties.title or "").strip()
