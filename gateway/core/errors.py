@@ -381,6 +381,7 @@ DOCUMENT_CODES: dict[str, tuple[int, bool, str]] = {
                                          "nothing was written"),
     "documents.index_unavailable": (503, True, "the index cannot be opened for writing; nothing was written"),
     "documents.embedding_failed": (502, True, "a hybrid index's embedding provider failed; nothing was written"),
+    "documents.endpoint_not_found": (404, False, "no endpoint of the document API has this path"),
 }
 
 

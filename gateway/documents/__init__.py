@@ -4,6 +4,10 @@
     DELETE /documents/v1/indexes/{index}/documents/{id}
     GET    /documents/v1/indexes/{index}/documents/{id}    its revision, commit, when applied
     POST   /documents/v1/indexes/{index}/batch             upserts and deletes in one commit, or none
+    any other path under /documents/v1                     404 documents.endpoint_not_found
+
+Every answer under /documents/v1 is the API's JSON envelope: the id takes any characters, a
+line break included (`AnyConvertor`), and a path no endpoint serves is refused in it too.
 
 Why a wing and not a tool of the Agent Access API: that API never writes content (seed 002
 §3, §15: agents file feedback and tasks, content changes go through review), and its callers
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.routing import Route
 
@@ -32,8 +37,26 @@ from gateway.documents import handlers
 from gateway.documents.wire import DocumentsWire
 from gateway.documents.writes import Writes
 
-PREFIX = "/documents/v1/indexes/{index}"
-DOCUMENT_PATH = PREFIX + "/documents/{doc_id:path}"
+
+class AnyConvertor(Convertor[str]):
+    """A path parameter of any characters, line breaks included: Starlette's `path` is `.*`,
+    which stops at a line break, so `a%0Ab` matched no route and got the server's plain-text
+    404, not this API's envelope."""
+
+    regex = "[\\s\\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("documents_any", AnyConvertor())
+
+ROOT = "/documents/v1"
+PREFIX = ROOT + "/indexes/{index}"
+DOCUMENT_PATH = PREFIX + "/documents/{doc_id:documents_any}"
 BATCH_PATH = PREFIX + "/batch"
 EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _TOOLS = {"GET": "documents.get", "PUT": "documents.put", "DELETE": "documents.delete"}
@@ -61,5 +84,14 @@ def routes(rt: Runtime) -> list[Route]:
     def tool(request: Request) -> str:
         return _TOOLS.get(request.method, "documents.other")
 
+    async def elsewhere(call: Call) -> dict[str, Any]:
+        raise DocumentError("documents.endpoint_not_found", "no endpoint of the document API has this path (see "
+                                                            "docs/document-api.md: …/indexes/{index}/documents/{id}, "
+                                                            "…/indexes/{index}/batch)")
+
+    other = endpoint(rt, wire, elsewhere, tool="documents.other")
     return [Route(DOCUMENT_PATH, endpoint(rt, wire, document, tool=tool), methods=EVERY_METHOD),
-            Route(BATCH_PATH, endpoint(rt, wire, batch, tool="documents.batch", method="POST"), methods=EVERY_METHOD)]
+            Route(BATCH_PATH, endpoint(rt, wire, batch, tool="documents.batch", method="POST"), methods=EVERY_METHOD),
+            # every other path under /documents/v1: the API's envelope, never the server's plain 404
+            Route(ROOT, other, methods=EVERY_METHOD),
+            Route(ROOT + "/{rest:documents_any}", other, methods=EVERY_METHOD)]

@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Iterable
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import anyio.to_thread
 from starlette.datastructures import UploadFile
@@ -34,11 +35,17 @@ from gateway.documents.reading import Read, batch_documents, file_document, json
 from gateway.documents.wire import Refused
 from gateway.documents.writes import Writes
 from indexes.changes import ChangeReport, document_head
+from indexes.ingest.fields import length_problem
 from indexes.store import RELOAD_CHECK_SECONDS
 from indexes.types import ChangeSet, Document
 
 GRANT = "documents.write"
 JSON_TYPES = ("application/json", "text/json")
+MAX_WARNINGS_PER_DOCUMENT = 20
+"""Warnings listed per document in an answer; the rest are one "and N more" entry."""
+MAX_WARNINGS = 200
+"""Warnings listed per answer (entries, the "and N more" of a document included); the rest
+are one "and N more" entry with id null."""
 _TRUE = {"true": True, "false": False, "1": True, "0": False}
 
 
@@ -56,9 +63,25 @@ def writable(call: Call) -> str:
 
 
 def _doc_id(call: Call) -> str:
+    """The id of a GET, PUT or DELETE: the path's last part, UTF-8 once percent-decoded and at
+    most MAX_ID_BYTES. Raises DocumentError (request_invalid)."""
     doc_id = str(call.request.path_params["doc_id"])
     if not doc_id:
         raise DocumentError("documents.request_invalid", "the document id (the last part of the path) is empty")
+    # the server decodes the path replacing bytes that are not UTF-8 by U+FFFD, so %C0%AF and
+    # %FF%FE would both be '\ufffd': one document. The raw bytes decide (the index, before
+    # this, is one the policy names: the bytes that are not UTF-8 are the id's).
+    raw = call.request.scope.get("raw_path")
+    if isinstance(raw, bytes):
+        try:
+            unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DocumentError("documents.request_invalid", "the document id (the last part of the path) is not "
+                                                             f"UTF-8 once percent-decoded ({exc.reason}): ids are "
+                                                             "Unicode text, never rewritten") from None
+    problem = length_problem(doc_id)
+    if problem is not None:
+        raise DocumentError("documents.request_invalid", f"the document id {problem}")
     return doc_id
 
 
@@ -196,6 +219,9 @@ async def batch(call: Call, writes: Writes) -> dict[str, Any]:
         raise DocumentError("documents.request_invalid", "upserts must be an array of JSON documents (objects)")
     if not isinstance(deletes, list) or not all(isinstance(d, str) and d for d in deletes):
         raise DocumentError("documents.request_invalid", "deletes must be an array of document ids (non-empty strings)")
+    for i, doc_id in enumerate(deletes):
+        if (problem := length_problem(doc_id)) is not None:
+            raise DocumentError("documents.request_invalid", f"deletes[{i}]: the document id {problem}")
     replace = f.boolean("replace", False)
     total, most = len(upserts) + len(deletes), call.cfg.documents.max_batch_documents
     if not total or total > most:
@@ -268,17 +294,34 @@ def answer(call: Call, index: str, changes: ChangeSet, report: ChangeReport,
         raise Refused(items[0][1], items)
     documents = [{"id": c.doc_id, "change": c.change, "revision": c.revision} for c in report.changes] or [
         {"id": i, "change": "absent", "revision": None} for i in changes.deletes]
-    notes: list[dict[str, str | None]] = [{"id": i, "message": m} for i, ms in warnings.items() for m in ms]
     # the writer's own warnings: in a change set only "replaces … from <its source file>" (replace=true),
     # said here without the server's file
-    notes += [{"id": where, "message": "replaced a document indexed from another source (replace=true)"
-               if m.startswith("replaces ") else m} for where, m in report.warnings]
+    said = [(where, "replaced a document indexed from another source (replace=true)" if m.startswith("replaces ")
+             else m) for where, m in report.warnings]
+    notes = capped_warnings([*warnings.items(), *((where, [m]) for where, m in said)])
     counts = {k: sum(d["change"] == k for d in documents) for k in ("added", "updated", "unchanged", "deleted",
                                                                      "absent")}
     call.event.extra.update(commit=report.commit, **{k: v for k, v in counts.items() if v})
     return {"index": index, "commit": report.generation, "committed": report.commit is not None,
             "visibleWithinSeconds": RELOAD_CHECK_SECONDS, "counts": counts, "documents": documents,
             "warnings": notes}
+
+
+def capped_warnings(warnings: Iterable[tuple[str, list[str]]]) -> list[dict[str, str | None]]:
+    """The answer's warnings ({id, message}) from (id, messages) pairs: at most
+    MAX_WARNINGS_PER_DOCUMENT per id, then one "and N more" entry for it; at most MAX_WARNINGS
+    in all, then one "and N more" entry with id null (N counts the warnings left out)."""
+    listed: list[tuple[str | None, str, int]] = []  # (id, message, how many warnings it stands for)
+    for doc_id, messages in warnings:
+        listed += [(doc_id, m, 1) for m in messages[:MAX_WARNINGS_PER_DOCUMENT]]
+        if (more := len(messages) - MAX_WARNINGS_PER_DOCUMENT) > 0:
+            listed.append((doc_id, f"and {more} more warnings about this document (at most "
+                                   f"{MAX_WARNINGS_PER_DOCUMENT} are listed per document)", more))
+    if len(listed) > MAX_WARNINGS:
+        more = sum(n for _, _, n in listed[MAX_WARNINGS:])
+        listed = [*listed[:MAX_WARNINGS], (None, f"and {more} more warnings (at most {MAX_WARNINGS} are listed "
+                                                 "per answer)", more)]
+    return [{"id": doc_id, "message": m} for doc_id, m, _ in listed]
 
 
 def _refusal(doc_id: str, kind: str, reason: str) -> str:

@@ -39,6 +39,7 @@ from gateway.core.config import DocumentsConfig
 from gateway.core.errors import DocumentError
 from gateway.documents.wire import Refused
 from indexes.ingest import read_data
+from indexes.ingest.fields import length_problem
 from indexes.ingest.formats import FORMATS, format_of
 from indexes.ingest.jsonl import read_record
 from indexes.types import Document, IngestError, IngestWarning
@@ -133,7 +134,8 @@ def file_document(raw: bytes, suffix: str, doc_id: str, cfg: DocumentsConfig, *,
 
 
 def batch_documents(records: list[dict[str, Any]], cfg: DocumentsConfig) -> list[Read]:
-    """The upserts of a batch: each a JSON document for its own `id` (required). Raises Refused
+    """The upserts of a batch: each a JSON document for its own `id` (required, at most
+    `indexes.ingest.fields.MAX_ID_BYTES`: one over it is named `upserts[i]`). Raises Refused
     naming every document refused (the batch is refused whole)."""
     out: list[Read] = []
     refused: list[tuple[str, str, str]] = []
@@ -142,6 +144,9 @@ def batch_documents(records: list[dict[str, Any]], cfg: DocumentsConfig) -> list
         if not isinstance(raw_id, str | int) or isinstance(raw_id, bool) or str(raw_id) == "":
             refused.append((f"upserts[{i}]", "documents.document_invalid",
                             f"upserts[{i}]: missing or invalid 'id' (non-empty string or integer)"))
+            continue
+        if (problem := length_problem(str(raw_id))) is not None:  # named by its place, not echoed
+            refused.append((f"upserts[{i}]", "documents.document_invalid", f"upserts[{i}]: 'id' {problem}"))
             continue
         try:
             out.append(json_document(record, str(raw_id), cfg))

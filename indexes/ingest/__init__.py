@@ -37,7 +37,10 @@ Document identity (issue 16). A document is known by its dataset and a stable so
   non-character is refused, the file or record named (`indexes.invisible.name_problem`), and
   so is a dataset holding ':' (`indexes.ingest.fields.dataset_problem`: 'a' + 'b:x.md' and
   'a:b' + 'x.md' would be one id), from a record, front matter or `--dataset` (then nothing is
-  read): never rewritten, since a rewritten id could merge two documents.
+  read): never rewritten, since a rewritten id could merge two documents;
+- an id, path or dataset over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes) is
+  refused the same way (Tantivy drops a longer term: such a document could never be replaced
+  or deleted).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from ..invisible import name_problem
 from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .clean import clean_document
-from .fields import dataset_problem
+from .fields import dataset_problem, length_problem
 from .formats import FORMATS, read_bytes, supported
 from .jsonl import read_jsonl, too_large
 
@@ -168,7 +171,12 @@ def _identified(items: Iterator[ReadItem], rel_path: str, dataset: str | None) -
             if problem is not None:
                 yield IngestError(rel_path, f"dataset {problem}: skipped")
                 continue
-            item = replace(item, id=document_id(named, rel_path), dataset=named, origin=rel_path)
+            doc_id = document_id(named, rel_path)
+            problem = length_problem(doc_id)
+            if problem is not None:
+                yield IngestError(rel_path, f"document id {problem}: skipped (shorten the path)")
+                continue
+            item = replace(item, id=doc_id, dataset=named, origin=rel_path)
         yield item
 
 

@@ -9,7 +9,16 @@ from .. import publish_time
 from ..invisible import name_problem
 from ..types import CoverImage
 
-__all__ = ["dataset_problem", "parse_cover_image", "parse_publish_time", "parse_qa_visible"]
+__all__ = ["MAX_ID_BYTES", "dataset_problem", "id_problem", "length_problem", "parse_cover_image",
+           "parse_publish_time", "parse_qa_visible"]
+
+MAX_ID_BYTES = 1024
+"""The longest document id, path or dataset name, in UTF-8 bytes. Each is indexed as one raw
+Tantivy term, and Tantivy drops a term over 65,530 bytes: a longer id could never be found,
+replaced or deleted (every write added a copy). 1,024 bytes leaves that limit far behind for
+the chunk ids (`id#N`) and the ids callers see (Volcengine `Id`, Dify `record_id`), holds any
+file path of a tree (255-byte names, a few levels deep) and 341 CJK characters, and is the key
+limit of S3 and other stores an id is often taken from."""
 
 
 def parse_publish_time(value: Any, name: str = "publish_time") -> tuple[int | None, str | None]:
@@ -64,7 +73,30 @@ def dataset_problem(name: str) -> str | None:
     Never raises."""
     if ":" in name:
         return "holds ':' (document ids are 'dataset:path', so a dataset name may not hold ':')"
-    return name_problem(name)
+    return name_problem(name) or length_problem(name)
+
+
+def length_problem(name: str) -> str | None:
+    """Why `name` (a document id, path or dataset name) is too long to be one: over MAX_ID_BYTES
+    UTF-8 bytes (the reason names its size and the limit, never the text); None when it is not.
+    Never raises."""
+    if len(name) * 4 <= MAX_ID_BYTES:  # no character is over 4 bytes
+        return None
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size <= MAX_ID_BYTES:
+        return None
+    return (f"is {size} bytes long (UTF-8), over the limit of {MAX_ID_BYTES} bytes for document ids, paths and "
+            "dataset names")
+
+
+def id_problem(name: str) -> str | None:
+    """Why `name` cannot be a document id or path, or None when it can: it holds a control,
+    format or non-character (`indexes.invisible.name_problem`: an identity is never rewritten)
+    or is over MAX_ID_BYTES (`length_problem`). Never raises."""
+    problem = name_problem(name)
+    if problem is not None:
+        return f"{problem}: ids and paths may not hold invisible characters"
+    return length_problem(name)
 
 
 def _int_or_none(value: Any, key: str) -> int | None:

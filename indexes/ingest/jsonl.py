@@ -8,8 +8,9 @@ url string), path, dataset, qa_visible (bool). A url, summary or cover_image of 
 is not kept (a warning with the line), the record indexed; a wrong path, dataset or qa_visible
 refuses the record (they decide who may see it), and so does an id or path holding a control,
 format (zero-width, bidi) or non-character, or a dataset holding one or ':'
-(`indexes.invisible.name_problem`, `indexes.ingest.fields.dataset_problem`): an identity is
-never rewritten, since rewriting could merge two documents. The CMRC 2018 repackaging uses
+(`indexes.ingest.fields.id_problem`, `indexes.ingest.fields.dataset_problem`): an identity is
+never rewritten, since rewriting could merge two documents; and so does an id, path or dataset
+over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes). The CMRC 2018 repackaging uses
 id/title/url/content. Every other field is kept as metadata when
 `indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
 
@@ -26,10 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..invisible import name_problem
 from ..types import Document, IngestError, IngestWarning, Section
 from .clean import clean_document
-from .fields import dataset_problem, parse_cover_image, parse_publish_time, parse_qa_visible
+from .fields import dataset_problem, id_problem, parse_cover_image, parse_publish_time, parse_qa_visible
 from .metadata import keep_metadata
 
 __all__ = ["RESERVED", "read_jsonl", "read_record", "record_to_document", "too_large"]
@@ -67,8 +67,8 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
             raise ValueError(f"'{key}' must be a string")
     # an identity is never rewritten (rewriting could merge two documents): refused instead
     for key, name in (("id", str(raw_id)), ("path", record.get("path") or "")):
-        if (problem := name_problem(name)) is not None:
-            raise ValueError(f"'{key}' {problem}: ids and paths may not hold invisible characters")
+        if (problem := id_problem(name)) is not None:
+            raise ValueError(f"'{key}' {problem}")
     if (problem := dataset_problem(record.get("dataset") or "")) is not None:
         raise ValueError(f"'dataset' {problem}")
     dropped: list[IngestWarning] = []  # what a caller sees: a wrong one is not kept, the record indexed

@@ -282,3 +282,77 @@ async def test_an_index_of_another_schema_version_is_503_not_retryable(docs_app:
     errors = refused(await app.put("kb", "x", FAQ), 503, "documents.index_unavailable")
     assert errors[0]["retryable"] is False and "schema version" in errors[0]["message"]
     assert str(app.indexes) not in errors[0]["message"]
+
+
+async def test_an_id_that_is_not_utf8_is_refused_not_merged_into_one(docs_app: Start) -> None:
+    """The server decodes %C0%AF, %C0%AE and %FF%FE each to U+FFFD: without the raw path's check
+    the three PUTs wrote one document "\ufffd" ("added", then "updated" twice)."""
+    app = await docs_app()
+    before = read_generation(app.indexes / "kb")
+    for n, raw in enumerate(("%C0%AF", "%C0%AE", "%FF%FE", "ok%80")):
+        errors = refused(await app.put("kb", raw, {"content": f"第{n}篇"}), 400, "documents.request_invalid")
+        assert "not UTF-8" in errors[0]["message"]
+        refused(await app.get("kb", raw), 400, "documents.request_invalid")
+        refused(await app.delete("kb", raw), 400, "documents.request_invalid")
+    assert read_generation(app.indexes / "kb") == before
+    refused(await app.get("kb", "%EF%BF%BD"), 404, "documents.not_found")  # U+FFFD itself is UTF-8: an id
+    data = result(await app.put("kb", "%E2%9C%93?x", {"content": "对勾"}, replace="false"))["data"]
+    assert data["documents"][0]["id"] == "\u2713"  # the query string is no part of the id
+
+
+async def test_an_id_over_the_id_limit_is_refused_on_every_way_in(docs_app: Start) -> None:
+    """Tantivy drops a term over 65,530 bytes: an id of 70,000 bytes was 'added' by every batch
+    and its delete was 'absent'. Ids are at most 1,024 UTF-8 bytes (indexes.ingest.fields)."""
+    app = await docs_app()
+    before = read_generation(app.indexes / "kb")
+    huge = "L" * 70000
+    errors = refused(await app.batch("kb", {"upserts": [{"id": huge, "content": "长的编号"}]}), 422,
+                     "documents.document_invalid")
+    assert errors[0]["id"] == "upserts[0]" and "over the limit of 1024 bytes" in errors[0]["message"]
+    assert huge not in errors[0]["message"]
+    errors = refused(await app.batch("kb", {"deletes": [huge]}), 400, "documents.request_invalid")
+    assert "deletes[0]" in errors[0]["message"] and "over the limit of 1024 bytes" in errors[0]["message"]
+    long_cjk = quote("长" * 342)  # 1,026 bytes
+    for r in (await app.put("kb", long_cjk, {"content": "x"}), await app.get("kb", long_cjk),
+              await app.delete("kb", long_cjk), await app.put("kb", "L" * 1025, {"content": "x"})):
+        errors = refused(r, 400, "documents.request_invalid")
+        assert "over the limit of 1024 bytes" in errors[0]["message"]
+    assert read_generation(app.indexes / "kb") == before
+    edge = "L" * 1024
+    assert result(await app.put("kb", edge, {"content": "刚好在上限"}))["data"]["documents"][0]["change"] == "added"
+    assert result(await app.delete("kb", edge))["data"]["documents"][0]["change"] == "deleted"
+
+
+async def test_warnings_are_capped_per_document_and_per_answer(docs_app: Start) -> None:
+    """A JSON document of 200,000 fields not kept answered 199,968 warnings in 22 MB: at most 20
+    per document (MAX_WARNINGS_PER_DOCUMENT) and 200 per answer (MAX_WARNINGS), each with one
+    "and N more"."""
+    app = await docs_app()
+    fields = {f"f{i}": {"nested": i} for i in range(3000)}  # none kept: one warning each
+    warnings = result(await app.put("kb", "many", {"content": "字段很多", **fields}))["data"]["warnings"]
+    assert len(warnings) == 21 and all(w["id"] == "many" for w in warnings)
+    assert warnings[-1]["message"] == "and 2980 more warnings about this document (at most 20 are listed per document)"
+    upserts = [{"id": f"d{n}", "content": f"第{n}篇", **{f"f{i}": {"nested": i} for i in range(30)}} for n in range(12)]
+    warnings = result(await app.batch("kb", {"upserts": upserts}))["data"]["warnings"]
+    assert len(warnings) == 201 and warnings[-1]["id"] is None
+    last = warnings[-1]["message"]
+    assert last.startswith("and ") and last.endswith(" more warnings (at most 200 are listed per answer)")
+    # every one of the 360 warnings is listed or counted once
+    more = [int(w["message"].split()[1]) for w in warnings if w["message"].startswith("and ")]
+    assert sum(not w["message"].startswith("and ") for w in warnings) + sum(more) == 12 * 30
+
+
+async def test_every_answer_under_the_api_is_its_envelope(docs_app: Start) -> None:
+    """A line break in the id (a%0Ab) matched no route (Starlette's `path` is `.*`): the
+    server's plain-text 404 answered, not the API's JSON."""
+    app = await docs_app()
+    errors = refused(await app.get("kb", "a%0Ab"), 404, "documents.not_found")
+    assert "'a\\nb'" in errors[0]["message"]
+    assert result(await app.delete("kb", "a%0Ab"))["data"]["documents"][0]["change"] == "absent"
+    refused(await app.put("kb", "a%0Ab", {"content": "x"}), 422, "documents.document_invalid")  # holds U+000A
+    from tests.documents.conftest import WRITER
+    auth = {"authorization": f"Bearer {WRITER}"}
+    for path in ("/documents/v1", "/documents/v1/", "/documents/v1/nope", "/documents/v1/indexes/kb",
+                 "/documents/v1/indexes/kb/batch/x", "/documents/v1/indexes/kb/other/a%0Ab", "/documents/v1/%0A"):
+        errors = refused(await app.http.get(path, headers=auth), 404, "documents.endpoint_not_found")
+    refused(await app.http.get("/documents/v1/nope"), 401, "access.unauthorized")

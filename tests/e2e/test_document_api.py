@@ -207,6 +207,26 @@ def test_retries_refusals_and_grants_on_a_real_server(live: Server) -> None:
         assert r.status_code == 401
 
 
+def test_ids_not_utf8_or_with_a_line_break_over_a_real_server(live: Server) -> None:
+    """hypercorn decodes %C0%AF and %FF%FE each to U+FFFD (they were one document); its
+    raw_path, without the query string, decides. A line break in the id, or a path no endpoint
+    serves, is answered in the API's JSON envelope, never the server's plain-text 404."""
+    with httpx.Client(base_url=live.base, timeout=30) as c:
+        for raw in ("%C0%AF", "%FF%FE"):
+            # refused before its body is read: the server may close the connection after it
+            r = c.put(f"{BASE}/documents/{raw}?replace=false", content=b'{"content": "x"}',
+                      headers={**AUTH, "content-type": "application/json", "connection": "close"})
+            assert r.status_code == 400 and "not UTF-8" in r.json()["errors"][0]["message"], r.text
+        assert c.get(f"{BASE}/documents/%EF%BF%BD", headers=AUTH).status_code == 404
+        data = _write(c, "PUT", f"{BASE}/documents/%E2%9C%93?replace=false", {"content": "对勾"})
+        assert data["documents"][0]["id"] == "\u2713"
+        for path, code in ((f"{BASE}/documents/a%0Ab", "documents.not_found"),
+                           ("/documents/v1/nope", "documents.endpoint_not_found")):
+            r = c.get(path, headers=AUTH)
+            assert r.status_code == 404 and r.headers["content-type"].startswith("application/json"), r.text
+            assert r.json()["errors"][0]["code"] == code
+
+
 def test_office_and_pdf_files_over_http_are_found_by_their_headings(live: Server) -> None:
     """A Word file and a PDF made here, PUT as a pipeline uploads them (the file's own type; a
     multipart part), are read by the converters `kbgate index add` uses: a signed callback finds

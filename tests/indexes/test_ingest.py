@@ -450,3 +450,39 @@ def test_a_dataset_holding_a_colon_is_refused_from_a_record_front_matter_and_the
     assert err.file == "p.md" and "dataset holds ':'" in err.reason
     items = list(read_paths([tmp_path / "p.md"], dataset="x:y"))
     assert not _docs(items) and _errors(items)[0].file == "--dataset" and "holds ':'" in _errors(items)[0].reason
+
+
+def test_an_id_path_or_dataset_over_the_id_limit_refuses_its_record(tmp_path: Path) -> None:
+    """Tantivy drops a term over 65,530 bytes: such an id could never be replaced nor deleted.
+    Ids, paths and datasets are limited to MAX_ID_BYTES UTF-8 bytes, counted in bytes."""
+    from indexes.ingest.fields import MAX_ID_BYTES
+    assert MAX_ID_BYTES == 1024
+    long_cjk = "长" * 342  # 342 characters, 1,026 bytes
+    (tmp_path / "ids.jsonl").write_text(_rows(
+        {"id": "L" * 70000, "content": "甲"}, {"id": long_cjk, "content": "乙"},
+        {"id": "ok", "path": "p" * 1025, "content": "丙"}, {"id": "ok2", "dataset": "d" * 1025, "content": "丁"},
+        {"id": "L" * 1024, "path": "长" * 341, "content": "戊"}), encoding="utf-8")
+    items = list(read_paths([tmp_path / "ids.jsonl"]))
+    assert [d.id for d in _docs(items)] == ["L" * 1024]
+    errors = _errors(items)
+    assert [(e.line, e.reason.split(" is ")[0]) for e in errors] == [
+        (1, "bad JSON record: 'id'"), (2, "bad JSON record: 'id'"), (3, "bad JSON record: 'path'"),
+        (4, "bad JSON record: 'dataset'")]
+    assert "is 70000 bytes long (UTF-8), over the limit of 1024 bytes" in errors[0].reason
+    assert "is 1026 bytes long" in errors[1].reason
+    assert all(len(e.reason) < 300 for e in errors)  # the id is named by its size, never echoed
+
+
+def test_a_tree_file_whose_id_is_over_the_id_limit_is_refused(tmp_path: Path) -> None:
+    deep = tmp_path / "a"
+    for part in ("x" * 250, "y" * 250, "z" * 250, "w" * 250):
+        deep = deep / part
+    deep.mkdir(parents=True)
+    (deep / "page.md").write_text("# 甲\n\n正文。\n", encoding="utf-8")  # x…/y…/z…/w…/page.md: 1,011 bytes
+    (tmp_path / "a" / "b.md").write_text("# 乙\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path / "a"]))
+    assert sorted(d.id for d in _docs(items)) == ["b.md", (deep / "page.md").relative_to(tmp_path / "a").as_posix()]
+    items = list(read_paths([tmp_path / "a"], dataset="d" * 20))  # 'ddd…:' makes it 1,032 bytes
+    assert [d.id for d in _docs(items)] == ["d" * 20 + ":b.md"]
+    [err] = _errors(items)
+    assert "document id is 1032 bytes long (UTF-8), over the limit of 1024 bytes" in err.reason
