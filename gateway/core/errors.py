@@ -38,6 +38,7 @@ docs/document-api.md DOCUMENT_CODES (tests keep them in step).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -270,12 +271,14 @@ class DifyError(AgentError):
 
 
 class ConfigError(KbgateError):
-    """An invalid configuration. `key` names the offending key, e.g. 'tenants.acme.path'."""
+    """An invalid configuration. `key` names the offending key, e.g. 'tenants.acme.path'; for
+    the file as a whole (unreadable, not TOML) key is '<file>' and `file` its path, which the
+    message names: "Config file 'kbgate.toml' is not valid TOML: ..."."""
 
     code = "config_invalid"
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"Config '{key}' {problem}")
+    def __init__(self, key: str, problem: str, *, file: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(f"Config '{key}' {problem}" if file is None else f"Config file '{os.fspath(file)}' {problem}")
         self.key = key
 
 
