@@ -86,7 +86,7 @@ RET_TABLE: tuple[RetCode, ...] = (
     RetCode(41502, 415, "content_encoding_unsupported", "Content-Encoding other than identity"),
     RetCode(49901, 499, "client_disconnected", "the caller left before the answer was ready; nothing sent"),
     RetCode(50001, 500, "internal", "a bug in kbgate; never caused by input (logged)"),
-    RetCode(50301, 503, "replay_store_unavailable", "Redis did not answer in time; fail closed"),
+    RetCode(50301, 503, "replay_store_unavailable", "Redis is unreachable or did not answer in time; fail closed"),
     RetCode(50302, 503, "index_unavailable", "the routed index cannot be opened"),
 )
 
