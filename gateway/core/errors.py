@@ -344,7 +344,7 @@ MCP_CODES: dict[str, tuple[int, bool, str]] = {
     "mcp.media_unsupported": (415, False, "Content-Type is not application/json, or Content-Encoding is not identity"),
     "mcp.body_too_large": (413, False, "the JSON-RPC body exceeds mcp.max_body_bytes"),
     "mcp.body_timeout": (408, False, "the body did not arrive within server.body_timeout_seconds"),
-    "mcp.request_invalid": (400, False, "the JSON-RPC request was refused by the MCP SDK"),
+    "mcp.request_invalid": (400, False, "not a JSON-RPC message (-32600), or refused by the MCP SDK"),
     "mcp.batch_unsupported": (400, False, "a JSON array (a batch): MCP 2025-06-18 removed batching (-32600)"),
     "mcp.request_id_invalid": (400, False, "a JSON-RPC id that is not a string or an integer (-32600)"),
     "mcp.tool_unknown": (400, False, "no tool of this name (a JSON-RPC error, -32602)"),
