@@ -138,13 +138,19 @@ class KnowledgeIndex:
             return True
 
     def _reload(self) -> None:
-        """Load the newest commit into the reader, then label it: the opstamp is read *before*
-        the reload and published after it, so `generation` never names a commit newer than the
-        searcher a caller takes next shows (the reader may be newer: Tantivy also reloads on
-        its own shortly after a commit). Called under the reload lock."""
+        """Load the newest commit into the reader, then publish its labels (`generation` and
+        `commit`, from `_load`) together. The one reload path of every index class: a subclass
+        changes how the commit is loaded (`_load`), never what is published. Called under the
+        reload lock (and once by a subclass's constructor)."""
+        self._generation, self.commit = self._load()
+
+    def _load(self) -> tuple[int | None, str | None]:
+        """Reload the reader; returns (opstamp, `commit_label`) read *before* the reload, so the
+        labels never name a commit newer than the searcher a caller takes next shows (the
+        reader may be newer: Tantivy also reloads on its own shortly after a commit)."""
         generation, commit = read_commit(self.path)
         self._index.reload()
-        self._generation, self.commit = generation, commit
+        return generation, commit
 
     @property
     def generation(self) -> int | None:

@@ -38,6 +38,7 @@ docs/document-api.md DOCUMENT_CODES (tests keep them in step).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -85,7 +86,7 @@ RET_TABLE: tuple[RetCode, ...] = (
     RetCode(41502, 415, "content_encoding_unsupported", "Content-Encoding other than identity"),
     RetCode(49901, 499, "client_disconnected", "the caller left before the answer was ready; nothing sent"),
     RetCode(50001, 500, "internal", "a bug in kbgate; never caused by input (logged)"),
-    RetCode(50301, 503, "replay_store_unavailable", "Redis did not answer in time; fail closed"),
+    RetCode(50301, 503, "replay_store_unavailable", "Redis is unreachable or did not answer in time; fail closed"),
     RetCode(50302, 503, "index_unavailable", "the routed index cannot be opened"),
 )
 
@@ -270,12 +271,14 @@ class DifyError(AgentError):
 
 
 class ConfigError(KbgateError):
-    """An invalid configuration. `key` names the offending key, e.g. 'tenants.acme.path'."""
+    """An invalid configuration. `key` names the offending key, e.g. 'tenants.acme.path'; for
+    the file as a whole (unreadable, not TOML) key is '<file>' and `file` its path, which the
+    message names: "Config file 'kbgate.toml' is not valid TOML: ..."."""
 
     code = "config_invalid"
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"Config '{key}' {problem}")
+    def __init__(self, key: str, problem: str, *, file: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(f"Config '{key}' {problem}" if file is None else f"Config file '{os.fspath(file)}' {problem}")
         self.key = key
 
 
@@ -341,7 +344,7 @@ MCP_CODES: dict[str, tuple[int, bool, str]] = {
     "mcp.media_unsupported": (415, False, "Content-Type is not application/json, or Content-Encoding is not identity"),
     "mcp.body_too_large": (413, False, "the JSON-RPC body exceeds mcp.max_body_bytes"),
     "mcp.body_timeout": (408, False, "the body did not arrive within server.body_timeout_seconds"),
-    "mcp.request_invalid": (400, False, "the JSON-RPC request was refused by the MCP SDK"),
+    "mcp.request_invalid": (400, False, "not a JSON-RPC message (-32600), or refused by the MCP SDK"),
     "mcp.batch_unsupported": (400, False, "a JSON array (a batch): MCP 2025-06-18 removed batching (-32600)"),
     "mcp.request_id_invalid": (400, False, "a JSON-RPC id that is not a string or an integer (-32600)"),
     "mcp.tool_unknown": (400, False, "no tool of this name (a JSON-RPC error, -32602)"),

@@ -34,7 +34,8 @@ why a late-landing write cannot block a retry: docs/architecture.md, "Replay".
 Stores behind the `NonceStore` interface (gateway.core.types):
 
 - `RedisNonceStore`: shared by every worker and replica. Fails closed: when Redis does
-  not answer within `timeout` seconds, `DependencyUnavailable('replay_store_unavailable')`.
+  not answer within `timeout` seconds, or cannot be reached,
+  `DependencyUnavailable('replay_store_unavailable')`, whose message tells which (`redis_problem`).
   The script calls of a worker's callbacks that wait at the same moment share one round trip
   (`gateway.core.script_batch`); each is still its own atomic step.
   Record values: 'p:<owner>:<deadline ms>' and 'a:<owner>'; any other value (the '1' of
@@ -51,7 +52,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.errors import ClientDisconnected, DependencyUnavailable, Replayed
@@ -272,8 +275,8 @@ class RedisNonceStore:
         try:
             async with asyncio.timeout(self._timeout):
                 return await self._scripts.call(script, key, args)
-        except (RedisError, OSError, TimeoutError):
-            raise DependencyUnavailable("replay_store_unavailable") from None
+        except (RedisError, OSError, TimeoutError) as exc:
+            raise DependencyUnavailable("replay_store_unavailable", redis_problem(exc)) from None
 
     def _ttl_ms(self, expire_at: int, now: float) -> int:
         # The window is the one the tolerance check used: computed from the one clock seam,
@@ -317,6 +320,17 @@ class RedisNonceStore:
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def redis_problem(exc: BaseException) -> str:
+    """The callback's Msg for a Redis failure (RedisError, OSError, TimeoutError), fail closed:
+    a timeout (ours or redis-py's) says Redis did not answer in time; a refused or broken
+    connection says it is unreachable; another Redis error says Redis refused the command."""
+    if isinstance(exc, TimeoutError | RedisTimeoutError):  # before OSError: TimeoutError is one
+        return "Redis did not answer in time; fail closed"
+    if isinstance(exc, RedisConnectionError | OSError):
+        return "Redis is unreachable; fail closed"
+    return "Redis refused the command; fail closed"
 
 
 def _text(v: object) -> str:

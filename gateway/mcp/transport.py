@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 
 import mcp_types as types
 import orjson
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
@@ -233,23 +234,45 @@ def shape_refusal(body: bytes) -> None:
     mcp.batch_unsupported for a JSON array (the SDK answered pydantic's validation text; MCP
     2025-06-18 removed JSON-RPC batching), mcp.request_id_invalid for an `id` that is neither
     a string nor an integer (MCP's RequestId; an object id got a 202 with no body), or a
-    request (`method` present) whose id is null. Both travel as JSON-RPC -32600 Invalid
-    Request with id null. Anything else, unparsable JSON included, is the SDK's to answer."""
+    request (`method` present) whose id is null; mcp.request_invalid for any other JSON that
+    is not a JSON-RPC message (not an object, `params` not an object...: the SDK answered
+    pydantic's ~1 KB text, the input echoed), with a one-line message. All travel as JSON-RPC
+    -32600 Invalid Request with id null. Unparsable JSON is the SDK's to answer (-32700)."""
     try:
         msg = orjson.loads(body)
     except orjson.JSONDecodeError:
         return
     if isinstance(msg, list):
         raise McpError("mcp.batch_unsupported", "batch requests are not supported")
-    if not isinstance(msg, dict) or "id" not in msg:
-        return
-    ident = msg["id"]
-    if ident is None:
-        if "method" in msg:
+    if not isinstance(msg, dict):
+        raise McpError("mcp.request_invalid", "Invalid Request: a JSON-RPC message must be an object")
+    if "id" in msg:
+        ident = msg["id"]
+        if ident is None and "method" in msg:
             raise McpError("mcp.request_id_invalid", "Invalid Request: a request's id must not be null")
-        return
-    if isinstance(ident, bool) or not isinstance(ident, str | int):
-        raise McpError("mcp.request_id_invalid", "Invalid Request: id must be a string or an integer")
+        if ident is not None and (isinstance(ident, bool) or not isinstance(ident, str | int)):
+            raise McpError("mcp.request_id_invalid", "Invalid Request: id must be a string or an integer")
+    problem = _message_problem(msg)
+    if problem is not None:
+        raise McpError("mcp.request_invalid", f"Invalid Request: {problem}")
+
+
+def _message_problem(msg: dict[str, object]) -> str | None:
+    """What keeps `msg` (a JSON object) from being a JSON-RPC message the SDK accepts, in a few
+    words naming the member (never its value), or None. The SDK's own validation decides."""
+    try:
+        types.jsonrpc_message_adapter.validate_python(msg, by_name=False)
+        return None
+    except ValidationError:
+        pass
+    if msg.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if "method" in msg:
+        if not isinstance(msg["method"], str):
+            return "method must be a string"
+        if msg.get("params") is not None and not isinstance(msg["params"], dict):
+            return "params must be an object"
+    return "not a JSON-RPC request, notification, response or error"
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

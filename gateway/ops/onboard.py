@@ -80,7 +80,7 @@ def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], se
     try:
         edits = _Edits(path.read_text("utf-8"), path.stat().st_mode & 0o777)
     except (OSError, UnicodeDecodeError):
-        raise ConfigError("<file>", f"{path} cannot be read as UTF-8") from None
+        raise ConfigError("<file>", "cannot be read as UTF-8", file=path) from None
     try:
         code = _onboard(path, tenant, base_url, routes, secret_stdin, wait, edits)
     except BaseException:

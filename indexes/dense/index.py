@@ -36,7 +36,7 @@ from .config import DenseConfig
 from .hybrid import DenseSearch, Observe
 from .providers import Embedder, Vectors, make_embedder
 from .query import Breaker, QueryEncoder
-from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_generation
+from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_commit
 from .vectors import load_current
 
 if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
@@ -81,20 +81,19 @@ class HybridIndex(KnowledgeIndex):
         self.dense = DenseSearch(path, dense, QueryEncoder(self.embedder, dense.query_timeout_ms, breaker, clock),
                                  clock, observe)
         self.last_dense_report: DenseReport | None = None
-        self._pin_generation(reload=True)  # the reader may predate a commit that landed since Index.open
+        self._reload()  # the reader may predate a commit that landed since Index.open
         if warm:
             self.dense.encoder.warm()
 
-    def _pin_generation(self, *, reload: bool) -> None:
+    def _load(self) -> tuple[int | None, str | None]:
+        """`KnowledgeIndex._load` where the dense state follows the reader: it is invalidated
+        before the reload and re-paired with the generation loaded after it. The generation is
+        exactly the reader's commit (manual reloads), None when it could not be pinned down
+        (then the commit label is one read before the last reload, as `KnowledgeIndex`'s)."""
         self.dense.invalidate()
-        generation, _ = searcher_at_generation(self._index, self.path, reload=reload)
+        generation, commit, _ = searcher_at_commit(self._index, self.path)
         self.dense.reloaded(generation)
-        self._generation = generation  # exactly the reader's commit (manual reloads), None if not pinned
-
-    def _reload(self) -> None:
-        """`KnowledgeIndex._reload` where the dense state follows the reader: it is invalidated
-        before the reload and re-paired with the generation loaded after it."""
-        self._pin_generation(reload=True)
+        return generation, commit
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
                one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500,

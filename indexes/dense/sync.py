@@ -37,7 +37,7 @@ from ..documents import chunks_of, stored_str
 from ..documents import revisions as indexed_revisions
 from ..errors import IndexLockedError
 from ..ingest.chunking import chunk
-from ..stats import read_generation
+from ..stats import read_commit, read_generation
 from ..types import Document, IngestError, IngestWarning
 from .cache import EmbeddingCache, text_key
 from .config import DenseConfig
@@ -45,7 +45,8 @@ from .providers import Embedder
 from .texts import passage_text
 from .vectors import DENSE_DIR, Entry, load_current, publish
 
-__all__ = ["DenseIngest", "DenseReport", "ingest_lock", "read_generation", "searcher_at_generation"]
+__all__ = ["DenseIngest", "DenseReport", "ingest_lock", "read_generation", "searcher_at_commit",
+           "searcher_at_generation"]
 
 STAGE_FLUSH_TEXTS = 256  # texts gathered before one round of embedding
 
@@ -93,14 +94,24 @@ def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: 
     commit landed in between, so the reload loaded that one. Otherwise it is tried again;
     None as generation means it could not be pinned down (the caller answers lexically).
     """
+    generation, _, searcher = searcher_at_commit(index, index_folder, reload=reload, attempts=attempts)
+    return generation, searcher
+
+
+def searcher_at_commit(index: tantivy.Index, index_folder: Path, *, reload: bool = True,
+                       attempts: int = 5) -> tuple[int | None, str | None, tantivy.Searcher]:
+    """(generation, commit label, searcher): `searcher_at_generation` with the `commit_label`
+    of the same meta.json read. When the generation cannot be pinned down it is None and the
+    label is the one read before the last reload (never newer than the searcher shows)."""
+    commit: str | None = None
     for _ in range(attempts):
-        before = read_generation(index_folder)
+        before, commit = read_commit(index_folder)
         if reload:
             index.reload()
         searcher = index.searcher()
         if before is not None and before == read_generation(index_folder):
-            return before, searcher
-    return None, index.searcher()
+            return before, commit, searcher
+    return None, commit, index.searcher()
 
 
 def indexed_chunks(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import pytest
 
 from gateway.core.config import load_config, parse_config
 from gateway.core.errors import ConfigError
+from tests.support.harness import kbgate
 from tests.support.paths import ROOT
 
 ENV = {"ACME_SECRET": "s3cret-value-0123456"}
@@ -177,7 +178,23 @@ def test_bad_toml_file(tmp_path: Path) -> None:
     p.write_text("[server\nbind=1")
     with pytest.raises(ConfigError) as exc:
         load_config(p)
-    assert "TOML" in exc.value.message
+    assert exc.value.key == "<file>"
+    assert exc.value.message.startswith(f"Config file '{p}' is not valid TOML: ")
+
+
+@pytest.mark.parametrize("command", [("sync",), ("serve",), ("check-config",), ("index", "add", "--index", "kb", "x"),
+                                     ("index", "fetch", "--index", "kb", "store")])
+def test_every_command_names_the_config_file_it_cannot_read(tmp_path: Path, command: tuple[str, ...]) -> None:
+    # They all printed "Config '<file>' cannot be read": the path given was not named.
+    done = kbgate(*command, "--config", str(tmp_path / "nosuch.toml"))
+    assert done.returncode != 0
+    assert f"Config file '{tmp_path / 'nosuch.toml'}' cannot be read: No such file or directory" in done.stderr
+    assert "<file>" not in done.stderr
+
+
+def test_a_directory_given_as_the_config_is_named(tmp_path: Path) -> None:
+    done = kbgate("sync", "--config", str(tmp_path))
+    assert done.returncode != 0 and f"Config file '{tmp_path}' cannot be read: Is a directory" in done.stderr
 
 
 def test_not_after_parsed(tmp_path: Path) -> None:

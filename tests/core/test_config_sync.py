@@ -46,6 +46,11 @@ def test_each_kind_loads_with_its_defaults(tmp_path: Path) -> None:
     ('name = "a"\ntype = "folder"\npath = "x"\ndataset = "a:b"', "indexes.docs.sources[0].dataset", "':'"),
     ('name = "a"\ntype = "git"\nrepo = "r"\nsubdir = "../up"', "indexes.docs.sources[0].subdir", "no '..'"),
     ('type = "folder"\npath = "x"', "indexes.docs.sources[0].name", "is required"),
+    # git would take these for options (--output= writes a file, --upload-pack= runs a command)
+    ('name = "a"\ntype = "git"\nrepo = "r"\nbranch = "--output=/tmp/x"', "indexes.docs.sources[0].branch",
+     "must not start with '-'"),
+    ('name = "a"\ntype = "git"\nrepo = "--upload-pack=touch x"', "indexes.docs.sources[0].repo",
+     "must not start with '-'"),
 ])
 def test_an_invalid_source_is_refused_naming_the_key(tmp_path: Path, body: str, key: str, words: str) -> None:
     cfg = _toml(tmp_path, f"[[indexes.docs.sources]]\n{body}\n")

@@ -146,5 +146,6 @@ def test_cli_config_errors_never_print_a_secret(tmp_path: Path, case: str, toml:
     done = _check_config(tmp_path, toml, env, files)
     out = done.stdout + done.stderr
     assert done.returncode == 2, (case, out)
-    assert f"Config '{names}'" in out, (case, out)  # the key is named...
+    named = f"Config file '{tmp_path / 'bad.toml'}'" if names == "<file>" else f"Config '{names}'"
+    assert named in out, (case, out)  # the key (the file for a TOML error) is named...
     assert not [s for s in SECRETS if s in out], (case, out)  # ...the value never

@@ -283,6 +283,25 @@ def test_a_batch_is_refused_in_the_json_rpc_envelope(srv: Server) -> None:
         assert "validation error" not in r.text
 
 
+@pytest.mark.parametrize(("message", "problem"), [
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"}, "params must be an object"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1, "x"]}, "params must be an object"),
+    ({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}, 'jsonrpc must be "2.0"'),
+    ({"jsonrpc": "2.0", "id": 1, "method": 5}, "method must be a string"),
+    ({"jsonrpc": "2.0", "id": 1}, "not a JSON-RPC request, notification, response or error"),
+    ("tools/list", "a JSON-RPC message must be an object"),
+])
+def test_a_message_that_is_not_json_rpc_gets_a_one_line_invalid_request(srv: Server, message: Any,
+                                                                         problem: str) -> None:
+    # params "x" was answered with pydantic's text: ~1 KB, 4 validation errors, URLs, the input echoed.
+    r = _post(srv, body=orjson.dumps(message))
+    assert r.status_code == 400 and r.headers["content-type"] == "application/json", r.text
+    assert r.json() == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": f"Invalid Request: {problem}",
+        "data": {"code": "mcp.request_invalid", "retryable": False}}}
+    assert "pydantic" not in r.text and "validation error" not in r.text and len(r.content) < 200
+
+
 def test_string_and_integer_ids_still_reach_the_sdk(srv: Server) -> None:
     for ident in ("req-1", 7):
         r = _post(srv, body=orjson.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/list", "params": {}}))

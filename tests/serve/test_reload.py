@@ -70,6 +70,19 @@ def test_bad_config_rejected_names_key_and_old_keeps_serving(
     assert rl.check() is None  # the same bad file is not re-tried every second
 
 
+def test_a_toml_syntax_error_on_reload_names_the_file(tmp_path: Path, docs_index: Path, redis_url: str,
+                                                     key_prefix: str) -> None:
+    # /readyz's last_refusal said "Config '<file>' is not valid TOML": which file, it did not say.
+    cfg = _files(tmp_path, docs_index, redis_url, key_prefix)
+    rt = Runtime(load_config(cfg))
+    rl = Reloader(rt)
+    write_atomic(cfg, cfg.read_text() + "\n[server\n")
+    assert rl.check() == "rejected"
+    refusal = rl.config_state()["last_refusal"]
+    assert (refusal["key"], refusal["file"]) == ("<file>", str(cfg))
+    assert refusal["problem"].startswith(f"Config file '{cfg}' is not valid TOML: ")
+
+
 def test_restart_only_sections_are_kept(tmp_path: Path, docs_index: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _files(tmp_path, docs_index, redis_url, key_prefix)
     rt = Runtime(load_config(cfg))

@@ -232,8 +232,29 @@ async def test_redis_down_is_a_fast_503(docs_index: Path) -> None:
         t0 = time.perf_counter()
         r = await post(c, body_of())
         took = time.perf_counter() - t0
-    assert_rejected(r, "replay_store_unavailable")
+    # A refused connection is not a slow Redis: Msg said "did not answer in time" for both.
+    assert assert_rejected(r, "replay_store_unavailable")["Msg"] == "Redis is unreachable; fail closed"
     assert took < 2.0
+
+
+@pytest.mark.anyio
+async def test_a_redis_that_never_answers_is_a_503_that_says_so(docs_index: Path) -> None:
+    import socket
+
+    srv = socket.socket()  # accepts, never answers: a hung Redis, not a refused one
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    try:
+        cfg = callback_config(docs_index)
+        clock = FixedClock(float(NOW))
+        store = RedisNonceStore(f"redis://127.0.0.1:{srv.getsockname()[1]}/0", 0.5, clock)
+        app = create_app(cfg, clock=clock, nonces=store)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            r = await post(c, body_of())
+        await store.close()
+    finally:
+        srv.close()
+    assert assert_rejected(r, "replay_store_unavailable")["Msg"] == "Redis did not answer in time; fail closed"
 
 
 # ------------------------------------------------------------------ body

@@ -38,11 +38,11 @@ def edit_config(path: Path, mutate: Callable[[TOMLDocument], None], env: Mapping
         text = path.read_text("utf-8")
         mode = path.stat().st_mode & 0o777
     except (OSError, UnicodeDecodeError):
-        raise ConfigError("<file>", f"{path} cannot be read as UTF-8") from None
+        raise ConfigError("<file>", "cannot be read as UTF-8", file=path) from None
     try:
         doc = tomlkit.parse(text)
     except Exception as exc:  # tomlkit raises its own ParseError family
-        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+        raise ConfigError("<file>", f"is not valid TOML: {exc}", file=path) from None
     mutate(doc)
     config = parse_config(doc.unwrap(), base_dir=path.parent, env=env, source=path)
     if check is not None:

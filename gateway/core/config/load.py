@@ -50,15 +50,15 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The parsed TOML document at `path`. Raises ConfigError('<file>') when unreadable or invalid."""
+    """The parsed TOML document at `path`. Raises ConfigError('<file>', naming `path`) when unreadable or invalid."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise ConfigError("<file>", f"cannot be read: {exc.strerror}") from None
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror}", file=path) from None
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError("<file>", f"is not valid TOML: {exc}") from None
+        raise ConfigError("<file>", f"is not valid TOML: {exc}", file=path) from None
 
 
 def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:

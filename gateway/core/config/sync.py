@@ -88,9 +88,12 @@ def _source(t: Fields, index: str, base_dir: Path, max_document_bytes: int) -> S
         t.fail("dataset", "format", problem)
     if kind == "git":
         repo = t.string("repo")
+        branch = t.optional_string("branch", max_len=256)
+        for key, value in (("repo", repo), ("branch", branch or "")):
+            if value.startswith("-"):  # git would read it as an option (--upload-pack=..., --output=...)
+                t.fail(key, "format", "must not start with '-'")
         if not repo.startswith(("https://", "http://", "ssh://", "git://", "file://", "git@")):
             repo = str((base_dir / repo).resolve())
-        branch = t.optional_string("branch", max_len=256)
         subdir = t.string("subdir", "").strip("/")
         if ".." in subdir.split("/"):
             t.fail("subdir", "format", "must be a folder inside the repository (no '..')")

@@ -23,6 +23,7 @@ pure-Python object walk (dulwich is several times slower on large trees).
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,7 @@ from .plan import Plan
 __all__ = ["GitError", "plan_git"]
 
 GIT_TIMEOUT_SECONDS = 600
+_SHA = re.compile("[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class GitError(Exception):
@@ -55,7 +57,8 @@ def _git(*args: str, cwd: str | None = None, input: bytes | None = None) -> byte
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS} s") from None
     if done.returncode != 0:
-        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no message)"])[-1]
+        last = (done.stderr.decode("utf-8", "replace").strip().splitlines()
+                or [f"exit status {done.returncode}, no message"])[-1]
         raise GitError(f"git {args[0]} failed: {last}")
     return done.stdout
 
@@ -99,9 +102,14 @@ def plan_git(source: SyncSource, index: KnowledgeIndex | None, recorded: dict[st
     the index as it is (None when there is none yet). Raises GitError."""
     repo = _repository(source, work)
     branch = source.branch or "HEAD"
-    new = _git("rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}", cwd=repo).decode().strip()
+    try:  # --quiet: git says nothing of a missing ref; --end-of-options: a branch is never an option
+        new = _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{branch}^{{commit}}",
+                   cwd=repo).decode().strip()
+    except GitError:
+        raise GitError(f"branch {branch!r} not found in {source.location}" if source.branch
+                       else f"{source.location} has no commit at HEAD (an empty repository?)") from None
     found = recorded.get("commit")
-    old = found if isinstance(found, str) else None
+    old = found if isinstance(found, str) and _SHA.fullmatch(found) else None  # else: a full listing
     plan = Plan(source, state={"commit": new, "branch": branch})
     plan.summary = f"commit {new[:12]} (was {str(old)[:12] if old else 'none'})"
     prefix = f"git:{source.location}@{branch}:{source.subdir}/"

@@ -16,6 +16,7 @@ from indexes.dense.hybrid import OUTCOMES, RECHECK_SECONDS, outcome_of
 from indexes.dense.index import HybridIndex, HybridStore
 from indexes.dense.sync import read_generation
 from indexes.dense.vectors import current_generation
+from indexes.stats import read_commit
 from indexes.store import IndexStore
 from indexes.types import Document, SearchFilter, Section
 from tests.support.documents import HYBRID_DOCS, PARAPHRASE
@@ -140,6 +141,21 @@ def test_reader_never_mixes_generations(built: Path) -> None:
         clock.t += RECHECK_SECONDS
         assert reader.search(PARAPHRASE, 3)[0].doc_id == "pw"
         assert reader.dense.counters.get("hybrid") == 2
+    finally:
+        reader.close()
+
+
+def test_a_reload_publishes_the_generation_and_commit_label_of_the_new_commit(built: Path) -> None:
+    """/readyz shows `commit`: a hybrid reader's reload must move it with the generation."""
+    reader = open_hybrid(built, Clock())
+    try:
+        assert (reader.generation, reader.commit) == read_commit(built / "kb")
+        old = reader.commit
+        HybridStore(built, dense={"kb": USE}).create_or_open_for_write("kb").ingest(
+            [doc("new", "新页面", "新增加的一个页面。")], progress=False)
+        assert reader.maybe_reload(force=True)
+        assert (reader.generation, reader.commit) == read_commit(built / "kb")
+        assert reader.commit != old and reader.generation == reader.dense._state.generation  # type: ignore[union-attr]
     finally:
         reader.close()
 

@@ -128,3 +128,22 @@ def test_a_state_lost_after_the_commit_is_recovered_by_the_next_run(repo: Path, 
     before = generation(cfg)
     r = sync(cfg)
     assert counts(r.stdout) == (0, 0, 3, 0) and generation(cfg) == before
+
+
+def test_a_branch_the_repository_lacks_is_named(repo: Path, tmp_path: Path) -> None:
+    # It said "git rev-parse failed: (no message)" (rev-parse --quiet prints nothing).
+    cfg = write_config(tmp_path, _source(str(repo)).replace('branch = "main"', 'branch = "nope"'))
+    r = sync(cfg)
+    assert r.returncode != 0
+    assert f"branch 'nope' not found in {repo}" in r.stderr, r.stderr
+    assert "(no message)" not in r.stderr
+
+
+def test_check_config_refuses_a_branch_or_repo_git_would_read_as_an_option(repo: Path, tmp_path: Path) -> None:
+    for old, new, key in (('branch = "main"', 'branch = "--output=/tmp/x"', "branch"),
+                          (f'repo = "{repo}"', 'repo = "--upload-pack=touch pwned"', "repo")):
+        cfg = write_config(tmp_path, _source(str(repo)).replace(old, new))
+        for done in (kbgate("check-config", "--config", str(cfg)), sync(cfg)):
+            assert done.returncode == 2, done.stderr
+            assert f"Config 'indexes.docs.sources[0].{key}' must not start with '-'" in done.stderr, done.stderr
+    assert not (tmp_path / "pwned").exists()
