@@ -36,20 +36,27 @@ async def _ready(request: Request) -> Response:
 app = Starlette(routes=[Route("/readyz", _ready), Route("/{path:path}", _answer, methods=["POST"])])
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve_on_gateway_settings(application_path: str, argv: list[str] | None = None) -> int:
+    """Serve `application_path` ('module:app') with the hypercorn settings `kbgate serve` takes
+    from `--config`, on `--bind` with `--workers` (argv: those three options; sys.argv when None).
+    Returns hypercorn's exit status. The floor's and the minimal gateway's one runner."""
     from hypercorn.run import run
 
     from gateway.core.config import load_config
     from gateway.serve.server import hypercorn_config
 
-    p = argparse.ArgumentParser(prog="python -m bench.floor")
+    p = argparse.ArgumentParser(prog=f"python -m {application_path.split(':')[0]}")
     p.add_argument("--config", required=True)
     p.add_argument("--bind", required=True)
     p.add_argument("--workers", type=int, required=True)
     args = p.parse_args(argv)
     hc = hypercorn_config(load_config(args.config), args.bind, args.workers)
-    hc.application_path = "bench.floor:app"
+    hc.application_path = application_path
     return int(run(hc) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve_on_gateway_settings("bench.floor:app", argv)
 
 
 if __name__ == "__main__":

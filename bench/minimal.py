@@ -133,21 +133,9 @@ app = Starlette(routes=[Route("/readyz", ready), Route("/volcengine/{tenant}", c
 
 def main(argv: list[str] | None = None) -> int:
     """Serve `app` on the hypercorn settings of `--config` (as bench.floor)."""
-    import argparse
+    from bench.floor import serve_on_gateway_settings
 
-    from hypercorn.run import run
-
-    from gateway.core.config import load_config
-    from gateway.serve.server import hypercorn_config
-
-    p = argparse.ArgumentParser(prog="python -m bench.minimal")
-    p.add_argument("--config", required=True)
-    p.add_argument("--bind", required=True)
-    p.add_argument("--workers", type=int, required=True)
-    args = p.parse_args(argv)
-    hc = hypercorn_config(load_config(args.config), args.bind, args.workers)
-    hc.application_path = "bench.minimal:app"
-    return int(run(hc) or 0)
+    return serve_on_gateway_settings("bench.minimal:app", argv)
 
 
 if __name__ == "__main__":

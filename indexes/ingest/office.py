@@ -45,14 +45,16 @@ _HEADING_STYLE = re.compile(r"heading\s*(\d)$", re.I)
 ReadItem = Document | IngestError | IngestWarning
 
 
-def office_problem(data: bytes, rel_path: str, kind: str) -> IngestError | None:
-    """Why `data` is no Office Open XML file of `kind` ('Word'...), or None when it may be one."""
+def office_problem(data: bytes, rel_path: str, kind: str, limit: int) -> IngestError | None:
+    """Why `data` is no Office Open XML file of `kind` ('Word'...) to parse, or None when it may
+    be one: encrypted (or a legacy binary file), not a ZIP package, or a ZIP bomb
+    (`unpacked_problem`, against `limit` bytes of text). Every reader asks this first."""
     if data.startswith(OLE_MAGIC):
         return IngestError(rel_path, f"encrypted {kind} file (or a legacy binary Office file with a new suffix): "
                                      "save a copy without a password, as .docx/.pptx/.xlsx", kind="encrypted")
     if not data.startswith(b"PK"):
         return IngestError(rel_path, f"corrupt {kind} file: not a ZIP package", kind="corrupt")
-    return None
+    return unpacked_problem(data, rel_path, kind, limit)
 
 
 def too_much_text(rel_path: str, size: int, limit: int, kind: str) -> IngestError:
@@ -176,11 +178,7 @@ def _docx_blocks(document: Any) -> Iterator[tuple[int | None, str]]:
 
 def read_docx(data: bytes, rel_path: str, limit: int) -> Iterator[ReadItem]:
     """One Document for a .docx file (module docstring), or one IngestError."""
-    problem = office_problem(data, rel_path, "Word")
-    if problem is not None:
-        yield problem
-        return
-    problem = unpacked_problem(data, rel_path, "Word", limit)
+    problem = office_problem(data, rel_path, "Word", limit)
     if problem is not None:
         yield problem
         return
@@ -249,11 +247,7 @@ def _shape_texts(shapes: Iterable[Any], skip: int | None) -> Iterator[str]:
 
 def read_pptx(data: bytes, rel_path: str, limit: int) -> Iterator[ReadItem]:
     """One Document for a .pptx file (module docstring), or one IngestError."""
-    problem = office_problem(data, rel_path, "PowerPoint")
-    if problem is not None:
-        yield problem
-        return
-    problem = unpacked_problem(data, rel_path, "PowerPoint", limit)
+    problem = office_problem(data, rel_path, "PowerPoint", limit)
     if problem is not None:
         yield problem
         return

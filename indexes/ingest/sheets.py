@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Document, IngestError, IngestWarning, Section
-from .office import office_problem, too_much_text, unpacked_problem
+from .office import office_problem, too_much_text
 
 __all__ = ["read_xlsx"]
 
@@ -67,11 +67,7 @@ def _lines(rows: Iterator[Sequence[Any]]) -> Iterator[str]:
 def read_xlsx(data: bytes, rel_path: str, limit: int) -> Iterator[Document | IngestError | IngestWarning]:
     """One Document for a .xlsx file (module docstring), or one IngestError. limit: the most
     bytes of text (UTF-8, a line's end 1, an empty row 1) read before the file is refused as too large."""
-    problem = office_problem(data, rel_path, "Excel")
-    if problem is not None:
-        yield problem
-        return
-    problem = unpacked_problem(data, rel_path, "Excel", limit)
+    problem = office_problem(data, rel_path, "Excel", limit)
     if problem is not None:
         yield problem
         return
