@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import rjieba
 
-from .analysis import CJK_RANGES, STOP_WORDS, normalize
+from .analysis import CJK_RANGES, STOP_WORDS
 from .background import probability, specificity
 from .synonyms import EXPANSION_WEIGHT
 from .types import Scores
@@ -195,9 +195,11 @@ def _holds_word(text: str, word: str) -> bool:
     return False
 
 
-def question(query: str, chunks_with: Callable[[str, str], int], chunks: int, words_per_chunk: float,
+def question(norm: str, chunks_with: Callable[[str, str], int], chunks: int, words_per_chunk: float,
              expansions: Sequence[tuple[str, str]] = ()) -> Question:
-    """The `Question` of raw `query` over an index. chunks_with(field, term): the chunks holding
+    """The `Question` of a normalised query `norm` (`indexes.analysis.normalize`; the analysed
+    query's `QueryTerms.text`, so a search folds its question once) over an index.
+    chunks_with(field, term): the chunks holding
     `term` in `field` (`indexes.search.DocFreqs`): a CJK unit is looked up as a jieba word
     (body_words, or title_words when more chunks' titles hold it), as the background counts it
     (a token, not characters inside other words), a Latin one in body_latin. chunks: the index's chunk count;
@@ -210,7 +212,7 @@ def question(query: str, chunks_with: Callable[[str, str], int], chunks: int, wo
         return max(chunks_with("body_words", text), chunks_with("title_words", text))
 
     units: dict[str, Unit] = {}
-    for word in content_units(normalize(query)):
+    for word in content_units(norm):
         latin = _LATIN.fullmatch(word) is not None
         found = held(word)
         # A word the HMM made up (not in jieba's dictionary) that the index does not hold either

@@ -250,13 +250,13 @@ def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = 
                if tok not in terms.expanded)
 
 
-def question_of(query: str, searcher: tantivy.Searcher, doc_freqs: DocFreqs,
-                expansions: tuple[tuple[str, str], ...] = ()) -> Question:
-    """`query`'s content words judged against the index `searcher` shows (`indexes.relevance.question`;
-    statistics memoised in `doc_freqs`), with the synonyms that fired (`QueryTerms.expansions`):
-    what each hit's lexical relevance is computed from."""
-    return question(query, lambda field, term: doc_freqs.get(searcher, field, term), searcher.num_docs,
-                    doc_freqs.words_per_chunk(searcher), expansions)
+def question_of(terms: QueryTerms, searcher: tantivy.Searcher, doc_freqs: DocFreqs) -> Question:
+    """The analysed query's content words judged against the index `searcher` shows
+    (`indexes.relevance.question` of `terms.text`, the query already normalised; statistics
+    memoised in `doc_freqs`), with the synonyms that fired (`terms.expansions`): what each hit's
+    lexical relevance is computed from."""
+    return question(terms.text, lambda field, term: doc_freqs.get(searcher, field, term), searcher.num_docs,
+                    doc_freqs.words_per_chunk(searcher), terms.expansions)
 
 
 def build_query(
