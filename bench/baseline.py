@@ -1,6 +1,6 @@
 """The bm25s + rjieba baseline, on the same chunks as the index.
 
-Uses `gateway.ops.evaluation.Bm25sBaseline`, the recipe `kbgate eval` compares against: text
+Uses `gateway.evaluation.evaluation.Bm25sBaseline`, the recipe `kbgate eval` compares against: text
 normalized with `indexes.analysis.normalize`, tokenized with `rjieba.cut`, bm25s BM25 with
 default parameters, top-k chunks returned. Each of our chunks is given as its own document with a
 chunk size larger than any chunk, so bm25s sees exactly the chunks Tantivy indexes.
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gateway.ops.evaluation import Bm25sBaseline
+from gateway.evaluation.evaluation import Bm25sBaseline
 from indexes.ingest import chunk
 from indexes.types import Document, Section
 
 __all__ = ["Bm25sBaseline", "SOURCE", "as_chunk_documents"]
 
-SOURCE = "gateway.ops.evaluation.Bm25sBaseline"
+SOURCE = "gateway.evaluation.evaluation.Bm25sBaseline"
 
 
 CHUNK_CHARS_ALL = 1_000_000

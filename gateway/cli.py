@@ -3,13 +3,13 @@
 kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
 kbgate check-config --config FILE
 kbgate index add|list|stats|publish|fetch ... (see gateway/ops/index_commands.py, replicas.py)
-kbgate sync --config FILE [--index NAME] [--dry-run] [--every DURATION] (see gateway/ops/sync/run.py)
+kbgate sync --config FILE [--index NAME] [--dry-run] [--every DURATION] (see gateway/sync/run.py)
 kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
 kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
 kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
-kbgate eval --queries FILE ... (see gateway/ops/evaluate.py)
+kbgate eval --queries FILE ... (see gateway/evaluation/evaluate.py)
 kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
-kbgate try --config FILE --caller CALLER ... --query Q (see gateway/ops/try_cli.py)
+kbgate try --config FILE --caller CALLER ... --query Q (see gateway/console/try_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.ops.index_commands import register as register_index
 
     register_index(sub)
-    from gateway.ops.sync.run import register as register_sync
+    from gateway.sync.run import register as register_sync
 
     register_sync(sub)
 
@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.ops.commands import register as register_ops
 
     register_ops(sub)
-    from gateway.ops.try_cli import register as register_try
+    from gateway.console.try_cli import register as register_try
 
     register_try(sub)
     return p
@@ -315,7 +315,7 @@ def _tenant_secret(config: Config, tenant: str) -> str:
 
 
 def cmd_admin_token(args: argparse.Namespace) -> int:
-    from gateway.ops.admin.auth import new_token, token_digest
+    from gateway.console.auth import new_token, token_digest
 
     token = new_token()
     print(f"admin token (give it to operators; it is not stored anywhere): {token}")
@@ -326,7 +326,7 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from gateway.ops.evaluate import run_eval
+    from gateway.evaluation.evaluate import run_eval
     from indexes.dense.config import LOCAL_MODELS
 
     if args.hybrid != "none" and args.hybrid not in LOCAL_MODELS:

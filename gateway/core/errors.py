@@ -283,7 +283,7 @@ class ConfigError(KbgateError):
 
 
 class TryInvalid(KbgateError):
-    """An admin's try (gateway.ops.try_) asked for something the config has not: `field`
+    """An admin's try (gateway.console.try_) asked for something the config has not: `field`
     names the form field or CLI option, e.g. "tenant 'acme' has no route tech/x"."""
 
     code = "try_invalid"

@@ -83,7 +83,7 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
 async def tool_result(call: McpCall, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
     """The result of the granted tool `name` (a key of the tools: search, fetch): its JSON as
     one text item mirrored in structuredContent, or an isError result (`call_tool`). Every
-    tool call and an admin's try (gateway.ops.try_) answer through here."""
+    tool call and an admin's try (gateway.console.try_) answer through here."""
     try:
         data = await _TOOLS[name](call, arguments)
     except AccessDenied as exc:

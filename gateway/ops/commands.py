@@ -6,7 +6,7 @@ kbgate secrets retire --config FILE --tenant T --id ID [--at WHEN | --remove] [-
 kbgate secrets list   --config FILE --tenant T   (exit 3: Redis unreachable, usage unknown)
 kbgate onboard        --config FILE --tenant T --url PUBLIC_BASE [--route A/B=INDEX]...
                       [--secret-stdin] [--wait SECONDS]
-kbgate gaps           --url BASE [--file GROUP] [--json]   (gateway/ops/gaps/cli.py)
+kbgate gaps           --url BASE [--file GROUP] [--json]   (gateway/console/gaps/cli.py)
 kbgate documents      --url BASE [--json]
 
 WHEN: 'now', unix seconds, or 2026-12-31T00:00:00Z. A running `kbgate serve` picks every
@@ -31,7 +31,7 @@ USAGE_UNKNOWN = 3  # `secrets list` exit code: the table was printed, but Redis 
 
 def register(sub: Any) -> None:
     """Add `secrets`, `onboard`, `gaps` and `documents` to the `kbgate` subparsers `sub`."""
-    from gateway.ops.gaps.cli import register as register_gaps
+    from gateway.console.gaps.cli import register as register_gaps
 
     register_gaps(sub)
     s = sub.add_parser("secrets", help="rotate a tenant's signing keys (add, retire, list)")

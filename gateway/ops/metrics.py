@@ -298,7 +298,7 @@ class Metrics:
             log.warning("metrics update failed", exc_info=True)
 
     def count_question(self, route: str, outcome: str) -> None:
-        """Count one caller's question (gateway.ops.gaps.record: route ids joined by ',',
+        """Count one caller's question (gateway.console.gaps.record: route ids joined by ',',
         configured names only; outcome 'answered' | 'no_answer' | 'low_score'). Never raises."""
         try:
             self.questions.labels(route, outcome).inc()

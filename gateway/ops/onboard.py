@@ -6,7 +6,7 @@ any key exists, and (4) only after saving does 知识库配置 show the 鉴权�
 
 1. print the callback URL to paste; put the tenant in report mode when it has no live key
    (the test would otherwise be rejected for lacking a signature);
-2. wait for the test delivery in the deliveries record (gateway/ops/deliveries.py, shared through
+2. wait for the test delivery in the deliveries record (gateway/console/deliveries.py, shared through
    Redis with every worker) and show what arrived: FirstLevelId/SecondLevelId, Query (when
    admin.show_queries keeps it), signature outcome, Ret;
 3. take the secret the console shows (hidden prompt, or one line of stdin), store it exactly
@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.console.deliveries import DeliveryReader
 from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
-from gateway.ops.deliveries import DeliveryReader
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
 

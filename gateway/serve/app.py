@@ -20,8 +20,11 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from gateway import console as admin
 from gateway import dify, documents
 from gateway.agent import knowledge, tools
+from gateway.console import gaps, try_page
+from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
@@ -30,9 +33,7 @@ from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.mcp import McpWing
-from gateway.ops import admin, gaps, metrics
-from gateway.ops.admin import try_page
-from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.ops import metrics
 from gateway.serve.health import healthz, readyz
 from gateway.serve.readiness import route_states
 from gateway.serve.reload import Reloader

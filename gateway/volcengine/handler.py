@@ -188,7 +188,7 @@ async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Deliv
                  asker: Asker | None = None) -> bytes:
     """Parse the verified body, resolve the scope, search (off the event loop when the index
     may wait: `retrieve.search`), shape the success envelope; `d` gets the request's fields.
-    Every callback and an admin's try (gateway.ops.try_) answer through here; a try passes
+    Every callback and an admin's try (gateway.console.try_) answer through here; a try passes
     no asker (its search is no caller's question: `gateway.core.events.SearchAnswered`).
     Raises CallbackError (its envelope is `wire.error_body`)."""
     req = parse_body(body, cfg.search)

@@ -18,7 +18,8 @@ from tests.support.paths import ROOT
 
 PACKAGES = ("gateway", "indexes")
 WINGS = ("gateway.volcengine", "gateway.agent", "gateway.dify", "gateway.mcp", "gateway.documents")
-OUTER = ("gateway.ops", "gateway.serve", "gateway.cli")  # operators' tools, the server, the command line
+# the operator's CLI, the console (owners and admins), content sync, evaluation, the server, the command line
+OUTER = ("gateway.ops", "gateway.console", "gateway.sync", "gateway.evaluation", "gateway.serve", "gateway.cli")
 MAX_LINES = 400
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.ops.evaluation import Bm25sBaseline, answer_hit_at_k, evaluate, load_queries, mrr_at_k
+from gateway.evaluation.evaluation import Bm25sBaseline, answer_hit_at_k, evaluate, load_queries, mrr_at_k
 from indexes.analysis import query_terms
 from indexes.hits import CONTEXT_WINDOW_CHARS
 from indexes.ingest import read_paths

@@ -17,9 +17,9 @@ from typing import Any
 
 import tomlkit
 
+from gateway.console.auth import token_digest
 from gateway.core.config import Config, parse_config
 from gateway.core.principals import token_hash
-from gateway.ops.admin.auth import token_digest
 
 NOW = 1_800_000_000  # the fixed clock of in-process app tests (unix seconds)
 SECRET_ACME = "acme-secret-Qz8vT1mK3pW6"

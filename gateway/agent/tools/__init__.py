@@ -62,7 +62,7 @@ def routes(rt: Runtime) -> list[Route]:
 
 async def run_tool(call: Call, name: str, clients: LazyClients) -> dict[str, Any]:
     """The tool `name` for `call` (its body read from the call's request): what every tool
-    call and an admin's try (gateway.ops.try_) run. Raises ToolError and the tools' errors."""
+    call and an admin's try (gateway.console.try_) run. Raises ToolError and the tools' errors."""
     tool = TOOLS.get(name)
     if tool is None:
         raise ToolError("access.tool_unknown", "no such tool")

@@ -1,4 +1,4 @@
-"""`[gaps]`: knowledge gaps and hit statistics (gateway/ops/gaps; GapsConfig documents each key).
+"""`[gaps]`: knowledge gaps and hit statistics (gateway/console/gaps; GapsConfig documents each key).
 
     [gaps]               threshold, keep_days, max_questions, query_retention_seconds,
                          max_examples, key_env | key_file, flush_seconds

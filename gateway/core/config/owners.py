@@ -1,4 +1,4 @@
-"""Settings of the knowledge owner's loop: `[gaps]` (gateway/ops/gaps), parsed by
+"""Settings of the knowledge owner's loop: `[gaps]` (gateway/console/gaps), parsed by
 `gateway.core.config.gaps`."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ a knowledge gap ("low score"); one with no hit at all always is ("no answer").""
 
 @dataclass(frozen=True, slots=True)
 class GapsConfig:
-    """Knowledge gaps and hit statistics (gateway/ops/gaps): what callers asked that the
+    """Knowledge gaps and hit statistics (gateway/console/gaps): what callers asked that the
     knowledge could not answer, and which documents were served.
 
     threshold: the default gap threshold on the relevance scale, 0..1 (DEFAULT_GAP_THRESHOLD).

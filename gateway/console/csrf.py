@@ -1,0 +1,60 @@
+"""CSRF protection of the admin pages' POST forms (stateless, double-submit through the cookie).
+
+The login cookie is already `SameSite=Strict` (gateway.console.auth), so a cross-site form
+does not carry it. On top, every form an admin page renders carries a `csrf` field: the
+HMAC-SHA256 of a form label under the admin token itself, which only a page served to that
+token's browser can know (the cookie is HttpOnly: no script reads it, no other site sees
+it). A POST authenticated by the cookie must carry it; one authenticated by an
+`Authorization: Bearer` header needs none (a browser never adds that header by itself). A
+POST whose `Origin` header names another origin is refused either way (OWASP CSRF cheat
+sheet: "Verifying Origin With Standard Headers").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+
+from gateway.console.auth import COOKIE, bearer
+
+FIELD = "csrf"
+
+
+def form_token(token: str, form: str) -> str:
+    """The `csrf` value of the form labelled `form` (e.g. 'try') for the admin `token`: 64 hex."""
+    return hmac.new(token.encode("utf-8"), b"kbgate-admin-csrf:" + form.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def page_token(request: Request, form: str) -> str:
+    """The `csrf` value to render into `form` for this (authenticated) request; '' for a
+    Bearer-authenticated one, which needs none."""
+    cookie = request.cookies.get(COOKIE)
+    return form_token(cookie, form) if cookie and not bearer(request.headers.get("authorization")) else ""
+
+
+def same_origin(request: Request) -> bool:
+    """False when the request's Origin header names an origin other than the one it was sent
+    to (scheme, host and port of the Host header); True when it has none (not a browser) or
+    'null' (what Chromium sends for a form POSTed from a page served with Referrer-Policy:
+    no-referrer, as every admin page is: the csrf value decides then)."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return True
+    parts = urlsplit(origin)
+    return f"{parts.scheme}://{parts.netloc}" == f"{request.url.scheme}://{request.headers.get('host', '')}"
+
+
+def post_ok(request: Request, presented: str | None, form: str) -> bool:
+    """True when an authenticated POST of `form` may act: same origin, and either Bearer
+    authenticated or carrying the right `csrf` value (compared in constant time)."""
+    if not same_origin(request):
+        return False
+    if bearer(request.headers.get("authorization")):
+        return True
+    cookie = request.cookies.get(COOKIE)
+    if not cookie or not presented:
+        return False
+    return hmac.compare_digest(presented.encode("ascii", "replace"), form_token(cookie, form).encode("ascii"))

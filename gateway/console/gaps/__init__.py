@@ -1,0 +1,29 @@
+"""Knowledge gaps and hit statistics: what callers asked that the knowledge could not answer,
+which documents were served, and the owner's pages and improvement tasks for them.
+
+record   the observer of the core's SearchAnswered events (off the request path)
+keys     normalized form and keyed hashes of a question
+groups   exact repeats and near-duplicates joined into groups
+store    Redis (shared) or memory, bounded
+filing   a group → one improvement task (create_improvement_task's path), deduplicated
+views    /admin/gaps, /admin/documents (pages in `pages`)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.agent.tools.clients import LazyClients
+from gateway.console.gaps.record import GapRecorder
+from gateway.console.gaps.store import make_gap_store
+from gateway.console.gaps.views import ROUTES
+from gateway.core.runtime import Runtime
+
+__all__ = ["ROUTES", "GapRecorder", "LazyClients", "make_recorder"]
+
+
+def make_recorder(rt: Runtime, count: Callable[[str, str], None] | None = None) -> GapRecorder:
+    """The worker's recorder over the configured store (Redis when replay.redis_url is set)."""
+    cfg = rt.config
+    store = make_gap_store(cfg.replay.redis_url, cfg.replay.key_prefix, cfg.replay.timeout_seconds)
+    return GapRecorder(lambda: rt.config, rt.clock.now, store, count)

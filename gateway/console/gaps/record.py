@@ -1,0 +1,149 @@
+"""The gap and hit recorder: an observer of `SearchAnswered` (gateway.core.events) that keeps,
+off the request path, what callers asked that the knowledge could not answer and which
+documents were served.
+
+On the request path (`observe`, called in the task or thread the search ran in) it only
+classifies the question — 'no_answer' (no hit), 'low_score' (the best hit's relevance, 0..1, is
+under the route's gap threshold: `GapsConfig.threshold_of`) or 'answered' — counts it for
+Prometheus (`kbgate_questions_total{route,outcome}`) and appends it to a bounded queue: no
+I/O, no Redis round trip. Every `gaps.flush_seconds` a background task of the worker's event
+loop drains the queue: it hashes each gap question (`gateway.console.gaps.keys`, in a worker thread:
+the analysis is CPU), aggregates repeats, and writes one batch to the store (Redis pipeline or
+memory). A store that fails drops that batch with one warning line per WARN_EVERY seconds; the
+callers' answers left long before. An operator's try (`Asker.probe`) and a search whose every
+index failed are not recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+
+from anyio import to_thread
+from redis.exceptions import RedisError
+
+from gateway.console.gaps.groups import Question
+from gateway.console.gaps.keys import question_key
+from gateway.console.gaps.store import Example, GapStore, Served, day_of
+from gateway.core.config import Config
+from gateway.core.events import SearchAnswered
+
+log = logging.getLogger("kbgate.gaps")
+
+MAX_PENDING = 20_000  # questions waiting for the flush before new ones are dropped
+MAX_BEST = 3  # near-miss hits kept per question
+WARN_EVERY = 10.0
+OUTCOMES = ("answered", "no_answer", "low_score")
+
+Pending = tuple[SearchAnswered, float, bool, str]  # (event, unix s, keep its text, outcome)
+
+
+def classify(e: SearchAnswered, threshold: float) -> str:
+    """'no_answer' (no hit), 'low_score' (best relevance < threshold) or 'answered'."""
+    if not e.hits:
+        return "no_answer"
+    return "low_score" if max(h.relevance for h in e.hits) < threshold else "answered"
+
+
+def route_label(e: SearchAnswered) -> str:
+    """The routes of a question as one label: configured route ids joined by ','."""
+    return ",".join(e.asker.routes) or "-"
+
+
+class GapRecorder:
+    """config: () -> the current Config (read per event: a reload applies at once); now: the
+    clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter."""
+
+    def __init__(self, config: Callable[[], Config], now: Callable[[], float], store: GapStore,
+                 count: Callable[[str, str], None] | None = None) -> None:
+        self._config = config
+        self._now = now
+        self.store = store
+        self._count = count or (lambda route, outcome: None)
+        self._pending: deque[Pending] = deque()
+        key = config().gaps.key
+        self._key: bytes | None = key.reveal().encode("utf-8") if key is not None else None
+        self._last_warning = 0.0
+        self.dropped = 0
+
+    def observe(self, e: SearchAnswered) -> None:
+        """Classify, count and queue one question (module doc). Never blocks, never raises."""
+        if e.asker.probe or (e.failed and not e.hits):
+            return
+        cfg = self._config()
+        outcome = classify(e, cfg.gaps.threshold_of(e.asker.routes))
+        self._count(route_label(e), outcome)
+        if len(self._pending) >= MAX_PENDING:
+            self.dropped += 1
+            self._warn("gaps record: flush behind, question dropped")
+            return
+        self._pending.append((e, self._now(), cfg.admin.show_queries, outcome))
+
+    async def run(self) -> None:
+        """Flush every gaps.flush_seconds until cancelled."""
+        while True:
+            await asyncio.sleep(self._config().gaps.flush_seconds)
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write everything queued so far (one batch). Never raises."""
+        if not self._pending:
+            return
+        try:
+            if self._key is None:
+                self._key = await self.store.key()
+        except (RedisError, OSError, TimeoutError):
+            self._warn("gaps record: the server key cannot be read from Redis yet; questions wait")
+            return
+        batch = [self._pending.popleft() for _ in range(len(self._pending))]
+        cfg = self._config()
+        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key)
+        try:
+            await self.store.apply(questions, examples, served, cfg.gaps, self._now())
+        except (RedisError, OSError, TimeoutError) as exc:
+            self.dropped += len(batch)
+            self._warn(f"gaps record: write failed ({type(exc).__name__}), {len(batch)} question(s) dropped")
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warning >= WARN_EVERY:
+            log.warning(message)
+            self._last_warning = now
+
+    async def close(self) -> None:
+        """Flush what is queued, then close the store."""
+        await self.flush()
+        await self.store.close()
+
+
+def _aggregate(batch: list[Pending], key: bytes) -> tuple[list[Question], list[Example], Served]:
+    """Queued questions → (one delta per question key, texts to keep, served counts)."""
+    questions: dict[str, Question] = {}
+    examples: list[Example] = []
+    served: Served = {}
+    for e, ts, keep_text, outcome in batch:
+        day = day_of(ts)
+        for h in e.hits:
+            served.setdefault((h.index, day), Counter())[h.doc_id] += 1
+        if outcome == "answered":
+            continue
+        qk = question_key(key, e.query)
+        q = questions.get(qk.key)
+        if q is None:
+            q = questions[qk.key] = Question(qk.key, qk.terms, first=ts)
+        q.count += 1
+        q.no_answer += outcome == "no_answer"
+        q.low_score += outcome == "low_score"
+        q.first, q.last = min(q.first, ts), max(q.last, ts)
+        q.days[day] += 1
+        q.callers[f"{e.asker.wing}:{e.asker.caller}"] += 1
+        q.routes[route_label(e)] += 1
+        if e.hits:
+            q.best = [{"index": h.index, "doc_id": h.doc_id, "title": h.title, "path": h.path,
+                       "relevance": round(h.relevance, 4), "revision": h.revision} for h in e.hits[:MAX_BEST]]
+        if keep_text:
+            examples.append((qk.key, ts, e.query))
+    return list(questions.values()), examples, served

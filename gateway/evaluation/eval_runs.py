@@ -1,0 +1,135 @@
+"""Per-question results of `kbgate eval` runs, saved and compared: the wins/losses rule.
+
+Every run saves what each system scored on each question of each set to
+`<workdir>/runs/<UTC time>-<git rev>.json` (`save`), and compares itself with the previous saved
+run (`latest`, or a file given with `kbgate eval --against FILE`): per set and system, how many
+questions it wins and loses (`compare`). A question of an on-topic set is won when its
+reciprocal rank rises, or stays and its answer-hit rises; lost the other way round. A question
+of an off-topic set (no relevant document, no answer: ../shared/corpora/offtopic) is won when
+it was answered with a result and is not any more, lost the other way round. The rule (issue
+17): a ranking change lands only when no set loses more questions than it wins
+(`Verdict.holds`); the command prints each set's figures and whether the rule holds, for the
+commit message.
+
+File shape: {"rev": str, "when": str (ISO 8601 UTC), "sets": {"<corpus>/<set label>":
+{"<system>": {"<query id>": [mrr, hit, results]}}}}. Nothing here holds question text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gateway.evaluation.evaluation import QueryScore
+
+__all__ = ["PerSet", "Verdict", "compare", "current_rev", "latest", "load", "save", "verdicts_table"]
+
+PerSet = Mapping[str, Mapping[str, Sequence[QueryScore]]]
+"""'<corpus>/<set label>' → system → its per-question scores."""
+Outcome = tuple[float, float, int]  # (mrr, hit, results)
+
+
+def current_rev(cwd: Path | None = None) -> str:
+    """The short git revision of HEAD, '+dirty' when the work tree has changes; 'unknown'
+    outside a git checkout."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
+def save(folder: Path, per_set: PerSet, rev: str, now: dt.datetime | None = None) -> Path:
+    """Write this run's per-question outcomes to `folder/<time>-<rev>.json`; returns its path."""
+    when = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    data = {"rev": rev, "when": when.isoformat(),
+            "sets": {name: {system: {s.query.query_id: [s.mrr, s.hit, s.results] for s in scores}
+                            for system, scores in systems.items()} for name, systems in per_set.items()}}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{when.strftime('%Y%m%dT%H%M%SZ')}-{rev.replace('+', '-')}.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    return path
+
+
+def latest(folder: Path, *, before: Path | None = None) -> Path | None:
+    """The newest saved run in `folder` other than `before` (names sort by time), or None."""
+    runs = sorted(p for p in folder.glob("*.json") if p != before) if folder.is_dir() else []
+    return runs[-1] if runs else None
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A saved run (module doc for the shape). Raises OSError, orjson.JSONDecodeError."""
+    data: dict[str, Any] = orjson.loads(path.read_bytes())
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One set and system: questions won, lost and compared (present in both runs)."""
+
+    set_name: str
+    system: str
+    wins: int
+    losses: int
+    compared: int
+
+    @property
+    def holds(self) -> bool:
+        """The rule: this set loses no more questions than it wins."""
+        return self.losses <= self.wins
+
+
+def _won(before: Outcome, after: Outcome, offtopic: bool) -> int:
+    """+1 won, -1 lost, 0 even (module doc)."""
+    if offtopic:
+        was, now = before[2] > 0, after[2] > 0
+        return (was and not now) - (now and not was)
+    b, a = (before[0], before[1]), (after[0], after[1])
+    return (a > b) - (a < b)
+
+
+def compare(before: Mapping[str, Any], after: PerSet, offtopic_sets: frozenset[str] = frozenset()) -> list[Verdict]:
+    """Per set and system present in both runs, wins and losses of `after` against `before`
+    (a saved run, `load`). offtopic_sets: the set names judged by "answered or not"."""
+    out: list[Verdict] = []
+    for name, systems in after.items():
+        old_systems = before.get("sets", {}).get(name, {})
+        for system, scores in systems.items():
+            old = old_systems.get(system)
+            if old is None:
+                continue
+            wins = losses = compared = 0
+            for s in scores:
+                prev = old.get(s.query.query_id)
+                if prev is None:
+                    continue
+                compared += 1
+                verdict = _won((float(prev[0]), float(prev[1]), int(prev[2])), (s.mrr, s.hit, s.results),
+                               name in offtopic_sets)
+                wins += verdict > 0
+                losses += verdict < 0
+            out.append(Verdict(name, system, wins, losses, compared))
+    return out
+
+
+def verdicts_table(verdicts: Sequence[Verdict], against: str) -> str:
+    """Markdown table of `verdicts` and the rule's outcome, against the run named `against`."""
+    lines = [f"Per-question wins / losses against {against}:", "",
+             "| set | system | compared | wins | losses | rule |", "|---|---|---:|---:|---:|---|"]
+    for v in verdicts:
+        lines.append(f"| {v.set_name} | {v.system} | {v.compared} | {v.wins} | {v.losses} | "
+                     f"{'holds' if v.holds else 'BROKEN'} |")
+    broken = [f"{v.set_name} ({v.system})" for v in verdicts if not v.holds]
+    lines.append("")
+    lines.append("Rule (no set loses more questions than it wins): " +
+                 ("holds on every set." if not broken else "broken on " + ", ".join(broken) + "."))
+    return "\n".join(lines)

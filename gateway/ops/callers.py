@@ -1,4 +1,0 @@
-"""The callers an admin's try (`gateway.ops.try_`) can stand in for, one name per wing; apart
-from try_ so that `kbgate`'s argument parser names them without importing every wing."""
-
-CALLERS = ("volcengine", "knowledge", "tools", "dify", "mcp")

@@ -1,0 +1,149 @@
+"""gateway/console/gaps: classification on the relevance scale, keyed hashes, near-duplicate groups,
+the recorder's queue and flush, and both stores' bounds (real Redis; memory)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gateway.console.gaps.groups import group
+from gateway.console.gaps.keys import normalized, question_key
+from gateway.console.gaps.record import GapRecorder, classify
+from gateway.console.gaps.store import DAY, GapStore, MemoryGapStore, RedisGapStore
+from gateway.core.config import Config, GapsConfig
+from gateway.core.events import Asker, SearchAnswered, Served
+from gateway.core.types import Secret
+from tests.support.configs import config, parse
+
+pytestmark = pytest.mark.anyio
+
+NOW = 1_800_000_000.0
+KEY = b"k" * 32
+VOLC = Asker("volcengine", "acme", ("acme/tech/software",), "callback")
+
+
+def _hit(relevance: float, doc: str = "a.md") -> Served:
+    return Served("kb", doc, "A", doc, relevance, 1.0, "rev")
+
+
+def _asked(query: str, *hits: Served, asker: Asker = VOLC, failed: bool = False) -> SearchAnswered:
+    return SearchAnswered(asker, query, ("kb",), hits, failed)
+
+
+@pytest.fixture(name="store", params=["memory", "redis"])
+async def _store(request: pytest.FixtureRequest, redis_url: str, key_prefix: str) -> AsyncIterator[GapStore]:
+    store: GapStore = MemoryGapStore() if request.param == "memory" else RedisGapStore(redis_url, key_prefix)
+    yield store
+    await store.close()
+
+
+def _config(tmp_path: Path, *, show: bool = False, **gaps: object) -> Config:
+    cfg = parse(config(tmp_path, show_queries=show, admin_token="admin-token-0123456789abcdefXYZ"), tmp_path)
+    return dataclasses.replace(cfg, gaps=dataclasses.replace(GapsConfig(key=Secret("x" * 32)), **gaps))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = NOW
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_no_hit_is_no_answer_and_a_best_hit_under_the_threshold_is_low_score() -> None:
+    assert classify(_asked("q"), 0.3) == "no_answer"
+    assert classify(_asked("q", _hit(0.29), _hit(0.1)), 0.3) == "low_score"
+    assert classify(_asked("q", _hit(0.1), _hit(0.3)), 0.3) == "answered"
+
+
+def test_a_route_threshold_overrides_the_default_and_several_routes_take_the_lowest() -> None:
+    g = GapsConfig(threshold=0.3, thresholds={"support": 0.6, "ops": 0.2})
+    assert g.threshold_of(("support",)) == 0.6 and g.threshold_of(("other",)) == 0.3
+    assert g.threshold_of(("support", "ops")) == 0.2
+
+
+def test_question_keys_are_keyed_and_ignore_case_width_punctuation_and_script() -> None:
+    assert normalized("年假 怎么算？") == normalized("年假怎麼算") == "年假怎么算"
+    assert question_key(KEY, "年假怎么算？").key == question_key(KEY, "年假 怎么算").key
+    assert question_key(KEY, "年假怎么算").key != question_key(b"j" * 32, "年假怎么算").key
+    assert "年假" not in repr(question_key(KEY, "年假怎么算"))
+
+
+def test_near_duplicates_join_one_group_and_others_stay_apart() -> None:
+    from gateway.console.gaps.groups import Question
+
+    def q(text: str, first: float) -> Question:
+        k = question_key(KEY, text)
+        return Question(k.key, k.terms, count=1, no_answer=1, first=first, last=first)
+
+    qs = [q("火星基地的氧气配额是多少", NOW + 5), q("火星基地氧气配额有多少", NOW), q("年假怎么算", NOW)]
+    groups = group(qs)
+    assert sorted(g.questions for g in groups) == [1, 2]
+    mars = next(g for g in groups if g.questions == 2)
+    assert mars.id == qs[1].key  # the member seen first names the group
+    assert mars.count == 2
+
+
+async def test_the_recorder_counts_keeps_gaps_and_served_hits(tmp_path: Path, store: GapStore) -> None:
+    cfg = _config(tmp_path)
+    counted: list[tuple[str, str]] = []
+    clock = Clock()
+    rec = GapRecorder(lambda: cfg, clock, store, lambda r, o: counted.append((r, o)))
+    rec.observe(_asked("年假怎么算"))
+    rec.observe(_asked("年假 怎么算？", _hit(0.1, "leave.md")))
+    rec.observe(_asked("年假怎么算", _hit(0.9, "leave.md")))  # answered: served, not a gap
+    rec.observe(_asked("年假怎么算", asker=dataclasses.replace(VOLC, probe=True)))  # a try: ignored
+    rec.observe(_asked("年假怎么算", failed=True))  # the index was down: not a gap of the knowledge
+    await rec.flush()
+    assert counted == [("acme/tech/software", "no_answer"), ("acme/tech/software", "low_score"),
+                       ("acme/tech/software", "answered")]
+    [g] = group(await store.questions(cfg.gaps, NOW, with_examples=True))
+    assert (g.count, g.no_answer, g.low_score, g.questions) == (2, 1, 1, 1)
+    assert g.callers == {"volcengine:acme": 2} and g.days == {"2027-01-15": 2}
+    assert [h["doc_id"] for h in g.best] == ["leave.md"] and g.examples == []  # show_queries off
+    assert await store.served("kb", ["2027-01-15"]) == {"leave.md": 2}
+
+
+async def test_texts_are_kept_only_when_opted_in_bounded_in_count_and_time(tmp_path: Path,
+                                                                           store: GapStore) -> None:
+    cfg = _config(tmp_path, show=True, max_examples=2, query_retention_seconds=3600)
+    clock = Clock()
+    rec = GapRecorder(lambda: cfg, clock, store)
+    for text in ("年假怎么算", "年假怎么算?", "年假怎么算！"):
+        rec.observe(_asked(text))
+        clock.t += 1
+    await rec.flush()
+    [g] = group(await store.questions(cfg.gaps, clock.t, with_examples=True))
+    assert g.examples == ["年假怎么算！", "年假怎么算?"]  # newest first, at most max_examples
+    [old] = group(await store.questions(cfg.gaps, clock.t + 3601, with_examples=True))
+    assert old.examples == [] and old.count == 3  # past the retention: counts stay, text is gone
+
+
+async def test_the_record_keeps_at_most_max_questions_and_keep_days(tmp_path: Path, store: GapStore) -> None:
+    cfg = _config(tmp_path, max_questions=10, keep_days=2)
+    clock = Clock()
+    rec = GapRecorder(lambda: cfg, clock, store)
+    rec.observe(_asked("很久以前的问题"))
+    await rec.flush()
+    clock.t += 3 * DAY
+    for n in range(15):
+        rec.observe(_asked(f"问题编号{n}号"))
+        clock.t += 1
+    await rec.flush()
+    kept = await store.questions(cfg.gaps, clock.t, with_examples=False)
+    assert len(kept) == 10 and min(q.first for q in kept) == NOW + 3 * DAY + 5
+
+
+async def test_redis_down_loses_no_answer_and_never_raises(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    dead = RedisGapStore("redis://127.0.0.1:1", "kbgate-dead", timeout=0.2)
+    rec = GapRecorder(lambda: dataclasses.replace(cfg, gaps=dataclasses.replace(cfg.gaps, key=None)), Clock(), dead)
+    rec.observe(_asked("年假怎么算"))
+    await rec.flush()  # the key cannot be read: the question waits, nothing raises
+    rec._key = KEY
+    await rec.flush()  # the write fails: dropped, counted, nothing raises
+    assert rec.dropped == 1
+    await dead.close()

@@ -1,0 +1,64 @@
+"""gateway.evaluation.eval_runs: per-question results saved, and the wins/losses rule against them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from gateway.evaluation import eval_runs
+from gateway.evaluation.evaluation import EvalQuery, QueryScore
+
+
+def _q(qid: str, mrr: float, hit: float, results: int = 10) -> QueryScore:
+    return QueryScore(EvalQuery(qid, "问题", ("a",), ("答",)), mrr, hit, results)
+
+
+def test_saved_runs_round_trip_newest_last_and_without_question_text(tmp_path: Path) -> None:
+    first = eval_runs.save(tmp_path, {"laws/dev": {"lexical": [_q("q1", 0.5, 1.0)]}}, "abc123",
+                           dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC))
+    second = eval_runs.save(tmp_path, {"laws/dev": {"lexical": [_q("q1", 1.0, 1.0)]}}, "def456+dirty",
+                            dt.datetime(2026, 12, 1, 11, 0, tzinfo=dt.UTC))
+    assert eval_runs.latest(tmp_path) == second and eval_runs.latest(tmp_path, before=second) == first
+    data = eval_runs.load(first)
+    assert data["rev"] == "abc123" and data["sets"] == {"laws/dev": {"lexical": {"q1": [0.5, 1.0, 10]}}}
+    assert "问题" not in first.read_text("utf-8")
+    assert eval_runs.latest(tmp_path / "none") is None
+
+
+def test_wins_and_losses_per_set_and_the_rule() -> None:
+    before = {"sets": {"laws/dev": {"lexical": {"q1": [0.5, 1.0, 10], "q2": [1.0, 1.0, 10], "q3": [0.0, 0.0, 10],
+                                                "q4": [0.5, 0.0, 10]}},
+                       "laws/off": {"lexical": {"o1": [0, 0, 3], "o2": [0, 0, 0], "o3": [0, 0, 2]}}}}
+    after = {"laws/dev": {"lexical": [_q("q1", 1.0, 1.0), _q("q2", 0.5, 1.0), _q("q3", 0.0, 0.0),
+                                      _q("q4", 0.5, 1.0), _q("new", 1.0, 1.0)],
+                          "hybrid": [_q("q1", 1.0, 1.0)]},  # no hybrid in the saved run: not compared
+             "laws/off": {"lexical": [QueryScore(EvalQuery(q, "x", (), ()), 0, 0, n)
+                                      for q, n in (("o1", 0), ("o2", 4), ("o3", 1))]}}
+    dev, off = eval_runs.compare(before, after, frozenset({"laws/off"}))
+    # q1 rank up, q4 same rank with the answer now found: won; q2 rank down: lost; q3 even; 'new' not compared
+    assert (dev.set_name, dev.system, dev.wins, dev.losses, dev.compared, dev.holds) == \
+        ("laws/dev", "lexical", 2, 1, 4, True)
+    # o1 no longer answered: won; o2 answered now: lost; o3 answered before and after: even
+    assert (off.wins, off.losses, off.holds) == (1, 1, True)
+    broken = eval_runs.compare(before, {"laws/dev": {"lexical": [_q("q1", 0.0, 0.0)]}})
+    assert [(v.wins, v.losses, v.holds) for v in broken] == [(0, 1, False)]
+    text = eval_runs.verdicts_table(broken, "run x")
+    assert "| laws/dev | lexical | 1 | 0 | 1 | BROKEN |" in text and "broken on laws/dev (lexical)" in text
+
+
+def test_current_rev_names_a_commit_or_unknown(tmp_path: Path) -> None:
+    assert eval_runs.current_rev(tmp_path) == "unknown"  # not a git checkout
+    rev = eval_runs.current_rev(Path(__file__).parent)
+    assert rev == "unknown" or len(rev.split("+")[0]) >= 7
+
+
+def test_eval_refuses_a_floor_outside_0_1_and_a_missing_saved_run(tmp_path: Path) -> None:
+    from tests.support import harness
+
+    r = harness.kbgate("eval", "--relevance-floor", "1.5", "--workdir", str(tmp_path))
+    assert r.returncode == 2 and "--relevance-floor must be a number from 0 to 1" in r.stderr
+    (tmp_path / "docs.jsonl").write_text("", "utf-8")
+    (tmp_path / "q.jsonl").write_text("", "utf-8")
+    r = harness.kbgate("eval", "--against", str(tmp_path / "none.json"), "--workdir", str(tmp_path), "--corpus",
+                       f"x={tmp_path / 'docs.jsonl'}:{tmp_path / 'q.jsonl'}", "--hybrid", "none")
+    assert r.returncode == 2 and "no such saved run" in r.stderr

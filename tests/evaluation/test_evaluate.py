@@ -1,0 +1,47 @@
+"""gateway.evaluation.evaluate: the shared corpora and question sets, and the tables the served columns
+(hybrid, rerank) are configured with (the runs themselves are `make eval`)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from gateway.core.config import parse_config
+from gateway.evaluation.evaluate import (
+    HYBRID_MODEL,
+    RERANK_CANDIDATES,
+    _tree_cpu_seconds,
+    default_corpora,
+    doc_id_of,
+    hybrid_settings,
+    hybrid_toml,
+    rerank_toml,
+)
+
+
+def test_default_corpora_add_laws_and_the_offtopic_set_on_each_docs_and_laws_route() -> None:
+    cmrc, tidb, laws = default_corpora()
+    assert [s.path.name for s in cmrc.sets] == ["queries.jsonl"]
+    assert [(s.path.name, s.first, s.offtopic) for s in tidb.sets] == [
+        ("queries.jsonl", 20, False), ("queries.colloquial.jsonl", 0, False), ("queries.dev.jsonl", 0, True)]
+    assert [(s.path.parent.name, s.offtopic) for s in laws.sets] == [("laws-cn", False), ("offtopic", True)]
+    assert all(p.exists() for c in (cmrc, tidb, laws) for p in (c.docs, *(s.path for s in c.sets)))
+    assert doc_id_of("a/b.md#12") == "a/b.md" and doc_id_of("cmrc-1") == "cmrc-1"
+
+
+def test_tree_cpu_seconds_counts_this_process() -> None:
+    before = _tree_cpu_seconds(os.getpid())
+    sum(i * i for i in range(2_000_000))
+    assert _tree_cpu_seconds(os.getpid()) > before
+
+
+def test_the_hybrid_and_rerank_columns_are_served_by_valid_tables(tmp_path: Path) -> None:
+    dense = hybrid_settings(HYBRID_MODEL)
+    data = tomllib.loads('[indexes]\ndir = "indexes"\n' + hybrid_toml("tidb-docs-cn", dense)
+                        + rerank_toml("tidb-docs-cn", "http://127.0.0.1:9"))
+    cfg = parse_config(data, base_dir=tmp_path, env={})
+    assert cfg.dense["tidb-docs-cn"] == dense
+    rerank = cfg.rerank["tidb-docs-cn"]
+    assert (rerank.provider, rerank.url, rerank.candidates) == ("cohere", "http://127.0.0.1:9/v1/rerank",
+                                                                RERANK_CANDIDATES)

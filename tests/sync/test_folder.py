@@ -1,0 +1,116 @@
+"""`kbgate sync` from a folder (gateway/sync/folder.py): a change picked up without a rebuild,
+unchanged files not re-read, ids equal to `kbgate index add`'s."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.harness import kbgate
+from tests.support.paths import ROOT
+from tests.sync.helpers import counts, generation, ids, search_ids, sync, write_config
+
+
+def _folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "a.md").write_text("# 甲\n\n甲的正文讲密钥。\n", encoding="utf-8")
+    (docs / "guide" / "b.md").write_text("# 乙\n\n乙的正文讲证书。\n", encoding="utf-8")
+    (docs / "rows.jsonl").write_text('{"id": "r1", "title": "行一", "content": "第一行"}\n'
+                                     '{"id": "r2", "title": "行二", "content": "第二行"}\n', encoding="utf-8")
+    return docs
+
+
+def test_folder_sync_picks_up_changes_without_a_rebuild(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"\ndataset = "ds"')
+    r = sync(cfg)
+    assert r.returncode == 0, r.stderr
+    assert counts(r.stdout) == (4, 0, 0, 0)
+    added = kbgate("index", "add", "--config", str(cfg), "--index", "ref", "--dataset", "ds", "--no-progress",
+                   str(docs))
+    assert added.returncode == 0 and ids(cfg, "ref") == ids(cfg) == ["ds:a.md", "ds:guide/b.md", "r1", "r2"]
+
+    before = generation(cfg)
+    os.utime(docs / "a.md", ns=(time.time_ns(), time.time_ns() + 5_000_000_000))  # touched, not changed
+    r = sync(cfg)
+    assert counts(r.stdout) == (0, 0, 0, 0) and generation(cfg) == before and "0 read, 3 unchanged" in r.stdout
+
+    (docs / "a.md").write_text("# 甲\n\n甲的正文改讲轮换。\n", encoding="utf-8")
+    (docs / "guide" / "b.md").unlink()
+    (docs / "c.md").write_text("# 丙\n\n丙是新的。\n", encoding="utf-8")
+    (docs / "rows.jsonl").write_text('{"id": "r1", "title": "行一", "content": "第一行"}\n', encoding="utf-8")
+    r = sync(cfg)
+    assert counts(r.stdout) == (1, 1, 1, 2)  # c added, a updated, r1 unchanged, b and r2 deleted
+    assert ids(cfg) == ["ds:a.md", "ds:c.md", "r1"]
+    assert "ds:guide/b.md" not in search_ids(cfg, "证书")
+    assert search_ids(cfg, "轮换")[:1] == ["ds:a.md"]
+
+    r = sync(cfg, "--dry-run")
+    assert "would add 0, update 0, delete 0" in r.stdout
+
+
+def test_sync_every_runs_again_until_stopped(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"')
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "sync", "--config", str(cfg), "--no-progress",
+                             "--every", "1s"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ix" / "docs" / "kbgate-sync.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (docs / "new.md").write_text("# 新\n\n运行中加入的页面。\n", encoding="utf-8")
+        while time.monotonic() < deadline:
+            try:
+                if "new.md" in ids(cfg):
+                    break
+            except Exception:
+                pass
+            time.sleep(0.2)
+        assert "new.md" in ids(cfg)  # picked up by a later round, no rebuild
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.count("index docs:") >= 2
+
+
+def test_sync_refuses_bad_usage(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path)
+    r = sync(cfg)
+    assert r.returncode == 2 and "no sync source" in r.stderr
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{tmp_path}"')
+    r = sync(cfg, "--every", "soon")
+    assert r.returncode == 2 and "is not a duration" in r.stderr
+
+
+def test_a_document_indexed_from_elsewhere_is_reported_the_rest_applied_and_tried_again(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# 甲\n\n另一个副本。\n", encoding="utf-8")
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"\ndataset = "ds"')
+    added = kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--dataset", "ds", "--no-progress",
+                   str(other))
+    assert added.returncode == 0 and ids(cfg) == ["ds:a.md"]
+    before = generation(cfg)
+
+    r = sync(cfg)
+    assert r.returncode == 1
+    assert "skipped a.md: id 'ds:a.md' was indexed from" in r.stderr and "--replace" in r.stderr
+    assert counts(r.stdout) == (3, 0, 0, 0) and generation(cfg) > before  # the rest applied
+    before = generation(cfg)
+    assert ids(cfg) == ["ds:a.md", "ds:guide/b.md", "r1", "r2"] and search_ids(cfg, "副本") == ["ds:a.md"]
+
+    r = sync(cfg)  # the source kept its recorded state: a.md is read and refused again, nothing else changes
+    assert r.returncode == 1 and "skipped a.md" in r.stderr
+    assert counts(r.stdout) == (0, 0, 3, 0) and generation(cfg) == before and ", no commit)" in r.stdout
+
+    r = sync(cfg, "--replace")
+    assert r.returncode == 0, r.stderr
+    assert counts(r.stdout) == (0, 1, 3, 0) and "replaces 'ds:a.md'" in r.stderr
+    assert search_ids(cfg, "密钥") == ["ds:a.md"] and search_ids(cfg, "副本") == []
