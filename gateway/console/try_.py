@@ -329,6 +329,9 @@ def to_json(tried: Tried) -> dict[str, Any]:
             "metadata_conditions": len(t.where.conditions) if t.where is not None else 0,
             "cache": t.cache, "generation": t.generation, "stages_ms": t.stages_ms, "explain_ms": t.explain_ms,
             "expansions": [{"term": term, "synonym": syn} for term, syn in t.expansions],
+            "analysis": [{"word": a.word, "weight": a.weight, "matched": a.matched, "via": a.via}
+                         for a in t.analysis],
+            "cosine_line": t.cosine_line, "dials": t.dials, "gap": t.gap,
             "kept": [_hit(h, t, i + 1) for i, h in enumerate(t.kept)],
             "dropped": [{"id": d.hit.id, "doc_id": d.hit.doc_id, "chunk": d.hit.chunk, "title": d.hit.title,
                          "path": d.hit.path, "score": d.hit.score, "relevance": d.hit.relevance,

@@ -38,7 +38,7 @@ from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
 from indexes.types import Hit, MetaFilter
 
-__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "explaining", "matched_terms", "trace"]
+__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "explaining", "matched_terms", "trace"]
 
 CANDIDATES_PER_RESULT = 5
 """Chunks an explanation search asks for per answer wanted (at least MIN_CANDIDATES)."""
@@ -72,6 +72,18 @@ class SearchTrace:
     heading: hit id → the chunk's section heading ('' when none).
     expansions: the owner's synonyms that fired, as (the question's term, the synonym added)
         pairs (`indexes.synonyms.analysed`); () when none did.
+
+    The analysis view a try shows (the console and `kbgate try --json` render these as given;
+    retrieval fills them, the console never recomputes them):
+    analysis: the question's content words in order, each a `TermView` (weight in the
+        relevance, how it was matched by the answer's hits); [] when not computed.
+    cosine_line: the dense model's cosine line this search judged on, {"zero": float,
+        "one": float, "source": "measured" | "config" | "model"}, or None on a lexical index.
+    dials: the route's effective retrieval dials by name (e.g. "dense_share", "candidates",
+        "rerank", "rerank_threshold", "neighbours"), as the search used them; {} when none.
+    gap: the route's gap threshold and this question's verdict, {"threshold": float,
+        "gap": bool, "reason": str}, or None where no gap rule applies (filled by the try,
+        from the console's gap rule, not by the core).
     """
 
     index: str
@@ -89,6 +101,25 @@ class SearchTrace:
     terms: dict[str, list[str]] = field(default_factory=dict)
     heading: dict[str, str] = field(default_factory=dict)
     expansions: tuple[tuple[str, str], ...] = ()
+    analysis: list[TermView] = field(default_factory=list)
+    cosine_line: dict[str, object] | None = None
+    dials: dict[str, object] = field(default_factory=dict)
+    gap: dict[str, object] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TermView:
+    """One content word of the question as a try shows it.
+
+    word: the word as analysed (normalised, Simplified); weight: its share in the lexical
+    relevance, 0..1 (the weights of a question sum to 1); matched: 'direct' (a kept hit holds
+    the word), 'synonym' (a kept hit holds a synonym the owner gave for it: `via` names it), or
+    'unmatched'."""
+
+    word: str
+    weight: float
+    matched: str
+    via: str = ""
 
 
 @dataclass(slots=True)
