@@ -20,11 +20,11 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway import console as admin
 from gateway import dify, documents
 from gateway.agent import knowledge, tools
-from gateway.console import gaps, try_page
+from gateway.console import gaps
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.console.routes import ROUTES as CONSOLE_ROUTES
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
@@ -93,10 +93,8 @@ class Gateway:
 
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
                   Route("/metrics", metrics.endpoint),
-                  *admin.ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
-                  *documents.routes(rt),
-                  *try_page.ROUTES]
-        routes += gaps.ROUTES  # /admin/gaps, /admin/documents
+                  *CONSOLE_ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
+                  *documents.routes(rt)]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that
