@@ -75,7 +75,7 @@ async def sections(rt: Runtime, log: DeliveryLog, tenant: str, outcome: str,
 
 async def deliveries_html(request: Request) -> Response:
     """GET /admin/deliveries: filter form, then one table per tenant."""
-    user = gate(request, "view", active="deliveries")
+    user = await gate(request, "view", active="deliveries")
     if isinstance(user, Response):
         return user
     rt = runtime(request)
@@ -96,7 +96,7 @@ async def deliveries_html(request: Request) -> Response:
 
 async def deliveries_json(request: Request) -> Response:
     """GET /admin/deliveries.json?tenant=&outcome=&n=: {"deliveries": [records newest first], "shared"}."""
-    user = gate(request, "view", as_json=True)
+    user = await gate(request, "view", as_json=True)
     if isinstance(user, Response):
         return user
     rt = runtime(request)

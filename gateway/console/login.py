@@ -37,7 +37,7 @@ async def login(request: Request) -> Response:
     name = fields["user"][0].strip() if fields.get("user") else ""
     token = fields["token"][0] if fields.get("token") else None
     value = cookie_value(name, token)
-    if value is None or user_of(rt.config, value) is None:
+    if value is None or await user_of(rt.config, value) is None:
         return login_form(request, status=401, name=name[:64],
                           text="That user and credential do not match." if name else "That token is not valid.")
     resp = see_other("/admin/")

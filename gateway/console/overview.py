@@ -13,7 +13,7 @@ LEGACY_FILTERS = ("tenant", "outcome", "n")  # /admin/?tenant=… was the delive
 
 async def overview_html(request: Request) -> Response:
     """GET /admin/."""
-    user = gate(request, "view", active="overview")
+    user = await gate(request, "view", active="overview")
     if isinstance(user, Response):
         return user
     if any(k in request.query_params for k in LEGACY_FILTERS):

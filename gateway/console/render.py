@@ -4,7 +4,7 @@
 A page is a template under gateway/console/templates/ that extends base.html, plus a handler:
 
     async def handler(request):
-        user = gate(request, "view")                 # 404 / login 401 / refusal 403, or the user
+        user = await gate(request, "view")           # 404 / login 401 / refusal 403, or the user
         if isinstance(user, Response):
             return user
         return page(request, user, "x.html", active="x", title="X", rows=...)
@@ -146,7 +146,7 @@ def refusal(request: Request, user: ConsoleUser | None, *, as_json: bool, status
                    active=active)
 
 
-def gate(request: Request, action: str, index: str | None = None, *, as_json: bool = False,
+async def gate(request: Request, action: str, index: str | None = None, *, as_json: bool = False,
          active: str = "") -> ConsoleUser | Response:
     """The user when they may do `action` (users.can) on `index`; otherwise the answer to send:
     404 when no console is configured, the login form (401; JSON {"error"} with
@@ -154,7 +154,7 @@ def gate(request: Request, action: str, index: str | None = None, *, as_json: bo
     needed when logged in without the right."""
     if not console_enabled(runtime(request).config):
         return not_found()
-    user = current_user(request)
+    user = await current_user(request)
     if user is None:
         if as_json:
             return json_answer({"error": "console login required (admin token or user credential)"}, 401,

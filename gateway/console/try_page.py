@@ -109,7 +109,7 @@ def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
 
 async def page(request: Request) -> Response:
     """GET /admin/try (the empty form) and POST /admin/try (run it: side a, and b when set)."""
-    user = gate(request, "view", active="try")
+    user = await gate(request, "view", active="try")
     if isinstance(user, Response):
         return user
     if request.method == "GET":
@@ -133,7 +133,7 @@ async def page(request: Request) -> Response:
 
 async def page_json(request: Request) -> Response:
     """POST /admin/try.json: one try as JSON; 400 {"error", "field"} for a try that cannot run."""
-    user = gate(request, "view", as_json=True)
+    user = await gate(request, "view", as_json=True)
     if isinstance(user, Response):
         return user
     rt = runtime(request)

@@ -61,7 +61,7 @@ def _filed(request: Request) -> dict[str, Any] | None:
 
 async def gaps_html(request: Request) -> Response:
     """GET /admin/gaps."""
-    user = gate(request, "view_gaps", active="gaps")
+    user = await gate(request, "view_gaps", active="gaps")
     if isinstance(user, Response):
         return user
     rt, rec = _state(request)
@@ -77,7 +77,7 @@ async def gaps_html(request: Request) -> Response:
 
 async def gaps_json(request: Request) -> Response:
     """GET /admin/gaps.json: {"groups": [Group.public()], "shared": bool, "threshold": float}."""
-    user = gate(request, "view_gaps", as_json=True)
+    user = await gate(request, "view_gaps", as_json=True)
     if isinstance(user, Response):
         return user
     rt, rec = _state(request)
@@ -111,7 +111,7 @@ async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | N
 async def file_task(request: Request) -> Response:
     """POST /admin/gaps/file (module doc)."""
     by_tool = bearer(request.headers.get("authorization")) is not None
-    user = gate(request, "file_gap", as_json=by_tool, active="gaps")
+    user = await gate(request, "file_gap", as_json=by_tool, active="gaps")
     if isinstance(user, Response):
         return user
     rt, _ = _state(request)
@@ -167,7 +167,7 @@ async def _documents(request: Request) -> tuple[list[tuple[str, list[tuple[str, 
 
 async def documents_html(request: Request) -> Response:
     """GET /admin/documents."""
-    user = gate(request, "view", active="indexes")
+    user = await gate(request, "view", active="indexes")
     if isinstance(user, Response):
         return user
     rt, _ = _state(request)
@@ -182,7 +182,7 @@ async def documents_html(request: Request) -> Response:
 
 async def documents_json(request: Request) -> Response:
     """GET /admin/documents.json: {"indexes": {name: {"documents": n, "served": {doc: n}, "never": [doc]}}}."""
-    user = gate(request, "view", as_json=True)
+    user = await gate(request, "view", as_json=True)
     if isinstance(user, Response):
         return user
     try:
