@@ -124,7 +124,7 @@ async def page(request: Request) -> Response:
         if prefix == "b_" and not form.get("b_caller"):
             continue
         try:
-            tried = await try_.run(rt, side_request(form, prefix, query, limit))
+            tried = await try_.run(rt, side_request(form, prefix, query, limit), user.name)
             sides.append((prefix, try_.to_json(tried)))
         except TryInvalid as exc:
             sides.append((prefix, exc.message))
@@ -148,7 +148,7 @@ async def page_json(request: Request) -> Response:
     except orjson.JSONDecodeError:
         return json_answer({"error": "body is not JSON", "field": "body"}, 400)
     try:
-        tried = await try_.run(rt, json_request(data))
+        tried = await try_.run(rt, json_request(data), user.name)
     except TryInvalid as exc:
         return json_answer({"error": exc.message, "field": exc.field}, 400)
     return json_answer(try_.to_json(tried))

@@ -6,6 +6,7 @@ with a visible focus and a distinct accessible name. One browser and one real `k
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.console.credentials import hash_credential, new_credential
 from tests.support.browser import (
     _browser,  # noqa: F401  (the `browser` fixture)
     assert_fits,
@@ -29,25 +31,42 @@ pytestmark = pytest.mark.browser
 NAV = ["Overview", "Try", "Gaps", "Tasks", "Indexes", "Synonyms", "Tenants", "Deliveries", "Users"]
 PAGES = ["/admin/", "/admin/try", "/admin/gaps", "/admin/tasks", "/admin/documents", "/admin/synonyms",
          "/admin/tenants", "/admin/deliveries", "/admin/users"]
+OWNER = new_credential()
 LONG = "一个很长很长的二级目录名称" * 6  # a SecondLevelId with no break opportunity for Latin wrapping
+
+
+def wait_for_gaps(base: str, n: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        got = httpx.get(base + "/admin/gaps.json", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+        if len(got.json()["groups"]) >= n:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the gaps were not recorded")
 
 
 @pytest.fixture(name="srv", scope="module")
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("console")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], ["dify.retrieval"], **EVERYTHING)}}
+    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}, "other": {"index": "kb"}},
+             "clients": {"alice": client("t1", TOKEN_ALICE, ["support", "other"], ["dify.retrieval"], **EVERYTHING)}}
     data = config(tmp, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-console-{port}",
                   admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1},
                   access={"sqlite_path": str(tmp / "feedback.sqlite3")})
+    data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["docs"], "credential": hash_credential(OWNER)}}
     with serve(write(tmp / "gateway.toml", data), port=port, env=ENV) as s:
         with httpx.Client(timeout=10) as c:
             callback(c, s.base, ENV["ACME_SECRET"], query="密钥轮换")
             callback(c, s.base, ENV["ACME_SECRET"], query="火星基地的氧气配额是多少")
             callback(c, s.base, ENV["ACME_SECRET"], second=LONG, query="x")  # route_unknown, a long cell
             callback(c, s.base, "not-the-acme-secret", query="x")
+            for route, q in (("support", "火星基地的氧气配额是多少"), ("other", "木星探测器的燃料配额是多少")):
+                c.post(s.base + "/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},
+                       json={"knowledge_id": route, "query": q,
+                             "retrieval_setting": {"top_k": 3, "score_threshold": 0}})
+        wait_for_gaps(s.base, 2)
         yield s
 
 
@@ -115,5 +134,38 @@ def test_the_keyboard_alone_reaches_every_control(browser: Any, srv: Server) -> 
         assert "outcome=failed" in page.url
         outcomes = page.locator("td.outcome").all_inner_texts()
         assert outcomes and "ok" not in outcomes
+    finally:
+        page.close()
+
+
+def test_an_owner_logs_in_as_themself_and_sees_only_their_gaps(browser: Any, srv: Server) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    try:
+        log_in(page, srv.base, OWNER, user="otto")
+        assert page.url == srv.base + "/admin/"
+        assert "otto (owner of docs)" in page.locator("header").inner_text()
+        page.goto(srv.base + "/admin/gaps")
+        assert page.locator("tr[data-group]").count() == 1  # the docs gap; the kb gap is not theirs
+        assert "the indexes you own" in page.locator("main").inner_text()
+        assert page.get_by_role("button", name="File improvement task").count() == 1
+        assert_fits(page)
+        # A page their role does not allow: a clear refusal in the layout, with the navigation.
+        r = page.goto(srv.base + "/admin/users")
+        assert r is not None and r.status == 403
+        assert page.locator("h1").inner_text() == "Not allowed"
+        assert "owner of docs" in page.get_by_role("alert").inner_text()
+        assert page.get_by_role("navigation", name="Console").is_visible()
+        assert_fits(page)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        assert_fits(page)
+        # A wrong credential: the form again, no cookie.
+        page.context.clear_cookies()
+        page.goto(srv.base + "/admin/")
+        page.fill('input[name="user"]', "otto")
+        page.fill('input[name="token"]', ADMIN_TOKEN)
+        page.keyboard.press("Enter")
+        page.wait_for_load_state()
+        assert "do not match" in page.get_by_role("alert").inner_text()
+        assert page.context.cookies() == []
     finally:
         page.close()

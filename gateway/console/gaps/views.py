@@ -22,12 +22,14 @@ from starlette.routing import Route
 
 from gateway.agent.tools.clients import LazyClients
 from gateway.console.auth import bearer
+from gateway.console.changes import audit_change
 from gateway.console.gaps.filing import file_group
 from gateway.console.gaps.groups import Group, group
+from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.store import days_back
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
-from gateway.console.users import ConsoleUser
+from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import DependencyUnavailable, ToolError
 from gateway.core.methods import json_route
@@ -67,12 +69,13 @@ async def gaps_html(request: Request) -> Response:
     rt, rec = _state(request)
     error = None
     try:
-        groups = await _groups(request)
+        groups, about = visible_groups(user, await _groups(request), rt.config)
     except DependencyUnavailable:
-        groups, error = [], "The gaps record (Redis) is not answering; try again shortly."
+        groups, about, error = [], {}, "The gaps record (Redis) is not answering; try again shortly."
+    scoped = sorted(user.indexes) if user.role == "owner" else None
     return page(request, user, "gaps.html", active="gaps", title="Gaps", groups=groups, shared=rec.store.shared,
-                threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=None,
-                group_index={})
+                threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=scoped,
+                group_index=about)
 
 
 async def gaps_json(request: Request) -> Response:
@@ -82,11 +85,11 @@ async def gaps_json(request: Request) -> Response:
         return user
     rt, rec = _state(request)
     try:
-        groups = await _groups(request)
+        groups, about = visible_groups(user, await _groups(request), rt.config)
     except DependencyUnavailable:
         return json_answer({"error": "gaps record unavailable"}, 503)
-    return json_answer({"groups": [g.public() for g in groups], "shared": rec.store.shared,
-                        "threshold": rt.config.gaps.threshold})
+    return json_answer({"groups": [{**g.public(), "index": about[g.id] or None} for g in groups],
+                        "shared": rec.store.shared, "threshold": rt.config.gaps.threshold})
 
 
 async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | None | Response:
@@ -111,7 +114,7 @@ async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | N
 async def file_task(request: Request) -> Response:
     """POST /admin/gaps/file (module doc)."""
     by_tool = bearer(request.headers.get("authorization")) is not None
-    user = await gate(request, "file_gap", as_json=by_tool, active="gaps")
+    user = await gate(request, "view_gaps", as_json=by_tool, active="gaps")
     if isinstance(user, Response):
         return user
     rt, _ = _state(request)
@@ -125,7 +128,13 @@ async def file_task(request: Request) -> Response:
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text="the gaps record (Redis) is not answering; try again shortly")
+    groups, about = visible_groups(user, groups, rt.config)
     found = next((g for g in groups if g.id == wanted or (len(wanted) >= 8 and g.id.startswith(wanted))), None)
+    if found is not None and not can(user, "file_gap", about[found.id] or None):
+        audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=403, group=found.id)
+        return refusal(request, user, as_json=by_tool, status=403, active="gaps",
+                       text=f"Your role ({user.role_label}) does not allow filing a task for this gap "
+                            f"(index {about[found.id] or 'unknown'}); ask an admin or the index's owner.")
     if found is None:
         return refusal(request, user, as_json=by_tool, status=404, text="no such gap group (it may have expired)",
                        active="gaps")
@@ -136,6 +145,8 @@ async def file_task(request: Request) -> Response:
     except ToolError as exc:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text=f"the tracker did not take the task ({exc.code})")
+    audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, group=found.id,
+                 record=result.get("recordId"), deduped=bool(result.get("deduped")))
     if by_tool:
         return json_answer({"group": found.id, **result})
     note = {"filed": str(result.get("recordId")), "count": str(result.get("count", ""))}
