@@ -18,6 +18,7 @@ import tantivy
 from .analyser import Analyser
 from .errors import IndexLockedError
 from .ingest.clean import clean_document
+from .paths import document_problem
 from .records import document_revision
 from .types import ChangeSet, Document, IngestError, IngestReport, IngestWarning
 
@@ -136,6 +137,11 @@ def ingest(
             item, notes = clean_document(item)
             report.warnings += [(n.where, n.reason) for n in notes]
             origin = item.origin or f"document {item.id!r}"
+            if (problem := document_problem(item.id, item.path)) is not None:
+                # Readers refuse these first (indexes.paths); a Document built in code is refused here.
+                report.errors.append((origin, f"{problem}: refused"))
+                report.refused[item.id] = "invalid"
+                continue
             if not _storable_time(item.publish_time):
                 # Readers never make one (indexes.publish_time); a Document built in code may:
                 # refuse it alone instead of failing the whole commit.
