@@ -34,7 +34,7 @@ from typing import Any
 
 import tantivy
 
-from .errors import IndexCorruptError, IndexNotFoundError, SchemaVersionError
+from .errors import DiskFullError, IndexCorruptError, IndexNotFoundError, SchemaVersionError, is_disk_full
 
 __all__ = [
     "ANALYSIS_FIELDS",
@@ -240,14 +240,19 @@ def open_index(folder: Path, name: str, default_chunk_chars: int) -> tuple[tanti
 def open_or_create(folder: Path, name: str, chunk_chars: int) -> tuple[tantivy.Index, int]:
     """The index at `folder`, created first (folder, schema, a sidecar with `chunk_chars`) when
     absent, under the create lock (`creating`); its analyzers registered; and its chunk size (an
-    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError."""
+    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError, DiskFullError."""
     with creating(folder):
         if (folder / "meta.json").is_file():
             meta = check_sidecar(folder, name)
             index = open_tantivy(folder, name)
             chunk_chars = int(meta.get("chunk_chars", chunk_chars))
         else:
-            index = tantivy.Index(build_schema(), path=str(folder))
-            write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: CLEAN_RULES})
+            try:
+                index = tantivy.Index(build_schema(), path=str(folder))
+                write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: CLEAN_RULES})
+            except (OSError, ValueError) as exc:  # Tantivy says ENOSPC in a ValueError
+                if is_disk_full(exc, str(folder.parent)):
+                    raise DiskFullError(name, str(folder)) from None
+                raise
     register_analyzers(index)
     return index, chunk_chars
