@@ -143,3 +143,26 @@ def test_hostile_file_names_are_refused_or_shown_escaped_by_index_add_and_sync(t
         assert "'path' has a '.' or '..' segment" in out and "'id' has a '.' or '..' segment" in out
         assert run.returncode == 1
     assert ids(cfg, "ref") == ids(cfg) == ["ok.md"]
+
+
+def test_a_full_disk_is_said_by_index_add_and_sync(tmp_path: Path) -> None:
+    """On a real full filesystem both ended in a traceback ("ValueError: An IO error occurred:
+    'No space left on device (os error 28)'", or "An index writer was killed")."""
+    from tests.support.full_disk import on_full_disk
+
+    docs = _folder(tmp_path)
+    (docs / "big.md").write_text("# 大\n\n" + "磁盘写满时的正文。" * 40_000, encoding="utf-8")
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"')
+    cli = [sys.executable, "-m", "gateway.cli"]
+    for args in (["index", "add", "--config", str(cfg), "--index", "docs", "--no-progress", str(docs)],
+                 ["sync", "--config", str(cfg), "--no-progress"]):
+        for seeded in (False, True):  # a new index (created on the full disk), then one that exists
+            seed = tmp_path / "seed"
+            if seeded and not seed.exists():
+                assert kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress",
+                              str(docs / "a.md")).returncode == 0
+                (tmp_path / "ix").rename(seed)
+            r = subprocess.run(on_full_disk(tmp_path / "ix", [*cli, *args], seed=seed if seeded else None),
+                               capture_output=True, text=True, cwd=ROOT, timeout=300)
+            assert r.returncode == 1, (args, r.stdout, r.stderr)
+            assert "disk full" in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
