@@ -107,7 +107,7 @@ def _int_or_none(value: Any, key: str) -> int | None:
     try:
         return int(value)
     except ValueError:  # int()'s own message names no field
-        raise ValueError(f"'cover_image.{key}' must be an integer, not {value[:40]!r}") from None
+        raise ValueError(f"'cover_image.{key}' must be an integer, not {str(value)[:40]!r}") from None
 
 
 def parse_cover_image(value: Any) -> CoverImage | None:
