@@ -34,21 +34,8 @@ from .schema import CLEAN_AT_INGEST, CLEAN_RULES, check_index, open_index, open_
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, query_plan, question_of
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
-from .types import (
-    DEFAULT_BOUNDS,
-    ChangeSet,
-    Document,
-    DocumentHead,
-    Hit,
-    IndexStats,
-    IngestError,
-    IngestReport,
-    IngestWarning,
-    MetaFilter,
-    SearchBounds,
-    SearchFilter,
-    StoredDocument,
-)
+from .types import (DEFAULT_BOUNDS, ChangeSet, Document, DocumentHead, Hit, IndexStats, IngestError, IngestReport,
+                    IngestWarning, MetaFilter, SearchBounds, SearchFilter, StoredDocument)
 
 if TYPE_CHECKING:
     from .rerank import RerankStage
@@ -263,6 +250,11 @@ class KnowledgeIndex:
         checked here; callers read the document and check it."""
         self.maybe_reload()
         return documents.doc_id_at(self._index.searcher(), self._schema, path, datasets)
+
+    def reader(self) -> tuple[tantivy.Searcher, tantivy.Schema]:
+        """(a searcher of the current commit, the schema), after `maybe_reload` (`indexes.browse`)."""
+        self.maybe_reload()
+        return self._index.searcher(), self._schema
 
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""
