@@ -55,7 +55,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("try", "Try", "/admin/try"),
     ("gaps", "Gaps", "/admin/gaps"),
     ("tasks", "Tasks", "/admin/tasks"),
-    ("indexes", "Indexes", "/admin/documents"),
+    ("indexes", "Indexes", "/admin/indexes"),
     ("synonyms", "Synonyms", "/admin/synonyms"),
     ("tenants", "Tenants", "/admin/tenants"),
     ("deliveries", "Deliveries", "/admin/deliveries"),

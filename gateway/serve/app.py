@@ -25,6 +25,7 @@ from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
+from gateway.documents.writes import Writes
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
@@ -68,6 +69,7 @@ class Gateway:
         self.gaps = gaps.make_recorder(rt, self.metrics.count_question)
         rt.events.subscribe(SearchAnswered, self.gaps.observe)
         self.gap_clients = gaps.LazyClients(rt)  # the tracker of "File improvement task"
+        self.document_writes = Writes(rt)  # one queue per index for the document API and the console
         rt.on_close(self.deliveries.close)
         rt.on_close(self.gap_clients.close)
         rt.on_close(self.gaps.close)
@@ -94,7 +96,7 @@ class Gateway:
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
                   Route("/metrics", metrics.endpoint),
                   *CONSOLE_ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
-                  *documents.routes(rt)]
+                  *documents.routes(rt, self.document_writes)]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that
@@ -107,6 +109,7 @@ class Gateway:
         self.router.state.reloader = self.reloader
         self.router.state.gaps = self.gaps
         self.router.state.gap_clients = self.gap_clients
+        self.router.state.document_writes = self.document_writes
 
     def _keep(self, d: Delivery) -> None:
         """The deliveries record's observer (the Query only when admin.show_queries is on)."""
