@@ -34,8 +34,21 @@ from .schema import CLEAN_AT_INGEST, CLEAN_RULES, check_index, open_index, open_
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, query_plan, question_of
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
-from .types import (DEFAULT_BOUNDS, ChangeSet, Document, DocumentHead, Hit, IndexStats, IngestError, IngestReport,
-                    IngestWarning, MetaFilter, SearchBounds, SearchFilter, StoredDocument)
+from .types import (
+    DEFAULT_BOUNDS,
+    ChangeSet,
+    Document,
+    DocumentHead,
+    Hit,
+    IndexStats,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    MetaFilter,
+    SearchBounds,
+    SearchFilter,
+    StoredDocument,
+)
 
 if TYPE_CHECKING:
     from .rerank import RerankStage

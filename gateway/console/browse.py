@@ -16,6 +16,7 @@ marked: this is the owner's view (callers read through gateway.core.retrieve, wh
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -105,14 +106,13 @@ async def _index_page(request: Request) -> tuple[str, Listed | None, str | None]
     path, dataset = q.get("path", "")[:1024], q.get("dataset", "")[:1024]
     never = q.get("never") == "1"
     days = doc_writes.days(rt)
+    note: str | None = None
     try:
         store = request.app.state.gaps.store
         served, top = await store.served(index, days), await store.served(index, days, top=True)
     except DependencyUnavailable:
-        served, top = {}, {}
+        served, top = Counter(), Counter()
         note = "The hit statistics (Redis) are not answering: served counts are left out."
-    else:
-        note = None
     try:
         listed = await anyio.to_thread.run_sync(_listing, rt, index, path, dataset, never,
                                                 _int(q.get("page"), 1), dict(served), dict(top))
@@ -167,11 +167,11 @@ async def index_html(request: Request) -> Response:
         return missing
     index, listed, note = await _index_page(request)
     q = request.query_params
-    filters = {"path": q.get("path", "")[:1024], "dataset": q.get("dataset", "")[:1024],
-               "never": q.get("never") == "1"}
+    path, dataset, never = q.get("path", "")[:1024], q.get("dataset", "")[:1024], q.get("never") == "1"
+    filters = {"path": path, "dataset": dataset, "never": never}
     links = {}
     if listed is not None:
-        base = {"path": filters["path"], "dataset": filters["dataset"], "never": "1" if filters["never"] else ""}
+        base = {"path": path, "dataset": dataset, "never": "1" if never else ""}
         links = {"prev": index_url(index, **base, page=listed.page - 1) if listed.page > 1 else "",
                  "next": index_url(index, **base, page=listed.page + 1) if listed.page < listed.pages else ""}
     return doc_writes.clear_report(page(

@@ -381,7 +381,9 @@ async def visibility(request: Request) -> Response:
     action = "enable" if visible else "disable"
     out, error = await _commit(request, user, action, index, ChangeSet(upserts=(doc,)), {})
     back = document_url(index, doc_id) if fields.get("back") == "document" else index_url(index)
-    return _done(back, {"action": action, "items": _items(out, error, {doc_id: doc.path or doc_id}, {})})
+    items = [{**i, "change": f"{action}d" if i["change"] == "updated" else i["change"]}
+             for i in _items(out, error, {doc_id: doc.path or doc_id}, {})]
+    return _done(back, {"action": action, "items": items})
 
 
 ROUTES = [

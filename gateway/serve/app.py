@@ -25,7 +25,6 @@ from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
-from gateway.documents.writes import Writes
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
@@ -33,6 +32,7 @@ from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
+from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
 from gateway.serve.health import healthz, readyz

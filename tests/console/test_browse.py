@@ -6,14 +6,14 @@ viewer refused with nothing changed; every change audited as the console user's 
 from __future__ import annotations
 
 import time
-from urllib.parse import urlencode
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
+import anyio
 import httpx
 import orjson
-import anyio
 import pytest
 
 from gateway.console.credentials import hash_credential
@@ -128,3 +128,63 @@ def test_json_twins_and_a_disabled_document_served_to_no_caller(live: Server, tm
     admin = [(x["tool"], x["principal"]["id"], x["status"]) for x in lines if x.get("wing") == "admin"]
     assert ("admin.documents.visibility", "vera", 403) in admin
     assert ("admin.documents.disable", "admin", 200) in admin and ("admin.documents.enable", "admin", 200) in admin
+
+
+# ------------------------------------------------------------------ in-process: pages and forms
+
+
+def _app_config(tmp_path: Path, indexes: Path, redis_url: str) -> Any:
+    from gateway.core.config import parse_config
+
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=indexes, redis_url=redis_url, key_prefix=f"kbgate-browse-{free_port()}",
+                  admin_token=ADMIN_TOKEN, audit={"sink": "off"})
+    data["admin"]["users"] = {"vera": {"role": "viewer", "credential": hash_credential(VIEWER)},
+                              "olga": {"role": "owner", "indexes": ["other"],
+                                       "credential": hash_credential(VIEWER + "o")}}
+    return parse_config(data, base_dir=tmp_path, env=ENV)
+
+
+@pytest.mark.anyio
+async def test_pages_render_and_forms_change_only_what_the_role_allows(tmp_path: Path, private_index: Path,
+                                                                       redis_url: str, start_app: Any) -> None:
+    c, _, _ = await start_app(_app_config(tmp_path, private_index, redis_url))
+    for url in ("/admin/indexes", "/admin/indexes/docs", "/admin/indexes/docs?path=guide/&never=1",
+                "/admin/indexes/docs?path=guide/*.md&dataset=public&page=9", document_url("docs", TOP, 0)):
+        r = await c.get(url, headers=ADMIN)
+        assert r.status_code == 200, (url, r.text[-2000:])
+    r = await c.get("/admin/indexes/docs", headers=ADMIN)
+    assert 'action="docs/upload"' in r.text and "guide/key-rotation.md" in r.text
+    assert (await c.get("/admin/indexes/nope", headers=ADMIN)).status_code == 404
+    assert (await c.get(document_url("docs", "absent.md"), headers=ADMIN)).status_code == 404
+    assert (await c.get("/admin/documents", headers=ADMIN)).headers["location"] == "/admin/indexes"
+
+    # upload: a Markdown and a text file and one of a type kbgate does not read, each reported
+    files = [("file", ("leave.md", "# 年假\n\n## 申请\n\n提前三天申请年假。\n".encode(), "text/markdown")),
+             ("file", ("notes.txt", "出差报销要在一个月内提交。".encode(), "text/plain")),
+             ("file", ("tool.exe", b"MZ\x00", "application/octet-stream"))]
+    for who, status in ((f"vera:{VIEWER}", 403), (f"olga:{VIEWER}o", 403)):
+        r = await c.post("/admin/indexes/docs/upload", headers={"authorization": f"Bearer {who}"},
+                         files=files, data={"folder": "hr"})
+        assert r.status_code == status, r.text
+    assert "hr/leave.md" not in (await c.get("/admin/indexes/docs.json", headers=ADMIN)).text
+    r = await c.post("/admin/indexes/docs/upload", headers=ADMIN, files=files, data={"folder": "hr"})
+    assert r.status_code == 303
+    report = orjson.loads(__import__("base64").urlsafe_b64decode(r.cookies["kbgate_report"]))
+    changes = {i["name"]: i["change"] for i in report["items"]}
+    assert changes == {"leave.md": "added", "notes.txt": "added", "tool.exe": "refused"}, report
+    c.cookies.set("kbgate_report", r.cookies["kbgate_report"], path="/admin/indexes")
+    page = await c.get("/admin/indexes/docs", headers=ADMIN)
+    assert "Result of upload" in page.text and "not a type kbgate reads" in page.text
+
+    # edit in place, then delete
+    form = await c.get("/admin/indexes/docs/edit?id=hr/leave.md", headers=ADMIN)
+    assert form.status_code == 200 and "提前三天申请年假" in form.text
+    r = await c.post("/admin/indexes/docs/edit", headers=ADMIN,
+                     data={"id": "hr/leave.md", "text": "# 年假\n\n## 申请\n\n提前五天申请年假。\n"})
+    assert r.status_code == 303 and r.headers["location"] == document_url("docs", "hr/leave.md")
+    doc = (await c.get(document_url("docs", "hr/leave.md", json=True), headers=ADMIN)).json()
+    assert "提前五天" in doc["chunks"][0]["text"] and doc["chunks"][0]["heading"] == "申请"
+    r = await c.post("/admin/indexes/docs/delete", headers=ADMIN, data={"id": "hr/notes.txt"})
+    assert r.status_code == 303
+    assert (await c.get(document_url("docs", "hr/notes.txt", json=True), headers=ADMIN)).status_code == 404

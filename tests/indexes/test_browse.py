@@ -12,8 +12,8 @@ from indexes.types import Document
 from tests.support.documents import AGENT_DOCS, KB_DOCS
 
 MARKDOWN = ("---\ntitle: 年假制度\nurl: https://hr.example.com/leave\nteam: hr\n---\n# 年假制度\n\n"
-            "## 申请\n\n" + "员工提前三天在系统中申请年假，主管审批后生效。" * 40 + "\n\n### 例外\n\n紧急情况可事后补办。\n\n"
-            "## 结转\n\n未休年假可结转到次年三月底。\n")
+            "## 申请\n\n" + "员工提前三天在系统中申请年假，主管审批后生效。" * 40
+            + "\n\n### 例外\n\n紧急情况可事后补办。\n\n## 结转\n\n未休年假可结转到次年三月底。\n")
 
 
 def _store(tmp_path: Path, docs: list[Document]) -> IndexStore:
