@@ -135,7 +135,7 @@ def cmd_secrets_retire(args: argparse.Namespace) -> int:
 
 
 def cmd_secrets_list(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, read_secrets=False)  # lists ids and sources, never a value
     now = time.time()
     listing = list_keys(config, args.tenant, now)
     print(format_rows(listing, now))

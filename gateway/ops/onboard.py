@@ -182,7 +182,7 @@ def _restore(path: Path, tenant: str, edits: _Edits) -> None:
 
 def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_stdin: bool,
              wait: float, edits: _Edits) -> int:
-    config = load_config(path)
+    config = load_config(path, read_secrets=False)  # ids and expiries only: no value is needed
     now = time.time()
     until = now + 2 * INTERVAL + 0.2 + wait + REPORT_SLACK  # the end of the wait for the test delivery
     if not config.replay.redis_url:

@@ -132,6 +132,59 @@ def test_add_value_env_unset_here_warns_and_says_the_server_needs_it(tmp_path: P
     assert short.returncode == 2 and "tenants.acme.secrets[3].value_env" in short.stderr
 
 
+def _without(*names: str, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`kbgate ARGS` in an environment without the variables `names` (a shell that never had them)."""
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=env, input=stdin)
+
+
+def test_secrets_commands_never_read_a_value_env_they_do_not_need(tmp_path: Path, redis_url: str,
+                                                                  key_prefix: str) -> None:
+    # A key added with --value-env made list, retire and add of another key exit 2 in any shell
+    # without that variable: the whole config was loaded, every secret read.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    var = "KBGATE_TEST_SERVER_ONLY"
+    add = subprocess.run([sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant",
+                          "acme", "--id", "envkey", "--value-env", var], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={**os.environ, var: NEW})
+    assert add.returncode == 0, add.stderr
+    c = ["--config", str(cfg), "--tenant", "acme"]
+    listed = _without(var, args=["secrets", "list", *c])
+    assert listed.returncode == 0, listed.stderr
+    assert "envkey" in listed.stdout
+    added = _without(var, args=["secrets", "add", *c, "--id", "k3", "--value-stdin"], stdin="third-key-value-0003\n")
+    assert added.returncode == 0, added.stderr
+    assert _without(var, args=["secrets", "retire", *c, "--id", "old"]).returncode == 0
+    removed = _without(var, args=["secrets", "retire", *c, "--id", "k3", "--remove"])
+    assert removed.returncode == 0, removed.stderr
+    assert [k.id for k in load_config(cfg, {**os.environ, var: NEW}).tenants["acme"].secrets] == ["old", "envkey"]
+    # What needs the values still refuses the missing variable, naming the key.
+    named = f"Config 'tenants.acme.secrets[1].value_env' names {var}, which is not set"
+    check = _without(var, args=["check-config", "--config", str(cfg)])
+    assert check.returncode == 2 and named in check.stderr, check.stderr
+    served = _without(var, args=["serve", "--config", str(cfg), "--bind", f"127.0.0.1:{free_port()}"])
+    assert served.returncode == 2 and named in served.stderr, served.stderr
+
+
+def test_secrets_commands_work_on_the_shipped_example_without_its_variables(tmp_path: Path, redis_url: str) -> None:
+    example = (ROOT / "deploy" / "gateway.example.toml").read_text("utf-8")
+    cfg = tmp_path / "gateway.toml"
+    cfg.write_text(example.replace('redis_url = "redis://127.0.0.1:6379/0"', f'redis_url = "{redis_url}"'))
+    unset = ("ACME_SECRET", "ACME_SECRET_NEXT")
+    c = ["--config", str(cfg), "--tenant", "acme"]
+    listed = _without(*unset, args=["secrets", "list", *c])
+    assert listed.returncode == 0, listed.stderr
+    assert "2026-11" in listed.stdout and "2026-12" in listed.stdout
+    assert _without(*unset, args=["secrets", "add", *c, "--id", "2027-01", "--value-stdin"],
+                    stdin="next-year-key-value-2027\n").returncode == 0
+    retired = _without(*unset, args=["secrets", "retire", *c, "--id", "2026-11"])
+    assert retired.returncode == 0, retired.stderr
+    check = _without(*unset, args=["check-config", "--config", str(cfg)])
+    assert check.returncode == 2
+    assert "Config 'tenants.acme.secrets[0].value_env' names ACME_SECRET, which is not set" in check.stderr
+
+
 def test_add_repeated_id_leaves_nothing_behind(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _config(tmp_path, redis_url, key_prefix)
     before = cfg.read_text()
