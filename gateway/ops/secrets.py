@@ -31,6 +31,7 @@ from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
 from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
 from gateway.ops.secret_files import forget, why_not_kbgates, write_secret_file
+from gateway.ops.table import table
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
 SECRETS_DIR = "secrets"  # generated secret files: <config dir>/secrets/<tenant>-<key id>
@@ -313,12 +314,12 @@ def list_keys(config: Config, tenant: str, now: float) -> KeyListing:
 
 
 def format_rows(listing: KeyListing, now: float) -> str:
-    """The `secrets list` table: id, state, not_after, last verified (age), count, workers.
+    """The `secrets list` table: id, state, not_after, last verified (age), count, workers, each
+    column as wide as its widest cell (gateway/ops/table.py).
 
     Usage cells read UNKNOWN when Redis did not answer, 'n/a' when usage is not shared."""
     missing = UNKNOWN if listing.unreachable is not None else "n/a"
-    width = max(28, len(missing))
-    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<{width}} {'COUNT':>7}  WORKERS"]
+    rows = []
     for r in listing.rows:
         na = _iso(r.not_after) if r.not_after is not None else "-"
         if r.usage is None:
@@ -327,8 +328,8 @@ def format_rows(listing: KeyListing, now: float) -> str:
             last = f"{_iso(r.usage.last)} ({_age(now - r.usage.last)} ago)" if r.usage.last else "never"
             count = str(r.usage.count)
             workers = ", ".join(f"{w}={n}" for w, n in sorted(r.usage.workers.items()))
-        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<{width}} {count:>7}  "
-                     f"{workers}")
+        rows.append((r.key_id, "live" if r.live else "expired", na, last, count, workers))
+    lines = table(("KEY ID", "STATE", "NOT AFTER", "LAST VERIFIED", "COUNT", "WORKERS"), rows, right=frozenset({4}))
     if not listing.shared:
         lines.append("(usage is kept per worker without replay.redis_url; see /metrics of each worker)")
     return "\n".join(lines)

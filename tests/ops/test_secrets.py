@@ -22,8 +22,8 @@ import redis
 
 from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
-from gateway.ops.secrets import add_key, retire_key, set_verify
-from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
+from gateway.ops.secrets import UNKNOWN, KeyListing, KeyRow, add_key, format_rows, retire_key, set_verify
+from gateway.volcengine.keyuse import KeyUse, RedisKeyUsage, read_key_usage
 from tests.support import harness
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
@@ -183,6 +183,33 @@ def test_secrets_commands_work_on_the_shipped_example_without_its_variables(tmp_
     check = _without(*unset, args=["check-config", "--config", str(cfg)])
     assert check.returncode == 2
     assert "Config 'tenants.acme.secrets[0].value_env' names ACME_SECRET, which is not set" in check.stderr
+
+
+def _starts(line: str, header: str, names: tuple[str, ...]) -> list[bool]:
+    """For each column name: does a cell of `line` start where the name starts in `header`?"""
+    return [line[header.index(n)] != " " and (header.index(n) == 0 or line[header.index(n) - 1] == " ")
+            for n in names]
+
+
+def test_secrets_list_columns_line_up(tmp_path: Path) -> None:
+    # The id column was 20 wide and LAST VERIFIED 28: a longer id, "(119 s ago)" or the
+    # Redis-unreachable cell pushed the rest of the line out of its column.
+    now = 1_800_000_000.0
+    rows = [KeyRow("a-rather-long-key-id-of-thirty-four", "env:A", None, True,
+                   KeyUse(123456, now - 119, {"host-a:101": 123000, "host-b:7": 456})),
+            KeyRow("k2", "file:k2", now + 86400, False, KeyUse(0, None, {}))]
+    names = ("KEY ID", "STATE", "NOT AFTER", "LAST VERIFIED")
+    header, *lines = format_rows(KeyListing(rows, shared=True), now).splitlines()
+    for line in lines:
+        assert _starts(line, header, names) == [True] * 4, (header, line)
+        assert line[header.index("COUNT") + len("COUNT") - 1].isdigit(), (header, line)  # counts end under COUNT
+    assert "(119 s ago)" in lines[0] and lines[0].endswith("host-a:101=123000, host-b:7=456")
+    down = [KeyRow("k1", "env:A", None, True, None), KeyRow("k2", "env:B", None, True, None)]
+    header, *lines = format_rows(KeyListing(down, shared=True, unreachable="redis://h:6379/0"), now).splitlines()
+    for line in lines:
+        assert _starts(line, header, names) == [True] * 4, (header, line)
+        assert line.endswith(UNKNOWN) and line.index(UNKNOWN) < len(header)  # COUNT: unknown, right-aligned
+        assert line.rstrip() == line
 
 
 def test_add_repeated_id_leaves_nothing_behind(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
