@@ -81,7 +81,9 @@ def report_state(tenant: Tenant, now: float) -> str:
         return ""
     end = dt.datetime.fromtimestamp(tenant.report_until, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if tenant.mode(now) == "report":
-        return f" until {end} ({max(1, round((tenant.report_until - now) / 60))} min left)"
+        left = max(1, round((tenant.report_until - now) / 60))
+        span = f"{left} min" if left < 120 else f"{left // 60} h" if left < 2880 else f"{left // 1440} d"
+        return f" until {end} ({span} left)"
     return f" ended {end}: enforcing"
 
 
