@@ -24,7 +24,7 @@ from gateway.agent.tools.clients import LazyClients
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.gaps.filing import file_group
-from gateway.console.gaps.groups import Group, group
+from gateway.console.gaps.groups import MIN_GROUP_PREFIX, Group, group
 from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.store import days_back
@@ -123,13 +123,16 @@ async def file_task(request: Request) -> Response:
         return wanted
     if not wanted:
         return refusal(request, user, as_json=by_tool, status=400, text="name the group to file", active="gaps")
+    if len(wanted) < MIN_GROUP_PREFIX:  # too short to name one group: say so, not "no such group"
+        return refusal(request, user, as_json=by_tool, status=400, active="gaps",
+                       text=f"give the group's id or at least its first {MIN_GROUP_PREFIX} characters")
     try:
         groups = await _groups(request)
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text="the gaps record (Redis) is not answering; try again shortly")
     groups, about = visible_groups(user, groups, rt.config)
-    found = next((g for g in groups if g.id == wanted or (len(wanted) >= 8 and g.id.startswith(wanted))), None)
+    found = next((g for g in groups if g.id == wanted or g.id.startswith(wanted)), None)
     if found is not None and not can(user, "file_gap", about[found.id] or None):
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=403, group=found.id)
         return refusal(request, user, as_json=by_tool, status=403, active="gaps",
