@@ -56,9 +56,10 @@ FILES: list[dict[str, Any]] = [
     {"name": "leave.md", "mimeType": "text/markdown", "buffer": "# 年假\n\n## 申请\n\n提前三天申请年假。\n".encode()},
     {"name": "travel.txt", "mimeType": "text/plain", "buffer": "出差报销要在一个月内提交。".encode()},
     {"name": "faq.html", "mimeType": "text/html",
-     "buffer": "<html><head><title>常见问题</title></head><body><h2>登录</h2><p>忘记密码请联系管理员。</p></body></html>"
-     .encode()},
-    {"name": "ops.rst", "mimeType": "text/x-rst", "buffer": "运维\n====\n\n备份\n----\n\n每天凌晨备份一次。\n".encode()},
+     "buffer": ("<html><head><title>常见问题</title></head><body><h2>登录</h2>"
+                "<p>忘记密码请联系管理员。</p></body></html>").encode()},
+    {"name": "ops.rst", "mimeType": "text/x-rst",
+     "buffer": "运维\n====\n\n备份\n----\n\n每天凌晨备份一次。\n".encode()},
     {"name": "deploy.pdf", "mimeType": "application/pdf", "buffer": guide_pdf()},
     {"name": "policy.docx", "mimeType": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
      "buffer": docx_bytes("报销制度", [("范围", "差旅费用按实报销。")])},
