@@ -140,6 +140,12 @@ def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path:
             with httpx.Client(timeout=10) as c:
                 assert "新旧两把密钥" not in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
             page.screenshot(path=str(IMG / "admin-index-disabled.png"))
+            # the login cookie without the page's csrf value changes nothing
+            forged = page.request.post(srv.base + "/admin/indexes/docs/visibility",
+                                       form={"id": TOP, "visible": "1", "csrf": "0" * 64})
+            assert forged.status == 403
+            page.reload()
+            expect(page.locator(f'tr[data-doc="{TOP}"] .tag')).to_have_text("disabled")
 
             # a chunk by its link; the edit form fits
             page.goto(srv.base + document_url("docs", "deploy.pdf", 1))
