@@ -106,7 +106,8 @@ async def test_redis_frozen_past_the_timeout_then_the_retry_is_answered(gateway:
 
 def stall_paragraph(doc: str) -> str:
     text = (ROOT / "docs" / doc).read_text("utf-8")
-    return " ".join(text.split("<!-- retry-after-stall:start -->")[1].split("<!-- retry-after-stall:end -->")[0].split())
+    inside = text.split("<!-- retry-after-stall:start -->")[1].split("<!-- retry-after-stall:end -->")[0]
+    return " ".join(inside.split())
 
 
 def test_the_docs_say_one_thing_about_a_retry_after_a_redis_stall(tmp_path: Path) -> None:
