@@ -62,8 +62,6 @@ def documents_with(searcher: tantivy.Searcher, schema: tantivy.Schema, fields: t
     """Distinct documents (`doc_key`) with a chunk holding `term` in any of `fields`."""
     clauses = [(Occur.Should, Query.term_query(schema, f, term)) for f in fields]
     query = clauses[0][1] if len(clauses) == 1 else Query.boolean_query(clauses)
-    if searcher.search(query, 1, count=True).count == 0:
-        return 0
     return round(searcher.cardinality(query, "doc_key"))
 
 
@@ -89,16 +87,22 @@ def _words_per_chunk(searcher: tantivy.Searcher, schema: tantivy.Schema, documen
     firsts = [a for _, a in searcher.search(Query.term_query(schema, "chunk", 0), documents, count=False).hits]
     keys = sorted((int(k or 0), a) for k, a in zip(searcher.fast_field_values("doc_key", firsts), firsts, strict=True))
     picked = keys[::max(len(keys) // SAMPLE_DOCUMENTS, 1)][:SAMPLE_DOCUMENTS]
-    counts: list[int] = []
+    middles: dict[int, tantivy.DocAddress] = {}  # doc_key → the address of its chunk to read (its first unless found)
+    wanted: list[tuple[Occur, Query]] = []
     for key, first in picked:
+        middles[key] = first
         n = int(searcher.doc(first).get_first("n_chunks") or 1)
-        address = first
         if n > 2:
-            middle = Query.boolean_query([(Occur.Must, Query.term_query(schema, "doc_key", key)),
-                                          (Occur.Must, Query.term_query(schema, "chunk", n // 2))])
-            hits = searcher.search(middle, 1, count=False).hits
-            address = hits[0][1] if hits else first
-        doc = searcher.doc(address)
+            wanted.append((Occur.Should, Query.boolean_query([
+                (Occur.Must, Query.term_query(schema, "doc_key", key)),
+                (Occur.Must, Query.term_query(schema, "chunk", n // 2))])))
+    if wanted:  # one search for every middle chunk
+        found = [a for _, a in searcher.search(Query.boolean_query(wanted), len(wanted), count=False).hits]
+        for value, spot in zip(searcher.fast_field_values("doc_key", found), found, strict=True):
+            middles[int(value or 0)] = spot
+    counts: list[int] = []
+    for spot in middles.values():
+        doc = searcher.doc(spot)
         text = f"{doc.get_first('heading') or ''}\n{stored_str(doc, 'text_fold') or stored_str(doc, 'text') or ''}"
         counts.append(sum(1 for token in rjieba.cut(text) if _CJK_WORD.fullmatch(token)))
     counts.sort()

@@ -16,12 +16,10 @@ import math
 import re
 from dataclasses import dataclass
 
-import rjieba
 import tantivy
 from tantivy import Occur, Query
 
 from .analysis import QueryTerms
-from .documents import stored_str
 from .filters import filter_query, glob_to_regex
 from .profile import Profile, documents_with, profile
 from .relevance import Question, question

@@ -39,7 +39,8 @@ GRANTS = ["documents.write", "search", "knowledge.search", "dify.retrieval", "mc
 PAGES = [Document("body.md", "正文内容测试", (Section("", "这是正文内容测试的段落，用于检查检索。"),)),
          Document("guide.md", "部署指南", (Section("安装", "本指南介绍如何在生产环境部署 kbgate。"),
                                           Section("配置", "修改配置文件后重启服务。"))),
-         Document("prices.md", "产品价格", (Section("", "产品：基础版，价格：每月 99 元。产品：专业版，价格：每月 299 元。"),))]
+         Document("prices.md", "产品价格",
+                  (Section("", "产品：基础版，价格：每月 99 元。产品：专业版，价格：每月 299 元。"),))]
 QUESTIONS = {"正文内容测试": "body.md", "部署指南": "guide.md", "基础版产品的价格是多少": "prices.md"}
 CALLERS = ("volcengine", "tools", "knowledge", "dify", "mcp")
 
