@@ -187,7 +187,7 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        asked = question_of(terms, searcher, self._doc_freqs)
+        asked = question_of(terms, searcher, self._schema, self._doc_freqs)
         if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
             return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
                                   asked, floor)
