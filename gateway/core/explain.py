@@ -172,6 +172,8 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
                     expansions=analysed(query, idx.synonyms).expansions)
+    line = idx.cosine_line()
+    t.cosine_line = line.view() if line is not None else None
     kept_ids = {h.id for h in kept}
     for h in found:
         if h.id not in kept_ids:

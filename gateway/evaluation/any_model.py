@@ -45,15 +45,15 @@ import numpy as np
 from gateway.evaluation.evaluate import SHARED_CORPORA
 from gateway.evaluation.evaluation import EvalQuery, answer_hit_at_k, load_queries, mrr_at_k
 from indexes.dense import DenseConfig, HybridStore
-from indexes.dense.cache import EmbeddingCache, text_key
+from indexes.dense.cache import text_key
 from indexes.dense.config import COSINE_LINES
 from indexes.dense.index import cache_for
 from indexes.ingest import read_paths
 from indexes.ingest.chunking import chunk
 from indexes.types import Document
 
-MAX_QUESTION_CHUNKS = 60
-DISTRACTORS = 40
+MAX_QUESTION_CHUNKS = 20
+DISTRACTORS = 10
 FLOOR = 0.10
 LIMIT = 10
 SERVED_MODEL = "multilingual-e5-small-q4"
