@@ -56,7 +56,7 @@ MAX_QUESTION_CHUNKS = 20
 DISTRACTORS = 10
 FLOOR = 0.10
 LIMIT = 10
-SERVED_MODEL = "multilingual-e5-small-q4"
+SERVED_MODEL = "served-e5-small"
 BOUND_ANSWERED, BOUND_DROP = 0.10, 0.02
 
 
@@ -217,9 +217,10 @@ def measure(store_root: Path, route: Route, dense: DenseConfig, floor: float = F
         store.close()
 
 
-def run(workdir: Path, names: Sequence[str], build_only: bool = False, corpora: Path = SHARED_CORPORA) -> int:
+def run(workdir: Path, names: Sequence[str], build_only: bool = False, corpora: Path = SHARED_CORPORA,
+        only: Sequence[str] = ()) -> int:
     """Build and measure (module doc); prints the table; 0 when every model meets the bound."""
-    routes = subset(corpora)
+    routes = [r for r in subset(corpora) if not only or r.name in only]
     for r in routes:
         print(f"{r.name}: {len(r.documents)} pages, {len(r.ontopic)} on-topic and {len(r.offtopic)} off-topic "
               f"questions", file=sys.stderr)
@@ -274,9 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", default="USE,e5-small,served e5", help="comma-separated, of: USE, e5-small, served e5")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--corpora", type=Path, default=SHARED_CORPORA, help="the shared corpora folder")
+    ap.add_argument("--routes", default="", help="comma-separated route names (default: laws-cn, tidb-docs-cn)")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    return run(a.workdir, [m.strip() for m in a.models.split(",")], a.build_only, a.corpora)
+    return run(a.workdir, [m.strip() for m in a.models.split(",")], a.build_only, a.corpora,
+               [r for r in a.routes.split(",") if r])
 
 
 if __name__ == "__main__":
