@@ -46,6 +46,7 @@ from gateway.evaluation.evaluate import SHARED_CORPORA
 from gateway.evaluation.evaluation import EvalQuery, answer_hit_at_k, load_queries, mrr_at_k
 from indexes.dense import DenseConfig, HybridStore
 from indexes.dense.cache import text_key
+from indexes.dense.calibration import CosineLine
 from indexes.dense.config import COSINE_LINES
 from indexes.dense.index import cache_for
 from indexes.ingest import read_paths
@@ -188,7 +189,7 @@ class Figures:
     hit: float
     mrr: float
     hit_unfloored: float
-    line: tuple[float, float] | None
+    line: CosineLine | None
 
 
 def _ranked(index: object, query: str, floor: float) -> list[tuple[str, str]]:
@@ -218,9 +219,9 @@ def measure(store_root: Path, route: Route, dense: DenseConfig, floor: float = F
 
 
 def run(workdir: Path, names: Sequence[str], build_only: bool = False, corpora: Path = SHARED_CORPORA,
-        only: Sequence[str] = ()) -> int:
+        only: Sequence[str] = (), max_chunks: int = MAX_QUESTION_CHUNKS, distractors: int = DISTRACTORS) -> int:
     """Build and measure (module doc); prints the table; 0 when every model meets the bound."""
-    routes = [r for r in subset(corpora) if not only or r.name in only]
+    routes = [r for r in subset(corpora, max_chunks, distractors) if not only or r.name in only]
     for r in routes:
         print(f"{r.name}: {len(r.documents)} pages, {len(r.ontopic)} on-topic and {len(r.offtopic)} off-topic "
               f"questions", file=sys.stderr)
@@ -245,7 +246,7 @@ def run(workdir: Path, names: Sequence[str], build_only: bool = False, corpora: 
                     f = measure(_root(store_root, dense), route, cfg)
                     meets = f.answered <= BOUND_ANSWERED and f.hit_unfloored - f.hit <= BOUND_DROP + 1e-9
                     ok = ok and (meets or label != "measured")
-                    shown = f"{f.line[0]:.3f}–{f.line[1]:.3f}" if f.line else "?"
+                    shown = f"{f.line.zero:.3f}–{f.line.one:.3f} ({f.line.source})" if f.line else "?"
                     lines.append(f"| {name} | {route.name} | {label} | {shown} | {f.answered:.2f} | {f.hit:.3f} | "
                                  f"{f.hit_unfloored:.3f} | {f.mrr:.3f} | {'yes' if meets else 'no'} |")
                     print(lines[-1], file=sys.stderr)
@@ -275,11 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", default="USE,e5-small,served e5", help="comma-separated, of: USE, e5-small, served e5")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--corpora", type=Path, default=SHARED_CORPORA, help="the shared corpora folder")
+    ap.add_argument("--max-question-chunks", type=int, default=MAX_QUESTION_CHUNKS,
+                    help="keep on-topic questions whose relevant pages total at most this many chunks")
+    ap.add_argument("--distractors", type=int, default=DISTRACTORS, help="further pages per corpus")
     ap.add_argument("--routes", default="", help="comma-separated route names (default: laws-cn, tidb-docs-cn)")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     return run(a.workdir, [m.strip() for m in a.models.split(",")], a.build_only, a.corpora,
-               [r for r in a.routes.split(",") if r])
+               [r for r in a.routes.split(",") if r], a.max_question_chunks, a.distractors)
 
 
 if __name__ == "__main__":
