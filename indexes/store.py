@@ -51,7 +51,6 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .dense.calibration import CosineLine
     from .rerank import RerankStage
 
 __all__ = ["IndexStore", "KnowledgeIndex", "document_revision"]
@@ -272,11 +271,6 @@ class KnowledgeIndex:
         """doc_id → DocumentHead of each of `ids` the index holds (after `maybe_reload`)."""
         self.maybe_reload()
         return documents.heads(self._index.searcher(), self._schema, ids)
-
-    def cosine_line(self) -> CosineLine | None:
-        """The cosine line a hybrid index judges on (`indexes.dense.calibration.CosineLine`);
-        None for a lexical index."""
-        return None
 
     def stats(self) -> IndexStats:
         """Documents, chunks, generation (commit opstamp), last commit time, size on disk."""

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -37,8 +37,28 @@ import orjson
 
 from .config import COSINE_LINES, DenseConfig
 
-if TYPE_CHECKING:  # vectors stores the line: imported for types only
-    from .vectors import Entry, VectorSet
+
+class _Previous(Protocol):
+    """What `line_for` reads of the previous `VectorSet` (vectors stores the line: no import)."""
+
+    chunk_of: dict[int, tuple[str, str]]
+    dim: int
+    line: CosineLine | None
+
+    def vectors(self, keys: Sequence[int]) -> npt.NDArray[np.float32]: ...
+
+
+class _Entry(Protocol):
+    """What `line_for` reads of a new `vectors.Entry` (a frozen dataclass: read-only)."""
+
+    @property
+    def chunk_id(self) -> str: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def vector(self) -> npt.NDArray[np.float32]: ...
 
 __all__ = ["LINE_FILE", "CosineLine", "effective", "line_for", "measure", "read_line", "stored_texts", "still_fits",
            "write_line"]
@@ -206,7 +226,7 @@ def stored_texts(searcher: Any, schema: Any, chunk_ids: Sequence[str]) -> list[t
     return out
 
 
-def line_for(previous: VectorSet | None, keep: Sequence[int], added: Sequence[Entry], texts: Texts,
+def line_for(previous: _Previous | None, keep: Sequence[int], added: Sequence[_Entry], texts: Texts,
              embed_query: Callable[[str], npt.NDArray[np.float32]]) -> CosineLine | None:
     """The line to store with a vector set about to be published: `previous`'s (of the same
     model) while the set stays within REMEASURE_GROWTH of the size it was measured on, else
