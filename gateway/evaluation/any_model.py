@@ -145,10 +145,11 @@ def seed_served(store_root: Path, local: DenseConfig, served: DenseConfig, route
     from indexes.dense.providers import make_embedder
     from indexes.dense.texts import passage_text
 
-    texts = [passage_text(d.title, c.heading, c.text) for r in routes for d in r.documents[:2] for c in chunk(d)[:2]]
+    every = [passage_text(d.title, c.heading, c.text) for r in routes for d in r.documents for c in chunk(d)]
     src = cache_for(local, store_root, local.fingerprint)
-    have = src.get_many([text_key(t) for t in texts])
-    if len(have) < len(texts):
+    have = src.get_many([text_key(t) for t in every])
+    texts = [t for t in every if text_key(t) in have][:4]
+    if not texts:
         return 0
     got = make_embedder(served).embed_passages(texts)
     want = np.vstack([have[text_key(t)] for t in texts])
