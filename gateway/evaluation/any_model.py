@@ -53,8 +53,8 @@ from indexes.ingest import read_paths
 from indexes.ingest.chunking import chunk
 from indexes.types import Document
 
-MAX_QUESTION_CHUNKS = 20
-DISTRACTORS = 10
+MAX_QUESTION_CHUNKS = 10
+DISTRACTORS = 4
 FLOOR = 0.10
 LIMIT = 10
 SERVED_MODEL = "served-e5-small"
