@@ -37,29 +37,6 @@ import orjson
 
 from .config import COSINE_LINES, DenseConfig
 
-
-class _Previous(Protocol):
-    """What `line_for` reads of the previous `VectorSet` (vectors stores the line: no import)."""
-
-    chunk_of: dict[int, tuple[str, str]]
-    dim: int
-    line: CosineLine | None
-
-    def vectors(self, keys: Sequence[int]) -> npt.NDArray[np.float32]: ...
-
-
-class _Entry(Protocol):
-    """What `line_for` reads of a new `vectors.Entry` (a frozen dataclass: read-only)."""
-
-    @property
-    def chunk_id(self) -> str: ...
-
-    @property
-    def doc_id(self) -> str: ...
-
-    @property
-    def vector(self) -> npt.NDArray[np.float32]: ...
-
 __all__ = ["LINE_FILE", "CosineLine", "effective", "line_for", "measure", "read_line", "stored_texts", "still_fits",
            "write_line"]
 
@@ -101,6 +78,29 @@ class CosineLine:
     def view(self) -> dict[str, object]:
         """The try's `SearchTrace.cosine_line`: {"zero", "one", "source"}."""
         return {"zero": self.zero, "one": self.one, "source": self.source}
+
+
+class _Previous(Protocol):
+    """What `line_for` reads of the previous `VectorSet` (vectors stores the line: no import)."""
+
+    chunk_of: dict[int, tuple[str, str]]
+    dim: int
+    line: CosineLine | None
+
+    def vectors(self, keys: Sequence[int]) -> npt.NDArray[np.float32]: ...
+
+
+class _Entry(Protocol):
+    """What `line_for` reads of a new `vectors.Entry` (a frozen dataclass: read-only)."""
+
+    @property
+    def chunk_id(self) -> str: ...
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def vector(self) -> npt.NDArray[np.float32]: ...
 
 
 def effective(config: DenseConfig, measured: CosineLine | None) -> CosineLine:
