@@ -82,8 +82,9 @@ def sweep(tmp: Path | None = None) -> int:
 
 class Shadow:
     """A private writable folder standing for the read-only index folder `source` (module
-    doc). `path` is what Tantivy opens. Not thread-safe: the index's reload lock serialises
-    `refresh`. Raises OSError when the temporary folder cannot be written."""
+    doc). `path` is what Tantivy opens; it is empty until the first `refresh`. Not thread-safe:
+    the index's reload lock serialises `refresh`. Raises OSError when the temporary folder
+    cannot be written."""
 
     def __init__(self, source: Path, name: str) -> None:
         self.source = Path(source)
@@ -92,11 +93,6 @@ class Shadow:
         self._linked: set[str] = set()
         self._meta: bytes | None = None
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)
-        try:
-            self.refresh()
-        except BaseException:
-            self.close()
-            raise
 
     def refresh(self) -> bool:
         """Link the files of the folder's current commit and show that commit's `meta.json`;

@@ -35,7 +35,7 @@ from typing import Any
 
 import tantivy
 
-from .errors import IndexCorruptError, IndexNotFoundError, IndexReadOnlyError, SchemaVersionError
+from .errors import IndexCorruptError, IndexNotFoundError, IndexReadOnlyError, IndexStoreError, SchemaVersionError
 from .readonly import Shadow, read_only
 
 __all__ = [
@@ -205,7 +205,8 @@ def open_tantivy(folder: Path, name: str, *, at: Path | None = None) -> tantivy.
 def open_reader(folder: Path, name: str) -> tuple[tantivy.Index, Shadow | None]:
     """The index at `folder` opened to read (`open_tantivy`), through a shadow when this
     process cannot write the folder (`indexes.readonly`); the shadow, or None. Raises
-    IndexCorruptError, IndexReadOnlyError (the temporary folder cannot be written either)."""
+    IndexCorruptError, IndexReadOnlyError (the temporary folder cannot be written either),
+    IndexStoreError (reason 'unreadable': the folder's files cannot be read by this user)."""
     if not read_only(folder):
         return open_tantivy(folder, name), None
     try:
@@ -215,7 +216,13 @@ def open_reader(folder: Path, name: str) -> tuple[tantivy.Index, Shadow | None]:
                                  f"{tempfile.gettempdir()} ({exc.strerror or exc}): give the server a writable "
                                  "TMPDIR (a tmpfs or emptyDir at /tmp)") from None
     try:
+        shadow.refresh()
         return open_tantivy(folder, name, at=shadow.path), shadow
+    except OSError as exc:
+        shadow.close()
+        raise IndexStoreError(name, f"Index {name!r} at {folder} cannot be read by this process ({exc.strerror or exc}"
+                              f"{': ' + str(exc.filename) if exc.filename else ''}): give its user read access "
+                              "to the folder and its files.") from None
     except BaseException:
         shadow.close()
         raise

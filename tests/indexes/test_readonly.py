@@ -171,6 +171,7 @@ def test_a_writable_folder_needs_no_shadow_and_a_shadow_follows_its_source(tmp_p
     store.create_or_open_for_write("kb").ingest([_doc("a", "苹果是一种水果。")], progress=False)
     assert not read_only(tmp_path / "kb")
     shadow = Shadow(tmp_path / "kb", "kb")
+    assert shadow.refresh() is True
     try:
         assert (shadow.path / "meta.json").read_bytes() == (tmp_path / "kb" / "meta.json").read_bytes()
         assert not (shadow.path / "meta.json").is_symlink()
