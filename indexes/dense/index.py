@@ -27,8 +27,8 @@ import tantivy
 from tantivy import Query
 
 from ..hits import make_hit
-from ..search import build_query, ideal_score, question_of
 from ..readonly import Shadow
+from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
 from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
