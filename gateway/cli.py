@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.core.config import Config, load_config, report_state
+from gateway.core.config import Config, load_config
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
 from indexes.errors import EmbeddingError, IndexStoreError
@@ -182,8 +182,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     now = time.time()
     for t in config.tenants.values():
         keys = ", ".join(k.id if k.live(now) else f"{k.id} (expired)" for k in t.secrets) or "none"
-        print(f"tenant {t.name}: POST {t.path}  verify={t.verify}{report_state(t, now)}  keys: {keys}")
-        if t.mode(now) == "report":
+        print(f"tenant {t.name}: POST {t.path}  verify={t.verify}  keys: {keys}")
+        if t.verify == "report":
             print(f"  WARNING: tenant {t.name} is in report mode: unsigned requests are answered")
         if t.secrets and not any(k.live(now) for k in t.secrets):
             print(f"  WARNING: every key of tenant {t.name} has expired: signed callbacks get Ret 40106")

@@ -147,10 +147,7 @@ def cmd_secrets_list(args: argparse.Namespace) -> int:
 
 
 def cmd_onboard(args: argparse.Namespace) -> int:
-    from gateway.ops.onboard import Stopped, run_onboard
+    from gateway.ops.onboard import run_onboard
 
-    try:
-        return run_onboard(Path(args.config), args.tenant, args.url, routes=args.route,
-                           secret_stdin=args.secret_stdin, wait=args.wait)
-    except Stopped as stop:  # SIGHUP, SIGTERM, SIGQUIT: the config is restored, exit as the shell would say
-        return 128 + stop.signum
+    return run_onboard(Path(args.config), args.tenant, args.url, routes=args.route,
+                       secret_stdin=args.secret_stdin, wait=args.wait)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import math
 import os
 import secrets as pysecrets
 from collections.abc import Mapping
@@ -23,7 +22,6 @@ from pathlib import Path
 
 import tomlkit
 from redis.exceptions import RedisError
-from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
 from gateway.core.config import Config, load_config
@@ -70,6 +68,18 @@ class KeyRow:
     not_after: float | None
     live: bool
     usage: KeyUse | None
+
+
+
+
+
+
+
+
+
+
+
+
 
 
 def check_key_id(key_id: str, key: str) -> None:
@@ -148,7 +158,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
         entry.add(tomlkit.nl())
         aot.append(entry)
         if verify is not None:
-            _set_mode(t, verify, None)
+            t["verify"] = verify
 
     try:
         edit_config(path, mutate, env)
@@ -219,29 +229,18 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     return RetiredKey(config, kept_file=fp, kept_because=why)
 
 
-def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None, *,
-               until: float | None = None) -> Config:
-    """Set `tenants.<tenant>.verify` to 'enforce' (dropping report_until) or 'report' until
-    `until` (unix s, required then; kept to the whole second after it). Raises ConfigError."""
+def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None) -> Config:
+    """Set `tenants.<tenant>.verify` to 'enforce' or 'report'. Raises ConfigError."""
 
     def mutate(doc: TOMLDocument) -> None:
-        _set_mode(tenant_table(doc, tenant), mode, until)
+        tenant_table(doc, tenant)["verify"] = mode
 
     return edit_config(path, mutate, env)
 
 
-def _set_mode(t: Table, mode: str, until: float | None) -> None:
-    t["verify"] = mode
-    if until is not None:
-        t["report_until"] = dt.datetime.fromtimestamp(math.ceil(until), dt.UTC)
-    elif "report_until" in t:
-        del t["report_until"]
-
-
 def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
-                  env: Mapping[str, str] | None = None, *, report_until: float | None = None) -> Config:
-    """Create `[tenants.<tenant>]` in report mode until `report_until` (unix s; required when the
-    tenant is new) when absent, and add the missing routes.
+                  env: Mapping[str, str] | None = None) -> Config:
+    """Create `[tenants.<tenant>]` in report mode when absent and add the missing routes.
 
     routes: (FirstLevelId, SecondLevelId, index) triples. Raises ConfigError.
     """
@@ -253,7 +252,7 @@ def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
         if tenant not in tenants:
             t = tomlkit.table()
             t["path"] = f"/volcengine/{tenant}"
-            _set_mode(t, "report", report_until)
+            t["verify"] = "report"
             tenants[tenant] = t
         t = tenants[tenant]
         if "routes" not in t:

@@ -226,9 +226,9 @@ class Reloader:
             "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense",
                                                           "rerank": "indexes.*.rerank"}.get(k, k) for k in restart]})
         for t in new.tenants.values():
-            if t.mode(self.rt.clock.now()) == "report":
+            if t.verify == "report":
                 log.warning("tenant in report mode: unsigned requests are answered",
-                            extra={"tenant": t.name, "report_until": t.report_until})
+                            extra={"tenant": t.name})
         if self.on_swap is not None:
             self.on_swap(new)
         return self._outcome("reloaded")
