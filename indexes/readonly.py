@@ -28,11 +28,11 @@ from pathlib import Path
 
 import tantivy
 
-__all__ = ["META_LOCK", "SHADOW_PREFIX", "Shadow", "read_only"]
+__all__ = ["META_LOCK", "SHADOW_PREFIX", "Shadow", "pid_namespace", "read_only", "sweep"]
 
 META = "meta.json"
 META_LOCK = ".tantivy-meta.lock"  # taken by every Tantivy reader (flock on a file opened for writing)
-SHADOW_PREFIX = "kbgate-ro-"  # <tmp>/kbgate-ro-<pid>-<index>-<random>/
+SHADOW_PREFIX = "kbgate-ro-"  # <tmp>/kbgate-ro-<pid namespace>-<pid>-<index>-<random>/
 # Lock files are Tantivy's (and kbgate's) own in the shadow, never links to the read-only ones.
 _NOT_LINKED = {META, META_LOCK, ".tantivy-writer.lock", ".kbgate-create.lock"}
 _READ_ONLY_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM}
@@ -62,14 +62,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def pid_namespace() -> str:
+    """An id of this process's PID namespace (the inode of /proc/self/ns/pid; '0' where there
+    is none): a pid means a process only within its namespace (two containers may share a /tmp)."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
 def sweep(tmp: Path | None = None) -> int:
     """Remove the shadows of processes that are gone (killed before they could remove their
-    own) from the temporary folder; returns how many. Only this user's are touched."""
+    own) from the temporary folder; returns how many. Only this user's, of this PID namespace."""
     base = Path(tmp if tmp is not None else tempfile.gettempdir())
     removed = 0
+    ns = pid_namespace()
     with contextlib.suppress(OSError):
-        for p in base.glob(f"{SHADOW_PREFIX}*"):
-            pid = p.name[len(SHADOW_PREFIX):].split("-", 1)[0]
+        for p in base.glob(f"{SHADOW_PREFIX}{ns}-*"):
+            pid = p.name[len(SHADOW_PREFIX) + len(ns) + 1:].split("-", 1)[0]
             try:
                 mine = p.is_dir() and not p.is_symlink() and p.stat().st_uid == os.getuid()
             except OSError:
@@ -89,7 +99,7 @@ class Shadow:
     def __init__(self, source: Path, name: str) -> None:
         self.source = Path(source)
         sweep()
-        self.path = Path(tempfile.mkdtemp(prefix=f"{SHADOW_PREFIX}{os.getpid()}-{name}-"))
+        self.path = Path(tempfile.mkdtemp(prefix=f"{SHADOW_PREFIX}{pid_namespace()}-{os.getpid()}-{name}-"))
         self._linked: set[str] = set()
         self._meta: bytes | None = None
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)

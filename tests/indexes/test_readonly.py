@@ -19,7 +19,7 @@ import pytest
 from indexes.dense.config import DenseConfig
 from indexes.dense.index import HybridStore
 from indexes.errors import IndexReadOnlyError
-from indexes.readonly import SHADOW_PREFIX, Shadow, read_only, sweep
+from indexes.readonly import SHADOW_PREFIX, Shadow, pid_namespace, read_only, sweep
 from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.support.documents import HYBRID_DOCS, PARAPHRASE
@@ -57,7 +57,7 @@ for line in sys.stdin:
             store.create_or_open_for_write(op["name"])
             out = {"ok": True}
         elif op["op"] == "shadows":
-            out = {"shadows": [p.name for p in Path(tempfile.gettempdir()).glob("kbgate-ro-%d-*" % os.getpid())]}
+            out = {"shadows": [p.name for p in Path(tempfile.gettempdir()).glob("kbgate-ro-*-%d-*" % os.getpid())]}
         elif op["op"] == "close":
             store.close()
             out = {"ok": True}
@@ -188,13 +188,16 @@ def test_a_writable_folder_needs_no_shadow_and_a_shadow_follows_its_source(tmp_p
 
 def test_shadows_of_dead_processes_are_swept(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = tmp_path / f"{SHADOW_PREFIX}{dead.stdout.strip()}-kb-x1"
+    ns = pid_namespace()
+    stale = tmp_path / f"{SHADOW_PREFIX}{ns}-{dead.stdout.strip()}-kb-x1"
     stale.mkdir()
     (stale / "meta.json").write_text("{}")
-    alive = tmp_path / f"{SHADOW_PREFIX}1-kb-x2"  # pid 1 lives
+    alive = tmp_path / f"{SHADOW_PREFIX}{ns}-1-kb-x2"  # pid 1 lives
+    elsewhere = tmp_path / f"{SHADOW_PREFIX}1{ns}-{dead.stdout.strip()}-kb-x3"  # another PID namespace's
     alive.mkdir()
+    elsewhere.mkdir()
     assert sweep(tmp_path) == 1
-    assert not stale.exists() and alive.exists()
+    assert not stale.exists() and alive.exists() and elsewhere.exists()
 
 
 def test_a_read_only_error_is_not_damage(tmp_path: Path) -> None:
