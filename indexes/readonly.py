@@ -8,7 +8,8 @@ read-only folder at all. `Shadow` gives it a private writable folder instead: on
 per file of the index folder, `meta.json` a copy, and Tantivy's own lock files. The shadow's
 `meta.json` is replaced only after the files it names are linked (`Shadow.refresh`: the
 commit's `meta.json` is read first, and a writer writes a commit's files before its
-`meta.json`), so a reload never sees a commit whose files are not there yet. The shadow
+`meta.json`), so a reload never sees a commit whose files are not there yet; the source's
+own reader lock is held meanwhile when the file system grants it (`Shadow.reload`). The shadow
 lives in the temporary folder (`TMPDIR`), is removed when its index is closed or its process
 exits, and shadows of dead processes are swept when a new one is made.
 
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import tantivy
@@ -127,19 +130,37 @@ class Shadow:
         return True
 
     def reload(self, index: tantivy.Index) -> None:
-        """`refresh`, then `index.reload()` (Tantivy opened `path`); retried twice when a writer
-        removed a file of the commit just linked (a newer commit is linked then). The retry
-        stands for Tantivy's reader lock, which a writer's clean-up takes on a writable folder
-        but which a read-only one cannot hold. Raises ValueError (Tantivy), OSError (the
-        source's meta.json unreadable)."""
-        for attempt in range(3):
-            self.refresh()
-            try:
-                index.reload()
-                return
-            except ValueError:
-                if attempt == 2:
-                    raise
+        """`refresh`, then `index.reload()` (Tantivy opened `path`), holding the source's reader
+        lock as Tantivy's readers do, so a writer's clean-up (`kbgate index add`, `kbgate index
+        fetch`) deletes no file of the commit being opened: a lock on a file opened only for
+        reading, which local file systems grant on a read-only mount; where it is refused (NFS
+        grants exclusive locks only to writers) the reload is retried twice instead when a file
+        of the commit just linked was removed (a newer commit is linked then). Raises
+        ValueError (Tantivy), OSError (the source's meta.json unreadable)."""
+        with self._source_lock():
+            for attempt in range(3):
+                self.refresh()
+                try:
+                    index.reload()
+                    return
+                except ValueError:
+                    if attempt == 2:
+                        raise
+
+    @contextlib.contextmanager
+    def _source_lock(self) -> Iterator[None]:
+        """Hold flock(LOCK_EX) on the source's META_LOCK opened read-only, when granted."""
+        try:
+            fd = os.open(self.source / META_LOCK, os.O_RDONLY)
+        except OSError:
+            yield
+            return
+        try:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         """Remove the shadow folder (idempotent)."""
