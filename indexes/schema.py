@@ -202,15 +202,16 @@ def open_tantivy(folder: Path, name: str, *, at: Path | None = None) -> tantivy.
     return index
 
 
-def open_reader(folder: Path, name: str) -> tuple[tantivy.Index, Shadow | None]:
+def open_reader(folder: Path, name: str, *, shadow: Shadow | None = None) -> tuple[tantivy.Index, Shadow | None]:
     """The index at `folder` opened to read (`open_tantivy`), through a shadow when this
-    process cannot write the folder (`indexes.readonly`); the shadow, or None. Raises
+    process cannot write the folder (`indexes.readonly`): `shadow` when given (refreshed
+    first: it then links exactly what a new one would), else a new one; the shadow, or None. Raises
     IndexCorruptError, IndexReadOnlyError (the temporary folder cannot be written either),
     IndexStoreError (reason 'unreadable': the folder's files cannot be read by this user)."""
     if not read_only(folder):
         return open_tantivy(folder, name), None
     try:
-        shadow = Shadow(folder, name)
+        shadow = shadow or Shadow(folder, name)
     except OSError as exc:
         raise IndexReadOnlyError(name, str(folder), "its shadow folder could not be made in the temporary folder "
                                  f"{tempfile.gettempdir()} ({exc.strerror or exc}): give the server a writable "
@@ -228,19 +229,23 @@ def open_reader(folder: Path, name: str) -> tuple[tantivy.Index, Shadow | None]:
         raise
 
 
-def check_index(folder: Path, name: str) -> None:
+def check_index(folder: Path, name: str, shadows: dict[Path, Shadow] | None = None) -> None:
     """Open the index at `folder` afresh, as a new worker would (`IndexStore.check`). Raises
     IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError. A commit
     landing between reading meta.json and opening its segments can fail one attempt, so a
-    damaged result is confirmed by a second one."""
+    damaged result is confirmed by a second one. shadows: folder → the shadow its last check
+    made (a read-only folder's; kept for the next check, which refreshes it: making one costs a
+    file system operation per file), or None (made and removed each time)."""
     for attempt in (1, 2):
         if not (folder / "meta.json").is_file():
             raise IndexNotFoundError(name, str(folder))
         check_sidecar(folder, name)
         try:
-            index, shadow = open_reader(folder, name)
+            index, shadow = open_reader(folder, name, shadow=None if shadows is None else shadows.pop(folder, None))
             del index
-            if shadow is not None:
+            if shadow is not None and shadows is not None:
+                shadows[folder] = shadow
+            elif shadow is not None:
                 shadow.close()
             return
         except IndexCorruptError:

@@ -156,11 +156,10 @@ class KnowledgeIndex:
 
     @property
     def generation(self) -> int | None:
-        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None
-        when meta.json could not be read then. An attribute read: no searcher, no file, no
-        counting (`stats()` builds full IndexStats). A searcher taken after reading it shows
-        that commit or a newer one; a new commit changes it at the next `maybe_reload` that
-        sees it (at most RELOAD_CHECK_SECONDS later)."""
+        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None when
+        meta.json could not be read then. An attribute read (`stats()` builds full IndexStats). A
+        searcher taken after reading it shows that commit or a newer one; a new commit changes it
+        at the next `maybe_reload` that sees it (at most RELOAD_CHECK_SECONDS later)."""
         return self._generation
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
@@ -335,11 +334,11 @@ class IndexStore:
         self._clock = clock
         self.bounds = bounds
         self._open: dict[str, KnowledgeIndex] = {}
+        self._checked: dict[Path, Shadow] = {}  # read-only folders' shadows kept by `check`
         self._lock = threading.Lock()
 
     def folder(self, name: str) -> Path:
-        """root/name, whether or not an index is there. Raises IndexStoreError for a name
-        that is not one (`_NAME`)."""
+        """root/name, whether or not an index is there. Raises IndexStoreError for a name that is not one."""
         if not _NAME.fullmatch(name):
             raise IndexStoreError(name, f"Index name {name!r} must match {_NAME.pattern}.")
         return self.root / name
@@ -369,7 +368,7 @@ class IndexStore:
         whether the index on disk is whole now (an opened index keeps serving the files it
         mapped even after they were damaged or deleted). About 1-2 ms for the test corpora.
         Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError."""
-        check_index(self.folder(name), name)
+        check_index(self.folder(name), name, self._checked)
 
     def close(self) -> None:
         """Release what the opened indexes hold (a hybrid index's query-encoder threads and
@@ -379,6 +378,8 @@ class IndexStore:
             self._open.clear()
         for idx in opened:
             idx.close()
+        while self._checked:
+            self._checked.popitem()[1].close()
 
     def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
         """Open `name` for `ingest`, creating the folder, schema and sidecar if absent.
