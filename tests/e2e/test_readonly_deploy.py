@@ -131,7 +131,7 @@ def test_the_compose_layout_serves_signed_callbacks_from_a_read_only_index_folde
         assert code == 0 and "DAMAGED" not in out and "delete" not in out, out
         code, out = run(gateway(box, "index", "add", "--config", str(box / "gateway.toml"), "--index", "docs",
                                 "--no-progress", str(box / "docs")), box)
-        assert code != 0 and f"Index 'docs' at {box / 'indexes' / 'docs'} is on a read-only folder" in out, out
+        assert code == 1 and f"Index 'docs' at {box / 'indexes' / 'docs'} is on a read-only folder" in out, out
         assert "Traceback" not in out and "delete the folder" not in out
     logs = srv.logs()
     assert "Traceback" not in logs and "DAMAGED" not in logs and "damaged" not in logs, logs[-3000:]
