@@ -389,3 +389,27 @@ def test_a_write_to_a_read_only_index_folder_is_refused_and_searches_go_on(tmp_p
         assert r.status_code == 200 and r.json()["Ret"] == 0 and r.json()["Result"], r.text
     assert "read-only index folder" in srv.logs() and str(indexes / "live") in srv.logs()
     assert IndexStore(indexes).open("live").get_document("new") is None
+
+
+def test_a_full_disk_is_a_retryable_503_that_says_disk_full_and_loses_nothing(tmp_path: Path,
+                                                                               redis_url: str) -> None:
+    """On a real full filesystem (a tmpfs in the server's own mount namespace) a PUT was answered
+    "index 'live' cannot be written", never saying why. Now: 503 documents.index_unavailable,
+    retryable, "disk full"; with space again the same PUT is written."""
+    from tests.support.full_disk import on_full_disk
+
+    _seed(tmp_path / "seed")
+    indexes, port = tmp_path / "indexes", free_port()
+    cfg = _config(tmp_path, indexes, port, redis_url, workers=1)
+    argv = on_full_disk(indexes, [*kbgate_argv(cfg, bind=f"127.0.0.1:{port}", workers=1)], seed=tmp_path / "seed")
+    page = {"title": "满盘测试", "content": "磁盘写满时写入的文档。" * 200}
+    with Server(argv, port, tmp_path / "serve.log", env=ENV) as srv, httpx.Client(base_url=srv.url) as c:
+        r = c.put(f"{BASE}/documents/full-1", content=orjson.dumps(page),
+                  headers={**AUTH, "content-type": "application/json"})
+        assert r.status_code == 503, r.text
+        [error] = r.json()["errors"]
+        assert error["code"] == "documents.index_unavailable" and error["retryable"] is True
+        assert "disk full" in error["message"] and "nothing was written" in error["message"], error
+        assert srv.proc is not None
+        (Path(f"/proc/{srv.proc.pid}/root") / str(indexes).lstrip("/") / "filler").unlink()  # space again
+        assert _write(c, "PUT", f"{BASE}/documents/full-1", page)["documents"][0]["change"] == "added"

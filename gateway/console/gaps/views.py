@@ -29,7 +29,7 @@ from gateway.agent.tools.clients import LazyClients
 from gateway.console import MAX_FORM_BYTES, _html, _not_found, is_admin
 from gateway.console.auth import COOKIE, bearer
 from gateway.console.gaps.filing import file_group
-from gateway.console.gaps.groups import Group, group
+from gateway.console.gaps.groups import MIN_GROUP_PREFIX, Group, group
 from gateway.console.gaps.pages import NAV, documents_page, gaps_page, page
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.store import days_back
@@ -133,11 +133,13 @@ async def file_task(request: Request) -> Response:
             return _refuse(False, 403, "the form is stale or did not come from this console; reload the page")
     if not isinstance(wanted, str) or not wanted:
         return _refuse(by_tool, 400, "name the group to file")
+    if len(wanted) < MIN_GROUP_PREFIX:  # too short to name one group: say so, not "no such group"
+        return _refuse(by_tool, 400, f"give the group's id or at least its first {MIN_GROUP_PREFIX} characters")
     try:
         groups = await _groups(request)
     except DependencyUnavailable:
         return _refuse(by_tool, 503, "the gaps record (Redis) is not answering; try again shortly")
-    found = next((g for g in groups if g.id == wanted or (len(wanted) >= 8 and g.id.startswith(wanted))), None)
+    found = next((g for g in groups if g.id == wanted or g.id.startswith(wanted)), None)
     if found is None:
         return _refuse(by_tool, 404, "no such gap group (it may have expired)")
     clients: LazyClients = request.app.state.gap_clients

@@ -19,7 +19,7 @@ from gateway.core.config.access import parse_access
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
-from gateway.core.config.fields import SHA256_HEX, section
+from gateway.core.config.fields import SHA256_HEX, SecretsUnread, section
 from gateway.core.config.gaps import parse_gaps
 from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
 from gateway.core.config.mcp import parse_mcp
@@ -61,14 +61,20 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError("<file>", f"is not valid TOML: {exc}", file=path) from None
 
 
-def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None, *,
+                read_secrets: bool = True) -> Config:
     """Read and validate a TOML config file (env: the environment secrets come from; os.environ).
 
-    Raises ConfigError (naming the key) for an unreadable file, bad TOML, unknown or
-    ill-typed keys, empty or whitespace-carrying secrets, unset env vars, duplicate paths.
+    read_secrets=False: for commands that need no secret's value (`kbgate secrets list|retire|add`,
+    onboard's edits): every secret reference (value_env, *_file, ...) is checked for its form
+    only, neither read nor required to exist, and held as an `UnreadSecret`. `serve` and
+    `check-config` read them all. Raises ConfigError (naming the key) for an unreadable file,
+    bad TOML, unknown or ill-typed keys, empty or whitespace-carrying secrets, unset env vars,
+    duplicate paths.
     """
     p = Path(path)
-    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve())
+    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve(),
+                        read_secrets=read_secrets)
 
 
 def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
@@ -116,9 +122,9 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
-                 source: Path | None = None) -> Config:
+                 source: Path | None = None, read_secrets: bool = True) -> Config:
     """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
-    env = os.environ if env is None else env
+    env = SecretsUnread() if not read_secrets else os.environ if env is None else env
     top = section(data)
     top.only(SECTIONS)
     server = _server(top.table("server"))
