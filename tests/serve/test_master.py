@@ -139,7 +139,7 @@ def test_a_start_refuses_a_port_another_process_still_listens_on(tmp_path: Path,
         stdout=subprocess.PIPE, text=True)
     try:
         assert orphan.stdout is not None and orphan.stdout.readline().strip() == "up"
-        started = kbgate("serve", "--config", str(cfg), "--bind", f"127.0.0.1:{port}", "--workers", "2", timeout=60)
+        started = kbgate("serve", "--config", str(cfg), "--bind", f"127.0.0.1:{port}", "--workers", "2", timeout=180)
         assert started.returncode == 2, started.stderr[-2000:]
         assert f"127.0.0.1:{port} is already in use by pid {orphan.pid} (" in started.stderr, started.stderr
         assert "server.bind" in started.stderr and "Traceback" not in started.stderr
