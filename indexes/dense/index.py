@@ -28,16 +28,17 @@ from tantivy import Query
 
 from ..hits import make_hit
 from ..search import build_query, ideal_score, question_of
+from ..ingest.chunking import DEFAULT_MAX_CHARS
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
 from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
 from .cache import EmbeddingCache
-from .config import DenseConfig
+from .config import DenseChoices, DenseConfig
 from .hybrid import DenseSearch, Observe
 from .providers import Embedder, Vectors, make_embedder
 from .query import Breaker, QueryEncoder
 from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_commit
-from .vectors import load_current
+from .vectors import DENSE_DIR, load_current
 
 if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
     from ..rerank import Observe as RerankObserve
@@ -205,8 +206,9 @@ class HybridIndex(KnowledgeIndex):
 
 class HybridStore(IndexStore):
     """An `IndexStore` whose indexes configured hybrid open as `HybridIndex`; the others stay
-    lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`);
-    observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
+    lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`); a
+    `DenseChoices` also makes hybrid, with its default settings, every index created here and
+    every one already holding vectors, unless configured `dense = "none"`; observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
     index name → its rerank stage settings (`[indexes.NAME.rerank]`, `indexes.rerank`), attached
     to an index opened for serving (lexical or hybrid); observe_rerank: told of every rerank
     call's outcome (`indexes.rerank.Observe`). Other keyword arguments as `IndexStore` (clock, bounds)."""
@@ -216,13 +218,27 @@ class HybridStore(IndexStore):
                  observe_rerank: RerankObserve | None = None, **kwargs: Any) -> None:
         super().__init__(root, **kwargs)
         self.dense: Mapping[str, DenseConfig] = dense or {}
+        self._choices = dense if isinstance(dense, DenseChoices) else DenseChoices(self.dense)
         self._observe = observe
         self.rerank: Mapping[str, RerankConfig] = rerank or {}
         self._observe_rerank = observe_rerank
 
+    def dense_for(self, name: str, *, creating: bool = False) -> DenseConfig | None:
+        """The settings index `name` opens with here (`DenseChoices.for_index`), None: lexical."""
+        return self._choices.for_index(name, self.folder(name), creating=creating)
+
+    def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
+        """`IndexStore.create_or_open_for_write`; an index it creates gets the default dense
+        settings (unless configured otherwise): its `dense/` folder is made first, so every
+        later open, here or in a server, knows it is hybrid."""
+        folder = self.folder(name)
+        if not (folder / "meta.json").is_file() and self.dense_for(name, creating=True) is not None:
+            (folder / DENSE_DIR).mkdir(parents=True, exist_ok=True)
+        return super().create_or_open_for_write(name, chunk_chars=chunk_chars)
+
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
               warm: bool = True) -> KnowledgeIndex:
-        dense = self.dense.get(name)
+        dense = self.dense_for(name)
         if dense is None:
             ki = super()._make(name, folder, index, chunk_chars, warm=warm)
         else:
