@@ -183,8 +183,6 @@ def cmd_index_embed(args: argparse.Namespace) -> int:
     _ingest_waiting(index, iter(()), args, progress=not args.no_progress)
     report = index.last_dense_report  # type: ignore[attr-defined]
     print(report.line(args.index))
-    if report.costs is not None:
-        print(report.costs.line(args.index))
     print(f"index {args.index}: hybrid ({chosen.provider} {chosen.model}) in {time.perf_counter() - started:.1f} s; "
           "restart kbgate serve to serve it hybrid")
     return 0

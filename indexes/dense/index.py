@@ -27,8 +27,8 @@ import tantivy
 from tantivy import Query
 
 from ..hits import make_hit
-from ..search import build_query, ideal_score, question_of
 from ..ingest.chunking import DEFAULT_MAX_CHARS
+from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
 from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
@@ -180,9 +180,10 @@ class HybridIndex(KnowledgeIndex):
         with ingest_lock(self.path, self.name):
             self.maybe_reload(force=True)  # what other writers committed before the lock was ours
             cache = cache_for(self.dense_config, self.store_root, self.embedder.fingerprint)
+            dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
+                                known={}, progress=progress)
             try:
-                dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
-                                    known=known(), progress=progress)
+                dense.known = dict(known())
                 report = write(dense)
                 generation = read_generation(self.path)
                 current = load_current(self.path) if report.commit is None else None
@@ -194,6 +195,7 @@ class HybridIndex(KnowledgeIndex):
                 else:  # a commit, or the vectors of the commit shown missing (a run killed before them)
                     self.last_dense_report = dense.publish(self._index)
             finally:
+                dense.close()
                 cache.close()
         self.maybe_reload(force=True)
         return report
@@ -208,7 +210,8 @@ class HybridStore(IndexStore):
     """An `IndexStore` whose indexes configured hybrid open as `HybridIndex`; the others stay
     lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`); a
     `DenseChoices` also makes hybrid, with its default settings, every index created here and
-    every one already holding vectors, unless configured `dense = "none"`; observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
+    every one already holding vectors, unless configured `dense = "none"`; observe: told of every
+    hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
     index name → its rerank stage settings (`[indexes.NAME.rerank]`, `indexes.rerank`), attached
     to an index opened for serving (lexical or hybrid); observe_rerank: told of every rerank
     call's outcome (`indexes.rerank.Observe`). Other keyword arguments as `IndexStore` (clock, bounds)."""
