@@ -12,12 +12,11 @@ column exists only when `admin.show_queries` is on.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape as html_escape
 from typing import Any
 
-from indexes.invisible import FOLDED_OUT, HANGUL_FILLERS
+from indexes.invisible import shown
 
 CSS = """
 body{font:14px/1.45 system-ui,"WenQuanYi Micro Hei",sans-serif;margin:1.5rem;color:#1d232a;background:#fafbfc}
@@ -33,21 +32,12 @@ tr.ok td.outcome{color:#176c2f}tr.fail td.outcome{color:#b3261e;font-weight:600}
 .error{background:#fde8e6;border:1px solid #e6a19a;padding:.4rem .6rem}
 """
 
-_HIDDEN = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{FOLDED_OUT[:-len(HANGUL_FILLERS)]}"
-                     "\\ufdd0-\\ufdef\\ufffe\\uffff]")
-
-
-def _visible(m: re.Match[str]) -> str:
-    cp = ord(m.group())
-    return f"\\x{cp:02x}" if cp < 0x100 and cp != 0xAD else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
-
-
 def escape(value: str) -> str:
     """`value` as HTML text or attribute value (`html.escape`, quotes too), with control,
-    format and non-characters written as visible escapes: 'a\\x1bb' → 'a\\\\x1bb' (shown
-    as a\\x1bb), U+202E → '\\\\u202e'. Tab, line feed and carriage return are kept."""
-    text = html_escape(value)
-    return _HIDDEN.sub(_visible, text) if _HIDDEN.search(text) else text
+    format and non-characters written as visible escapes (`indexes.invisible.shown`, as every
+    CLI report line): 'a\\x1bb' → 'a\\\\x1bb' (shown as a\\x1bb), U+202E → '\\\\u202e'. Tab, line feed
+    and carriage return are kept."""
+    return shown(html_escape(value), lines=True)
 
 
 OUTCOME_FILTERS = ("", "ok", "failed")  # plus any exact reason of gateway.core.errors.RET_TABLE
