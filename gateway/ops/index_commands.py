@@ -97,7 +97,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
-    store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
+    dense = load_indexes(args.config)[1]  # only an embedding API key
+    store = HybridStore(indexes_dir, dense=dense)
     if args.max_document_bytes is not None:
         if args.max_document_bytes < 1:
             print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
@@ -146,6 +147,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
     if dense_report is not None:
         print(dense_report.line(args.index))
+    elif dense.unembedded(args.index, folder):
+        print(f"kbgate: note: {dense.embed_step(args.index, args.config)}", file=sys.stderr)
     for path, reason in report.errors:
         print(shown(f"  skipped {path}: {reason}"), file=sys.stderr)
     for where, message in report.warnings:

@@ -201,6 +201,9 @@ def test_an_index_built_lexical_keeps_serving_and_says_how_to_add_vectors(tmp_pa
         ready = client.get(f"{srv.base}/readyz")
         assert ready.status_code == 200 and ready.json()["status"] == "ready"
         assert any(step in note for note in ready.json()["notes"]), ready.json()
+    again = index_add(cfg, tmp_path)  # a run over it keeps it lexical, and says so
+    assert again.returncode == 0 and "vectors of generation" not in again.stdout
+    assert "kbgate: note: index docs is lexical" in again.stderr and step in again.stderr
     embedded = kbgate("index", "embed", "--config", str(cfg), "--index", "docs", "--no-progress")
     assert embedded.returncode == 0, embedded.stderr
     assert "5 embedded" in embedded.stdout and "build costs: embedding" in embedded.stdout
