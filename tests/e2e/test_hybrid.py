@@ -46,8 +46,8 @@ def write_site(tmp: Path, dense: dict[str, Any] | None, port: int, *, lexical: b
     """tmp/docs/pages.jsonl (HYBRID_DOCS) and tmp/gateway.toml: tenant acme's route tech/docs and
     the agent routes over index 'docs', configured hybrid with `dense` (None: no dense setting,
     the default); with `lexical`, also tmp/kb/pages.jsonl (KB_DOCS) and the route tech/kb over
-    index 'kb'; with `notes`, the route tech/notes over index 'notes', which alice may write
-    through the document API."""
+    index 'kb', configured `dense = "none"`; with `notes`, the route tech/notes over index
+    'notes', which alice may write through the document API."""
     (tmp / "docs").mkdir()
     (tmp / "docs" / "pages.jsonl").write_text(as_jsonl(HYBRID_DOCS), "utf-8")
     routes = [("tech", "docs", "docs")]
@@ -66,6 +66,7 @@ def write_site(tmp: Path, dense: dict[str, Any] | None, port: int, *, lexical: b
     # off-topic question's nearest laws-cn chunk (its relevance is ~0, under the default floor);
     # these tests are about the hybrid path itself. Floors on hybrid indexes: tests/e2e/test_relevance.py.
     data = config(tmp, tenants=[acme], port=port, dense=None if dense is None else {"docs": dense}, agent=agent,
+                  lexical=["kb"] if lexical else [],
                   access={"sqlite_path": "feedback.sqlite3"}, search={"relevance_floor": 0})
     return write(tmp / "gateway.toml", data)
 
