@@ -10,6 +10,7 @@ kbgate admin-token            print a new admin token and the admin.token_sha256
 kbgate eval --queries FILE ... (see gateway/evaluation/evaluate.py)
 kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 kbgate try --config FILE --caller CALLER ... --query Q (see gateway/console/try_cli.py)
+kbgate users add|list|remove  the console's users and roles (see gateway/console/users_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.core.config import Config, load_config
+from gateway.core.config import Config, load_config, report_state
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
 from indexes.errors import EmbeddingError, IndexStoreError, is_disk_full
@@ -145,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.console.try_cli import register as register_try
 
     register_try(sub)
+    from gateway.console.users_cli import register as register_users
+
+    register_users(sub)
     return p
 
 
@@ -185,8 +189,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     now = time.time()
     for t in config.tenants.values():
         keys = ", ".join(k.id if k.live(now) else f"{k.id} (expired)" for k in t.secrets) or "none"
-        print(f"tenant {t.name}: POST {t.path}  verify={t.verify}  keys: {keys}")
-        if t.verify == "report":
+        print(f"tenant {t.name}: POST {t.path}  verify={t.verify}{report_state(t, now)}  keys: {keys}")
+        if t.mode(now) == "report":
             print(f"  WARNING: tenant {t.name} is in report mode: unsigned requests are answered")
         if t.secrets and not any(k.live(now) for k in t.secrets):
             print(f"  WARNING: every key of tenant {t.name} has expired: signed callbacks get Ret 40106")

@@ -155,11 +155,10 @@ class KnowledgeIndex:
 
     @property
     def generation(self) -> int | None:
-        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None
-        when meta.json could not be read then. An attribute read: no searcher, no file, no
-        counting (`stats()` builds full IndexStats). A searcher taken after reading it shows
-        that commit or a newer one; a new commit changes it at the next `maybe_reload` that
-        sees it (at most RELOAD_CHECK_SECONDS later)."""
+        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None when meta.json
+        could not be read then. An attribute read: no searcher, no file, no counting (`stats()` builds full
+        IndexStats). A searcher taken after reading it shows that commit or a newer one; a new commit changes
+        it at the next `maybe_reload` that sees it (at most RELOAD_CHECK_SECONDS later)."""
         return self._generation
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
@@ -214,12 +213,11 @@ class KnowledgeIndex:
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
                floor: float = 0.0) -> tuple[list[Hit], int | None]:
-        """(`search` with the same arguments, the generation those hits may be reused for):
-        the label `generation` read before the search (the searcher shows that commit or a
-        newer one, so an answer reused under it is never older than the label says). None: do
-        not reuse the hits (the generation is unknown, or the answer was given in a degraded way:
-        the rerank stage's fallback to the lexical order, `indexes.dense.HybridIndex`'s lexical
-        fallback)."""
+        """(`search` with the same arguments, the generation those hits may be reused for): the label
+        `generation` read before the search (the searcher shows that commit or a newer one, so an answer
+        reused under it is never older than the label says). None: do not reuse the hits (the generation is
+        unknown, or the answer was given in a degraded way: the rerank stage's fallback to the lexical order,
+        `indexes.dense.HybridIndex`'s lexical fallback)."""
         generation = self._generation
         self._degraded.value = False
         hits = self.search(query, limit, filter=filter, one_per_document=one_per_document,
@@ -263,6 +261,11 @@ class KnowledgeIndex:
         checked here; callers read the document and check it."""
         self.maybe_reload()
         return documents.doc_id_at(self._index.searcher(), self._schema, path, datasets)
+
+    def reader(self) -> tuple[tantivy.Searcher, tantivy.Schema]:
+        """(a searcher of the current commit, the schema), after `maybe_reload` (`indexes.browse`)."""
+        self.maybe_reload()
+        return self._index.searcher(), self._schema
 
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""
@@ -382,12 +385,9 @@ class IndexStore:
             idx.close()
 
     def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
-        """Open `name` for `ingest`, creating the folder, schema and sidecar if absent.
-
-        chunk_chars applies to a new index; an existing one keeps the size in its
-        sidecar. Raises SchemaVersionError for an index of another schema version,
-        IndexCorruptError for one Tantivy cannot open.
-        """
+        """Open `name` for `ingest`, creating the folder, schema and sidecar if absent. chunk_chars applies to
+        a new index; an existing one keeps the size in its sidecar. Raises SchemaVersionError for an index
+        of another schema version, IndexCorruptError for one Tantivy cannot open."""
         folder = self.folder(name)
         index, chunk_chars = open_or_create(folder, name, chunk_chars)
         return self._make(name, folder, index, chunk_chars, warm=False)

@@ -8,7 +8,8 @@ kbgate try --config FILE --caller knowledge|tools|dify|mcp --client C [--route R
     [--json]              print `gateway.console.try_.to_json` (with --successor: {"a": ..., "b": ...})
 
 Runs in this process on the config's indexes, exactly as a worker answers (the same wing
-functions); sends nothing anywhere. Exit codes: 0 answered (whatever the caller's status),
+functions); sends nothing anywhere. stdout holds the answer only; the audit line (sink "stdout")
+goes to stderr. Exit codes: 0 answered (whatever the caller's status),
 2 a try the config cannot run (the field is named) or a bad option.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -71,7 +73,10 @@ def cmd_try(args: argparse.Namespace) -> int:
                           request_id=args.request_id)
     config = load_config(args.config)
     try:
-        results = asyncio.run(_run(Runtime(config), req, args.successor))
+        # stdout is the try's answer alone (`--json`: one JSON document): the admin's audit line,
+        # when [audit] sink = "stdout", and anything else the run prints go to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            results = asyncio.run(_run(Runtime(config), req, args.successor))
     except TryInvalid as exc:
         print(f"kbgate: {exc.message}", file=sys.stderr)
         return 2

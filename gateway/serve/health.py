@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from gateway.core.config import Config
 from gateway.core.runtime import Runtime
 from gateway.serve.readiness import is_ready, problem_lines, route_states, vector_notes
 from gateway.serve.reload import Reloader
@@ -28,7 +31,9 @@ async def readyz(request: Request) -> Response:
          "problems": ["route acme a/b: index kb unavailable (missing on disk)", ...],
          "routes": [{"kind", "route", "index", "state", "problem", "commit"}, ...],
          "notes": ["index kb is lexical: built before hybrid was the default, ...; add them with ...", ...],
-         "config": {"file", "serving": "file" | "previous", "last_refusal": {...} | null}}
+         "config": {"file", "serving": "file" | "previous", "last_refusal": {...} | null},
+         "tenants": [{"tenant", "verify": as configured, "mode": "enforce" | "report" as verified
+                      now, "report_until": "2026-01-31T18:00:00Z" | null}, ...]}
 
     problems: `problem_lines`, plus "replay store unavailable" when Redis does not answer
     PING. routes: every tenant and agent route (`RouteState.as_json`; commit: the commit of its
@@ -47,5 +52,15 @@ async def readyz(request: Request) -> Response:
     body = {"status": "ready" if ready else "not_ready", "readiness": mode, "problems": problems,
             "routes": [s.as_json() for s in states],
             "notes": await run_in_threadpool(vector_notes, rt),
-            "config": reloader.config_state() if reloader is not None else None}
+            "config": reloader.config_state() if reloader is not None else None,
+            "tenants": tenant_modes(rt.config, rt.clock.now())}
     return JSONResponse(body, status_code=200 if ready else 503, headers=NO_STORE)
+
+
+def tenant_modes(config: Config, now: float) -> list[dict[str, str | None]]:
+    """/readyz's "tenants": each tenant's verify mode as configured and as verified at `now`
+    (unix s; a report mode past its report_until verifies as enforce), sorted by name."""
+    return [{"tenant": t.name, "verify": t.verify, "mode": t.mode(now),
+             "report_until": None if t.report_until is None else
+             dt.datetime.fromtimestamp(t.report_until, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            for t in sorted(config.tenants.values(), key=lambda t: t.name)]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from hypercorn.config import Config as HypercornConfig
 
-from gateway.core.config import Config
+from gateway.core.config import Config, report_state
 from gateway.core.errors import ConfigError
 from gateway.core.logs import setup_logging
 from gateway.core.redis_clients import describe
@@ -63,10 +64,11 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process"
     print(f"kbgate: serving on http://{hc.bind[0]} with {hc.workers} worker(s), replay store {replay}",
           file=sys.stderr, flush=True)
+    now = time.time()
     for t in config.tenants.values():
-        if t.verify == "report":
-            print(f"kbgate: WARNING tenant {t.name} is in report mode: unsigned requests are answered",
-                  file=sys.stderr, flush=True)
+        if t.mode(now) == "report":
+            print(f"kbgate: WARNING tenant {t.name} is in report mode{report_state(t, now)}: unsigned requests "
+                  "are answered", file=sys.stderr, flush=True)
     # Before the workers spawn, so each one's prometheus-client writes to the shared folder.
     metrics_dir, created = prepare_multiprocess_dir()
     try:

@@ -11,6 +11,7 @@ defined here once, so tests can grep logs and answers for all of them (SECRETS).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,18 +38,23 @@ ENV = {"ACME_OLD": SECRET_ACME_OLD, "ACME_SECRET": SECRET_ACME, "BETA_SECRET": S
        "KBGATE_REF_KEY": REF_KEY, "KBGATE_EMBEDDING_KEY": EMBEDDING_KEY}
 
 Route = tuple[str, str, str]  # (FirstLevelId, SecondLevelId, index)
+# The end of every test tenant's report mode unless a test says otherwise: after the fixed clock
+# (NOW) and the real one alike, so report mode holds throughout a test.
+REPORT_UNTIL = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
 
 
 def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]] = (),
            routes: Iterable[Route] = (("tech", "software", "kb"),), path: str | None = None,
-           datasets: Iterable[str] | None = None) -> dict[str, Any]:
+           datasets: Iterable[str] | None = None, report_until: dt.datetime = REPORT_UNTIL) -> dict[str, Any]:
     """A [tenants.NAME] table. keys: (id, 'env:VAR' | 'file:PATH'); routes: (first, second, index),
-    each limited to `datasets` when given."""
+    each limited to `datasets` when given; report_until: the end of verify = "report"."""
     secrets = []
     for kid, source in keys:
         kind, _, ref = source.partition(":")
         secrets.append({"id": kid, f"value_{kind}": ref})
     table: dict[str, Any] = {"path": path or f"/volcengine/{name}", "verify": verify}
+    if verify == "report":
+        table["report_until"] = report_until
     if secrets:
         table["secrets"] = secrets
     table["routes"] = [{"first_level_id": f, "second_level_id": s, "index": i} for f, s, i in routes]

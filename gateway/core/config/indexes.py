@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gateway.core.config.fields import INDEX_NAME, WHITESPACE, read_secret, secret_ref, table_of
+from gateway.core.config.fields import INDEX_NAME, WHITESPACE, UnreadSecret, read_secret, secret_ref, table_of
 from gateway.core.errors import ConfigError
+from gateway.core.types import Secret
 from gateway.core.validate import Fields
 from indexes.dense.config import (
     DEFAULT_WEIGHTS,
@@ -146,7 +147,7 @@ def _rerank(t: Fields, base_dir: Path, env: Mapping[str, str]) -> RerankConfig:
         t.fail("model", "format", "does not apply to provider 'tei' (a TEI server serves one model)")
     model = "" if provider == "tei" else t.string("model")
     ref = secret_ref(t, "api_key_env", "api_key_file", required=False)
-    api_key = ApiKey(read_secret(ref[0], ref[1], base_dir, env).reveal()) if ref is not None else None
+    api_key = _api_key(read_secret(ref[0], ref[1], base_dir, env)) if ref is not None else None
     return RerankConfig(
         provider=provider, url=url, model=model, api_key=api_key,
         candidates=t.integer("candidates", 20, lo=1, hi=500),
@@ -173,7 +174,7 @@ def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
                                     "e.g. https://ark.cn-beijing.volces.com/api/v3/embeddings")
         ref = secret_ref(t, "api_key_env", "api_key_file", required=False)
         if ref is not None:
-            api_key = ApiKey(read_secret(ref[0], ref[1], base_dir, env).reveal())
+            api_key = _api_key(read_secret(ref[0], ref[1], base_dir, env))
     else:
         for k in REMOTE_ONLY:
             if k in t:
@@ -221,3 +222,9 @@ def _prefix(t: Fields, name: str) -> str:
     if not isinstance(v, str) or len(v) > MAX_PREFIX_CHARS:
         t.fail(name, "type", f"must be a string of at most {MAX_PREFIX_CHARS} characters")
     return v
+
+
+def _api_key(secret: Secret) -> ApiKey:
+    """An embedding or rerank service's key; empty when the config was loaded without reading
+    secrets (such a config never calls the service)."""
+    return ApiKey("" if isinstance(secret, UnreadSecret) else secret.reveal())

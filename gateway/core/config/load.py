@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from gateway.core.config.access import parse_access
+from gateway.core.config.admin import parse_admin
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
-from gateway.core.config.fields import SHA256_HEX, section
+from gateway.core.config.fields import SecretsUnread, section
 from gateway.core.config.gaps import parse_gaps
 from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
 from gateway.core.config.mcp import parse_mcp
@@ -29,7 +30,6 @@ from gateway.core.config.model import (
     DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_TOLERANCE,
     READINESS_MODES,
-    AdminConfig,
     Config,
     ReplayConfig,
     SearchConfig,
@@ -61,14 +61,20 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError("<file>", f"is not valid TOML: {exc}", file=path) from None
 
 
-def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None, *,
+                read_secrets: bool = True) -> Config:
     """Read and validate a TOML config file (env: the environment secrets come from; os.environ).
 
-    Raises ConfigError (naming the key) for an unreadable file, bad TOML, unknown or
-    ill-typed keys, empty or whitespace-carrying secrets, unset env vars, duplicate paths.
+    read_secrets=False: for commands that need no secret's value (`kbgate secrets list|retire|add`,
+    onboard's edits): every secret reference (value_env, *_file, ...) is checked for its form
+    only, neither read nor required to exist, and held as an `UnreadSecret`. `serve` and
+    `check-config` read them all. Raises ConfigError (naming the key) for an unreadable file,
+    bad TOML, unknown or ill-typed keys, empty or whitespace-carrying secrets, unset env vars,
+    duplicate paths.
     """
     p = Path(path)
-    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve())
+    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve(),
+                        read_secrets=read_secrets)
 
 
 def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
@@ -116,9 +122,9 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
-                 source: Path | None = None) -> Config:
+                 source: Path | None = None, read_secrets: bool = True) -> Config:
     """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
-    env = os.environ if env is None else env
+    env = SecretsUnread() if not read_secrets else os.environ if env is None else env
     top = section(data)
     top.only(SECTIONS)
     server = _server(top.table("server"))
@@ -145,7 +151,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         source=source,
         log_level=log.choice("level", LOG_LEVELS, "info"),
         paths=paths,
-        admin=_admin(top.table("admin")),
+        admin=parse_admin(top.table("admin")),
         agent=parse_agent(top.table("agent"), base_dir, env, tenants),
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
@@ -214,13 +220,3 @@ def _search(t: Fields) -> SearchConfig:
         answer_cache_mib=t.integer("answer_cache_mib", DEFAULT_ANSWER_CACHE_MIB, lo=1, hi=65_536),
         relevance_floor=t.number("relevance_floor", DEFAULT_RELEVANCE_FLOOR, lo=0.0, hi=1.0),
     )
-
-
-def _admin(t: Fields) -> AdminConfig:
-    t.only({"token_sha256", "show_queries", "keep_deliveries"})
-    digest = t.data.get("token_sha256")
-    if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
-        # Never echo the value: an operator may have pasted the token itself here.
-        raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
-                          "admin token, not the token (kbgate admin-token prints both)")
-    return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.core.config.documents import DocumentsConfig
-from gateway.core.config.owners import GapsConfig
+from gateway.core.config.owners import ConsoleUserConfig, GapsConfig
 from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
 from indexes.rerank.config import RerankConfig
@@ -76,8 +76,9 @@ class Route:
 class Tenant:
     """A Volcengine agent account calling one callback path.
 
-    verify: 'enforce' rejects unsigned/badly signed requests; 'report' answers them
-    and records the outcome (for the console's connectivity test before a key exists).
+    verify: 'enforce' rejects unsigned/badly signed requests; 'report' answers them and records
+    the outcome (the console's connectivity test before a key exists) until `report_until`
+    (unix s; always set with 'report'), then the tenant enforces by itself (`mode`).
     """
 
     name: str
@@ -85,6 +86,12 @@ class Tenant:
     verify: str
     secrets: tuple[SecretKey, ...]
     routes: tuple[Route, ...]
+    report_until: float | None = None
+
+    def mode(self, now: float) -> str:
+        """'report' while verify = 'report' and now (unix s) < report_until, else 'enforce'."""
+        reporting = self.verify == "report" and self.report_until is not None and now < self.report_until
+        return "report" if reporting else "enforce"
 
     def route(self, first: str, second: str) -> Route | None:
         """The route of the knowledge path (FirstLevelId, SecondLevelId), or None."""
@@ -187,10 +194,11 @@ def floor_of(route_floor: float | None, search: SearchConfig) -> float:
 
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
-    """The operators' view: `/admin/` deliveries page and the deliveries record.
+    """The console under `/admin/` and the deliveries record.
 
     token_sha256: lower-case hex SHA-256 of the admin token (the token itself is never
-        stored); None disables `/admin/` (404).
+        stored); it logs in as the admin 'admin'. With neither it nor users, `/admin/` is 404.
+    users: the console's users (`[admin.users.NAME]`), each with a role and a credential hash.
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
     """
@@ -198,6 +206,7 @@ class AdminConfig:
     token_sha256: str | None = None
     show_queries: bool = False
     keep_deliveries: int = 200
+    users: tuple[ConsoleUserConfig, ...] = ()
 
 
 # ---------------------------------------------------------------- agent clients (seeds 000, 002)

@@ -1,0 +1,27 @@
+"""`kbgate try` on the command line (gateway/console/try_cli.py): stdout is the answer alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from tests.support.configs import ACME_KEYS, ENV, config, tenant, write
+from tests.support.harness import kbgate
+
+
+def test_try_json_prints_one_json_document_and_the_audit_line_on_stderr(tmp_path: Path, docs_index: Path) -> None:
+    # With the default audit sink (stdout) the admin's audit line came first on stdout, so
+    # `kbgate try --json | jq` failed to parse.
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=docs_index)
+    assert "audit" not in data  # the default sink: stdout
+    cfg = write(tmp_path / "gateway.toml", data)
+    r = kbgate("try", "--config", str(cfg), "--caller", "volcengine", "--tenant", "acme", "--first", "tech",
+               "--second", "software", "--query", "密钥轮换", "--json", env=ENV)
+    assert r.returncode == 0, r.stderr
+    out = orjson.loads(r.stdout)  # the whole of stdout is one document
+    assert out["status"] == 200 and orjson.loads(out["body"])["Ret"] == 0
+    audit = [orjson.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
+    assert [a["tool"] for a in audit] == ["admin.try"]
+    assert "密钥轮换" not in r.stderr  # the question never reaches the audit line
