@@ -118,6 +118,8 @@ class ServerConfig:
         costs only its own callers; "all": every enabled route's index opens in the worker and
         on disk, for replicas that are all alike, where a pod short of one index must not take
         traffic (a rolling update then stops at it).
+    public_url: the base URL callers reach this gateway at ('https://kb.example.com', no trailing
+        '/'), or None; the console builds the callback URL to paste from it (docs/volcengine-console.md).
     """
 
     bind: str = "127.0.0.1:8080"
@@ -127,6 +129,7 @@ class ServerConfig:
     graceful_timeout: float = 10.0
     keep_alive_seconds: float = 10.0
     readiness: str = "any"
+    public_url: str | None = None
 
 
 READINESS_MODES = ("any", "all")
