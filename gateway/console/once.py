@@ -133,7 +133,8 @@ class RedisOnce:
     async def get(self, login: str, note_id: str, *, take: bool = True) -> dict[str, Any] | None:
         try:
             blob = await self.client.get(self._key(note_id))
-            data = None if blob is None else unseal(login, note_id, bytes(blob))
+            raw = blob.encode("latin-1") if isinstance(blob, str) else blob  # decode_responses is off: bytes
+            data = None if raw is None else unseal(login, note_id, bytes(raw))
             if data is not None and take and not await self.client.delete(self._key(note_id)):
                 data = None  # another request took it first: shown once
         except (RedisError, OSError) as exc:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from gateway.console import (deliveries_view, login, overview, placeholders, tenants_actions, tenants_page, try_page,
-                             users_page)
+from gateway.console import (
+                             deliveries_view,
+                             login,
+                             overview,
+                             placeholders,
+                             tenants_actions,
+                             tenants_page,
+                             try_page,
+                             users_page,
+)
 from gateway.console.gaps import ROUTES as GAP_ROUTES
 
 ROUTES: list[BaseRoute] = [*login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES,

@@ -21,20 +21,9 @@ from typing import Any
 from redis.exceptions import RedisError
 from starlette.requests import Request
 
-from gateway.core.config import Config, SecretKey, Tenant, load_config
-from gateway.core.errors import ConfigError, DependencyUnavailable
+from gateway.core.config import Config, SecretKey, Tenant
+from gateway.core.errors import DependencyUnavailable
 from gateway.volcengine.keyuse import KeyUsage
-
-
-def file_config(config: Config, *, read_secrets: bool = False) -> Config:
-    """The config file as it is now (blocking: run in a worker thread); `config` itself when it
-    came from no file or the file cannot be loaded (the worker keeps serving `config` then)."""
-    if config.source is None:
-        return config
-    try:
-        return load_config(config.source, read_secrets=read_secrets)
-    except ConfigError:
-        return config
 
 
 def key_state(key: SecretKey, now: float) -> str:
@@ -83,8 +72,10 @@ async def tenant_view(config: Config, on_disk: Config, request: Request, usage: 
     newest = live[-1] if live else None
     url, url_from = callback_url(config, request, tenant)
     return {"name": name, "path": tenant.path, "callback_url": url, "url_from": url_from,
-            "test_url": test_url(config, request, tenant), "mode": tenant.mode(now), "report_until": tenant.report_until,
-            "routes": [{"first": r.first_level_id, "second": r.second_level_id, "index": r.index} for r in tenant.routes],
+            "test_url": test_url(config, request, tenant), "mode": tenant.mode(now),
+            "report_until": tenant.report_until,
+            "routes": [{"first": r.first_level_id, "second": r.second_level_id, "index": r.index}
+                       for r in tenant.routes],
             "keys": keys, "newest": newest["id"] if newest else None,
             "older_live": [k["id"] for k in live[:-1]], "newest_used": bool(newest and newest["count"]),
             "usage_error": usage_error}

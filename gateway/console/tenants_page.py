@@ -19,10 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.console.on_disk import file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, message, page, runtime
 from gateway.console.session import presented
-from gateway.console.tenants_data import file_config, tenant_view
+from gateway.console.tenants_data import tenant_view
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.methods import json_route
@@ -96,7 +97,8 @@ async def _notes(request: Request, name: str) -> tuple[dict[str, Any] | None, di
             if test is not None and test.get("tenant") != name:
                 test = None
     except DependencyUnavailable:
-        return None, None, "The console's notes (Redis) are not answering: the new key or the test's answer cannot be shown."
+        return None, None, ("The console's notes (Redis) are not answering: the new key or the test's answer "
+                            "cannot be shown.")
     return shown, test, None
 
 

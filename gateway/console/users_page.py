@@ -23,6 +23,7 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.credentials import new_credential
+from gateway.console.on_disk import file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.session import presented
@@ -35,8 +36,8 @@ from gateway.core.methods import json_route
 FORM = "users-add"
 
 
-def _users(request: Request) -> dict[str, Any]:
-    admin = runtime(request).config.admin
+async def _users(request: Request) -> dict[str, Any]:
+    admin = (await run_in_threadpool(file_config, runtime(request).config)).admin  # a user just added shows
     return {"users": [{"name": u.name, "role": u.role, "indexes": list(u.indexes)} for u in admin.users],
             "admin_token": admin.token_sha256 is not None}
 
@@ -56,7 +57,7 @@ async def users_html(request: Request) -> Response:
             error = "The console's notes (Redis) are not answering: the new credential cannot be shown."
         added = added or {"gone": True}
     return page(request, user, "users.html", active="users", title="Users", added=added, error=error,
-                roles=CONSOLE_ROLES, indexes=runtime(request).routed_indexes(), **_users(request))
+                roles=CONSOLE_ROLES, indexes=runtime(request).routed_indexes(), **(await _users(request)))
 
 
 async def add_user_post(request: Request) -> Response:
@@ -107,7 +108,7 @@ async def users_json(request: Request) -> Response:
     user = await gate(request, "manage_users", as_json=True)
     if isinstance(user, Response):
         return user
-    return json_answer(_users(request))
+    return json_answer(await _users(request))
 
 
 ROUTES = [Route("/admin/users", users_html, methods=["GET"]), Route("/admin/users", add_user_post, methods=["POST"]),
