@@ -188,6 +188,7 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         with page.expect_navigation():
             page.get_by_role("button", name="Add the user").click()
         credential = page.locator("code.credential").inner_text()
+        expect(page.locator('tr[data-user="ann"] td.role')).to_have_text("owner")
         _shot(page, "users-added.png", mask=[page.locator("code.credential")])
         page.reload()
         assert credential not in page.content()
