@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from gateway.core.scope import EffectiveScope, allows
 from indexes.analysis import normalize, query_terms
+from indexes.dense import HybridIndex
 from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
 from indexes.types import Hit, MetaFilter
@@ -172,6 +173,7 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
                     expansions=analysed(query, idx.synonyms).expansions)
+    t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
     kept_ids = {h.id for h in kept}
     for h in found:
         if h.id not in kept_ids:
