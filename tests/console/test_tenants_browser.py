@@ -7,7 +7,7 @@ owner of one index has another one to be refused). The admin logs in → opens t
 runs the connectivity test (by keyboard) → adds a key (shown once: never in the redirect, the
 server log, the audit file or the page after a refresh) → sees it verify and retires the old key
 (by keyboard) → adds an owner of `handbook` from the Users page; the owner logs in and cannot
-touch demo-docs or the tenant (clear refusals, nothing changed).
+touch demo-docs' documents or the tenant (clear refusals naming her role, nothing changed).
 
 Screenshots go to test-artifacts/ (gitignored), and with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/
 (for docs/volcengine-console.md), so that `make test` leaves the work tree as it found it.
@@ -205,6 +205,8 @@ def _signed(secret: str, raw: bytes) -> dict[str, str]:
 
 
 def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, credential: str) -> None:
+    """ann, owner of handbook, logs in: she may open handbook's edit form, but demo-docs' documents,
+    its gaps and the tenant are refused, and nothing changes."""
     from playwright.sync_api import expect
 
     token = (out / "agent-token").read_text().strip()
@@ -221,32 +223,47 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
         time.sleep(0.1)
     other = next(g for g in groups if g["index"] == "demo-docs")
     config_before = (out / "gateway.toml").read_text("utf-8")
+    docs_before = httpx.get(srv.base + "/admin/indexes/demo-docs.json", headers=admin).json()
 
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     try:
         log_in(page, srv.base, credential, user="ann")
         expect(page.locator("header .who span")).to_have_text("ann (owner of handbook)")
-        page.goto(srv.base + "/admin/gaps")
-        assert other["id"] not in page.content()  # not their index's gap
         login = f"ann:{credential}"
+        mine = page.goto(srv.base + "/admin/indexes/handbook/edit?id=leave.md")
+        assert mine is not None and mine.status == 200  # her own index: the edit form
+
+        theirs = page.goto(srv.base + "/admin/indexes/demo-docs/edit?id=ops/rotation.md")
+        assert theirs is not None and theirs.status == 403
+        refused = page.locator("[role=alert]")
+        expect(refused).to_contain_text("Your role (owner of handbook) does not allow changing the documents of "
+                                        "index demo-docs; nothing was changed")
+        _shot(page, "owner-refused.png", clip={"x": 0, "y": 0, "width": 1280, "height": 240})
+        deleted = page.request.post(srv.base + "/admin/indexes/demo-docs/delete",
+                                    form={"id": "ops/rotation.md", "csrf": form_token(login, "documents")})
+        assert deleted.status == 403 and "nothing was changed" in deleted.text()
+        assert httpx.get(srv.base + "/admin/indexes/demo-docs.json", headers=admin).json() == docs_before
+
+        page.goto(srv.base + "/admin/gaps")
+        assert other["id"] not in page.content()  # not her index's gap
         filed = page.request.post(srv.base + "/admin/gaps/file",
                                   form={"group": other["id"], "csrf": form_token(login, "gaps")})
         assert filed.status == 404  # another index's gap: refused as if absent, nothing filed
         after = httpx.get(srv.base + "/admin/gaps.json", headers=admin).json()["groups"]
         assert next(g for g in after if g["id"] == other["id"]) == other
+
         page.goto(srv.base + "/admin/tenants/demo")
         expect(page.locator("p.note")).to_contain_text("Your role (owner of handbook) reads this page")
         r = page.request.post(srv.base + "/admin/tenants/demo/keys",
                               form={"csrf": form_token(login, "tenant-add-key:demo")})
         assert r.status == 403 and "does not allow changing or testing tenants" in r.text()
         page.goto(srv.base + "/admin/users")
-        refused = page.locator("[role=alert]")
-        expect(refused).to_contain_text("Your role (owner of handbook) does not allow manage users")
-        _shot(page, "owner-refused.png")
+        expect(page.locator("[role=alert]")).to_contain_text("Your role (owner of handbook) does not allow")
         assert (out / "gateway.toml").read_text("utf-8") == config_before
-        audit = [orjson.loads(x) for x in (out / "audit.jsonl").read_text("utf-8").splitlines()]
-        assert ("admin.tenants.add_key", "ann", "denied") in {(a["tool"], a["principal"]["id"], a["outcome"])
-                                                              for a in audit}
+        audit = {(a["tool"], a["principal"]["id"], a["outcome"])
+                 for a in (orjson.loads(x) for x in (out / "audit.jsonl").read_text("utf-8").splitlines())}
+        assert {("admin.tenants.add_key", "ann", "denied"), ("admin.documents.edit", "ann", "denied"),
+                ("admin.documents.delete", "ann", "denied")} <= audit
     finally:
         context.close()
