@@ -177,7 +177,8 @@ async def test_retiring_the_last_live_key_is_refused_and_changes_nothing(
     assert r.status_code == 200 and r.json()["key_id"] == "via-tool" and len(r.json()["secret"]) >= 32
 
 
-@pytest.mark.parametrize(("login", "user", "role"), [(VIEWER, "vera", "viewer"), (OWNER, "otto", "owner of docs")])
+@pytest.mark.parametrize(("login", "user", "role"), [(VIEWER, "vera", "viewer"), (OWNER, "otto", "owner of docs")],
+                         ids=["viewer", "owner"])  # fixed ids: the credentials are random per process
 async def test_only_admins_change_tenants(tmp_path: Path, docs_index: Path, start_app: Any,
                                           monkeypatch: pytest.MonkeyPatch, login: str, user: str, role: str) -> None:
     c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)

@@ -175,6 +175,12 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
             time.sleep(0.1)
         assert old.json()["Ret"] == 40105  # the retired key verifies nothing any more
 
+        # The test's JSON twin, for a tool: the same answer, the question not echoed (show_queries off).
+        twin = httpx.post(srv.base + "/admin/tenants/demo/test", timeout=30, data={"query": "密钥怎么轮换"},
+                          headers={"authorization": f"Bearer {admin_token}"}).json()
+        assert (twin["status"], twin["ret"], twin["msg"], twin["key_id"]) == (200, 0, "success", key_id)
+        assert twin["results"] and twin["latency_ms"] > 0 and "query" not in twin and "密钥怎么轮换" not in srv.logs()
+
         # The secret: never in a redirect, the server log, the audit file.
         assert redirects and not any(secret in r for r in redirects)
         assert secret not in srv.logs() and secret not in (out / "audit.jsonl").read_text("utf-8")
