@@ -73,7 +73,8 @@ async def _signing_key(request: Request, name: str, wanted: str) -> tuple[str, s
     rt = runtime(request)
     for _ in range(int(LOAD_WAIT * 10) + 1):
         now = rt.clock.now()
-        live = [k for k in rt.config.tenants[name].secrets if k.live(now)]
+        tenant = rt.config.tenants.get(name)  # a reload may have removed it meanwhile
+        live = [k for k in tenant.secrets if k.live(now)] if tenant is not None else []
         key = next((k for k in live if k.id == wanted), None) if wanted else (live[-1] if live else None)
         if key is not None:
             return key.id, key.value.reveal()

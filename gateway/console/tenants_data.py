@@ -46,6 +46,7 @@ def test_url(config: Config, request: Request, tenant: Tenant) -> str:
     if config.server.public_url:
         return config.server.public_url + tenant.path
     host, port = request.scope.get("server") or ("127.0.0.1", 80)
+    port = port or 80  # None: a server without a port of its own (an in-process client)
     host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{tenant.path}"
 

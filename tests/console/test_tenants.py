@@ -243,3 +243,18 @@ async def test_a_redis_note_is_taken_once_by_its_login(redis_url: str, key_prefi
         assert await once.get("a", note) == {"credential": "c-456"} and await once.get("a", note) is None
     finally:
         await once.close()
+
+
+async def test_a_test_that_reaches_nothing_or_names_no_route_is_a_clear_answer(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, _, _ = await _app(tmp_path, docs_index, start_app, monkeypatch)
+    bad = await c.post("/admin/tenants/acme/test", headers=ADMIN, data={"route": "7"})
+    assert bad.status_code == 400 and "route" in bad.json()["error"]
+    long = await c.post("/admin/tenants/acme/test", headers=ADMIN, data={"query": "q" * 600})
+    assert long.status_code == 400 and "max_query_chars" in long.json()["error"]
+    # In-process there is no listening socket: the answer says so (no 500, no hang).
+    r = await c.post("/admin/tenants/acme/test", headers=ADMIN, data={"route": "0", "key": "acme-2026-10"})
+    assert r.status_code == 200
+    got = r.json()
+    assert got["status"] is None and got["problem"] and got["key_id"] == "acme-2026-10" and not got["ok"]
+    assert (await c.post("/admin/tenants/nope/test", headers=ADMIN, data={})).status_code == 404
