@@ -156,6 +156,13 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         expect(page.locator("#test-answer")).to_contain_text(f"signed with key {key_id}")
         expect(page.locator(".step3")).to_contain_text("verified 1 callback(s)")
 
+        # Two live keys: every control (the retire form's too) by Tab, with distinct names, at both widths.
+        page.goto(tenant_url)
+        assert "Retire key demo-1" in {m["text"] for m in assert_keyboard(page)}
+        assert_fits_both(page, tenant_url)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(tenant_url)
+
         # Step 4, by keyboard: retire the old key.
         page.locator("#rotation").scroll_into_view_if_needed()
         _shot(page, "tenant-rotation.png")
@@ -198,6 +205,8 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         _shot(page, "users-added.png", mask=[page.locator("code.credential")])
         page.reload()
         assert credential not in page.content()
+        assert "Add the user" in {m["text"] for m in assert_keyboard(page)}
+        assert_fits_both(page, srv.base + "/admin/users")
         assert credential not in srv.logs() and credential not in (out / "audit.jsonl").read_text("utf-8")
         _owner_is_refused(browser, srv, out, admin_token, credential)
     finally:
