@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway.console.callers import CALLERS
+from gateway.console.try_view import dials_text
 
 if TYPE_CHECKING:
     from gateway.console import try_
@@ -114,6 +115,8 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"search {s['index']} at commit {s['generation']}: cache {s['cache']}, limit {s['limit']}, "
                      f"relevance floor {s['floor']}, metadata conditions {s['metadata_conditions']}")
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
+        if s.get("dials"):
+            lines.append(f"  dials: {dials_text(s['dials'])}")
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")
         for h in s["kept"]:
             sc = h["scores"]

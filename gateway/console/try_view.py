@@ -27,6 +27,7 @@ max-height:14rem;overflow:auto;font-size:12px}
 
 REASONS = {
     "floor": "relevance under the route's floor",
+    "rerank_threshold": "reranker's score under the route's rerank threshold",
     "scope": "outside the scope (re-check)",
     "one_per_document": "another chunk of a document already answered",
     "outside_scope": "outside the caller's scope",
@@ -113,6 +114,21 @@ def _expansions(search: Mapping[str, Any]) -> str:
     return f'<p class="expansions">Synonyms that fired: {pairs}</p>'
 
 
+def dials_text(dials: Mapping[str, Any]) -> str:
+    """The retrieval dials a search used (`gateway.core.explain.effective_dials`) as one line of
+    text, 'dense_share 0.5 · candidates 30 · rerank off · neighbours 1 (set by the route: ...)';
+    '' when there are none."""
+    shown = [f"{k} {('on' if v else 'off') if isinstance(v, bool) else '-' if v is None else v}"
+             for k, v in dials.items() if k != "route"]
+    route = dials.get("route") or []
+    return " · ".join(shown) + (f" (set by the route: {', '.join(route)})" if route else " (the index's)")
+
+
+def _dials(search: Mapping[str, Any]) -> str:
+    dials = search.get("dials") or {}
+    return f'<p class="dials">Retrieval dials: {escape(dials_text(dials))}</p>' if dials else ""
+
+
 def _search(search: Mapping[str, Any]) -> str:
     scope = search["scope"]
     stages = " · ".join(f"{escape(k)} {v:.2f} ms" for k, v in search["stages_ms"].items())
@@ -123,7 +139,7 @@ def _search(search: Mapping[str, Any]) -> str:
             f' · metadata conditions {search["metadata_conditions"]}</p>'
             f'<p class="muted">Scope: datasets {escape(str(scope.get("datasets")))}, paths '
             f'{escape(str(scope.get("path_globs")))} · {stages}</p>'
-            + _expansions(search) + _hits(search) + _dropped(search) + "</section>")
+            + _dials(search) + _expansions(search) + _hits(search) + _dropped(search) + "</section>")
 
 
 def _side(prefix: str, result: Mapping[str, Any] | str) -> str:
