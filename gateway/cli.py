@@ -10,6 +10,7 @@ kbgate admin-token            print a new admin token and the admin.token_sha256
 kbgate eval --queries FILE ... (see gateway/evaluation/evaluate.py)
 kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 kbgate try --config FILE --caller CALLER ... --query Q (see gateway/console/try_cli.py)
+kbgate users add|list|remove  the console's users and roles (see gateway/console/users_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
@@ -145,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.console.try_cli import register as register_try
 
     register_try(sub)
+    from gateway.console.users_cli import register as register_users
+
+    register_users(sub)
     return p
 
 

@@ -144,8 +144,8 @@ def index_names(cfg: Config) -> list[str]:
     return sorted(p.name for p in d.iterdir() if (p / "meta.json").is_file()) if d.is_dir() else []
 
 
-async def run(rt: Runtime, req: TryRequest) -> Tried:
-    """Answer `req` as its caller would be answered now (module doc); audit it as the admin's.
+async def run(rt: Runtime, req: TryRequest, who: str = "admin") -> Tried:
+    """Answer `req` as its caller would be answered now (module doc); audit it as `who` (the console user's name).
     Raises TryInvalid (`check`); every answer of the wing, errors included, is a Tried."""
     cfg = rt.config
     check(cfg, req)
@@ -161,7 +161,7 @@ async def run(rt: Runtime, req: TryRequest) -> Tried:
             status, body = await _agent(rt, cfg, req, request_id)
     total = (time.perf_counter() - started) * 1000.0
     tried = Tried(req, status, body, ex, total, request_id, _stages(ex, total))
-    _audit(cfg, tried)
+    _audit(cfg, tried, who)
     return tried
 
 
@@ -287,13 +287,13 @@ async def _mcp(rt: Runtime, cfg: Config, client: AgentClient, principal: Princip
     return 200, str(text).encode("utf-8")
 
 
-def _audit(cfg: Config, tried: Tried) -> None:
-    """The admin's own audit line: which caller and route were tried, how it went; never the
-    question. Written, not published: no metric or delivery observer sees a try."""
+def _audit(cfg: Config, tried: Tried, who: str) -> None:
+    """The console user's own audit line (`who`: their name): which caller and route were tried,
+    how it went; never the question. Written, not published: no metric or delivery observer sees a try."""
     req = tried.request
     scopes = [t.scope for t in tried.explain.traces]
     event = audit.AuditEvent(ts=time.time(), request_id=tried.request_id, tool="admin.try", route=req.label(),
-                             wing="admin", principal=Principal("admin", "admin"), scope={"searched": scopes},
+                             wing="admin", principal=Principal("admin", who), scope={"searched": scopes},
                              outcome="passed" if tried.status < 400 else "failed", status=tried.status,
                              duration_ms=tried.total_ms,
                              extra={"caller": req.caller, "successor": req.successor or None,

@@ -16,17 +16,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields as dc_fields
 from typing import Any
-from urllib.parse import parse_qs
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import _html, _not_found, is_admin, try_
-from gateway.console.csrf import FIELD, page_token, post_ok
-from gateway.console.page import login_page
-from gateway.console.try_view import try_page
+from gateway.console import try_
+from gateway.console.csrf import post_ok
+from gateway.console.render import gate, json_answer, read_form, runtime
+from gateway.console.render import page as page_of
+from gateway.console.try_view import REASONS, dials_text
+from gateway.console.users import ConsoleUser
 from gateway.core.bodies import read_limited
 from gateway.core.errors import TryInvalid
 from gateway.core.methods import json_route
@@ -37,11 +38,6 @@ MAX_FORM_BYTES = 16 * 1024
 SIDE_FIELDS = ("caller", "tenant", "first", "second", "client", "token_id", "session", "route",
                "metadata_condition", "score_threshold", "request_id", "successor")
 FORM = "try"
-
-
-def _runtime(request: Request) -> Runtime:
-    rt: Runtime = request.app.state.runtime
-    return rt
 
 
 def side_request(form: Mapping[str, str], prefix: str, query: str, limit: str) -> try_.TryRequest:
@@ -93,17 +89,6 @@ def json_request(data: Any) -> try_.TryRequest:
     return try_.TryRequest(**data)
 
 
-async def _body(request: Request) -> bytes | Response:
-    rt = _runtime(request)
-    try:
-        return await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
-    except ProblemError as exc:
-        too_large = exc.problem.kind == "too_large"
-        return _html("<!DOCTYPE html><meta charset=utf-8><p>The form is too large.</p>" if too_large else
-                     "<!DOCTYPE html><meta charset=utf-8><p>The form did not arrive in time.</p>",
-                     413 if too_large else 408)
-
-
 def _choices(rt: Runtime) -> dict[str, list[str]]:
     cfg = rt.config
     return {
@@ -116,60 +101,58 @@ def _choices(rt: Runtime) -> dict[str, list[str]]:
     }
 
 
+def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
+            sides: list[tuple[str, dict[str, Any] | str]]) -> Response:
+    return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
+                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS,
+                   dials_text=dials_text)
+
+
 async def page(request: Request) -> Response:
     """GET /admin/try (the empty form) and POST /admin/try (run it: side a, and b when set)."""
-    rt = _runtime(request)
-    if rt.config.admin.token_sha256 is None:
-        return _not_found()
-    if not is_admin(request):
-        return _html(login_page(), 401)
-    csrf = page_token(request, FORM)
+    user = await gate(request, "view", active="try")
+    if isinstance(user, Response):
+        return user
     if request.method == "GET":
-        return _html(try_page({}, [], csrf=csrf, choices=_choices(rt)))
-    body = await _body(request)
-    if isinstance(body, Response):
-        return body
-    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=64)
-    form = {k: v[0] for k, v in parsed.items()}
-    if not post_ok(request, form.get(FIELD), FORM):
-        return _html("<!DOCTYPE html><meta charset=utf-8><p>This form expired or came from another site: "
-                     "open /admin/try again.</p>", 403)
+        return _render(request, user, {}, [])
+    form = await read_form(request, user, FORM, max_bytes=MAX_FORM_BYTES, max_fields=64)
+    if isinstance(form, Response):
+        return form
+    rt = runtime(request)
     query, limit = form.get("query", ""), form.get("limit", "")
     sides: list[tuple[str, dict[str, Any] | str]] = []
     for prefix in ("a_", "b_"):
         if prefix == "b_" and not form.get("b_caller"):
             continue
         try:
-            tried = await try_.run(rt, side_request(form, prefix, query, limit))
+            tried = await try_.run(rt, side_request(form, prefix, query, limit), user.name)
             sides.append((prefix, try_.to_json(tried)))
         except TryInvalid as exc:
             sides.append((prefix, exc.message))
-    return _html(try_page(form, sides, csrf=csrf, choices=_choices(rt)))
+    return _render(request, user, form, sides)
 
 
 async def page_json(request: Request) -> Response:
     """POST /admin/try.json: one try as JSON; 400 {"error", "field"} for a try that cannot run."""
-    rt = _runtime(request)
-    if rt.config.admin.token_sha256 is None:
-        return _not_found()
-    headers = {"cache-control": "no-store"}
-    if not is_admin(request):
-        return JSONResponse({"error": "admin token required"}, status_code=401,
-                            headers={**headers, "www-authenticate": "Bearer"})
-    body = await _body(request)
-    if isinstance(body, Response):
-        return JSONResponse({"error": "body too large or too slow"}, status_code=body.status_code, headers=headers)
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    rt = runtime(request)
+    try:
+        body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
+    except ProblemError as exc:
+        return json_answer({"error": "body too large or too slow"}, 413 if exc.problem.kind == "too_large" else 408)
     if not post_ok(request, request.headers.get("x-csrf-token"), FORM):
-        return JSONResponse({"error": "CSRF check failed"}, status_code=403, headers=headers)
+        return json_answer({"error": "CSRF check failed"}, 403)
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return JSONResponse({"error": "body is not JSON", "field": "body"}, status_code=400, headers=headers)
+        return json_answer({"error": "body is not JSON", "field": "body"}, 400)
     try:
-        tried = await try_.run(rt, json_request(data))
+        tried = await try_.run(rt, json_request(data), user.name)
     except TryInvalid as exc:
-        return JSONResponse({"error": exc.message, "field": exc.field}, status_code=400, headers=headers)
-    return Response(orjson.dumps(try_.to_json(tried)), media_type="application/json", headers=headers)
+        return json_answer({"error": exc.message, "field": exc.field}, 400)
+    return json_answer(try_.to_json(tried))
 
 
 ROUTES = [

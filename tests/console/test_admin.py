@@ -76,7 +76,8 @@ def test_config_admin_defaults_and_keys(tmp_path: Path) -> None:
         parse_config({"admin": {"token": "x"}}, base_dir=tmp_path, env={})
 
 
-@pytest.mark.parametrize("path", ["/admin/", "/admin", "/admin/deliveries.json"])
+@pytest.mark.parametrize("path", ["/admin/", "/admin", "/admin/deliveries", "/admin/deliveries.json", "/admin/gaps",
+                                  "/admin/users"])
 async def test_disabled_without_token_is_404(client: Any, path: str) -> None:
     c = await client(admin=False)
     assert (await c.get(path, headers=AUTH)).status_code == 404
@@ -95,7 +96,8 @@ async def test_other_methods_on_deliveries_json_are_a_json_405_with_allow(client
     assert (await c.get("/admin/deliveries.json", headers=AUTH)).status_code == 200
 
 
-@pytest.mark.parametrize(("path", "allow"), [("/admin/", "GET, HEAD"), ("/admin", "GET, HEAD"),
+@pytest.mark.parametrize(("path", "allow"), [("/admin/", "GET, HEAD"), ("/admin/deliveries", "GET, HEAD"),
+                                             ("/admin", "GET, HEAD"),
                                              ("/admin/login", "POST"), ("/admin/logout", "POST")])
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
 async def test_other_methods_on_admin_pages_are_405_with_allow(client: Any, path: str, allow: str,
@@ -110,7 +112,7 @@ async def test_no_or_wrong_token_gets_the_login_form(client: Any) -> None:
     c = await client()
     await send(c)
     for headers in ({}, {"authorization": "Bearer " + "x" * 31}, {"cookie": "kbgate_admin=" + "y" * 31}):
-        r = await c.get("/admin/", headers=headers)
+        r = await c.get("/admin/deliveries", headers=headers)
         assert r.status_code == 401
         assert 'name="token"' in r.text and "tech" not in r.text
     assert (await c.get("/admin/deliveries.json")).status_code == 401
@@ -119,14 +121,15 @@ async def test_no_or_wrong_token_gets_the_login_form(client: Any) -> None:
 async def test_bearer_shows_the_delivery_row(client: Any) -> None:
     c = await client()
     sent = await send(c)
-    r = await c.get("/admin/", headers=AUTH)
+    r = await c.get("/admin/deliveries", headers=AUTH)
     assert r.status_code == 200
     assert r.headers["content-type"] == "text/html; charset=utf-8"
     assert '<meta charset="utf-8">' in r.text
     assert "default-src 'none'" in r.headers["content-security-policy"]
     assert r.headers["cache-control"] == "no-store"
     assert f'data-request-id="{sent.headers["x-request-id"]}"' in r.text
-    for cell in ("<td>tech</td>", "<td>software</td>", "<td>acme-2026-11</td>", '<td class="num ret">0</td>'):
+    for cell in ('<td data-label="FirstLevelId">tech</td>', '<td data-label="SecondLevelId">software</td>',
+                 '<td data-label="Key id">acme-2026-11</td>', '<td data-label="Ret" class="num ret">0</td>'):
         assert cell in r.text
     assert "<link" not in r.text and "<script" not in r.text and "src=" not in r.text  # no external assets
     assert not any(s in r.text for s in SECRETS)
@@ -143,11 +146,11 @@ async def test_login_form_sets_strict_httponly_cookie(client: Any) -> None:
     cookie = r.headers["set-cookie"]
     for flag in ("kbgate_admin=", "HttpOnly", "SameSite=strict", "Path=/admin", "Max-Age=28800"):
         assert flag.lower() in cookie.lower(), cookie
-    page = await c.get("/admin/")  # the client keeps the cookie
-    assert page.status_code == 200 and "<td>tech</td>" in page.text
+    page = await c.get("/admin/deliveries")  # the client keeps the cookie
+    assert page.status_code == 200 and '<td data-label="FirstLevelId">tech</td>' in page.text
     out = await c.post("/admin/logout")
     assert out.status_code == 303
-    assert (await c.get("/admin/")).status_code == 401
+    assert (await c.get("/admin/deliveries")).status_code == 401
 
 
 async def test_filters_by_tenant_and_outcome(client: Any) -> None:
@@ -157,17 +160,17 @@ async def test_filters_by_tenant_and_outcome(client: Any) -> None:
     await send(c, tenant="beta", secret=SECRET_BETA, first="产品", second="文档")  # beta ok
     r = await c.get("/admin/deliveries.json", headers=AUTH)
     assert len(r.json()["deliveries"]) == 3
-    only_beta = await c.get("/admin/?tenant=beta", headers=AUTH)
-    assert "<td>产品</td>" in only_beta.text and "<td>tech</td>" not in only_beta.text
+    only_beta = await c.get("/admin/deliveries?tenant=beta", headers=AUTH)
+    assert ">产品</td>" in only_beta.text and ">tech</td>" not in only_beta.text
     assert 'data-tenant="acme"' not in only_beta.text
     failed = await c.get("/admin/deliveries.json?outcome=failed", headers=AUTH)
     assert [d["outcome"] for d in failed.json()["deliveries"]] == ["signature_mismatch"]
-    exact = await c.get("/admin/?outcome=signature_mismatch&tenant=acme", headers=AUTH)
+    exact = await c.get("/admin/deliveries?outcome=signature_mismatch&tenant=acme", headers=AUTH)
     assert exact.text.count("<tr class=") == 1 and "40105" in exact.text
     ok = await c.get("/admin/deliveries.json?outcome=ok&tenant=acme", headers=AUTH)
     assert [(d["tenant"], d["ret"]) for d in ok.json()["deliveries"]] == [("acme", 0)]
-    assert (await c.get("/admin/?tenant=nobody", headers=AUTH)).status_code == 400
-    assert (await c.get("/admin/?outcome=bogus", headers=AUTH)).status_code == 400
+    assert (await c.get("/admin/deliveries?tenant=nobody", headers=AUTH)).status_code == 400
+    assert (await c.get("/admin/deliveries?outcome=bogus", headers=AUTH)).status_code == 400
     two = await c.get("/admin/deliveries.json?n=1", headers=AUTH)
     assert len(two.json()["deliveries"]) == 1
 
@@ -177,21 +180,21 @@ async def test_everything_is_escaped(client: Any) -> None:
     evil = '<script>alert("x")</script>'
     r = await send(c, first=evil, second="<b>二级</b>")  # no such route: recorded as route_unknown
     assert orjson.loads(r.content)["Ret"] == 40402
-    page = await c.get("/admin/", headers=AUTH)
+    page = await c.get("/admin/deliveries", headers=AUTH)
     assert evil not in page.text and "<b>二级</b>" not in page.text
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page.text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page.text  # Jinja2's escape
     assert "&lt;b&gt;二级&lt;/b&gt;" in page.text
 
 
 async def test_query_column_only_when_enabled(client: Any) -> None:
     c = await client(show_queries=True)
     await send(c, query="如何<轮换>密钥")
-    page = await c.get("/admin/", headers=AUTH)
-    assert "<th>Query</th>" in page.text and "<td>如何&lt;轮换&gt;密钥</td>" in page.text
+    page = await c.get("/admin/deliveries", headers=AUTH)
+    assert '<th scope="col">Query</th>' in page.text and '<td data-label="Query">如何&lt;轮换&gt;密钥</td>' in page.text
     hidden = await client()
     await send(hidden, query="如何轮换密钥")
-    page = await hidden.get("/admin/", headers=AUTH)
-    assert "<th>Query</th>" not in page.text and "如何轮换密钥" not in page.text
+    page = await hidden.get("/admin/deliveries", headers=AUTH)
+    assert '<th scope="col">Query</th>' not in page.text and "如何轮换密钥" not in page.text
 
 
 async def test_control_and_format_characters_are_shown_escaped(client: Any) -> None:
@@ -199,7 +202,7 @@ async def test_control_and_format_characters_are_shown_escaped(client: Any) -> N
     r = await send(c, second="软件\x1b[2J\x07", query="如何\u202e轮换\u200b密钥")  # no such route
     assert orjson.loads(r.content)["Ret"] == 40402
     await send(c, query="如何\u202e轮换密钥")
-    page = await c.get("/admin/", headers=AUTH)
+    page = await c.get("/admin/deliveries", headers=AUTH)
     assert not any(ch in page.text for ch in "\x1b\x07\u202e\u200b"), "raw control or format characters"
     assert "软件\\x1b[2J\\x07" in page.text
     assert "如何\\u202e轮换\\u200b密钥" in page.text and "如何\\u202e轮换密钥" in page.text

@@ -8,12 +8,12 @@ outcome, and a screenshot is written to test-artifacts/ (gitignored, never commi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.browser import _browser  # noqa: F401  (the `browser` fixture: one Chromium per module)
 from tests.support.callbacks import body, signed
 from tests.support.configs import ADMIN_TOKEN, ENV, SECRET_ACME, SECRET_BETA, SECRETS, two_tenants
 from tests.support.harness import serve
@@ -21,25 +21,7 @@ from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 ARTIFACTS = ROOT / "test-artifacts"
-
-
-@pytest.fixture(name="browser")
-def _browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: run `bash tests/ensure-tools.sh` as root "
-                    "(apt-get install chromium fonts-wqy-microhei); never `playwright install`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _send(url: str, tenant: str, secret: str, **kw: str) -> httpx.Response:
@@ -78,6 +60,8 @@ def test_admin_page_lists_a_delivery_just_sent(browser: object, tmp_path: Path, 
             page.fill('input[name="token"]', ADMIN_TOKEN)
             page.click('button[type="submit"]')
             page.wait_for_url(srv.url + "/admin/")
+            page.get_by_role("navigation", name="Console").get_by_role("link", name="Deliveries").click()
+            page.wait_for_url(srv.url + "/admin/deliveries")
             expect(page.locator("h1")).to_have_text("kbgate: recent deliveries")
 
             row = page.locator(f'tr[data-request-id="{ok.headers["x-request-id"]}"]')
@@ -102,7 +86,7 @@ def test_admin_page_lists_a_delivery_just_sent(browser: object, tmp_path: Path, 
             page.select_option('select[name="tenant"]', "acme")
             page.select_option('select[name="outcome"]', "failed")
             page.click('form.filters button[type="submit"]')
-            page.wait_for_url("**/admin/?tenant=acme&outcome=failed*")
+            page.wait_for_url("**/admin/deliveries?tenant=acme&outcome=failed*")
             expect(page.locator("tbody tr")).to_have_count(1)
             expect(page.locator("tbody tr td.outcome")).to_have_text("signature_mismatch")
             expect(page.locator('section[data-tenant="beta"]')).to_have_count(0)

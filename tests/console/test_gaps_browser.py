@@ -18,7 +18,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.console.test_admin_browser import _browser  # noqa: F401  (the `browser` fixture)
+from tests.support.browser import _browser, assert_fits  # noqa: F401  (the `browser` fixture: one Chromium per module)
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.harness import free_port, serve
@@ -76,6 +76,9 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
             expect(row.locator("td.no-hit")).to_have_text("3")
             expect(row.locator("td.distinct")).to_have_text("2")  # two wordings; a repeat is one
             expect(row.locator("td.callers")).to_have_text("volcengine:acme: 2, dify:alice: 1")
+            for width in (390, 1280):
+                page.set_viewport_size({"width": width, "height": 560})
+                assert_fits(page, f"gaps at {width} px")
             html = page.content()
             assert not any(q in html for q in MISSES) and "火星" not in html  # show_queries off
 
@@ -95,7 +98,7 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
             finally:
                 db.close()
 
-            page.click('text="documents served"')
+            page.get_by_role("navigation", name="Console").get_by_role("link", name="Indexes").click()
             section = page.locator('section[data-index="docs"]')
             expect(section.locator('tr.served[data-doc="guide/key-rotation.md"] td.num')).to_have_text("1")
             never = section.locator("tr.never").count()

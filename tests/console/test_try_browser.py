@@ -12,13 +12,16 @@ with KBGATE_DOCS_SCREENSHOTS=1 also to docs/img/try.png (kept small: one viewpor
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
+from tests.support.browser import (
+    _browser,  # noqa: F401  (the `browser` fixture: one Chromium per module)
+    assert_fits,
+)
 from tests.support.callbacks import post as callback
 from tests.support.configs import (
     ACME_KEYS,
@@ -37,27 +40,9 @@ from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 ARTIFACTS = ROOT / "test-artifacts"
 QUERY = "密钥轮换"
 GRANTS = ("knowledge.search", "search", "dify.retrieval", "mcp.search")
-
-
-@pytest.fixture(name="browser")
-def _browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.fail("/usr/bin/chromium is missing: run `bash tests/ensure-tools.sh` as root "
-                    "(apt-get install chromium fonts-wqy-microhei); never `playwright install`")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Path, docs_index: Path,
@@ -129,6 +114,10 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
 
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "admin-try.png"), full_page=True)
+            for width in (1280, 390):  # two callers' results side by side, then stacked: no horizontal scroll
+                page.set_viewport_size({"width": width, "height": 860})
+                assert_fits(page, f"try results at {width} px")
+            page.set_viewport_size({"width": 1180, "height": 860})
             if os.environ.get("KBGATE_DOCS_SCREENSHOTS") == "1":
                 shot = ROOT / "docs" / "img" / "try.png"
                 shot.parent.mkdir(parents=True, exist_ok=True)

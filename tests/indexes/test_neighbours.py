@@ -13,7 +13,8 @@ from indexes.types import Document, Hit, Section
 
 # Seven sentences of about 90 characters, one section: chunks of at most 200 characters, each
 # starting with the last sentence of the one before (its overlap); 演练 only in sentence 3.
-SENTENCES = [f"第{i}句话，" + ("关键词演练出现在这里，" if i == 3 else "") + "普通的说明文字" * 11 + "。" for i in range(7)]
+SENTENCES = [f"第{i}句话，" + ("关键词演练出现在这里，" if i == 3 else "") + "普通的说明文字" * 11 + "。"
+             for i in range(7)]
 
 
 @pytest.fixture(name="index")

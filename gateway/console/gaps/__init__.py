@@ -6,7 +6,7 @@ keys     normalized form and keyed hashes of a question
 groups   exact repeats and near-duplicates joined into groups
 store    Redis (shared) or memory, bounded
 filing   a group → one improvement task (create_improvement_task's path), deduplicated
-views    /admin/gaps, /admin/documents (pages in `pages`)
+views    /admin/gaps, /admin/documents (templates/gaps.html, documents.html)
 """
 
 from __future__ import annotations

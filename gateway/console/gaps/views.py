@@ -1,67 +1,48 @@
 """`/admin/gaps` and `/admin/documents`: the knowledge owner's view of what went unanswered and
-which documents were served, behind the admin token (gateway.console).
+which documents were served (gateway.console).
 
 GET  /admin/gaps              the gap groups (HTML)        GET /admin/gaps.json      the same as JSON
-POST /admin/gaps/file         form `group`, `csrf` → files or bumps the group's improvement task
+POST /admin/gaps/file         form `group`, `csrf` → files or bumps the group's improvement task, then
+                              303 to /admin/gaps?filed=… (a refresh files nothing)
                               (JSON in and out with a Bearer token: {"group": id}, for `kbgate gaps --file`)
 GET  /admin/documents         served counts per index      GET /admin/documents.json the same as JSON
 
-CSRF: a POST carried by the login cookie must hold `csrf` = HMAC-SHA-256(the admin token,
-'kbgate-admin-csrf'), which only a page served to the admin contains, and an `Origin`, when
-sent, must be this host; a POST with `Authorization: Bearer` (a tool, never sent by a browser
-on its own) needs neither. The cookie is SameSite=Strict besides.
+CSRF: gateway.console.csrf (form label 'gaps'); a Bearer POST (a tool) needs none.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-from html import escape
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.agent.tools.clients import LazyClients
-from gateway.console import MAX_FORM_BYTES, _html, _not_found, is_admin
-from gateway.console.auth import COOKIE, bearer
+from gateway.console.auth import bearer
+from gateway.console.changes import audit_change
 from gateway.console.gaps.filing import file_group
 from gateway.console.gaps.groups import MIN_GROUP_PREFIX, Group, group
-from gateway.console.gaps.pages import NAV, documents_page, gaps_page, page
+from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.store import days_back
-from gateway.console.page import login_page
+from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
+from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import DependencyUnavailable, ToolError
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 
+FORM = "gaps"
+
 MAX_DOCUMENT_ROWS = 1000
-
-
-def csrf_token(admin_token: str) -> str:
-    """The CSRF field value of pages served to the holder of `admin_token` (module doc)."""
-    return hmac.new(admin_token.encode("utf-8"), b"kbgate-admin-csrf", hashlib.sha256).hexdigest()
 
 
 def _state(request: Request) -> tuple[Runtime, GapRecorder]:
     return request.app.state.runtime, request.app.state.gaps
-
-
-def _denied(request: Request, as_json: bool) -> Response | None:
-    rt, _ = _state(request)
-    if rt.config.admin.token_sha256 is None:
-        return _not_found()
-    if is_admin(request):
-        return None
-    if as_json:
-        return JSONResponse({"error": "admin token required"}, status_code=401,
-                            headers={"cache-control": "no-store", "www-authenticate": "Bearer"})
-    return _html(login_page(), 401)
 
 
 async def _groups(request: Request) -> list[Group]:
@@ -72,91 +53,109 @@ async def _groups(request: Request) -> list[Group]:
     return group(questions, cfg.gaps.max_examples)
 
 
-async def gaps_html(request: Request, filed: dict[str, Any] | None = None, error: str | None = None,
-                    status: int = 200) -> Response:
+def _filed(request: Request) -> dict[str, Any] | None:
+    """The note of a filing just done, from the redirect's query (?filed=ID&count=N&deduped=1)."""
+    q = request.query_params
+    if not q.get("filed"):
+        return None
+    return {"record": q["filed"][:64], "count": q.get("count", "")[:12], "deduped": q.get("deduped") == "1"}
+
+
+async def gaps_html(request: Request) -> Response:
     """GET /admin/gaps."""
-    if (denied := _denied(request, False)) is not None:
-        return denied
+    user = await gate(request, "view_gaps", active="gaps")
+    if isinstance(user, Response):
+        return user
     rt, rec = _state(request)
+    error = None
     try:
-        groups = await _groups(request)
+        groups, about = visible_groups(user, await _groups(request), rt.config)
     except DependencyUnavailable:
-        groups, error = [], "The gaps record (Redis) is not answering; try again shortly."
-    token = request.cookies.get(COOKIE) or bearer(request.headers.get("authorization")) or ""
-    return _html(gaps_page(groups, csrf=csrf_token(token), show_queries=rt.config.admin.show_queries,
-                           shared=rec.store.shared, threshold=rt.config.gaps.threshold, filed=filed, error=error),
-                 status)
+        groups, about, error = [], {}, "The gaps record (Redis) is not answering; try again shortly."
+    scoped = sorted(user.indexes) if user.role == "owner" else None
+    return page(request, user, "gaps.html", active="gaps", title="Gaps", groups=groups, shared=rec.store.shared,
+                threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=scoped,
+                group_index=about)
 
 
 async def gaps_json(request: Request) -> Response:
-    """GET /admin/gaps.json: {"groups": [Group.public()], "shared": bool}."""
-    if (denied := _denied(request, True)) is not None:
-        return denied
+    """GET /admin/gaps.json: {"groups": [Group.public()], "shared": bool, "threshold": float}."""
+    user = await gate(request, "view_gaps", as_json=True)
+    if isinstance(user, Response):
+        return user
     rt, rec = _state(request)
     try:
-        groups = await _groups(request)
+        groups, about = visible_groups(user, await _groups(request), rt.config)
     except DependencyUnavailable:
-        return JSONResponse({"error": "gaps record unavailable"}, status_code=503)
-    return JSONResponse({"groups": [g.public() for g in groups], "shared": rec.store.shared,
-                         "threshold": rt.config.gaps.threshold}, headers={"cache-control": "no-store"})
+        return json_answer({"error": "gaps record unavailable"}, 503)
+    return json_answer({"groups": [{**g.public(), "index": about[g.id] or None} for g in groups],
+                        "shared": rec.store.shared, "threshold": rt.config.gaps.threshold})
 
 
-def _same_origin(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    if origin is None or origin == "null":  # absent, or 'null' under the pages' Referrer-Policy: no-referrer
-        return True  # (Chromium): the csrf field still decides
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | None | Response:
+    rt, _ = _state(request)
+    if by_tool:
+        try:
+            body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
+        except ProblemError:
+            return json_answer({"error": "the body is too large or did not arrive in time"}, 413)
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return json_answer({"error": "the body must be a JSON object {\"group\": id}"}, 400)
+        wanted = data.get("group") if isinstance(data, dict) else None
+        return wanted if isinstance(wanted, str) else None
+    fields = await read_form(request, user, FORM, max_fields=4)
+    if isinstance(fields, Response):
+        return fields
+    return fields.get("group")
 
 
 async def file_task(request: Request) -> Response:
     """POST /admin/gaps/file (module doc)."""
     by_tool = bearer(request.headers.get("authorization")) is not None
-    if (denied := _denied(request, by_tool)) is not None:
-        return denied
+    user = await gate(request, "view_gaps", as_json=by_tool, active="gaps")
+    if isinstance(user, Response):
+        return user
     rt, _ = _state(request)
-    try:
-        body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
-    except ProblemError:
-        return _refuse(by_tool, 413, "the form is too large or did not arrive in time")
-    if by_tool:
-        try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return _refuse(True, 400, "the body must be a JSON object {\"group\": id}")
-        wanted = data.get("group") if isinstance(data, dict) else None
-    else:
-        fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
-        wanted = fields["group"][0] if fields.get("group") else None
-        sent = fields["csrf"][0] if fields.get("csrf") else ""
-        token = request.cookies.get(COOKIE) or ""
-        if not _same_origin(request) or not hmac.compare_digest(sent.encode(), csrf_token(token).encode()):
-            return _refuse(False, 403, "the form is stale or did not come from this console; reload the page")
-    if not isinstance(wanted, str) or not wanted:
-        return _refuse(by_tool, 400, "name the group to file")
+    wanted = await _wanted(request, user, by_tool)
+    if isinstance(wanted, Response):
+        return wanted
+    if not wanted:
+        return refusal(request, user, as_json=by_tool, status=400, text="name the group to file", active="gaps")
     if len(wanted) < MIN_GROUP_PREFIX:  # too short to name one group: say so, not "no such group"
-        return _refuse(by_tool, 400, f"give the group's id or at least its first {MIN_GROUP_PREFIX} characters")
+        return refusal(request, user, as_json=by_tool, status=400, active="gaps",
+                       text=f"give the group's id or at least its first {MIN_GROUP_PREFIX} characters")
     try:
         groups = await _groups(request)
     except DependencyUnavailable:
-        return _refuse(by_tool, 503, "the gaps record (Redis) is not answering; try again shortly")
+        return refusal(request, user, as_json=by_tool, status=503, active="gaps",
+                       text="the gaps record (Redis) is not answering; try again shortly")
+    groups, about = visible_groups(user, groups, rt.config)
     found = next((g for g in groups if g.id == wanted or g.id.startswith(wanted)), None)
+    if found is not None and not can(user, "file_gap", about[found.id] or None):
+        audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=403, group=found.id)
+        return refusal(request, user, as_json=by_tool, status=403, active="gaps",
+                       text=f"Your role ({user.role_label}) does not allow filing a task for this gap "
+                            f"(index {about[found.id] or 'unknown'}); ask an admin or the index's owner.")
     if found is None:
-        return _refuse(by_tool, 404, "no such gap group (it may have expired)")
+        return refusal(request, user, as_json=by_tool, status=404, text="no such gap group (it may have expired)",
+                       active="gaps")
     clients: LazyClients = request.app.state.gap_clients
     try:
         result = await file_group(clients.get(), found, show_queries=rt.config.admin.show_queries,
                                   labels=rt.config.access.labels)
     except ToolError as exc:
-        return _refuse(by_tool, 503, f"the tracker did not take the task ({exc.code})")
+        return refusal(request, user, as_json=by_tool, status=503, active="gaps",
+                       text=f"the tracker did not take the task ({exc.code})")
+    audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, group=found.id,
+                 record=result.get("recordId"), deduped=bool(result.get("deduped")))
     if by_tool:
-        return JSONResponse({"group": found.id, **result}, headers={"cache-control": "no-store"})
-    return await gaps_html(request, filed=result)
-
-
-def _refuse(as_json: bool, status: int, message: str) -> Response:
-    if as_json:
-        return JSONResponse({"error": message}, status_code=status, headers={"cache-control": "no-store"})
-    return _html(page("kbgate: knowledge gaps", f'{NAV}<p class="error" role="alert">{escape(message)}</p>'), status)
+        return json_answer({"group": found.id, **result})
+    note = {"filed": str(result.get("recordId")), "count": str(result.get("count", ""))}
+    if result.get("deduped"):
+        note["deduped"] = "1"
+    return see_other("/admin/gaps?" + urlencode(note))
 
 
 async def _documents(request: Request) -> tuple[list[tuple[str, list[tuple[str, str, int]], int | None]], bool]:
@@ -182,29 +181,31 @@ async def _documents(request: Request) -> tuple[list[tuple[str, list[tuple[str, 
 
 async def documents_html(request: Request) -> Response:
     """GET /admin/documents."""
-    if (denied := _denied(request, False)) is not None:
-        return denied
+    user = await gate(request, "view", active="indexes")
+    if isinstance(user, Response):
+        return user
     rt, _ = _state(request)
     try:
         indexes, shared = await _documents(request)
         error = None
     except DependencyUnavailable:
         indexes, shared, error = [], True, "The hit statistics (Redis) are not answering; try again shortly."
-    return _html(documents_page(indexes, days=rt.config.gaps.keep_days, shared=shared, error=error))
+    return page(request, user, "documents.html", active="indexes", title="Documents served", indexes=indexes,
+                days=rt.config.gaps.keep_days, shared=shared, error=error)
 
 
 async def documents_json(request: Request) -> Response:
     """GET /admin/documents.json: {"indexes": {name: {"documents": n, "served": {doc: n}, "never": [doc]}}}."""
-    if (denied := _denied(request, True)) is not None:
-        return denied
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
     try:
         indexes, shared = await _documents(request)
     except DependencyUnavailable:
-        return JSONResponse({"error": "hit statistics unavailable"}, status_code=503)
-    return JSONResponse({"indexes": {name: {"documents": total, "served": {d: n for d, _, n in rows if n},
-                                            "never": [d for d, _, n in rows if n == 0]}
-                                     for name, rows, total in indexes}, "shared": shared,
-                         }, headers={"cache-control": "no-store"})
+        return json_answer({"error": "hit statistics unavailable"}, 503)
+    return json_answer({"indexes": {name: {"documents": total, "served": {d: n for d, _, n in rows if n},
+                                           "never": [d for d, _, n in rows if n == 0]}
+                                    for name, rows, total in indexes}, "shared": shared})
 
 
 ROUTES = [

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from gateway.core.config.access import parse_access
+from gateway.core.config.admin import parse_admin
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dials import check_dials
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
-from gateway.core.config.fields import SHA256_HEX, SecretsUnread, section
+from gateway.core.config.fields import SecretsUnread, section
 from gateway.core.config.gaps import parse_gaps
 from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
 from gateway.core.config.mcp import parse_mcp
@@ -30,7 +31,6 @@ from gateway.core.config.model import (
     DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_TOLERANCE,
     READINESS_MODES,
-    AdminConfig,
     AgentConfig,
     Config,
     ReplayConfig,
@@ -158,7 +158,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         source=source,
         log_level=log.choice("level", LOG_LEVELS, "info"),
         paths=paths,
-        admin=_admin(top.table("admin")),
+        admin=parse_admin(top.table("admin")),
         agent=agent,
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
@@ -235,13 +235,3 @@ def _search(t: Fields) -> SearchConfig:
         answer_cache_mib=t.integer("answer_cache_mib", DEFAULT_ANSWER_CACHE_MIB, lo=1, hi=65_536),
         relevance_floor=t.number("relevance_floor", DEFAULT_RELEVANCE_FLOOR, lo=0.0, hi=1.0),
     )
-
-
-def _admin(t: Fields) -> AdminConfig:
-    t.only({"token_sha256", "show_queries", "keep_deliveries"})
-    digest = t.data.get("token_sha256")
-    if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
-        # Never echo the value: an operator may have pasted the token itself here.
-        raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
-                          "admin token, not the token (kbgate admin-token prints both)")
-    return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.core.config.documents import DocumentsConfig
-from gateway.core.config.owners import GapsConfig
+from gateway.core.config.owners import ConsoleUserConfig, GapsConfig
 from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
 from indexes.rerank.config import RerankConfig
@@ -196,10 +196,11 @@ def floor_of(route_floor: float | None, search: SearchConfig) -> float:
 
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
-    """The operators' view: `/admin/` deliveries page and the deliveries record.
+    """The console under `/admin/` and the deliveries record.
 
     token_sha256: lower-case hex SHA-256 of the admin token (the token itself is never
-        stored); None disables `/admin/` (404).
+        stored); it logs in as the admin 'admin'. With neither it nor users, `/admin/` is 404.
+    users: the console's users (`[admin.users.NAME]`), each with a role and a credential hash.
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
     """
@@ -207,6 +208,7 @@ class AdminConfig:
     token_sha256: str | None = None
     show_queries: bool = False
     keep_deliveries: int = 200
+    users: tuple[ConsoleUserConfig, ...] = ()
 
 
 # ---------------------------------------------------------------- agent clients (seeds 000, 002)

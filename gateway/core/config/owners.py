@@ -1,5 +1,6 @@
 """Settings of the knowledge owner's loop: `[gaps]` (gateway/console/gaps), parsed by
-`gateway.core.config.gaps`."""
+`gateway.core.config.gaps`; the console's users, `[admin.users.NAME]`, parsed by
+`gateway.core.config.admin`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 
 from gateway.core.types import SECONDS, Secret
 
-__all__ = ["DEFAULT_GAP_THRESHOLD", "GapsConfig"]
+__all__ = ["CONSOLE_ROLES", "DEFAULT_GAP_THRESHOLD", "ConsoleUserConfig", "GapsConfig"]
 
 DEFAULT_GAP_THRESHOLD = 0.3
 """A question whose best hit's relevance (0..1, `indexes.types.Hit.relevance`) is under this is
@@ -46,3 +47,22 @@ class GapsConfig:
     def threshold_of(self, routes: tuple[str, ...]) -> float:
         """The gap threshold of a question searched over `routes` (the lowest of theirs)."""
         return min((self.thresholds.get(r, self.threshold) for r in routes), default=self.threshold)
+
+
+CONSOLE_ROLES = ("viewer", "owner", "admin")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleUserConfig:
+    """One console user (`[admin.users.NAME]`; roles in gateway/console/users.py).
+
+    name: the login name, 1-64 of [a-z0-9._-]. role: one of CONSOLE_ROLES. indexes: the
+    indexes an owner owns (non-empty for an owner, empty otherwise). credential: the hash of
+    the user's credential, 'scrypt$N$r$p$SALT$HASH' (gateway/console/credentials.py); the
+    credential itself is never stored.
+    """
+
+    name: str
+    role: str
+    indexes: tuple[str, ...]
+    credential: str

@@ -1,0 +1,69 @@
+"""Logging in and out of the console, and its front door.
+
+GET  /admin            → 308 /admin/
+POST /admin/login      form fields `user` (empty: the admin token) and `token` → cookie, 303 to /admin/
+POST /admin/logout     clears the cookie, 303 to /admin/
+
+With no console configured (gateway.console.session.console_enabled) every path is 404.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from gateway.console.auth import COOKIE, COOKIE_MAX_AGE
+from gateway.console.render import MAX_FORM_BYTES, login_form, not_found, runtime, see_other
+from gateway.console.session import console_enabled, cookie_value, user_of
+from gateway.core.bodies import read_limited
+from gateway.core.validate import ProblemError
+
+
+async def login(request: Request) -> Response:
+    """POST /admin/login (application/x-www-form-urlencoded)."""
+    rt = runtime(request)
+    if not console_enabled(rt.config):
+        return not_found()
+    try:
+        body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
+    except ProblemError as exc:
+        if exc.problem.kind == "too_large":
+            return login_form(request, status=413, text="The form is too large.")
+        return login_form(request, status=408, text="The form did not arrive in time.")
+    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+    name = fields["user"][0].strip() if fields.get("user") else ""
+    token = fields["token"][0] if fields.get("token") else None
+    value = cookie_value(name, token)
+    if value is None or await user_of(rt.config, value) is None:
+        return login_form(request, status=401, name=name[:64],
+                          text="That user and credential do not match." if name else "That token is not valid.")
+    resp = see_other("/admin/")
+    resp.set_cookie(COOKIE, value, max_age=COOKIE_MAX_AGE, path="/admin", httponly=True, samesite="strict",
+                    secure=request.url.scheme == "https")
+    return resp
+
+
+async def logout(request: Request) -> Response:
+    """POST /admin/logout: clear the cookie, back to the login form."""
+    if not console_enabled(runtime(request).config):
+        return not_found()
+    resp = see_other("/admin/")
+    resp.delete_cookie(COOKIE, path="/admin", httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    return resp
+
+
+async def admin_root(request: Request) -> Response:
+    """GET /admin → /admin/ (404 when the console is disabled)."""
+    if not console_enabled(runtime(request).config):
+        return not_found()
+    return RedirectResponse("/admin/", status_code=308)
+
+
+ROUTES = [
+    Route("/admin", admin_root, methods=["GET"]),
+    Route("/admin/login", login, methods=["POST"]),
+    Route("/admin/logout", logout, methods=["POST"]),
+]

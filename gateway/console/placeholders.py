@@ -1,0 +1,32 @@
+"""Console pages not built yet: each answers a clear "not yet" page in the layout, so the one
+navigation never leads to a 404. A page that lands replaces its entry here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console.render import gate, page
+
+# key (nav), path, heading, what to use meanwhile
+PENDING: tuple[tuple[str, str, str, str], ...] = (
+    ("tasks", "/admin/tasks", "Improvement tasks", "Filed tasks are in the tracker; the gaps page files them."),
+    ("synonyms", "/admin/synonyms", "Synonyms", "Edit the index's synonyms file; a try shows which fired."),
+    ("tenants", "/admin/tenants", "Tenants", "Use `kbgate onboard` and `kbgate secrets` on the server."),
+)
+
+
+def _handler(key: str, heading: str, meanwhile: str) -> Callable[[Request], Awaitable[Response]]:
+    async def not_yet(request: Request) -> Response:
+        user = await gate(request, "view", active=key)
+        if isinstance(user, Response):
+            return user
+        return page(request, user, "not_yet.html", active=key, title=heading, heading=heading, meanwhile=meanwhile)
+    return not_yet
+
+
+ROUTES = [Route(path, _handler(key, heading, meanwhile), methods=["GET"])
+          for key, path, heading, meanwhile in PENDING]

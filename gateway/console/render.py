@@ -1,0 +1,197 @@
+"""What every console page uses to answer: the templates, the shared navigation, the gate
+(who is asking and may they), CSRF-checked forms and POST-redirect-GET.
+
+A page is a template under gateway/console/templates/ that extends base.html, plus a handler:
+
+    async def handler(request):
+        user = await gate(request, "view")           # 404 / login 401 / refusal 403, or the user
+        if isinstance(user, Response):
+            return user
+        return page(request, user, "x.html", active="x", title="X", rows=...)
+
+Templates are autoescaped (Jinja2 through Starlette); `finalize` also writes control, format
+and non-characters as visible escapes (gateway.console.text.visible). JSON twins use `gate(...,
+as_json=True)` and `json_answer`. The rationale is in docs/architecture.md, "The console".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import jinja2
+import orjson
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from gateway.console.csrf import FIELD, page_token, post_ok
+from gateway.console.session import console_enabled, current_user
+from gateway.console.text import visible
+from gateway.console.users import ConsoleUser, can
+from gateway.core.bodies import read_limited
+from gateway.core.runtime import Runtime
+from gateway.core.validate import ProblemError
+
+TEMPLATES = Path(__file__).with_name("templates")
+MAX_FORM_BYTES = 4096
+
+SECURITY_HEADERS = {
+    "cache-control": "no-store",
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+}
+JSON_HEADERS = {"cache-control": "no-store"}
+
+# The one navigation: (key, label, href). A page passes its key as `active`.
+NAV: tuple[tuple[str, str, str], ...] = (
+    ("overview", "Overview", "/admin/"),
+    ("try", "Try", "/admin/try"),
+    ("gaps", "Gaps", "/admin/gaps"),
+    ("tasks", "Tasks", "/admin/tasks"),
+    ("indexes", "Indexes", "/admin/documents"),
+    ("synonyms", "Synonyms", "/admin/synonyms"),
+    ("tenants", "Tenants", "/admin/tenants"),
+    ("deliveries", "Deliveries", "/admin/deliveries"),
+    ("users", "Users", "/admin/users"),
+)
+
+
+def when_seconds(ts: Any) -> str:
+    """Unix seconds → 'YYYY-MM-DD HH:MM:SS UTC'; '-' for anything not a number."""
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        return "-"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def when_minutes(ts: Any) -> str:
+    """Unix seconds → 'YYYY-MM-DD HH:MM UTC'; '-' for 0, None or not a number."""
+    if not ts or not isinstance(ts, int | float):
+        return "-"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def ms(v: Any) -> str:
+    """Milliseconds with one decimal; '-' when not a number."""
+    return f"{v:.1f}" if isinstance(v, int | float) else "-"
+
+
+def num(v: Any, digits: int = 4) -> str:
+    """A float with `digits` decimals; '-' for None."""
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=visible,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
+    return env
+
+
+templates = Jinja2Templates(env=_environment())
+
+
+def runtime(request: Request) -> Runtime:
+    """The app's Runtime (its config is the one in force now)."""
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def page(request: Request, user: ConsoleUser | None, template: str, *, active: str = "", title: str,
+         status: int = 200, **context: Any) -> Response:
+    """Render `template` for `user` (None: logged out, no navigation) with the shared
+    context: user, nav, active (the nav key to mark), title, csrf(form) → the form's token,
+    show_queries, can(action, index)."""
+    shared = {
+        "user": user, "title": title, "active": active,
+        "nav": [{"key": k, "label": label, "href": href} for k, label, href in NAV],
+        "csrf": lambda form: page_token(request, form),
+        "show_queries": runtime(request).config.admin.show_queries,
+        "can": lambda action, index=None: can(user, action, index),
+    }
+    return templates.TemplateResponse(request, template, {**shared, **context}, status_code=status,
+                                      headers=SECURITY_HEADERS, media_type="text/html; charset=utf-8")
+
+
+def not_found() -> Response:
+    """The console's answer when it is not configured: a plain 404, as if absent."""
+    return Response("Not Found", status_code=404, media_type="text/plain", headers={"cache-control": "no-store"})
+
+
+def message(request: Request, user: ConsoleUser | None, heading: str, text: str, *, status: int,
+            kind: str = "error", back: str = "", active: str = "") -> Response:
+    """A page in the layout holding one message (an error: role=alert; a note: role=status)."""
+    return page(request, user, "message.html", active=active, title=heading, status=status, heading=heading,
+                message=text, kind=kind, back=back)
+
+
+def json_answer(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """`data` as JSON (orjson), never cached."""
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json",
+                    headers={**JSON_HEADERS, **(headers or {})})
+
+
+def refusal(request: Request, user: ConsoleUser | None, *, as_json: bool, status: int, text: str,
+            active: str = "") -> Response:
+    """A refusal: {"error": text} for a JSON twin or a tool, else the message page."""
+    if as_json:
+        return json_answer({"error": text}, status)
+    return message(request, user, "Not allowed" if status == 403 else "Cannot do that", text, status=status,
+                   active=active)
+
+
+async def gate(request: Request, action: str, index: str | None = None, *, as_json: bool = False,
+         active: str = "") -> ConsoleUser | Response:
+    """The user when they may do `action` (users.can) on `index`; otherwise the answer to send:
+    404 when no console is configured, the login form (401; JSON {"error"} with
+    WWW-Authenticate: Bearer for a twin) when not logged in, a 403 refusal naming the role
+    needed when logged in without the right."""
+    if not console_enabled(runtime(request).config):
+        return not_found()
+    user = await current_user(request)
+    if user is None:
+        if as_json:
+            return json_answer({"error": "console login required (admin token or user credential)"}, 401,
+                               {"www-authenticate": "Bearer"})
+        return login_form(request, status=401)
+    if not can(user, action, index):
+        what = f" on index {index}" if index else ""
+        return refusal(request, user, as_json=as_json, status=403, active=active,
+                       text=f"Your role ({user.role_label}) does not allow {action.replace('_', ' ')}{what}; "
+                            "ask an admin.")
+    return user
+
+
+def login_form(request: Request, *, status: int = 401, text: str = "", name: str = "") -> Response:
+    """The login form (POST /admin/login: fields `user`, `token`)."""
+    return page(request, None, "login.html", title="Log in", status=status, message=text, name=name)
+
+
+def see_other(url: str) -> Response:
+    """POST-redirect-GET: 303 to `url` (a path of this console), so a refresh repeats nothing."""
+    return RedirectResponse(url, status_code=303, headers={"cache-control": "no-store"})
+
+
+async def read_form(request: Request, user: ConsoleUser | None, form: str, *, max_bytes: int = MAX_FORM_BYTES,
+                    max_fields: int = 16) -> dict[str, str] | Response:
+    """The fields of a urlencoded form POST (first value of each), after the CSRF check of
+    `form` (gateway.console.csrf.post_ok); or the answer to send: 413/408 for a body too large
+    or too slow, 403 for a stale or cross-site form."""
+    try:
+        body = await read_limited(request.stream(), max_bytes, runtime(request).config.server.body_timeout_seconds)
+    except ProblemError as exc:
+        too_large = exc.problem.kind == "too_large"
+        return message(request, user, "Form refused", "The form is too large." if too_large
+                       else "The form did not arrive in time.", status=413 if too_large else 408)
+    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=max_fields)
+    fields = {k: v[0] for k, v in parsed.items()}
+    if not post_ok(request, fields.get(FIELD), form):
+        return message(request, user, "Form refused", "This form expired or came from another site: "
+                       "open the page again and resubmit.", status=403)
+    return fields

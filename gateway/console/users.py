@@ -1,0 +1,63 @@
+"""Console users and the one authorisation rule every console page asks: `can(user, action, index)`.
+
+Roles (docs/console.md, "Users and roles"):
+- viewer: reads every page; changes nothing.
+- owner: reads every page, but sees only the gaps of the indexes they own, and may change
+  (documents, synonyms, filing a gap's task) only those indexes.
+- admin: everything, users and tenants included. The configured `admin.token_sha256` token
+  logs in as the admin named 'admin'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Role = Literal["viewer", "owner", "admin"]
+ROLES: tuple[Role, ...] = ("viewer", "owner", "admin")
+
+# What a page asks before it shows or changes something. Reads with an index are scoped for owners.
+READ = frozenset({"view"})  # overview, deliveries, try, documents served: every role
+INDEX_READ = frozenset({"view_gaps"})  # an owner: only their indexes
+INDEX_WRITE = frozenset({"file_gap", "edit_documents", "edit_synonyms"})  # owner of the index, admin
+ADMIN_ONLY = frozenset({"manage_users", "manage_tenants"})
+ACTIONS = READ | INDEX_READ | INDEX_WRITE | ADMIN_ONLY
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleUser:
+    """Who is using the console. name: the login name ('admin' for the admin token).
+    role: viewer | owner | admin. indexes: the index names an owner owns (empty otherwise)."""
+
+    name: str
+    role: Role
+    indexes: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def role_label(self) -> str:
+        """'admin', 'viewer' or 'owner of a, b' (for the page header)."""
+        return f"owner of {', '.join(sorted(self.indexes))}" if self.role == "owner" else self.role
+
+
+def can(user: ConsoleUser | None, action: str, index: str | None = None) -> bool:
+    """True when `user` may do `action` (one of ACTIONS) on `index` (None: not about one index,
+    or "any of them" for an index-scoped read, which the page then filters per index).
+    Raises ValueError for an unknown action, so a typo never grants anything."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown console action {action!r}")
+    if user is None:
+        return False
+    if user.role == "admin":
+        return True
+    if action in READ:
+        return True
+    if action in INDEX_READ:
+        return user.role == "viewer" or index is None or index in user.indexes
+    if action in INDEX_WRITE:
+        return user.role == "owner" and index is not None and index in user.indexes
+    return False
+
+
+def visible_indexes(user: ConsoleUser, names: list[str]) -> list[str]:
+    """The subset of index `names` whose gaps `user` may see, in the given order."""
+    return [n for n in names if can(user, "view_gaps", n)]

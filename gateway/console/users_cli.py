@@ -1,0 +1,142 @@
+"""`kbgate users add|list|remove`: the console's users in the config file (registered by gateway/cli.py).
+
+kbgate users add NAME --role viewer|owner|admin [--index NAME ...] --config FILE [--credential-stdin]
+kbgate users list --config FILE [--json]
+kbgate users remove NAME --config FILE
+
+`add` generates a credential (or reads one line from stdin), writes only its scrypt hash
+(gateway/console/credentials.py) into `[admin.users.NAME]` through the validated, atomic config
+edit (a running server reloads it), and prints the credential once. Each change is audited as
+'cli:<login>' (gateway/console/changes.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import tomlkit
+from tomlkit.toml_document import TOMLDocument
+
+from gateway.console.changes import audit_change, cli_user
+from gateway.console.credentials import MAX_CREDENTIAL, hash_credential, new_credential
+from gateway.core.config import Config, load_config
+from gateway.core.config.edit import edit_config
+from gateway.core.config.owners import CONSOLE_ROLES
+from gateway.core.errors import ConfigError
+
+MIN_CREDENTIAL = 12  # characters of a credential typed by its owner (a generated one has 43)
+
+
+def register(sub: Any) -> None:
+    """Add `users` and its subcommands to the `kbgate` parser's subparsers `sub`."""
+    u = sub.add_parser("users", help="the console's users: add (prints the credential once), list, remove")
+    us = u.add_subparsers(dest="users_command", required=True)
+    a = us.add_parser("add", help="add a console user with a role; prints their credential once")
+    a.add_argument("name")
+    a.add_argument("--role", required=True, choices=CONSOLE_ROLES)
+    a.add_argument("--index", action="append", default=[], metavar="NAME",
+                   help="an index an owner owns (repeat for several; owners only)")
+    a.add_argument("--config", required=True, type=Path)
+    a.add_argument("--credential-stdin", action="store_true",
+                   help=f"read the credential from one line of stdin (at least {MIN_CREDENTIAL} characters) "
+                        "instead of generating one")
+    a.set_defaults(func=cmd_users_add)
+    ls = us.add_parser("list", help="each user with their role and indexes (never a credential)")
+    ls.add_argument("--config", required=True, type=Path)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_users_list)
+    r = us.add_parser("remove", help="remove a console user: their credential stops working at the next reload")
+    r.add_argument("name")
+    r.add_argument("--config", required=True, type=Path)
+    r.set_defaults(func=cmd_users_remove)
+
+
+def _users_table(doc: TOMLDocument) -> Any:
+    admin = doc.get("admin")
+    if admin is None:
+        admin = tomlkit.table()
+        doc["admin"] = admin
+    users = admin.get("users")
+    if users is None:
+        users = tomlkit.table(is_super_table=True)
+        admin["users"] = users
+    return users
+
+
+def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str) -> Config:
+    """Write `[admin.users.NAME]` with the hash of `credential`. Raises ConfigError naming the
+    key when the user exists or the edited config is invalid (the file is then untouched)."""
+    digest = hash_credential(credential)
+
+    def mutate(doc: TOMLDocument) -> None:
+        users = _users_table(doc)
+        if name in users:
+            raise ConfigError(f"admin.users.{name}", "already exists: remove it first to change it")
+        entry = tomlkit.table()
+        entry["role"] = role
+        if indexes:
+            entry["indexes"] = indexes
+        entry["credential"] = digest
+        users[name] = entry
+
+    return edit_config(path, mutate)
+
+
+def remove_user(path: Path, name: str) -> Config:
+    """Remove `[admin.users.NAME]`. Raises ConfigError when there is no such user."""
+    def mutate(doc: TOMLDocument) -> None:
+        admin = doc.get("admin")
+        users = admin.get("users") if admin is not None else None
+        if users is None or name not in users:
+            raise ConfigError(f"admin.users.{name}", "does not exist")
+        del users[name]
+
+    return edit_config(path, mutate)
+
+
+def cmd_users_add(args: argparse.Namespace) -> int:
+    if args.credential_stdin:
+        credential = sys.stdin.readline().strip()
+        if not MIN_CREDENTIAL <= len(credential) <= MAX_CREDENTIAL or not credential.isprintable() \
+                or any(c in credential for c in ":; "):
+            raise ConfigError("--credential-stdin", f"must be {MIN_CREDENTIAL}-{MAX_CREDENTIAL} printable "
+                              "characters without ':', ';' or spaces")
+    else:
+        credential = new_credential()
+    config = add_user(args.config, args.name, args.role, list(args.index), credential)
+    audit_change(config, cli_user(), "users.add", args.name, role=args.role, indexes=list(args.index))
+    owns = f" of {', '.join(args.index)}" if args.index else ""
+    print(f"console user {args.name} added ({args.role}{owns}); only the credential's hash is in {args.config}")
+    if not args.credential_stdin:
+        print(f"  credential (shown once, give it to {args.name} through your secret store): {credential}")
+    print(f"  log in at /admin/ with user {args.name} and that credential; a tool sends "
+          f"'Authorization: Bearer {args.name}:<credential>'")
+    return 0
+
+
+def cmd_users_list(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    users = [{"name": u.name, "role": u.role, "indexes": list(u.indexes)} for u in config.admin.users]
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps({"users": users, "admin_token": config.admin.token_sha256 is not None},
+                                             option=orjson.OPT_INDENT_2) + b"\n")
+        return 0
+    if config.admin.token_sha256 is not None:
+        print("admin     admin (the admin token)")
+    for u in users:
+        owns = f" of {', '.join(u['indexes'])}" if u["indexes"] else ""
+        print(f"{u['name']:<9} {u['role']}{owns}")
+    if not users and config.admin.token_sha256 is None:
+        print("no console users and no admin token: /admin/ answers 404")
+    return 0
+
+
+def cmd_users_remove(args: argparse.Namespace) -> int:
+    config = remove_user(args.config, args.name)
+    audit_change(config, cli_user(), "users.remove", args.name)
+    print(f"console user {args.name} removed; their credential stops working when the server reloads the config")
+    return 0

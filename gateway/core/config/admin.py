@@ -1,0 +1,60 @@
+"""`[admin]`: the console and the deliveries record (AdminConfig documents each key).
+
+    [admin]              token_sha256, show_queries, keep_deliveries
+    [admin.users.NAME]   role = "viewer" | "owner" | "admin", indexes = [...] (an owner's),
+                         credential = "scrypt$N$r$p$SALT$HASH" (`kbgate users add` writes it)
+
+Every problem raises ConfigError naming the key; a digest or credential value is never echoed
+(an operator may have pasted the token itself).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gateway.core.config.fields import INDEX_NAME, SHA256_HEX
+from gateway.core.config.model import AdminConfig
+from gateway.core.config.owners import CONSOLE_ROLES, ConsoleUserConfig
+from gateway.core.errors import ConfigError
+from gateway.core.validate import Fields
+
+USER_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# scrypt$N$r$p$salt$hash, salt and hash unpadded base64url (gateway/console/credentials.py)
+CREDENTIAL_HASH = re.compile(r"scrypt\$[1-9][0-9]{0,7}\$[1-9][0-9]?\$[1-9][0-9]?"
+                             r"\$[A-Za-z0-9_-]{16,64}\$[A-Za-z0-9_-]{32,128}")
+
+
+def parse_admin(t: Fields) -> AdminConfig:
+    """The [admin] table → AdminConfig. Raises ConfigError naming the key."""
+    t.only({"token_sha256", "show_queries", "keep_deliveries", "users"})
+    digest = t.data.get("token_sha256")
+    if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
+        raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
+                          "admin token, not the token (kbgate admin-token prints both)")
+    users = t.table("users")
+    parsed = tuple(_user(users, name) for name in users.data)
+    return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000),
+                       parsed)
+
+
+def _user(users: Fields, name: str) -> ConsoleUserConfig:
+    key = users.key(name)
+    if not USER_NAME.fullmatch(name) or name == "admin":
+        raise ConfigError(key, "must be 1-64 of a-z, 0-9, '.', '_', '-' (starting with a letter or digit), "
+                          "and not 'admin' (the admin token's name)")
+    u = users.table(name)
+    u.only({"role", "indexes", "credential"})
+    role = u.choice("role", CONSOLE_ROLES)
+    indexes = u.strings("indexes") or ()
+    for i, index in enumerate(indexes):
+        if not INDEX_NAME.fullmatch(index):
+            raise ConfigError(f"{u.key('indexes')}[{i}]", "is not an index name")
+    if role == "owner" and not indexes:
+        raise ConfigError(u.key("indexes"), "must name the indexes an owner owns")
+    if role != "owner" and indexes:
+        raise ConfigError(u.key("indexes"), f"applies to owners only (role is {role!r})")
+    credential = u.data.get("credential")
+    if not isinstance(credential, str) or not CREDENTIAL_HASH.fullmatch(credential):
+        raise ConfigError(u.key("credential"), "must be the credential's hash 'scrypt$N$r$p$SALT$HASH' "
+                          "(kbgate users add writes it), never the credential")
+    return ConsoleUserConfig(name, role, tuple(indexes), credential)

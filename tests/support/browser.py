@@ -1,0 +1,112 @@
+"""Console pages in a real headless Chromium (Debian's, driven by Playwright; never `playwright install`).
+
+`browser` is one Chromium per test module (import its function into the module: `from tests.support.browser
+import _browser  # noqa: F401`). The checks below are what every console page must pass:
+no horizontal scroll of the main content at 390 px and 1280 px, every control reached by Tab with
+a visible focus ring, and distinct accessible names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+WIDTHS = (390, 1280)
+
+
+@pytest.fixture(name="browser", scope="module")
+def _browser() -> Iterator[Any]:
+    """One headless Chromium for the whole test module."""
+    if not CHROMIUM.exists():
+        pytest.fail("/usr/bin/chromium is missing: run `bash tests/ensure-tools.sh` as root "
+                    "(apt-get install chromium fonts-wqy-microhei); never `playwright install`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def log_in(page: Any, base: str, token: str, user: str = "") -> None:
+    """Log in through the form with the keyboard alone (the token field has the focus)."""
+    page.goto(base + "/admin/")
+    if user:
+        page.fill('input[name="user"]', user)
+    page.focus('input[name="token"]')
+    page.keyboard.type(token)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+
+def assert_fits(page: Any, label: str = "") -> None:
+    """The page scrolls no wider than the viewport at its current width."""
+    got = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+    assert got[0] <= got[1], f"{label or page.url}: {got[0]} px wide in a {got[1]} px viewport"
+
+
+def assert_fits_both(page: Any, url: str) -> None:
+    """`url` fits at 390 px and at 1280 px (the viewport is left at 1280 px)."""
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(url)
+        assert_fits(page, f"{url} at {width} px")
+
+
+FOCUS_JS = """() => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  const cs = getComputedStyle(el);
+  const ring = cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2;
+  return {tag: el.tagName.toLowerCase(), name: el.getAttribute('name') || '', href: el.getAttribute('href') || '',
+          text: (el.getAttribute('aria-label') || el.innerText || el.value || '').trim().slice(0, 80), ring};
+}"""
+
+CONTROLS_JS = """() => Array.from(document.querySelectorAll(
+    'a[href], button, input:not([type=hidden]), select, textarea, summary'))
+  .filter(el => !el.disabled && el.offsetParent !== null)
+  .map(el => {
+    let label = el.getAttribute('aria-label');
+    if (!label && el.labels && el.labels.length) {
+      const copy = el.labels[0].cloneNode(true);
+      copy.querySelectorAll('input, select, textarea, datalist').forEach(c => c.remove());
+      label = copy.textContent;
+    }
+    if (!label) label = el.innerText || el.value || el.getAttribute('name') || '';
+    const role = el.tagName === 'A' ? 'link' : el.tagName === 'BUTTON' || el.type === 'submit' ? 'button' : 'field';
+    return role + ':' + label.trim().replace(/\\s+/g, ' ');
+  })"""
+
+
+def tab_through(page: Any, limit: int = 200) -> list[dict[str, Any]]:
+    """The focused elements met pressing Tab from the top of the (reloaded) page until focus comes round
+    again (at most `limit` presses). Each: tag, name, href, text, ring (a visible outline)."""
+    page.reload()  # a fresh load: Tab starts at the top of the document (use on GET pages)
+    seen: list[dict[str, Any]] = []
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        got = page.evaluate(FOCUS_JS)
+        if got is None or (seen and got == seen[0]):
+            break
+        seen.append(got)
+    return seen
+
+
+def assert_keyboard(page: Any) -> list[dict[str, Any]]:
+    """Tab reaches every visible control of the page, each shows a focus ring, and no two
+    controls share an accessible name. Returns what Tab met."""
+    met = tab_through(page)
+    controls = page.evaluate(CONTROLS_JS)
+    assert len(met) >= len(controls), (met, controls)
+    assert all(m["ring"] for m in met), [m for m in met if not m["ring"]]
+    dupes = {c for c in controls if controls.count(c) > 1}
+    assert not dupes, f"controls sharing an accessible name: {sorted(dupes)}"
+    return met
