@@ -11,13 +11,15 @@ route only; an absent dial keeps the index's. `parse_dials` reads them from a ro
 `check_dials` then refuses, naming the key, a dial its index cannot honour (a dense share or
 candidates on an index the config makes lexical, rerank on or a rerank threshold without a
 rerank stage): a dial that silently does nothing is a configuration mistake
-(docs/configuration.md, "Retrieval dials").
+(docs/configuration.md, "Retrieval dials"). `floor_of` gives a route's relevance floor, the bar
+its dials keep apart from the rerank threshold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from gateway.core.config.model import SearchConfig
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseConfig
@@ -25,9 +27,16 @@ from indexes.neighbours import MAX_NEIGHBOURS
 from indexes.rerank.config import RerankConfig
 from indexes.types import NO_DIALS, Dials
 
-__all__ = ["DIAL_KEYS", "check_dials", "parse_dials"]
+__all__ = ["DIAL_KEYS", "check_dials", "floor_of", "parse_dials"]
 
 DIAL_KEYS = ("dense_share", "candidates", "rerank", "rerank_threshold", "neighbours")
+
+
+def floor_of(route_floor: float | None, search: SearchConfig) -> float:
+    """The relevance floor of a route (0..1): its own when set, else search.relevance_floor.
+    Hits under it are dropped, never replaced (seed 000 §独立搜索: the route threshold is not
+    lowered to fill a list)."""
+    return search.relevance_floor if route_floor is None else route_floor
 
 
 def parse_dials(r: Fields, max_candidates: int) -> Dials:

@@ -187,13 +187,6 @@ class SearchConfig:
     relevance_floor: float = DEFAULT_RELEVANCE_FLOOR
 
 
-def floor_of(route_floor: float | None, search: SearchConfig) -> float:
-    """The relevance floor of a route (0..1): its own when set, else search.relevance_floor.
-    Hits under it are dropped, never replaced (seed 000 §独立搜索: the route threshold is not
-    lowered to fill a list)."""
-    return search.relevance_floor if route_floor is None else route_floor
-
-
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
     """The console under `/admin/` and the deliveries record.

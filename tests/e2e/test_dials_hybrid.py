@@ -1,0 +1,75 @@
+"""A hybrid index's dense share per route, end to end: `kbgate index add` embeds with the
+embedded model, a real `kbgate serve` answers signed callbacks on two routes over the one index
+(dense_share 0: BM25's order; dense_share 1: the nearest neighbours' order), and `kbgate try`
+shows each route's effective dials, which the route set and which are the index's."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from indexes.types import Document, Section
+from tests.support import harness
+from tests.support.callbacks import post
+from tests.support.configs import ACME_KEYS, ENV, SECRET_ACME, config, tenant, write
+from tests.support.documents import as_jsonl
+from tests.support.harness import free_port, serve
+from tests.support.paths import ROOT
+
+QUESTION = "忘记密码了怎么办"
+DOCS = [  # 'pw' answers it in other words; 'form' shares its words (忘记, 密码) but not its meaning
+    Document("pw", "账号管理", (Section("", "重置管理员口令：在登录页点击找回，按邮件里的链接设置新口令。"),),
+             dataset="public"),
+    Document("form", "表单校验", (Section("", "密码字段忘记填写时，表单在提交前提示密码字段不能为空。"),),
+             dataset="public"),
+    Document("br", "备份", (Section("", "使用 BR 工具把全量数据备份到 S3 对象存储。"),), dataset="public"),
+]
+ROUTES = {"lexical": {"dense_share": 0.0}, "dense": {"dense_share": 1.0, "candidates": 10}}
+
+
+def write_site(tmp: Path, port: int) -> Path:
+    (tmp / "docs").mkdir()
+    (tmp / "docs" / "pages.jsonl").write_text(as_jsonl(DOCS), "utf-8")
+    acme = tenant("acme", keys=ACME_KEYS, routes=[("tech", name, "docs") for name in ROUTES])
+    for route in acme["acme"]["routes"]:
+        route.update(ROUTES[route["second_level_id"]])
+    data = config(tmp, tenants=[acme], port=port, search={"relevance_floor": 0},
+                  dense={"docs": {"provider": "local", "model": "use-multilingual-v3", "query_timeout_ms": 5000}})
+    return write(tmp / "gateway.toml", data)
+
+
+def ids(c: httpx.Client, base: str, second: str) -> list[str]:
+    r = post(c, base, SECRET_ACME, second=second, query=QUESTION, limit=3)
+    assert r.status_code == 200, r.text
+    answer = orjson.loads(r.content)
+    assert answer["Ret"] == 0, answer
+    return [item["Id"] for item in answer["Result"]]
+
+
+def test_two_routes_on_one_hybrid_index_weigh_the_dense_side_as_configured(tmp_path: Path) -> None:
+    port = free_port()
+    cfg = write_site(tmp_path, port)
+    built = harness.kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress",
+                           str(tmp_path / "docs"), env=ENV, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with serve(cfg, port=port, env=ENV, cwd=ROOT) as srv, httpx.Client(timeout=30) as c:
+        deadline = time.monotonic() + 60  # the worker loads the model in the background
+        dense = ids(c, srv.base, "dense")
+        while dense[:1] != ["pw"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+            dense = ids(c, srv.base, "dense")
+        assert dense[0] == "pw"  # the nearest neighbour: the page that answers in other words
+        assert ids(c, srv.base, "lexical")[0] == "form"  # BM25 alone: the page that shares the words
+    tried = harness.kbgate("try", "--config", str(cfg), "--caller", "volcengine", "--tenant", "acme", "--first",
+                           "tech", "--second", "dense", "--query", QUESTION, env=ENV, timeout=300)
+    assert tried.returncode == 0, tried.stderr
+    assert "dials: dense_share 1.0 · candidates 10 · neighbours 0 (set by the route: dense_share, candidates)" \
+        in tried.stdout, tried.stdout
+    tried = harness.kbgate("try", "--config", str(cfg), "--caller", "volcengine", "--tenant", "acme", "--first",
+                           "tech", "--second", "lexical", "--query", QUESTION, "--json", env=ENV, timeout=300)
+    assert tried.returncode == 0, tried.stderr
+    [search] = orjson.loads(tried.stdout)[0]["searches"]
+    assert search["dials"] == {"dense_share": 0.0, "candidates": 50, "neighbours": 0, "route": ["dense_share"]}
