@@ -19,12 +19,12 @@ from tests.support.documents import as_jsonl
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
 
-QUESTION = "忘记密码了怎么办"
-DOCS = [  # 'pw' answers it in other words; 'form' shares its words (忘记, 密码) but not its meaning
-    Document("pw", "账号管理", (Section("", "重置管理员口令：在登录页点击找回，按邮件里的链接设置新口令。"),),
-             dataset="public"),
-    Document("form", "表单校验", (Section("", "密码字段忘记填写时，表单在提交前提示密码字段不能为空。"),),
-             dataset="public"),
+QUESTION = "明天天气怎么样"
+FORECAST = "明天多云转小雨，气温十五到二十度，出门请带伞。"
+FIELDS = "天气字段、明天字段、天气字段的默认值：这些字段名是示例配置里随便取的，天气和明天都只是名字。"
+DOCS = [  # 'forecast' answers it; 'fields' repeats its words (天气, 明天) but means something else
+    Document("forecast", "天气预报", (Section("", FORECAST),), dataset="public"),
+    Document("fields", "配置项说明", (Section("", FIELDS),), dataset="public"),
     Document("br", "备份", (Section("", "使用 BR 工具把全量数据备份到 S3 对象存储。"),), dataset="public"),
 ]
 ROUTES = {"lexical": {"dense_share": 0.0}, "dense": {"dense_share": 1.0, "candidates": 10}}
@@ -58,11 +58,11 @@ def test_two_routes_on_one_hybrid_index_weigh_the_dense_side_as_configured(tmp_p
     with serve(cfg, port=port, env=ENV, cwd=ROOT) as srv, httpx.Client(timeout=30) as c:
         deadline = time.monotonic() + 60  # the worker loads the model in the background
         dense = ids(c, srv.base, "dense")
-        while dense[:1] != ["pw"] and time.monotonic() < deadline:
+        while dense[:1] != ["forecast"] and time.monotonic() < deadline:
             time.sleep(0.5)
             dense = ids(c, srv.base, "dense")
-        assert dense[0] == "pw"  # the nearest neighbour: the page that answers in other words
-        assert ids(c, srv.base, "lexical")[0] == "form"  # BM25 alone: the page that shares the words
+        assert dense[0] == "forecast"  # the nearest neighbour: the page that answers the question
+        assert ids(c, srv.base, "lexical")[0] == "fields"  # BM25 alone: the page that repeats its words
     tried = harness.kbgate("try", "--config", str(cfg), "--caller", "volcengine", "--tenant", "acme", "--first",
                            "tech", "--second", "dense", "--query", QUESTION, env=ENV, timeout=300)
     assert tried.returncode == 0, tried.stderr
@@ -71,5 +71,5 @@ def test_two_routes_on_one_hybrid_index_weigh_the_dense_side_as_configured(tmp_p
     tried = harness.kbgate("try", "--config", str(cfg), "--caller", "volcengine", "--tenant", "acme", "--first",
                            "tech", "--second", "lexical", "--query", QUESTION, "--json", env=ENV, timeout=300)
     assert tried.returncode == 0, tried.stderr
-    [search] = orjson.loads(tried.stdout)[0]["searches"]
+    [search] = orjson.loads(tried.stdout)["searches"]
     assert search["dials"] == {"dense_share": 0.0, "candidates": 50, "neighbours": 0, "route": ["dense_share"]}
