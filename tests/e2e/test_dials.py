@@ -53,6 +53,8 @@ ROUTES = {  # second_level_id → the route's dials
     "cand2": {"candidates": 2},
     "thr": {"rerank_threshold": 0.5, "relevance_floor": 0.0},
     "near": {"neighbours": 1},
+    "floor": {"relevance_floor": 0.5},
+    "apart": {"relevance_floor": 0.5, "rerank_threshold": 0.1},
 }
 
 
@@ -141,6 +143,11 @@ def test_routes_on_one_index_answer_as_their_dials_say_through_every_caller(tmp_
             # The reranker scores the five chunks 1/6 .. 5/6 (reverse mode): 0.5 keeps the last three,
             # whatever their relevance before it (the route's floor, 0, judged that).
             assert ids(callback(c, base, "thr", "备份")) == ["d4", "d3", "d2"]
+            # A floor alone judges the reranker's score (1/6 .. 5/6): the last three pass 0.5. With a
+            # rerank threshold the two bars are apart: the floor judges the relevance before the
+            # reranker (each page holds the whole question), the threshold the reranker's score.
+            assert ids(callback(c, base, "floor", "备份")) == ["d4", "d3", "d2"]
+            assert ids(callback(c, base, "apart", "备份")) == LEXICAL[::-1]
             plain = callback(c, base, "plain", "演练")
             near = callback(c, base, "near", "演练")
             assert ids(plain) == ids(near) and ids(near)[0].startswith("runbook#")
