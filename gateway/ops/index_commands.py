@@ -199,7 +199,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
             s = store.open(name).stats()
         except IndexStoreError as exc:  # one bad index must not hide the others
             failed += 1
-            print(shown(f"{name}\t{exc.reason.upper()}"))
+            print(f"{shown(name)}\t{shown(exc.reason.upper())}")
             print(shown(f"kbgate: {exc}"), file=sys.stderr)
             continue
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"

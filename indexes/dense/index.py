@@ -27,6 +27,7 @@ import tantivy
 from tantivy import Query
 
 from ..hits import make_hit
+from ..readonly import Shadow
 from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
@@ -102,7 +103,7 @@ class HybridIndex(KnowledgeIndex):
         exactly the reader's commit (manual reloads), None when it could not be pinned down
         (then the commit label is one read before the last reload, as `KnowledgeIndex`'s)."""
         self.dense.invalidate()
-        generation, commit, _ = searcher_at_commit(self._index, self.path)
+        generation, commit, _ = searcher_at_commit(self._index, self.path, reload=self.reload_reader)
         self.dense.reloaded(generation)
         return generation, commit
 
@@ -234,16 +235,16 @@ class HybridStore(IndexStore):
         self._observe_rerank = observe_rerank
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
-              warm: bool = True) -> KnowledgeIndex:
+              warm: bool = True, shadow: Shadow | None = None) -> KnowledgeIndex:
         dense = self.dense.get(name)
         if dense is None:
-            ki = super()._make(name, folder, index, chunk_chars, warm=warm)
+            ki = super()._make(name, folder, index, chunk_chars, warm=warm, shadow=shadow)
         else:
             serving = None if warm else self._open.get(name)  # a write handle borrows the served model
             lent = _Lent(serving.embedder) if isinstance(serving, HybridIndex) else None
             ki = HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
                              chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe,
-                             embedder=lent)
+                             embedder=lent, shadow=shadow)
         rerank = self.rerank.get(name)
         if rerank is not None and warm:  # a writer never reranks
             from ..rerank import RerankStage

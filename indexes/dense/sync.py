@@ -24,7 +24,7 @@ import fcntl
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ def ingest_lock(index_folder: Path, name: str) -> Iterator[None]:
         os.close(fd)
 
 
-def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: bool = True,
+def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: bool | Callable[[], None] = True,
                            attempts: int = 5) -> tuple[int | None, tantivy.Searcher]:
     """(generation, searcher) where the searcher is known to show exactly that commit.
 
@@ -98,15 +98,19 @@ def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: 
     return generation, searcher
 
 
-def searcher_at_commit(index: tantivy.Index, index_folder: Path, *, reload: bool = True,
+def searcher_at_commit(index: tantivy.Index, index_folder: Path, *, reload: bool | Callable[[], None] = True,
                        attempts: int = 5) -> tuple[int | None, str | None, tantivy.Searcher]:
     """(generation, commit label, searcher): `searcher_at_generation` with the `commit_label`
     of the same meta.json read. When the generation cannot be pinned down it is None and the
-    label is the one read before the last reload (never newer than the searcher shows)."""
+    label is the one read before the last reload (never newer than the searcher shows).
+    reload: True (`index.reload()`), False (none), or the reload to run
+    (`KnowledgeIndex.reload_reader`: a read-only folder's shadow is refreshed first)."""
     commit: str | None = None
     for _ in range(attempts):
         before, commit = read_commit(index_folder)
-        if reload:
+        if callable(reload):
+            reload()
+        elif reload:
             index.reload()
         searcher = index.searcher()
         if before is not None and before == read_generation(index_folder):

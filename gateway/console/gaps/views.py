@@ -5,7 +5,7 @@ GET  /admin/gaps              the gap groups (HTML)        GET /admin/gaps.json 
 POST /admin/gaps/file         form `group`, `csrf` → files or bumps the group's improvement task, then
                               303 to /admin/gaps?filed=… (a refresh files nothing)
                               (JSON in and out with a Bearer token: {"group": id}, for `kbgate gaps --file`)
-GET  /admin/documents         served counts per index      GET /admin/documents.json the same as JSON
+GET  /admin/documents         303 to /admin/indexes        GET /admin/documents.json served counts per index
 
 CSRF: gateway.console.csrf (form label 'gaps'); a Bearer POST (a tool) needs none.
 """
@@ -180,18 +180,8 @@ async def _documents(request: Request) -> tuple[list[tuple[str, list[tuple[str, 
 
 
 async def documents_html(request: Request) -> Response:
-    """GET /admin/documents."""
-    user = await gate(request, "view", active="indexes")
-    if isinstance(user, Response):
-        return user
-    rt, _ = _state(request)
-    try:
-        indexes, shared = await _documents(request)
-        error = None
-    except DependencyUnavailable:
-        indexes, shared, error = [], True, "The hit statistics (Redis) are not answering; try again shortly."
-    return page(request, user, "documents.html", active="indexes", title="Documents served", indexes=indexes,
-                days=rt.config.gaps.keep_days, shared=shared, error=error)
+    """GET /admin/documents: the index browser took its place (gateway.console.browse)."""
+    return see_other("/admin/indexes")
 
 
 async def documents_json(request: Request) -> Response:
