@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from gateway.core.scope import EffectiveScope, allows
 from indexes.analysis import normalize, query_terms
+from indexes.dense import HybridIndex
 from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
 from indexes.types import NO_DIALS, Dials, Hit, MetaFilter
@@ -175,6 +176,7 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
                     expansions=analysed(query, idx.synonyms).expansions, dials=effective_dials(idx, dials))
+    t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
     kept_ids = {h.id for h in kept}
     threshold = dials.rerank_threshold
     for h in found:

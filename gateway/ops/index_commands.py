@@ -70,6 +70,9 @@ def register(sub: Any) -> None:
     from gateway.ops.replicas import register as register_replicas
 
     register_replicas(ixs)  # index publish|fetch
+    from gateway.ops.calibrate import register as register_calibrate
+
+    register_calibrate(ixs)  # index calibrate
 
 
 def _command(args: argparse.Namespace) -> str:

@@ -21,8 +21,9 @@ COSINE_LINES = {"use-multilingual-v3": (0.30, 0.65), "multilingual-e5-small-q4":
 their own (USE's nearest chunks of on-topic questions at 0.24–0.75, e5's at 0.87–0.96), so the line
 that puts them on the relevance scale is the model's (`indexes.relevance.dense`), read off the
 shared sets: the zero above the nearest chunks of the off-topic questions (USE ≤ 0.29, e5 ≤ 0.88 on
-the laws route), the one near the top of the on-topic ones (docs/hybrid-retrieval.md). A served
-model takes USE's line unless its table sets cosine_zero / cosine_one."""
+the laws route), the one near the top of the on-topic ones (docs/hybrid-retrieval.md). The line an
+index judges on is measured for its vectors (`indexes.dense.calibration`); these are the fallback
+for vectors without one (a served model takes USE's), and cosine_zero / cosine_one override both."""
 """(lexical_weight, dense_weight) of each fusion when the config names none (docs/hybrid-retrieval.md)."""
 LOCAL_MODELS = {
     # model name in the config → (Python package giving it, import name)
@@ -80,8 +81,9 @@ class DenseConfig:
         (reciprocal rank fusion, weight / (rrf_k + rank)). lexical_weight / dense_weight: weights
         of the two sides (DEFAULT_WEIGHTS when the config names none).
     cache_dir: the embedding cache folder (None: `<indexes.dir>/.embedding-cache`).
-    cosine_zero / cosine_one: the cosines mapped to relevance 0 and 1 (`cosine_line`; None: the
-        model's COSINE_LINES entry, USE's for a served model).
+    cosine_zero / cosine_one: override the cosines mapped to relevance 0 and 1 (None: the line
+        measured for the vectors, `indexes.dense.calibration`, else `cosine_line`: the model's
+        COSINE_LINES entry, USE's for a served model).
     threads: local only: BLAS threads of the in-process model (through threadpoolctl). Keep 1
         in a server: one query is a few small matrix products, and OpenBLAS threads contending
         for two cores made USE take 40 ms of CPU per query instead of 4 (measured).
@@ -124,7 +126,8 @@ class DenseConfig:
 
     @property
     def cosine_line(self) -> tuple[float, float]:
-        """(cosine at relevance 0, cosine at relevance 1) of this index's vectors (COSINE_LINES)."""
+        """(cosine at relevance 0, cosine at relevance 1) when no line was measured for the vectors:
+        the config's ends, else the model's COSINE_LINES entry (`indexes.dense.calibration.effective`)."""
         zero, one = COSINE_LINES.get(self.model, COSINE_LINES["use-multilingual-v3"])
         return (zero if self.cosine_zero is None else self.cosine_zero,
                 one if self.cosine_one is None else self.cosine_one)

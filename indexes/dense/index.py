@@ -44,6 +44,7 @@ from ..types import (
     SearchFilter,
 )
 from .cache import EmbeddingCache
+from .calibration import CosineLine, measure, stored_texts, write_line
 from .config import DenseConfig
 from .hybrid import DenseSearch, Observe
 from .providers import Embedder, Vectors, make_embedder
@@ -210,6 +211,35 @@ class HybridIndex(KnowledgeIndex):
                 cache.close()
         self.maybe_reload(force=True)
         return report
+
+    def cosine_line(self) -> CosineLine:
+        """The cosine line searches judge on now (`indexes.dense.calibration`)."""
+        return self.dense.line()
+
+    def calibrate(self) -> CosineLine | None:
+        """Measure the cosine line of the vectors of the commit the index shows and store it with
+        them (`indexes.dense.calibration`: an index whose vectors predate measuring); this handle
+        judges on it at once, a server from its next commit or restart. None when the index is
+        too small to measure. Raises IndexLockedError while a writer holds the index, LookupError
+        when the commit has no vectors of this model (run `kbgate index add` first), and the
+        provider's EmbeddingError."""
+        timeout = self.dense_config.timeout_seconds
+        with ingest_lock(self.path, self.name):
+            self.maybe_reload(force=True)
+            generation, _, searcher = searcher_at_commit(self._index, self.path)
+            current = load_current(self.path, view=False)
+            if current is None or current.generation != generation \
+                    or current.fingerprint != self.embedder.fingerprint:
+                raise LookupError(f"index {self.name} has no vectors of {self.dense_config.model} for its latest "
+                                  "commit: run kbgate index add first")
+            keys = sorted(current.chunk_of)
+            line = measure([current.chunk_of[k] for k in keys], lambda at: current.vectors([keys[i] for i in at]),
+                           lambda ids: stored_texts(searcher, self._schema, ids),
+                           lambda text: self.embedder.embed_query(text, timeout))
+            if line is not None:
+                write_line(current.folder, line)
+        self.dense.reloaded(generation)  # this handle's state: the vectors again, with their line
+        return line
 
     def close(self) -> None:
         """Stop the query encoder's threads and release the provider (and the rerank stage's)."""

@@ -40,6 +40,7 @@ from ..ingest.chunking import chunk
 from ..stats import read_commit, read_generation
 from ..types import Document, IngestError, IngestWarning
 from .cache import EmbeddingCache, text_key
+from .calibration import CosineLine, line_for, stored_texts
 from .config import DenseConfig
 from .providers import Embedder
 from .texts import passage_text
@@ -62,11 +63,18 @@ class DenseReport:
     cached: int = 0
     kept: int = 0
     publish_seconds: float = 0.0
+    cosine_line: CosineLine | None = None
 
     def line(self, name: str) -> str:
         return (f"index {name}: vectors of generation {self.generation}: {self.chunks} chunks ({self.kept} kept, "
                 f"{self.cached} from the embedding cache, {self.embedded} embedded), published in "
-                f"{self.publish_seconds:.1f} s")
+                f"{self.publish_seconds:.1f} s; " + _line_text(self.cosine_line))
+
+
+def _line_text(line: CosineLine | None) -> str:
+    if line is None:
+        return "cosine line not measured (fewer documents than a measure needs): the model's line is used"
+    return f"cosine line {line.zero:.4f} → 0, {line.one:.4f} → 1 ({line.source}, {line.probes} probes)"
 
 
 @contextlib.contextmanager
@@ -233,7 +241,11 @@ class DenseIngest:
             self._close_bar()
         added = [Entry(cid, did, have[k]) for cid, did, k, _ in texts]
         dim = added[0].vector.shape[0] if added else (previous.dim if previous is not None else 0)
-        publish(self.folder, generation, self.embedder.fingerprint, dim, revisions, keep, previous, added)
+        timeout = self.config.timeout_seconds
+        line = line_for(previous, keep, added, lambda ids: stored_texts(searcher, schema, ids),
+                        lambda text: self.embedder.embed_query(text, timeout))
+        publish(self.folder, generation, self.embedder.fingerprint, dim, revisions, keep, previous, added, line=line)
+        self.report.cosine_line = line
         self.report.generation = generation
         self.report.kept = len(keep)
         self.report.chunks = len(keep) + len(added)
