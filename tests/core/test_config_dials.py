@@ -20,12 +20,13 @@ ROUTE = "tenants.acme.routes[0]"
 
 def data(dials: dict[str, Any], *, dense: bool = True, rerank: bool = True, agent: bool = False) -> dict[str, Any]:
     """A config whose tenant route (or, with `agent`, agent route 'docs') over index 'docs' sets
-    `dials`; the index is hybrid with `dense`, reranked with `rerank`."""
+    `dials`; the index is hybrid with `dense` (else `dense = "none"`), reranked with `rerank`."""
     acme = tenant("acme", keys=[("k1", "env:ACME_SECRET")], routes=[("tech", "docs", "docs")])
     if not agent:
         acme["acme"]["routes"][0].update(dials)
     d = config(Path("."), tenants=[acme], indexes="idx",
-               dense={"docs": {"provider": "local", "model": "use-multilingual-v3"}} if dense else None)
+               dense={"docs": {"provider": "local", "model": "use-multilingual-v3"}} if dense else None,
+               lexical=() if dense else ("docs",))
     if rerank:
         d["indexes"].setdefault("docs", {})["rerank"] = RERANK
     if agent:
@@ -92,6 +93,14 @@ def test_a_dial_its_index_cannot_honour_is_refused(tmp_path: Path, dials: dict[s
 def test_candidates_on_a_lexical_index_with_a_reranker_and_rerank_off_anywhere(tmp_path: Path) -> None:
     assert parse(data({"candidates": 10}, dense=False), tmp_path).tenants["acme"].routes[0].dials.candidates == 10
     assert parse(data({"rerank": False}, dense=False, rerank=False), tmp_path)  # says what is: nothing to turn off
+
+
+def test_an_index_left_to_the_default_takes_a_dense_share(tmp_path: Path) -> None:
+    """An index with no dense setting is hybrid by default (unless built lexical before, which
+    only the disk tells: check-config warns then, tests/e2e/test_dials_hybrid.py)."""
+    d = data({"dense_share": 0.3, "candidates": 12}, rerank=False)
+    del d["indexes"]["docs"]
+    assert parse(d, tmp_path).tenants["acme"].routes[0].dials == Dials(dense_share=0.3, candidates=12)
 
 
 def test_the_example_config_shows_every_dial() -> None:

@@ -30,14 +30,17 @@ DOCS = [  # 'forecast' answers it; 'fields' repeats its words (天气, 明天) b
 ROUTES = {"lexical": {"dense_share": 0.0}, "dense": {"dense_share": 1.0, "candidates": 10}}
 
 
-def write_site(tmp: Path, port: int) -> Path:
+def write_site(tmp: Path, port: int, *, dense: bool = True) -> Path:
+    """tmp/docs/pages.jsonl and tmp/gateway.toml: the ROUTES over index 'docs', hybrid with the
+    embedded model (without `dense`: no dense setting, the index left to the default)."""
     (tmp / "docs").mkdir()
     (tmp / "docs" / "pages.jsonl").write_text(as_jsonl(DOCS), "utf-8")
     acme = tenant("acme", keys=ACME_KEYS, routes=[("tech", name, "docs") for name in ROUTES])
     for route in acme["acme"]["routes"]:
         route.update(ROUTES[route["second_level_id"]])
     data = config(tmp, tenants=[acme], port=port, search={"relevance_floor": 0},
-                  dense={"docs": {"provider": "local", "model": "use-multilingual-v3", "query_timeout_ms": 5000}})
+                  dense={"docs": {"provider": "local", "model": "use-multilingual-v3", "query_timeout_ms": 5000}}
+                  if dense else None)
     return write(tmp / "gateway.toml", data)
 
 
@@ -73,3 +76,19 @@ def test_two_routes_on_one_hybrid_index_weigh_the_dense_side_as_configured(tmp_p
     assert tried.returncode == 0, tried.stderr
     [search] = orjson.loads(tried.stdout)["searches"]
     assert search["dials"] == {"dense_share": 0.0, "candidates": 50, "neighbours": 0, "route": ["dense_share"]}
+
+
+def test_check_config_warns_of_a_dense_share_on_an_index_built_lexical(tmp_path: Path) -> None:
+    """An index the config leaves to the default but built before hybrid was (no vectors) is
+    served lexically: the config loads (only the disk tells), and check-config names the inert
+    dial and the command that gives the index its vectors."""
+    from indexes.store import IndexStore
+
+    cfg = write_site(tmp_path, free_port(), dense=False)
+    IndexStore(tmp_path / "indexes").create_or_open_for_write("docs").ingest(DOCS, progress=False)
+    checked = harness.kbgate("check-config", "--config", str(cfg), env=ENV, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for route, keys in (("routes[0]", ("dense_share",)), ("routes[1]", ("dense_share", "candidates"))):
+        for key in keys:
+            assert f"warning: tenants.acme.{route}.{key} is inert: index docs is served lexically until it has " \
+                   "vectors (kbgate index embed)" in checked.stdout, checked.stdout

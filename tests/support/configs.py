@@ -106,13 +106,18 @@ def config(root: Path, *, tenants: Iterable[Mapping[str, Any]] = (ACME,), indexe
            port: int | None = None, workers: int | None = None, redis_url: str | None = None,
            key_prefix: str | None = None, log_level: str | None = None, admin_token: str | None = None,
            show_queries: bool | None = None, dense: Mapping[str, Mapping[str, Any]] | None = None,
-           **sections: Mapping[str, Any]) -> dict[str, Any]:
+           lexical: Iterable[str] = (), **sections: Mapping[str, Any]) -> dict[str, Any]:
     """A whole config as a dict. indexes: indexes.dir (relative to the config's folder).
-    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval).
+    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval). lexical: indexes
+    configured `dense = "none"`, for tests of lexical behaviour that create indexes through
+    `kbgate index add`, sync or the document API (a new index is hybrid by default, and embedding
+    it is not what they test).
     sections: more tables (server, replay, search, agent, audit, access), merged key by key."""
     data: dict[str, Any] = {"indexes": {"dir": str(indexes)}}
     for name, table in (dense or {}).items():
         data["indexes"][name] = {"dense": dict(table)}
+    for name in lexical:
+        data["indexes"][name] = {"dense": "none"}
     server: dict[str, Any] = {}
     if port is not None:
         server["bind"] = f"127.0.0.1:{port}"

@@ -8,11 +8,13 @@
 
 Each overrides its index's setting (`[indexes.NAME.dense]`, `[indexes.NAME.rerank]`) for that
 route only; an absent dial keeps the index's. `parse_dials` reads them from a route's table;
-`check_dials` then refuses, naming the key, a dial its index cannot honour (a dense share or
-candidates on an index the config makes lexical, rerank on or a rerank threshold without a
-rerank stage): a dial that silently does nothing is a configuration mistake
-(docs/configuration.md, "Retrieval dials"). `floor_of` gives a route's relevance floor, the bar
-its dials keep apart from the rerank threshold.
+`check_dials` then refuses, naming the key, a dial its index cannot honour: a dense share or
+candidates on an index the config makes lexical (`dense = "none"`), rerank on or a rerank
+threshold without a rerank stage. A dial that silently does nothing is a configuration mistake
+(docs/configuration.md, "Retrieval dials"). An index the config leaves to the default is hybrid
+unless it was built lexical before (decided on disk): there a dense share is inert, and
+`kbgate check-config` says so (`inert_dials`). `floor_of` gives a route's relevance floor, the
+bar its dials keep apart from the rerank threshold.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from gateway.core.config.model import SearchConfig
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
-from indexes.dense.config import DenseConfig
+from indexes.dense.config import DenseChoices, DenseConfig
 from indexes.neighbours import MAX_NEIGHBOURS
 from indexes.rerank.config import RerankConfig
 from indexes.types import NO_DIALS, Dials
@@ -59,15 +61,19 @@ def check_dials(routes: Iterator[tuple[str, str, Dials]], dense: Mapping[str, De
                 rerank: Mapping[str, RerankConfig]) -> None:
     """Refuse a dial the route's index cannot honour. routes: (the route's key, e.g.
     'tenants.acme.routes[0]', its index, its dials); dense / rerank: the config's hybrid and rerank
-    settings by index. Raises ConfigError naming the dial's key."""
+    settings by index (`DenseChoices`: an index the config leaves to the default may be hybrid,
+    decided on disk, so only `dense = "none"` makes it lexical here). Raises ConfigError naming
+    the dial's key."""
+    choices = DenseChoices.of(dense)
     for at, index, d in routes:
-        hybrid, reranked = index in dense, index in rerank
+        hybrid = index in choices or (index not in choices.lexical and choices.default is not None)
+        reranked = index in rerank
         if d.dense_share is not None and not hybrid:
-            raise ConfigError(f"{at}.dense_share", f"is set, but index {index!r} is lexical (no [indexes.{index}."
-                              "dense]): there is no fusion to share; remove it or make the index hybrid")
+            raise ConfigError(f"{at}.dense_share", f"is set, but index {index!r} is lexical ([indexes.{index}] dense "
+                              "= \"none\"): there is no fusion to share; remove it or make the index hybrid")
         if d.candidates is not None and not hybrid and not reranked:
-            raise ConfigError(f"{at}.candidates", f"is set, but index {index!r} has neither a fusion ([indexes."
-                              f"{index}.dense]) nor a rerank stage ([indexes.{index}.rerank]) to take candidates")
+            raise ConfigError(f"{at}.candidates", f"is set, but index {index!r} has neither a fusion (it is lexical) "
+                              f"nor a rerank stage ([indexes.{index}.rerank]) to take candidates")
         for key, on in (("rerank", d.rerank is True), ("rerank_threshold", d.rerank_threshold is not None)):
             if on and not reranked:
                 raise ConfigError(f"{at}.{key}", f"is set, but index {index!r} has no rerank stage "

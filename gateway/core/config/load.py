@@ -44,7 +44,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
-from indexes.dense.config import DenseConfig
+from indexes.dense.config import DenseChoices
 from indexes.types import DEFAULT_BOUNDS, NO_DIALS, Dials
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
@@ -97,7 +97,7 @@ def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
 
 
 def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-                 ) -> tuple[Path, dict[str, DenseConfig]]:
+                 ) -> tuple[Path, DenseChoices]:
     """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
     (`[indexes.NAME.dense]`), and nothing else of the file.
 
@@ -112,7 +112,7 @@ def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = N
 
 
 def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-                     ) -> tuple[Path, dict[str, DenseConfig], dict[str, tuple[SyncSource, ...]]]:
+                     ) -> tuple[Path, DenseChoices, dict[str, tuple[SyncSource, ...]]]:
     """What `kbgate sync` reads, like `load_indexes` (no tenant secret; an embedding API key when
     an index is hybrid): (`indexes.dir`, the hybrid settings, each index's sync sources). Raises
     ConfigError naming the key."""

@@ -361,8 +361,8 @@ class Config:
     """The whole configuration. `source` is the file it came from (or None).
 
     paths: callback path → tenant name (each tenant's `path`, unique).
-    dense: index name → its hybrid retrieval settings (`[indexes.NAME.dense]`); an index
-        absent from it is lexical only.
+    dense: index name → its hybrid settings; parsed, a `DenseChoices` (`dense = "none"`, and the
+        default of a new index or one holding vectors: `DenseChoices.for_index`).
     rerank: index name → its rerank stage (`[indexes.NAME.rerank]`, `indexes.rerank`); an index
         absent from it is not reranked.
     synonyms: index name → its synonyms (`[indexes.NAME] synonyms = "path"`, indexes.synonyms),
