@@ -1,11 +1,12 @@
-"""Per-route retrieval dials end to end: a real `kbgate serve` over one index with a rerank stage
-pointing at the real rerank server (tests/support/rerank_server.py, "reverse" mode: a reranked
-answer comes in the reverse of the lexical order, so the order tells whether and over how many
-candidates the rerank ran). Routes on that one index differ only by their dials, and every
-caller — a signed Volcengine callback, Dify's External Knowledge API, the knowledge protocol,
-the tool API and the MCP server — answers each route as its dials say: rerank off, fewer
-candidates, a rerank threshold apart from the relevance floor, neighbouring chunks appended.
-A hybrid index's dense share: tests/e2e/test_dials_hybrid.py."""
+"""Per-route retrieval dials end to end: a real `kbgate serve` over one lexical index
+(`dense = "none"`) with a rerank stage pointing at the real rerank server
+(tests/support/rerank_server.py, "reverse" mode: a reranked answer comes in the reverse of the
+lexical order, so the order tells whether and over how many candidates the rerank ran). Routes
+on that one index differ only by their dials, and every caller — a signed Volcengine callback,
+Dify's External Knowledge API, the knowledge protocol, the tool API and the MCP server — answers
+each route as its dials say: rerank off, fewer candidates, a rerank threshold apart from the
+relevance floor, neighbouring chunks appended. A hybrid index's dense share:
+tests/e2e/test_dials_hybrid.py."""
 
 from __future__ import annotations
 
@@ -71,9 +72,9 @@ def write_site(tmp: Path, port: int, rr_port: int) -> Path:
              "routes": {"support": {"index": "docs"},
                         "support_lex": {"index": "docs", "rerank": False, "neighbours": 1}}}
     data = config(tmp, tenants=[acme], port=port, agent=agent, access={"sqlite_path": "feedback.sqlite3"},
-                  search={"content_chars": 3000}, dify={"content_chars": 3000})
-    data["indexes"]["docs"] = {"rerank": {"provider": "cohere", "url": f"http://127.0.0.1:{rr_port}{PATHS['cohere']}",
-                                          "model": "stand-in", "timeout_ms": 5000}}
+                  search={"content_chars": 3000}, dify={"content_chars": 3000}, lexical=["docs"])
+    data["indexes"]["docs"]["rerank"] = {"provider": "cohere", "url": f"http://127.0.0.1:{rr_port}{PATHS['cohere']}",
+                                         "model": "stand-in", "timeout_ms": 5000}
     return write(tmp / "gateway.toml", data)
 
 
