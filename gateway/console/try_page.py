@@ -26,7 +26,7 @@ from gateway.console import try_
 from gateway.console.csrf import post_ok
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
-from gateway.console.try_view import REASONS
+from gateway.console.try_view import REASONS, dials_text
 from gateway.console.users import ConsoleUser
 from gateway.core.bodies import read_limited
 from gateway.core.errors import TryInvalid
@@ -104,7 +104,8 @@ def _choices(rt: Runtime) -> dict[str, list[str]]:
 def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
             sides: list[tuple[str, dict[str, Any] | str]]) -> Response:
     return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
-                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS)
+                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS,
+                   dials_text=dials_text)
 
 
 async def page(request: Request) -> Response:

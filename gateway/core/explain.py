@@ -19,7 +19,8 @@ caller's; what changes while explaining is only what is *observed*:
 `Explain.successor` maps an index name to the index to search instead (an index and its
 rebuilt successor, side by side): only a try sets it.
 
-Reasons (`Dropped.reason`): 'floor' (relevance under the route's relevance floor), 'scope' (re-checked
+Reasons (`Dropped.reason`): 'floor' (relevance under the route's relevance floor),
+'rerank_threshold' (the reranker's score under the route's rerank threshold), 'scope' (re-checked
 outside the scope), 'one_per_document', 'outside_scope', 'metadata_condition', 'limit',
 'merged' (the same document already answered by another route of a multi-route search).
 """
@@ -37,9 +38,10 @@ from indexes.analysis import normalize, query_terms
 from indexes.dense import HybridIndex
 from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
-from indexes.types import Hit, MetaFilter
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter
 
-__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "explaining", "matched_terms", "trace"]
+__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "effective_dials", "explaining", "matched_terms",
+           "trace"]
 
 CANDIDATES_PER_RESULT = 5
 """Chunks an explanation search asks for per answer wanted (at least MIN_CANDIDATES)."""
@@ -166,18 +168,22 @@ def matched_terms(query: str, text: str) -> list[str]:
 
 def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
           where: MetaFilter | None, found: list[Hit], kept: list[Hit], took_ms: float, check_ms: float,
-          generation: int | None) -> SearchTrace:
-    """The trace of one search: `found` the index's hits, `kept` those the floor and the scope
-    re-check let through (the answer), timed `took_ms` / `check_ms`. Runs the explanation
-    searches (module doc) on `idx`; raises what `KnowledgeIndex.search` raises."""
+          generation: int | None, dials: Dials = NO_DIALS) -> SearchTrace:
+    """The trace of one search: `found` the index's hits, `kept` those the floor (or the route's
+    rerank threshold) and the scope re-check let through (the answer), timed `took_ms` /
+    `check_ms`; `dials` the route's (`effective_dials`). Runs the explanation searches (module
+    doc) on `idx`; raises what `KnowledgeIndex.search` raises."""
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
-                    expansions=analysed(query, idx.synonyms).expansions)
+                    expansions=analysed(query, idx.synonyms).expansions, dials=effective_dials(idx, dials))
     t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
     kept_ids = {h.id for h in kept}
+    threshold = dials.rerank_threshold
     for h in found:
         if h.id not in kept_ids:
-            t.dropped.append(Dropped(h, "floor" if h.relevance < floor else "scope"))
+            rerank = h.scores.rerank
+            t.dropped.append(Dropped(h, "rerank_threshold" if threshold is not None and rerank is not None
+                                     and rerank < threshold else "floor" if h.relevance < floor else "scope"))
     started = time.perf_counter()
     wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
@@ -215,6 +221,31 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
             t.terms[h.id] = matched_terms(query, f"{h.title}\n{h.content}")
     t.explain_ms = (time.perf_counter() - started) * 1000.0
     return t
+
+
+def effective_dials(idx: KnowledgeIndex, dials: Dials) -> dict[str, object]:
+    """The retrieval dials a search of `idx` used, by name: the route's where it set one, else the
+    index's setting. dense_share and candidates on a hybrid index (`dense_config`); rerank (on or
+    off), its candidates and rerank_threshold where the index has a rerank stage (the candidates
+    a lexical index's reranker takes are its `candidates`); neighbours always; `route`: the names
+    the route set, in this order."""
+    out: dict[str, object] = {}
+    dense = getattr(idx, "dense_config", None)
+    if dense is not None:
+        total = dense.lexical_weight + dense.dense_weight
+        out["dense_share"] = dials.dense_share if dials.dense_share is not None else \
+            round(dense.dense_weight / total, 4) if total > 0 else 0.0
+        out["candidates"] = dials.candidates or dense.candidates
+    if idx.rerank is not None:
+        out["rerank"] = dials.rerank is not False
+        if dials.rerank is not False:
+            out["rerank_candidates" if dense is not None else "candidates"] = \
+                dials.candidates or idx.rerank.config.candidates
+            out["rerank_threshold"] = dials.rerank_threshold
+    out["neighbours"] = dials.neighbours
+    out["route"] = [name for name in ("dense_share", "candidates", "rerank", "rerank_threshold")
+                    if getattr(dials, name) is not None] + (["neighbours"] if dials.neighbours else [])
+    return out
 
 
 def _heading(chunk: Hit) -> str:
