@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from gateway.core.config.access import parse_access
 from gateway.core.config.admin import parse_admin
@@ -182,7 +183,7 @@ def _route_dials(tenants: Mapping[str, Tenant], agent: AgentConfig) -> Iterator[
 
 def _server(t: Fields) -> ServerConfig:
     t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds",
-            "readiness"})
+            "readiness", "public_url"})
     bind = t.string("bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -195,7 +196,25 @@ def _server(t: Fields) -> ServerConfig:
         graceful_timeout=t.number("graceful_timeout", 10.0, lo=0.0, hi=600.0),
         keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
         readiness=t.choice("readiness", READINESS_MODES, "any"),
+        public_url=_public_url(t.data.get("public_url")),
     )
+
+
+def _public_url(value: object) -> str | None:
+    """`server.public_url`: 'http(s)://host[:port][/prefix]' without query or fragment, kept
+    without a trailing '/'; None when absent. Raises ConfigError naming the key."""
+    if value is None:
+        return None
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment or parts.username is not None or any(c.isspace() for c in str(value)):
+        raise ConfigError("server.public_url", "must be http(s)://HOST[:PORT][/PREFIX] without user, query or "
+                          "fragment, e.g. https://kb.example.com")
+    try:
+        parts.port  # noqa: B018  (a port out of range raises here)
+    except ValueError:
+        raise ConfigError("server.public_url", "has a port that is not a number in 1-65535") from None
+    return str(value).rstrip("/")
 
 
 def _replay(t: Fields) -> ReplayConfig:

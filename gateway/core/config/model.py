@@ -115,11 +115,9 @@ class ServerConfig:
     keep_alive_seconds: a connection with no request in progress (idle between requests, or
         still sending a request's headers) is closed after this; hypercorn has no separate
         header timeout, so this is what bounds a client trickling headers.
-    readiness: when /readyz answers 200 (gateway/serve/readiness.py). "any" (default): Redis
-        (when configured) answers and at least one route can serve, so one misconfigured route
-        costs only its own callers; "all": every enabled route's index opens in the worker and
-        on disk, for replicas that are all alike, where a pod short of one index must not take
-        traffic (a rolling update then stops at it).
+    readiness: when /readyz answers 200 (gateway/serve/readiness.py): "any" (default), Redis
+        answers and one route can serve; "all", every enabled route's index opens (docs/configuration.md).
+    public_url: where callers reach this gateway ('https://kb.example.com', no trailing '/') or None.
     """
 
     bind: str = "127.0.0.1:8080"
@@ -129,6 +127,7 @@ class ServerConfig:
     graceful_timeout: float = 10.0
     keep_alive_seconds: float = 10.0
     readiness: str = "any"
+    public_url: str | None = None
 
 
 READINESS_MODES = ("any", "all")
