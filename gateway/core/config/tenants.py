@@ -45,8 +45,8 @@ def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str], max_id_char
     max_id_chars: `search.max_level_id_chars` (a longer route id could never be reached).
     max_candidates: `search.max_chunks_per_query` (the bound of a route's `candidates`).
     now: unix s the config is loaded at (None: the system clock), which a report_until may lie
-    at most REPORT_MAX_SECONDS beyond. Raises ConfigError naming the key (bad names, paths that repeat or shadow the gateway's
-    own endpoints, keys, routes).
+    at most REPORT_MAX_SECONDS beyond. Raises ConfigError naming the key (bad names, paths that
+    repeat or shadow the gateway's own endpoints, keys, routes, a report_until too far ahead).
     """
     tenants: dict[str, Tenant] = {}
     paths: dict[str, str] = {}
