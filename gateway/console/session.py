@@ -4,9 +4,8 @@ Two kinds of credential:
 - the admin token (`admin.token_sha256`): presented alone, it is the admin named 'admin';
 - a console user's credential (`[admin.users.NAME]`): presented as 'NAME:CREDENTIAL'.
 
-The cookie (gateway.console.auth.COOKIE) holds what the user typed at login, as the admin
-token's cookie always did: the server keeps no session state and only hashes, so reading the
-config never yields a usable credential. A user's scrypt check costs about 0.1-0.7 s, so it runs
+The login cookie (gateway.console.auth.COOKIE) holds a signed session, never a credential
+(gateway.console.sessions). A user's scrypt check costs about 0.1-0.7 s, so it runs
 in a worker thread, at most SCRYPT_AT_ONCE at a time, and a success is remembered per process
 (keyed by a SHA-256 of what was presented and the stored hash: a changed or removed user's
 old credential stops working at the next config reload). A name no user has is checked against
@@ -26,6 +25,7 @@ from starlette.requests import Request
 
 from gateway.console.auth import COOKIE, bearer, new_token, token_ok
 from gateway.console.credentials import MAX_CREDENTIAL, hash_credential, verify
+from gateway.console.sessions import Sessions
 from gateway.console.users import ConsoleUser, Role
 from gateway.core.config import Config
 
@@ -93,6 +93,26 @@ async def user_of(config: Config, credential: str | None) -> ConsoleUser | None:
     return ConsoleUser(entry.name, role, frozenset(entry.indexes))
 
 
+def user_named(config: Config, name: str | None) -> ConsoleUser | None:
+    """The console user called `name` in `config` ('' : the admin token's), or None."""
+    if name == "":
+        return ADMIN if config.admin.token_sha256 is not None else None
+    entry = next((u for u in config.admin.users if u.name == name), None)
+    if entry is None:
+        return None
+    role: Role = entry.role  # type: ignore[assignment]  # one of CONSOLE_ROLES, checked by the config
+    return ConsoleUser(entry.name, role, frozenset(entry.indexes))
+
+
 async def current_user(request: Request) -> ConsoleUser | None:
-    """The console user of `request`, or None when it carries no valid credential."""
-    return await user_of(request.app.state.runtime.config, presented(request))
+    """The console user of `request`: by its Bearer credential, else by its login session
+    (gateway.console.sessions); None when it carries neither valid."""
+    config = request.app.state.runtime.config
+    token = bearer(request.headers.get("authorization"))
+    if token is not None:
+        return await user_of(config, token)
+    cookie = request.cookies.get(COOKIE)
+    if not cookie:
+        return None
+    sessions: Sessions = request.app.state.sessions
+    return user_named(config, await sessions.name_of(config, cookie))
