@@ -195,6 +195,10 @@ class KnowledgeIndex:
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
 
+    def question(self, query: str) -> Question:
+        """The relevance's `Question` of raw `query` on the commit a search now sees: what `search` judges hits by."""
+        return question_of(analysed(query, self.synonyms), self._index.searcher(), self._doc_freqs)
+
     def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
                   one_per_document: bool, summary_chars: int, content_chars: int, asked: Question,
                   floor: float) -> list[Hit]:
@@ -279,12 +283,8 @@ class KnowledgeIndex:
 
     # ---- writing -------------------------------------------------------
 
-    def ingest(
-        self,
-        documents: Iterable[Document | IngestError | IngestWarning],
-        *,
-        delete_missing: bool = False, progress: bool = True, workers: int | None = None, replace: bool = False,
-    ) -> IngestReport:
+    def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
+               progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
         documents: Documents, and a reader's IngestErrors / IngestWarnings (the report's errors /

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from anyio import to_thread
 from redis.exceptions import RedisError
@@ -41,11 +41,26 @@ OUTCOMES = ("answered", "no_answer", "low_score")
 Pending = tuple[SearchAnswered, float, bool, str]  # (event, unix s, keep its text, outcome)
 
 
-def classify(e: SearchAnswered, threshold: float) -> str:
-    """'no_answer' (no hit), 'low_score' (best relevance < threshold) or 'answered'."""
-    if not e.hits:
+def verdict(relevances: Iterable[float], threshold: float) -> str:
+    """The gap rule on a question's hits' relevances (0..1): 'no_answer' (no hit), 'low_score'
+    (the best is under `threshold`) or 'answered'."""
+    best = max(relevances, default=None)
+    if best is None:
         return "no_answer"
-    return "low_score" if max(h.relevance for h in e.hits) < threshold else "answered"
+    return "low_score" if best < threshold else "answered"
+
+
+def classify(e: SearchAnswered, threshold: float) -> str:
+    """`verdict` of a published question's hits."""
+    return verdict((h.relevance for h in e.hits), threshold)
+
+
+def gap_view(config: Config, routes: tuple[str, ...], relevances: Iterable[float]) -> dict[str, object]:
+    """What a try shows of the gap rule (`gateway.core.explain.SearchTrace.gap`): {"threshold": the
+    routes' gap threshold (`GapsConfig.threshold_of`), "gap": bool, "reason": `verdict`}."""
+    threshold = config.gaps.threshold_of(routes)
+    reason = verdict(relevances, threshold)
+    return {"threshold": threshold, "gap": reason != "answered", "reason": reason}
 
 
 def route_label(e: SearchAnswered) -> str:
