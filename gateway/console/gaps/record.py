@@ -20,13 +20,14 @@ import asyncio
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from anyio import to_thread
 from redis.exceptions import RedisError
 
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.keys import question_key
+from gateway.console.gaps.states import MemoryStates, RedisStates
 from gateway.console.gaps.store import Example, GapStore, Served, day_of
 from gateway.core.config import Config
 from gateway.core.events import SearchAnswered
@@ -68,12 +69,22 @@ def route_label(e: SearchAnswered) -> str:
     return ",".join(e.asker.routes) or "-"
 
 
+Words = Callable[[str, str], Sequence[str]]
+"""(index name, raw question) → the question's content words as that index analyses them."""
+
+
 class GapRecorder:
     """config: () -> the current Config (read per event: a reload applies at once); now: the
-    clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter."""
+    clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter;
+    words: the index's analysis of a question (`Words`, the question key's; run in the flush's
+    worker thread; what it raises counts as no words); states: the groups' states (filed,
+    resolved, ignored: `gateway.console.gaps.states`), this process's memory when None."""
 
     def __init__(self, config: Callable[[], Config], now: Callable[[], float], store: GapStore,
-                 count: Callable[[str, str], None] | None = None) -> None:
+                 count: Callable[[str, str], None] | None = None, words: Words | None = None,
+                 states: MemoryStates | RedisStates | None = None) -> None:
+        self._words = words
+        self.states = states if states is not None else MemoryStates()
         self._config = config
         self._now = now
         self.store = store
@@ -115,12 +126,21 @@ class GapRecorder:
             return
         batch = [self._pending.popleft() for _ in range(len(self._pending))]
         cfg = self._config()
-        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key)
+        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key, self._analysed)
         try:
             await self.store.apply(questions, examples, served, cfg.gaps, self._now())
         except (RedisError, OSError, TimeoutError) as exc:
             self.dropped += len(batch)
             self._warn(f"gaps record: write failed ({type(exc).__name__}), {len(batch)} question(s) dropped")
+
+    def _analysed(self, e: SearchAnswered) -> Sequence[str]:
+        """The content words of `e`'s question on the first index it searched; () when unknown."""
+        if self._words is None or not e.indexes:
+            return ()
+        try:
+            return self._words(e.indexes[0], e.query)
+        except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
+            return ()
 
     def _warn(self, message: str) -> None:
         now = time.monotonic()
@@ -132,9 +152,12 @@ class GapRecorder:
         """Flush what is queued, then close the store."""
         await self.flush()
         await self.store.close()
+        if isinstance(self.states, RedisStates):
+            await self.states.close()
 
 
-def _aggregate(batch: list[Pending], key: bytes) -> tuple[list[Question], list[Example], Served]:
+def _aggregate(batch: list[Pending], key: bytes,
+               words: Callable[[SearchAnswered], Sequence[str]]) -> tuple[list[Question], list[Example], Served]:
     """Queued questions → (one delta per question key, texts to keep, served counts)."""
     questions: dict[str, Question] = {}
     examples: list[Example] = []
@@ -145,7 +168,7 @@ def _aggregate(batch: list[Pending], key: bytes) -> tuple[list[Question], list[E
             served.setdefault((h.index, day), Counter())[h.doc_id] += 1
         if outcome == "answered":
             continue
-        qk = question_key(key, e.query)
+        qk = question_key(key, e.query, words(e))
         q = questions.get(qk.key)
         if q is None:
             q = questions[qk.key] = Question(qk.key, qk.terms, first=ts)
