@@ -30,7 +30,7 @@ from gateway.console.gaps.keys import question_key
 from gateway.console.gaps.states import MemoryStates, RedisStates
 from gateway.console.gaps.store import Example, GapStore, Served, day_of
 from gateway.core.config import Config
-from gateway.core.events import SearchAnswered
+from gateway.core.events import Asker, SearchAnswered
 
 log = logging.getLogger("kbgate.gaps")
 
@@ -132,6 +132,17 @@ class GapRecorder:
         except (RedisError, OSError, TimeoutError) as exc:
             self.dropped += len(batch)
             self._warn(f"gaps record: write failed ({type(exc).__name__}), {len(batch)} question(s) dropped")
+
+    async def secret(self) -> bytes:
+        """The server key questions are hashed with (`gateway.console.gaps.keys`). Raises
+        RedisError / OSError / TimeoutError when it must be read from Redis and cannot."""
+        if self._key is None:
+            self._key = await self.store.key()
+        return self._key
+
+    def words_of(self, index: str, query: str) -> Sequence[str]:
+        """The question key's words for `query` on `index` (() when unknown): CPU, in a thread."""
+        return self._analysed(SearchAnswered(Asker("console", "", ()), query, (index,), ()))
 
     def _analysed(self, e: SearchAnswered) -> Sequence[str]:
         """The content words of `e`'s question on the first index it searched; () when unknown."""

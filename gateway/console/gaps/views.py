@@ -93,7 +93,7 @@ async def gaps_html(request: Request) -> Response:
     scoped = sorted(user.indexes) if user.role == "owner" else None
     return page(request, user, "gaps.html", active="gaps", title="Gaps", groups=groups, shared=rec.store.shared,
                 threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=scoped,
-                group_index=about, states=states, status=status, marked=request.query_params.get("marked", "")[:16])
+                group_index=about, states=states, gap_status=status, marked=request.query_params.get("marked", "")[:16])
 
 
 async def gaps_json(request: Request) -> Response:
