@@ -13,7 +13,6 @@ from gateway.console.render import gate, page
 
 # key (nav), path, heading, what to use meanwhile
 PENDING: tuple[tuple[str, str, str, str], ...] = (
-    ("synonyms", "/admin/synonyms", "Synonyms", "Edit the index's synonyms file; a try shows which fired."),
     ("tenants", "/admin/tenants", "Tenants", "Use `kbgate onboard` and `kbgate secrets` on the server."),
 )
 

@@ -356,6 +356,7 @@ def to_json(tried: Tried) -> dict[str, Any]:
                          "synonym_terms": _via(t, d.hit)} for d in t.dropped]})
     return {"caller": tried.request.caller, "route": tried.request.label(), "successor": tried.request.successor,
             "request_id": tried.request_id, "status": tried.status, "body": tried.body.decode("utf-8", "replace"),
-            "answer": parsed, "gap": next((t.gap for t in tried.explain.traces), None), "total_ms": tried.total_ms, "stages_ms": tried.stages_ms, "searches": searches,
+            "answer": parsed, "gap": next((t.gap for t in tried.explain.traces), None), "total_ms": tried.total_ms,
+            "stages_ms": tried.stages_ms, "searches": searches,
             "merged_out": [{"route": str(k), "id": d.hit.id, "title": d.hit.title, "reason": d.reason}
                            for k, d in tried.explain.merged]}

@@ -6,9 +6,10 @@ POST /admin/try.json   a JSON object of one `TryRequest`'s fields → `gateway.c
 
 GET  /admin/try?gap=GROUP  the form prefilled from a gap group by its id (gateway.console.try_gap)
 
-Form fields: `query`, `limit` (shared by both sides), `gap` (the group it came from, optional), then per side `a_` / `b_` + caller,
-tenant, first, second, client, token_id, session, route, metadata_condition (a JSON object,
-as Dify sends it), score_threshold, request_id, successor; side b runs when its caller is set.
+Form fields: `query`, `limit` (shared by both sides), `gap` (the group it came from, optional), then
+per side `a_` / `b_` + caller, tenant, first, second, client, token_id, session, route,
+metadata_condition (a JSON object, as Dify sends it), score_threshold, request_id, successor; side b
+runs when its caller is set.
 POSTs are CSRF-checked (gateway.console.csrf). The question is a POST field, never in a URL,
 so it reaches no access log; nothing here logs it. With no `admin.token_sha256` every path is 404.
 """
@@ -26,9 +27,9 @@ from starlette.routing import Route
 
 from gateway.console import try_, try_gap
 from gateway.console.csrf import post_ok
+from gateway.console.links import document_url
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
-from gateway.console.links import document_url
 from gateway.console.try_gap import FromGap
 from gateway.console.try_view import GAP_REASONS, MATCHED, REASONS
 from gateway.console.users import ConsoleUser
@@ -113,7 +114,8 @@ def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
                    member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS, document_url=document_url)
 
 
-async def _sides(request: Request, user: ConsoleUser, form: Mapping[str, str]) -> list[tuple[str, dict[str, Any] | str]]:
+async def _sides(request: Request, user: ConsoleUser,
+                 form: Mapping[str, str]) -> list[tuple[str, dict[str, Any] | str]]:
     rt = runtime(request)
     query, limit = form.get("query", ""), form.get("limit", "")
     sides: list[tuple[str, dict[str, Any] | str]] = []
@@ -146,7 +148,8 @@ async def page(request: Request) -> Response:
     if isinstance(form, Response):
         return form
     sides = await _sides(request, user, form)
-    from_gap, member = None, None
+    from_gap: FromGap | None = None
+    member: bool | None = None
     if form.get("gap"):
         from_gap = await try_gap.resolve(request, user, form["gap"][:64])
         searched = next((s["searches"][0]["index"] for _, s in sides if not isinstance(s, str) and s["searches"]),

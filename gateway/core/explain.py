@@ -21,8 +21,9 @@ rebuilt successor, side by side): only a try sets it.
 
 Reasons (`Dropped.reason`): 'no_match' (no content word of the question, nor a synonym of one,
 is in the chunk: `indexes.relevance.Question.matched`), 'floor' (it holds some, but its relevance
-is under the route's relevance floor), 'scope' (re-checked outside the scope), 'one_per_document', 'outside_scope', 'metadata_condition', 'limit',
-'merged' (the same document already answered by another route of a multi-route search).
+is under the route's relevance floor), 'scope' (re-checked outside the scope), 'one_per_document',
+'outside_scope', 'metadata_condition', 'limit', 'merged' (the same document already answered by another
+route of a multi-route search).
 """
 
 from __future__ import annotations
