@@ -141,9 +141,9 @@ async def page(request: Request) -> Response:
         wanted = request.query_params.get("gap", "")[:64]
         if not wanted:
             return _render(request, user, {}, [])
-        from_gap = await try_gap.resolve(request, user, wanted)
-        sides = await _sides(request, user, from_gap.form) if from_gap.question_kept else []
-        return _render(request, user, from_gap.form, sides, from_gap, True if from_gap.question_kept else None)
+        prefilled = await try_gap.resolve(request, user, wanted)
+        sides = await _sides(request, user, prefilled.form) if prefilled.question_kept else []
+        return _render(request, user, prefilled.form, sides, prefilled, True if prefilled.question_kept else None)
     form = await read_form(request, user, FORM, max_bytes=MAX_FORM_BYTES, max_fields=64)
     if isinstance(form, Response):
         return form
