@@ -25,12 +25,12 @@ Errors: `SynonymsRefused` (lines refused: [(line, problem)]), `Stale`, `NotWrita
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import hashlib
 import os
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +38,11 @@ from typing import Any
 
 import orjson
 
-from indexes.synonyms import MAX_FILE_BYTES, Synonyms, parse, problems
+from indexes.synonyms import MAX_FILE_BYTES, SynonymError, Synonyms, parse, problems
 
 MAX_HISTORY = 50
 MAX_HISTORY_BYTES = 4 << 20
+MAX_CHANGED_LINES = 200  # lines added / removed listed per history entry
 MAX_EDIT_BYTES = 256 * 1024
 """Largest file the browser edits (a larger one is shown, and changed in Git or on the server)."""
 
@@ -93,9 +94,19 @@ def read(path: Path, shown: str) -> FileState:
         raise NotWritable(f"{shown} cannot be read: {exc.strerror}") from None
     except UnicodeDecodeError:
         return FileState(raw.decode("utf-8", "replace"), digest(""), [(1, "is not UTF-8")], 0)
-    refused = problems(text, shown)
-    rules = 0 if refused else len(parse(text, shown).rules)
-    return FileState(text, digest(text), refused, rules)
+    try:
+        return FileState(text, digest(text), [], len(parse(text, shown).rules))
+    except SynonymError:
+        return FileState(text, digest(text), problems(text, shown), 0)
+
+
+def _current(path: Path, shown: str) -> FileState:
+    """The file's text and digest, not parsed (refused, rules: unknown). Raises NotWritable."""
+    try:
+        text = path.read_bytes()[:MAX_FILE_BYTES + 1].decode("utf-8-sig", "replace")
+    except OSError as exc:
+        raise NotWritable(f"{shown} cannot be read: {exc.strerror}") from None
+    return FileState(text, digest(text), [], 0)
 
 
 def history(path: Path) -> list[dict[str, Any]]:
@@ -117,12 +128,12 @@ def history(path: Path) -> list[dict[str, Any]]:
 
 def check(text: str, shown: str) -> Synonyms:
     """The rules of `text`, or SynonymsRefused listing every refused line."""
-    refused = problems(text, shown)
-    if refused:
-        raise SynonymsRefused(refused)
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise SynonymsRefused([(1, f"the file would be larger than {MAX_FILE_BYTES >> 20} MiB")])
-    return parse(text, shown)
+    try:
+        return parse(text, shown)
+    except SynonymError:
+        raise SynonymsRefused(problems(text, shown)) from None
 
 
 @contextlib.contextmanager
@@ -154,13 +165,21 @@ def _atomic_write(path: Path, data: bytes, mode: int) -> None:
 
 
 def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
-    added, removed = [], []
-    for line in difflib.ndiff(before.splitlines(), after.splitlines()):
-        if line.startswith("+ "):
-            added.append(line[2:])
-        elif line.startswith("- "):
-            removed.append(line[2:])
-    return added[:200], removed[:200]
+    """(lines added, lines removed), each in its text's order, at most MAX_CHANGED_LINES: a
+    multiset difference, linear in the texts (a line-by-line diff of two unrelated large files
+    is quadratic or worse)."""
+    old, new = Counter(before.splitlines()), Counter(after.splitlines())
+    added, removed = new - old, old - new
+
+    def listed(lines: list[str], which: Counter[str]) -> list[str]:
+        out = []
+        for line in lines:
+            if which[line] > 0 and len(out) < MAX_CHANGED_LINES:
+                which[line] -= 1
+                out.append(line)
+        return out
+
+    return listed(after.splitlines(), added), listed(before.splitlines(), removed)
 
 
 def _append_history(path: Path, entry: dict[str, Any], mode: int) -> None:
@@ -179,7 +198,7 @@ def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str
     rules = check(text, shown)
     try:
         with _locked(path.parent):
-            before = read(path, shown)
+            before = _current(path, shown)
             if before.digest != base:
                 raise Stale(f"{shown} changed since it was opened: open it again and redo the change")
             mode = path.stat().st_mode & 0o777
@@ -207,7 +226,7 @@ def revert(path: Path, shown: str, *, who: str, now: float | None = None) -> Syn
     before = last.get("before")
     if not isinstance(before, str):
         raise Stale("the last change kept no previous text")
-    current = read(path, shown)
+    current = _current(path, shown)
     if current.digest != last.get("after"):
         raise Stale(f"{shown} changed outside the console since the last change: revert it where it was made")
     return write(path, shown, before, current.digest, who=who, action="revert", now=now)
