@@ -202,11 +202,12 @@ def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str
             if before.digest != base:
                 raise Stale(f"{shown} changed since it was opened: open it again and redo the change")
             mode = path.stat().st_mode & 0o777
-            _atomic_write(path, text.encode("utf-8"), mode)
             added, removed = _changed_lines(before.text, text)
+            # the history first: a file written without its entry could not be reverted
             _append_history(path, {"at": now if now is not None else time.time(), "by": who, "action": action,
                                    "before": before.text, "after": digest(text), "added": added,
                                    "removed": removed}, mode)
+            _atomic_write(path, text.encode("utf-8"), mode)
     except PermissionError as exc:
         raise NotWritable(f"{shown} cannot be written: {exc.strerror}") from None
     except OSError as exc:
