@@ -25,6 +25,7 @@ Errors: `SynonymsRefused` (lines refused: [(line, problem)]), `Stale`, `NotWrita
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import os
@@ -193,7 +194,8 @@ def _append_history(path: Path, entry: dict[str, Any], mode: int) -> None:
 def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str = "save",
           now: float | None = None) -> Synonyms:
     """Replace the file's text by `text` (checked whole first) when the file is still the text
-    whose digest is `base`; record the change in the history. Returns the new rules. Raises
+    whose digest is `base`; record the change in the history. Returns the new rules (their
+    `source` the file's path, as `indexes.synonyms.load` names it). Raises
     SynonymsRefused, Stale, NotWritable (nothing written then)."""
     rules = check(text, shown)
     try:
@@ -214,7 +216,8 @@ def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str
         if isinstance(exc, NotWritable):
             raise
         raise NotWritable(f"{shown} cannot be written: {exc.strerror or exc}") from None
-    return rules
+    # named by the file's own path, as the config loads it: the reload watches that path
+    return dataclasses.replace(rules, source=str(path))
 
 
 def revert(path: Path, shown: str, *, who: str, now: float | None = None) -> Synonyms:
