@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The runnable demo config: deploy/demo/gateway.toml plus a demo agent client; its secrets
-# (signing key, Bearer token, ref key) are generated once in data/demo/.
+# The runnable demo config: deploy/demo/gateway.toml plus a demo agent client and the console's
+# admin token; its secrets (signing key, Bearer token, ref key, admin token) are generated once in data/demo/.
 $(DEMO): deploy/demo/gateway.toml deploy/demo/configure.py $(STAMP)
 	$(BIN)/python deploy/demo/configure.py data/demo >/dev/null
 
@@ -32,6 +32,10 @@ run: demo
 	@echo "  Dify 'Add External Knowledge API': API Endpoint http://$(BIND)/dify  API Key $$(cat data/demo/agent-token)  (External Knowledge ID: docs)"
 	@echo "  MCP client: {\"mcpServers\": {\"kbgate\": {\"url\": \"http://$(BIND)/mcp\", \"headers\": {\"Authorization\": \"Bearer $$(cat data/demo/agent-token)\"}}}}"
 	@echo "  curl -s http://$(BIND)/dify/retrieval -H \"Authorization: Bearer $$(cat data/demo/agent-token)\" -H 'Content-Type: application/json' -d '{\"knowledge_id\":\"docs\",\"query\":\"如何轮换密钥\",\"retrieval_setting\":{\"top_k\":3,\"score_threshold\":0}}'"
+	@echo ""
+	@echo "The console: open http://$(BIND)/admin/ and log in with the admin token (kept in data/demo/admin-token):"
+	@echo "  $$(cat data/demo/admin-token)"
+	@echo "  more people, each with a role: $(BIN)/kbgate users add NAME --role viewer|owner|admin [--index demo-docs] --config $(DEMO)"
 	@echo ""
 	$(BIN)/kbgate serve --config $(DEMO) --bind $(BIND)
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from gateway.core.config import Config, load_config
 from gateway.core.errors import ConfigError, KbgateError
 from gateway.volcengine.signing import NONCE_PATTERN
-from indexes.errors import EmbeddingError, IndexStoreError
+from indexes.errors import EmbeddingError, IndexStoreError, is_disk_full
 
 if TYPE_CHECKING:
     from indexes.dense.config import DenseConfig
@@ -63,8 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmbeddingError as exc:  # names the provider and the cause, never the key or the text
         print(f"kbgate: {exc}; nothing was committed, run the same command again", file=sys.stderr)
         return 1
-    except OSError as exc:  # a file named on the command line
+    except OSError as exc:  # a file named on the command line, or a full disk
         where = f": {exc.filename}" if exc.filename else ""
+        if is_disk_full(exc):
+            print(f"kbgate: disk full ({exc.strerror or exc}){where}: free space, then run it again", file=sys.stderr)
+            return 1
         print(f"kbgate: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

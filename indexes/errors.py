@@ -5,6 +5,8 @@
     ├── SchemaVersionError          index built by another schema version (rebuild it)
     ├── IndexCorruptError           Tantivy cannot open the files (damaged, truncated or missing)
     ├── IndexLockedError            another writer holds the index (Tantivy LockBusy)
+    ├── DiskFullError               a write found no space left on the index's device (ENOSPC,
+    │                               EDQUOT): nothing of it was committed
     └── GenerationError             a published generation could not be written or installed
                                     (`indexes.generations`, `indexes.fetch`)
 
@@ -19,21 +21,56 @@
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "EmbeddingError",
     "EmbeddingResponseError",
+    "DiskFullError",
     "EmbeddingUnavailable",
     "GenerationError",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
     "IndexStoreError",
+    "LOW_SPACE_BYTES",
     "RerankError",
     "RerankResponseError",
     "RerankUnavailable",
     "SchemaVersionError",
+    "is_disk_full",
     "is_engine_panic",
 ]
+
+_DISK_FULL_ERRNOS = (28, 122)  # ENOSPC, EDQUOT (Linux)
+_DISK_FULL_WORDS = ("no space left on device", "os error 28", "disk quota exceeded", "os error 122",
+                    "database or disk is full")
+
+
+LOW_SPACE_BYTES = 16 * 1024 * 1024
+"""Below this much free space (for unprivileged writers) on the device of an index, a failed
+write is reported as a full disk: Tantivy's indexing threads hit ENOSPC where Python does not see
+it, and the error that surfaces says only "An index writer was killed … (io::Error most
+likely)". 16 MiB is less than one segment of a few hundred pages."""
+
+
+def is_disk_full(exc: BaseException, folder: str | None = None) -> bool:
+    """Is `exc` a write that found no space: an OSError of ENOSPC or EDQUOT, an error of Tantivy
+    (a ValueError "… No space left on device (os error 28)") or SQLite ("database or disk is
+    full") saying so, or (`folder` given: where the write went) any error while the device
+    holding `folder` has under LOW_SPACE_BYTES free? Never raises."""
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS:
+        return True
+    text = str(exc).lower()
+    if any(w in text for w in _DISK_FULL_WORDS):
+        return True
+    if folder is None:
+        return False
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < LOW_SPACE_BYTES
 
 
 def is_engine_panic(exc: BaseException) -> bool:
@@ -65,6 +102,15 @@ class IndexNotFoundError(IndexStoreError):
     def __init__(self, name: str, path: str) -> None:
         self.path = path
         super().__init__(name, f"Index {name!r} does not exist at {path}.")
+
+
+class DiskFullError(IndexStoreError):
+    reason = "cannot be written: disk full"
+
+    def __init__(self, name: str, path: str) -> None:
+        self.path = path
+        super().__init__(name, f"Index {name!r} cannot be written: disk full (no space left on the device holding "
+                               f"{path}); nothing of this write was committed: free space, then run it again.")
 
 
 class SchemaVersionError(IndexStoreError):

@@ -22,6 +22,12 @@ Rules:
 - `readable_name(name)`: a name as a person reads it, for matching the never-readable trees:
   control and format characters and the fillers removed, NFKC (full-width `ｃｏｎｆｉｇ` is
   `config`), leading whitespace stripped.
+- `shown(text, lines=False)`: text as an operator may see it, on the admin pages and in every
+  CLI report line (`kbgate index add`, `kbgate sync`): each control character (ESC, so no
+  escape sequence or OSC title reaches a terminal; line breaks, so no name forges a report
+  line), format character, line or paragraph separator, non-character and lone surrogate (a
+  file name that is not UTF-8) written as a visible escape: 'a\x1bb' → 'a\\x1bb', U+202E →
+  '\\u202e'. lines=True (a page) keeps tab, line feed and carriage return.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import re
 import unicodedata
 
 __all__ = ["FOLDED_OUT", "FORMAT_RANGES", "HANGUL_FILLERS", "INVISIBLE_CLASS", "SEPARATOR_RANGES", "blank",
-           "name_problem", "readable_name"]
+           "name_problem", "readable_name", "shown"]
 
 FORMAT_RANGES: tuple[tuple[int, int], ...] = (
     (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
@@ -64,6 +70,10 @@ _BLANK = re.compile(f"[\\s{INVISIBLE_CLASS}]*")
 _NONCHAR = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
     f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
 _NAME_BAD = re.compile(f"[{_class(CONTROL_RANGES + FORMAT_RANGES)}{_NONCHAR}\ud800-\udfff]")
+_FORMAT = _class(FORMAT_RANGES)
+_HIDDEN_LINE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029{_FORMAT}{_NONCHAR}\\ud800-\\udfff]")
+_HIDDEN_PAGE = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\u2028\\u2029{_FORMAT}{_NONCHAR}"
+                          "\\ud800-\\udfff]")
 _UNREAD = dict.fromkeys(c for a, b in CONTROL_RANGES + FORMAT_RANGES for c in range(a, b + 1)) | dict.fromkeys(
     map(ord, HANGUL_FILLERS))
 
@@ -91,3 +101,16 @@ def name_problem(name: str) -> str | None:
 def readable_name(name: str) -> str:
     """`name` as a person reads it (module doc): what the never-readable trees are matched on."""
     return unicodedata.normalize("NFKC", name.translate(_UNREAD)).lstrip()
+
+
+def _escape(m: re.Match[str]) -> str:
+    cp = ord(m.group())
+    return f"\\x{cp:02x}" if cp < 0x100 and cp != 0xAD else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
+
+
+def shown(text: str, lines: bool = False) -> str:
+    """`text` with every character an operator would not see written as a visible escape (module
+    doc); `text` itself when it holds none. lines: keep tab, line feed and carriage return (a
+    page); else one report line. Never raises."""
+    hidden = _HIDDEN_PAGE if lines else _HIDDEN_LINE
+    return hidden.sub(_escape, text) if hidden.search(text) else text

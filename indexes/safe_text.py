@@ -15,10 +15,14 @@ after one regex search (a few microseconds for a 1,500-character excerpt).
 - Titles: control characters removed, every run of whitespace (line breaks included) one
   space, at most MAX_TITLE_CHARS characters (cut with '…'): a 100,000-character JSONL title
   went whole into every callback Result, Dify record and tool answer.
-- Page URLs (`Url`, MCP `url`, Dify `metadata.url`): http or https with a host, no whitespace
-  or control character, at most MAX_URL_CHARS; `javascript:`, `data:`, `file:` and the rest
-  are not served. A relative URL is resolved against a base when one is given at ingest
-  (`kbgate index add --url-base`), else dropped (with a report at ingest).
+- Page URLs (`Url`, MCP `url`, Dify `metadata.url`): `http://` or `https://` then a host,
+  no userinfo (`user:pass@`, even an empty `@`), a port (when given) of 1..65535, no whitespace,
+  control character nor an ASCII character RFC 3986 allows nowhere (`"<>\\^`{|}`), at most
+  MAX_URL_CHARS; the host and port must be what the WHATWG URL parser (the browsers' rule, by
+  the `ada-url` package) accepts (`a<b.com`, `1.2.3.999`, port 99999 are not), `javascript:`,
+  `data:`, `file:` and the rest are not served. The URL served is the one given, unrewritten.
+  A relative URL is resolved against a base when one is given at ingest (`kbgate index add
+  --url-base`), else dropped (with a report at ingest).
 - Cover image URLs (the callback's `CoverImage.Url`): the same rule as page URLs, never
   resolved (a relative cover is dropped); a cover whose URL may not be served is not served.
 """
@@ -28,6 +32,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from urllib.parse import urljoin, urlsplit
+
+from ada_url import URL
 
 from .types import Hit, StoredDocument
 
@@ -51,6 +57,10 @@ _MAYBE_BAD = re.compile("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\ufdd0-\\u
 _TITLE_BAD = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_NONCHAR}]|\\s\\s")
 _SPACE = re.compile(r"\s+")
 _URL_BAD = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+# ASCII that RFC 3986 allows nowhere in a URL (section 2: only unreserved, reserved and '%');
+# non-ASCII stays (IRIs: Chinese paths are sent as is)
+_URL_UNSAFE = re.compile(r'["<>\\^`{|}]')
+_HTTP = re.compile(r"(?i)https?://")
 
 
 def _strip(text: str) -> str:
@@ -79,9 +89,9 @@ def clean_title(title: str) -> str:
 
 
 def url_problem(url: str) -> str | None:
-    """Why `url` may not be served as a page URL, or None when it may: it must be http(s) with
-    a host, hold no whitespace or control character and have at most MAX_URL_CHARS characters.
-    Never raises."""
+    """Why `url` may not be served as a page URL, or None when it may (module doc: http(s), a
+    host and port the WHATWG parser accepts, no userinfo, no whitespace, control character or
+    `"<>\\^`{|}`, at most MAX_URL_CHARS characters). Never raises."""
     if len(url) > MAX_URL_CHARS:
         return f"is longer than {MAX_URL_CHARS} characters"
     if _URL_BAD.search(url):
@@ -92,8 +102,18 @@ def url_problem(url: str) -> str | None:
         return "is not a URL"
     if parts.scheme.lower() not in ("http", "https"):
         return "is not an http(s) URL" if parts.scheme else "is relative (give --url-base to resolve it)"
-    if not parts.hostname:
+    if _HTTP.match(url) is None or not parts.netloc:
         return "has no host"
+    if "@" in parts.netloc:
+        return "holds userinfo (a user or password before '@')"
+    if (bad := _URL_UNSAFE.search(url)) is not None:
+        return f"holds {bad.group()!r}, which a URL may not hold unencoded (RFC 3986)"
+    try:
+        parsed = URL(url)
+    except ValueError:
+        return "has an invalid host or port"
+    if not parsed.hostname or parsed.port == "0":
+        return "has an invalid host or port"
     return None
 
 

@@ -34,11 +34,12 @@ from typing import Any
 
 import tantivy
 
-from .errors import IndexCorruptError, IndexNotFoundError, SchemaVersionError
+from .errors import DiskFullError, IndexCorruptError, IndexNotFoundError, SchemaVersionError, is_disk_full
 
 __all__ = [
     "ANALYSIS_FIELDS",
     "CLEAN_AT_INGEST",
+    "CLEAN_RULES",
     "CHARS_TOKENIZER",
     "DOC_TITLE_FIELDS",
     "SCHEMA_VERSION",
@@ -79,10 +80,15 @@ SCHEMA_VERSION = 9
 SIDECAR = "kbgate-index.json"
 CREATE_LOCK = ".kbgate-create.lock"  # held while an index is created (`creating`)
 CLEAN_AT_INGEST = "clean_at_ingest"
-"""Sidecar key, true when the folder was created by a writer that cleans every document it
-indexes (`indexes.writer.ingest`, `indexes.ingest.clean.clean_document`), so everything it
-holds may be served as stored. An index without it is cleaned when served (rebuild it:
+"""Sidecar key, CLEAN_RULES when the folder was created by a writer that cleans every document it
+indexes by today's rules (`indexes.writer.ingest`, `indexes.ingest.clean.clean_document`), so
+everything it holds may be served as stored. An index marked by older rules (`true`: before page
+URLs were held to a strict parser), or without the mark, is cleaned when served (rebuild it:
 `kbgate index add` into a new index name, or after deleting the folder, to drop that pass)."""
+CLEAN_RULES = 2
+"""The version of the clean-at-ingest rules (`indexes.safe_text`) a new index is marked with:
+1 (written `true`) control characters, titles, http(s) URLs; 2 page URLs by a strict parser
+(no userinfo, valid host and port, no `"<>`)."""
 TOKENIZER = "kbgate_tokens"
 CHARS_TOKENIZER = "kbgate_cjk_1_2"
 STORED_TOKENIZER = "kbgate_stored_only"
@@ -234,14 +240,19 @@ def open_index(folder: Path, name: str, default_chunk_chars: int) -> tuple[tanti
 def open_or_create(folder: Path, name: str, chunk_chars: int) -> tuple[tantivy.Index, int]:
     """The index at `folder`, created first (folder, schema, a sidecar with `chunk_chars`) when
     absent, under the create lock (`creating`); its analyzers registered; and its chunk size (an
-    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError."""
+    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError, DiskFullError."""
     with creating(folder):
         if (folder / "meta.json").is_file():
             meta = check_sidecar(folder, name)
             index = open_tantivy(folder, name)
             chunk_chars = int(meta.get("chunk_chars", chunk_chars))
         else:
-            index = tantivy.Index(build_schema(), path=str(folder))
-            write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: True})
+            try:
+                index = tantivy.Index(build_schema(), path=str(folder))
+                write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: CLEAN_RULES})
+            except (OSError, ValueError) as exc:  # Tantivy says ENOSPC in a ValueError
+                if is_disk_full(exc, str(folder.parent)):
+                    raise DiskFullError(name, str(folder)) from None
+                raise
     register_analyzers(index)
     return index, chunk_chars

@@ -30,7 +30,7 @@ from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
 from .records import document_revision
 from .relevance import Question
-from .schema import CLEAN_AT_INGEST, check_index, open_index, open_or_create
+from .schema import CLEAN_AT_INGEST, CLEAN_RULES, check_index, open_index, open_or_create
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, query_plan, question_of
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
@@ -74,7 +74,8 @@ class KnowledgeIndex:
     the reload: a value read before a search is never newer than what the search shows.
     rerank: its optional rerank stage (`indexes.rerank`), attached by the store that opened it
     for serving. synonyms: the owner's synonyms, set by the gateway. None: neither. clean_at_ingest:
-    its sidecar says `schema.CLEAN_AT_INGEST`: served as stored, without `safe_text.clean_hit`.
+    its sidecar's `schema.CLEAN_AT_INGEST` is today's `schema.CLEAN_RULES`: served as stored,
+    without `safe_text.clean_hit`.
     """
 
     search_may_wait = False
@@ -360,7 +361,7 @@ class IndexStore:
             folder = self.folder(name)
             index, chunk_chars, meta = open_index(folder, name, DEFAULT_MAX_CHARS)
             ki = self._make(name, folder, index, chunk_chars)
-            ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) is True
+            ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) == CLEAN_RULES  # `true` (rules 1) is not 2
             self._open[name] = ki
             return ki
 

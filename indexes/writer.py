@@ -9,15 +9,17 @@ it); their analysis into Tantivy documents, in this process or in worker process
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from typing import TypeVar
 
 import tantivy
 
 from .analyser import Analyser
-from .errors import IndexLockedError
+from .errors import DiskFullError, IndexLockedError, is_disk_full
 from .ingest.clean import clean_document
+from .paths import document_problem
 from .records import document_revision
 from .types import ChangeSet, Document, IngestError, IngestReport, IngestWarning
 
@@ -136,6 +138,11 @@ def ingest(
             item, notes = clean_document(item)
             report.warnings += [(n.where, n.reason) for n in notes]
             origin = item.origin or f"document {item.id!r}"
+            if (problem := document_problem(item.id, item.path)) is not None:
+                # Readers refuse these first (indexes.paths); a Document built in code is refused here.
+                report.errors.append((origin, f"{problem}: refused"))
+                report.refused[item.id] = "invalid"
+                continue
             if not _storable_time(item.publish_time):
                 # Readers never make one (indexes.publish_time); a Document built in code may:
                 # refuse it alone instead of failing the whole commit.
@@ -258,9 +265,10 @@ def ingest_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: 
     Raises IndexLockedError when another writer holds it; the caller reloads its reader."""
     from .documents import holders, revisions
 
-    w, (known, held) = _opened(index, name, path, lambda s: (revisions(s, schema), holders(s, schema)))
-    return ingest(w, documents, known, holders=held, replace=replace, chunk_chars=chunk_chars,
-                  delete_missing=delete_missing, progress=progress, workers=workers, desc=f"index {name}")
+    with _disk_full_named(name, path):
+        w, (known, held) = _opened(index, name, path, lambda s: (revisions(s, schema), holders(s, schema)))
+        return ingest(w, documents, known, holders=held, replace=replace, chunk_chars=chunk_chars,
+                      delete_missing=delete_missing, progress=progress, workers=workers, desc=f"index {name}")
 
 
 def apply_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: str, changes: ChangeSet, *,
@@ -271,9 +279,23 @@ def apply_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: s
     IndexLockedError when another writer holds it."""
     from .documents import heads
 
-    w, found = _opened(index, name, path, lambda s: heads(s, schema, changes.ids))
-    known = {i: h.revision for i, h in found.items()}
-    held = {i: (h.dataset, h.source) for i, h in found.items()}
-    return ingest(w, changes.upserts, known, holders=held, replace=changes.replace, chunk_chars=chunk_chars,
-                  progress=progress, workers=workers, deletes=changes.deletes, atomic=True, datasets=changes.datasets,
-                  desc=f"index {name}")
+    with _disk_full_named(name, path):
+        w, found = _opened(index, name, path, lambda s: heads(s, schema, changes.ids))
+        known = {i: h.revision for i, h in found.items()}
+        held = {i: (h.dataset, h.source) for i, h in found.items()}
+        return ingest(w, changes.upserts, known, holders=held, replace=changes.replace, chunk_chars=chunk_chars,
+                      progress=progress, workers=workers, deletes=changes.deletes, atomic=True,
+                      datasets=changes.datasets, desc=f"index {name}")
+
+
+@contextmanager
+def _disk_full_named(name: str, path: str) -> Iterator[None]:
+    """A write that finds no space (`errors.is_disk_full`: Tantivy says it in a ValueError, or
+    says only that a thread failed while the device is short of space) raises DiskFullError
+    naming the index; `ingest` rolled it back already."""
+    try:
+        yield
+    except (OSError, ValueError) as exc:
+        if is_disk_full(exc, path):
+            raise DiskFullError(name, path) from None
+        raise

@@ -9,7 +9,8 @@ tool API's read tools, Dify's External Knowledge API (`dify.retrieval`) and the 
 (`mcp.search`, `mcp.fetch`), all on agent route `docs` (the demo index). Secrets are generated
 once and kept in OUT_DIR, readable by the owner only: `secret` (the tenant's signing key),
 `agent-token` (the demo client's Bearer token; the config holds only its SHA-256) and
-`ref-key` (the master key of signed refs). Re-running keeps them.
+`ref-key` (the master key of signed refs) and `admin-token` (the console's admin token at
+/admin/; the config holds only its SHA-256). Re-running keeps them.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def configure(out: Path) -> Path:
     _secret(out / "secret")
     token = _secret(out / "agent-token")
     _secret(out / "ref-key")
+    admin_token = _secret(out / "admin-token")
     doc = tomlkit.parse(TEMPLATE.read_text(encoding="utf-8"))
     doc["indexes"]["dir"] = "indexes"  # type: ignore[index]
     doc["tenants"]["demo"]["secrets"][0]["value_file"] = "secret"  # type: ignore[index]
@@ -65,6 +67,11 @@ def configure(out: Path) -> Path:
     doc.add(tomlkit.nl())
     doc.add(tomlkit.comment("Written by deploy/demo/configure.py: the demo agent client (token in agent-token)"))
     doc["agent"] = agent
+    admin = tomlkit.table()
+    admin["token_sha256"] = hashlib.sha256(admin_token.encode("ascii")).hexdigest()
+    doc.add(tomlkit.nl())
+    doc.add(tomlkit.comment("The console at /admin/: log in with the token in admin-token (only its SHA-256 is here)"))
+    doc["admin"] = admin
     path = out / "gateway.toml"
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
     return path

@@ -1,14 +1,31 @@
-"""`/admin/`: the console's first page, an overview of every route."""
+"""`/admin/`: the console's first page, an overview of every route.
+
+GET /admin/                       the overview (HTML)
+GET /admin/overview.json          the same values (gateway.console.overview_data)
+GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG)
+
+An old deliveries link (/admin/?tenant=…&outcome=…&n=…) is redirected to /admin/deliveries.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console.render import gate, page, see_other
+from gateway.console.chart import questions_svg
+from gateway.console.overview_data import overview
+from gateway.console.render import SECURITY_HEADERS, gate, json_answer, page, runtime, see_other
+from gateway.core.methods import json_route
 
 LEGACY_FILTERS = ("tenant", "outcome", "n")  # /admin/?tenant=… was the deliveries page
+
+
+async def _values(request: Request) -> dict[str, Any]:
+    state = request.app.state
+    return await overview(runtime(request), state.asked, state.key_usage, state.deliveries)
 
 
 async def overview_html(request: Request) -> Response:
@@ -18,8 +35,26 @@ async def overview_html(request: Request) -> Response:
         return user
     if any(k in request.query_params for k in LEGACY_FILTERS):
         return see_other("/admin/deliveries?" + str(request.query_params))
-    return page(request, user, "not_yet.html", active="overview", title="Overview", heading="Overview",
-                meanwhile="See Deliveries, Gaps and Try in the navigation.")
+    return page(request, user, "overview.html", active="overview", title="Overview", o=await _values(request))
 
 
-ROUTES = [Route("/admin/", overview_html, methods=["GET"])]
+async def overview_json(request: Request) -> Response:
+    """GET /admin/overview.json."""
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    return json_answer(await _values(request))
+
+
+async def chart_svg(request: Request) -> Response:
+    """GET /admin/overview/chart.svg."""
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    values = await _values(request)
+    return Response(questions_svg(values["questions"]), media_type="image/svg+xml; charset=utf-8",
+                    headers=SECURITY_HEADERS)
+
+
+ROUTES = [Route("/admin/", overview_html, methods=["GET"]), json_route("/admin/overview.json", overview_json, ["GET"]),
+          Route("/admin/overview/chart.svg", chart_svg, methods=["GET"])]

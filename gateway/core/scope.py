@@ -15,7 +15,9 @@ These exclusions hold for every name a document can be reached by — its tree p
 id (a JSONL record with id `config/secret.md` and no path is as hidden as a Markdown file
 at that path) — in any case and with any leading '/' or './' (`excluded`); the index
 filter applies the same rule (indexes.search.exclusion_regex), so searches are not
-thinned after the fact.
+thinned after the fact. A name that walks a tree (`a/../config/x`; refused at ingest,
+`indexes.paths`, but an index built before may hold one) is judged as given and as walked
+(`indexes.paths.normal_name`): inside a scope only when both forms are.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gateway.core.globs import glob_matches, glob_within, intersect_globs
 from gateway.core.validate import clip
 from indexes.filters import exclusion_regex
 from indexes.invisible import name_problem, readable_name
+from indexes.paths import normal_name
 from indexes.types import SearchFilter
 
 log = logging.getLogger("kbgate.scope")
@@ -129,7 +132,8 @@ def excluded(eff: EffectiveScope, name: str) -> bool:
     leading run of '.', '/', '\\' and invisible characters are ignored, as the index filter
     ignores them, and the name is also matched as a person reads it
     (`indexes.invisible.readable_name`: zero-width, bidi and control characters out, NFKC),
-    so `con\u200bfig/x` and full-width `ｃｏｎｆｉｇ/x` lie in config/**."""
+    so `con\u200bfig/x` and full-width `ｃｏｎｆｉｇ/x` lie in config/**; and as walked
+    (`indexes.paths.normal_name`), so `a/../config/x` does too."""
     return _excluded_by(eff.filter.exclude_path_globs, name)
 
 
@@ -137,7 +141,7 @@ def _excluded_by(globs: tuple[str, ...], name: str) -> bool:
     if not globs:
         return False
     read = readable_name(name)
-    return any(_exclusion(g).fullmatch(n) is not None for g in globs for n in {name, read})
+    return any(_exclusion(g).fullmatch(n) is not None for g in globs for n in {name, read, normal_name(read)})
 
 
 def _intersect_datasets(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> tuple[str, ...] | None:
@@ -221,7 +225,8 @@ def _judged(f: SearchFilter, path: str, dataset: str, qa_visible: bool,
         return None, False
     if f.datasets is not None and dataset not in f.datasets:
         return None, False
-    if f.path_globs is not None and not any(glob_matches(g, path) for g in f.path_globs):
+    if f.path_globs is not None and not all(any(glob_matches(g, p) for g in f.path_globs)
+                                            for p in {path, normal_name(path)}):
         return None, False
     return None, not any(_excluded_by(f.exclude_path_globs, n) for n in (path, *names))
 

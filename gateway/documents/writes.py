@@ -33,6 +33,7 @@ from indexes.errors import (
     IndexNotFoundError,
     IndexStoreError,
     SchemaVersionError,
+    is_disk_full,
 )
 from indexes.types import ChangeSet
 
@@ -78,7 +79,9 @@ class Writes:
                                 retryable=exc.retryable) from None
         except (IndexStoreError, OSError, ValueError) as exc:
             log.warning("document write failed", extra={"index": name, "problem": str(exc)[:300]})
-            reason = exc.reason if isinstance(exc, IndexStoreError) else "cannot be written"
+            reason = (exc.reason if isinstance(exc, IndexStoreError)
+                      else "cannot be written: disk full" if is_disk_full(exc, str(self.rt.indexes.folder(name)))
+                      else "cannot be written")
             raise DocumentError("documents.index_unavailable", f"index {name!r} {reason} (nothing was written)",
                                 retryable=not isinstance(exc, SchemaVersionError)) from None
         finally:

@@ -9,7 +9,8 @@ kbgate index publish|fetch ... (see gateway/ops/replicas.py)
 Exit codes: 0 ok; 1 a file or record was refused (unsupported content, encrypted, scanned
 without text, too large, corrupt), or nothing was indexed (unless --allow-empty; a run that
 indexed nothing says so on stderr whatever the flags); 2 a usage problem (a refused root, a
-missing PATH...). The rules are in docs/indexes.md.
+missing PATH...). The rules are in docs/indexes.md. Every report line names files and ids as
+`indexes.invisible.shown` writes them: a control character (ESC, a line break) as a visible escape.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from gateway.core.config import load_indexer_config, load_indexes, load_indexes_dir
 from indexes.errors import IndexStoreError
+from indexes.invisible import shown
 from indexes.types import IngestReport
 
 __all__ = ["cmd_index_add", "cmd_index_list", "register"]
@@ -97,21 +99,21 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         return 2
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
-        print(f"kbgate: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        print(shown(f"kbgate: no such file or folder: {', '.join(missing)}"), file=sys.stderr)
         return 2
     folder = store.folder(args.index)
     dataset = args.dataset or ""
     choice = choose_root(args.root, args.paths, read_roots(folder).get(dataset), command=_command(args),
                          delete_missing=args.delete_missing)
     if choice.note is not None:
-        print(f"kbgate: note: {choice.note}", file=sys.stderr)
+        print(shown(f"kbgate: note: {choice.note}"), file=sys.stderr)
     if choice.problem is not None:
-        print(f"kbgate: {choice.problem}", file=sys.stderr)
+        print(shown(f"kbgate: {choice.problem}"), file=sys.stderr)
         return 2
     if args.delete_missing and not args.force:
         problem = delete_missing_problem(args.paths, choice.root)
         if problem is not None:
-            print(f"kbgate: {problem}", file=sys.stderr)
+            print(shown(f"kbgate: {problem}"), file=sys.stderr)
             return 2
     created = not folder.exists()
     index = store.create_or_open_for_write(args.index)
@@ -136,13 +138,13 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     if dense_report is not None:
         print(dense_report.line(args.index))
     for path, reason in report.errors:
-        print(f"  skipped {path}: {reason}", file=sys.stderr)
+        print(shown(f"  skipped {path}: {reason}"), file=sys.stderr)
     for where, message in report.warnings:
-        print(f"  warning {where}: {message}", file=sys.stderr)
+        print(shown(f"  warning {where}: {message}"), file=sys.stderr)
     if not indexed and (report.errors or not args.allow_empty):
         hint = "" if report.errors else " Pass --allow-empty if that is expected."
-        print(f"kbgate: {_empty_reason(args.paths, report)}; nothing was indexed"
-              f"{' and no index was created' if created else ''}.{hint}", file=sys.stderr)
+        print(shown(f"kbgate: {_empty_reason(args.paths, report)}; nothing was indexed"
+                    f"{' and no index was created' if created else ''}.{hint}"), file=sys.stderr)
     if report.errors:
         return 1
     return 0 if indexed or args.allow_empty else 1
@@ -197,8 +199,8 @@ def cmd_index_list(args: argparse.Namespace) -> int:
             s = store.open(name).stats()
         except IndexStoreError as exc:  # one bad index must not hide the others
             failed += 1
-            print(f"{name}\t{exc.reason.upper()}")
-            print(f"kbgate: {exc}", file=sys.stderr)
+            print(shown(f"{name}\t{exc.reason.upper()}"))
+            print(shown(f"kbgate: {exc}"), file=sys.stderr)
             continue
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"
         print(f"{s.name}\tdocuments={s.documents}\tchunks={s.chunks}\tgeneration={s.generation}\t"

@@ -23,6 +23,7 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway import dify, documents
 from gateway.agent import knowledge, tools
 from gateway.console import gaps
+from gateway.console.asked import make_counts
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
 from gateway.core.audit import AuditEvent
@@ -67,16 +68,20 @@ class Gateway:
         rt.events.subscribe(Reranked, self.metrics.observe_rerank)
         self.gaps = gaps.make_recorder(rt, self.metrics.count_question)
         rt.events.subscribe(SearchAnswered, self.gaps.observe)
+        self.asked = make_counts(lambda: rt.config, rt.clock.now)  # the console overview's questions per day
+        rt.events.subscribe(SearchAnswered, self.asked.observe)
         self.gap_clients = gaps.LazyClients(rt)  # the tracker of "File improvement task"
         rt.on_close(self.deliveries.close)
         rt.on_close(self.gap_clients.close)
         rt.on_close(self.gaps.close)
+        rt.on_close(self.asked.close)
         rt.on_close(self.metrics.aclose)
 
         @asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             flusher = asyncio.get_running_loop().create_task(self.gaps.run(), name="kbgate-gaps")
+            counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
@@ -89,6 +94,7 @@ class Gateway:
             finally:
                 watcher.cancel()
                 flusher.cancel()
+                counter.cancel()
                 await rt.close()
 
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
@@ -107,6 +113,8 @@ class Gateway:
         self.router.state.reloader = self.reloader
         self.router.state.gaps = self.gaps
         self.router.state.gap_clients = self.gap_clients
+        self.router.state.asked = self.asked
+        self.router.state.key_usage = self.volcengine.key_usage
 
     def _keep(self, d: Delivery) -> None:
         """The deliveries record's observer (the Query only when admin.show_queries is on)."""

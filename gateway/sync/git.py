@@ -37,14 +37,49 @@ from indexes.types import Document, IngestWarning
 
 from .plan import Plan
 
-__all__ = ["GitError", "plan_git"]
+__all__ = ["GitError", "git_message", "plan_git", "redacted"]
 
 GIT_TIMEOUT_SECONDS = 600
 _SHA = re.compile("[0-9a-f]{40}|[0-9a-f]{64}")
 
 
+GIT_MESSAGE_LINES = 6
+"""git's stderr lines a failure shows (the last ones, after the progress lines), each at most
+GIT_LINE_CHARS characters: git spreads one reason over several lines ("fatal: Could not read
+from remote repository." / "Please make sure you have the correct access rights" / "and the
+repository exists."), and the last alone said nothing."""
+GIT_LINE_CHARS = 300
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]*@")
+_PROGRESS = re.compile(r"(?i)^(cloning into|receiving objects|resolving deltas|remote: (counting|compressing|"
+                       r"enumerating|total))")
+
+
+def redacted(text: str) -> str:
+    """`text` with the userinfo of every URL in it ('https://user:token@host') written '***@':
+    what git prints or a repository's URL may carry a token. Never raises."""
+    return _CREDENTIALS.sub(r"\1***@", text)
+
+
+def git_message(stderr: bytes, status: int) -> str:
+    """What a failed git said, for a report line: its stderr's lines that are no progress, the
+    last GIT_MESSAGE_LINES of them, each clipped to GIT_LINE_CHARS, joined with ' / ',
+    credentials redacted (`redacted`); 'exit status N, no message' when there are none."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines()]
+    kept = [ln if len(ln) <= GIT_LINE_CHARS else ln[:GIT_LINE_CHARS - 1] + "…"
+            for ln in lines if ln and not _PROGRESS.match(ln)]
+    if not kept:
+        return f"exit status {status}, no message"
+    shown = kept[-GIT_MESSAGE_LINES:]
+    more = f"({len(kept) - len(shown)} earlier lines not shown) " if len(kept) > len(shown) else ""
+    return redacted(more + " / ".join(shown))
+
+
 class GitError(Exception):
-    """A git command failed: its message names the command and git's last line of stderr."""
+    """A git command failed: its message names the command and what git said (`git_message`),
+    never a credential of a URL (`redacted`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redacted(message))
 
 
 def _git(*args: str, cwd: str | None = None, input: bytes | None = None) -> bytes:
@@ -57,9 +92,7 @@ def _git(*args: str, cwd: str | None = None, input: bytes | None = None) -> byte
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} took over {GIT_TIMEOUT_SECONDS} s") from None
     if done.returncode != 0:
-        last = (done.stderr.decode("utf-8", "replace").strip().splitlines()
-                or [f"exit status {done.returncode}, no message"])[-1]
-        raise GitError(f"git {args[0]} failed: {last}")
+        raise GitError(f"git {args[0]} failed: {git_message(done.stderr, done.returncode)}")
     return done.stdout
 
 

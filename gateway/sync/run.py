@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Any
 
 from gateway.core.config.sync import SyncSource
+from indexes.invisible import shown
 
 __all__ = ["cmd_sync", "parse_duration", "register", "sync_index"]
 
@@ -112,12 +113,12 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
         try:
             plan = _plan(source, index, states.get(source.name, {}), folder / "sync", max_bytes)
         except (GitError, OSError) as exc:
-            print(f"  source {source.key}: failed: {exc}; nothing of it changed", file=sys.stderr)
+            print(shown(f"  source {source.key}: failed: {exc}; nothing of it changed"), file=sys.stderr)
             failed += 1
             continue
         print(f"source {source.key} ({source.kind}): {plan.summary}")
         for note in plan.notes:
-            print(f"  {note}", file=sys.stderr)
+            print(shown(f"  {note}"), file=sys.stderr)
         failed += sum(1 for n in plan.notes if n.startswith("error"))
         plans.append(plan)
     upserts = [d for p in plans for d in p.upserts]
@@ -132,7 +133,7 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
               f"delete {len(gone)}; {len(docs) - len(added) - len(updated)} read unchanged")
         for verb, ids in (("add", added), ("update", updated), ("delete", gone)):
             for doc_id in ids:
-                print(f"  would {verb} {doc_id}")
+                print(shown(f"  would {verb} {doc_id}"))
         report_errors = [(e.where, e.reason) for e in upserts if isinstance(e, IngestError)]
         report_warnings = [(w.where, w.reason) for w in upserts if isinstance(w, IngestWarning)]
     else:
@@ -143,7 +144,7 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
         try:
             report, refused = apply_sync(index, changes, wait_seconds=wait_seconds, progress=progress)
         except (IndexLockedError, EmbeddingError) as exc:  # nothing committed, no state written
-            print(f"  index {name}: {exc}; nothing changed, the next run tries again", file=sys.stderr)
+            print(shown(f"  index {name}: {exc}; nothing changed, the next run tries again"), file=sys.stderr)
             return 1
         retry = {r.doc_id for r in refused}  # a source with a refused document is read again next run
         write_state(folder, {**states, **{p.source.name: p.state for p in plans if not p.ids & retry}})
@@ -158,9 +159,9 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
                           for r in refused]
         report_warnings += report.warnings
     for where, reason in report_errors:
-        print(f"  skipped {where}: {reason}", file=sys.stderr)
+        print(shown(f"  skipped {where}: {reason}"), file=sys.stderr)
     for where, message in report_warnings:
-        print(f"  warning {where}: {message}", file=sys.stderr)
+        print(shown(f"  warning {where}: {message}"), file=sys.stderr)
     return 1 if failed or report_errors else 0
 
 

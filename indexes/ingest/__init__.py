@@ -40,7 +40,8 @@ Document identity (issue 16). A document is known by its dataset and a stable so
   read): never rewritten, since a rewritten id could merge two documents;
 - an id, path or dataset over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes) is
   refused the same way (Tantivy drops a longer term: such a document could never be replaced
-  or deleted).
+  or deleted), and so is an id or path that walks a tree (`indexes.paths`: a `.` or `..`
+  segment; for a path also a leading '/' or a backslash), here and again by the writer.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..invisible import name_problem
+from ..paths import document_problem
 from ..types import Document, IngestError, IngestWarning
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .clean import clean_document
@@ -172,6 +174,10 @@ def _identified(items: Iterator[ReadItem], rel_path: str, dataset: str | None) -
                 yield IngestError(rel_path, f"dataset {problem}: skipped")
                 continue
             doc_id = document_id(named, rel_path)
+            problem = document_problem(doc_id, rel_path)
+            if problem is not None:
+                yield IngestError(rel_path, f"file {problem}: skipped (a path is the document's id, never rewritten)")
+                continue
             problem = length_problem(doc_id)
             if problem is not None:
                 yield IngestError(rel_path, f"document id {problem}: skipped (shorten the path)")

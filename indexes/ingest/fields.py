@@ -103,12 +103,16 @@ def _int_or_none(value: Any, key: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError(f"cover_image.{key} must be an integer")
-    return int(value)
+        raise ValueError(f"'cover_image.{key}' must be an integer")
+    try:
+        return int(value)
+    except ValueError:  # int()'s own message names no field
+        raise ValueError(f"'cover_image.{key}' must be an integer, not {str(value)[:40]!r}") from None
 
 
 def parse_cover_image(value: Any) -> CoverImage | None:
-    """A url string or {url, height, width} mapping → CoverImage; None/'' → None."""
+    """A url string or {url, height, width} mapping → CoverImage; None/'' → None. Raises
+    ValueError naming the field ('cover_image', 'cover_image.width'...) otherwise."""
     if value is None or value == "":
         return None
     if isinstance(value, str):

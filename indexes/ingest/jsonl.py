@@ -10,7 +10,8 @@ refuses the record (they decide who may see it), and so does an id or path holdi
 format (zero-width, bidi) or non-character, or a dataset holding one or ':'
 (`indexes.ingest.fields.id_problem`, `indexes.ingest.fields.dataset_problem`): an identity is
 never rewritten, since rewriting could merge two documents; and so does an id, path or dataset
-over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes). The CMRC 2018 repackaging uses
+over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes); and so does an id with a `.` or
+`..` segment, or a path with one, a leading '/' or a backslash (`indexes.paths`). The CMRC 2018 repackaging uses
 id/title/url/content. Every other field is kept as metadata when
 `indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
 
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..paths import document_problem
 from ..types import Document, IngestError, IngestWarning, Section
 from .clean import clean_document
 from .fields import dataset_problem, id_problem, parse_cover_image, parse_publish_time, parse_qa_visible
@@ -69,6 +71,8 @@ def record_to_document(record: dict[str, Any], where: str = "", line: int | None
     for key, name in (("id", str(raw_id)), ("path", record.get("path") or "")):
         if (problem := id_problem(name)) is not None:
             raise ValueError(f"'{key}' {problem}")
+    if (problem := document_problem(str(raw_id), record.get("path") or "")) is not None:
+        raise ValueError(problem)  # a '..' walk out of a scope's tree (indexes.paths)
     if (problem := dataset_problem(record.get("dataset") or "")) is not None:
         raise ValueError(f"'dataset' {problem}")
     dropped: list[IngestWarning] = []  # what a caller sees: a wrong one is not kept, the record indexed

@@ -668,6 +668,7 @@ async def test_an_oversized_body_is_413_in_the_tool_envelope(env: Env) -> None:
     out = result(r, 413, "failed")
     assert codes(out) == ["access.request_too_large"]
     assert out["errors"][0]["retryable"] is False and "32768 bytes" in out["errors"][0]["message"]
+    assert out["errors"][0]["message"] == "the request body exceeds 32768 bytes"  # it said "body body"
 
 
 @pytest.mark.anyio

@@ -25,6 +25,7 @@ from tests.support.browser import (
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.harness import Server, free_port, serve
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -32,6 +33,7 @@ NAV = ["Overview", "Try", "Gaps", "Tasks", "Indexes", "Synonyms", "Tenants", "De
 PAGES = ["/admin/", "/admin/try", "/admin/gaps", "/admin/tasks", "/admin/documents", "/admin/synonyms",
          "/admin/tenants", "/admin/deliveries", "/admin/users"]
 OWNER = new_credential()
+ARTIFACTS = ROOT / "test-artifacts"
 LONG = "一个很长很长的二级目录名称" * 6  # a SecondLevelId with no break opportunity for Latin wrapping
 
 
@@ -167,5 +169,34 @@ def test_an_owner_logs_in_as_themself_and_sees_only_their_gaps(browser: Any, srv
         page.wait_for_load_state()
         assert "do not match" in page.get_by_role("alert").inner_text()
         assert page.context.cookies() == []
+    finally:
+        page.close()
+
+
+def test_the_overview_shows_routes_chart_keys_and_refusals(browser: Any, srv: Server) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        log_in(page, srv.base, ADMIN_TOKEN)
+        o = httpx.get(srv.base + "/admin/overview.json", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).json()
+        cards = page.locator("section.route")
+        assert sorted(cards.evaluate_all("els => els.map(e => e.dataset.route)")) == \
+            sorted(r["id"] for r in o["routes"]) == ["acme/tech/software", "other", "support"]
+        docs = page.locator('section.route[data-route="support"]')
+        assert docs.locator("dd.documents").inner_text() == str(o["indexes"]["docs"]["documents"])
+        assert docs.locator("dd.commit").inner_text() == o["routes"][[r["id"] for r in o["routes"]].index("support")][
+            "commit"]
+        chart = page.locator("img.chart")
+        assert chart.evaluate("img => img.complete && img.naturalWidth > 0")  # the SVG loaded under the CSP
+        assert "Questions per day" in (chart.get_attribute("alt") or "")
+        assert page.locator('tr[data-reason="signature_mismatch"] td.num').inner_text() == "1"
+        assert page.locator('tr[data-key="acme/acme-2026-11"] td.last-used').inner_text().endswith("UTC")
+        assert "火星" not in page.content() and "密钥轮换" not in page.content()  # no question text
+        page.locator("details summary").click()
+        assert page.locator("table.questions-table tbody tr").count() == 1  # today
+        assert_keyboard(page)
+        page.set_viewport_size({"width": 390, "height": 800})
+        assert_fits(page, "overview at 390 px")
+        assert chart.evaluate("img => img.getBoundingClientRect().width") <= 390
+        page.screenshot(path=str(ARTIFACTS / "console-overview-390.png"), full_page=True)
     finally:
         page.close()

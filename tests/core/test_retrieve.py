@@ -179,7 +179,7 @@ async def test_hits_and_documents_of_an_index_built_before_the_ingest_checks_are
 
     import indexes.writer
     from indexes.safe_text import MAX_TITLE_CHARS
-    from indexes.schema import CLEAN_AT_INGEST, SIDECAR
+    from indexes.schema import CLEAN_AT_INGEST, CLEAN_RULES, SIDECAR
     from indexes.store import IndexStore
     from indexes.types import Document, Section
 
@@ -192,7 +192,7 @@ async def test_hits_and_documents_of_an_index_built_before_the_ingest_checks_are
         ], progress=False)
     sidecar = tmp_path / "old" / "docs" / SIDECAR
     meta = json.loads(sidecar.read_text())
-    assert meta.pop(CLEAN_AT_INGEST) is True
+    assert meta.pop(CLEAN_AT_INGEST) == CLEAN_RULES
     sidecar.write_text(json.dumps(meta))
     rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "old"), tmp_path))
     assert not rt.index("docs").clean_at_ingest
@@ -252,3 +252,43 @@ def test_find_by_path_picks_the_document_of_the_scope_when_two_datasets_share_th
     for name in ("ds1", "ds2"):
         doc = retrieve.find(rt, scope(datasets=(name,)), path="same.md")
         assert doc is not None and doc.doc_id == f"{name}:same.md" and f"{name} 的正文" in doc.text
+
+
+@pytest.mark.anyio
+async def test_an_index_built_by_older_rules_serves_no_loose_url_nor_a_name_that_walks_a_tree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index marked clean at ingest by the rules before strict URLs (`true`) served
+    'https://u:p@a.example/"><b>' as the callback Url and Dify metadata.url; and its documents at
+    'a/../config/x' (path or id) were served outside the config/** rule."""
+    import json
+
+    import indexes.writer
+    from indexes.schema import CLEAN_AT_INGEST, SIDECAR
+    from indexes.store import IndexStore
+    from indexes.types import Document, Section
+
+    loose = ("https://u:p@a.example/x", 'https://a.example/"><b>x', "https://a.example:99999/x")
+    with monkeypatch.context() as m:  # as written before: no path check, URLs only http(s)
+        m.setattr(indexes.writer, "document_problem", lambda doc_id, path: None)
+        m.setattr(indexes.writer, "clean_document", lambda doc: (doc, []))
+        IndexStore(tmp_path / "old").create_or_open_for_write("docs").ingest([
+            *(Document(f"u{n}", "链接", (Section("", f"松散链接{n}号"),), url=u) for n, u in enumerate(loose)),
+            Document("walker", "走出", (Section("", "越界的秘密正文"),), path="a/../config/x"),
+            Document("a/../config/y", "走出", (Section("", "越界的秘密正文二"),)),
+            Document("fine", "正常", (Section("", "越界的秘密正文之外的正常正文"),), path="guide/ok.md",
+                     url="https://a.example/ok"),
+        ], progress=False)
+    sidecar = tmp_path / "old" / "docs" / SIDECAR
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), CLEAN_AT_INGEST: True}))
+    rt = Runtime(parse(config(tmp_path, tenants=[], indexes=tmp_path / "old",
+                              search={"answer_cache_entries": 0}), tmp_path))
+    assert not rt.index("docs").clean_at_ingest
+    hits = (await retrieve.search(rt, scope(), "松散链接", 10, summary_chars=50, content_chars=80)).hits
+    assert sorted(h.doc_id for h in hits) == ["u0", "u1", "u2"] and all(h.url is None for h in hits)
+    hits = (await retrieve.search(rt, scope(), "越界的秘密正文", 10, summary_chars=50, content_chars=80)).hits
+    assert [h.doc_id for h in hits] == ["fine"] and hits[0].url == "https://a.example/ok"
+    assert retrieve.find(rt, scope(), doc_id="walker") is None
+    assert retrieve.find(rt, scope(), doc_id="a/../config/y") is None
+    assert retrieve.find(rt, scope(), path="a/../config/x") is None
+    narrow = scope(path_globs=("a/**",))  # the path as written matches, as walked it is config/x
+    assert (await retrieve.search(rt, narrow, "越界的秘密正文", 10, summary_chars=50, content_chars=80)).hits == []

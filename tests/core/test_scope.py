@@ -283,6 +283,23 @@ def test_excluded_trees_hold_for_every_name_of_a_document() -> None:
     assert allows(eff, "", "", True, names=("guide/config.md",))
 
 
+def test_a_name_that_walks_into_an_excluded_tree_or_out_of_the_globs_is_outside() -> None:
+    """'a/../config/x' (a path or id an index built before `indexes.paths` may hold) was served:
+    no glob of config/** matched it as written. Names are judged as written and as walked."""
+    grant = Grant(datasets=None, path_globs=("**",), include_working_docs=False)
+    eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant], ScopeRequest())
+    for name in ("a/../config/x", "guide/./../state/s.md", "a\\..\\config\\x", "a/．．/config/x",
+                 "x/../../working/w.md", "a//..//config/x"):
+        assert scope.excluded(eff, name), name
+        assert not allows(eff, name, "", True), name
+        assert not allows(eff, "guide/ok.md", "", True, names=(name,)), name
+    guide = effective_scope(Principal("agent_client", "c"), ("r",), "docs",
+                            [Grant(datasets=None, path_globs=("guide/**",), include_working_docs=False)],
+                            ScopeRequest())
+    assert not allows(guide, "guide/../ops/a.md", "", True)
+    assert allows(guide, "guide/./a.md", "", True) and allows(guide, "guide/a..b/c.md", "", True)
+
+
 def test_remembered_decisions_are_the_rules_decisions_and_a_name_problem_is_logged_each_time(
         caplog: pytest.LogCaptureFixture) -> None:
     """`allows` remembers its decisions (issue 19): asked again it answers the same, for every

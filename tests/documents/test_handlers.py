@@ -356,3 +356,31 @@ async def test_every_answer_under_the_api_is_its_envelope(docs_app: Start) -> No
                  "/documents/v1/indexes/kb/batch/x", "/documents/v1/indexes/kb/other/a%0Ab", "/documents/v1/%0A"):
         errors = refused(await app.http.get(path, headers=auth), 404, "documents.endpoint_not_found")
     refused(await app.http.get("/documents/v1/nope"), 401, "access.unauthorized")
+
+
+async def test_a_path_or_id_that_walks_a_tree_is_refused_on_every_way_in(docs_app: Start) -> None:
+    """A PUT with path 'a/../config/x' was 'added' and served by search, outside the config/**
+    rule; the id '../../x' was accepted. Both are refused (indexes.paths), nothing written."""
+    app = await docs_app()
+    before = read_generation(app.indexes / "kb")
+    secret = {"title": "配置秘密", "content": "这是配置目录里的秘密内容，不应被检索到。"}
+    for path in ("a/../config/x", "./config/x", "/config/x", "a\\..\\config\\x", "a/．．/config/x"):
+        errors = refused(await app.put("kb", "walker", {**secret, "path": path}), 422, "documents.document_invalid")
+        assert "'path'" in errors[0]["message"] and errors[0]["id"] == "walker"
+    for doc_id in ("../../x", "a/../config/x", "..\\x", "x/."):
+        errors = refused(await app.put("kb", quote(doc_id, safe=""), secret), 422, "documents.document_invalid")
+        assert "'id'" in errors[0]["message"]
+    errors = refused(await app.put("kb", quote("../config/x.md", safe=""), content=b"# \xe9\x85\x8d\xe7\xbd\xae\n",
+                                   content_type="text/markdown"), 422, "documents.document_invalid")
+    assert "'id'" in errors[0]["message"]
+    errors = refused(await app.put("kb", "x.md", content=b"# x\n", content_type="text/markdown",
+                                   path="a/../config/x.md"), 422, "documents.document_invalid")
+    errors = refused(await app.batch("kb", {"upserts": [{"id": "ok", "content": "x"},
+                                                        {"id": "w", "content": "x", "path": "a/../config/x"}]}),
+                     422, "documents.document_invalid")
+    assert [e["id"] for e in errors] == ["w"]
+    assert read_generation(app.indexes / "kb") == before
+    assert "walker" not in await app.search("配置秘密")
+    # a plain name with dots and empty segments is no walk
+    data = result(await app.put("kb", "v1.2..3", {**secret, "path": "guide//a..b/.hidden"}))["data"]
+    assert data["documents"][0]["change"] == "added"

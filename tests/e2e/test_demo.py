@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import orjson
@@ -28,7 +29,10 @@ def _demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, st
                str(ROOT / "deploy" / "demo" / "docs"))
     assert r.returncode == 0, r.stderr
     token = (out / "agent-token").read_text().strip()
-    assert token not in cfg.read_text()  # the config holds only the token's hash
+    admin = (out / "admin-token").read_text().strip()
+    assert token not in cfg.read_text() and admin not in cfg.read_text()  # the config holds only hashes
+    subprocess.run([sys.executable, str(ROOT / "deploy" / "demo" / "configure.py"), str(out)], check=True)
+    assert (out / "admin-token").read_text().strip() == admin  # kept across re-runs
     with serve(cfg, port=free_port()) as s:
         yield s, token
 
@@ -38,6 +42,35 @@ def test_make_run_prints_the_dify_and_mcp_lines_beside_the_probe() -> None:
     assert "kbgate probe http://127.0.0.1:8080/volcengine/demo" in shown
     assert "API Endpoint http://127.0.0.1:8080/dify" in shown and "data/demo/agent-token" in shown
     assert '\\"url\\": \\"http://127.0.0.1:8080/mcp\\"' in shown
+    assert "open http://127.0.0.1:8080/admin/ and log in with the admin token" in shown
+    assert "cat data/demo/admin-token" in shown
+
+
+@pytest.mark.browser
+def test_the_printed_admin_token_opens_the_console_at_its_overview(demo: tuple[Server, str]) -> None:
+    from tests.support.browser import ARGS, CHROMIUM, assert_fits, log_in
+
+    srv, _ = demo
+    admin = (Path(srv.argv[srv.argv.index("--config") + 1]).parent / "admin-token").read_text().strip()
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = b.new_page(viewport={"width": 390, "height": 800})
+            r = page.goto(srv.base + "/admin/")
+            assert r is not None and r.status == 401  # the login form, not a 404
+            log_in(page, srv.base, admin)
+            assert page.url == srv.base + "/admin/" and page.locator("h1").inner_text() == "Overview"
+            routes = page.locator("section.route").evaluate_all("els => els.map(e => e.dataset.route)")
+            assert sorted(routes) == ["demo/tech/software", "docs"]
+            assert_fits(page)
+            page.get_by_role("navigation", name="Console").get_by_role("link", name="Deliveries").click()
+            page.wait_for_url(srv.base + "/admin/deliveries")
+            assert page.locator("h1").inner_text() == "kbgate: recent deliveries"
+        finally:
+            b.close()
 
 
 def test_the_demo_token_reaches_dify(demo: tuple[Server, str]) -> None:

@@ -26,7 +26,7 @@ from indexes.types import Document, Section
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ENV, client, config, tenant, write
 from tests.support.files import docx_bytes, encrypted_pdf, guide_pdf
-from tests.support.harness import Server, free_port, kbgate, serve
+from tests.support.harness import Server, free_port, kbgate, kbgate_argv, serve
 from tests.support.mcp_env import connect, payload
 
 CMS = "cms-webhook-token-0123456789abcdef"
@@ -366,3 +366,27 @@ def test_kbgate_index_add_runs_beside_the_api(tmp_path: Path, live: Server) -> N
     held = IndexStore(indexes).open("live").revisions()
     assert {f"page-{i}.md" for i in range(300)} <= set(held)
     assert {f"api-{i}" for i in range(puts)} <= set(held)
+
+
+def test_a_full_disk_is_a_retryable_503_that_says_disk_full_and_loses_nothing(tmp_path: Path,
+                                                                               redis_url: str) -> None:
+    """On a real full filesystem (a tmpfs in the server's own mount namespace) a PUT was answered
+    "index 'live' cannot be written", never saying why. Now: 503 documents.index_unavailable,
+    retryable, "disk full"; with space again the same PUT is written."""
+    from tests.support.full_disk import on_full_disk
+
+    _seed(tmp_path / "seed")
+    indexes, port = tmp_path / "indexes", free_port()
+    cfg = _config(tmp_path, indexes, port, redis_url, workers=1)
+    argv = on_full_disk(indexes, [*kbgate_argv(cfg, bind=f"127.0.0.1:{port}", workers=1)], seed=tmp_path / "seed")
+    page = {"title": "满盘测试", "content": "磁盘写满时写入的文档。" * 200}
+    with Server(argv, port, tmp_path / "serve.log", env=ENV) as srv, httpx.Client(base_url=srv.url) as c:
+        r = c.put(f"{BASE}/documents/full-1", content=orjson.dumps(page),
+                  headers={**AUTH, "content-type": "application/json"})
+        assert r.status_code == 503, r.text
+        [error] = r.json()["errors"]
+        assert error["code"] == "documents.index_unavailable" and error["retryable"] is True
+        assert "disk full" in error["message"] and "nothing was written" in error["message"], error
+        assert srv.proc is not None
+        (Path(f"/proc/{srv.proc.pid}/root") / str(indexes).lstrip("/") / "filler").unlink()  # space again
+        assert _write(c, "PUT", f"{BASE}/documents/full-1", page)["documents"][0]["change"] == "added"

@@ -402,6 +402,20 @@ def test_a_jsonl_field_of_the_wrong_type_is_dropped_and_the_record_kept(tmp_path
         "'cover_image' must be a url string or an object with 'url': not kept", "'url' must be a string: not kept"]
 
 
+def test_a_cover_image_size_that_is_no_integer_names_its_field(tmp_path: Path) -> None:
+    """It said "invalid literal for int() with base 10: 'wide'", naming no field."""
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"id": "1", "content": "内容", "cover_image": {
+        "url": "https://example.com/c.png", "width": "wide", "height": 10}}) + "\n", encoding="utf-8")
+    (tmp_path / "a.md").write_text("---\ncover_image: {url: 'https://example.com/c.png', height: 1.5x}\n---\n"
+                                   "# 页面\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [d.cover_image for d in _docs(items)] == [None, None]
+    reasons = [w.reason for w in items if isinstance(w, IngestWarning)]
+    assert "front matter 'cover_image.height' must be an integer, not '1.5x': not kept" in reasons, reasons
+    assert "'cover_image.width' must be an integer, not 'wide': not kept" in reasons, reasons
+    assert not any("invalid literal" in r for r in reasons)
+
+
 def test_every_file_of_an_unsupported_type_in_a_folder_is_reported(tmp_path: Path) -> None:
     for name in ("a.doc", "b.adoc", "c.odt", "d.json", "e.yaml", "Makefile", "ok.md"):
         (tmp_path / name).write_text("# 内容\n\n正文。\n", encoding="utf-8")

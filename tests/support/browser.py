@@ -87,9 +87,9 @@ CONTROLS_JS = """() => Array.from(document.querySelectorAll(
 
 
 def tab_through(page: Any, limit: int = 200) -> list[dict[str, Any]]:
-    """The focused elements met pressing Tab from the top of the page until focus comes round
+    """The focused elements met pressing Tab from the top of the (reloaded) page until focus comes round
     again (at most `limit` presses). Each: tag, name, href, text, ring (a visible outline)."""
-    page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    page.reload()  # a fresh load: Tab starts at the top of the document (use on GET pages)
     seen: list[dict[str, Any]] = []
     for _ in range(limit):
         page.keyboard.press("Tab")

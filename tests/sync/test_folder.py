@@ -114,3 +114,55 @@ def test_a_document_indexed_from_elsewhere_is_reported_the_rest_applied_and_trie
     assert r.returncode == 0, r.stderr
     assert counts(r.stdout) == (0, 1, 3, 0) and "replaces 'ds:a.md'" in r.stderr
     assert search_ids(cfg, "密钥") == ["ds:a.md"] and search_ids(cfg, "副本") == []
+
+
+def test_hostile_file_names_are_refused_or_shown_escaped_by_index_add_and_sync(tmp_path: Path) -> None:
+    """File names holding ESC/OSC or a line break reached the operator's terminal raw in the
+    skipped/warning lines, and a line break forged a report line; a file named 'a\\..\\config\\x.md'
+    and a JSONL record with path 'a/../config/x' were indexed. Each report line now shows such
+    characters as visible escapes (indexes.invisible.shown), and the walks are refused."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text("# 好\n\n正常的正文。\n", encoding="utf-8")
+    (docs / "t\x1b]0;owned\x07.md").write_text("# 标题\n\n终端标题。\n", encoding="utf-8")
+    (docs / "x\nindex docs: 99 added.txt").write_text("伪造的一行。\n", encoding="utf-8")
+    (docs / "e\x1b[31m.doc").write_bytes(b"\xd0\xcf")  # unsupported: a warning naming it
+    (docs / "a\\..\\config\\x.md").write_text("# 秘密\n\n配置里的秘密。\n", encoding="utf-8")
+    (docs / "rows.jsonl").write_text('{"id": "r1", "content": "越界", "path": "a/../config/x"}\n'
+                                     '{"id": "../r2", "content": "越界二"}\n', encoding="utf-8")
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"')
+    added = kbgate("index", "add", "--config", str(cfg), "--index", "ref", "--no-progress", str(docs))
+    synced = sync(cfg)
+    for run in (added, synced):
+        out = run.stdout + run.stderr
+        assert "\x1b" not in out and "\x07" not in out, out
+        assert not any(line.startswith("index docs: 99") for line in out.splitlines()), out
+        assert "t\\x1b]0;owned\\x07.md" in out and "x\\x0aindex docs: 99 added.txt" in out
+        assert "e\\x1b[31m.doc" in out
+        assert "a\\..\\config\\x.md: file 'id' has a '.' or '..' segment" in out, out
+        assert "'path' has a '.' or '..' segment" in out and "'id' has a '.' or '..' segment" in out
+        assert run.returncode == 1
+    assert ids(cfg, "ref") == ids(cfg) == ["ok.md"]
+
+
+def test_a_full_disk_is_said_by_index_add_and_sync(tmp_path: Path) -> None:
+    """On a real full filesystem both ended in a traceback ("ValueError: An IO error occurred:
+    'No space left on device (os error 28)'", or "An index writer was killed")."""
+    from tests.support.full_disk import on_full_disk
+
+    docs = _folder(tmp_path)
+    (docs / "big.md").write_text("# 大\n\n" + "磁盘写满时的正文。" * 40_000, encoding="utf-8")
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"')
+    cli = [sys.executable, "-m", "gateway.cli"]
+    for args in (["index", "add", "--config", str(cfg), "--index", "docs", "--no-progress", str(docs)],
+                 ["sync", "--config", str(cfg), "--no-progress"]):
+        for seeded in (False, True):  # a new index (created on the full disk), then one that exists
+            seed = tmp_path / "seed"
+            if seeded and not seed.exists():
+                assert kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress",
+                              str(docs / "a.md")).returncode == 0
+                (tmp_path / "ix").rename(seed)
+            r = subprocess.run(on_full_disk(tmp_path / "ix", [*cli, *args], seed=seed if seeded else None),
+                               capture_output=True, text=True, cwd=ROOT, timeout=300)
+            assert r.returncode == 1, (args, r.stdout, r.stderr)
+            assert "disk full" in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)

@@ -147,3 +147,30 @@ def test_check_config_refuses_a_branch_or_repo_git_would_read_as_an_option(repo:
             assert done.returncode == 2, done.stderr
             assert f"Config 'indexes.docs.sources[0].{key}' must not start with '-'" in done.stderr, done.stderr
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_failed_clone_shows_what_git_said_without_credentials(tmp_path: Path) -> None:
+    """It showed git's last stderr line alone: "git clone failed: and the repository exists."."""
+    cfg = write_config(tmp_path, _source("file:///nonexistent/handbook.git"))
+    r = sync(cfg)
+    assert r.returncode != 0
+    assert ("git clone failed: fatal: '/nonexistent/handbook.git' does not appear to be a git repository / "
+            "fatal: Could not read from remote repository. / Please make sure you have the correct access rights / "
+            "and the repository exists.") in r.stderr, r.stderr
+    cfg = write_config(tmp_path, _source("https://kb-bot:s3cr3t-t0ken@127.0.0.1:1/handbook.git"))
+    r = sync(cfg)
+    assert r.returncode != 0 and "git clone failed: fatal: unable to access" in r.stderr, r.stderr
+    assert "s3cr3t" not in r.stdout + r.stderr
+
+
+def test_git_messages_are_bounded_and_redacted() -> None:
+    from gateway.sync.git import GIT_LINE_CHARS, GIT_MESSAGE_LINES, git_message, redacted
+
+    said = b"Cloning into bare repository 'x'...\n" + b"".join(b"remote: line %d\n" % n for n in range(20)) + \
+        b"fatal: unable to access 'https://user:pa55@git.example.com/r.git/': " + b"x" * 1000 + b"\n"
+    message = git_message(said, 128)
+    assert "Cloning into" not in message and "pa55" not in message and "https://***@git.example.com" in message
+    assert message.startswith(f"({21 - GIT_MESSAGE_LINES} earlier lines not shown) remote: line 15 / ")
+    assert max(len(part) for part in message.split(" / ")) <= GIT_LINE_CHARS
+    assert git_message(b"\n\n", 1) == "exit status 1, no message"
+    assert redacted("ssh://git:tok@h/r and https://h/x") == "ssh://***@h/r and https://h/x"

@@ -143,7 +143,7 @@ class ToolsWire:
 
     def invalid(self, problem: Problem) -> ToolError:
         if problem.kind == "too_large":  # 413, as every other caller answers an oversized body
-            return ToolError("access.request_too_large", f"the request body {problem.message}")
+            return ToolError("access.request_too_large", f"the request body {problem.text}")
         if problem.kind == "unknown":
             return invalid(f"unknown field {problem.key}")
         return invalid(problem.message)
