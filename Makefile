@@ -5,16 +5,37 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BIND   ?= 127.0.0.1:8080
 DEMO   := data/demo/gateway.toml
+# The dependency set every install takes, exact versions with their hashes, written by `make lock`
+# (docs/architecture.md, "The lock file"); pyproject.toml keeps the ranges a library user gets.
+LOCK   := requirements.lock
+# The lock tool, itself from PyPI, in a venv of its own: only `make lock` needs it.
+UV_VERSION := 0.13.8
+LOCK_TOOL  := .venv-lock
 
-.PHONY: install run demo test coverage eval bench lint clean
+.PHONY: install run demo test coverage eval bench lint lock clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+# A changed lock or pyproject.toml rebuilds the venv from empty, so it holds exactly the lock's
+# set: pip (pinned in the lock too) and the build backend included, nothing left from before.
+$(STAMP): $(LOCK) pyproject.toml
+	$(PYTHON) -m venv --clear $(VENV)
+	$(BIN)/python -m pip install -q --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check >/dev/null || { $(BIN)/python -m pip check; \
+	    echo "$(LOCK) does not satisfy pyproject.toml: run make lock"; exit 1; }
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Rewrites the lock from pyproject.toml (dependencies and the dev extra, plus pip and the build
+# backend), one set for every platform and Python >= 3.11, keeping each pin already there that
+# still fits. LOCK_ARGS=--upgrade takes the newest releases of everything,
+# LOCK_ARGS="--upgrade-package redis" of one.
+lock:
+	test -x $(LOCK_TOOL)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOL) && \
+	    $(LOCK_TOOL)/bin/python -m pip install -q uv==$(UV_VERSION); }
+	printf 'pip\nsetuptools>=68\n' | $(LOCK_TOOL)/bin/uv pip compile --quiet pyproject.toml - \
+	    --extra dev --universal --generate-hashes --custom-compile-command "make lock" \
+	    --output-file $(LOCK) $(LOCK_ARGS)
 
 # The runnable demo config: deploy/demo/gateway.toml plus a demo agent client and the console's
 # admin token; its secrets (signing key, Bearer token, ref key, admin token) are generated once in data/demo/.

@@ -28,6 +28,7 @@ from .errors import IndexStoreError
 from .filters import filter_query
 from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
+from .readonly import Shadow
 from .records import document_revision
 from .relevance import Question
 from .schema import CLEAN_AT_INGEST, CLEAN_RULES, check_index, open_index, open_or_create
@@ -75,7 +76,8 @@ class KnowledgeIndex:
     rerank: its optional rerank stage (`indexes.rerank`), attached by the store that opened it
     for serving. synonyms: the owner's synonyms, set by the gateway. None: neither. clean_at_ingest:
     its sidecar's `schema.CLEAN_AT_INGEST` is today's `schema.CLEAN_RULES`: served as stored,
-    without `safe_text.clean_hit`.
+    without `safe_text.clean_hit`. shadow: what Tantivy opened instead of a read-only folder
+    (`indexes.readonly`), refreshed before each reload; None for a folder this process can write.
     """
 
     search_may_wait = False
@@ -83,18 +85,11 @@ class KnowledgeIndex:
     synonyms: Synonyms | None = None
     clean_at_ingest = False
 
-    def __init__(
-        self,
-        name: str,
-        path: Path,
-        index: tantivy.Index,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        boosts: Boosts = DEFAULT_BOOSTS,
-        chunk_chars: int = DEFAULT_MAX_CHARS,
-        bounds: SearchBounds = DEFAULT_BOUNDS,
-    ) -> None:
+    def __init__(self, name: str, path: Path, index: tantivy.Index, *, clock: Callable[[], float] = time.monotonic,
+                 boosts: Boosts = DEFAULT_BOOSTS, chunk_chars: int = DEFAULT_MAX_CHARS,
+                 bounds: SearchBounds = DEFAULT_BOUNDS, shadow: Shadow | None = None) -> None:
         self.name = name
+        self.shadow = shadow
         self.bounds = bounds
         self.path = path
         self._index = index
@@ -147,19 +142,21 @@ class KnowledgeIndex:
 
     def _load(self) -> tuple[int | None, str | None]:
         """Reload the reader; returns (opstamp, `commit_label`) read *before* the reload, so the
-        labels never name a commit newer than the searcher a caller takes next shows (the
-        reader may be newer: Tantivy also reloads on its own shortly after a commit)."""
+        labels never name a commit newer than the searcher a caller takes next shows (the reader
+        may be newer: a commit lands between the two; Tantivy never reloads on its own)."""
         generation, commit = read_commit(self.path)
-        self._index.reload()
+        self.reload_reader()
         return generation, commit
+
+    def reload_reader(self) -> None:
+        """`tantivy.Index.reload`, through the shadow of a read-only folder (`Shadow.reload`)."""
+        self.shadow.reload(self._index) if self.shadow is not None else self._index.reload()
 
     @property
     def generation(self) -> int | None:
-        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None
-        when meta.json could not be read then. An attribute read: no searcher, no file, no
-        counting (`stats()` builds full IndexStats). A searcher taken after reading it shows
-        that commit or a newer one; a new commit changes it at the next `maybe_reload` that
-        sees it (at most RELOAD_CHECK_SECONDS later)."""
+        """The commit opstamp (grows with every commit) of the reader's last (re)load, None when meta.json could
+        not be read then; an attribute read. A searcher taken after reading it shows that commit or a newer one;
+        a new commit changes it at the next `maybe_reload` that sees it (at most RELOAD_CHECK_SECONDS later)."""
         return self._generation
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
@@ -218,12 +215,11 @@ class KnowledgeIndex:
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
                floor: float = 0.0) -> tuple[list[Hit], int | None]:
-        """(`search` with the same arguments, the generation those hits may be reused for):
-        the label `generation` read before the search (the searcher shows that commit or a
-        newer one, so an answer reused under it is never older than the label says). None: do
-        not reuse the hits (the generation is unknown, or the answer was given in a degraded way:
-        the rerank stage's fallback to the lexical order, `indexes.dense.HybridIndex`'s lexical
-        fallback)."""
+        """(`search` with the same arguments, the generation those hits may be reused for): the label
+        `generation` read before the search (the searcher shows that commit or a newer one, so an answer
+        reused under it is never older than the label says). None: do not reuse the hits (the generation is
+        unknown, or the answer was given in a degraded way: the rerank stage's fallback to the lexical order,
+        `indexes.dense.HybridIndex`'s lexical fallback)."""
         generation = self._generation
         self._degraded.value = False
         hits = self.search(query, limit, filter=filter, one_per_document=one_per_document,
@@ -267,6 +263,11 @@ class KnowledgeIndex:
         checked here; callers read the document and check it."""
         self.maybe_reload()
         return documents.doc_id_at(self._index.searcher(), self._schema, path, datasets)
+
+    def reader(self) -> tuple[tantivy.Searcher, tantivy.Schema]:
+        """(a searcher of the current commit, the schema), after `maybe_reload` (`indexes.browse`)."""
+        self.maybe_reload()
+        return self._index.searcher(), self._schema
 
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""
@@ -320,6 +321,8 @@ class KnowledgeIndex:
         when it has one (`indexes.dense.HybridIndex` also stops its query encoder)."""
         if self.rerank is not None:
             self.rerank.close()
+        if self.shadow is not None:
+            self.shadow.close()
 
 
 class IndexStore:
@@ -336,11 +339,11 @@ class IndexStore:
         self._clock = clock
         self.bounds = bounds
         self._open: dict[str, KnowledgeIndex] = {}
+        self._checked: dict[Path, Shadow] = {}  # read-only folders' shadows kept by `check`
         self._lock = threading.Lock()
 
     def folder(self, name: str) -> Path:
-        """root/name, whether or not an index is there. Raises IndexStoreError for a name
-        that is not one (`_NAME`)."""
+        """root/name, whether or not an index is there. Raises IndexStoreError for a name that is not one."""
         if not _NAME.fullmatch(name):
             raise IndexStoreError(name, f"Index name {name!r} must match {_NAME.pattern}.")
         return self.root / name
@@ -352,49 +355,49 @@ class IndexStore:
         return sorted(p.name for p in self.root.iterdir() if (p / "meta.json").is_file())
 
     def open(self, name: str) -> KnowledgeIndex:
-        """The index `name`, opened once and cached. Raises IndexNotFoundError,
-        SchemaVersionError, IndexCorruptError."""
+        """The index `name`, opened once and cached (a read-only folder through a shadow: `indexes.readonly`).
+        Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError."""
         with self._lock:
             cached = self._open.get(name)
             if cached is not None:
                 return cached
             folder = self.folder(name)
-            index, chunk_chars, meta = open_index(folder, name, DEFAULT_MAX_CHARS)
-            ki = self._make(name, folder, index, chunk_chars)
+            index, chunk_chars, meta, shadow = open_index(folder, name, DEFAULT_MAX_CHARS)
+            ki = self._make(name, folder, index, chunk_chars, shadow=shadow)
             ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) == CLEAN_RULES  # `true` (rules 1) is not 2
             self._open[name] = ki
             return ki
 
     def check(self, name: str) -> None:
-        """Open the folder of `name` afresh, as a new worker would, whatever is cached: tells
-        whether the index on disk is whole now (an opened index keeps serving the files it
-        mapped even after they were damaged or deleted). About 1-2 ms for the test corpora.
-        Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError (`schema.check_index`)."""
-        check_index(self.folder(name), name)
+        """Open the folder of `name` afresh, as a new worker would: is the index on disk whole now (an opened
+        index keeps serving the files it mapped even after they were damaged or deleted)? About 1-2 ms for the
+        test corpora. Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError."""
+        check_index(self.folder(name), name, self._checked)
 
     def close(self) -> None:
-        """Release what the opened indexes hold (a hybrid index's query-encoder threads and
-        model: `HybridIndex.close`) and forget them; a later `open` opens afresh."""
+        """Release what the opened indexes hold (`HybridIndex.close`: its encoder threads and model) and
+        forget them; a later `open` opens afresh."""
         with self._lock:
             opened = list(self._open.values())
             self._open.clear()
         for idx in opened:
             idx.close()
+        while self._checked:
+            self._checked.popitem()[1].close()
 
     def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
-        """Open `name` for `ingest`, creating the folder, schema and sidecar if absent.
-
-        chunk_chars applies to a new index; an existing one keeps the size in its
-        sidecar. Raises SchemaVersionError for an index of another schema version,
-        IndexCorruptError for one Tantivy cannot open.
-        """
+        """Open `name` for `ingest`, creating the folder, schema and sidecar if absent. chunk_chars applies to
+        a new index; an existing one keeps the size in its sidecar. Raises SchemaVersionError for an index
+        of another schema version, IndexCorruptError for one Tantivy cannot open, IndexReadOnlyError for a
+        folder this process cannot write."""
         folder = self.folder(name)
         index, chunk_chars = open_or_create(folder, name, chunk_chars)
         return self._make(name, folder, index, chunk_chars, warm=False)
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
-              warm: bool = True) -> KnowledgeIndex:
-        """The index object over an opened Tantivy `index` (warm: it will serve searches, not
-        only an ingest). The one place a subclass chooses another KnowledgeIndex class."""
-        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars, bounds=self.bounds)
+              warm: bool = True, shadow: Shadow | None = None) -> KnowledgeIndex:
+        """The index object over an opened Tantivy `index` (warm: it will serve searches, not only an ingest;
+        shadow: see KnowledgeIndex); the one place a subclass chooses another KnowledgeIndex class."""
+        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars, bounds=self.bounds,
+                              shadow=shadow)
 

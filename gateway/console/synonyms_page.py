@@ -34,7 +34,6 @@ from starlette.routing import Route
 from gateway.console import synonyms_file as sf
 from gateway.console.changes import audit_change
 from gateway.console.csrf import post_ok
-from gateway.console.links import document_url
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.synonyms_try import tried
 from gateway.console.users import ConsoleUser, can
@@ -146,8 +145,7 @@ async def _index_page(request: Request, user: ConsoleUser, index: str, *, status
     return page(request, user, "synonyms_index.html", active="synonyms", title=f"Synonyms of {index}", status=status,
                 d=d, text=submitted, marked=marked, error=error, try_result=try_result, query=query,
                 editable=can(user, "edit_synonyms", index) and d["editable"],
-                note=request.query_params.get("done", "")[:16],
-                document_url=document_url)
+                note=request.query_params.get("done", "")[:16])
 
 
 async def index_html(request: Request) -> Response:

@@ -8,7 +8,8 @@ kbgate try --config FILE --caller knowledge|tools|dify|mcp --client C [--route R
     [--json]              print `gateway.console.try_.to_json` (with --successor: {"a": ..., "b": ...})
 
 Runs in this process on the config's indexes, exactly as a worker answers (the same wing
-functions); sends nothing anywhere. Exit codes: 0 answered (whatever the caller's status),
+functions); sends nothing anywhere. stdout holds the answer only; the audit line (sink "stdout")
+goes to stderr. Exit codes: 0 answered (whatever the caller's status),
 2 a try the config cannot run (the field is named) or a bad option.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -71,7 +73,10 @@ def cmd_try(args: argparse.Namespace) -> int:
                           request_id=args.request_id)
     config = load_config(args.config)
     try:
-        results = asyncio.run(_run(Runtime(config), req, args.successor))
+        # stdout is the try's answer alone (`--json`: one JSON document): the admin's audit line,
+        # when [audit] sink = "stdout", and anything else the run prints go to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            results = asyncio.run(_run(Runtime(config), req, args.successor))
     except TryInvalid as exc:
         print(f"kbgate: {exc.message}", file=sys.stderr)
         return 2
@@ -99,6 +104,18 @@ def _n(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
+def cosine_line_text(line: dict[str, Any], index: str) -> str:
+    """One line saying the cosine line a hybrid search judged on, where it came from, and for a
+    line not measured for the index how to measure it (`kbgate index calibrate`)."""
+    text = f"cosine line: {line['zero']:.4f} → relevance 0, {line['one']:.4f} → 1 ({line['source']}"
+    if line["source"] == "measured":
+        return text + ": measured on this index's vectors)"
+    if line["source"] == "config":
+        return text + ": cosine_zero / cosine_one in the config)"
+    return text + f": the model's default, not measured for this index; measure it with kbgate index calibrate " \
+                  f"--config FILE --index {index})"
+
+
 def render(result: dict[str, Any]) -> str:
     """A `to_json` dict as text: the answer body, then per search its hits and dropped chunks."""
     lines = [f"{result['route']}{' -> ' + result['successor'] if result['successor'] else ''}: "
@@ -109,6 +126,8 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"search {s['index']} at commit {s['generation']}: cache {s['cache']}, limit {s['limit']}, "
                      f"relevance floor {s['floor']}, metadata conditions {s['metadata_conditions']}")
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
+        if s.get("cosine_line"):
+            lines.append("  " + cosine_line_text(s["cosine_line"], s["index"]))
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")
         for h in s["kept"]:
             sc = h["scores"]

@@ -27,7 +27,6 @@ from starlette.routing import Route
 
 from gateway.console import try_, try_gap
 from gateway.console.csrf import post_ok
-from gateway.console.links import document_url
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
 from gateway.console.try_gap import FromGap
@@ -111,7 +110,7 @@ def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
             member: bool | None = None) -> Response:
     return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
                    choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS, from_gap=from_gap,
-                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS, document_url=document_url)
+                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS)
 
 
 async def _sides(request: Request, user: ConsoleUser,

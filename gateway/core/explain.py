@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from gateway.core.scope import EffectiveScope, allows
 from indexes.analysis import QueryTerms, normalize, query_terms
+from indexes.dense import HybridIndex
 from indexes.relevance import Question
 from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
@@ -211,6 +212,7 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
                     expansions=analysed(query, idx.synonyms).expansions)
+    t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
     started = time.perf_counter()
     asked = idx.question(query)
 

@@ -283,7 +283,7 @@ def async_client(url: str, timeout: float) -> AsyncRedis:
     kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
         t = parse_sentinel_url(url)
-        sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]  # untyped in redis-py
+        sentinel = AsyncSentinel(
             list(t.sentinels),
             sentinel_kwargs=_sentinel_kwargs(timeout, AsyncRetry(NoBackoff(), 0)),
         )
@@ -320,11 +320,11 @@ def sync_client(url: str, timeout: float) -> SyncRedis:
     kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
         t = parse_sentinel_url(url)
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]  # untyped in redis-py
+        sentinel = Sentinel(
             list(t.sentinels),
             sentinel_kwargs=_sentinel_kwargs(timeout, Retry(NoBackoff(), 0)),
         )
-        client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]  # untyped in redis-py
+        client: redis.Redis = sentinel.master_for(
             t.service, redis_class=_SyncSentinelRedis, db=t.db, username=t.username, password=t.password,
             retry=Retry(NoBackoff(), 1), **kwargs)
         return client

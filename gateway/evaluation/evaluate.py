@@ -83,6 +83,12 @@ RERANK_CANDIDATES = 20
 RERANK_TIMEOUT_MS = 5000
 
 
+def lexical_toml(index: str) -> str:
+    """`[indexes.<index>] dense = "none"`: the lexical and rerank columns serve the index lexically
+    (a new index is hybrid by default, and the eval's one index holds the hybrid column's vectors)."""
+    return f'[indexes.{index}]\ndense = "none"\n'
+
+
 def rerank_toml(index: str, url: str) -> str:
     """The `[indexes.<index>.rerank]` table of the rerank column: the Cohere wire format to the
     stand-in reranker at `url` (`gateway.evaluation.rerank_standin`), the default 20 candidates, a
@@ -262,12 +268,18 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
 
     floor = "" if relevance_floor is None else f"relevance_floor = {relevance_floor}\n"
     asked = [q for _, q in sets]
-    served: dict[str, list[Served]] = {"lexical": _by_callback(corpus, asked, workdir, search=floor)}
+    refused: list[str] = []  # every column is asked the same questions: counted and said once, here
+    served: dict[str, list[Served]] = {"lexical": _by_callback(corpus, asked, workdir, refused,
+                                                               lexical_toml(corpus.name), search=floor)}
     if hybrid_dense:
-        served["hybrid"] = _by_callback(corpus, asked, workdir, hybrid_toml(corpus.name, hybrid_dense), floor)
+        served["hybrid"] = _by_callback(corpus, asked, workdir, [], hybrid_toml(corpus.name, hybrid_dense), floor)
     if reranker:
-        served["rerank"] = _by_callback(corpus, asked, workdir, rerank_toml(corpus.name, reranker[0]), floor,
+        served["rerank"] = _by_callback(corpus, asked, workdir, [],
+                                        lexical_toml(corpus.name) + rerank_toml(corpus.name, reranker[0]), floor,
                                         reranker=reranker)
+    if refused:
+        print(f"{corpus.name}: {len(refused)} queries refused by the callback contract (empty or too long); "
+              "they score 0 for both systems", file=sys.stderr)
     baseline = Bm25sBaseline(documents, chunk_chars=300)
     out: list[Row] = []
     per_set: dict[str, dict[str, list[QueryScore]]] = {}
@@ -278,11 +290,12 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
     return out, per_set, build
 
 
-def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
+def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path, refused: list[str],
                  extra_config: str = "", search: str = "", reranker: Standin | None = None) -> list[Served]:
     """Serve the corpus's index with `kbgate serve` (config + extra_config; `search`: more
     lines of its [search] table) and score every question set through signed callbacks.
-    reranker: the stand-in reranker when extra_config uses it (its CPU is measured too)."""
+    refused: the questions the callback refuses by contract (they score 0) are appended to it. reranker: the
+    stand-in reranker when extra_config uses it (its CPU is measured too)."""
     secret = secrets.token_urlsafe(24)
     port = _free_port()
     cfg = workdir / f"{corpus.name}.toml"
@@ -296,7 +309,6 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(cfg)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     standin_pid = reranker[1] if reranker else None
-    rejected: list[str] = []
     out: list[Served] = []
     try:
         base = f"http://127.0.0.1:{port}"
@@ -312,7 +324,7 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
                 latencies.append((time.perf_counter() - started) * 1000)
                 env = orjson.loads(r.content)
                 if env.get("Ret") in REJECTED_QUERY_RETS:
-                    rejected.append(query)  # e.g. an empty query in the data: scores 0, as for the baseline
+                    refused.append(query)  # e.g. an empty query in the data: scores 0, as for the baseline
                     return []
                 if env.get("Ret") != 0:
                     raise RuntimeError(f"callback failed: Ret={env.get('Ret')} Msg={env.get('Msg')}")
@@ -342,9 +354,6 @@ def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path,
                     print(f"{corpus.name}: hybrid searches answered lexically instead: {fell}", file=sys.stderr)
     finally:
         _stop(proc)
-    if rejected:
-        print(f"{corpus.name}: {len(rejected)} queries refused by the callback contract (empty or too long); "
-              "they score 0 for both systems", file=sys.stderr)
     return out
 
 
@@ -380,4 +389,4 @@ def _free_port() -> int:
 
 
 __all__ = ["HYBRID_MODEL", "SYSTEMS", "Corpus", "QuerySet", "Row", "default_corpora", "doc_id_of", "hybrid_settings",
-           "hybrid_toml", "parse_corpus", "rerank_toml", "run_eval", "table"]
+           "hybrid_toml", "lexical_toml", "parse_corpus", "rerank_toml", "run_eval", "table"]

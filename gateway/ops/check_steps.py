@@ -5,6 +5,8 @@ for each state, with the config file the operator ran it on filled in.
     [DAMAGED]                          → restore the folder, or delete it and rebuild (indexes.errors)
     [BUILT BY ANOTHER SCHEMA VERSION]  → delete the folder and rebuild (indexes.errors)
     [LOCKED BY A WRITER]               → wait for the writer (indexes.errors)
+    [READ-ONLY], [UNREADABLE]          → a writable TMPDIR, read access for the server's user
+                                         (a read-only folder alone opens: indexes.readonly)
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ def cmd_secrets_retire(args: argparse.Namespace) -> int:
 
 
 def cmd_secrets_list(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, read_secrets=False)  # lists ids and sources, never a value
     now = time.time()
     listing = list_keys(config, args.tenant, now)
     print(format_rows(listing, now))
@@ -147,7 +147,10 @@ def cmd_secrets_list(args: argparse.Namespace) -> int:
 
 
 def cmd_onboard(args: argparse.Namespace) -> int:
-    from gateway.ops.onboard import run_onboard
+    from gateway.ops.onboard import Stopped, run_onboard
 
-    return run_onboard(Path(args.config), args.tenant, args.url, routes=args.route,
-                       secret_stdin=args.secret_stdin, wait=args.wait)
+    try:
+        return run_onboard(Path(args.config), args.tenant, args.url, routes=args.route,
+                           secret_stdin=args.secret_stdin, wait=args.wait)
+    except Stopped as stop:  # SIGHUP, SIGTERM, SIGQUIT: the config is restored, exit as the shell would say
+        return 128 + stop.signum

@@ -64,12 +64,17 @@ def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_ENV) or None
 
 
+OWN_DIR_PREFIX = "kbgate-metrics-"
+
+
 def prepare_multiprocess_dir() -> tuple[str, bool]:
     """Point PROMETHEUS_MULTIPROC_DIR at an empty folder before hypercorn spawns workers.
 
-    Returns (folder, created): a fresh temp folder (created=True, the caller removes it
-    at exit), or the operator's own folder with stale *.db files removed (created=False),
-    as prometheus-client requires a folder wiped between runs.
+    Returns (folder, created): a fresh temp folder named after this process's pid
+    (created=True, the caller removes it at exit; the folders of servers that died without
+    removing theirs, kill -9 or the OOM killer, are removed first), or the operator's own
+    folder with stale *.db files removed (created=False), as prometheus-client requires a
+    folder wiped between runs.
     """
     given = multiprocess_dir()
     if given:
@@ -77,9 +82,34 @@ def prepare_multiprocess_dir() -> tuple[str, bool]:
         for stale in Path(given).glob("*.db"):
             stale.unlink(missing_ok=True)
         return given, False
-    folder = tempfile.mkdtemp(prefix="kbgate-metrics-")
+    remove_orphaned_dirs(Path(tempfile.gettempdir()))
+    folder = tempfile.mkdtemp(prefix=f"{OWN_DIR_PREFIX}{os.getpid()}-")
     os.environ[MULTIPROC_ENV] = folder
     return folder, True
+
+
+def remove_orphaned_dirs(tmp: Path) -> list[Path]:
+    """Remove the folders `prepare_multiprocess_dir` made in `tmp` for a process that no longer
+    exists ('kbgate-metrics-<pid>-*'); a live or unknowable owner (another user's) keeps its own.
+    Returns the folders removed."""
+    gone = []
+    for folder in tmp.glob(f"{OWN_DIR_PREFIX}*-*"):
+        pid = folder.name[len(OWN_DIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not folder.is_dir() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: someone else's process
+        return True
+    return True
 
 
 def _pin_process_identifier() -> None:

@@ -15,9 +15,12 @@ any key exists, and (4) only after saving does 知识库配置 show the 鉴权�
 
 Every config edit goes through gateway/ops/secrets.py (validated, atomic); the running server
 reloads it by itself within a second (gateway/serve/reload.py). When onboard stops before the key
-is stored (no delivery in time, Ctrl-C, an error), it puts the config file back exactly as it
-found it, so a tenant it created or switched to report mode does not stay open to unsigned
-requests.
+is stored (no delivery in time, Ctrl-C, SIGHUP of a closed SSH session, SIGTERM, SIGQUIT, an
+error), it puts the config file back exactly as it found it, so a tenant it created or switched
+to report mode does not stay open to unsigned requests. What cannot be caught (kill -9, power
+loss) is bounded by the config itself: onboard's report mode carries `report_until`, the end of
+its own wait for the test delivery, after which the server verifies the tenant as enforcing
+whatever the file still says (gateway/volcengine/signing.py, `Tenant.mode`).
 
 Ctrl-C must stop onboard at once, wherever it waits (a pause, a Redis read, the secret prompt),
 so onboard is plain blocking code and Python's own SIGINT handler raises KeyboardInterrupt in
@@ -25,7 +28,8 @@ the middle of any of them. Under `asyncio.run` a Ctrl-C only cancels the main ta
 the next `await`, never inside the blocking prompt, and on Python 3.11 a cancellation that
 arrives while redis-py sends a command is lost inside `asyncio.wait_for` (CPython gh-86296,
 fixed in 3.12), so onboard polled on until `--wait` ran out. The config edits themselves hold
-a Ctrl-C back until they are complete (`_whole`), so none is left half-made.
+a Ctrl-C back until they are complete (`_whole`), so none is left half-made. SIGHUP, SIGTERM
+and SIGQUIT get the same treatment as Ctrl-C (`Stopped`), and exit 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -50,6 +54,17 @@ from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
 
 POLL = 0.3  # seconds between two reads of the deliveries record
+REPORT_SLACK = 5.0  # seconds report mode outlasts onboard's own wait for the test delivery
+STOPPING = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)  # each restores the config
+
+
+class Stopped(BaseException):
+    """A stopping signal but SIGINT arrived (SIGHUP, SIGTERM, SIGQUIT): unwinds like a Ctrl-C.
+    signum: the signal's number; `kbgate onboard` exits 128 + signum."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 @dataclass(slots=True)
@@ -74,39 +89,63 @@ def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], se
     without --route, a config without replay.redis_url (the record must be shared with the
     server), an empty secret or an invalid edit; KeyboardInterrupt on Ctrl-C. Whenever it
     returns 1 or raises before the key is stored, the config file is first restored to its
-    text and mode from before onboard (see `_undo`).
+    text and mode from before onboard (see `_undo`); SIGHUP, SIGTERM and SIGQUIT then raise
+    `Stopped` (a BaseException; `kbgate onboard` exits 128 + its signum).
     """
     path = Path(path).resolve()
     try:
         edits = _Edits(path.read_text("utf-8"), path.stat().st_mode & 0o777)
     except (OSError, UnicodeDecodeError):
         raise ConfigError("<file>", "cannot be read as UTF-8", file=path) from None
+    with _stopping_raises():
+        try:
+            code = _onboard(path, tenant, base_url, routes, secret_stdin, wait, edits)
+        except BaseException:
+            _undo(path, tenant, edits)
+            raise
+        if code != 0:
+            _undo(path, tenant, edits)
+        return code
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextmanager
+def _stopping_raises() -> Iterator[None]:
+    """While the block runs, SIGHUP, SIGTERM and SIGQUIT raise `Stopped` (their default would end
+    the process on the spot, the config left in report mode); SIGINT keeps Python's own
+    KeyboardInterrupt. Main thread only; the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in STOPPING if sig != signal.SIGINT}
     try:
-        code = _onboard(path, tenant, base_url, routes, secret_stdin, wait, edits)
-    except BaseException:
-        _undo(path, tenant, edits)
-        raise
-    if code != 0:
-        _undo(path, tenant, edits)
-    return code
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 @contextmanager
 def _whole() -> Iterator[None]:
-    """Hold a Ctrl-C (SIGINT) back until the block ends, then raise KeyboardInterrupt: a config
-    edit and the key file beside it are made whole or not at all. Only in the main thread
-    (where Python runs signal handlers); elsewhere the block runs as is."""
+    """Hold the stopping signals (STOPPING) back until the block ends, then raise what the first
+    one raises (KeyboardInterrupt, `Stopped`): a config edit and the key file beside it are made
+    whole or not at all. Only in the main thread (where Python runs signal handlers); elsewhere
+    the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum)) for sig in STOPPING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     if held:
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if held[0] == signal.SIGINT else Stopped(held[0])
 
 
 def _undo(path: Path, tenant: str, edits: _Edits) -> None:
@@ -128,22 +167,24 @@ def _restore(path: Path, tenant: str, edits: _Edits) -> None:
     except (OSError, UnicodeDecodeError):
         now = None
     if now != edits.written:
-        say(f"\nOnboarding stopped before a key was stored, and {path} was changed by someone else meanwhile, "
+        _tell(f"\nOnboarding stopped before a key was stored, and {path} was changed by someone else meanwhile, "
             f"so it was NOT put back. Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
         return
     try:
         write_atomically(path, edits.before, edits.mode)
     except OSError as exc:
-        say(f"\nOnboarding stopped before a key was stored, and {path} could not be put back ({exc}). "
+        _tell(f"\nOnboarding stopped before a key was stored, and {path} could not be put back ({exc}). "
             f"Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
         return
-    say(f"\nOnboarding stopped before a key was stored, so {path} is back exactly as it was before: "
+    _tell(f"\nOnboarding stopped before a key was stored, so {path} is back exactly as it was before: "
         f"{edits.undoes}. Run `kbgate onboard` again to connect the tenant.")
 
 
 def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_stdin: bool,
              wait: float, edits: _Edits) -> int:
-    config = load_config(path)
+    config = load_config(path, read_secrets=False)  # ids and expiries only: no value is needed
+    now = time.time()
+    until = now + 2 * INTERVAL + 0.2 + wait + REPORT_SLACK  # the end of the wait for the test delivery
     if not config.replay.redis_url:
         raise ConfigError("replay.redis_url", "is not set: onboard reads the deliveries record the server "
                           "keeps in Redis (without Redis, watch the server's log lines instead)")
@@ -151,7 +192,7 @@ def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_s
         if not routes:
             raise ConfigError(f"tenants.{tenant}", "does not exist; pass --route FIRST/SECOND=INDEX to create it")
         with _whole():
-            config = ensure_tenant(path, tenant, [_route(r) for r in routes])
+            config = ensure_tenant(path, tenant, [_route(r) for r in routes], report_until=until)
             edits.written = path.read_text("utf-8")
         edits.undoes = f"tenant {tenant} is removed again, so nothing answers unsigned requests for it"
         say(f"Created tenant {tenant} in {path} (verify = report) with {len(routes)} route(s).")
@@ -160,15 +201,16 @@ def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_s
         f"{base_url.rstrip('/')}{t.path}\n")
     for r in t.routes:
         say(f"    FirstLevelId = {r.first_level_id!r}  SecondLevelId = {r.second_level_id!r}  → index {r.index}")
-    now = time.time()
-    if not any(k.live(now) for k in t.secrets) and t.verify != "report":
+    if not any(k.live(now) for k in t.secrets) and t.mode(now) != "report":
         with _whole():
-            config = set_verify(path, tenant, "report")
+            config = set_verify(path, tenant, "report", until=until)
             edits.written = path.read_text("utf-8")
         edits.undoes = f"tenant {tenant} is back to verify = \"{t.verify}\" and rejects unsigned requests"
-    if config.tenants[tenant].verify == "report":
+    t = config.tenants[tenant]
+    if t.mode(now) == "report" and t.report_until is not None:
+        end = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t.report_until))
         say(f"Tenant {tenant} is in report mode: unsigned requests are answered (and recorded) until the "
-            "key is known.")
+            f"key is known, and at the latest until {end} (report_until), when it enforces by itself.")
     assert config.replay.redis_url is not None
     log = DeliveryReader(config.replay.redis_url, config.replay.key_prefix, config.replay.timeout_seconds)
     try:
@@ -245,6 +287,14 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
+def _tell(text: str) -> None:
+    """`say`, for the restore: a terminal gone with its SSH session (EIO, EPIPE) must not stop it."""
+    try:
+        say(text)
+    except OSError:
+        pass
+
+
 def _read_secret(from_stdin: bool) -> str:
     if from_stdin or not sys.stdin.isatty():
         say("Paste the secret (one line on stdin):")
@@ -264,4 +314,4 @@ def _route(text: str) -> tuple[str, str, str]:
     return first, second, index
 
 
-__all__ = ["run_onboard", "show"]
+__all__ = ["Stopped", "run_onboard", "show"]

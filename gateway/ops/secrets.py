@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import math
 import os
 import secrets as pysecrets
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import tomlkit
 from redis.exceptions import RedisError
+from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
 from gateway.core.config import Config, load_config
@@ -29,6 +31,7 @@ from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
 from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
 from gateway.ops.secret_files import forget, why_not_kbgates, write_secret_file
+from gateway.ops.table import table
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
 
 SECRETS_DIR = "secrets"  # generated secret files: <config dir>/secrets/<tenant>-<key id>
@@ -70,18 +73,6 @@ class KeyRow:
     usage: KeyUse | None
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def check_key_id(key_id: str, key: str) -> None:
     """Raise ConfigError(key, ...) unless `key_id` is a valid key id; touches nothing.
 
@@ -110,11 +101,13 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
             value_source: str = "--value-stdin") -> AddedKey:
     """Append a key to `[[tenants.<tenant>.secrets]]` of the config file at `path`.
 
-    Exactly one source, or none: value_env (an env var name, must be set here too, so the
-    file stays valid), value_file (an existing file, relative to the config's folder or
-    absolute), value (the secret text, e.g. pasted from the console) or none of them (a
-    generated 256-bit url-safe token). `value` and generated secrets are written to a new
-    0600 file `secrets/<tenant>-<id>` next to the config. now, not_after: unix seconds.
+    Exactly one source, or none: value_env (an env var name, must be set in `env`, default
+    os.environ, where its value is checked), value_file (an existing file, relative to the
+    config's folder or absolute), value (the secret text, e.g. pasted from the console) or none
+    of them (a generated 256-bit url-safe token). Only the new key's value is read: the other
+    keys of the file are not (a value_env of another key this shell lacks stops nothing).
+    `value` and generated secrets are written to a new 0600 file `secrets/<tenant>-<id>` next
+    to the config. now, not_after: unix seconds.
     verify: also set the tenant's mode in the same atomic edit ('enforce' after onboarding).
     value_source: how the user gave `value`, named when it is refused (empty, whitespace,
     shorter than MIN_SECRET_CHARS): the CLI flag by default, not the secret file the edit
@@ -145,10 +138,13 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
             raise ConfigError(f"tenants.{tenant}.secrets", f"already holds key id {kid!r}")
         entry = tomlkit.table()
         entry["id"] = kid
-        if value_env is not None:
+        where = f"tenants.{tenant}.secrets[{len(aot)}]"
+        if value_env is not None:  # the new key's value, the only one this edit reads
             kind, ref = "value_env", value_env
+            read_signing_key(f"env:{ref}", f"{where}.{kind}", path.parent, os.environ if env is None else env)
         elif value_file is not None:
             kind, ref = "value_file", value_file
+            read_signing_key(f"file:{ref}", f"{where}.{kind}", path.parent, {})
         else:
             kind, ref = "value_file", f"{SECRETS_DIR}/{tenant}-{kid}"
             created = write_secret_file(path.parent / ref, value if value is not None else _generate())
@@ -158,10 +154,10 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
         entry.add(tomlkit.nl())
         aot.append(entry)
         if verify is not None:
-            t["verify"] = verify
+            _set_mode(t, verify, None)
 
     try:
-        edit_config(path, mutate, env)
+        edit_config(path, mutate)
     except BaseException:
         if created is not None:
             created.unlink(missing_ok=True)
@@ -175,7 +171,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
 
 
 def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | None = None,
-               remove: bool = False, force: bool = False, env: Mapping[str, str] | None = None) -> RetiredKey:
+               remove: bool = False, force: bool = False) -> RetiredKey:
     """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
 
     When `remove` drops an entry whose value_file is a file kbgate itself wrote (recorded by
@@ -183,14 +179,14 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     inode, size, mtime and content digest; named by no other key), that file is deleted after
     the config was written; any other value_file, a hand-made secrets/<tenant>-<id> or one
     rewritten in place included, is left on disk and returned as `kept_file`, with the reason
-    in `kept_because`. Refuses
+    in `kept_because`. No secret's value is read. Refuses
     (ConfigError) when the tenant would have no key live at `at` while in enforce mode, since
     every callback would then fail, unless `force`.
     """
     path = Path(path).resolve()
     when = now if at is None else at
     removed_file: str | None = None
-    current = load_config(path, env).tenants.get(tenant)
+    current = load_config(path, read_secrets=False).tenants.get(tenant)
     if current is not None and key_id in {k.id for k in current.secrets} and not force \
             and current.verify == "enforce" and not any(k.live(when + 1) for k in current.secrets if k.id != key_id):
         raise ConfigError(f"tenants.{tenant}.secrets",
@@ -211,7 +207,7 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
         else:
             aot[idx]["not_after"] = dt.datetime.fromtimestamp(when, dt.UTC).replace(microsecond=0)
 
-    config = edit_config(path, mutate, env)
+    config = edit_config(path, mutate)
     if removed_file is None:
         return RetiredKey(config)
     fp = Path(os.path.normpath(path.parent / removed_file))  # normpath: never follow a symlink here
@@ -229,18 +225,28 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     return RetiredKey(config, kept_file=fp, kept_because=why)
 
 
-def set_verify(path: Path, tenant: str, mode: str, env: Mapping[str, str] | None = None) -> Config:
-    """Set `tenants.<tenant>.verify` to 'enforce' or 'report'. Raises ConfigError."""
+def set_verify(path: Path, tenant: str, mode: str, *, until: float | None = None) -> Config:
+    """Set `tenants.<tenant>.verify` to 'enforce' (dropping report_until) or 'report' until
+    `until` (unix s, required then; kept to the whole second after it). Raises ConfigError."""
 
     def mutate(doc: TOMLDocument) -> None:
-        tenant_table(doc, tenant)["verify"] = mode
+        _set_mode(tenant_table(doc, tenant), mode, until)
 
-    return edit_config(path, mutate, env)
+    return edit_config(path, mutate)
 
 
-def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
-                  env: Mapping[str, str] | None = None) -> Config:
-    """Create `[tenants.<tenant>]` in report mode when absent and add the missing routes.
+def _set_mode(t: Table, mode: str, until: float | None) -> None:
+    t["verify"] = mode
+    if until is not None:
+        t["report_until"] = dt.datetime.fromtimestamp(math.ceil(until), dt.UTC)
+    elif "report_until" in t:
+        del t["report_until"]
+
+
+def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]], *,
+                  report_until: float | None = None) -> Config:
+    """Create `[tenants.<tenant>]` in report mode until `report_until` (unix s; required when the
+    tenant is new) when absent, and add the missing routes.
 
     routes: (FirstLevelId, SecondLevelId, index) triples. Raises ConfigError.
     """
@@ -252,7 +258,7 @@ def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
         if tenant not in tenants:
             t = tomlkit.table()
             t["path"] = f"/volcengine/{tenant}"
-            t["verify"] = "report"
+            _set_mode(t, "report", report_until)
             tenants[tenant] = t
         t = tenants[tenant]
         if "routes" not in t:
@@ -266,7 +272,7 @@ def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]],
             r.add(tomlkit.nl())
             t["routes"].append(r)
 
-    return edit_config(path, mutate, env)
+    return edit_config(path, mutate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,12 +314,12 @@ def list_keys(config: Config, tenant: str, now: float) -> KeyListing:
 
 
 def format_rows(listing: KeyListing, now: float) -> str:
-    """The `secrets list` table: id, state, not_after, last verified (age), count, workers.
+    """The `secrets list` table: id, state, not_after, last verified (age), count, workers, each
+    column as wide as its widest cell (gateway/ops/table.py).
 
     Usage cells read UNKNOWN when Redis did not answer, 'n/a' when usage is not shared."""
     missing = UNKNOWN if listing.unreachable is not None else "n/a"
-    width = max(28, len(missing))
-    lines = [f"{'KEY ID':<20} {'STATE':<8} {'NOT AFTER':<20} {'LAST VERIFIED':<{width}} {'COUNT':>7}  WORKERS"]
+    rows = []
     for r in listing.rows:
         na = _iso(r.not_after) if r.not_after is not None else "-"
         if r.usage is None:
@@ -322,8 +328,8 @@ def format_rows(listing: KeyListing, now: float) -> str:
             last = f"{_iso(r.usage.last)} ({_age(now - r.usage.last)} ago)" if r.usage.last else "never"
             count = str(r.usage.count)
             workers = ", ".join(f"{w}={n}" for w, n in sorted(r.usage.workers.items()))
-        lines.append(f"{r.key_id:<20} {'live' if r.live else 'expired':<8} {na:<20} {last:<{width}} {count:>7}  "
-                     f"{workers}")
+        rows.append((r.key_id, "live" if r.live else "expired", na, last, count, workers))
+    lines = table(("KEY ID", "STATE", "NOT AFTER", "LAST VERIFIED", "COUNT", "WORKERS"), rows, right=frozenset({4}))
     if not listing.shared:
         lines.append("(usage is kept per worker without replay.redis_url; see /metrics of each worker)")
     return "\n".join(lines)

@@ -33,6 +33,7 @@ from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
+from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
 from gateway.serve.health import healthz, readyz
@@ -71,6 +72,7 @@ class Gateway:
         self.asked = make_counts(lambda: rt.config, rt.clock.now)  # the console overview's questions per day
         rt.events.subscribe(SearchAnswered, self.asked.observe)
         self.gap_clients = gaps.LazyClients(rt)  # the tracker of "File improvement task"
+        self.document_writes = Writes(rt)  # one queue per index for the document API and the console
         rt.on_close(self.deliveries.close)
         rt.on_close(self.gap_clients.close)
         rt.on_close(self.gaps.close)
@@ -100,7 +102,7 @@ class Gateway:
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
                   Route("/metrics", metrics.endpoint),
                   *CONSOLE_ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
-                  *documents.routes(rt)]
+                  *documents.routes(rt, self.document_writes)]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that
@@ -113,6 +115,7 @@ class Gateway:
         self.router.state.reloader = self.reloader
         self.router.state.gaps = self.gaps
         self.router.state.gap_clients = self.gap_clients
+        self.router.state.document_writes = self.document_writes
         self.router.state.asked = self.asked
         self.router.state.key_usage = self.volcengine.key_usage
 

@@ -226,9 +226,9 @@ class Reloader:
             "needs_restart": [{"indexes_dir": "indexes.dir", "dense": "indexes.*.dense",
                                                           "rerank": "indexes.*.rerank"}.get(k, k) for k in restart]})
         for t in new.tenants.values():
-            if t.verify == "report":
+            if t.mode(self.rt.clock.now()) == "report":
                 log.warning("tenant in report mode: unsigned requests are answered",
-                            extra={"tenant": t.name})
+                            extra={"tenant": t.name, "report_until": t.report_until})
         if self.on_swap is not None:
             self.on_swap(new)
         return self._outcome("reloaded")

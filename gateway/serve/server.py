@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from hypercorn.config import Config as HypercornConfig
 
-from gateway.core.config import Config
+from gateway.core.config import Config, report_state
 from gateway.core.errors import ConfigError
 from gateway.core.logs import setup_logging
 from gateway.core.redis_clients import describe
 from gateway.ops.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+from gateway.serve.lifeline import port_in_use
 from gateway.serve.master import run
 
 CONFIG_ENV = "KBGATE_CONFIG"
@@ -56,6 +58,9 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     setup_logging(config.log_level)
     assert config.source is not None
     os.environ[CONFIG_ENV] = str(config.source)
+    held = port_in_use(hc)  # SO_REUSEPORT would let this start share the port with another server's workers
+    if held is not None:
+        raise ConfigError("server.bind", held)
     try:  # bind before announcing anything, so a taken port is one clear line
         sockets = hc.create_sockets()
     except OSError as exc:
@@ -63,10 +68,11 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     replay = describe(config.replay.redis_url) if config.replay.redis_url else "in-process"
     print(f"kbgate: serving on http://{hc.bind[0]} with {hc.workers} worker(s), replay store {replay}",
           file=sys.stderr, flush=True)
+    now = time.time()
     for t in config.tenants.values():
-        if t.verify == "report":
-            print(f"kbgate: WARNING tenant {t.name} is in report mode: unsigned requests are answered",
-                  file=sys.stderr, flush=True)
+        if t.mode(now) == "report":
+            print(f"kbgate: WARNING tenant {t.name} is in report mode{report_state(t, now)}: unsigned requests "
+                  "are answered", file=sys.stderr, flush=True)
     # Before the workers spawn, so each one's prometheus-client writes to the shared folder.
     metrics_dir, created = prepare_multiprocess_dir()
     try:

@@ -120,7 +120,10 @@ def verify(tenant: Tenant, h: SigningHeaders, body: bytes, now: float, tolerance
 
     enforce: a signature that does not verify yields a verdict whose `refusal` must be answered.
     report (seed 003 "接入流程" 3-4: the console's 测试 is sent before the key is shown): a
-    missing or failing signature is recorded ('unsigned' | 'failed') and the request goes on.
+    missing or failing signature is recorded ('unsigned' | 'failed') and the request goes on,
+    but only while `now` is before the tenant's report_until: after it, whatever the file says,
+    the tenant is verified as in enforce mode (`Tenant.mode`), so an onboarding killed before it
+    could restore the config leaves no tenant open.
     In both modes the headers that are present are format-checked, and a valid (timestamp,
     nonce) inside the tolerance is claimed against replay.
     h: the signing headers as sent; body: the raw bytes; now: unix seconds (the one clock);
@@ -128,7 +131,8 @@ def verify(tenant: Tenant, h: SigningHeaders, body: bytes, now: float, tolerance
     (enforce) and VerificationFailed(timestamp_invalid | nonce_invalid | signature_invalid)
     for a malformed header (both modes).
     """
-    if tenant.verify == "report" and h.signature is None:
+    reporting = tenant.mode(now) == "report"
+    if reporting and h.signature is None:
         ts = _timestamp(h.timestamp) if h.timestamp is not None else None
         nonce = _nonce(h.nonce) if h.nonce is not None else None
         if ts is None or nonce is None:
@@ -143,7 +147,7 @@ def verify(tenant: Tenant, h: SigningHeaders, body: bytes, now: float, tolerance
         check_tolerance(ts, now, tolerance)
         key_id = match_key(tenant.secrets, ts, nonce, sig, body, now)
     except VerificationFailed as err:
-        if tenant.verify != "report":
+        if not reporting:
             return Verdict("failed", err.code, None, tried, skew, None, err)
         claim = None if err.code == "timestamp_expired" else (ts, nonce)
         return Verdict("failed", err.code, None, tried, skew, claim)

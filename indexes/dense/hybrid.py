@@ -38,6 +38,7 @@ from .. import relevance
 from ..hits import chunk_fold
 from ..relevance import Question
 from ..types import DEFAULT_BOUNDS, Scores, SearchBounds
+from .calibration import CosineLine, effective
 from .config import DenseConfig
 from .fusion import calibrated, mix, rrf
 from .query import QueryEncoder
@@ -150,6 +151,12 @@ class DenseSearch:
                     self._state = DenseState(state.generation, vectors)
             return self._state
 
+    def line(self) -> CosineLine:
+        """The cosine line searches judge on now (`indexes.dense.calibration.effective`): the
+        config's override, else the one measured for the vectors loaded, else the model's."""
+        state = self._state
+        return effective(self.config, state.vectors.line if state is not None and state.vectors is not None else None)
+
     def _count(self, what: str) -> None:
         with self._lock:  # searches run in several threads at once
             self.counters[what] = self.counters.get(what, 0) + 1
@@ -215,6 +222,7 @@ class DenseSearch:
         den = [(key, s) for key, s, _ in dense]
         mass = ideal(searcher) if ideal is not None else 0.0
         cosine = dict(den)
+        line = effective(self.config, state.vectors.line).pair
         if self.config.fusion == "rrf":
             fused = rrf(lex, den, k=self.config.rrf_k, lexical_weight=self.config.lexical_weight,
                         dense_weight=self.config.dense_weight)
@@ -224,7 +232,7 @@ class DenseSearch:
             cosine.update(_cosines(searcher, state.vectors, outcome.vector,
                                    [(key, a) for key, _, a in lexical[:k] if key not in cosine]))
             fused = calibrated(lex[:k], cosine, ideal=mass, lexical_weight=self.config.lexical_weight,
-                               dense_weight=self.config.dense_weight, line=self.config.cosine_line)
+                               dense_weight=self.config.dense_weight, line=line)
             fused += [(key, 0.0) for key, _ in lex[k:]]  # BM25's further chunks: context, in BM25 order
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
@@ -232,7 +240,6 @@ class DenseSearch:
         scores = {key: Scores(bm25=bm25.get(key), dense=cosine.get(key), fused=score) for key, score in fused}
         asked = question(searcher) if question is not None else Question(())
         folded: dict[str, str] = {}
-        line = self.config.cosine_line
 
         def judge(key: Address, doc: tantivy.Document) -> float:
             return relevance.hybrid(asked.about(chunk_fold(doc, folded)), cosine.get(key), line)

@@ -287,6 +287,22 @@ async def test_caller_type_must_be_agent_or_system(env: Env) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(("tool", "body", "fill"), [
+    ("search", {"input": {"query": "密钥"}}, "密钥"),  # the natural first try: no caller
+    ("ask", {"caller": {"type": "agent"}, "question": "密钥轮换"}, "密钥轮换"),  # no input
+    ("get_page", {"caller": "agent", "input": {"path": "guide/keys.md"}}, "guide/keys.md"),
+])
+async def test_a_request_without_caller_or_input_is_shown_a_minimal_one_that_works(
+        env: Env, tool: str, body: dict[str, Any], fill: str) -> None:
+    [error] = result(await env.call(tool, body, "alice"), 400, "failed")["errors"]
+    assert error["code"] == "access.request_invalid"
+    assert "a minimal request: " in error["message"], error
+    shown = error["message"].split("a minimal request: ", 1)[1]
+    r = await env.call(tool, orjson.loads(shown.replace("…", fill)), "alice")
+    assert r.status_code != 400, r.text  # the request the message shows is read as valid
+
+
+@pytest.mark.anyio
 async def test_forbidden_tool_is_403_and_audited_denied(env: Env) -> None:
     body = result(await env.call("ask", req({"question": "密钥轮换"}), "carol"), 403, "denied")
     assert codes(body) == ["access.forbidden_tool"]

@@ -153,6 +153,19 @@ async def test_the_recorder_counts_keeps_gaps_and_served_hits(tmp_path: Path, st
     assert await store.served("kb", ["2027-01-15"]) == {"leave.md": 2}
 
 
+async def test_served_counts_split_the_top_answer_from_lower_ranks(tmp_path: Path, store: GapStore) -> None:
+    """A document served at rank 5 is counted served, and top only when it was the first hit."""
+    cfg = _config(tmp_path)
+    rec = GapRecorder(lambda: cfg, Clock(), store)
+    rec.observe(_asked("年假怎么算", _hit(0.9, "leave.md"), _hit(0.5, "travel.md")))
+    rec.observe(_asked("出差怎么报销", _hit(0.9, "travel.md"), _hit(0.4, "a.md"), _hit(0.3, "b.md"),
+                       _hit(0.2, "c.md"), _hit(0.1, "leave.md")))
+    await rec.flush()
+    day = ["2027-01-15"]
+    assert await store.served("kb", day) == {"leave.md": 2, "travel.md": 2, "a.md": 1, "b.md": 1, "c.md": 1}
+    assert await store.served("kb", day, top=True) == {"leave.md": 1, "travel.md": 1}
+
+
 async def test_texts_are_kept_only_when_opted_in_bounded_in_count_and_time(tmp_path: Path,
                                                                            store: GapStore) -> None:
     cfg = _config(tmp_path, show=True, max_examples=2, query_retention_seconds=3600)

@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from gateway.console.credentials import hash_credential, new_credential
+from gateway.console.links import document_url
 from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
@@ -158,7 +159,7 @@ def test_the_gap_loop_closed_with_the_keyboard(browser: Any, tmp_path: Path, doc
             assert word.get_attribute("data-matched") == "synonym" and "密钥" in word.inner_text()
             assert "密钥 (synonym of 凭证)" in page.locator("tr.kept td.terms").first.inner_text()
             link = page.locator("tr.kept a").first.get_attribute("href")
-            assert link == "/admin/indexes/kb/documents/kb-1#chunk-0"
+            assert link == document_url("kb", "kb-1", 0) == "/admin/indexes/kb/document?id=kb-1#chunk-0"
             page.set_viewport_size({"width": 390, "height": 900})
             assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
             page.set_viewport_size({"width": 1280, "height": 900})

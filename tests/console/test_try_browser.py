@@ -141,6 +141,13 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
             assert page.request.post(srv.base + "/admin/try", form={**form, "csrf": csrf},
                                      headers={"origin": "https://evil.example"}).status == 403
             assert page.request.post(srv.base + "/admin/try", form={**form, "csrf": csrf}).status == 200
+
+            # a result links to its document's page, at its chunk
+            first = a.locator("tr.kept").first.locator("a")
+            href = first.get_attribute("href") or ""
+            assert href.startswith("/admin/indexes/") and "#chunk-" in href, href
+            first.click()
+            expect(page.locator(f"section.chunk#{href.rsplit('#', 1)[1]}")).to_be_visible()
         finally:
             page.close()
     log = srv.log_path.read_text("utf-8", "replace")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,28 @@ def test_enforce_needs_a_key(tmp_path: Path) -> None:
     data["tenants"]["acme"]["secrets"] = []
     refused(data, "tenants.acme.secrets", tmp_path)
     data["tenants"]["acme"]["verify"] = "report"
+    data["tenants"]["acme"]["report_until"] = 1_900_000_000
     assert parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].verify == "report"
+
+
+def test_report_mode_needs_its_end(tmp_path: Path) -> None:
+    # A report mode without an end stays open to unsigned requests for as long as nobody edits it.
+    data = base()
+    data["tenants"]["acme"]["verify"] = "report"
+    with pytest.raises(ConfigError, match="report_until' is missing") as err:
+        parse_config(data, base_dir=tmp_path, env=ENV)
+    assert err.value.key == "tenants.acme.report_until"
+    data["tenants"]["acme"]["report_until"] = dt.datetime(2027, 1, 1)  # no UTC offset
+    refused(data, "tenants.acme.report_until", tmp_path)
+    data["tenants"]["acme"]["report_until"] = "tomorrow"
+    refused(data, "tenants.acme.report_until", tmp_path)
+    data["tenants"]["acme"]["report_until"] = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
+    acme = parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"]
+    end = dt.datetime(2027, 1, 1, tzinfo=dt.UTC).timestamp()
+    assert acme.report_until == end
+    assert (acme.mode(end - 1), acme.mode(end), acme.mode(end + 1)) == ("report", "enforce", "enforce")
+    data["tenants"]["acme"]["verify"] = "enforce"  # an end without report mode is a mistake too
+    refused(data, "tenants.acme.report_until", tmp_path)
 
 
 def test_duplicate_route_and_path(tmp_path: Path) -> None:

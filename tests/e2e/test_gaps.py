@@ -169,3 +169,17 @@ async def test_the_cli_lists_the_group_and_files_it_as_the_button_does(srv: Serv
     assert nobody.returncode != 0 and "401" in nobody.stderr
     docs = kbgate("documents", "--url", srv.base, env=env)
     assert docs.returncode == 0 and "index docs:" in docs.stdout and "never served" in docs.stdout
+
+
+async def test_filing_a_group_by_fewer_than_8_characters_asks_for_8(srv: Server) -> None:
+    # Six characters got "404 no such gap group (it may have expired)", as if the group were gone.
+    from tests.support.harness import kbgate
+
+    await _ask_every_caller(srv, {k: "北极熊的夏季食谱" + "！" * n for n, k in enumerate(MISSES)})
+    group = _groups(srv, 1)[0]
+    env = {**ENV, "KBGATE_ADMIN_TOKEN": ADMIN_TOKEN}
+    short = kbgate("gaps", "--url", srv.base, "--file", group["id"][:6], env=env)
+    assert short.returncode == 2, short.stdout + short.stderr
+    assert "at least its first 8 characters" in short.stderr and "no such gap group" not in short.stderr
+    r = httpx.post(srv.base + "/admin/gaps/file", headers=ADMIN, json={"group": group["id"][:6]}, timeout=10)
+    assert r.status_code == 400 and "at least its first 8 characters" in r.json()["error"]

@@ -3,21 +3,30 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from gateway.core.config import parse_config
 from gateway.evaluation.evaluate import (
     HYBRID_MODEL,
     RERANK_CANDIDATES,
+    Corpus,
+    QuerySet,
+    _evaluate_one,
+    _standin,
     _tree_cpu_seconds,
     default_corpora,
     doc_id_of,
     hybrid_settings,
     hybrid_toml,
+    lexical_toml,
     rerank_toml,
 )
+from indexes.dense.config import DenseChoices
 
 
 def test_default_corpora_add_laws_and_the_offtopic_set_on_each_docs_and_laws_route() -> None:
@@ -45,3 +54,34 @@ def test_the_hybrid_and_rerank_columns_are_served_by_valid_tables(tmp_path: Path
     rerank = cfg.rerank["tidb-docs-cn"]
     assert (rerank.provider, rerank.url, rerank.candidates) == ("cohere", "http://127.0.0.1:9/v1/rerank",
                                                                 RERANK_CANDIDATES)
+
+
+def test_the_lexical_and_rerank_columns_serve_the_index_lexically_though_it_holds_vectors(tmp_path: Path) -> None:
+    # The eval's one index is built with the hybrid column's vectors (a dense/ folder): without
+    # dense = "none" the hybrid default would serve the lexical column hybrid.
+    (tmp_path / "indexes" / "tidb-docs-cn" / "dense").mkdir(parents=True)
+    data = tomllib.loads('[indexes]\ndir = "indexes"\n' + lexical_toml("tidb-docs-cn")
+                         + rerank_toml("tidb-docs-cn", "http://127.0.0.1:9"))
+    cfg = parse_config(data, base_dir=tmp_path, env={})
+    assert DenseChoices.of(cfg.dense).for_index("tidb-docs-cn", tmp_path / "indexes" / "tidb-docs-cn") is None
+    assert "tidb-docs-cn" in cfg.rerank
+
+
+def test_a_question_the_callback_refuses_is_reported_once_per_corpus(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # cmrc2018 holds one empty question: each served column (lexical, rerank here, hybrid in
+    # make eval) is refused it, and the run says so once
+    docs, queries = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "title": t, "content": c}, ensure_ascii=False) + "\n"
+                            for i, (t, c) in enumerate([("密钥", "如何轮换密钥：先添加新密钥。"),
+                                                        ("退款", "购买后七天内可以无理由退款。")])), "utf-8")
+    queries.write_text("".join(json.dumps({"query_id": str(i), "query": q, "relevant_ids": ["d0"]},
+                                          ensure_ascii=False) + "\n" for i, q in enumerate(["如何轮换密钥", ""])),
+                       "utf-8")
+    with _standin(True) as reranker:
+        rows, _, _ = _evaluate_one(Corpus("tiny", docs, (QuerySet("q", queries),)), 0, tmp_path / "work",
+                                   reranker=reranker)
+    assert {"lexical", "rerank"} <= set(rows[0].scores)
+    said = [line for line in capsys.readouterr().err.splitlines() if "refused by the callback contract" in line]
+    assert said == ["tiny: 1 queries refused by the callback contract (empty or too long); they score 0 for both "
+                    "systems"]

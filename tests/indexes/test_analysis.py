@@ -6,9 +6,11 @@ import unicodedata
 from collections.abc import Callable
 
 import pytest
+import stopwordsiso
 import tantivy
 
 from indexes.analysis import (
+    NUMERALS,
     STOP_WORDS,
     cjk_bigrams,
     cjk_runs,
@@ -105,6 +107,20 @@ def test_query_terms_latin_words_and_lone_characters() -> None:
 def test_query_segmentation_marks_joins() -> None:
     terms = query_terms("任务碰到错误")
     assert "务碰" in terms.joins and "任务" not in terms.joins
+
+
+def test_a_standalone_chinese_numeral_is_a_query_term() -> None:
+    # 页面六 asks for page six: 六 is searched, and so is the bigram that ties it to 页面
+    terms = query_terms("页面六")
+    assert "六" in terms.words and "面六" in terms.bigrams
+    assert query_terms("六").chars == ("六",)
+    assert "三" in query_terms("三副本的集群").words
+
+
+def test_the_numerals_are_the_only_words_taken_off_the_stop_list() -> None:
+    # every other analysis stays as it was: the list is stopwords-iso's, less exactly these
+    assert frozenset(stopwordsiso.stopwords("zh")) - STOP_WORDS == NUMERALS == frozenset("零一二三四五六七八九")
+    assert STOP_WORDS <= frozenset(stopwordsiso.stopwords("zh"))
 
 
 def test_query_of_only_stop_words_keeps_them() -> None:

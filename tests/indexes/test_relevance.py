@@ -95,3 +95,15 @@ def test_a_synonym_of_the_index_counts_for_the_word_it_stands_for() -> None:
     page = "轮换密钥的步骤"
     assert expanded.about(page) > plain.about(page)  # 密钥 found for 凭证, at EXPANSION_WEIGHT
     assert expanded.about("凭证的步骤") == pytest.approx(plain.about("凭证的步骤"))  # the word itself: as before
+
+
+def test_a_numeral_in_the_question_picks_its_page_on_a_real_index(tmp_path: Path) -> None:
+    # "页面六" tied 页面四/五/六 at relevance 1.0, and "六" alone was under every floor
+    index = IndexStore(tmp_path).create_or_open_for_write("pages")
+    index.ingest([_doc(f"p{n}", f"页面{n}", f"这是第{n}个页面的说明文字。") for n in "四五六"], progress=False)
+    store = IndexStore(tmp_path).open("pages")
+    first, *others = store.search("页面六", 5)
+    assert first.doc_id == "p六" and all(h.relevance < first.relevance - 0.2 for h in others)
+    [alone] = store.search("六", 5)
+    assert alone.doc_id == "p六" and alone.relevance > 0.5
+    assert "六" in content_units(normalize("页面六"))

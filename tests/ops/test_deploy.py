@@ -8,6 +8,8 @@ names, Redis reachable under the name the config uses, indexes read-only for the
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -185,8 +187,26 @@ def test_dockerfile_builds_wheels_in_a_builder_and_runs_non_root() -> None:
     stages = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\w+))?", text, re.MULTILINE | re.IGNORECASE)
     assert len(stages) >= 2 and stages[0][1] == "builder"
     assert "slim" in text.split("ARG PYTHON_IMAGE=")[1].split()[0]
-    assert re.search(r"^RUN pip wheel ", text, re.MULTILINE)
+    assert re.search(r"^(RUN | && )pip wheel ", text, re.MULTILINE)
     assert re.search(r"^COPY --from=builder ", text, re.MULTILINE)
     users = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
     assert users and users[-1].split(":")[0] not in ("0", "root")
     assert re.search(r"^HEALTHCHECK .*", text, re.MULTILINE)
+
+
+def test_the_image_is_built_from_the_versions_of_the_lock(tmp_path: Path) -> None:
+    # the builder's own commands, run on a copy of the lock: every runtime dependency pinned, no hash line
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert re.search(r"^COPY [^\n]*\brequirements\.lock\b", text, re.MULTILINE)
+    run = re.search(r"^RUN (sed [^\n]*requirements\.lock > (\S+)) \\\n && pip wheel --wheel-dir /wheels -c (\S+) \.$",
+                    text, re.MULTILINE)
+    assert run and run[2] == run[3], "the pip wheel of the builder is not constrained by the lock"
+    shutil.copy(ROOT / "requirements.lock", tmp_path)
+    subprocess.run(["sh", "-c", run[1].replace(run[2], "pins.txt")], cwd=tmp_path, check=True)
+    pins = [line for line in (tmp_path / "pins.txt").read_text("utf-8").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+    assert pins and all(re.fullmatch(r"[A-Za-z0-9._-]+==[^ ;\\]+( ; [^\\]+)?", line) for line in pins), pins[:5]
+    pinned = {line.split("==")[0].lower() for line in pins}
+    wanted = {re.split(r"[\[<>=!~ ;]", d, maxsplit=1)[0].lower()
+              for d in tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]}
+    assert wanted <= pinned, wanted - pinned

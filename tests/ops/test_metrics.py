@@ -7,6 +7,8 @@ reports the sum of both.
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -150,6 +152,24 @@ def test_serve_makes_and_removes_its_own_metrics_dir(tmp_path: Path, docs_index:
         assert val(m, "kbgate_callbacks_total", tenant="acme", outcome="ok") == 1
         assert len(during) == 1 and any(p.suffix == ".db" for p in next(iter(during)).iterdir())
     assert not next(iter(during)).exists()
+
+
+def test_a_killed_servers_metrics_dir_is_removed_by_the_next_start(tmp_path: Path, docs_index: Path) -> None:
+    cfg = two_tenants(tmp_path, docs_index)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**ENV, "TMPDIR": str(tmp)}
+    killed = serve(cfg, env=env).start()
+    [left] = tmp.glob("kbgate-metrics-*")
+    assert killed.proc is not None
+    os.killpg(killed.proc.pid, signal.SIGKILL)  # what kill -9 of the group or the OOM killer does
+    killed.proc.wait(10)
+    killed.stop()
+    assert left.exists()  # nothing could remove it
+    with serve(cfg, env=env):
+        assert not left.exists()
+        assert len(list(tmp.glob("kbgate-metrics-*"))) == 1  # its own
+    assert list(tmp.iterdir()) == []
 
 
 def test_hybrid_search_outcomes_are_counted_per_index(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+import orjson
 
 from gateway.console.deliveries import RedisDeliveryLog
 from gateway.core.config import load_config
@@ -287,3 +288,84 @@ def _deliver(redis_url: str, key_prefix: str, tenant: str) -> None:
         await log.close()
 
     asyncio.run(go())
+
+
+# ------------------------------------------------------------------ signals, and what cannot be caught
+
+ZERO_SIGNATURE = "0" * 64
+
+
+def _all_zero(c: httpx.Client, base: str) -> httpx.Response:
+    """A callback with well-formed signing headers and an all-zero signature (no key made it)."""
+    body = b'{"FirstLevelId":"tech","SecondLevelId":"software","Query":"x","Limit":1}'
+    return c.post(f"{base}/volcengine/acme", content=body, headers={
+        "Content-Type": "application/json", "X-Content-Timestamp": str(int(time.time())),
+        "X-Content-Nonce": os.urandom(8).hex(), "X-Content-Signature": ZERO_SIGNATURE})
+
+
+def _served_config(tmp_path: Path, docs_index: Path, redis_url: str, key_prefix: str, port: int) -> Path:
+    """Tenant acme enforcing with one key, k1, expired: onboard puts it in report mode."""
+    (tmp_path / "k1").write_text("k1-secret-value-0123\n")
+    cfg = tmp_path / "gateway.toml"
+    text = acme_toml(docs_index, port=port, redis_url=redis_url, prefix=key_prefix, workers=1,
+                     secrets=[("k1", "k1")])
+    cfg.write_text(text.replace('value_file = "k1"', 'value_file = "k1"\nnot_after = 2001-01-01T00:00:00Z'))
+    return cfg
+
+
+def test_onboard_sighup_sigterm_sigquit_restore_the_config(tmp_path: Path, docs_index: Path, redis_url: str,
+                                                           key_prefix: str) -> None:
+    # A closed SSH session (SIGHUP) or a `kill` (SIGTERM) ended onboard on the spot: the tenant
+    # stayed in report mode, and an all-zero signature got Ret 0 and a document.
+    port = free_port()
+    cfg = _served_config(tmp_path, docs_index, redis_url, key_prefix, port)
+    before = cfg.read_bytes()
+    with serve(cfg, port=port, cwd=ROOT) as srv, httpx.Client(timeout=5) as c:
+        assert ret(_all_zero(c, srv.base)) == 40106  # enforcing, its one key expired
+        for n, sig in enumerate((signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT)):
+            with Proc(_onboard(cfg, "acme", wait="60")) as ob:
+                ob.expect("Press 测试")
+                srv.wait_log("config reloaded", 2 * n + 1)
+                assert ret(_all_zero(c, srv.base)) == 0  # report mode: answered while onboard runs
+                ob.p.send_signal(sig)
+                ob.expect('back exactly as it was before: tenant acme is back to verify = "enforce"')
+                assert ob.p.wait(10) == 128 + sig, sig
+            assert cfg.read_bytes() == before, sig.name
+            srv.wait_log("config reloaded", 2 * n + 2)
+            r = _all_zero(c, srv.base)
+            assert ret(r) == 40106 and orjson.loads(r.content)["Result"] == [], sig.name
+            assert ret(post(c, srv.base, None)) == 40001, sig.name
+
+
+def test_onboard_killed_by_sigkill_leaves_a_report_mode_that_ends_by_itself(
+        tmp_path: Path, docs_index: Path, redis_url: str, key_prefix: str) -> None:
+    # kill -9 cannot be caught, so nothing restores the file: the report mode onboard wrote carries
+    # its own end (report_until), after which the server enforces although the file says "report".
+    port = free_port()
+    cfg = _served_config(tmp_path, docs_index, redis_url, key_prefix, port)
+    with serve(cfg, port=port, cwd=ROOT) as srv, httpx.Client(timeout=5) as c:
+        started = time.time()
+        with Proc(_onboard(cfg, "acme", wait="1")) as ob:
+            ob.expect("at the latest until")
+            killed = time.time()
+            ob.p.kill()
+            ob.p.wait(10)
+        acme = load_config(cfg).tenants["acme"]
+        assert acme.verify == "report" and acme.report_until is not None
+        # onboard's own wait (1 s), two reload intervals and 5 s slack, rounded up to the second
+        assert started + 1 + 2 + 5 < acme.report_until <= killed + 1 + 2.2 + 5 + 1
+        srv.wait_log("config reloaded", 1)
+        if time.time() < acme.report_until - 0.5:
+            assert ret(_all_zero(c, srv.base)) == 0  # still inside onboard's window: answered
+            assert httpx.get(f"{srv.base}/readyz").json()["tenants"][0]["mode"] == "report"
+        time.sleep(max(0.0, acme.report_until - time.time()) + 0.1)  # seconds, not minutes
+        assert "verify = \"report\"" in cfg.read_text()  # nobody edited the file...
+        r = _all_zero(c, srv.base)
+        assert ret(r) == 40106 and orjson.loads(r.content)["Result"] == []  # ...and the server enforces
+        assert ret(post(c, srv.base, None)) == 40001
+        tenants = httpx.get(f"{srv.base}/readyz").json()["tenants"]
+        assert tenants[0]["tenant"] == "acme" and (tenants[0]["verify"], tenants[0]["mode"]) == ("report", "enforce")
+        check = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", "--config", str(cfg)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert "verify=report ended" in check.stdout and ": enforcing" in check.stdout, check.stdout
+        assert "WARNING: tenant acme is in report mode" not in check.stdout

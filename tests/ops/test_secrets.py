@@ -22,8 +22,8 @@ import redis
 
 from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
-from gateway.ops.secrets import add_key, retire_key, set_verify
-from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
+from gateway.ops.secrets import UNKNOWN, KeyListing, KeyRow, add_key, format_rows, retire_key, set_verify
+from gateway.volcengine.keyuse import KeyUse, RedisKeyUsage, read_key_usage
 from tests.support import harness
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
@@ -130,6 +130,86 @@ def test_add_value_env_unset_here_warns_and_says_the_server_needs_it(tmp_path: P
                            env={**os.environ, "KBGATE_TEST_SHORT": "short", "KBGATE_TEST_SET_HERE": NEW,
                                 "KBGATE_TEST_NOT_SET_HERE": OLD})
     assert short.returncode == 2 and "tenants.acme.secrets[3].value_env" in short.stderr
+
+
+def _without(*names: str, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`kbgate ARGS` in an environment without the variables `names` (a shell that never had them)."""
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=env, input=stdin)
+
+
+def test_secrets_commands_never_read_a_value_env_they_do_not_need(tmp_path: Path, redis_url: str,
+                                                                  key_prefix: str) -> None:
+    # A key added with --value-env made list, retire and add of another key exit 2 in any shell
+    # without that variable: the whole config was loaded, every secret read.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    var = "KBGATE_TEST_SERVER_ONLY"
+    add = subprocess.run([sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant",
+                          "acme", "--id", "envkey", "--value-env", var], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={**os.environ, var: NEW})
+    assert add.returncode == 0, add.stderr
+    c = ["--config", str(cfg), "--tenant", "acme"]
+    listed = _without(var, args=["secrets", "list", *c])
+    assert listed.returncode == 0, listed.stderr
+    assert "envkey" in listed.stdout
+    added = _without(var, args=["secrets", "add", *c, "--id", "k3", "--value-stdin"], stdin="third-key-value-0003\n")
+    assert added.returncode == 0, added.stderr
+    assert _without(var, args=["secrets", "retire", *c, "--id", "old"]).returncode == 0
+    removed = _without(var, args=["secrets", "retire", *c, "--id", "k3", "--remove"])
+    assert removed.returncode == 0, removed.stderr
+    assert [k.id for k in load_config(cfg, {**os.environ, var: NEW}).tenants["acme"].secrets] == ["old", "envkey"]
+    # What needs the values still refuses the missing variable, naming the key.
+    named = f"Config 'tenants.acme.secrets[1].value_env' names {var}, which is not set"
+    check = _without(var, args=["check-config", "--config", str(cfg)])
+    assert check.returncode == 2 and named in check.stderr, check.stderr
+    served = _without(var, args=["serve", "--config", str(cfg), "--bind", f"127.0.0.1:{free_port()}"])
+    assert served.returncode == 2 and named in served.stderr, served.stderr
+
+
+def test_secrets_commands_work_on_the_shipped_example_without_its_variables(tmp_path: Path, redis_url: str) -> None:
+    example = (ROOT / "deploy" / "gateway.example.toml").read_text("utf-8")
+    cfg = tmp_path / "gateway.toml"
+    cfg.write_text(example.replace('redis_url = "redis://127.0.0.1:6379/0"', f'redis_url = "{redis_url}"'))
+    unset = ("ACME_SECRET", "ACME_SECRET_NEXT")
+    c = ["--config", str(cfg), "--tenant", "acme"]
+    listed = _without(*unset, args=["secrets", "list", *c])
+    assert listed.returncode == 0, listed.stderr
+    assert "2026-11" in listed.stdout and "2026-12" in listed.stdout
+    assert _without(*unset, args=["secrets", "add", *c, "--id", "2027-01", "--value-stdin"],
+                    stdin="next-year-key-value-2027\n").returncode == 0
+    retired = _without(*unset, args=["secrets", "retire", *c, "--id", "2026-11"])
+    assert retired.returncode == 0, retired.stderr
+    check = _without(*unset, args=["check-config", "--config", str(cfg)])
+    assert check.returncode == 2
+    assert "Config 'tenants.acme.secrets[0].value_env' names ACME_SECRET, which is not set" in check.stderr
+
+
+def _starts(line: str, header: str, names: tuple[str, ...]) -> list[bool]:
+    """For each column name: does a cell of `line` start where the name starts in `header`?"""
+    return [line[header.index(n)] != " " and (header.index(n) == 0 or line[header.index(n) - 1] == " ")
+            for n in names]
+
+
+def test_secrets_list_columns_line_up(tmp_path: Path) -> None:
+    # The id column was 20 wide and LAST VERIFIED 28: a longer id, "(119 s ago)" or the
+    # Redis-unreachable cell pushed the rest of the line out of its column.
+    now = 1_800_000_000.0
+    rows = [KeyRow("a-rather-long-key-id-of-thirty-four", "env:A", None, True,
+                   KeyUse(123456, now - 119, {"host-a:101": 123000, "host-b:7": 456})),
+            KeyRow("k2", "file:k2", now + 86400, False, KeyUse(0, None, {}))]
+    names = ("KEY ID", "STATE", "NOT AFTER", "LAST VERIFIED")
+    header, *lines = format_rows(KeyListing(rows, shared=True), now).splitlines()
+    for line in lines:
+        assert _starts(line, header, names) == [True] * 4, (header, line)
+        assert line[header.index("COUNT") + len("COUNT") - 1].isdigit(), (header, line)  # counts end under COUNT
+    assert "(119 s ago)" in lines[0] and lines[0].endswith("host-a:101=123000, host-b:7=456")
+    down = [KeyRow("k1", "env:A", None, True, None), KeyRow("k2", "env:B", None, True, None)]
+    header, *lines = format_rows(KeyListing(down, shared=True, unreachable="redis://h:6379/0"), now).splitlines()
+    for line in lines:
+        assert _starts(line, header, names) == [True] * 4, (header, line)
+        assert line.endswith(UNKNOWN) and line.index(UNKNOWN) < len(header)  # COUNT: unknown, right-aligned
+        assert line.rstrip() == line
 
 
 def test_add_repeated_id_leaves_nothing_behind(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
@@ -315,10 +395,16 @@ def test_retire_remove_keeps_a_file_recorded_without_a_digest(tmp_path: Path, re
 
 def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     cfg = _config(tmp_path, redis_url, key_prefix)
-    assert set_verify(cfg, "acme", "report").tenants["acme"].verify == "report"
+    with pytest.raises(ConfigError, match="report_until' is missing"):
+        set_verify(cfg, "acme", "report")  # a report mode always ends
+    acme = set_verify(cfg, "acme", "report", until=1_900_000_000.4).tenants["acme"]
+    assert (acme.verify, acme.report_until) == ("report", 1_900_000_001)  # to the whole second after
     with pytest.raises(ConfigError):
         set_verify(cfg, "acme", "maybe")
     assert load_config(cfg).tenants["acme"].verify == "report"
+    back = set_verify(cfg, "acme", "enforce").tenants["acme"]
+    assert (back.verify, back.report_until) == ("enforce", None)
+    assert "report_until" not in cfg.read_text()
 
 
 # ------------------------------------------------------------------ key usage store
@@ -433,7 +519,8 @@ def test_secrets_list_with_redis_down_says_usage_is_unknown_and_exits_3(tmp_path
         redis.Redis.from_url(url).hset(f"{key_prefix}:keyuse:acme:old", mapping={"count": 7, "last": time.time() - 5})
         up = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")
         assert up.returncode == 0, up.stderr
-        assert "      7  " in up.stdout and "unknown" not in up.stdout
+        counted = next(line for line in up.stdout.splitlines() if line.startswith("old "))
+        assert counted.endswith(" 7") and "unknown" not in up.stdout  # COUNT 7, no workers recorded
     finally:
         proc.stop()
     down = kbgate("secrets", "list", "--config", str(cfg), "--tenant", "acme")

@@ -6,6 +6,7 @@ time, and the server's own answers are the documented ones.
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import orjson
 import pytest
 
 from tests.support.configs import acme_toml
-from tests.support.harness import Server, free_port, serve
+from tests.support.harness import Server, free_port, kbgate_argv, serve
 
 SECRET = "server-test-secret-Lq83Nz0p"
 
@@ -130,3 +131,20 @@ def test_config_bounds_keep_alive_seconds(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_config({"server": {"keep_alive_seconds": 0}}, base_dir=tmp_path, env={})
     assert exc.value.key == "server.keep_alive_seconds"
+
+
+def test_a_server_start_and_stop_leaves_nothing_in_the_temp_folder(tmp_path: Path, docs_index: Path, redis_url: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the harness's own log and the server's metrics folder: what `make test` left behind
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # where the harness makes its log
+    (tmp_path / "secret").write_text(SECRET)
+    port = free_port()
+    cfg = tmp_path / "gateway.toml"
+    cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=f"kbgate-tmp-{port}", workers=1,
+                             secrets=[("k1", "secret")]), "utf-8")
+    with Server(kbgate_argv(cfg), port, env={"TMPDIR": str(tmp)}) as srv:
+        assert {p.name.split("-")[1] for p in tmp.iterdir()} == {"serve", "metrics"}
+    assert list(tmp.iterdir()) == []
+    assert "Running on http" in srv.logs()  # the log's text outlives its file

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import orjson
 from gateway.core.config import Config
 from gateway.core.errors import RET_BY_REASON
 from gateway.volcengine.signing import sign_headers
-from tests.support.configs import ACME_KEYS, SECRETS, config, parse, tenant
+from tests.support.configs import ACME_KEYS, REPORT_UNTIL, SECRETS, config, parse, tenant
 
 
 def body(first: str = "tech", second: str = "software", query: str = "密钥轮换", limit: int = 3) -> bytes:
@@ -50,11 +51,14 @@ def ret(r: httpx.Response) -> int:
 
 
 def callback_config(indexes: Path, *, verify: str = "enforce", tolerance: int = 3600,
-                    replay: dict[str, Any] | None = None, **search: Any) -> Config:
+                    replay: dict[str, Any] | None = None, report_until: dt.datetime = REPORT_UNTIL,
+                    **search: Any) -> Config:
     """Tenant acme (its two keys) with three routes: tech/software and 1/2 → kb, tech/missing →
-    an absent index; a 4 KiB body cap; search limits of 10 (default 3) and 100-character queries."""
+    an absent index; a 4 KiB body cap; search limits of 10 (default 3) and 100-character queries.
+    report_until: the end of verify = "report"."""
     routes = [("tech", "software", "kb"), ("1", "2", "kb"), ("tech", "missing", "absent")]
-    data = config(indexes.parent, tenants=[tenant("acme", verify=verify, keys=ACME_KEYS, routes=routes)],
+    acme = tenant("acme", verify=verify, keys=ACME_KEYS, routes=routes, report_until=report_until)
+    data = config(indexes.parent, tenants=[acme],
                   indexes=indexes, server={"max_body_bytes": 4096},
                   replay={"tolerance_seconds": tolerance, **(replay or {})},
                   search={"max_limit": 10, "default_limit": 3, "max_query_chars": 100, **search})

@@ -11,6 +11,7 @@ defined here once, so tests can grep logs and answers for all of them (SECRETS).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -37,18 +38,23 @@ ENV = {"ACME_OLD": SECRET_ACME_OLD, "ACME_SECRET": SECRET_ACME, "BETA_SECRET": S
        "KBGATE_REF_KEY": REF_KEY, "KBGATE_EMBEDDING_KEY": EMBEDDING_KEY}
 
 Route = tuple[str, str, str]  # (FirstLevelId, SecondLevelId, index)
+# The end of every test tenant's report mode unless a test says otherwise: after the fixed clock
+# (NOW) and the real one alike, so report mode holds throughout a test.
+REPORT_UNTIL = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
 
 
 def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]] = (),
            routes: Iterable[Route] = (("tech", "software", "kb"),), path: str | None = None,
-           datasets: Iterable[str] | None = None) -> dict[str, Any]:
+           datasets: Iterable[str] | None = None, report_until: dt.datetime = REPORT_UNTIL) -> dict[str, Any]:
     """A [tenants.NAME] table. keys: (id, 'env:VAR' | 'file:PATH'); routes: (first, second, index),
-    each limited to `datasets` when given."""
+    each limited to `datasets` when given; report_until: the end of verify = "report"."""
     secrets = []
     for kid, source in keys:
         kind, _, ref = source.partition(":")
         secrets.append({"id": kid, f"value_{kind}": ref})
     table: dict[str, Any] = {"path": path or f"/volcengine/{name}", "verify": verify}
+    if verify == "report":
+        table["report_until"] = report_until
     if secrets:
         table["secrets"] = secrets
     table["routes"] = [{"first_level_id": f, "second_level_id": s, "index": i} for f, s, i in routes]
@@ -100,13 +106,18 @@ def config(root: Path, *, tenants: Iterable[Mapping[str, Any]] = (ACME,), indexe
            port: int | None = None, workers: int | None = None, redis_url: str | None = None,
            key_prefix: str | None = None, log_level: str | None = None, admin_token: str | None = None,
            show_queries: bool | None = None, dense: Mapping[str, Mapping[str, Any]] | None = None,
-           **sections: Mapping[str, Any]) -> dict[str, Any]:
+           lexical: Iterable[str] = (), **sections: Mapping[str, Any]) -> dict[str, Any]:
     """A whole config as a dict. indexes: indexes.dir (relative to the config's folder).
-    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval).
+    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval). lexical: indexes
+    configured `dense = "none"`, for tests of lexical behaviour that create indexes through
+    `kbgate index add`, sync or the document API (a new index is hybrid by default, and embedding
+    it is not what they test).
     sections: more tables (server, replay, search, agent, audit, access), merged key by key."""
     data: dict[str, Any] = {"indexes": {"dir": str(indexes)}}
     for name, table in (dense or {}).items():
         data["indexes"][name] = {"dense": dict(table)}
+    for name in lexical:
+        data["indexes"][name] = {"dense": "none"}
     server: dict[str, Any] = {}
     if port is not None:
         server["bind"] = f"127.0.0.1:{port}"

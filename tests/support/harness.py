@@ -72,7 +72,8 @@ def children(pid: int) -> list[int]:
 class Server:
     """One server process on 127.0.0.1:`port`; a context manager (start on enter, stop on exit).
 
-    argv: the command. log_path: where its stdout and stderr go (a temporary file when None).
+    argv: the command. log_path: where its stdout and stderr go (when None, a temporary file
+    that `stop` removes, keeping its text for `logs()`).
     env: added to (or, with a None value, removed from) this process's environment; the
     multiprocess metrics folder of the test process is never inherited. workers: how many
     listening workers make it ready. ready_timeout: seconds to wait for readiness.
@@ -84,11 +85,13 @@ class Server:
         self.argv = list(argv)
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
+        self.own_log = log_path is None
         if log_path is None:
             fd, name = tempfile.mkstemp(prefix="kbgate-serve-", suffix=".log")
             os.close(fd)
             log_path = Path(name)
         self.log_path = log_path
+        self.final_log: str | None = None  # the text of our own log, once stop removed it
         merged = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
         for k, v in (env or {}).items():
             if v is None:
@@ -114,6 +117,7 @@ class Server:
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self.stop()
                 raise RuntimeError(f"{self.argv[2:5]} exited with {self.proc.returncode}:\n{self.logs()[-4000:]}")
             if self.logs().count(LISTENING) >= self.expected_workers and self._ready():
                 return self
@@ -143,6 +147,8 @@ class Server:
 
     def logs(self) -> str:
         """Everything the server wrote so far (stdout and stderr)."""
+        if self.final_log is not None:
+            return self.final_log
         try:
             return self.log_path.read_text("utf-8", "replace")
         except OSError:
@@ -177,7 +183,8 @@ class Server:
         os.kill(self.proc.pid, signal.SIGHUP)
 
     def stop(self, grace: float = 20.0) -> int | None:
-        """SIGTERM, wait up to `grace` seconds, then SIGKILL the process group. Returns the exit code."""
+        """SIGTERM, wait up to `grace` seconds, then SIGKILL the process group. Returns the exit
+        code. A log file of our own is removed then (its text stays readable through `logs()`)."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -187,6 +194,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
+        if self.own_log and self.final_log is None:
+            self.final_log = self.logs()
+            self.log_path.unlink(missing_ok=True)
         return self.proc.returncode
 
     def __enter__(self) -> Server:

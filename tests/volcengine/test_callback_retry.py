@@ -20,13 +20,14 @@ import pytest
 
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
-from gateway.core.replay import RedisNonceStore
+from gateway.core.replay import PENDING_SECONDS, RedisNonceStore
 from gateway.volcengine.signing import sign_headers
 from indexes.store import IndexStore
 from tests.support.callbacks import ret
 from tests.support.configs import ENV, SECRET_ACME, acme_toml, config, parse, tenant
 from tests.support.documents import KB_DOCS
 from tests.support.harness import free_port, serve
+from tests.support.paths import ROOT
 from tests.support.redis_procs import RedisProc
 
 SECRET = SECRET_ACME
@@ -101,6 +102,21 @@ async def test_redis_frozen_past_the_timeout_then_the_retry_is_answered(gateway:
         assert (again.status_code, ret(again)) == (409, 40901)
     finally:
         server.stop()
+
+
+def stall_paragraph(doc: str) -> str:
+    text = (ROOT / "docs" / doc).read_text("utf-8")
+    inside = text.split("<!-- retry-after-stall:start -->")[1].split("<!-- retry-after-stall:end -->")[0]
+    return " ".join(inside.split())
+
+
+def test_the_docs_say_one_thing_about_a_retry_after_a_redis_stall(tmp_path: Path) -> None:
+    # what the test above sees: 40902 until the late claim's deadline, then the answer
+    console, on_call = stall_paragraph("volcengine-console.md"), stall_paragraph("on-call.md")
+    assert console == on_call
+    default = parse(config(tmp_path, tenants=[]), tmp_path).replay.timeout_seconds
+    deadline = f"{PENDING_SECONDS:g} s + `replay.timeout_seconds` ({PENDING_SECONDS + default:g} s by default)"
+    assert "(503 `50301`)" in console and "409 `40902` until" in console and deadline in console
 
 
 @pytest.mark.anyio

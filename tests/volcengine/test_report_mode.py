@@ -5,6 +5,7 @@ Format and replay checks stay on in both modes.
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import orjson
 import pytest
 
 from gateway.volcengine.signing import sign_headers
-from tests.support.callbacks import assert_rejected, body_of
+from tests.support.callbacks import assert_rejected, body_of, callback_config
 from tests.support.configs import NOW
 from tests.support.configs import SECRET_ACME as SECRET_NEW
 from tests.support.paths import ROOT
@@ -124,9 +125,44 @@ async def test_report_checks_a_lone_malformed_nonce(gateway: Factory) -> None:
 
 def test_check_config_warns_about_report_mode(tmp_path: Path) -> None:
     cfg = tmp_path / "gateway.toml"
-    cfg.write_text('[tenants.acme]\nverify = "report"\n[tenants.beta]\nverify = "enforce"\n'
+    cfg.write_text('[tenants.acme]\nverify = "report"\nreport_until = 2100-01-01T00:00:00Z\n'
+                   '[tenants.gone]\nverify = "report"\nreport_until = 2001-01-01T00:00:00Z\n'
+                   '[tenants.beta]\nverify = "enforce"\n'
                    '[[tenants.beta.secrets]]\nid = "k"\nvalue_env = "BETA_KEY"\n')
     out = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", "--config", str(cfg)], cwd=ROOT,
                          capture_output=True, text=True, env={"BETA_KEY": "x" * 16, "PATH": "/usr/bin"})
+    assert "verify=report until 2100-01-01T00:00:00Z" in out.stdout, out
     assert "WARNING: tenant acme is in report mode" in out.stdout, out
+    # a report mode past its end enforces, and says so
+    assert "tenant gone: POST /volcengine/gone  verify=report ended 2001-01-01T00:00:00Z: enforcing" in out.stdout
+    assert "tenant gone is in report mode" not in out.stdout
     assert "tenant beta is in report mode" not in out.stdout
+
+
+def test_check_config_refuses_report_mode_without_an_end(tmp_path: Path) -> None:
+    cfg = tmp_path / "gateway.toml"
+    cfg.write_text('[tenants.acme]\nverify = "report"\n')
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", "--config", str(cfg)], cwd=ROOT,
+                         capture_output=True, text=True, env={"PATH": "/usr/bin"})
+    assert out.returncode == 2
+    assert "Config 'tenants.acme.report_until' is missing" in out.stderr, out
+
+
+@pytest.mark.anyio
+async def test_report_mode_past_its_end_enforces(start_app: Factory, docs_index: Path, redis_url: str,
+                                                 key_prefix: str) -> None:
+    # Nobody edits the file: the clock passing report_until alone closes the tenant.
+    end = dt.datetime.fromtimestamp(NOW + 60, dt.UTC)
+    c, app, clock = await start_app(callback_config(docs_index, verify="report", report_until=end,
+                                                    replay={"redis_url": redis_url, "key_prefix": key_prefix}))
+    zeros = {"Content-Type": "application/json", "X-Content-Timestamp": str(NOW + 59),
+             "X-Content-Nonce": "allzero1", "X-Content-Signature": "0" * 64}
+    clock.t = NOW + 59
+    assert orjson.loads((await _post(c, zeros)).content)["Ret"] == 0  # still report: answered, recorded
+    clock.t = NOW + 60
+    assert_rejected(await _post(c, {**zeros, "X-Content-Nonce": "allzero2"}), "signature_mismatch")
+    assert_rejected(await _post(c, {"Content-Type": "application/json"}), "header_missing")
+    ready = await c.get("/readyz")
+    assert ready.json()["tenants"] == [{"tenant": "acme", "verify": "report", "mode": "enforce",
+                                        "report_until": end.strftime("%Y-%m-%dT%H:%M:%SZ")}]
+    assert (await last(app)).outcome == "header_missing"

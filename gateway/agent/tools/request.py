@@ -34,6 +34,17 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 WRITE_TOOLS = ("create_feedback", "create_improvement_task")
 
 
+# What the smallest valid request of each read tool looks like, for the errors of a request
+# without a caller or an input (docs/agent-developers.md, "An example request").
+_MINIMAL_INPUT = {"search": '{"query": "…"}', "ask": '{"question": "…"}', "get_page": '{"path": "…"}',
+                  "get_context": '{"question": "…"}'}
+
+
+def minimal_request(tool: str) -> str:
+    """The smallest valid request of `tool` as JSON text, its input elided for the other tools."""
+    return '{"caller": {"type": "agent"}, "input": ' + _MINIMAL_INPUT.get(tool, "{…}") + "}"
+
+
 def invalid(message: str) -> ToolError:
     """access.request_invalid with `message`."""
     return ToolError("access.request_invalid", message)
@@ -76,15 +87,18 @@ async def read_request(call: Call, tool: str) -> dict[str, Any]:
     from the token, never from the body)."""
     body = await call.json_object()
     f = call.fields(body, "request")
-    f.only({"caller", "scope", "input", "idempotencyKey", "dedupeKey", "requestId"})
+    try:
+        f.only({"caller", "scope", "input", "idempotencyKey", "dedupeKey", "requestId"})
+    except ToolError as exc:  # e.g. {"question": …} beside the caller instead of inside "input"
+        raise invalid(f"{exc.message}; a minimal request: {minimal_request(tool)}") from None
     caller = body.get("caller")
     if not isinstance(caller, dict) or caller.get("type") not in ("agent", "system"):
-        raise invalid("caller.type must be 'agent' or 'system'")
+        raise invalid(f"caller.type must be 'agent' or 'system'; a minimal request: {minimal_request(tool)}")
     call.fields(caller, "caller").only({"type", "id"})
     if "id" in caller and caller["id"] != call.client.id:
         raise AccessDenied("access.unauthorized", "caller.id does not match the Bearer token")
     if not isinstance(body.get("input"), dict):
-        raise invalid("input must be an object")
+        raise invalid(f"input must be an object; a minimal request: {minimal_request(tool)}")
     scope = f.table("scope")
     scope.only({"routes", "paths", "datasets", "includeWorkingDocs"})
     strings(scope, "routes", max_items=16, max_len=64)

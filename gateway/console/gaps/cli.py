@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import orjson
 
+from gateway.console.gaps.groups import MIN_GROUP_PREFIX
+
 TOKEN_ENV = "KBGATE_ADMIN_TOKEN"
 
 
@@ -65,7 +67,12 @@ def _when(ts: float) -> str:
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:
-    """Print the gap groups (or file one). Exit 0; 1 when the server refuses."""
+    """Print the gap groups (or file one). Exit 0; 1 when the server refuses; 2 for a GROUP
+    shorter than MIN_GROUP_PREFIX characters (asked for more, the server is not called)."""
+    if args.file is not None and len(args.file.strip()) < MIN_GROUP_PREFIX:
+        print(f"kbgate: --file {args.file!r}: give the group's id, or at least its first {MIN_GROUP_PREFIX} "
+              "characters as `kbgate gaps` lists them", file=sys.stderr)
+        return 2
     if args.file:
         done = _call(args, "POST", "/admin/gaps/file", {"group": args.file})
         if args.json:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NEAR = 0.5
+MIN_GROUP_PREFIX = 8  # leading characters of a group id that name it when filing (ids: 32 hex)
 MAX_POSTING = 50
 
 

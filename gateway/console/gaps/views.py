@@ -5,7 +5,7 @@ GET  /admin/gaps              the gap groups (HTML)        GET /admin/gaps.json 
 POST /admin/gaps/file         form `group`, `csrf` → files or bumps the group's improvement task, then
                               303 to /admin/gaps?filed=… (a refresh files nothing)
                               (JSON in and out with a Bearer token: {"group": id}, for `kbgate gaps --file`)
-GET  /admin/documents         served counts per index      GET /admin/documents.json the same as JSON
+GET  /admin/documents         303 to /admin/indexes        GET /admin/documents.json served counts per index
 
 CSRF: gateway.console.csrf (form label 'gaps'); a Bearer POST (a tool) needs none.
 """
@@ -24,7 +24,7 @@ from gateway.agent.tools.clients import LazyClients
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.gaps.filing import file_group
-from gateway.console.gaps.groups import Group, group
+from gateway.console.gaps.groups import MIN_GROUP_PREFIX, Group, group
 from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import GroupState, filed, status
@@ -142,13 +142,16 @@ async def file_task(request: Request) -> Response:
         return wanted
     if not wanted:
         return refusal(request, user, as_json=by_tool, status=400, text="name the group to file", active="gaps")
+    if len(wanted) < MIN_GROUP_PREFIX:  # too short to name one group: say so, not "no such group"
+        return refusal(request, user, as_json=by_tool, status=400, active="gaps",
+                       text=f"give the group's id or at least its first {MIN_GROUP_PREFIX} characters")
     try:
         groups = await _groups(request)
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text="the gaps record (Redis) is not answering; try again shortly")
     groups, about = visible_groups(user, groups, rt.config)
-    found = next((g for g in groups if g.id == wanted or (len(wanted) >= 8 and g.id.startswith(wanted))), None)
+    found = next((g for g in groups if g.id == wanted or g.id.startswith(wanted)), None)
     if found is not None and not can(user, "file_gap", about[found.id] or None):
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=403, group=found.id)
         return refusal(request, user, as_json=by_tool, status=403, active="gaps",
@@ -204,18 +207,8 @@ async def _documents(request: Request) -> tuple[list[tuple[str, list[tuple[str, 
 
 
 async def documents_html(request: Request) -> Response:
-    """GET /admin/documents."""
-    user = await gate(request, "view", active="indexes")
-    if isinstance(user, Response):
-        return user
-    rt, _ = _state(request)
-    try:
-        indexes, shared = await _documents(request)
-        error = None
-    except DependencyUnavailable:
-        indexes, shared, error = [], True, "The hit statistics (Redis) are not answering; try again shortly."
-    return page(request, user, "documents.html", active="indexes", title="Documents served", indexes=indexes,
-                days=rt.config.gaps.keep_days, shared=shared, error=error)
+    """GET /admin/documents: the index browser took its place (gateway.console.browse)."""
+    return see_other("/admin/indexes")
 
 
 async def documents_json(request: Request) -> Response:

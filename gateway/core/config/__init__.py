@@ -31,6 +31,7 @@ from gateway.core.config.model import (
     floor_of,
 )
 from gateway.core.config.owners import GapsConfig
+from gateway.core.config.tenants import report_state
 
 __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
@@ -38,5 +39,5 @@ __all__ = [
     "SearchConfig", "SecretKey", "ServerConfig", "Tenant", "floor_of",
     "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "load_sync_config", "parse_config",
     "read_secret",
-    "read_signing_key",
+    "read_signing_key", "report_state",
 ]

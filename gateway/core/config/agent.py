@@ -26,6 +26,7 @@ from gateway.core.config.fields import (
     read_secret,
     relevance_floor,
     secret_ref,
+    shorter_than,
     table_of,
 )
 from gateway.core.config.model import (
@@ -70,7 +71,7 @@ def parse_agent(t: Fields, base_dir: Path, env: Mapping[str, str], tenants: Mapp
     if ref is not None:
         source, where = ref
         ref_key = read_secret(source, where, base_dir, env)
-        if len(ref_key.reveal()) < REF_KEY_MIN_CHARS:
+        if shorter_than(ref_key, REF_KEY_MIN_CHARS):
             raise ConfigError(where, f"gives a key shorter than {REF_KEY_MIN_CHARS} characters")
         for tenant in tenants.values():
             for s in tenant.secrets:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import tomlkit
@@ -25,12 +25,14 @@ from gateway.core.types import SECONDS
 RELOAD_INTERVAL = 1 * SECONDS  # how often a running server looks at its config file for changes
 
 
-def edit_config(path: Path, mutate: Callable[[TOMLDocument], None], env: Mapping[str, str] | None = None,
+def edit_config(path: Path, mutate: Callable[[TOMLDocument], None],
                 check: Callable[[Config], None] | None = None) -> Config:
     """Apply `mutate` to the TOML document at `path`, validate, then replace the file atomically.
 
     check(config): a further rule on the validated result (raise ConfigError to refuse).
-    Returns the validated new Config. Raises ConfigError naming the key when the edited
+    Returns the validated new Config, its secrets unread (`load_config(read_secrets=False)`:
+    an edit needs no secret's value, so a value_env this shell lacks stops no edit; the caller
+    checks the value of a secret it adds). Raises ConfigError naming the key when the edited
     document is invalid (the file is left untouched) or the file cannot be read.
     """
     path = Path(path).resolve()
@@ -44,7 +46,7 @@ def edit_config(path: Path, mutate: Callable[[TOMLDocument], None], env: Mapping
     except Exception as exc:  # tomlkit raises its own ParseError family
         raise ConfigError("<file>", f"is not valid TOML: {exc}", file=path) from None
     mutate(doc)
-    config = parse_config(doc.unwrap(), base_dir=path.parent, env=env, source=path)
+    config = parse_config(doc.unwrap(), base_dir=path.parent, source=path, read_secrets=False)
     if check is not None:
         check(config)
     write_atomically(path, tomlkit.dumps(doc), mode)

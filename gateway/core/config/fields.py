@@ -65,13 +65,39 @@ def named(f: Fields, name: str, pattern: re.Pattern[str], rule: str) -> str:
     return value
 
 
+class SecretsUnread(dict[str, str]):
+    """The `env` of a load that reads no secret (`load_config(read_secrets=False)`: commands such
+    as `kbgate secrets list` that need no secret's value): empty, and `read_secret` answers every
+    reference, env or file, with an `UnreadSecret` instead of reading it."""
+
+
+class UnreadSecret(Secret):
+    """A secret a config names but a load with SecretsUnread did not read: its value is unknown
+    (`reveal` raises RuntimeError); two compare equal when they name the same source."""
+
+    __slots__ = ()
+
+    def __init__(self, source: str) -> None:
+        super().__init__(f"\0unread {source}")
+
+    def reveal(self) -> str:
+        raise RuntimeError("this config was loaded without reading its secrets")
+
+
+def shorter_than(secret: Secret, chars: int) -> bool:
+    """True when `secret` has fewer than `chars` characters; never for an UnreadSecret (unknown)."""
+    return not isinstance(secret, UnreadSecret) and len(secret.reveal()) < chars
+
+
 def read_secret(source: str, key: str, base_dir: Path, env: Mapping[str, str]) -> Secret:
     """Read a secret from 'env:NAME' or 'file:PATH'; validate it (non-empty, no whitespace).
 
     A single trailing newline of a file is dropped (files written by `echo`). A relative
-    PATH is read from `base_dir`. Raises ConfigError naming `key`; the message never
-    contains the value.
+    PATH is read from `base_dir`. With env a SecretsUnread, nothing is read: an UnreadSecret.
+    Raises ConfigError naming `key`; the message never contains the value.
     """
+    if isinstance(env, SecretsUnread):
+        return UnreadSecret(source)
     kind, _, ref = source.partition(":")
     if kind == "env":
         if ref not in env:
@@ -102,7 +128,7 @@ def read_signing_key(source: str, key: str, base_dir: Path, env: Mapping[str, st
     Raises ConfigError naming `key` (never the value, nor its length).
     """
     value = read_secret(source, key, base_dir, env)
-    if len(value.reveal()) < MIN_SECRET_CHARS:
+    if shorter_than(value, MIN_SECRET_CHARS):
         raise ConfigError(key, f"gives a signing key shorter than {MIN_SECRET_CHARS} characters; use a longer one "
                           "(`kbgate secrets add` generates 43)")
     return value

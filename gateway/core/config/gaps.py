@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gateway.core.config.fields import read_secret, secret_ref
+from gateway.core.config.fields import read_secret, secret_ref, shorter_than
 from gateway.core.config.owners import DEFAULT_GAP_THRESHOLD, GapsConfig
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
@@ -32,7 +32,7 @@ def parse_gaps(t: Fields, base_dir: Path, env: Mapping[str, str]) -> GapsConfig:
     ref = secret_ref(t, "key_env", "key_file", required=False)
     if ref is not None:
         key = read_secret(ref[0], ref[1], base_dir, env)
-        if len(key.reveal()) < MIN_KEY_CHARS:
+        if shorter_than(key, MIN_KEY_CHARS):
             raise ConfigError(ref[1], f"is shorter than {MIN_KEY_CHARS} characters")
     return GapsConfig(
         threshold=t.number("threshold", DEFAULT_GAP_THRESHOLD, lo=0.0, hi=1.0),

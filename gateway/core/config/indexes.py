@@ -1,7 +1,8 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
     [indexes]                 dir, max_document_bytes
-    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config
+    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config;
+                              dense = "none" (lexical) or an embedded model (hybrid is the default)
     [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
                               model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
                               batching and retries, the query deadline and breaker, fusion
@@ -19,10 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from gateway.core.config.fields import INDEX_NAME, WHITESPACE, read_secret, secret_ref, table_of
+from gateway.core.config.fields import INDEX_NAME, WHITESPACE, UnreadSecret, read_secret, secret_ref, table_of
 from gateway.core.errors import ConfigError
+from gateway.core.types import Secret
 from gateway.core.validate import Fields
-from indexes.dense.config import DEFAULT_WEIGHTS, FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
+from indexes.dense.config import (
+    DEFAULT_WEIGHTS,
+    FUSIONS,
+    LOCAL_MODELS,
+    NONE,
+    PROVIDERS,
+    ApiKey,
+    DenseChoices,
+    DenseConfig,
+    default_dense,
+)
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.rerank.config import PROVIDERS as RERANK_PROVIDERS
 from indexes.rerank.config import RerankConfig
@@ -56,21 +68,30 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
     return base_dir / idx.string("dir", "data/indexes"), limit
 
 
-def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
-    """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table, or per one-line
-    opt-in `[indexes.NAME] dense = "MODEL"` (an embedded model, LOCAL_MODELS: provider "local",
-    every other key at its default); indexes without either stay lexical. `[indexes.NAME]` holds
-    `dense`, `rerank` (`parse_rerank`) and `synonyms` (`parse_synonyms`). Raises ConfigError
-    naming the key."""
+def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseChoices:
+    """Which indexes are hybrid and with what (`DenseChoices`): one `[indexes.NAME.dense]` table,
+    or one line `[indexes.NAME] dense = "MODEL"` (an embedded model, LOCAL_MODELS: provider
+    "local", every other key at its default), or `dense = "none"` (lexical), per index; any
+    other index is hybrid with the embedded default model when it is new or already has
+    vectors (`DenseChoices.for_index`). `[indexes.NAME]` holds `dense`, `rerank`
+    (`parse_rerank`) and `synonyms` (`parse_synonyms`). Raises ConfigError naming the key."""
     out: dict[str, DenseConfig] = {}
+    lexical: set[str] = set()
     for name, t in index_tables(idx):
         if "dense" not in t:
             continue
-        if isinstance(t.data["dense"], str):  # the one-line opt-in
-            out[name] = DenseConfig(provider="local", model=t.choice("dense", tuple(LOCAL_MODELS)))
-        else:
+        if isinstance(t.data["dense"], str):  # one line: a model, or "none"
+            model = t.choice("dense", (*LOCAL_MODELS, NONE))
+            if model == NONE:
+                lexical.add(name)
+            else:
+                out[name] = DenseConfig(provider="local", model=model)
+        elif isinstance(t.data["dense"], dict):
             out[name] = _dense(t.table("dense"), base_dir, env)
-    return out
+        else:
+            t.fail("dense", "type", f'must be "{NONE}", one of {", ".join(LOCAL_MODELS)}, or a table '
+                                    f"[indexes.{name}.dense] (deploy/gateway.example.toml)")
+    return DenseChoices(out, lexical=frozenset(lexical), default=default_dense())
 
 
 def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, RerankConfig]:
@@ -126,7 +147,7 @@ def _rerank(t: Fields, base_dir: Path, env: Mapping[str, str]) -> RerankConfig:
         t.fail("model", "format", "does not apply to provider 'tei' (a TEI server serves one model)")
     model = "" if provider == "tei" else t.string("model")
     ref = secret_ref(t, "api_key_env", "api_key_file", required=False)
-    api_key = ApiKey(read_secret(ref[0], ref[1], base_dir, env).reveal()) if ref is not None else None
+    api_key = _api_key(read_secret(ref[0], ref[1], base_dir, env)) if ref is not None else None
     return RerankConfig(
         provider=provider, url=url, model=model, api_key=api_key,
         candidates=t.integer("candidates", 20, lo=1, hi=500),
@@ -153,7 +174,7 @@ def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
                                     "e.g. https://ark.cn-beijing.volces.com/api/v3/embeddings")
         ref = secret_ref(t, "api_key_env", "api_key_file", required=False)
         if ref is not None:
-            api_key = ApiKey(read_secret(ref[0], ref[1], base_dir, env).reveal())
+            api_key = _api_key(read_secret(ref[0], ref[1], base_dir, env))
     else:
         for k in REMOTE_ONLY:
             if k in t:
@@ -201,3 +222,9 @@ def _prefix(t: Fields, name: str) -> str:
     if not isinstance(v, str) or len(v) > MAX_PREFIX_CHARS:
         t.fail(name, "type", f"must be a string of at most {MAX_PREFIX_CHARS} characters")
     return v
+
+
+def _api_key(secret: Secret) -> ApiKey:
+    """An embedding or rerank service's key; empty when the config was loaded without reading
+    secrets (such a config never calls the service)."""
+    return ApiKey("" if isinstance(secret, UnreadSecret) else secret.reveal())

@@ -20,7 +20,7 @@ from gateway.core.config.admin import parse_admin
 from gateway.core.config.agent import parse_agent, parse_audit
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
-from gateway.core.config.fields import section
+from gateway.core.config.fields import SecretsUnread, section
 from gateway.core.config.gaps import parse_gaps
 from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
 from gateway.core.config.mcp import parse_mcp
@@ -41,7 +41,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
-from indexes.dense.config import DenseConfig
+from indexes.dense.config import DenseChoices
 from indexes.types import DEFAULT_BOUNDS
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
@@ -61,14 +61,20 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError("<file>", f"is not valid TOML: {exc}", file=path) from None
 
 
-def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None, *,
+                read_secrets: bool = True) -> Config:
     """Read and validate a TOML config file (env: the environment secrets come from; os.environ).
 
-    Raises ConfigError (naming the key) for an unreadable file, bad TOML, unknown or
-    ill-typed keys, empty or whitespace-carrying secrets, unset env vars, duplicate paths.
+    read_secrets=False: for commands that need no secret's value (`kbgate secrets list|retire|add`,
+    onboard's edits): every secret reference (value_env, *_file, ...) is checked for its form
+    only, neither read nor required to exist, and held as an `UnreadSecret`. `serve` and
+    `check-config` read them all. Raises ConfigError (naming the key) for an unreadable file,
+    bad TOML, unknown or ill-typed keys, empty or whitespace-carrying secrets, unset env vars,
+    duplicate paths.
     """
     p = Path(path)
-    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve())
+    return parse_config(read_toml(p), base_dir=p.resolve().parent, env=env, source=p.resolve(),
+                        read_secrets=read_secrets)
 
 
 def load_indexes_dir(path: str | os.PathLike[str]) -> Path:
@@ -88,7 +94,7 @@ def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
 
 
 def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-                 ) -> tuple[Path, dict[str, DenseConfig]]:
+                 ) -> tuple[Path, DenseChoices]:
     """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
     (`[indexes.NAME.dense]`), and nothing else of the file.
 
@@ -103,7 +109,7 @@ def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = N
 
 
 def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
-                     ) -> tuple[Path, dict[str, DenseConfig], dict[str, tuple[SyncSource, ...]]]:
+                     ) -> tuple[Path, DenseChoices, dict[str, tuple[SyncSource, ...]]]:
     """What `kbgate sync` reads, like `load_indexes` (no tenant secret; an embedding API key when
     an index is hybrid): (`indexes.dir`, the hybrid settings, each index's sync sources). Raises
     ConfigError naming the key."""
@@ -116,9 +122,9 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
-                 source: Path | None = None) -> Config:
+                 source: Path | None = None, read_secrets: bool = True) -> Config:
     """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
-    env = os.environ if env is None else env
+    env = SecretsUnread() if not read_secrets else os.environ if env is None else env
     top = section(data)
     top.only(SECTIONS)
     server = _server(top.table("server"))

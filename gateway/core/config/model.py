@@ -76,8 +76,9 @@ class Route:
 class Tenant:
     """A Volcengine agent account calling one callback path.
 
-    verify: 'enforce' rejects unsigned/badly signed requests; 'report' answers them
-    and records the outcome (for the console's connectivity test before a key exists).
+    verify: 'enforce' rejects unsigned/badly signed requests; 'report' answers them and records
+    the outcome (the console's connectivity test before a key exists) until `report_until`
+    (unix s; always set with 'report'), then the tenant enforces by itself (`mode`).
     """
 
     name: str
@@ -85,6 +86,12 @@ class Tenant:
     verify: str
     secrets: tuple[SecretKey, ...]
     routes: tuple[Route, ...]
+    report_until: float | None = None
+
+    def mode(self, now: float) -> str:
+        """'report' while verify = 'report' and now (unix s) < report_until, else 'enforce'."""
+        reporting = self.verify == "report" and self.report_until is not None and now < self.report_until
+        return "report" if reporting else "enforce"
 
     def route(self, first: str, second: str) -> Route | None:
         """The route of the knowledge path (FirstLevelId, SecondLevelId), or None."""
@@ -359,8 +366,8 @@ class Config:
     """The whole configuration. `source` is the file it came from (or None).
 
     paths: callback path → tenant name (each tenant's `path`, unique).
-    dense: index name → its hybrid retrieval settings (`[indexes.NAME.dense]`); an index
-        absent from it is lexical only.
+    dense: index name → its hybrid settings; parsed, a `DenseChoices` (`dense = "none"`, and the
+        default of a new index or one holding vectors: `DenseChoices.for_index`).
     rerank: index name → its rerank stage (`[indexes.NAME.rerank]`, `indexes.rerank`); an index
         absent from it is not reranked.
     synonyms: index name → its synonyms (`[indexes.NAME] synonyms = "path"`, indexes.synonyms),

@@ -1,12 +1,13 @@
 """`[tenants.NAME]`: the Volcengine callers, their signing keys and knowledge routes (seed 003).
 
-    [tenants.acme]               path = "/volcengine/acme", verify = "enforce" | "report"
+    [tenants.acme]               path = "/volcengine/acme", verify = "enforce" | "report", report_until?
     [[tenants.acme.secrets]]     id, value_env | value_file, not_after?
     [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?, relevance_floor?
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,14 @@ def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str],
 
 
 def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int) -> Tenant:
-    t.only({"path", "verify", "secrets", "routes"})
+    t.only({"path", "verify", "report_until", "secrets", "routes"})
     path = t.string("path", f"/volcengine/{name}")
     if not path.startswith("/") or WHITESPACE.search(path) or "?" in path or "#" in path:
         raise ConfigError(t.key("path"), "must be an absolute URL path like /volcengine/acme")
     if any(path == p.rstrip("/") or path.startswith(p) for p in RESERVED_PATHS):
         raise ConfigError(t.key("path"), f"{path} is one of the gateway's own endpoints")
     verify = t.choice("verify", VERIFY_MODES, "enforce")
+    report_until = _report_until(t, verify)
     secrets: list[SecretKey] = []
     for i, raw in enumerate(_array(t, "secrets")):
         secrets.append(_secret(table_of(raw, f"{t.key('secrets')}[{i}]"), secrets, base_dir, env))
@@ -69,7 +71,34 @@ def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id
     routes: list[Route] = []
     for i, raw in enumerate(_array(t, "routes")):
         routes.append(_route(table_of(raw, f"{t.key('routes')}[{i}]"), routes, max_id_chars))
-    return Tenant(name, path, verify, tuple(secrets), tuple(routes))
+    return Tenant(name, path, verify, tuple(secrets), tuple(routes), report_until)
+
+
+def report_state(tenant: Tenant, now: float) -> str:
+    """How a report mode stands at `now` (unix s), for check-config and the server's warnings:
+    ' until 2026-01-31T18:00:00Z (12 min left)', ' ended 2026-…Z: enforcing', or '' (enforce)."""
+    if tenant.verify != "report" or tenant.report_until is None:
+        return ""
+    end = dt.datetime.fromtimestamp(tenant.report_until, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if tenant.mode(now) == "report":
+        left = max(1, round((tenant.report_until - now) / 60))
+        span = f"{left} min" if left < 120 else f"{left // 60} h" if left < 2880 else f"{left // 1440} d"
+        return f" until {end} ({span} left)"
+    return f" ended {end}: enforcing"
+
+
+def _report_until(t: Fields, verify: str) -> float | None:
+    """`report_until` (unix s): required with verify = "report", refused with "enforce". A report
+    mode without an end would stay open to unsigned requests for good when whoever set it (a
+    person, or an onboarding killed mid-way) never comes back; docs/configuration.md says more."""
+    until = instant(t.data.get("report_until"), t.key("report_until"))
+    if verify == "report" and until is None:
+        raise ConfigError(t.key("report_until"), "is missing: verify = \"report\" answers unsigned requests, so it "
+                          "must end by itself, e.g. report_until = 2026-01-31T18:00:00Z (the tenant enforces from "
+                          "then on; kbgate onboard sets it for you)")
+    if verify != "report" and until is not None:
+        raise ConfigError(t.key("report_until"), "applies to verify = \"report\" only: remove it")
+    return until
 
 
 def _array(t: Fields, name: str) -> list[Any]:
