@@ -172,10 +172,8 @@ class KnowledgeIndex:
         where: metadata conditions narrowing `filter` (`indexes.metadata`), evaluated in the
         same Tantivy query, so the limit is filled from matching documents; never changes scores.
         floor: relevance 0..1 under which chunks are dropped before one-per-document shaping.
-        The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
-        Raises ValueError for a metadata pattern Tantivy cannot compile
-        (`indexes.metadata.condition_problem` tells beforehand).
-        """
+        The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`). Raises
+        ValueError for a metadata pattern Tantivy cannot compile (`metadata.condition_problem`)."""
         if limit <= 0:
             return []
         self.maybe_reload()
@@ -193,8 +191,7 @@ class KnowledgeIndex:
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
 
-    def question(self, query: str) -> Question:
-        """The relevance's `Question` of raw `query` on the commit a search now sees: what `search` judges hits by."""
+    def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
         return question_of(analysed(query, self.synonyms), self._index.searcher(), self._doc_freqs)
 
     def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,

@@ -173,7 +173,7 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     added, removed = new - old, old - new
 
     def listed(lines: list[str], which: Counter[str]) -> list[str]:
-        out = []
+        out: list[str] = []
         for line in lines:
             if which[line] > 0 and len(out) < MAX_CHANGED_LINES:
                 which[line] -= 1
