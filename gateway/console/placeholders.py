@@ -12,9 +12,7 @@ from starlette.routing import Route
 from gateway.console.render import gate, page
 
 # key (nav), path, heading, what to use meanwhile
-PENDING: tuple[tuple[str, str, str, str], ...] = (
-    ("tenants", "/admin/tenants", "Tenants", "Use `kbgate onboard` and `kbgate secrets` on the server."),
-)
+PENDING: tuple[tuple[str, str, str, str], ...] = ()
 
 
 def _handler(key: str, heading: str, meanwhile: str) -> Callable[[Request], Awaitable[Response]]:

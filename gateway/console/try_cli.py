@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway.console.callers import CALLERS
+from gateway.console.try_view import dials_text
 
 if TYPE_CHECKING:
     from gateway.console import try_
@@ -128,6 +129,8 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
         if s.get("cosine_line"):
             lines.append("  " + cosine_line_text(s["cosine_line"], s["index"]))
+        if s.get("dials"):
+            lines.append(f"  dials: {dials_text(s['dials'])}")
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")
         for h in s["kept"]:
             sc = h["scores"]

@@ -30,7 +30,7 @@ from gateway.console.csrf import post_ok
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
 from gateway.console.try_gap import FromGap
-from gateway.console.try_view import GAP_REASONS, MATCHED, REASONS
+from gateway.console.try_view import GAP_REASONS, MATCHED, REASONS, dials_text
 from gateway.console.users import ConsoleUser
 from gateway.core.bodies import read_limited
 from gateway.core.errors import TryInvalid
@@ -110,7 +110,7 @@ def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
             member: bool | None = None) -> Response:
     return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
                    choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS, from_gap=from_gap,
-                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS)
+                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS, dials_text=dials_text)
 
 
 async def _sides(request: Request, user: ConsoleUser,

@@ -21,9 +21,10 @@ rebuilt successor, side by side): only a try sets it.
 
 Reasons (`Dropped.reason`): 'no_match' (no content word of the question, nor a synonym of one,
 is in the chunk: `indexes.relevance.Question.matched`), 'floor' (it holds some, but its relevance
-is under the route's relevance floor), 'scope' (re-checked outside the scope), 'one_per_document',
-'outside_scope', 'metadata_condition', 'limit', 'merged' (the same document already answered by another
-route of a multi-route search).
+is under the route's relevance floor), 'rerank_threshold' (the reranker's score under the route's
+rerank threshold), 'scope' (re-checked outside the scope), 'one_per_document', 'outside_scope',
+'metadata_condition', 'limit', 'merged' (the same document already answered by another route of a
+multi-route search).
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ from indexes.dense import HybridIndex
 from indexes.relevance import Question
 from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
-from indexes.types import Hit, MetaFilter
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter
 
-__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "analysis_of", "explaining", "matched_terms",
-           "synonym_terms", "trace"]
+__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "analysis_of", "effective_dials", "explaining",
+           "matched_terms", "synonym_terms", "trace"]
 
 CANDIDATES_PER_RESULT = 5
 """Chunks an explanation search asks for per answer wanted (at least MIN_CANDIDATES)."""
@@ -204,14 +205,15 @@ def analysis_of(asked: Question, answer_texts: list[str]) -> list[TermView]:
 
 def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
           where: MetaFilter | None, found: list[Hit], kept: list[Hit], took_ms: float, check_ms: float,
-          generation: int | None) -> SearchTrace:
-    """The trace of one search: `found` the index's hits, `kept` those the floor and the scope
-    re-check let through (the answer), timed `took_ms` / `check_ms`. Runs the explanation
-    searches (module doc) on `idx` and fills the analysis from the index's own question
-    (`KnowledgeIndex.question`); raises what `KnowledgeIndex.search` raises."""
+          generation: int | None, dials: Dials = NO_DIALS) -> SearchTrace:
+    """The trace of one search: `found` the index's hits, `kept` those the floor (or the route's
+    rerank threshold) and the scope re-check let through (the answer), timed `took_ms` /
+    `check_ms`; `dials` the route's (`effective_dials`). Runs the explanation searches (module
+    doc) on `idx` and fills the analysis from the index's own question (`KnowledgeIndex.question`);
+    raises what `KnowledgeIndex.search` raises."""
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
-                    expansions=analysed(query, idx.synonyms).expansions)
+                    expansions=analysed(query, idx.synonyms).expansions, dials=effective_dials(idx, dials))
     t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
     started = time.perf_counter()
     asked = idx.question(query)
@@ -221,9 +223,13 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
 
     kept_ids = {h.id for h in kept}
     texts: dict[str, str] = {h.id: f"{h.title}\n{h.content}" for h in (*found, *kept)}
+    threshold = dials.rerank_threshold
     for h in found:
         if h.id not in kept_ids:
-            t.dropped.append(Dropped(h, under_floor(h, texts[h.id]) if h.relevance < floor else "scope"))
+            rerank = h.scores.rerank
+            t.dropped.append(Dropped(h, "rerank_threshold" if threshold is not None and rerank is not None
+                                     and rerank < threshold else under_floor(h, texts[h.id]) if h.relevance < floor
+                                     else "scope"))
     wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
     # its content is "heading\ntext", so the heading is what the content holds before the text.
@@ -262,6 +268,31 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     t.analysis = analysis_of(asked, [texts[h.id] for h in kept])
     t.explain_ms = (time.perf_counter() - started) * 1000.0
     return t
+
+
+def effective_dials(idx: KnowledgeIndex, dials: Dials) -> dict[str, object]:
+    """The retrieval dials a search of `idx` used, by name: the route's where it set one, else the
+    index's setting. dense_share and candidates on a hybrid index (`dense_config`); rerank (on or
+    off), its candidates and rerank_threshold where the index has a rerank stage (the candidates
+    a lexical index's reranker takes are its `candidates`); neighbours always; `route`: the names
+    the route set, in this order."""
+    out: dict[str, object] = {}
+    dense = getattr(idx, "dense_config", None)
+    if dense is not None:
+        total = dense.lexical_weight + dense.dense_weight
+        out["dense_share"] = dials.dense_share if dials.dense_share is not None else \
+            round(dense.dense_weight / total, 4) if total > 0 else 0.0
+        out["candidates"] = dials.candidates or dense.candidates
+    if idx.rerank is not None:
+        out["rerank"] = dials.rerank is not False
+        if dials.rerank is not False:
+            out["rerank_candidates" if dense is not None else "candidates"] = \
+                dials.candidates or idx.rerank.config.candidates
+            out["rerank_threshold"] = dials.rerank_threshold
+    out["neighbours"] = dials.neighbours
+    out["route"] = [name for name in ("dense_share", "candidates", "rerank", "rerank_threshold")
+                    if getattr(dials, name) is not None] + (["neighbours"] if dials.neighbours else [])
+    return out
 
 
 def _heading(chunk: Hit) -> str:

@@ -56,6 +56,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=key_prefix, agent=agent,
                   admin_token=ADMIN_TOKEN, audit={"sink": "off"})
+    data["tenants"]["acme"]["routes"][0]["neighbours"] = 1  # a retrieval dial: the page shows it
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
         with httpx.Client(timeout=10) as c:
             real = callback(c, srv.base, ENV["ACME_SECRET"], query=QUERY, limit=2).content
@@ -103,6 +104,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
             assert a.locator("tr.kept").first.locator("td.terms").inner_text() != "-"  # matched terms shown
             expect(a.locator("b.cache")).to_have_text("hit")  # the callback above left its answer in the cache
             expect(a.locator("details summary")).to_have_text("Not in the answer, and why")
+            expect(a.locator("p.dials")).to_have_text("Retrieval dials: neighbours 1 (set by the route: neighbours)")
 
             b = page.locator('div.side[data-side="b"]')
             expect(b.locator("h2")).to_have_text("dify alice support")
@@ -111,6 +113,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
             assert {r["metadata"]["path"][:4] for r in body_b["records"]} == {"ops/"}
             expect(b.locator("tr.kept")).to_have_count(len(body_b["records"]))
             assert b.locator('tr.dropped[data-reason="metadata_condition"]').count() >= 1
+            expect(b.locator("p.dials")).to_have_text("Retrieval dials: neighbours 0 (the index's)")
 
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "admin-try.png"), full_page=True)

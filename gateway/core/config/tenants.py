@@ -2,7 +2,8 @@
 
     [tenants.acme]               path = "/volcengine/acme", verify = "enforce" | "report", report_until?
     [[tenants.acme.secrets]]     id, value_env | value_file, not_after?
-    [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?, relevance_floor?
+    [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?, relevance_floor?,
+                                 the retrieval dials? (gateway.core.config.dials)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.core.config.dials import DIAL_KEYS, parse_dials
 from gateway.core.config.fields import (
     INDEX_NAME,
     KEY_ID,
@@ -28,15 +30,18 @@ from gateway.core.config.fields import (
 from gateway.core.config.model import RESERVED_PATHS, Route, SecretKey, Tenant
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
+from indexes.types import DEFAULT_BOUNDS
 
 VERIFY_MODES = ("enforce", "report")
 
 
-def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str],
-                  max_id_chars: int) -> tuple[dict[str, Tenant], dict[str, str]]:
+def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int,
+                  max_candidates: int = DEFAULT_BOUNDS.max_chunks_per_query,
+                  ) -> tuple[dict[str, Tenant], dict[str, str]]:
     """The [tenants] table → ({name: Tenant}, {callback path: name}).
 
     max_id_chars: `search.max_level_id_chars` (a longer route id could never be reached).
+    max_candidates: `search.max_chunks_per_query` (the bound of a route's `candidates`).
     Raises ConfigError naming the key (bad names, paths that repeat or shadow the gateway's
     own endpoints, keys, routes).
     """
@@ -46,7 +51,7 @@ def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str],
         key = f.key(name)
         if not TENANT_NAME.fullmatch(name):
             raise ConfigError(key, "tenant names use letters, digits, '_', '.', '-'")
-        tenant = _tenant(name, table_of(raw, key), base_dir, env, max_id_chars)
+        tenant = _tenant(name, table_of(raw, key), base_dir, env, max_id_chars, max_candidates)
         if tenant.path in paths:
             raise ConfigError(f"{key}.path", f"repeats the path of tenants.{paths[tenant.path]}")
         paths[tenant.path] = name
@@ -54,7 +59,8 @@ def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str],
     return tenants, paths
 
 
-def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int) -> Tenant:
+def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int,
+            max_candidates: int) -> Tenant:
     t.only({"path", "verify", "report_until", "secrets", "routes"})
     path = t.string("path", f"/volcengine/{name}")
     if not path.startswith("/") or WHITESPACE.search(path) or "?" in path or "#" in path:
@@ -70,7 +76,7 @@ def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id
         raise ConfigError(t.key("secrets"), "is empty, but verify = 'enforce' needs at least one key")
     routes: list[Route] = []
     for i, raw in enumerate(_array(t, "routes")):
-        routes.append(_route(table_of(raw, f"{t.key('routes')}[{i}]"), routes, max_id_chars))
+        routes.append(_route(table_of(raw, f"{t.key('routes')}[{i}]"), routes, max_id_chars, max_candidates))
     return Tenant(name, path, verify, tuple(secrets), tuple(routes), report_until)
 
 
@@ -123,8 +129,8 @@ def _secret(s: Fields, earlier: list[SecretKey], base_dir: Path, env: Mapping[st
     return SecretKey(kid, value, instant(s.data.get("not_after"), s.key("not_after")), source)
 
 
-def _route(r: Fields, earlier: list[Route], max_id_chars: int) -> Route:
-    r.only({"first_level_id", "second_level_id", "index", "datasets", "path_globs", "relevance_floor"})
+def _route(r: Fields, earlier: list[Route], max_id_chars: int, max_candidates: int) -> Route:
+    r.only({"first_level_id", "second_level_id", "index", "datasets", "path_globs", "relevance_floor", *DIAL_KEYS})
     route = Route(
         first_level_id=r.string("first_level_id"),
         second_level_id=r.string("second_level_id"),
@@ -132,6 +138,7 @@ def _route(r: Fields, earlier: list[Route], max_id_chars: int) -> Route:
         datasets=r.strings("datasets"),
         path_globs=globs(r, "path_globs"),
         relevance_floor=relevance_floor(r),
+        dials=parse_dials(r, max_candidates),
     )
     for field_name in ("first_level_id", "second_level_id"):
         value = getattr(route, field_name)
