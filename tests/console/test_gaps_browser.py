@@ -74,7 +74,7 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
             expect(row).to_have_count(1)
             expect(row.locator("td.asked")).to_have_text("3")
             expect(row.locator("td.no-hit")).to_have_text("3")
-            expect(row.locator("td.distinct")).to_have_text("2")  # two wordings; a repeat is one
+            expect(row.locator("td.distinct")).to_have_text("1")  # two wordings, one analysis (same content words)
             expect(row.locator("td.callers")).to_have_text("volcengine:acme: 2, dify:alice: 1")
             for width in (390, 1280):
                 page.set_viewport_size({"width": width, "height": 560})
