@@ -82,7 +82,8 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             expect(report.locator('li[data-id="leave.md"] .change')).to_have_text("added")
             box = report.bounding_box()
             small_shot(page, IMG / "owner-upload.png",
-                       clip={"x": 0, "y": max(0, box["y"] - 60), "width": 1280, "height": min(box["height"] + 80, 360)}, full_page=True)
+                       clip={"x": 0, "y": max(0, box["y"] - 60), "width": 1280,
+                             "height": min(box["height"] + 80, 360)}, full_page=True)
 
             # 2. the callback that missed finds it now (after the write's commit)
             got = volcengine()
@@ -129,7 +130,8 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             assert verdict.get_attribute("data-gap") == "no", verdict.inner_text()
             word = page.locator('tr.term[data-word="公休"]')
             assert word.get_attribute("data-matched") == "synonym", word.inner_text()
-            assert page.locator('tr.kept a').first.get_attribute("href").startswith("/admin/indexes/kb/document?id=leave.md")
+            href = page.locator("tr.kept a").first.get_attribute("href")
+            assert href.startswith("/admin/indexes/kb/document?id=leave.md"), href
             top = verdict.bounding_box()["y"]
             small_shot(page, IMG / "owner-try-answered.png",
                        clip={"x": 0, "y": max(0, top - 20), "width": 1280, "height": 560}, full_page=True)
@@ -142,7 +144,8 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             assert "by otto" in row.inner_text()
             box = row.bounding_box()
             small_shot(page, IMG / "owner-resolved.png",
-                       clip={"x": 0, "y": max(0, box["y"] - 50), "width": 1280, "height": box["height"] + 60}, full_page=True)
+                       clip={"x": 0, "y": max(0, box["y"] - 50), "width": 1280, "height": box["height"] + 60},
+                       full_page=True)
         finally:
             page.close()
         assert [x["status"] for x in _groups(srv.base) if x["id"] == g["id"]] == ["resolved"]
