@@ -2,8 +2,8 @@
 or credential to show once, a connectivity test's answer. Never in the URL: the redirect
 names only a random id.
 
-A note is sealed under what the browser presented to log in (the login cookie: the admin
-token or 'NAME:CREDENTIAL', which the server never stores), so the store holds nothing
+A note is sealed under what the request presented to log in (the login cookie's signed session,
+gateway.console.sessions, or a tool's Bearer credential; the server stores neither), so the store holds nothing
 readable without that browser, and nobody else's login can read it:
 keystream = HMAC-SHA256(login, 'kbgate-once:' id counter) blocks, XORed with the JSON;
 tag = HMAC-SHA256(login, 'kbgate-once-tag:' id ciphertext), checked in constant time.

@@ -47,13 +47,15 @@ async def _app(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: py
     return c, gw, path
 
 
-async def _login(c: httpx.AsyncClient, token: str = ADMIN_TOKEN, user: str = "") -> None:
+async def _login(c: httpx.AsyncClient, token: str = ADMIN_TOKEN, user: str = "") -> str:
+    """Log `c` in; the session cookie it got (what its forms' csrf values are keyed by)."""
     r = await c.post("/admin/login", data={"user": user, "token": token})
     assert r.status_code == 303, r.text
+    return r.cookies["kbgate_admin"]
 
 
-def _csrf(form: str, login: str = ADMIN_TOKEN) -> dict[str, str]:
-    return {"csrf": form_token(login, form)}
+def _csrf(form: str, session: str) -> dict[str, str]:
+    return {"csrf": form_token(session, form)}
 
 
 def test_a_note_is_sealed_under_the_login_that_made_it() -> None:
@@ -118,12 +120,13 @@ async def test_rotation_from_the_browser_shows_a_secret_once_and_nowhere_else(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
-    await _login(c)
+    session = await _login(c)
     before = path.read_text("utf-8")
     stale = await c.post("/admin/tenants/acme/keys", data={"key_id": "acme-new"})  # no csrf value
     assert stale.status_code == 403 and path.read_text("utf-8") == before
 
-    added = await c.post("/admin/tenants/acme/keys", data={"key_id": "acme-new", **_csrf("tenant-add-key:acme")})
+    added = await c.post("/admin/tenants/acme/keys",
+                         data={"key_id": "acme-new", **_csrf("tenant-add-key:acme", session)})
     assert added.status_code == 303
     location = added.headers["location"]
     assert re.fullmatch(r"/admin/tenants/acme\?shown=[A-Za-z0-9_-]{22}#rotation", location), location
@@ -144,18 +147,18 @@ async def test_rotation_from_the_browser_shows_a_secret_once_and_nowhere_else(
     # A pasted key (the one the Volcengine console shows) is stored, never shown back.
     pasted = "console-shown-key-0123456789abcdef"
     r = await c.post("/admin/tenants/acme/keys", data={"key_id": "acme-pasted", "value": pasted,
-                                                        **_csrf("tenant-add-key:acme")})
+                                                        **_csrf("tenant-add-key:acme", session)})
     assert r.status_code == 303 and pasted not in r.headers["location"]
     assert pasted not in (await c.get(r.headers["location"].split("#")[0])).text
-    short = await c.post("/admin/tenants/acme/keys", data={"value": "short", **_csrf("tenant-add-key:acme")})
+    short = await c.post("/admin/tenants/acme/keys", data={"value": "short", **_csrf("tenant-add-key:acme", session)})
     assert short.status_code == 400 and "the key field" in short.text and "Nothing was changed" in short.text
 
     # Retire the two old keys: one now, one with a grace period; the last live keys stay.
     r = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
-                     data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-10")})
+                     data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-10", session)})
     assert r.status_code == 303 and r.headers["location"] == "/admin/tenants/acme#keys"
     r = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
-                     data={"when": "3600", **_csrf("tenant-retire:acme:acme-2026-11")})
+                     data={"when": "3600", **_csrf("tenant-retire:acme:acme-2026-11", session)})
     assert r.status_code == 303
     twin = (await c.get("/admin/tenants.json", headers=ADMIN)).json()["tenants"][0]
     states = {k["id"]: k["state"] for k in twin["keys"]}
@@ -183,7 +186,7 @@ async def test_only_admins_change_tenants(tmp_path: Path, docs_index: Path, star
                                           monkeypatch: pytest.MonkeyPatch, login: str, user: str, role: str) -> None:
     c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
     before = path.read_text("utf-8")
-    await _login(c, login, user)
+    session = await _login(c, login, user)
     page = await c.get("/admin/tenants/acme")
     assert page.status_code == 200 and f"Your role ({role}) reads this page" in page.text
     assert 'action="/admin/tenants/acme/keys"' not in page.text and "/test" not in page.text
@@ -191,7 +194,7 @@ async def test_only_admins_change_tenants(tmp_path: Path, docs_index: Path, star
     for url, form in (("/admin/tenants/acme/keys", "tenant-add-key:acme"),
                       ("/admin/tenants/acme/test", "tenant-test:acme"),
                       ("/admin/tenants/acme/keys/acme-2026-10/retire", "tenant-retire:acme:acme-2026-10")):
-        r = await c.post(url, data={"when": "now", "route": "0", **_csrf(form, cookie)})
+        r = await c.post(url, data={"when": "now", "route": "0", **_csrf(form, session)})
         assert r.status_code == 403 and f"Your role ({role}) does not allow changing or testing tenants" in r.text
         assert "Nothing was changed" in r.text
     bearer = {"authorization": f"Bearer {cookie}"}
@@ -212,11 +215,11 @@ async def test_an_admin_adds_a_user_from_the_browser_credential_shown_once(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
-    await _login(c)
+    session = await _login(c)
     form = (await c.get("/admin/users")).text
     assert 'name="index.docs"' in form and '<option value="owner">owner</option>' in form
     r = await c.post("/admin/users", data={"name": "ann", "role": "owner", "index.docs": "1",
-                                           **_csrf("users-add")})
+                                           **_csrf("users-add", session)})
     assert r.status_code == 303 and re.fullmatch(r"/admin/users\?added=[A-Za-z0-9_-]{22}", r.headers["location"])
     shown = (await c.get(r.headers["location"])).text
     credential = re.search(r'<code class="credential">([^<]+)</code>', shown)
@@ -227,7 +230,7 @@ async def test_an_admin_adds_a_user_from_the_browser_credential_shown_once(
     assert credential.group(1) not in (tmp_path / "audit.jsonl").read_text("utf-8")
     again = (await c.get(r.headers["location"])).text
     assert credential.group(1) not in again and 'data-user="ann"' in again  # shown once; listed at once
-    dup = await c.post("/admin/users", data={"name": "ann", "role": "viewer", **_csrf("users-add")})
+    dup = await c.post("/admin/users", data={"name": "ann", "role": "viewer", **_csrf("users-add", session)})
     assert dup.status_code == 400 and "admin.users.ann" in dup.text and "Nothing was changed" in dup.text
     tool = await c.post("/admin/users", headers=ADMIN, data={"name": "bo", "role": "viewer", "index.docs": "1"})
     assert tool.status_code == 200 and tool.json()["indexes"] == [] and tool.json()["role"] == "viewer"

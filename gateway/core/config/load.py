@@ -126,8 +126,9 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
-                 source: Path | None = None, read_secrets: bool = True) -> Config:
-    """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
+                 source: Path | None = None, read_secrets: bool = True, now: float | None = None) -> Config:
+    """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start.
+    now: unix s of the load (None: the system clock), the instant report_until is bounded from."""
     env = SecretsUnread() if not read_secrets else os.environ if env is None else env
     top = section(data)
     top.only(SECTIONS)
@@ -143,7 +144,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     log = top.table("log")
     log.only({"level"})
     tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars,
-                                   search.max_chunks_per_query)
+                                   search.max_chunks_per_query, now)
     indexes = top.table("indexes")
     indexes_dir, max_document_bytes = parse_indexer(indexes, base_dir)
     parse_sources(index_tables(indexes), base_dir, max_document_bytes)  # refused here too

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config.dials import DIAL_KEYS, parse_dials
 from gateway.core.config.fields import (
     INDEX_NAME,
@@ -33,25 +34,28 @@ from gateway.core.validate import Fields
 from indexes.types import DEFAULT_BOUNDS
 
 VERIFY_MODES = ("enforce", "report")
+REPORT_MAX_SECONDS = 24 * 3600  # the furthest a report_until may lie ahead of the config's load
 
 
 def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int,
-                  max_candidates: int = DEFAULT_BOUNDS.max_chunks_per_query,
+                  max_candidates: int = DEFAULT_BOUNDS.max_chunks_per_query, now: float | None = None,
                   ) -> tuple[dict[str, Tenant], dict[str, str]]:
     """The [tenants] table → ({name: Tenant}, {callback path: name}).
 
     max_id_chars: `search.max_level_id_chars` (a longer route id could never be reached).
     max_candidates: `search.max_chunks_per_query` (the bound of a route's `candidates`).
-    Raises ConfigError naming the key (bad names, paths that repeat or shadow the gateway's
-    own endpoints, keys, routes).
+    now: unix s the config is loaded at (None: the system clock), which a report_until may lie
+    at most REPORT_MAX_SECONDS beyond. Raises ConfigError naming the key (bad names, paths that
+    repeat or shadow the gateway's own endpoints, keys, routes, a report_until too far ahead).
     """
     tenants: dict[str, Tenant] = {}
     paths: dict[str, str] = {}
+    loaded_at = SYSTEM_CLOCK.now() if now is None else now
     for name, raw in f.data.items():
         key = f.key(name)
         if not TENANT_NAME.fullmatch(name):
             raise ConfigError(key, "tenant names use letters, digits, '_', '.', '-'")
-        tenant = _tenant(name, table_of(raw, key), base_dir, env, max_id_chars, max_candidates)
+        tenant = _tenant(name, table_of(raw, key), base_dir, env, max_id_chars, max_candidates, loaded_at)
         if tenant.path in paths:
             raise ConfigError(f"{key}.path", f"repeats the path of tenants.{paths[tenant.path]}")
         paths[tenant.path] = name
@@ -60,7 +64,7 @@ def parse_tenants(f: Fields, base_dir: Path, env: Mapping[str, str], max_id_char
 
 
 def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id_chars: int,
-            max_candidates: int) -> Tenant:
+            max_candidates: int, now: float) -> Tenant:
     t.only({"path", "verify", "report_until", "secrets", "routes"})
     path = t.string("path", f"/volcengine/{name}")
     if not path.startswith("/") or WHITESPACE.search(path) or "?" in path or "#" in path:
@@ -68,7 +72,7 @@ def _tenant(name: str, t: Fields, base_dir: Path, env: Mapping[str, str], max_id
     if any(path == p.rstrip("/") or path.startswith(p) for p in RESERVED_PATHS):
         raise ConfigError(t.key("path"), f"{path} is one of the gateway's own endpoints")
     verify = t.choice("verify", VERIFY_MODES, "enforce")
-    report_until = _report_until(t, verify)
+    report_until = _report_until(t, verify, now)
     secrets: list[SecretKey] = []
     for i, raw in enumerate(_array(t, "secrets")):
         secrets.append(_secret(table_of(raw, f"{t.key('secrets')}[{i}]"), secrets, base_dir, env))
@@ -93,10 +97,11 @@ def report_state(tenant: Tenant, now: float) -> str:
     return f" ended {end}: enforcing"
 
 
-def _report_until(t: Fields, verify: str) -> float | None:
-    """`report_until` (unix s): required with verify = "report", refused with "enforce". A report
-    mode without an end would stay open to unsigned requests for good when whoever set it (a
-    person, or an onboarding killed mid-way) never comes back; docs/configuration.md says more."""
+def _report_until(t: Fields, verify: str, now: float) -> float | None:
+    """`report_until` (unix s): required with verify = "report", refused with "enforce" and when
+    more than REPORT_MAX_SECONDS after `now` (unix s). A report mode without a near end would stay
+    open to unsigned requests for good when whoever set it (a person, or an onboarding killed
+    mid-way) never comes back; docs/configuration.md, "Report mode ends by itself"."""
     until = instant(t.data.get("report_until"), t.key("report_until"))
     if verify == "report" and until is None:
         raise ConfigError(t.key("report_until"), "is missing: verify = \"report\" answers unsigned requests, so it "
@@ -104,6 +109,10 @@ def _report_until(t: Fields, verify: str) -> float | None:
                           "then on; kbgate onboard sets it for you)")
     if verify != "report" and until is not None:
         raise ConfigError(t.key("report_until"), "applies to verify = \"report\" only: remove it")
+    if until is not None and until - now > REPORT_MAX_SECONDS:
+        raise ConfigError(t.key("report_until"), f"is {(until - now) / 3600:.0f} h from now, but report mode "
+                          f"answers unsigned requests, so it may last at most {REPORT_MAX_SECONDS // 3600} h: "
+                          "set an end within that (kbgate onboard writes about 10 minutes)")
     return until
 
 
