@@ -92,6 +92,17 @@ async def test_a_json_document_is_read_as_kbgate_index_add_reads_a_jsonl_record(
     assert data["documents"][0]["revision"] == document_revision(expected)
 
 
+async def test_a_cover_size_out_of_range_is_not_kept_and_the_document_written(docs_app: Start) -> None:
+    """A width of 2^63 crashed the write in Tantivy: answered 503 "index cannot be written"."""
+    app = await docs_app()
+    record = {"content": "y", "cover_image": {"url": "https://a.example.com/c.png", "width": 2 ** 63}}
+    data = result(await app.put("kb", "x", record))["data"]
+    messages = " | ".join(w["message"] for w in data["warnings"])
+    assert "'cover_image.width' 9223372036854775808 is out of range 1..100000 (pixels): not kept" in messages
+    assert data["documents"][0]["change"] == "added"
+    assert app.app.runtime.index("kb").get_document("x") is not None
+
+
 @pytest.mark.parametrize(("record", "doc_id", "says"), [
     ({"content": "x", "publish_time": 1.5e300}, "bad-time", "is outside the times kept"),
     ({"content": "x", "publish_time": "昨天"}, "bad-time2", "is not an ISO date"),
