@@ -63,11 +63,14 @@ def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document
         elif cover.url != cover.url.strip():
             cover = dataclasses.replace(cover, url=cover.url.strip())
     if cover is not None:  # readers refuse these first (fields.parse_cover_image); a Document built in code here
-        for key in ("height", "width"):
-            size = getattr(cover, key)
+        height, width = cover.height, cover.width
+        for key, size in (("height", height), ("width", width)):
             if size is not None and (problem := _size_problem(size, key)) is not None:
                 notes.append(IngestWarning(where, f"{problem}: not kept"))
-                cover = dataclasses.replace(cover, **{key: None})
+        height = height if height is None or _size_problem(height, "height") is None else None
+        width = width if width is None or _size_problem(width, "width") is None else None
+        if (height, width) != (cover.height, cover.width):
+            cover = dataclasses.replace(cover, height=height, width=width)
     title = clean_title(doc.title)
     if len(" ".join(clean_text(doc.title).split())) > MAX_TITLE_CHARS:
         notes.append(IngestWarning(where, f"title of {len(doc.title)} characters cut to {MAX_TITLE_CHARS}"))
