@@ -30,6 +30,7 @@ from .ingest.chunking import DEFAULT_MAX_CHARS
 from .neighbours import with_neighbours
 from .readonly import Shadow
 from .records import document_revision
+from .relevance import Question
 from .schema import CLEAN_AT_INGEST, CLEAN_RULES, check_index, open_index, open_or_create
 from .search import DEFAULT_BOOSTS, Boosts, DocFreqs, build_query, query_plan, question_of
 from .stats import index_stats, meta_digest, meta_mtime, read_commit
@@ -176,8 +177,7 @@ class KnowledgeIndex:
         dials: a route's (`Dials`: here rerank on/off, candidates and the rerank threshold's floor).
         The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
         Raises ValueError for a metadata pattern Tantivy cannot compile
-        (`indexes.metadata.condition_problem` tells beforehand).
-        """
+        (`indexes.metadata.condition_problem` tells beforehand)."""
         if limit <= 0:
             return []
         self.maybe_reload()
@@ -200,6 +200,9 @@ class KnowledgeIndex:
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
+
+    def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
+        return question_of(analysed(query, self.synonyms), self._index.searcher(), self._doc_freqs)
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 REASONS = {
-    "floor": "relevance under the route's floor",
+    "no_match": "matched nothing: no word of the question (nor a synonym) in it",
+    "floor": "under the route's floor: matched some words, relevance too low",
     "rerank_threshold": "reranker's score under the route's rerank threshold",
     "scope": "outside the scope (re-check)",
     "one_per_document": "another chunk of a document already answered",
@@ -20,6 +21,16 @@ REASONS = {
     "merged": "the same document, answered by another route",
 }
 
+MATCHED = {
+    "direct": "matched",
+    "synonym": "matched through a synonym",
+    "unmatched": "unmatched",
+}
+GAP_REASONS = {
+    "no_answer": "no hit",
+    "low_score": "best hit under the gap threshold",
+    "answered": "answered",
+}
 
 def dials_text(dials: Mapping[str, Any]) -> str:
     """The retrieval dials a search used (`gateway.core.explain.effective_dials`) as one line of

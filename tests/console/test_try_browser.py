@@ -5,13 +5,12 @@ Volcengine tenant route, caller B Dify on an agent route with a metadata conditi
 checks what the page shows against what was sent and what the real callers answer: the
 answer body is the real callback's, the hit rows are its results with the try's own numbers,
 the limit shown is the one typed. A same-origin POST without the form's csrf value is refused.
-The server's log never holds the question. A screenshot goes to test-artifacts/ (gitignored);
-with KBGATE_DOCS_SCREENSHOTS=1 also to docs/img/try.png (kept small: one viewport).
+The server's log never holds the question. A screenshot goes to test-artifacts/ (gitignored); the
+try's screenshots in docs/ are made by the owner story (test_owner_story_browser.py).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
@@ -121,13 +120,6 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
                 page.set_viewport_size({"width": width, "height": 860})
                 assert_fits(page, f"try results at {width} px")
             page.set_viewport_size({"width": 1180, "height": 860})
-            if os.environ.get("KBGATE_DOCS_SCREENSHOTS") == "1":
-                shot = ROOT / "docs" / "img" / "try.png"
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                page.set_viewport_size({"width": 900, "height": 860})
-                a.locator("details summary").click()  # show why the other chunks are not in the answer
-                a.screenshot(path=str(shot), scale="css")
-                assert shot.stat().st_size < 160_000
 
             html = page.content()
             assert not any(s in html for s in SECRETS if s != ADMIN_TOKEN) and ADMIN_TOKEN not in html
