@@ -551,3 +551,22 @@ def test_usage_hash_layout(redis_url: str, key_prefix: str) -> None:
     h = redis.Redis.from_url(redis_url).hgetall(f"{key_prefix}:keyuse:acme:k9")
     assert h[b"count"] == b"1" and float(h[b"last"]) == 1_800_000_000.5
     assert any(k.startswith(b"w:") for k in h)
+
+
+def test_add_on_a_full_disk_leaves_no_file_and_the_retry_works(tmp_path: Path, redis_url: str,
+                                                               key_prefix: str) -> None:
+    """It left a 0-byte secrets/acme-k2, and the advised retry said "file … already exists"."""
+    from tests.support.full_disk import on_full_disk
+
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    folder = tmp_path / "secrets"
+    add = [sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant", "acme",
+           "--id", "k2"]
+    script = (f'{" ".join(add)}; echo "rc=$?"; ls -A {folder}; echo "--"; rm {folder}/filler; '
+              f'{" ".join(add)} && echo "retry=ok"; ls -A {folder}')
+    r = subprocess.run(on_full_disk(folder, ["sh", "-c", script]), capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    first, _, second = r.stdout.partition("retry=ok")
+    assert "rc=1" in first and first.split("rc=1", 1)[1].split("--")[0].split() == ["filler"], (r.stdout, r.stderr)
+    assert "already exists" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "acme-k2" in second.split(), (r.stdout, r.stderr)
