@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve with [search] relevance_floor = X (0..1) instead of the default, to calibrate it")
     e.add_argument("--no-rerank", action="store_true",
                    help="leave out the rerank column (lexical + the rerank stage, served by a stand-in reranker)")
+    e.add_argument("--ready-seconds", type=float, default=300.0, metavar="S",
+                   help="wait up to S seconds for each started server (and a hybrid server's model) to be ready; "
+                        "a loaded machine needs more than 30 (default 300)")
     e.add_argument("--any-model", action="store_true",
                    help="instead: the off-topic bound with no hand-set cosine line for USE, e5-small and a served "
                         "model, on a subset index (gateway/evaluation/any_model.py; e5 embeds for a long while)")
@@ -362,10 +365,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.relevance_floor is not None and not 0 <= args.relevance_floor <= 1:
         print("kbgate: --relevance-floor must be a number from 0 to 1", file=sys.stderr)
         return 2
+    if not args.ready_seconds > 0:
+        print("kbgate: --ready-seconds must be a number of seconds above 0", file=sys.stderr)
+        return 2
     return run_eval(corpora=args.corpus, max_queries=args.max_queries, workdir=Path(args.workdir),
                     hybrid_model=None if args.hybrid == "none" else args.hybrid,
                     against=Path(args.against) if args.against else None, relevance_floor=args.relevance_floor,
-                    rerank=not args.no_rerank)
+                    rerank=not args.no_rerank, ready_seconds=args.ready_seconds)
 
 
 if __name__ == "__main__":  # pragma: no cover

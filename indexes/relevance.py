@@ -13,16 +13,21 @@ indexes compares like with like:
 
       relevance = Σ_{u matched in the chunk} w(u) × d(u)  /  Σ_u w(u)
 
-  d(u) = r / (1 + r), r = P(a chunk of this index holds u) / (L × P_background(u)), L the
-  index's mean words per chunk (measured on a sample of its chunks): r = 1 when the corpus uses
-  u exactly as often as general Chinese does (d = 0.5), r ≫ 1 for the corpus's own terms
-  (劳动仲裁 in laws, 索引 in the TiDB docs: d → 1), r ≪ 1 for everyday words the corpus barely uses
-  (天气, 咖啡: d → 0). The posterior that u was drawn from the corpus rather than from general
-  language, at even odds; nothing here is tuned per corpus. Why: an off-topic question (weather,
-  cooking) is answered by chunks that share its everyday words (今天, 时间, 推荐); matching them
-  says little, while the words that make it specific (红烧肉, 充电宝) are unknown to the corpus
-  and weigh most. The earlier rule (BM25 over the question's IDF mass) weighed a word by its
-  rarity *in the corpus*, where everyday words are rare too: off-topic and on-topic best hits
+  d(u) = (D + PRIOR) / (D + E + 2 × PRIOR): D the index's documents holding u, E the documents
+  that would hold it if the index were general Chinese of its own shape (`indexes.profile`:
+  Σ_d 1 − (1 − P_background(u))^(n_d × L), n_d a document's chunks, L the median CJK words of a
+  chunk), PRIOR documents of general Chinese added to both sides. d = 0.5 when the corpus uses u
+  exactly as often as general Chinese does, → 1 for the corpus's own terms (劳动仲裁 in laws,
+  索引 in the TiDB docs), → 0 for everyday words it barely uses (天气, 咖啡): the posterior that u
+  was drawn from the corpus rather than from general language. Documents, not chunks or
+  occurrences, and the prior: one document added moves D by at most 1 and E by less than 1, so
+  d by at most 1 / (D + E + 2 × PRIOR) <= 1 / (2 × PRIOR), however large or degenerate it is
+  (docs/search-quality.md has the derivation). Nothing here is tuned per corpus. Why: an
+  off-topic question (weather, cooking) is answered by chunks that share its everyday words (今天,
+  时间, 推荐); matching them says little, while the words that make it specific (红烧肉, 充电宝)
+  are unknown to the corpus and weigh most. The earlier rule (BM25 over the question's IDF mass)
+  weighed a word by its rarity *in the corpus*, where everyday words are rare too: off-topic and
+  on-topic best hits
   overlapped (docs/search-quality.md, "What we tried").
 - `lexical(bm25, ideal)`: BM25 over the question's IDF mass (`indexes.search.ideal_score`),
   unclamped above: not a relevance any more, but the lexical side of the hybrid fusion
@@ -56,7 +61,7 @@ from .background import probability, specificity
 from .synonyms import EXPANSION_WEIGHT
 from .types import Scores
 
-__all__ = ["DENSE_ONE", "DENSE_ZERO", "LEXICAL_SHARE", "Question", "Unit", "content_units", "dense", "domain",
+__all__ = ["DENSE_ONE", "DENSE_ZERO", "LEXICAL_SHARE", "PRIOR", "Question", "Unit", "content_units", "dense", "domain",
            "ENGLISH_FUNCTION_WORDS", "FUNCTION_WORDS", "hybrid", "lexical", "of", "question"]
 
 DENSE_ZERO = 0.30
@@ -65,6 +70,9 @@ DENSE_ONE = 0.65
 another model has its own line (`indexes.dense.config.COSINE_LINES`)."""
 LEXICAL_SHARE = 0.5
 """Weight of the lexical relevance in a hybrid hit's relevance (module doc)."""
+PRIOR = 4.0
+"""Documents of general Chinese added to both counts of the domain weight (module doc): one
+document moves a word's d by at most 1 / (2 × PRIOR) = 0.125, and by 1 / (D + E + 8) in general."""
 
 
 def _clamp(x: float) -> float:
@@ -133,12 +141,11 @@ def content_units(norm: str) -> list[str]:
     return list(out)
 
 
-def domain(chunks_with: int, chunks: int, background: float, words_per_chunk: float) -> float:
-    """d(u) of the module doc: r / (1 + r), r = ((chunks_with + 0.5) / chunks) / (words_per_chunk
-    × background). chunks_with: the index's chunks holding u; chunks: all of them (> 0);
-    background: P(u) in general Chinese (`indexes.background.probability`)."""
-    r = ((chunks_with + 0.5) / max(chunks, 1)) / (max(words_per_chunk, 1.0) * background)
-    return r / (1.0 + r)
+def domain(documents_with: int, expected: float) -> float:
+    """d(u) of the module doc: (D + PRIOR) / (D + E + 2 × PRIOR), 0..1. documents_with (D): the
+    index's documents holding u; expected (E >= 0): the documents that would hold it in general
+    Chinese (`indexes.profile.Profile.expected`)."""
+    return (max(documents_with, 0) + PRIOR) / (max(documents_with, 0) + max(expected, 0.0) + 2.0 * PRIOR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,21 +215,22 @@ def _holds_word(text: str, word: str) -> bool:
     return False
 
 
-def question(norm: str, chunks_with: Callable[[str, str], int], chunks: int, words_per_chunk: float,
+def question(norm: str, documents_with: Callable[[str, tuple[str, ...]], int], expected: Callable[[float], float],
              expansions: Sequence[tuple[str, str]] = ()) -> Question:
     """The `Question` of a normalised query `norm` (`indexes.analysis.normalize`; the analysed
     query's `QueryTerms.text`, so a search folds its question once) over an index.
-    chunks_with(field, term): the chunks holding
-    `term` in `field` (`indexes.search.DocFreqs`): a CJK unit is looked up as a jieba word
-    (body_words, or title_words when more chunks' titles hold it), as the background counts it
-    (a token, not characters inside other words), a Latin one in body_latin. chunks: the index's chunk count;
-    words_per_chunk: its mean words per chunk (`indexes.search.DocFreqs.words_per_chunk`).
-    expansions: (question's term, synonym) pairs of the index's synonyms that fired
-    (`indexes.analysis.QueryTerms.expansions`): a word's synonyms count for it (`Unit`)."""
-    def held(text: str) -> int:  # chunks whose text or title holds the word
-        if _LATIN.fullmatch(text):
-            return chunks_with("body_latin", text)
-        return max(chunks_with("body_words", text), chunks_with("title_words", text))
+    documents_with(term, fields): the index's documents holding `term` in any of `fields`
+    (`indexes.search.DocFreqs.documents_with`): a CJK unit is looked up as a jieba word in
+    body_words or title_words, as the background counts it (a token, not characters inside other
+    words), a Latin one in body_latin. expected(p): documents expected to hold a word of
+    background probability p (`indexes.profile.Profile.expected`). expansions: (question's term,
+    synonym) pairs of the index's synonyms that fired (`indexes.analysis.QueryTerms.expansions`):
+    a word's synonyms count for it (`Unit`)."""
+    def held(text: str) -> int:  # documents whose text or title holds the word
+        return documents_with(text, ("body_latin",) if _LATIN.fullmatch(text) else ("body_words", "title_words"))
+
+    def weight_of(text: str, n: int) -> float:
+        return domain(n, expected(probability(text)))
 
     units: dict[str, Unit] = {}
     for word in content_units(norm):
@@ -235,8 +243,7 @@ def question(norm: str, chunks_with: Callable[[str, str], int], chunks: int, wor
         for text in parts or [word]:
             if text not in units:
                 n = found if text == word else held(text)
-                alternatives = tuple((syn, domain(held(syn), chunks, probability(syn), words_per_chunk))
+                alternatives = tuple((syn, weight_of(syn, held(syn)))
                                      for term, syn in expansions if term == text and syn != text)
-                units[text] = Unit(text, specificity(text), domain(n, chunks, probability(text), words_per_chunk),
-                                   latin and text == word, alternatives)
+                units[text] = Unit(text, specificity(text), weight_of(text, n), latin and text == word, alternatives)
     return Question(list(units.values()))

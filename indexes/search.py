@@ -16,13 +16,12 @@ import math
 import re
 from dataclasses import dataclass
 
-import rjieba
 import tantivy
 from tantivy import Occur, Query
 
 from .analysis import QueryTerms
-from .documents import stored_str
 from .filters import filter_query, glob_to_regex
+from .profile import Profile, documents_with, profile
 from .relevance import Question, question
 from .synonyms import EXPANSION_WEIGHT
 from .types import SearchFilter
@@ -86,7 +85,6 @@ cutoff-frequency rule of Lucene's CommonTermsQuery. Why: corpus-specific stop wo
 (issue 12). Ratios 0.05, 0.1, 0.15, 0.2, 0.3 compared on make eval; see the commit message."""
 
 
-_WORD = re.compile(r"[^\W_]")
 
 
 def idf(df: int, n: int) -> float:
@@ -105,12 +103,11 @@ class DocFreqs:
     """
 
     MAX_ENTRIES = 100_000
-    SAMPLE_CHUNKS = 32
-    SPREAD = 65_536
 
     def __init__(self) -> None:
         self._memo: dict[tuple[str, str], int] = {}
-        self._words_per_chunk: float | None = None
+        self._documents: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._profile: Profile | None = None
 
     def get(self, searcher: tantivy.Searcher, field: str, term: str) -> int:
         """How many Tantivy documents (chunks) of `searcher` hold `term` in `field`."""
@@ -122,32 +119,27 @@ class DocFreqs:
             df = self._memo[key] = searcher.doc_freq(field, term)
         return df
 
-    def words_per_chunk(self, searcher: tantivy.Searcher) -> float:
-        """The mean number of words (jieba tokens of letters, digits or CJK) in a chunk's heading
-        and text, over SAMPLE_CHUNKS chunks spread evenly over (up to SPREAD of) `searcher`'s
-        chunks ordered by document key (1.0 for an empty index): `indexes.relevance.domain`'s L.
-        Some 10-30 ms, once per commit loaded (the first chunks alone were no sample: a corpus's
-        first pages are often short)."""
-        if self._words_per_chunk is None:
-            every = [a for _, a in searcher.search(Query.all_query(), min(searcher.num_docs, self.SPREAD),
-                                                   count=False).hits]
-            # Ordered by (doc_key, chunk): a hash of the document id, so the sample does not depend
-            # on how the index happens to be laid out in segments (two builds agree).
-            keys = zip(searcher.fast_field_values("doc_key", every), searcher.fast_field_values("chunk", every),
-                       strict=True)
-            ordered = [a for _, a in sorted(zip(((int(k or 0), int(n or 0)) for k, n in keys), every,
-                                                strict=True), key=lambda p: p[0])]
-            picked = ordered[::max(len(ordered) // self.SAMPLE_CHUNKS, 1)][:self.SAMPLE_CHUNKS]
-            docs = (searcher.doc(a) for a in picked)  # folded text: no analysis at query time
-            texts = (f"{d.get_first('heading') or ''}\n{stored_str(d, 'text_fold') or stored_str(d, 'text') or ''}"
-                     for d in docs)
-            counts = [sum(1 for token in rjieba.cut(text) if _WORD.match(token)) for text in texts]
-            self._words_per_chunk = max(sum(counts) / len(counts), 1.0) if counts else 1.0
-        return self._words_per_chunk
+    def documents_with(self, searcher: tantivy.Searcher, schema: tantivy.Schema, term: str,
+                       fields: tuple[str, ...]) -> int:
+        """How many documents of `searcher` hold `term` in any of `fields` (`indexes.profile`)."""
+        key = (term, fields)
+        n = self._documents.get(key)
+        if n is None:
+            if len(self._documents) >= self.MAX_ENTRIES:
+                self._documents.clear()
+            n = self._documents[key] = documents_with(searcher, schema, fields, term)
+        return n
+
+    def profile(self, searcher: tantivy.Searcher, schema: tantivy.Schema) -> Profile:
+        """The index's `indexes.profile.Profile`, once per commit loaded."""
+        if self._profile is None:
+            self._profile = profile(searcher, schema)
+        return self._profile
 
     def clear(self) -> None:
         self._memo.clear()
-        self._words_per_chunk = None
+        self._documents.clear()
+        self._profile = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,13 +242,14 @@ def ideal_score(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = 
                if tok not in terms.expanded)
 
 
-def question_of(terms: QueryTerms, searcher: tantivy.Searcher, doc_freqs: DocFreqs) -> Question:
+def question_of(terms: QueryTerms, searcher: tantivy.Searcher, schema: tantivy.Schema,
+                doc_freqs: DocFreqs) -> Question:
     """The analysed query's content words judged against the index `searcher` shows
     (`indexes.relevance.question` of `terms.text`, the query already normalised; statistics
     memoised in `doc_freqs`), with the synonyms that fired (`terms.expansions`): what each hit's
     lexical relevance is computed from."""
-    return question(terms.text, lambda field, term: doc_freqs.get(searcher, field, term), searcher.num_docs,
-                    doc_freqs.words_per_chunk(searcher), terms.expansions)
+    return question(terms.text, lambda term, fields: doc_freqs.documents_with(searcher, schema, term, fields),
+                    doc_freqs.profile(searcher, schema).expected, terms.expansions)
 
 
 def build_query(

@@ -187,7 +187,7 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        asked = question_of(terms, searcher, self._doc_freqs)
+        asked = question_of(terms, searcher, self._schema, self._doc_freqs)
         if self.rerank is not None and dials.rerank is not False:  # the optional rerank stage, before the collapse
             from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
 
@@ -202,7 +202,7 @@ class KnowledgeIndex:
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
 
     def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
-        return question_of(analysed(query, self.synonyms), self._index.searcher(), self._doc_freqs)
+        return question_of(analysed(query, self.synonyms), self._index.searcher(), self._schema, self._doc_freqs)
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,

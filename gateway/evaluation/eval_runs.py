@@ -12,7 +12,10 @@ it was answered with a result and is not any more, lost the other way round. The
 commit message.
 
 File shape: {"rev": str, "when": str (ISO 8601 UTC), "sets": {"<corpus>/<set label>":
-{"<system>": {"<query id>": [mrr, hit, results]}}}}. Nothing here holds question text.
+{"<system>": {"<query id>": [mrr, hit, results]}}}, "fallbacks": {"<corpus>/<set label>":
+{"<system>": int | null}}} ("fallbacks": searches a column answered without its hybrid or rerank
+stage, `gateway.evaluation.eval_serve`; absent in runs saved before it was counted). Nothing here
+holds question text.
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ import orjson
 
 from gateway.evaluation.evaluation import QueryScore
 
-__all__ = ["PerSet", "Verdict", "compare", "current_rev", "latest", "load", "save", "verdicts_table"]
+__all__ = ["Fallbacks", "PerSet", "Verdict", "compare", "current_rev", "fallbacks_note", "latest", "load", "save",
+           "verdicts_table"]
 
 PerSet = Mapping[str, Mapping[str, Sequence[QueryScore]]]
 """'<corpus>/<set label>' → system → its per-question scores."""
 Outcome = tuple[float, float, int]  # (mrr, hit, results)
+Fallbacks = Mapping[str, Mapping[str, int | None]]
+"""'<corpus>/<set label>' → system → searches answered without its stage (None: no stage)."""
 
 
 def current_rev(cwd: Path | None = None) -> str:
@@ -48,12 +54,15 @@ def current_rev(cwd: Path | None = None) -> str:
     return rev + ("+dirty" if dirty else "")
 
 
-def save(folder: Path, per_set: PerSet, rev: str, now: dt.datetime | None = None) -> Path:
-    """Write this run's per-question outcomes to `folder/<time>-<rev>.json`; returns its path."""
+def save(folder: Path, per_set: PerSet, rev: str, now: dt.datetime | None = None,
+         fallbacks: Fallbacks | None = None) -> Path:
+    """Write this run's per-question outcomes (and its fallbacks per set and system) to
+    `folder/<time>-<rev>.json`; returns its path."""
     when = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
     data = {"rev": rev, "when": when.isoformat(),
             "sets": {name: {system: {s.query.query_id: [s.mrr, s.hit, s.results] for s in scores}
-                            for system, scores in systems.items()} for name, systems in per_set.items()}}
+                            for system, scores in systems.items()} for name, systems in per_set.items()},
+            "fallbacks": {name: dict(systems) for name, systems in (fallbacks or {}).items()}}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{when.strftime('%Y%m%dT%H%M%SZ')}-{rev.replace('+', '-')}.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
@@ -133,3 +142,18 @@ def verdicts_table(verdicts: Sequence[Verdict], against: str) -> str:
     lines.append("Rule (no set loses more questions than it wins): " +
                  ("holds on every set." if not broken else "broken on " + ", ".join(broken) + "."))
     return "\n".join(lines)
+
+
+def fallbacks_note(before: Mapping[str, Any], now: Fallbacks) -> str:
+    """One line on whether the comparison is between runs whose hybrid and rerank columns used
+    their stage on every search: names each set and system with fallbacks in either run."""
+    def fell(runs: Mapping[str, Any]) -> list[str]:
+        return [f"{name} ({system}: {n})" for name, systems in runs.items() for system, n in systems.items() if n]
+
+    if "fallbacks" not in before:
+        return "The saved run did not count fallbacks: its hybrid and rerank wins/losses may include some."
+    old, new = fell(before["fallbacks"]), fell(now)
+    if not old and not new:
+        return "No search fell back in either run: the wins/losses compare the configurations."
+    return ("NOT COMPARABLE where searches fell back: " + "; ".join(
+        [f"saved run {x}" for x in old] + [f"this run {x}" for x in new]) + ".")

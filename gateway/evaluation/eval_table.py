@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from gateway.evaluation.evaluation import EvalResult, QueryScore, summarize
 
-__all__ = ["SERVED", "SYSTEMS", "Row", "Served", "costs_table", "rows", "table"]
+__all__ = ["SERVED", "SYSTEMS", "Row", "Served", "costs_table", "fallbacks_table", "rows", "table"]
 
 SERVED = ("lexical", "hybrid", "rerank")
 """The systems served by `kbgate serve` over signed callbacks: the index as configured by default
@@ -21,13 +21,15 @@ SYSTEMS = (*SERVED, "bm25s")
 @dataclass
 class Served:
     """One served system's run over one question set: per-question scores, per-question callback
-    milliseconds (client side), the server's CPU ms per callback, and the stand-in reranker's CPU ms
-    per callback (the rerank column only: CPU spent outside the gateway)."""
+    milliseconds (client side), the server's CPU ms per callback, the stand-in reranker's CPU ms
+    per callback (the rerank column only: CPU spent outside the gateway), and the searches answered
+    without the column's stage (hybrid, rerank; None for a column without one)."""
 
     scores: list[QueryScore]
     latencies: list[float]
     cpu_ms: float | None
     reranker_cpu_ms: float | None = None
+    fallbacks: int | None = None
 
 
 @dataclass
@@ -35,8 +37,9 @@ class Row:
     """One line of the tables: a question set (whole: `style` '') or one style of it.
 
     scores: system name → figures (a system absent from it was not run). latencies / cpu_ms /
-    reranker_cpu_ms: per served system, as `Served` (cpu_ms and reranker_cpu_ms on whole sets only).
-    offtopic: questions no document answers (only the share answered means something).
+    reranker_cpu_ms / fallbacks: per served system, as `Served` (cpu_ms, reranker_cpu_ms and
+    fallbacks on whole sets only). offtopic: questions no document answers (only the share
+    answered means something).
     """
 
     corpus: str
@@ -47,6 +50,7 @@ class Row:
     cpu_ms: dict[str, float | None] = field(default_factory=dict)
     reranker_cpu_ms: float | None = None
     offtopic: bool = False
+    fallbacks: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def queries(self) -> int:
@@ -69,7 +73,8 @@ def rows(corpus: str, label: str, served: Mapping[str, Served], baseline: list[Q
     lexical = served["lexical"].scores
     whole = Row(corpus, label, "", {s: summarize(v) for s, v in per_system.items()},
                 {s: v.latencies for s, v in served.items()}, {s: v.cpu_ms for s, v in served.items()},
-                served["rerank"].reranker_cpu_ms if "rerank" in served else None, offtopic)
+                served["rerank"].reranker_cpu_ms if "rerank" in served else None, offtopic,
+                {s: v.fallbacks for s, v in served.items()})
     styles = [] if offtopic else list(dict.fromkeys(q.query.style for q in lexical if q.query.style))
     out = [whole]
     for style in styles:
@@ -127,3 +132,25 @@ def costs_table(rows: list[Row]) -> str:
         cells.append("—" if r.reranker_cpu_ms is None else f"{r.reranker_cpu_ms:.2f}")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def fallbacks_table(rows: list[Row]) -> str:
+    """Per whole set, the searches each column with a stage (hybrid, rerank) answered without it,
+    and a verdict line: a run with any fallback is not comparable with one without."""
+    staged = [s for s in SERVED if any(r.fallbacks.get(s) is not None for r in rows)]
+    if not staged:
+        return "No column with a hybrid or rerank stage was served."
+    head = ["corpus", "question set", "queries"] + [f"{s} fallbacks" for s in staged]
+    out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+    total = 0
+    for r in rows:
+        if r.style:
+            continue
+        counts = [r.fallbacks.get(s) for s in staged]
+        total += sum(c or 0 for c in counts)
+        out.append("| " + " | ".join(_names(r) + ["—" if c is None else str(c) for c in counts]) + " |")
+    out.append("")
+    out.append("No search fell back: every hybrid and rerank figure is its stage's." if not total else
+               f"NOT COMPARABLE: {total} searches fell back to the order before their stage (deadline, breaker "
+               "or error); the columns above measured something else than their configuration.")
+    return "\n".join(["Searches answered without their column's stage (per set):", "", *out])

@@ -16,9 +16,11 @@ Systems are columns: `lexical` (kbgate as configured by default), `hybrid` (the 
 served hybrid, docs/hybrid-retrieval.md: vectors of the embedded model `--hybrid MODEL`,
 default use-multilingual-v3, computed at ingest and kept in `<workdir>/indexes/.embedding-cache`
 so only the first run embeds the corpora; `--hybrid none` leaves the column empty) and `bm25s`.
-The hybrid server runs with a 2 s query deadline so that every question is answered hybrid
-on a busy machine; its callback latency and CPU per callback are columns of their own, so the
-cost hybrid adds per callback is read beside the lexical one.
+The hybrid server runs with a 10 s query deadline (the rerank stage too) so that every question
+is answered with its column's stage on a loaded machine; the run counts and prints, per set and
+column, the searches that still fell back (`gateway.evaluation.eval_serve`): a run with any is not
+comparable. Its callback latency and CPU per callback are columns of their own, so the cost hybrid
+adds per callback is read beside the lexical one.
 
 The shared sets (`default_corpora`): cmrc2018, tidb-docs-cn (first 20 questions, colloquial
 set), laws-cn dev, and the off-topic set on each documentation and laws route (tidb-docs-cn,
@@ -32,44 +34,35 @@ a ranking change lands only when no set loses more questions than it wins.
 
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-import orjson
-
 from gateway.evaluation import eval_runs
-from gateway.evaluation.cpu import tree_cpu_seconds as _tree_cpu_seconds
 from gateway.evaluation.eval_build import build_cost
-from gateway.evaluation.eval_table import SERVED, SYSTEMS, Row, Served, costs_table, rows, table
+from gateway.evaluation.eval_serve import READY_SECONDS, Standin, by_callback, doc_id_of
+from gateway.evaluation.eval_serve import standin as _standin
+from gateway.evaluation.eval_table import SERVED, SYSTEMS, Row, Served, costs_table, fallbacks_table, rows, table
 from gateway.evaluation.evaluation import Bm25sBaseline, EvalQuery, QueryScore, load_queries, score_queries
-from gateway.ops.probe import wait_ready
-from gateway.volcengine.signing import sign_headers
 from indexes.dense import DenseConfig, HybridStore
 from indexes.ingest import read_paths
 from indexes.types import Document
 
-# The callback refuses these queries by contract (query_empty, query_too_long).
-REJECTED_QUERY_RETS = frozenset({40008, 40009})
 SHARED_CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 LIMIT = 10
 
 HYBRID_MODEL = "use-multilingual-v3"
-HYBRID_QUERY_TIMEOUT_MS = 2000
+HYBRID_QUERY_TIMEOUT_MS = 10_000
+"""The hybrid column's query-embedding deadline: the most `query_timeout_ms` accepts, so that
+no question falls back to lexical on a loaded machine (the run counts any that do)."""
 
 
 def hybrid_settings(model: str) -> DenseConfig:
     """The `hybrid` column's settings: the local `model`, fusion and candidates as configured
     by default, a deadline long enough that no question falls back to lexical on a busy machine,
-    and a breaker that a few late answers do not open (the run says when searches fell back)."""
+    and a breaker that a few late answers do not open (the run counts searches that fell back)."""
     return DenseConfig(provider="local", model=model, query_timeout_ms=HYBRID_QUERY_TIMEOUT_MS, breaker_failures=100)
 
 
@@ -80,7 +73,9 @@ def hybrid_toml(index: str, dense: DenseConfig) -> str:
 
 
 RERANK_CANDIDATES = 20
-RERANK_TIMEOUT_MS = 5000
+RERANK_TIMEOUT_MS = 10_000
+"""The rerank column's deadline: the most `timeout_ms` accepts (the stand-in embeds 20 chunks per
+question, seconds on a loaded machine); with a breaker that late answers do not open."""
 
 
 def lexical_toml(index: str) -> str:
@@ -94,7 +89,7 @@ def rerank_toml(index: str, url: str) -> str:
     stand-in reranker at `url` (`gateway.evaluation.rerank_standin`), the default 20 candidates, a
     deadline long enough that no question falls back on a busy machine."""
     return (f'[indexes.{index}.rerank]\nprovider = "cohere"\nurl = "{url}/v1/rerank"\nmodel = "stand-in"\n'
-            f"candidates = {RERANK_CANDIDATES}\ntimeout_ms = {RERANK_TIMEOUT_MS}\n")
+            f"candidates = {RERANK_CANDIDATES}\ntimeout_ms = {RERANK_TIMEOUT_MS}\nbreaker_failures = 100\n")
 
 
 OFFTOPIC_LABEL = "off-topic"
@@ -146,19 +141,15 @@ def parse_corpus(spec: str) -> Corpus:
     return Corpus(name, Path(docs), (QuerySet(Path(queries).stem, Path(queries)),))
 
 
-def doc_id_of(result_id: str) -> str:
-    """'{doc_id}#{chunk}' or '{doc_id}' → doc_id (the chunk suffix is digits)."""
-    head, sep, tail = result_id.rpartition("#")
-    return head if sep and tail.isdigit() else result_id
-
-
 def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: str | None = HYBRID_MODEL,
-             against: Path | None = None, relevance_floor: float | None = None, rerank: bool = True) -> int:
+             against: Path | None = None, relevance_floor: float | None = None, rerank: bool = True,
+             ready_seconds: float = READY_SECONDS) -> int:
     """Evaluate each corpus; print the quality table, the costs table and the hybrid build cost,
     then the wins and losses per set against `against` (a saved run) or the previous saved run in
     `workdir/runs`, and save this run there (module doc). relevance_floor: the servers'
     search.relevance_floor (None: the default), to calibrate it. rerank: run the rerank column
-    (the stand-in reranker, `gateway.evaluation.rerank_standin`). Returns 0 when lexical is ahead of the
+    (the stand-in reranker, `gateway.evaluation.rerank_standin`). ready_seconds: the wait for a
+    started server, the stand-in or a hybrid server's model (`eval_serve`). Returns 0 when lexical is ahead of the
     baseline on both figures for every whole on-topic question set, 1 otherwise, 2 when a corpus
     or `against` is missing."""
     chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
@@ -177,9 +168,10 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
     per_set: dict[str, dict[str, list[QueryScore]]] = {}
     offtopic: set[str] = set()
     builds: list[tuple[str, float, int]] = []
-    with _standin(rerank) as reranker:
+    with _standin(rerank, ready_seconds) as reranker:
         for c in chosen:
-            corpus_rows, scores, build = _evaluate_one(c, max_queries, workdir, hybrid, relevance_floor, reranker)
+            corpus_rows, scores, build = _evaluate_one(c, max_queries, workdir, hybrid, relevance_floor, reranker,
+                                                       ready_seconds)
             got += corpus_rows
             per_set |= scores
             builds += [build] if build is not None else []
@@ -198,6 +190,9 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
     for name, cpu_s, chunks in builds:
         print(f"hybrid build, {name}: {cpu_s * 1000 / chunks:.1f} CPU-s per 1,000 chunks to embed "
               f"({hybrid.model if hybrid else '?'}, measured on {chunks} chunks, one thread)")
+    fell = {f"{r.corpus}/{r.label}": r.fallbacks for r in got if not r.style}
+    print()
+    print(fallbacks_table(got))
     runs = workdir / "runs"
     baseline = against or eval_runs.latest(runs)
     if baseline is not None:
@@ -205,31 +200,10 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
         verdicts = eval_runs.compare(before, per_set, frozenset(offtopic))
         print()
         print(eval_runs.verdicts_table(verdicts, f"{baseline.name} (rev {before.get('rev', '?')})"))
-    saved = eval_runs.save(runs, per_set, eval_runs.current_rev())
+        print(eval_runs.fallbacks_note(before, fell))
+    saved = eval_runs.save(runs, per_set, eval_runs.current_rev(), fallbacks=fell)
     print(f"\nper-question results saved to {saved}")
     return 0 if all(r.ahead for r in got if not r.style) else 1
-
-
-Standin = tuple[str, int]
-"""The stand-in reranker's (base URL, pid)."""
-
-
-@contextmanager
-def _standin(wanted: bool) -> Iterator[Standin | None]:
-    """The stand-in reranker (`gateway.evaluation.rerank_standin`) on a free loopback port: yields its
-    (base URL, pid) (None when not `wanted`), stops it on exit."""
-    if not wanted:
-        yield None
-        return
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.evaluation.rerank_standin", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_ready(base, proc, 60.0)
-        yield base, proc.pid
-    finally:
-        _stop(proc)
 
 
 BUILD_SAMPLE = 200
@@ -238,6 +212,7 @@ BUILD_SAMPLE = 200
 
 def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense: DenseConfig | None = None,
                   relevance_floor: float | None = None, reranker: Standin | None = None,
+                  ready_seconds: float = READY_SECONDS,
                   ) -> tuple[list[Row], dict[str, dict[str, list[QueryScore]]], tuple[str, float, int] | None]:
     """The corpus's rows, per set ('<corpus>/<label>') its served systems' per-question scores
     (`eval_runs.PerSet`), and (corpus, CPU seconds, chunks) of embedding BUILD_SAMPLE of its
@@ -269,14 +244,16 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
     floor = "" if relevance_floor is None else f"relevance_floor = {relevance_floor}\n"
     asked = [q for _, q in sets]
     refused: list[str] = []  # every column is asked the same questions: counted and said once, here
-    served: dict[str, list[Served]] = {"lexical": _by_callback(corpus, asked, workdir, refused,
-                                                               lexical_toml(corpus.name), search=floor)}
+    served: dict[str, list[Served]] = {"lexical": by_callback(corpus.name, asked, workdir, refused,
+                                                              lexical_toml(corpus.name), search=floor,
+                                                              ready_seconds=ready_seconds)}
     if hybrid_dense:
-        served["hybrid"] = _by_callback(corpus, asked, workdir, [], hybrid_toml(corpus.name, hybrid_dense), floor)
+        served["hybrid"] = by_callback(corpus.name, asked, workdir, [], hybrid_toml(corpus.name, hybrid_dense), floor,
+                                       stage="hybrid", ready_seconds=ready_seconds)
     if reranker:
-        served["rerank"] = _by_callback(corpus, asked, workdir, [],
-                                        lexical_toml(corpus.name) + rerank_toml(corpus.name, reranker[0]), floor,
-                                        reranker=reranker)
+        served["rerank"] = by_callback(corpus.name, asked, workdir, [],
+                                       lexical_toml(corpus.name) + rerank_toml(corpus.name, reranker[0]), floor,
+                                       reranker=reranker, stage="rerank", ready_seconds=ready_seconds)
     if refused:
         print(f"{corpus.name}: {len(refused)} queries refused by the callback contract (empty or too long); "
               "they score 0 for both systems", file=sys.stderr)
@@ -288,104 +265,6 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
         out += rows(corpus.name, qs.label, mine, score_queries(lambda q: baseline.search(q, 50), qset), qs.offtopic)
         per_set[f"{corpus.name}/{qs.label}"] = {s: v.scores for s, v in mine.items()}
     return out, per_set, build
-
-
-def _by_callback(corpus: Corpus, sets: Sequence[list[EvalQuery]], workdir: Path, refused: list[str],
-                 extra_config: str = "", search: str = "", reranker: Standin | None = None) -> list[Served]:
-    """Serve the corpus's index with `kbgate serve` (config + extra_config; `search`: more
-    lines of its [search] table) and score every question set through signed callbacks.
-    refused: the questions the callback refuses by contract (they score 0) are appended to it. reranker: the
-    stand-in reranker when extra_config uses it (its CPU is measured too)."""
-    secret = secrets.token_urlsafe(24)
-    port = _free_port()
-    cfg = workdir / f"{corpus.name}.toml"
-    (workdir / f"{corpus.name}.secret").write_text(secret)
-    cfg.write_text(
-        f'[server]\nbind = "127.0.0.1:{port}"\n[indexes]\ndir = "indexes"\n[search]\nmax_limit = {LIMIT}\n{search}'
-        f'[tenants.eval]\n[[tenants.eval.secrets]]\nid = "eval"\nvalue_file = "{corpus.name}.secret"\n'
-        f'[[tenants.eval.routes]]\nfirst_level_id = "eval"\nsecond_level_id = "{corpus.name}"\n'
-        f'index = "{corpus.name}"\n' + extra_config
-    )
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(cfg)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
-    standin_pid = reranker[1] if reranker else None
-    out: list[Served] = []
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_ready(base, proc)
-        with httpx.Client(base_url=base, timeout=30.0) as client:
-            latencies: list[float] = []
-
-            def via_callback(query: str) -> list[tuple[str, str]]:
-                body = orjson.dumps({"FirstLevelId": "eval", "SecondLevelId": corpus.name, "Query": query,
-                                     "Limit": LIMIT})
-                started = time.perf_counter()
-                r = client.post("/volcengine/eval", content=body, headers=sign_headers(secret, body, int(time.time())))
-                latencies.append((time.perf_counter() - started) * 1000)
-                env = orjson.loads(r.content)
-                if env.get("Ret") in REJECTED_QUERY_RETS:
-                    refused.append(query)  # e.g. an empty query in the data: scores 0, as for the baseline
-                    return []
-                if env.get("Ret") != 0:
-                    raise RuntimeError(f"callback failed: Ret={env.get('Ret')} Msg={env.get('Msg')}")
-                return [(doc_id_of(i["Id"]), f"{i.get('Summary', '')}\n{i.get('KnowledgeContent', '')}")
-                        for i in env["Result"]]
-
-            via_callback("预热")  # the first callback opens the index and loads the analysers
-            if ".dense]" in extra_config:  # a hybrid server loads its model in the background: wait
-                # until a search was answered hybrid (a fast answer may be the lexical fallback)
-                deadline = time.monotonic() + 120
-                while time.monotonic() < deadline and not _answered_hybrid(client, corpus.name):
-                    via_callback("预热模型")
-                    time.sleep(0.5)
-            for queries in sets:
-                latencies = []
-                cpu_before = _tree_cpu_seconds(proc.pid)
-                standin_before = _tree_cpu_seconds(standin_pid) if standin_pid else 0.0
-                scores = score_queries(via_callback, queries, mrr_k=10, answer_k=5)
-                cpu = _tree_cpu_seconds(proc.pid) - cpu_before
-                standin = _tree_cpu_seconds(standin_pid) - standin_before if standin_pid else None
-                per = 1000 / len(queries) if queries else 0.0
-                out.append(Served(scores, latencies, cpu * per if queries else None,
-                                  standin * per if standin is not None and queries else None))
-            if ".dense]" in extra_config:
-                fell = {k: v for k, v in _hybrid_outcomes(client, corpus.name).items() if k != "hybrid" and v}
-                if fell:
-                    print(f"{corpus.name}: hybrid searches answered lexically instead: {fell}", file=sys.stderr)
-    finally:
-        _stop(proc)
-    return out
-
-
-def _hybrid_outcomes(client: httpx.Client, index: str) -> dict[str, float]:
-    """The server's /metrics count of the searches of `index` per outcome (hybrid, timeout, ...)."""
-    head = f'kbgate_hybrid_searches_total{{index="{index}",outcome="'
-    return {line[len(head):].split('"', 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in client.get("/metrics").text.splitlines() if line.startswith(head)}
-
-
-def _answered_hybrid(client: httpx.Client, index: str) -> bool:
-    """Whether the server's /metrics counts a search of `index` answered hybrid."""
-    return _hybrid_outcomes(client, index).get("hybrid", 0.0) > 0
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process we started: SIGTERM, then SIGKILL when it has not exited 15 s later (a
-    loaded machine can keep a worker finishing its requests)."""
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(15)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 __all__ = ["HYBRID_MODEL", "SYSTEMS", "Corpus", "QuerySet", "Row", "default_corpora", "doc_id_of", "hybrid_settings",

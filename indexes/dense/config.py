@@ -80,7 +80,8 @@ class DenseConfig:
     query_timeout_ms: the per-query deadline of the query embedding; past it the query is
         answered lexically. breaker_failures / breaker_reset_seconds: that many consecutive
         failures open the circuit breaker (no embedding calls, lexical answers) for that long.
-    candidates: nearest neighbours (and BM25 chunks) taken into the fusion.
+    candidates: nearest neighbours (and BM25 chunks) taken into the fusion (100: docs/hybrid-retrieval.md,
+        "Candidates").
     fusion: "calibrated" (BM25 over the question's IDF mass and the calibrated cosine, weighted
         sum; the default, 0.8 / 0.2, chosen by measurement, see docs/hybrid-retrieval.md), "mix"
         (min-max normalised BM25 and cosine, weighted sum, 0.7 / 0.3 by default) or "rrf"
@@ -110,7 +111,7 @@ class DenseConfig:
     query_timeout_ms: int = 250
     breaker_failures: int = 3
     breaker_reset_seconds: float = 30.0
-    candidates: int = 50
+    candidates: int = 100
     fusion: str = "calibrated"
     rrf_k: int = 60
     lexical_weight: float = 0.8

@@ -156,7 +156,7 @@ class HybridIndex(KnowledgeIndex):
                                  content_chars=content_chars, make_hit=make_hit, bounds=self.bounds,
                                  reorder=reorder if stage is not None else None,
                                  ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
-                                 question=lambda searcher: question_of(terms, searcher, self._doc_freqs),
+                                 question=lambda searcher: question_of(terms, searcher, self._schema, self._doc_freqs),
                                  floor=floor, dials=dials)
         if hits is not None:
             return hits, None if degraded else generation

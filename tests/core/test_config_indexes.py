@@ -38,7 +38,7 @@ def test_local_defaults(tmp_path: Path) -> None:
     d = cfg.dense["docs"]
     assert d == DenseConfig(provider="local", model="use-multilingual-v3")
     assert (d.fusion, d.lexical_weight, d.dense_weight, d.candidates, d.query_timeout_ms, d.breaker_failures) == (
-        "calibrated", 0.8, 0.2, 50, 250, 3)
+        "calibrated", 0.8, 0.2, 100, 250, 3)
     assert parse(data(), tmp_path).dense == {}
 
 

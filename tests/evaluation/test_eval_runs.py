@@ -62,3 +62,21 @@ def test_eval_refuses_a_floor_outside_0_1_and_a_missing_saved_run(tmp_path: Path
     r = harness.kbgate("eval", "--against", str(tmp_path / "none.json"), "--workdir", str(tmp_path), "--corpus",
                        f"x={tmp_path / 'docs.jsonl'}:{tmp_path / 'q.jsonl'}", "--hybrid", "none")
     assert r.returncode == 2 and "no such saved run" in r.stderr
+
+
+def test_a_run_saves_its_fallbacks_and_the_comparison_says_whether_either_run_had_any(tmp_path: Path) -> None:
+    per_set = {"laws/dev": {"lexical": [_q("q1", 1.0, 1.0)], "hybrid": [_q("q1", 1.0, 1.0)]}}
+    clean = {"laws/dev": {"lexical": None, "hybrid": 0}}
+    saved = eval_runs.load(eval_runs.save(tmp_path, per_set, "abc", fallbacks=clean))
+    assert saved["fallbacks"] == {"laws/dev": {"lexical": None, "hybrid": 0}}
+    assert eval_runs.fallbacks_note(saved, clean).startswith("No search fell back in either run")
+    note = eval_runs.fallbacks_note(saved, {"laws/dev": {"lexical": None, "hybrid": 2}})
+    assert note.startswith("NOT COMPARABLE") and "this run laws/dev (hybrid: 2)" in note
+    assert "did not count fallbacks" in eval_runs.fallbacks_note({"sets": {}}, clean)  # a run saved before
+
+
+def test_eval_refuses_a_ready_wait_that_is_not_positive(tmp_path: Path) -> None:
+    from tests.support import harness
+
+    r = harness.kbgate("eval", "--ready-seconds", "0", "--workdir", str(tmp_path))
+    assert r.returncode == 2 and "--ready-seconds must be a number of seconds above 0" in r.stderr

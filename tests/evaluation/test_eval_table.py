@@ -3,7 +3,7 @@ its costs table."""
 
 from __future__ import annotations
 
-from gateway.evaluation.eval_table import Served, costs_table, rows, table
+from gateway.evaluation.eval_table import Served, costs_table, fallbacks_table, rows, table
 from gateway.evaluation.evaluation import EvalQuery, QueryScore
 
 
@@ -46,3 +46,16 @@ def test_an_offtopic_row_shows_only_the_share_answered() -> None:
                                           "hybrid": Served(off, [1.0, 2.0], 0.1)}, off, offtopic=True)
     assert row.offtopic and row.ahead and row.scores["lexical"].answered == 0.5
     assert "| laws-cn | off-topic | 2 | — | — | — | — | — | — | — | — | 0.5000 | 0.5000 | — |" in table([row])
+
+
+def test_fallbacks_per_set_and_staged_column_and_a_run_with_any_is_marked_not_comparable() -> None:
+    scores = [_score("", 1.0, 1.0)]
+    clean = {"lexical": Served(scores, [1.0], 0.1), "hybrid": Served(scores, [2.0], 0.2, fallbacks=0),
+             "rerank": Served(scores, [3.0], 0.3, reranker_cpu_ms=1.0, fallbacks=0)}
+    text = fallbacks_table(rows("laws-cn", "dev set", clean, scores))
+    assert "| laws-cn | dev set | 1 | 0 | 0 |" in text and "No search fell back" in text
+    fell = {**clean, "hybrid": Served(scores, [2.0], 0.2, fallbacks=3)}
+    text = fallbacks_table(rows("laws-cn", "dev set", fell, scores) + rows("tidb", "first 20", clean, scores))
+    assert "| laws-cn | dev set | 1 | 3 | 0 |" in text and "NOT COMPARABLE: 3 searches fell back" in text
+    assert "lexical fallbacks" not in text  # a column without a stage has none to count
+    assert fallbacks_table(rows("x", "y", {"lexical": clean["lexical"]}, scores)).startswith("No column")

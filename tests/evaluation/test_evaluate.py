@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from gateway.core.config import parse_config
+from gateway.evaluation.cpu import tree_cpu_seconds as _tree_cpu_seconds
+from gateway.evaluation.eval_serve import free_port
+from gateway.evaluation.eval_table import fallbacks_table
 from gateway.evaluation.evaluate import (
     HYBRID_MODEL,
     RERANK_CANDIDATES,
@@ -18,7 +21,6 @@ from gateway.evaluation.evaluate import (
     QuerySet,
     _evaluate_one,
     _standin,
-    _tree_cpu_seconds,
     default_corpora,
     doc_id_of,
     hybrid_settings,
@@ -54,6 +56,9 @@ def test_the_hybrid_and_rerank_columns_are_served_by_valid_tables(tmp_path: Path
     rerank = cfg.rerank["tidb-docs-cn"]
     assert (rerank.provider, rerank.url, rerank.candidates) == ("cohere", "http://127.0.0.1:9/v1/rerank",
                                                                 RERANK_CANDIDATES)
+    # deadlines a loaded machine does not miss, and breakers a few late answers do not open
+    assert (dense.query_timeout_ms, dense.breaker_failures) == (10_000, 100)
+    assert (rerank.timeout_ms, rerank.breaker_failures) == (10_000, 100)
 
 
 def test_the_lexical_and_rerank_columns_serve_the_index_lexically_though_it_holds_vectors(tmp_path: Path) -> None:
@@ -83,5 +88,25 @@ def test_a_question_the_callback_refuses_is_reported_once_per_corpus(tmp_path: P
                                    reranker=reranker)
     assert {"lexical", "rerank"} <= set(rows[0].scores)
     said = [line for line in capsys.readouterr().err.splitlines() if "refused by the callback contract" in line]
+    assert [(s.fallbacks["lexical"], s.fallbacks["rerank"]) for s in rows[:1]] == [(None, 0)]  # every call reranked
     assert said == ["tiny: 1 queries refused by the callback contract (empty or too long); they score 0 for both "
                     "systems"]
+
+
+def test_searches_a_column_answers_without_its_stage_are_counted_per_set(tmp_path: Path) -> None:
+    # a rerank column whose reranker does not answer (nothing listens on the port): every
+    # question's call fails and is counted, per set, so the run can say it is not comparable
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "title": t, "content": c}, ensure_ascii=False) + "\n"
+                            for i, (t, c) in enumerate([("密钥", "如何轮换密钥：先添加新密钥。"),
+                                                        ("退款", "购买后七天内可以无理由退款。")])), "utf-8")
+    sets = []
+    for name, qs in (("a", ["如何轮换密钥", "退款要几天"]), ("b", ["轮换密钥"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"query_id": str(i), "query": q, "relevant_ids": ["d0"]},
+                                           ensure_ascii=False) + "\n" for i, q in enumerate(qs)), "utf-8")
+        sets.append(QuerySet(name, path))
+    dead = f"http://127.0.0.1:{free_port()}"
+    rows, _, _ = _evaluate_one(Corpus("tiny", docs, tuple(sets)), 0, tmp_path / "work", reranker=(dead, os.getpid()))
+    assert [(r.label, r.fallbacks["rerank"]) for r in rows] == [("a", 2), ("b", 1)]
+    assert "NOT COMPARABLE: 3 searches fell back" in fallbacks_table(rows)

@@ -26,10 +26,24 @@ def test_content_units_keep_what_the_question_is_about() -> None:
 
 
 def test_domain_is_even_odds_where_the_corpus_uses_a_word_as_general_chinese_does() -> None:
-    # 100 words per chunk, background 1e-4: a word in 1% of the chunks is used as often as in general text.
-    assert domain(99, 10_000, 1e-4, 100.0) == pytest.approx(0.5, abs=0.01)
-    assert domain(2_000, 10_000, 1e-4, 100.0) > 0.9 > 0.1 > domain(1, 10_000, 1e-4, 100.0)
-    assert 0.0 < domain(0, 1, 1.0, 0.0) < 1.0  # degenerate inputs stay inside 0..1
+    # D documents hold the word, E would in general Chinese of the index's shape.
+    assert domain(10, 10.0) == pytest.approx(0.5) and domain(0, 0.0) == pytest.approx(0.5)
+    assert domain(400, 30.0) > 0.9 > 0.1 > domain(2, 66.0)
+    assert 0.0 < domain(-1, -1.0) < 1.0  # degenerate inputs stay inside 0..1
+
+
+def test_one_document_moves_a_words_domain_by_at_most_the_documented_bound() -> None:
+    # One document added moves D by 0 or 1 and E by 0..1 (it adds 1 - (1 - p)^(n L) < 1 however
+    # long it is): d moves by at most 1 / (D + E + 2 PRIOR) <= 1 / (2 PRIOR) (docs/search-quality.md).
+    worst = 0.0
+    for d_ in (0, 1, 2, 5, 30, 400):
+        for e in (0.0, 0.01, 0.5, 1.0, 3.0, 66.0, 1000.0):
+            for step_d in (0, 1):
+                for step_e in (0.0, 0.25, 0.5, 0.999):
+                    moved = abs(domain(d_ + step_d, e + step_e) - domain(d_, e))
+                    assert moved <= 1.0 / (d_ + e + 2 * relevance.PRIOR) + 1e-12
+                    worst = max(worst, moved)
+    assert worst <= 1.0 / (2 * relevance.PRIOR) == 0.125
 
 
 def test_about_is_the_weighted_share_of_the_question_a_chunk_holds() -> None:
@@ -41,8 +55,8 @@ def test_about_is_the_weighted_share_of_the_question_a_chunk_holds() -> None:
 
 
 def test_question_splits_a_made_up_word_the_index_does_not_hold() -> None:
-    held = {("body_words", "说"): 50, ("body_words", "忙"): 5, ("body_words", "公司"): 900}
-    q = question("公司说太忙", lambda field, term: held.get((field, term), 0), 1000, 200.0)
+    held = {"说": 50, "忙": 5, "公司": 900}
+    q = question("公司说太忙", lambda term, fields: held.get(term, 0), lambda p: 100.0 * p)
     texts = [u.text for u in q.units]
     assert "公司" in texts and "说太忙" not in texts and "忙" in texts
     by = {u.text: u for u in q.units}
@@ -88,10 +102,10 @@ def test_the_dense_side_reads_a_cosine_on_its_models_line() -> None:
 
 
 def test_a_synonym_of_the_index_counts_for_the_word_it_stands_for() -> None:
-    held = {("body_words", "凭证"): 0, ("body_words", "密钥"): 300, ("body_words", "步骤"): 200}
-    chunks_with = lambda field, term: held.get((field, term), 0)  # noqa: E731
-    plain = question("凭证更换步骤", chunks_with, 1000, 200.0)
-    expanded = question("凭证更换步骤", chunks_with, 1000, 200.0, expansions=(("凭证", "密钥"),))
+    held = {"凭证": 0, "密钥": 300, "步骤": 200}
+    documents_with = lambda term, fields: held.get(term, 0)  # noqa: E731
+    plain = question("凭证更换步骤", documents_with, lambda p: 1000.0 * p)
+    expanded = question("凭证更换步骤", documents_with, lambda p: 1000.0 * p, expansions=(("凭证", "密钥"),))
     page = "轮换密钥的步骤"
     assert expanded.about(page) > plain.about(page)  # 密钥 found for 凭证, at EXPANSION_WEIGHT
     assert expanded.about("凭证的步骤") == pytest.approx(plain.about("凭证的步骤"))  # the word itself: as before

@@ -207,7 +207,7 @@ def _dense(t: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseConfig:
         query_timeout_ms=t.integer("query_timeout_ms", 250, lo=1, hi=10_000),
         breaker_failures=t.integer("breaker_failures", 3, lo=1, hi=100),
         breaker_reset_seconds=t.number("breaker_reset_seconds", 30.0, lo=0.1, hi=3600.0),
-        candidates=t.integer("candidates", 50, lo=1, hi=1000),
+        candidates=t.integer("candidates", 100, lo=1, hi=1000),
         fusion=fusion,
         rrf_k=t.integer("rrf_k", 60, lo=1, hi=1000),
         lexical_weight=lexical_weight, dense_weight=dense_weight, cache_dir=cache_dir, cosine_zero=zero, cosine_one=one,
