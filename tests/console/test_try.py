@@ -30,7 +30,7 @@ QUERY = "密钥轮换"
 async def _rt(docs_index: Path, tmp_path: Path) -> AsyncIterator[Runtime]:
     agent = {"ref_key_env": "KBGATE_REF_KEY",
              "routes": {"support": {"index": "docs", "relevance_floor": 0.0},
-                        "strict": {"index": "docs", "relevance_floor": 0.8},
+                        "strict": {"index": "docs", "relevance_floor": 0.6},
                         "again": {"index": "docs"}},
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support", "strict", "again"], GRANTS, **EVERYTHING)}}
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
@@ -48,7 +48,8 @@ def _only(out: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_the_routes_floor_drops_a_hit_and_says_so(rt: Runtime) -> None:
-    # the key-rotation page holds every word (relevance 0.9); ops/deploy.md lacks the rare 退役 (0.7)
+    # the key-rotation page holds every word (relevance ~0.68 in this small index); ops/deploy.md lacks the
+    # rare 退役 (~0.51); a small index's relevances are pulled toward the middle by the domain weight's prior
     query = "密钥轮换 退役"
     open_route = _only(try_.to_json(await try_.run(rt, try_.TryRequest("knowledge", query, 3, client="alice",
                                                                         route="support"))))
@@ -56,14 +57,14 @@ async def test_the_routes_floor_drops_a_hit_and_says_so(rt: Runtime) -> None:
                                                                     route="strict"))))
     relevance = {h["doc_id"]: h["relevance"] for h in open_route["kept"]}
     assert list(relevance)[:2] == ["guide/key-rotation.md", "ops/deploy.md"], relevance
-    assert relevance["guide/key-rotation.md"] >= 0.8 > relevance["ops/deploy.md"], relevance
-    assert strict["floor"] == 0.8
+    assert relevance["guide/key-rotation.md"] >= 0.6 > relevance["ops/deploy.md"], relevance
+    assert strict["floor"] == 0.6
     assert [h["doc_id"] for h in strict["kept"]] == ["guide/key-rotation.md"]
     floored = {d["doc_id"] for d in strict["dropped"] if d["reason"] == "floor"}
     assert "ops/deploy.md" in floored
     [deploy] = [d for d in strict["dropped"] if d["doc_id"] == "ops/deploy.md"]
     assert deploy["relevance"] == pytest.approx(relevance["ops/deploy.md"])  # the same scale, not a default 0
-    assert all(d["relevance"] < 0.8 for d in strict["dropped"] if d["reason"] == "floor")
+    assert all(d["relevance"] < 0.6 for d in strict["dropped"] if d["reason"] == "floor")
 
 
 async def test_a_try_neither_counts_nor_fills_the_answer_cache_and_publishes_nothing(rt: Runtime) -> None:
