@@ -24,6 +24,12 @@ embed     the query embedding alone: `--model`'s `embed_query` (one BLAS thread,
           runs it) on each question of `--questions` (JSON strings, one a line), after one
           unmeasured call that loads the model: questions, cpu_ms_per_query (process CPU
           ÷ questions), p50_ms / p99_ms (wall, per question).
+parts     hybrid's cost beside its parts, in one process, no HTTP: per question, in rotating
+          order, `--lexical` index's search, `--hybrid` index's search (built with `--model`)
+          and the model's own `embed_query` (another instance, so the index's query-vector
+          memory never answers it), over `--questions` (JSON strings): process CPU ms per
+          question of each (lexical_ms, hybrid_ms, embedding_ms), over_ms = hybrid − lexical −
+          embedding, and outcomes (the hybrid searches' answers: all "hybrid" or the figure lies).
 baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
           same search figures.
 """
@@ -248,6 +254,46 @@ def _embed(args: argparse.Namespace) -> dict[str, object]:
             "p50_ms": percentile(lat, 50) * 1000, "p99_ms": percentile(lat, 99) * 1000}
 
 
+def _parts(args: argparse.Namespace) -> dict[str, object]:
+    from collections import Counter
+
+    from gateway.core.config import Route, Tenant
+    from gateway.core.scope import resolve_callback
+    from indexes.dense import DenseConfig, HybridStore
+    from indexes.dense.providers import make_embedder
+
+    outcomes: Counter[str] = Counter()
+    store = HybridStore(Path(args.dir), dense={args.hybrid: DenseConfig(provider="local", model=args.model)},
+                        observe=lambda _name, outcome: outcomes.update((outcome,)))
+    lexical, hybrid = store.open(args.lexical), store.open(args.hybrid)
+    _wait_for_model(hybrid)
+    embedder = make_embedder(DenseConfig(provider="local", model=args.model))
+    embedder.warm()
+    qs = [str(json.loads(line)) for line in Path(args.questions).read_text("utf-8").splitlines() if line.strip()]
+
+    def searcher(index: object, name: str) -> Callable[[str], object]:
+        tenant = Tenant("bench", "/volcengine/bench", "enforce", (), (Route("bench", "bench", name),))
+        flt = resolve_callback(tenant, "bench", "bench", None).filter
+        return lambda q: index.search(q, SEARCH_LIMIT, filter=flt, one_per_document=True,  # type: ignore[attr-defined]
+                                      summary_chars=200, content_chars=1500)
+
+    calls = {"lexical": searcher(lexical, args.lexical), "hybrid": searcher(hybrid, args.hybrid),
+             "embedding": lambda q: embedder.embed_query(q, 5.0)}
+    for q in qs[:20]:  # unmeasured: caches and the first calls' allocations
+        calls["lexical"](q + "。")
+    outcomes.clear()
+    cpu = dict.fromkeys(calls, 0.0)
+    order = list(calls)
+    for i, q in enumerate(qs):
+        for name in order[i % 3:] + order[:i % 3]:
+            t0 = time.process_time()
+            calls[name](q)
+            cpu[name] += time.process_time() - t0
+    ms = {f"{k}_ms": 1000 * v / max(1, len(qs)) for k, v in cpu.items()}
+    return {"questions": len(qs), **ms, "over_ms": ms["hybrid_ms"] - ms["lexical_ms"] - ms["embedding_ms"],
+            "outcomes": dict(outcomes)}
+
+
 def _baseline(args: argparse.Namespace) -> dict[str, object]:
     from bench.baseline import CHUNK_CHARS_ALL, SOURCE, Bm25sBaseline, as_chunk_documents
 
@@ -283,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--corpus", required=True, choices=("cmrc2018", "tidb-docs-cn"))
     m.add_argument("--limit", type=int, default=None, help="its first N documents only")
     m.set_defaults(func=_minimal_index)
+    pa = sub.add_parser("parts")
+    for flag in ("--dir", "--lexical", "--hybrid", "--model", "--questions"):
+        pa.add_argument(flag, required=True)
+    pa.set_defaults(func=_parts)
     e = sub.add_parser("embed")
     e.add_argument("--model", required=True)
     e.add_argument("--questions", required=True)
