@@ -55,6 +55,10 @@ def render(result: dict[str, Any]) -> str:
         out += [""] + corpora_tables(result["corpora"])
     if result["scales"]:
         out += _scale_tables(result)
+    if result.get("build"):
+        from bench.build import render as build_section
+
+        out += ["", build_section(result["build"])]
     c = result.get("corpora") or {}
     if c.get("profile"):
         out += ["", "### py-spy: one gateway worker under the TiDB closed loop (unique queries, 32 connections)",

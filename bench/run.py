@@ -12,6 +12,9 @@ Volcengine callbacks to one `kbgate serve` (--workers hypercorn workers), closed
 capacity, each beside the floor (bench.floor) on the same hypercorn settings; one huge
 document against a normal one; every served wing (bench.wings).
 
+Build costs (bench.build): the embedded model's rate on one thread and on every core, the
+vectors' disk and memory per 100k chunks, the Tantivy build at 100k chunks.
+
 Scale study, per --scale (default 100k): index build in its own process, search alone (1
 and 2 threads), the bm25s baseline on the same chunks (up to --baseline-max), and `kbgate
 serve` on that index under the same closed loop (answer cache off). `--hybrid-scale N` does
@@ -107,6 +110,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["corpora"] = realcorpora.run_corpora(args, work, out_dir, stamp, redis_url, redis_pid)
         for n, dense in [(n, LEXICAL) for n in scales] + [(n, args.hybrid) for n in hybrid_scales]:
             result["scales"].append(_scale(args, n, work, redis_url, redis_pid, dense))
+        if not args.no_build:
+            result["build"] = _build(args, result["scales"])
     result["environment"]["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if not args.keep_indexes:
         shutil.rmtree(work / "indexes", ignore_errors=True)
@@ -157,6 +162,21 @@ def _scale(args: argparse.Namespace, n: int, work: Path, redis_url: str, redis_p
     return s
 
 
+def _build(args: argparse.Namespace, scales: list[dict[str, Any]]) -> dict[str, Any]:
+    """bench.build's figures: the embedding on one thread and on every core, the vectors' costs,
+    and the Tantivy build at 100k chunks (the scale study's, when it built 100k)."""
+    from bench import build
+    from indexes.dense.parallel import build_workers
+
+    _say(f"build costs: embedding {args.build_embed:,} chunks on one thread, then on {build_workers()} processes")
+    load_before = os.getloadavg()
+    out: dict[str, Any] = {"embedding": build.measure_embedding(args.build_embed, build_workers())}
+    at_100k = next((s["index"] for s in scales if s["chunks"] == 100_000 and s.get("dense", LEXICAL) == LEXICAL), None)
+    out["tantivy"] = at_100k if at_100k is not None else build.measure_tantivy(100_000)
+    out["loadavg"] = [round(x, 2) for x in (*load_before, *os.getloadavg())]
+    return out
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
@@ -177,6 +197,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="bench-results", help="folder for the .md/.json results")
     p.add_argument("--workdir", default=None, help="scratch folder (default OUT/work; emptied first)")
     p.add_argument("--keep-indexes", action="store_true", help="keep the built indexes in the workdir")
+    p.add_argument("--no-build", action="store_true", help="leave out the build costs (bench.build)")
+    p.add_argument("--build-embed", type=int, default=2000, metavar="N",
+                   help="chunks embedded for the build costs (default 2000)")
     realcorpora.add_arguments(p)
     return p
 
@@ -187,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seconds, args.warmup, args.search_seconds = min(args.seconds, 3.0), min(args.warmup, 0.5), 1.0
         args.versus_seconds = min(args.versus_seconds, 3.0)
+        args.build_embed = min(args.build_embed, 300)
     result = run(args)
     print(result["markdown"])
     _say("written " + ", ".join(result["files"]))

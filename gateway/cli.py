@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve with [search] relevance_floor = X (0..1) instead of the default, to calibrate it")
     e.add_argument("--no-rerank", action="store_true",
                    help="leave out the rerank column (lexical + the rerank stage, served by a stand-in reranker)")
+    e.add_argument("--any-model", action="store_true",
+                   help="instead: the off-topic bound with no hand-set cosine line for USE, e5-small and a served "
+                        "model, on a subset index (gateway/evaluation/any_model.py; e5 embeds for a long while)")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops
@@ -217,8 +220,21 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         line = commit_line(store.root / name, name) if broken[name] is None else None
         if line is not None:
             print(line)
-    for name, dense in sorted(config.dense.items()):
-        print(f"index {name}: hybrid ({dense.provider} {dense.model}): {_vectors_state(store.root / name, dense)}")
+    from indexes.dense.config import DenseChoices
+
+    choices = DenseChoices.of(config.dense)
+    for name in sorted(routed | set(choices)):
+        folder = store.root / name
+        dense = choices.for_index(name, folder)
+        if dense is not None:
+            how = "" if name in choices.configured else ", the default"
+            print(f"index {name}: hybrid ({dense.provider} {dense.model}{how}): {_vectors_state(folder, dense)}")
+        elif choices.unembedded(name, folder):
+            print(f"  {choices.embed_step(name, args.config)}")
+    from gateway.ops.check_steps import inert_dials
+
+    for line in inert_dials(config, store.root):
+        print(line)
     return 0 if ok else 1
 
 
@@ -333,8 +349,12 @@ def cmd_admin_token(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from gateway.evaluation import any_model
     from gateway.evaluation.evaluate import run_eval
     from indexes.dense.config import LOCAL_MODELS
+
+    if args.any_model:
+        return any_model.main(["--workdir", str(Path(args.workdir) / "any-model")])
 
     if args.hybrid != "none" and args.hybrid not in LOCAL_MODELS:
         print(f"kbgate: --hybrid must be none or one of {', '.join(LOCAL_MODELS)}", file=sys.stderr)

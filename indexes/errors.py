@@ -5,6 +5,7 @@
     ├── SchemaVersionError          index built by another schema version (rebuild it)
     ├── IndexCorruptError           Tantivy cannot open the files (damaged, truncated or missing)
     ├── IndexLockedError            another writer holds the index (Tantivy LockBusy)
+    ├── IndexReadOnlyError          a write asked of a folder this process cannot write (a read-only mount)
     ├── DiskFullError               a write found no space left on the index's device (ENOSPC,
     │                               EDQUOT): nothing of it was committed
     └── GenerationError             a published generation could not be written or installed
@@ -32,6 +33,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
+    "IndexReadOnlyError",
     "IndexStoreError",
     "LOW_SPACE_BYTES",
     "RerankError",
@@ -153,6 +155,21 @@ class IndexLockedError(IndexStoreError):
             f"Index {name!r} at {path} is being written by another process (Tantivy writer "
             "lock busy); wait for it to finish and retry.",
         )
+
+
+class IndexReadOnlyError(IndexStoreError):
+    """The index folder cannot be written by this process (a read-only mount, or another
+    user's folder): it is served as it is (`indexes.readonly`), never written. detail: what
+    was refused, or what failed (a temporary folder that cannot be written either)."""
+
+    reason = "read-only"
+
+    def __init__(self, name: str, path: str, detail: str = "") -> None:
+        self.path = path
+        self.detail = detail or (
+            "this process may serve it but not write it: write it where the folder is mounted "
+            "read-write (the indexer's `kbgate index add`, `kbgate index fetch`, `kbgate sync`)")
+        super().__init__(name, f"Index {name!r} at {path} is on a read-only folder: {self.detail}.")
 
 
 class GenerationError(IndexStoreError):

@@ -27,6 +27,7 @@ cleanly and fetches LATEST again).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -142,7 +143,7 @@ def writer_locks(folder: Path, name: str, wait: float = LOCK_WAIT) -> Iterator[N
     both flock) so no commit lands while the folder is read. Waits up to `wait` seconds for a
     running writer, then raises IndexLockedError."""
     paths = [folder / WRITER_LOCK] + ([folder / DENSE / "LOCK"] if (folder / DENSE).is_dir() else [])
-    fds = [os.open(p, os.O_RDWR | os.O_CREAT, 0o644) for p in paths]
+    fds = [fd for fd in map(_lock_fd, paths) if fd is not None]
     try:
         deadline = time.monotonic() + wait
         for fd in fds:
@@ -158,6 +159,21 @@ def writer_locks(folder: Path, name: str, wait: float = LOCK_WAIT) -> Iterator[N
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _lock_fd(path: Path) -> int | None:
+    """`path` opened to flock it: created when absent; opened only for reading on a folder this
+    process cannot write (a read-only mount: flock needs no write access there); None when it
+    is absent there (no writer ever ran on it)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -28,13 +28,23 @@ import fcntl
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import tantivy
 
-from .errors import DiskFullError, IndexCorruptError, IndexNotFoundError, SchemaVersionError, is_disk_full
+from .errors import (
+    DiskFullError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    IndexReadOnlyError,
+    IndexStoreError,
+    SchemaVersionError,
+    is_disk_full,
+)
+from .readonly import Shadow, read_only
 
 __all__ = [
     "ANALYSIS_FIELDS",
@@ -53,7 +63,9 @@ __all__ = [
     "doc_key",
     "open_index",
     "open_or_create",
+    "open_reader",
     "open_tantivy",
+    "refuse_read_only",
     "register_analyzers",
     "write_sidecar",
 ]
@@ -184,31 +196,92 @@ def check_sidecar(folder: Path, name: str) -> dict[str, Any]:
     return dict(payload)
 
 
-def open_tantivy(folder: Path, name: str) -> tantivy.Index:
-    """`tantivy.Index.open(folder)`; its ValueError (meta.json unreadable, a segment file
-    missing or truncated: 'Data corrupted', 'Failed to open file for read') becomes
-    IndexCorruptError naming the index."""
+def open_tantivy(folder: Path, name: str, *, at: Path | None = None) -> tantivy.Index:
+    """`tantivy.Index.open(at or folder)` with a reader that reloads only when asked
+    (`KnowledgeIndex.maybe_reload`, `reload_policy="manual"`): no thread of Tantivy's watches
+    the folder or takes its lock behind kbgate's back. at: a read-only folder's shadow
+    (`indexes.readonly.Shadow`). Tantivy's ValueError becomes IndexReadOnlyError when it could
+    not take its lock file (the folder cannot be written), else IndexCorruptError (meta.json
+    unreadable, a segment file missing or truncated: 'Data corrupted', 'Failed to open file
+    for read'), naming the index."""
     try:
-        return tantivy.Index.open(str(folder))
+        index = tantivy.Index.open(str(at or folder))
     except ValueError as exc:
-        raise IndexCorruptError(name, str(folder), str(exc)) from None
+        detail = str(exc)
+        if "Failed to acquire Lockfile" in detail:
+            raise IndexReadOnlyError(name, str(folder), "Tantivy cannot take its lock file there ("
+                                     + " ".join(detail.split())[:300] + ")") from None
+        raise IndexCorruptError(name, str(folder), detail) from None
+    index.config_reader(reload_policy="manual")
+    return index
 
 
-def check_index(folder: Path, name: str) -> None:
+def open_reader(folder: Path, name: str, *, shadow: Shadow | None = None) -> tuple[tantivy.Index, Shadow | None]:
+    """The index at `folder` opened to read (`open_tantivy`), through a shadow when this
+    process cannot write the folder (`indexes.readonly`): `shadow` when given (refreshed
+    first: it then links exactly what a new one would), else a new one; the shadow, or None. Raises
+    IndexCorruptError, IndexReadOnlyError (the temporary folder cannot be written either),
+    IndexStoreError (reason 'unreadable': the folder's files cannot be read by this user)."""
+    if not read_only(folder):
+        return open_tantivy(folder, name), None
+    try:
+        shadow = shadow or Shadow(folder, name)
+    except OSError as exc:
+        raise IndexReadOnlyError(name, str(folder), "its shadow folder could not be made in the temporary folder "
+                                 f"{tempfile.gettempdir()} ({exc.strerror or exc}): give the server a writable "
+                                 "TMPDIR (a tmpfs or emptyDir at /tmp)") from None
+    try:
+        shadow.refresh()
+        return open_tantivy(folder, name, at=shadow.path), shadow
+    except OSError as exc:
+        shadow.close()
+        raise IndexStoreError(name, f"Index {name!r} at {folder} cannot be read by this process ({exc.strerror or exc}"
+                              f"{': ' + str(exc.filename) if exc.filename else ''}): give its user read access "
+                              "to the folder and its files.") from None
+    except BaseException:
+        shadow.close()
+        raise
+
+
+def check_index(folder: Path, name: str, shadows: dict[Path, Shadow] | None = None) -> None:
     """Open the index at `folder` afresh, as a new worker would (`IndexStore.check`). Raises
-    IndexNotFoundError, SchemaVersionError, IndexCorruptError. A commit landing between reading
-    meta.json and opening its segments can fail one attempt, so a damaged result is confirmed
-    by a second one."""
+    IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError. A commit
+    landing between reading meta.json and opening its segments can fail one attempt, so a
+    damaged result is confirmed by a second one. shadows: folder → the shadow its last check
+    made (a read-only folder's; kept for the next check, which refreshes it: making one costs a
+    file system operation per file), or None (made and removed each time)."""
     for attempt in (1, 2):
         if not (folder / "meta.json").is_file():
             raise IndexNotFoundError(name, str(folder))
         check_sidecar(folder, name)
         try:
-            open_tantivy(folder, name)
+            index, shadow = open_reader(folder, name, shadow=None if shadows is None else shadows.pop(folder, None))
+            del index
+            if shadow is not None and shadows is not None:
+                shadows[folder] = shadow
+            elif shadow is not None:
+                shadow.close()
             return
         except IndexCorruptError:
             if attempt == 2:
                 raise
+
+
+def refuse_read_only(folder: Path, name: str) -> None:
+    """Raise IndexReadOnlyError when a writer could not write the index folder `folder`: it
+    exists and cannot be written (`indexes.readonly.read_only`), or it does not and the nearest
+    existing folder above it cannot be written (the index could not be created)."""
+    folder = Path(folder)
+    if folder.is_dir():
+        if read_only(folder):
+            raise IndexReadOnlyError(name, str(folder))
+        return
+    above = folder.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if above.is_dir() and not os.access(above, os.W_OK):
+        raise IndexReadOnlyError(name, str(folder), f"the index cannot be created: {above} cannot be written "
+                                 "by this process (mounted read-only?)")
 
 
 @contextlib.contextmanager
@@ -225,22 +298,26 @@ def creating(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def open_index(folder: Path, name: str, default_chunk_chars: int) -> tuple[tantivy.Index, int, dict[str, Any]]:
-    """The index at `folder` opened to read, its analyzers registered, its chunk size (its
-    sidecar's, else `default_chunk_chars`) and its sidecar. Raises IndexNotFoundError,
-    SchemaVersionError, IndexCorruptError."""
+def open_index(folder: Path, name: str,
+               default_chunk_chars: int) -> tuple[tantivy.Index, int, dict[str, Any], Shadow | None]:
+    """The index at `folder` opened to read (`open_reader`), its analyzers registered, its chunk
+    size (its sidecar's, else `default_chunk_chars`), its sidecar and its shadow (None unless
+    the folder is read-only). Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError,
+    IndexReadOnlyError."""
     if not (folder / "meta.json").is_file():
         raise IndexNotFoundError(name, str(folder))
     meta = check_sidecar(folder, name)
-    index = open_tantivy(folder, name)
+    index, shadow = open_reader(folder, name)
     register_analyzers(index)
-    return index, int(meta.get("chunk_chars", default_chunk_chars)), meta
+    return index, int(meta.get("chunk_chars", default_chunk_chars)), meta, shadow
 
 
 def open_or_create(folder: Path, name: str, chunk_chars: int) -> tuple[tantivy.Index, int]:
     """The index at `folder`, created first (folder, schema, a sidecar with `chunk_chars`) when
     absent, under the create lock (`creating`); its analyzers registered; and its chunk size (an
-    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError, DiskFullError."""
+    existing index keeps its own). Raises SchemaVersionError, IndexCorruptError, DiskFullError,
+    and IndexReadOnlyError when this process cannot write the folder (or create it)."""
+    refuse_read_only(folder, name)
     with creating(folder):
         if (folder / "meta.json").is_file():
             meta = check_sidecar(folder, name)
@@ -249,6 +326,7 @@ def open_or_create(folder: Path, name: str, chunk_chars: int) -> tuple[tantivy.I
         else:
             try:
                 index = tantivy.Index(build_schema(), path=str(folder))
+                index.config_reader(reload_policy="manual")
                 write_sidecar(folder, {"chunk_chars": chunk_chars, CLEAN_AT_INGEST: CLEAN_RULES})
             except (OSError, ValueError) as exc:  # Tantivy says ENOSPC in a ValueError
                 if is_disk_full(exc, str(folder.parent)):

@@ -23,11 +23,12 @@ import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
-from .analysis import QueryTerms
 from .errors import IndexStoreError
 from .filters import filter_query
 from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
+from .neighbours import with_neighbours
+from .readonly import Shadow
 from .records import document_revision
 from .relevance import Question
 from .schema import CLEAN_AT_INGEST, CLEAN_RULES, check_index, open_index, open_or_create
@@ -36,7 +37,9 @@ from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
+    NO_DIALS,
     ChangeSet,
+    Dials,
     Document,
     DocumentHead,
     Hit,
@@ -75,7 +78,8 @@ class KnowledgeIndex:
     rerank: its optional rerank stage (`indexes.rerank`), attached by the store that opened it
     for serving. synonyms: the owner's synonyms, set by the gateway. None: neither. clean_at_ingest:
     its sidecar's `schema.CLEAN_AT_INGEST` is today's `schema.CLEAN_RULES`: served as stored,
-    without `safe_text.clean_hit`.
+    without `safe_text.clean_hit`. shadow: what Tantivy opened instead of a read-only folder
+    (`indexes.readonly`), refreshed before each reload; None for a folder this process can write.
     """
 
     search_may_wait = False
@@ -83,18 +87,11 @@ class KnowledgeIndex:
     synonyms: Synonyms | None = None
     clean_at_ingest = False
 
-    def __init__(
-        self,
-        name: str,
-        path: Path,
-        index: tantivy.Index,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        boosts: Boosts = DEFAULT_BOOSTS,
-        chunk_chars: int = DEFAULT_MAX_CHARS,
-        bounds: SearchBounds = DEFAULT_BOUNDS,
-    ) -> None:
+    def __init__(self, name: str, path: Path, index: tantivy.Index, *, clock: Callable[[], float] = time.monotonic,
+                 boosts: Boosts = DEFAULT_BOOSTS, chunk_chars: int = DEFAULT_MAX_CHARS,
+                 bounds: SearchBounds = DEFAULT_BOUNDS, shadow: Shadow | None = None) -> None:
         self.name = name
+        self.shadow = shadow
         self.bounds = bounds
         self.path = path
         self._index = index
@@ -147,24 +144,26 @@ class KnowledgeIndex:
 
     def _load(self) -> tuple[int | None, str | None]:
         """Reload the reader; returns (opstamp, `commit_label`) read *before* the reload, so the
-        labels never name a commit newer than the searcher a caller takes next shows (the
-        reader may be newer: Tantivy also reloads on its own shortly after a commit)."""
+        labels never name a commit newer than the searcher a caller takes next shows (the reader
+        may be newer: a commit lands between the two; Tantivy never reloads on its own)."""
         generation, commit = read_commit(self.path)
-        self._index.reload()
+        self.reload_reader()
         return generation, commit
+
+    def reload_reader(self) -> None:
+        """`tantivy.Index.reload`, through the shadow of a read-only folder (`Shadow.reload`)."""
+        self.shadow.reload(self._index) if self.shadow is not None else self._index.reload()
 
     @property
     def generation(self) -> int | None:
-        """The commit opstamp (grows with every commit) of the reader's last (re)load, or None
-        when meta.json could not be read then. An attribute read: no searcher, no file, no
-        counting (`stats()` builds full IndexStats). A searcher taken after reading it shows
-        that commit or a newer one; a new commit changes it at the next `maybe_reload` that
-        sees it (at most RELOAD_CHECK_SECONDS later)."""
+        """The commit opstamp (grows with every commit) of the reader's last (re)load, None when meta.json could
+        not be read then; an attribute read. A searcher taken after reading it shows that commit or a newer one;
+        a new commit changes it at the next `maybe_reload` that sees it (at most RELOAD_CHECK_SECONDS later)."""
         return self._generation
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
-               floor: float = 0.0) -> list[Hit]:
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Hit]:
         """Best chunks for `query`, highest BM25 score first, with their relevance (`indexes.relevance`).
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
@@ -175,10 +174,10 @@ class KnowledgeIndex:
         where: metadata conditions narrowing `filter` (`indexes.metadata`), evaluated in the
         same Tantivy query, so the limit is filled from matching documents; never changes scores.
         floor: relevance 0..1 under which chunks are dropped before one-per-document shaping.
+        dials: a route's (`Dials`: here rerank on/off, candidates and the rerank threshold's floor).
         The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
         Raises ValueError for a metadata pattern Tantivy cannot compile
-        (`indexes.metadata.condition_problem` tells beforehand).
-        """
+        (`indexes.metadata.condition_problem` tells beforehand)."""
         if limit <= 0:
             return []
         self.maybe_reload()
@@ -189,42 +188,40 @@ class KnowledgeIndex:
         if q is None:
             return []
         asked = question_of(terms, searcher, self._doc_freqs)
-        if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
-            return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
-                                  asked, floor)
+        if self.rerank is not None and dials.rerank is not False:  # the optional rerank stage, before the collapse
+            from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
+
+            hits, reranked = reranked_hits(  # its fallback to the lexical order: the answer is not reusable (`answer`)
+                self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor, bounds=self.bounds,
+                one_per_document=one_per_document, summary_chars=summary_chars, content_chars=content_chars,
+                judge=judge(asked), candidates=dials.candidates, floor_before=dials.rerank_threshold is not None)
+            self._degraded.value = getattr(self._degraded, "value", False) or not reranked
+            return hits
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
 
-    def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
-                  one_per_document: bool, summary_chars: int, content_chars: int, asked: Question,
-                  floor: float) -> list[Hit]:
-        """`search_hits` with the rerank stage (`indexes.rerank.chunks.reranked_hits`); a
-        fallback to the lexical order marks the answer as not reusable (`answer`)."""
-        from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
-
-        assert self.rerank is not None
-        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor,
-                                       one_per_document=one_per_document, summary_chars=summary_chars,
-                                       content_chars=content_chars, bounds=self.bounds, judge=judge(asked))
-        if not reranked:
-            self._degraded.value = True
-        return hits
+    def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
+        return question_of(analysed(query, self.synonyms), self._index.searcher(), self._doc_freqs)
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
-               floor: float = 0.0) -> tuple[list[Hit], int | None]:
-        """(`search` with the same arguments, the generation those hits may be reused for):
-        the label `generation` read before the search (the searcher shows that commit or a
-        newer one, so an answer reused under it is never older than the label says). None: do
-        not reuse the hits (the generation is unknown, or the answer was given in a degraded way:
-        the rerank stage's fallback to the lexical order, `indexes.dense.HybridIndex`'s lexical
-        fallback)."""
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> tuple[list[Hit], int | None]:
+        """(`search` with the same arguments, the generation those hits may be reused for): the label
+        `generation` read before the search (the searcher shows that commit or a newer one, so an answer
+        reused under it is never older than the label says). None: do not reuse the hits (the generation is
+        unknown, or the answer was given in a degraded way: the rerank stage's fallback to the lexical order,
+        `indexes.dense.HybridIndex`'s lexical fallback)."""
         generation = self._generation
         self._degraded.value = False
         hits = self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor)
+                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor,
+                           dials=dials)
         return hits, None if self._degraded.value else generation
+
+    def with_neighbours(self, hits: list[Hit], n: int, content_chars: int) -> list[Hit]:
+        """`hits` with n neighbouring chunks on each side in their content (`indexes.neighbours`)."""
+        return with_neighbours(self._index.searcher(), self._schema, hits, n, content_chars) if n > 0 else hits
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
                      where: MetaFilter | None) -> tuple[Query | None, Query | None]:
@@ -264,6 +261,11 @@ class KnowledgeIndex:
         self.maybe_reload()
         return documents.doc_id_at(self._index.searcher(), self._schema, path, datasets)
 
+    def reader(self) -> tuple[tantivy.Searcher, tantivy.Schema]:
+        """(a searcher of the current commit, the schema), after `maybe_reload` (`indexes.browse`)."""
+        self.maybe_reload()
+        return self._index.searcher(), self._schema
+
     def revisions(self) -> dict[str, str]:
         """doc_id → revision for every document in the index (read from chunk 0)."""
         return documents.revisions(self._index.searcher(), self._schema)
@@ -280,12 +282,8 @@ class KnowledgeIndex:
 
     # ---- writing -------------------------------------------------------
 
-    def ingest(
-        self,
-        documents: Iterable[Document | IngestError | IngestWarning],
-        *,
-        delete_missing: bool = False, progress: bool = True, workers: int | None = None, replace: bool = False,
-    ) -> IngestReport:
+    def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
+               progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:
         """Upsert documents by id in one commit; returns what changed.
 
         documents: Documents, and a reader's IngestErrors / IngestWarnings (the report's errors /
@@ -320,6 +318,8 @@ class KnowledgeIndex:
         when it has one (`indexes.dense.HybridIndex` also stops its query encoder)."""
         if self.rerank is not None:
             self.rerank.close()
+        if self.shadow is not None:
+            self.shadow.close()
 
 
 class IndexStore:
@@ -336,11 +336,11 @@ class IndexStore:
         self._clock = clock
         self.bounds = bounds
         self._open: dict[str, KnowledgeIndex] = {}
+        self._checked: dict[Path, Shadow] = {}  # read-only folders' shadows kept by `check`
         self._lock = threading.Lock()
 
     def folder(self, name: str) -> Path:
-        """root/name, whether or not an index is there. Raises IndexStoreError for a name
-        that is not one (`_NAME`)."""
+        """root/name, whether or not an index is there. Raises IndexStoreError for a name that is not one."""
         if not _NAME.fullmatch(name):
             raise IndexStoreError(name, f"Index name {name!r} must match {_NAME.pattern}.")
         return self.root / name
@@ -352,49 +352,49 @@ class IndexStore:
         return sorted(p.name for p in self.root.iterdir() if (p / "meta.json").is_file())
 
     def open(self, name: str) -> KnowledgeIndex:
-        """The index `name`, opened once and cached. Raises IndexNotFoundError,
-        SchemaVersionError, IndexCorruptError."""
+        """The index `name`, opened once and cached (a read-only folder through a shadow: `indexes.readonly`).
+        Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError."""
         with self._lock:
             cached = self._open.get(name)
             if cached is not None:
                 return cached
             folder = self.folder(name)
-            index, chunk_chars, meta = open_index(folder, name, DEFAULT_MAX_CHARS)
-            ki = self._make(name, folder, index, chunk_chars)
+            index, chunk_chars, meta, shadow = open_index(folder, name, DEFAULT_MAX_CHARS)
+            ki = self._make(name, folder, index, chunk_chars, shadow=shadow)
             ki.clean_at_ingest = meta.get(CLEAN_AT_INGEST) == CLEAN_RULES  # `true` (rules 1) is not 2
             self._open[name] = ki
             return ki
 
     def check(self, name: str) -> None:
-        """Open the folder of `name` afresh, as a new worker would, whatever is cached: tells
-        whether the index on disk is whole now (an opened index keeps serving the files it
-        mapped even after they were damaged or deleted). About 1-2 ms for the test corpora.
-        Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError (`schema.check_index`)."""
-        check_index(self.folder(name), name)
+        """Open the folder of `name` afresh, as a new worker would: is the index on disk whole now (an opened
+        index keeps serving the files it mapped even after they were damaged or deleted)? About 1-2 ms for the
+        test corpora. Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError."""
+        check_index(self.folder(name), name, self._checked)
 
     def close(self) -> None:
-        """Release what the opened indexes hold (a hybrid index's query-encoder threads and
-        model: `HybridIndex.close`) and forget them; a later `open` opens afresh."""
+        """Release what the opened indexes hold (`HybridIndex.close`: its encoder threads and model) and
+        forget them; a later `open` opens afresh."""
         with self._lock:
             opened = list(self._open.values())
             self._open.clear()
         for idx in opened:
             idx.close()
+        while self._checked:
+            self._checked.popitem()[1].close()
 
     def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
-        """Open `name` for `ingest`, creating the folder, schema and sidecar if absent.
-
-        chunk_chars applies to a new index; an existing one keeps the size in its
-        sidecar. Raises SchemaVersionError for an index of another schema version,
-        IndexCorruptError for one Tantivy cannot open.
-        """
+        """Open `name` for `ingest`, creating the folder, schema and sidecar if absent. chunk_chars applies to
+        a new index; an existing one keeps the size in its sidecar. Raises SchemaVersionError for an index
+        of another schema version, IndexCorruptError for one Tantivy cannot open, IndexReadOnlyError for a
+        folder this process cannot write."""
         folder = self.folder(name)
         index, chunk_chars = open_or_create(folder, name, chunk_chars)
         return self._make(name, folder, index, chunk_chars, warm=False)
 
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
-              warm: bool = True) -> KnowledgeIndex:
-        """The index object over an opened Tantivy `index` (warm: it will serve searches, not
-        only an ingest). The one place a subclass chooses another KnowledgeIndex class."""
-        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars, bounds=self.bounds)
+              warm: bool = True, shadow: Shadow | None = None) -> KnowledgeIndex:
+        """The index object over an opened Tantivy `index` (warm: it will serve searches, not only an ingest;
+        shadow: see KnowledgeIndex); the one place a subclass chooses another KnowledgeIndex class."""
+        return KnowledgeIndex(name, folder, index, clock=self._clock, chunk_chars=chunk_chars, bounds=self.bounds,
+                              shadow=shadow)
 

@@ -5,7 +5,9 @@ users        console users and roles; `can(user, action, index)`, the one author
 session      who is asking (Bearer or login cookie); login, logout in `login`
 overview     /admin/: every route at a glance           deliveries_view  /admin/deliveries
 try_page     /admin/try                                 gaps             /admin/gaps, /admin/documents
-placeholders pages of the navigation not built yet      routes           every console route, for the app
+browse       /admin/indexes: documents, chunks          doc_writes       upload, edit, delete, disable
+links        document_url(index, doc_id, chunk)         placeholders     navigation entries not built yet
+routes       every console route, for the app
 
 Kept light: `kbgate try` imports gateway.console.try_ without the pages.
 """

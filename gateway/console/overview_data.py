@@ -11,8 +11,8 @@
 Times are unix seconds (None: never or unknown); rates are 0..1 (None on a day with no
 question). Routes: tenant routes ("acme tech/software", id 'acme/tech/software') and agent
 routes (their name: the knowledge_id of Dify callers, the route of MCP and the tool API), each
-with who calls it. No question text, ever. `disabled_documents` is None until the documents
-wing counts disabled documents (its slot on the page is kept).
+with who calls it. No question text, ever. `disabled_documents`: documents disabled from the
+index browser (qa_visible off: served to no caller; gateway.console.browse.disabled_count).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 
 from gateway.console.asked import QuestionCounts
+from gateway.console.browse import disabled_count
 from gateway.console.deliveries import DeliveryLog
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
@@ -66,7 +67,8 @@ def _index_facts(rt: Runtime, names: list[str]) -> dict[str, dict[str, Any]]:
                                  "last_sync": None, "disabled_documents": None}
         try:
             st = rt.index(name).stats()
-            facts.update(documents=st.documents, chunks=st.chunks, commit=st.commit, last_commit=st.last_commit)
+            facts.update(documents=st.documents, chunks=st.chunks, commit=st.commit, last_commit=st.last_commit,
+                         disabled_documents=disabled_count(rt, name))
             state = Path(rt.indexes.folder(name)) / SYNC_STATE
             if state.exists():
                 facts["last_sync"] = state.stat().st_mtime

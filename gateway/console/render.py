@@ -29,6 +29,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from gateway.console.csrf import FIELD, page_token, post_ok
+from gateway.console.links import document_url
 from gateway.console.session import console_enabled, current_user
 from gateway.console.text import visible
 from gateway.console.users import ConsoleUser, can
@@ -55,7 +56,7 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("try", "Try", "/admin/try"),
     ("gaps", "Gaps", "/admin/gaps"),
     ("tasks", "Tasks", "/admin/tasks"),
-    ("indexes", "Indexes", "/admin/documents"),
+    ("indexes", "Indexes", "/admin/indexes"),
     ("synonyms", "Synonyms", "/admin/synonyms"),
     ("tenants", "Tenants", "/admin/tenants"),
     ("deliveries", "Deliveries", "/admin/deliveries"),
@@ -91,6 +92,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=visible,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
+    env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
     return env
 
 

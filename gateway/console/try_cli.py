@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway.console.callers import CALLERS
+from gateway.console.try_view import dials_text
 
 if TYPE_CHECKING:
     from gateway.console import try_
@@ -104,6 +105,18 @@ def _n(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
+def cosine_line_text(line: dict[str, Any], index: str) -> str:
+    """One line saying the cosine line a hybrid search judged on, where it came from, and for a
+    line not measured for the index how to measure it (`kbgate index calibrate`)."""
+    text = f"cosine line: {line['zero']:.4f} → relevance 0, {line['one']:.4f} → 1 ({line['source']}"
+    if line["source"] == "measured":
+        return text + ": measured on this index's vectors)"
+    if line["source"] == "config":
+        return text + ": cosine_zero / cosine_one in the config)"
+    return text + f": the model's default, not measured for this index; measure it with kbgate index calibrate " \
+                  f"--config FILE --index {index})"
+
+
 def render(result: dict[str, Any]) -> str:
     """A `to_json` dict as text: the answer body, then per search its hits and dropped chunks."""
     lines = [f"{result['route']}{' -> ' + result['successor'] if result['successor'] else ''}: "
@@ -114,6 +127,10 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"search {s['index']} at commit {s['generation']}: cache {s['cache']}, limit {s['limit']}, "
                      f"relevance floor {s['floor']}, metadata conditions {s['metadata_conditions']}")
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
+        if s.get("cosine_line"):
+            lines.append("  " + cosine_line_text(s["cosine_line"], s["index"]))
+        if s.get("dials"):
+            lines.append(f"  dials: {dials_text(s['dials'])}")
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")
         for h in s["kept"]:
             sc = h["scores"]

@@ -62,10 +62,11 @@ EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _TOOLS = {"GET": "documents.get", "PUT": "documents.put", "DELETE": "documents.delete"}
 
 
-def routes(rt: Runtime) -> list[Route]:
+def routes(rt: Runtime, writes: Writes | None = None) -> list[Route]:
     """The routes of the document API; every method reaches the frame, which answers the
-    others 405 in the API's envelope (with Allow)."""
-    writes = Writes(rt)
+    others 405 in the API's envelope (with Allow). writes: the worker's writes, shared with
+    the console's document pages (default: its own)."""
+    writes = writes or Writes(rt)
     wire = DocumentsWire(rt)
 
     async def document(call: Call) -> dict[str, Any]:

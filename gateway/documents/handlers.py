@@ -281,8 +281,18 @@ async def _check_deletes(call: Call, index: str, ids: tuple[str, ...]) -> None:
 
 def answer(call: Call, index: str, changes: ChangeSet, report: ChangeReport,
            warnings: dict[str, list[str]]) -> dict[str, Any]:
-    """The answer to a write: what became of each id, and the commit that holds it. Raises the
-    refusal of a change set the writer refused (nothing was written then)."""
+    """The answer to a write (`outcome`), its commit and counts noted on the request's audit
+    line. Raises the refusal of a change set the writer refused (nothing was written then)."""
+    out = outcome(index, changes, report, warnings)
+    call.event.extra.update(commit=report.commit, **{k: v for k, v in out["counts"].items() if v})
+    return out
+
+
+def outcome(index: str, changes: ChangeSet, report: ChangeReport, warnings: dict[str, list[str]]) -> dict[str, Any]:
+    """What became of each id of a write, and the commit that holds it: {index, commit,
+    committed, visibleWithinSeconds, counts, documents: [{id, change, revision}], warnings}
+    (the document API's answer; the console shows the same). Raises AccessDenied or Refused
+    for a change set the writer refused (nothing was written then)."""
     if report.refused:
         deleted = set(changes.deletes)
         for r in report.refused:
@@ -301,7 +311,6 @@ def answer(call: Call, index: str, changes: ChangeSet, report: ChangeReport,
     notes = capped_warnings([*warnings.items(), *((where, [m]) for where, m in said)])
     counts = {k: sum(d["change"] == k for d in documents) for k in ("added", "updated", "unchanged", "deleted",
                                                                      "absent")}
-    call.event.extra.update(commit=report.commit, **{k: v for k, v in counts.items() if v})
     return {"index": index, "commit": report.generation, "committed": report.commit is not None,
             "visibleWithinSeconds": RELOAD_CHECK_SECONDS, "counts": counts, "documents": documents,
             "warnings": notes}

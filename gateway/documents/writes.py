@@ -31,6 +31,7 @@ from indexes.errors import (
     EmbeddingError,
     IndexLockedError,
     IndexNotFoundError,
+    IndexReadOnlyError,
     IndexStoreError,
     SchemaVersionError,
     is_disk_full,
@@ -57,7 +58,7 @@ class Writes:
         """Apply `changes` to index `name` in one commit, all or nothing; returns the report
         (refusals included: the caller answers them). Raises DocumentError: writer_busy (the
         writer was not ours within documents.write_timeout_seconds), embedding_failed,
-        index_unavailable; nothing was written then."""
+        index_unavailable (not retryable for a read-only index folder); nothing was written then."""
         timeout = self.rt.config.documents.write_timeout_seconds
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -72,6 +73,11 @@ class Writes:
             return await anyio.to_thread.run_sync(self._apply, name, changes, left)
         except IndexLockedError:
             raise _busy(name, timeout) from None
+        except IndexReadOnlyError as exc:  # the folder is mounted read-only here: never a retry's matter
+            log.warning("document write refused: read-only index folder", extra={"index": name, "folder": exc.path})
+            raise DocumentError("documents.index_unavailable", f"index {name!r} is read-only on this server (its "
+                                "folder is mounted read-only; it is written by the indexer): nothing was written",
+                                retryable=False) from None
         except EmbeddingError as exc:
             log.warning("document write refused: embedding failed", extra={"index": name, "problem": str(exc)[:200]})
             raise DocumentError("documents.embedding_failed", f"the embedding provider of index {name!r} failed "

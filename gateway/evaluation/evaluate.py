@@ -83,6 +83,12 @@ RERANK_CANDIDATES = 20
 RERANK_TIMEOUT_MS = 5000
 
 
+def lexical_toml(index: str) -> str:
+    """`[indexes.<index>] dense = "none"`: the lexical and rerank columns serve the index lexically
+    (a new index is hybrid by default, and the eval's one index holds the hybrid column's vectors)."""
+    return f'[indexes.{index}]\ndense = "none"\n'
+
+
 def rerank_toml(index: str, url: str) -> str:
     """The `[indexes.<index>.rerank]` table of the rerank column: the Cohere wire format to the
     stand-in reranker at `url` (`gateway.evaluation.rerank_standin`), the default 20 candidates, a
@@ -263,11 +269,13 @@ def _evaluate_one(corpus: Corpus, max_queries: int, workdir: Path, hybrid_dense:
     floor = "" if relevance_floor is None else f"relevance_floor = {relevance_floor}\n"
     asked = [q for _, q in sets]
     refused: list[str] = []  # every column is asked the same questions: counted and said once, here
-    served: dict[str, list[Served]] = {"lexical": _by_callback(corpus, asked, workdir, refused, search=floor)}
+    served: dict[str, list[Served]] = {"lexical": _by_callback(corpus, asked, workdir, refused,
+                                                               lexical_toml(corpus.name), search=floor)}
     if hybrid_dense:
         served["hybrid"] = _by_callback(corpus, asked, workdir, [], hybrid_toml(corpus.name, hybrid_dense), floor)
     if reranker:
-        served["rerank"] = _by_callback(corpus, asked, workdir, [], rerank_toml(corpus.name, reranker[0]), floor,
+        served["rerank"] = _by_callback(corpus, asked, workdir, [],
+                                        lexical_toml(corpus.name) + rerank_toml(corpus.name, reranker[0]), floor,
                                         reranker=reranker)
     if refused:
         print(f"{corpus.name}: {len(refused)} queries refused by the callback contract (empty or too long); "
@@ -381,4 +389,4 @@ def _free_port() -> int:
 
 
 __all__ = ["HYBRID_MODEL", "SYSTEMS", "Corpus", "QuerySet", "Row", "default_corpora", "doc_id_of", "hybrid_settings",
-           "hybrid_toml", "parse_corpus", "rerank_toml", "run_eval", "table"]
+           "hybrid_toml", "lexical_toml", "parse_corpus", "rerank_toml", "run_eval", "table"]

@@ -3,6 +3,7 @@
 kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--url-base URL]
                  [--delete-missing [--force]] [--replace] [--allow-empty] [--max-document-bytes N]
                  [--wait SECONDS] PATH...
+kbgate index embed --config FILE --index NAME [--wait SECONDS] [--no-progress]
 kbgate index list|stats --config FILE [--index NAME]
 kbgate index publish|fetch ... (see gateway/ops/replicas.py)
 
@@ -28,7 +29,7 @@ from indexes.errors import IndexStoreError
 from indexes.invisible import shown
 from indexes.types import IngestReport
 
-__all__ = ["cmd_index_add", "cmd_index_list", "register"]
+__all__ = ["cmd_index_add", "cmd_index_embed", "cmd_index_list", "register"]
 
 
 def register(sub: Any) -> None:
@@ -60,6 +61,14 @@ def register(sub: Any) -> None:
     a.add_argument("--no-progress", action="store_true")
     a.add_argument("paths", nargs="+")
     a.set_defaults(func=cmd_index_add)
+    e = ixs.add_parser("embed", help="give an index built lexical its dense vectors (the embedded default model, "
+                                     "or its [indexes.NAME.dense] settings)")
+    e.add_argument("--config", required=True)
+    e.add_argument("--index", required=True)
+    e.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="wait this long for the index's writer while another holds it; default 60")
+    e.add_argument("--no-progress", action="store_true")
+    e.set_defaults(func=cmd_index_embed)
     ls = ixs.add_parser("list", help="list indexes under indexes.dir")
     ls.add_argument("--config", required=True)
     ls.set_defaults(func=cmd_index_list)
@@ -70,6 +79,9 @@ def register(sub: Any) -> None:
     from gateway.ops.replicas import register as register_replicas
 
     register_replicas(ixs)  # index publish|fetch
+    from gateway.ops.calibrate import register as register_calibrate
+
+    register_calibrate(ixs)  # index calibrate
 
 
 def _command(args: argparse.Namespace) -> str:
@@ -88,7 +100,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
-    store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1])  # only an embedding API key
+    dense = load_indexes(args.config)[1]  # only an embedding API key
+    store = HybridStore(indexes_dir, dense=dense)
     if args.max_document_bytes is not None:
         if args.max_document_bytes < 1:
             print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
@@ -137,6 +150,8 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     dense_report = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
     if dense_report is not None:
         print(dense_report.line(args.index))
+    elif dense.unembedded(args.index, folder):
+        print(f"kbgate: note: {dense.embed_step(args.index, args.config)}", file=sys.stderr)
     for path, reason in report.errors:
         print(shown(f"  skipped {path}: {reason}"), file=sys.stderr)
     for where, message in report.warnings:
@@ -148,6 +163,37 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     if report.errors:
         return 1
     return 0 if indexed or args.allow_empty else 1
+
+
+def cmd_index_embed(args: argparse.Namespace) -> int:
+    """`kbgate index embed`: embed every chunk of an existing index that has no vectors (or
+    vectors of another model) and publish them for its current commit; the index is hybrid from
+    then on (a running server serves it hybrid after a restart). Nothing of the Tantivy index
+    changes. Exit 2 when the index is configured `dense = "none"` or does not exist."""
+    from indexes.dense import HybridStore
+    from indexes.dense.config import DenseChoices, default_dense
+
+    indexes_dir = load_indexer_config(args.config)[0]
+    dense = load_indexes(args.config)[1]
+    if args.index in dense.lexical:
+        print(f'kbgate: index {args.index} is configured dense = "none" in {args.config}: remove that line first',
+              file=sys.stderr)
+        return 2
+    chosen = dense.configured.get(args.index) or dense.default or default_dense()
+    store = HybridStore(indexes_dir, dense=DenseChoices({**dense.configured, args.index: chosen},
+                                                        lexical=dense.lexical, default=dense.default))
+    if not (store.folder(args.index) / "meta.json").is_file():
+        print(f"kbgate: no index {args.index} under {indexes_dir}: build it with kbgate index add "
+              f"(a new index is hybrid by default)", file=sys.stderr)
+        return 2
+    index = store.create_or_open_for_write(args.index)
+    started = time.perf_counter()
+    _ingest_waiting(index, iter(()), args, progress=not args.no_progress)
+    report = index.last_dense_report  # type: ignore[attr-defined]
+    print(report.line(args.index))
+    print(f"index {args.index}: hybrid ({chosen.provider} {chosen.model}) in {time.perf_counter() - started:.1f} s; "
+          "restart kbgate serve to serve it hybrid")
+    return 0
 
 
 def _ingest_waiting(index: Any, items: Any, args: argparse.Namespace, **options: Any) -> IngestReport:
@@ -199,7 +245,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
             s = store.open(name).stats()
         except IndexStoreError as exc:  # one bad index must not hide the others
             failed += 1
-            print(shown(f"{name}\t{exc.reason.upper()}"))
+            print(f"{shown(name)}\t{shown(exc.reason.upper())}")
             print(shown(f"kbgate: {exc}"), file=sys.stderr)
             continue
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.last_commit)) if s.last_commit else "-"

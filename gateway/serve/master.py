@@ -16,7 +16,9 @@ do (why not hypercorn's own: docs/architecture.md, "The master"):
 - SIGINT/SIGTERM → graceful shutdown (every worker drains for `graceful_timeout` seconds);
 - SIGHUP only bumps a shared counter that each worker's `Reloader` reads once per second.
   Workers ignore SIGHUP themselves, so a hang-up sent to the whole process group cannot
-  kill them.
+  kill them;
+- a master killed outright (SIGKILL) takes its workers with it: each one drains and exits
+  (`gateway.serve.lifeline`), so none keeps serving on the shared port.
 
 No worker shares a lock: each has its own shutdown event (hypercorn polls it every 0.1 s) and
 the generation counter is a lock-free shared integer written by the master alone (why:
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import time
 from collections import deque
@@ -47,10 +50,14 @@ CRASH_LOOP_EXIT = 1  # the master's exit code after a crash loop (gateway/cli.py
 
 
 def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType, generation: Any,
-            app_config: Any) -> None:
-    """Body of one worker process: install the generation counter and the master's config
-    (fallback for an invalid file, see `gateway.serve.reload.load_worker_config`), run hypercorn's worker."""
+            app_config: Any, master_pid: int) -> None:
+    """Body of one worker process: stop when the master dies (`gateway.serve.lifeline`),
+    install the generation counter and the master's config (fallback for an invalid file, see
+    `gateway.serve.reload.load_worker_config`), run hypercorn's worker."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    from gateway.serve.lifeline import die_with_master
+
+    die_with_master(master_pid, shutdown_event, config.graceful_timeout)
     from gateway.serve.reload import set_fallback_config, set_generation_source
 
     set_generation_source(generation)
@@ -144,7 +151,7 @@ def run(config: HypercornConfig, app_config: Any = None, sockets: Sockets | None
 
     def spawn() -> _Worker:
         event = ctx.Event()
-        process = ctx.Process(target=_worker, args=(config, sockets, event, generation, app_config))
+        process = ctx.Process(target=_worker, args=(config, sockets, event, generation, app_config, os.getpid()))
         process.daemon = config.daemon
         process.start()
         w = _Worker(process, event, time.monotonic())

@@ -120,6 +120,17 @@ def route_states(rt: Runtime) -> list[RouteState]:
     return out
 
 
+def vector_notes(rt: Runtime) -> list[str]:
+    """One line per routed index that is lexical only because it was built before hybrid was
+    the default (`DenseChoices.unembedded`), saying how to add its vectors (/readyz "notes",
+    `check-config`). A note never makes the replica unready: the index serves lexically."""
+    from indexes.dense.config import DenseChoices
+
+    choices = DenseChoices.of(rt.config.dense)
+    return [choices.embed_step(name, rt.config.source) for name in rt.routed_indexes()
+            if choices.unembedded(name, rt.indexes.root / name)]
+
+
 def is_ready(states: list[RouteState], mode: str, replay_answers: bool) -> bool:
     """The readiness rule of `mode` ("any" | "all", `server.readiness`; module doc) over the
     routes' `states`, given whether the replay store answered PING."""

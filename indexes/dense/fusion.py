@@ -83,7 +83,7 @@ def calibrated(lexical: Sequence[tuple[K, float]], cosines: Mapping[K, float], *
     of `lexical` ((key, BM25 score), best first) and of `cosines` (key → cosine of every candidate:
     the nearest neighbours and BM25's candidates alike; a key without one scores 0 on that side),
     best first. ideal: the question's `indexes.search.ideal_score` (<= 0: lexical side 0). line:
-    the model's cosine line (`indexes.dense.config.COSINE_LINES`)."""
+    the index's cosine line (`indexes.dense.calibration.effective`)."""
     fused: dict[K, float] = {key: lexical_weight * relevance.lexical(score, ideal) for key, score in lexical}
     for key, cos in cosines.items():
         fused[key] = fused.get(key, 0.0) + dense_weight * relevance.dense(cos, line)

@@ -27,17 +27,31 @@ import tantivy
 from tantivy import Query
 
 from ..hits import make_hit
+from ..ingest.chunking import DEFAULT_MAX_CHARS
+from ..readonly import Shadow
 from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
-from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
+from ..types import (
+    NO_DIALS,
+    ChangeSet,
+    Dials,
+    Document,
+    Hit,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    MetaFilter,
+    SearchFilter,
+)
 from .cache import EmbeddingCache
-from .config import DenseConfig
+from .calibration import CosineLine, measure, stored_texts, write_line
+from .config import DenseChoices, DenseConfig
 from .hybrid import DenseSearch, Observe
 from .providers import Embedder, Vectors, make_embedder
 from .query import Breaker, QueryEncoder
 from .sync import DenseIngest, DenseReport, ingest_lock, read_generation, searcher_at_commit
-from .vectors import load_current
+from .vectors import DENSE_DIR, load_current
 
 if TYPE_CHECKING:  # indexes.rerank imports this package: imported where used
     from ..rerank import Observe as RerankObserve
@@ -91,23 +105,25 @@ class HybridIndex(KnowledgeIndex):
         exactly the reader's commit (manual reloads), None when it could not be pinned down
         (then the commit label is one read before the last reload, as `KnowledgeIndex`'s)."""
         self.dense.invalidate()
-        generation, commit, _ = searcher_at_commit(self._index, self.path)
+        generation, commit, _ = searcher_at_commit(self._index, self.path, reload=self.reload_reader)
         self.dense.reloaded(generation)
         return generation, commit
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
                one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None, floor: float = 0.0) -> list[Hit]:
+               where: MetaFilter | None = None, floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Hit]:
         """Hybrid hits (fused BM25 + nearest neighbours, best first; Hit.score is the fused
         score), or exactly `KnowledgeIndex.search` whenever the dense side cannot answer
         within the per-query deadline. Same arguments (metadata conditions `where` included) and
-        bounds as `KnowledgeIndex.search`."""
+        bounds as `KnowledgeIndex.search`; dials: a route's (`Dials`: the fusion's dense share and
+        candidates, rerank on/off and its candidates, the rerank threshold's floor)."""
         return self.answer(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor)[0]
+                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor,
+                           dials=dials)[0]
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
-               summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
+               summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> tuple[list[Hit], int | None]:
         """(`search`'s hits, the generation they may be reused for): the generation read before
         the search for a hybrid answer; None for a lexical fallback (vectors not published yet,
         deadline missed, breaker open...: the next search may well answer hybrid) and for an
@@ -123,7 +139,7 @@ class HybridIndex(KnowledgeIndex):
             return build_query(self._schema, terms, searcher, filter, self.boosts, filters=filters,
                                doc_freqs=self._doc_freqs)
 
-        stage, degraded = self.rerank, False
+        stage, degraded = (self.rerank if dials.rerank is not False else None), False
 
         def reorder(searcher: tantivy.Searcher, fused: list[tuple[Any, float]], address: dict[Any, Any],
                     make: Callable[..., Any]) -> tuple[list[tuple[Any, float]], Callable[..., Any]] | None:
@@ -131,7 +147,7 @@ class HybridIndex(KnowledgeIndex):
 
             nonlocal degraded
             assert stage is not None
-            out = rerank_fused(stage, searcher, query, fused, address, make)
+            out = rerank_fused(stage, searcher, query, fused, address, make, dials.candidates)
             degraded = out is None
             return out
 
@@ -141,12 +157,12 @@ class HybridIndex(KnowledgeIndex):
                                  reorder=reorder if stage is not None else None,
                                  ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
                                  question=lambda searcher: question_of(terms, searcher, self._doc_freqs),
-                                 floor=floor)
+                                 floor=floor, dials=dials)
         if hits is not None:
             return hits, None if degraded else generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
                               summary_chars=summary_chars, content_chars=content_chars, where=where,
-                              floor=floor), None
+                              floor=floor, dials=dials), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:
@@ -179,9 +195,10 @@ class HybridIndex(KnowledgeIndex):
         with ingest_lock(self.path, self.name):
             self.maybe_reload(force=True)  # what other writers committed before the lock was ours
             cache = cache_for(self.dense_config, self.store_root, self.embedder.fingerprint)
+            dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
+                                known={}, progress=progress)
             try:
-                dense = DenseIngest(self.path, self.dense_config, self.embedder, cache, chunk_chars=self.chunk_chars,
-                                    known=known(), progress=progress)
+                dense.known = dict(known())
                 report = write(dense)
                 generation = read_generation(self.path)
                 current = load_current(self.path) if report.commit is None else None
@@ -193,9 +210,39 @@ class HybridIndex(KnowledgeIndex):
                 else:  # a commit, or the vectors of the commit shown missing (a run killed before them)
                     self.last_dense_report = dense.publish(self._index)
             finally:
+                dense.close()
                 cache.close()
         self.maybe_reload(force=True)
         return report
+
+    def cosine_line(self) -> CosineLine:
+        """The cosine line searches judge on now (`indexes.dense.calibration`)."""
+        return self.dense.line()
+
+    def calibrate(self) -> CosineLine | None:
+        """Measure the cosine line of the vectors of the commit the index shows and store it with
+        them (`indexes.dense.calibration`: an index whose vectors predate measuring); this handle
+        judges on it at once, a server from its next commit or restart. None when the index is
+        too small to measure. Raises IndexLockedError while a writer holds the index, LookupError
+        when the commit has no vectors of this model (run `kbgate index add` first), and the
+        provider's EmbeddingError."""
+        timeout = self.dense_config.timeout_seconds
+        with ingest_lock(self.path, self.name):
+            self.maybe_reload(force=True)
+            generation, _, searcher = searcher_at_commit(self._index, self.path)
+            current = load_current(self.path, view=False)
+            if current is None or current.generation != generation \
+                    or current.fingerprint != self.embedder.fingerprint:
+                raise LookupError(f"index {self.name} has no vectors of {self.dense_config.model} for its latest "
+                                  "commit: run kbgate index add first")
+            keys = sorted(current.chunk_of)
+            line = measure([current.chunk_of[k] for k in keys], lambda at: current.vectors([keys[i] for i in at]),
+                           lambda ids: stored_texts(searcher, self._schema, ids),
+                           lambda text: self.embedder.embed_query(text, timeout))
+            if line is not None:
+                write_line(current.folder, line)
+        self.dense.reloaded(generation)  # this handle's state: the vectors again, with their line
+        return line
 
     def close(self) -> None:
         """Stop the query encoder's threads and release the provider (and the rerank stage's)."""
@@ -205,8 +252,10 @@ class HybridIndex(KnowledgeIndex):
 
 class HybridStore(IndexStore):
     """An `IndexStore` whose indexes configured hybrid open as `HybridIndex`; the others stay
-    lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`);
-    observe: told of every hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
+    lexical `KnowledgeIndex`es. dense: index name → its settings (`[indexes.NAME.dense]`); a
+    `DenseChoices` also makes hybrid, with its default settings, every index created here and
+    every one already holding vectors, unless configured `dense = "none"`; observe: told of every
+    hybrid search's outcome (`indexes.dense.hybrid.Observe`). rerank:
     index name → its rerank stage settings (`[indexes.NAME.rerank]`, `indexes.rerank`), attached
     to an index opened for serving (lexical or hybrid); observe_rerank: told of every rerank
     call's outcome (`indexes.rerank.Observe`). Other keyword arguments as `IndexStore` (clock, bounds)."""
@@ -216,21 +265,35 @@ class HybridStore(IndexStore):
                  observe_rerank: RerankObserve | None = None, **kwargs: Any) -> None:
         super().__init__(root, **kwargs)
         self.dense: Mapping[str, DenseConfig] = dense or {}
+        self._choices = dense if isinstance(dense, DenseChoices) else DenseChoices(self.dense)
         self._observe = observe
         self.rerank: Mapping[str, RerankConfig] = rerank or {}
         self._observe_rerank = observe_rerank
 
+    def dense_for(self, name: str, *, creating: bool = False) -> DenseConfig | None:
+        """The settings index `name` opens with here (`DenseChoices.for_index`), None: lexical."""
+        return self._choices.for_index(name, self.folder(name), creating=creating)
+
+    def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
+        """`IndexStore.create_or_open_for_write`; an index it creates gets the default dense
+        settings (unless configured otherwise): its `dense/` folder is made first, so every
+        later open, here or in a server, knows it is hybrid."""
+        folder = self.folder(name)
+        if not (folder / "meta.json").is_file() and self.dense_for(name, creating=True) is not None:
+            (folder / DENSE_DIR).mkdir(parents=True, exist_ok=True)
+        return super().create_or_open_for_write(name, chunk_chars=chunk_chars)
+
     def _make(self, name: str, folder: Path, index: tantivy.Index, chunk_chars: int, *,
-              warm: bool = True) -> KnowledgeIndex:
-        dense = self.dense.get(name)
+              warm: bool = True, shadow: Shadow | None = None) -> KnowledgeIndex:
+        dense = self.dense_for(name)
         if dense is None:
-            ki = super()._make(name, folder, index, chunk_chars, warm=warm)
+            ki = super()._make(name, folder, index, chunk_chars, warm=warm, shadow=shadow)
         else:
             serving = None if warm else self._open.get(name)  # a write handle borrows the served model
             lent = _Lent(serving.embedder) if isinstance(serving, HybridIndex) else None
             ki = HybridIndex(name, folder, index, dense=dense, store_root=self.root, clock=self._clock,
                              chunk_chars=chunk_chars, bounds=self.bounds, warm=warm, observe=self._observe,
-                             embedder=lent)
+                             embedder=lent, shadow=shadow)
         rerank = self.rerank.get(name)
         if rerank is not None and warm:  # a writer never reranks
             from ..rerank import RerankStage

@@ -24,7 +24,7 @@ import fcntl
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,11 @@ from ..ingest.chunking import chunk
 from ..stats import read_commit, read_generation
 from ..types import Document, IngestError, IngestWarning
 from .cache import EmbeddingCache, text_key
+from .calibration import CosineLine, line_for, stored_texts
 from .config import DenseConfig
-from .providers import Embedder
+from .costs import BuildCosts
+from .parallel import POOL_FROM, PassagePool, build_workers
+from .providers import Embedder, LocalEmbedder
 from .texts import passage_text
 from .vectors import DENSE_DIR, Entry, load_current, publish
 
@@ -62,11 +65,21 @@ class DenseReport:
     cached: int = 0
     kept: int = 0
     publish_seconds: float = 0.0
+    cosine_line: CosineLine | None = None
+    costs: BuildCosts | None = None
 
     def line(self, name: str) -> str:
-        return (f"index {name}: vectors of generation {self.generation}: {self.chunks} chunks ({self.kept} kept, "
+        """What the publish did, and on a second line what the build cost (`BuildCosts.line`)."""
+        done = (f"index {name}: vectors of generation {self.generation}: {self.chunks} chunks ({self.kept} kept, "
                 f"{self.cached} from the embedding cache, {self.embedded} embedded), published in "
-                f"{self.publish_seconds:.1f} s")
+                f"{self.publish_seconds:.1f} s; " + _line_text(self.cosine_line))
+        return done if self.costs is None else f"{done}\n{self.costs.line(name)}"
+
+
+def _line_text(line: CosineLine | None) -> str:
+    if line is None:
+        return "cosine line not measured (fewer documents than a measure needs): the model's line is used"
+    return f"cosine line {line.zero:.4f} → 0, {line.one:.4f} → 1 ({line.source}, {line.probes} probes)"
 
 
 @contextlib.contextmanager
@@ -86,7 +99,7 @@ def ingest_lock(index_folder: Path, name: str) -> Iterator[None]:
         os.close(fd)
 
 
-def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: bool = True,
+def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: bool | Callable[[], None] = True,
                            attempts: int = 5) -> tuple[int | None, tantivy.Searcher]:
     """(generation, searcher) where the searcher is known to show exactly that commit.
 
@@ -98,15 +111,19 @@ def searcher_at_generation(index: tantivy.Index, index_folder: Path, *, reload: 
     return generation, searcher
 
 
-def searcher_at_commit(index: tantivy.Index, index_folder: Path, *, reload: bool = True,
+def searcher_at_commit(index: tantivy.Index, index_folder: Path, *, reload: bool | Callable[[], None] = True,
                        attempts: int = 5) -> tuple[int | None, str | None, tantivy.Searcher]:
     """(generation, commit label, searcher): `searcher_at_generation` with the `commit_label`
     of the same meta.json read. When the generation cannot be pinned down it is None and the
-    label is the one read before the last reload (never newer than the searcher shows)."""
+    label is the one read before the last reload (never newer than the searcher shows).
+    reload: True (`index.reload()`), False (none), or the reload to run
+    (`KnowledgeIndex.reload_reader`: a read-only folder's shadow is refreshed first)."""
     commit: str | None = None
     for _ in range(attempts):
         before, commit = read_commit(index_folder)
-        if reload:
+        if callable(reload):
+            reload()
+        elif reload:
             index.reload()
         searcher = index.searcher()
         if before is not None and before == read_generation(index_folder):
@@ -127,10 +144,13 @@ class DenseIngest:
     index_folder: the index. config/embedder/cache: the index's dense settings and provider.
     chunk_chars: the index's chunk size (the writer's). known: doc_id → revision before this
     ingest (documents staged are those whose revision differs). progress: a tqdm bar on a TTY.
+    workers: processes a local model embeds on once a round holds POOL_FROM texts
+    (`indexes.dense.parallel`; None: every core). `close()` stops them.
     """
 
     def __init__(self, index_folder: Path, config: DenseConfig, embedder: Embedder, cache: EmbeddingCache,
-                 *, chunk_chars: int, known: dict[str, str], progress: bool = False) -> None:
+                 *, chunk_chars: int, known: dict[str, str], progress: bool = False,
+                 workers: int | None = None) -> None:
         self.folder = Path(index_folder)
         self.config, self.embedder, self.cache = config, embedder, cache
         self.chunk_chars = chunk_chars
@@ -140,6 +160,9 @@ class DenseIngest:
         self._pending: dict[bytes, str] = {}
         self._embedded: set[bytes] = set()  # keys this run computed
         self._bar: Any = None
+        self.workers = build_workers() if workers is None else max(workers, 1)
+        self._pool: PassagePool | None = None
+        self._cpu = self._wall = 0.0  # the model's CPU seconds (every process) and elapsed seconds
 
     # ---- step 1: embed what the ingest is about to write -----------------
 
@@ -171,20 +194,45 @@ class DenseIngest:
         self._pending.clear()
 
     def _embed(self, todo: list[tuple[bytes, str]]) -> dict[bytes, npt.NDArray[np.float32]]:
-        """Embed (key, text) pairs in batches, storing each batch in the cache at once (an
+        """Embed (key, text) pairs in batches, on the process pool when the round is large
+        enough (`indexes.dense.parallel`), storing each batch in the cache at once (an
         interrupted run keeps what it paid for)."""
         out: dict[bytes, npt.NDArray[np.float32]] = {}
         step = max(self.config.batch_size, 1)
-        for start in range(0, len(todo), step):
-            part = todo[start:start + step]
-            vectors = self.embedder.embed_passages([t for _, t in part])
+        parts = [todo[start:start + step] for start in range(0, len(todo), step)]
+        if self._pool is None and self.workers > 1 and type(self.embedder) is LocalEmbedder and len(todo) >= POOL_FROM:
+            self._pool = PassagePool(self.config, self.workers)  # its start counts in the wall time
+        elif self._pool is None and todo:
+            self.embedder.warm()  # loading the model is not the chunks' cost
+        t0 = time.perf_counter()
+        for part, (vectors, cpu) in zip(parts, self._vectors([[t for _, t in part] for part in parts]), strict=True):
             pairs = [(k, v) for (k, _), v in zip(part, vectors, strict=True)]
             self.cache.put_many(pairs)
             out.update(pairs)
             self._embedded.update(k for k, _ in part)
             self.report.embedded += len(part)
+            self._cpu += cpu
             self._tick(len(part))
+        self._wall += time.perf_counter() - t0
         return out
+
+    def _vectors(self, batches: list[list[str]]) -> Iterator[tuple[npt.NDArray[np.float32], float]]:
+        """(vectors, CPU seconds) of each batch, in order: on the pool once one runs (a round
+        of POOL_FROM texts started it), else in this thread (`time.thread_time`: the local model
+        computes in the calling thread; a served model's CPU is the server's)."""
+        if self._pool is not None:
+            yield from self._pool.embed(batches)
+            return
+        for batch in batches:
+            t0 = time.thread_time()
+            vectors = self.embedder.embed_passages(batch)
+            yield vectors, time.thread_time() - t0
+
+    def close(self) -> None:
+        """Stop the pool's processes, if any ran."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _tick(self, n: int) -> None:
         if not (self.progress and sys.stderr.isatty()):
@@ -229,9 +277,18 @@ class DenseIngest:
             self._close_bar()
         added = [Entry(cid, did, have[k]) for cid, did, k, _ in texts]
         dim = added[0].vector.shape[0] if added else (previous.dim if previous is not None else 0)
-        publish(self.folder, generation, self.embedder.fingerprint, dim, revisions, keep, previous, added)
+        timeout = self.config.timeout_seconds
+        line = line_for(previous, keep, added, lambda ids: stored_texts(searcher, schema, ids),
+                        lambda text: self.embedder.embed_query(text, timeout))
+        folder = publish(self.folder, generation, self.embedder.fingerprint, dim, revisions, keep, previous, added,
+                         line=line)
+        self.report.cosine_line = line
         self.report.generation = generation
         self.report.kept = len(keep)
         self.report.chunks = len(keep) + len(added)
         self.report.publish_seconds = time.perf_counter() - t0
+        self.report.costs = BuildCosts.measure(
+            folder, chunks=self.report.chunks, embedded=self.report.embedded, cpu_seconds=self._cpu,
+            wall_seconds=self._wall, workers=self.workers if self._pool is not None else 1,
+            served=self.config.provider != "local")
         return self.report

@@ -8,6 +8,8 @@ On disk, inside the index folder (Tantivy leaves files it does not manage alone)
         fingerprint (the vector space), dim, next_key, docs {doc_id: revision},
         chunks [[key, chunk_id, doc_id], ...]
     dense/g-N-<token>/vectors.usearch    usearch HNSW graph with the vectors (keys = labels)
+    dense/g-N-<token>/cosine_line.json   the cosine line measured for them, when it was
+                                         (`indexes.dense.calibration`)
 
 A reader opens the folder CURRENT names and memory-maps the graph (`view`): several
 hypercorn workers share one copy in the page cache, and opening costs milliseconds.
@@ -36,6 +38,7 @@ import numpy.typing as npt
 import orjson
 
 from ..schema import doc_key
+from .calibration import CosineLine, read_line, write_line
 
 __all__ = ["DENSE_DIR", "EXACT_BELOW", "Entry", "VectorSet", "current_generation", "load_current", "publish"]
 
@@ -62,9 +65,10 @@ class VectorSet:
 
     generation: the Tantivy opstamp it belongs to. fingerprint: its vector space.
     revision_of[doc_id]: the document revision its vectors were computed from.
+    line: the cosine line measured for this set (None: not measured).
     """
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], index: Any) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, line: CosineLine | None = None) -> None:
         self.folder = folder
         self.generation = int(manifest["generation"])
         self.fingerprint = str(manifest["fingerprint"])
@@ -73,6 +77,7 @@ class VectorSet:
         self.revision_of: dict[str, str] = dict(manifest["docs"])
         self.chunk_of: dict[int, tuple[str, str]] = {int(k): (c, d) for k, c, d in manifest["chunks"]}
         self._index = index
+        self.line = line
         self._at: dict[tuple[int, int], int] | None = None  # (doc_key, chunk) → key, `keys_at`
 
     def __len__(self) -> int:
@@ -151,7 +156,7 @@ def load(folder: Path, *, view: bool = True) -> VectorSet | None:
             if index is None:
                 return None
             index.expansion_search = EXPANSION_SEARCH  # a search setting: not kept in the file
-        return VectorSet(folder, manifest, index)
+        return VectorSet(folder, manifest, index, read_line(folder))
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         return None
 
@@ -164,7 +169,8 @@ def _new_graph(dim: int) -> Any:
 
 
 def publish(index_folder: Path, generation: int, fingerprint: str, dim: int, docs: dict[str, str],
-            keep: Iterable[int], previous: VectorSet | None, added: Sequence[Entry], *, threads: int = 0) -> Path:
+            keep: Iterable[int], previous: VectorSet | None, added: Sequence[Entry], *, threads: int = 0,
+            line: CosineLine | None = None) -> Path:
     """Write the vector set of `generation` and make it CURRENT; returns its folder.
 
     docs: doc_id → revision of every document the set covers. keep: keys of `previous` whose
@@ -173,6 +179,7 @@ def publish(index_folder: Path, generation: int, fingerprint: str, dim: int, doc
     graph is patched in place) is given and the set changes by
     less than REBUILD_REMOVED_SHARE, its graph is patched (removals + additions); else the
     graph is rebuilt from all vectors. threads: for the graph build (0 = all cores).
+    line: the cosine line of the new set, stored with it (None: none).
     """
     base = _dense(index_folder)
     base.mkdir(parents=True, exist_ok=True)
@@ -209,6 +216,8 @@ def publish(index_folder: Path, generation: int, fingerprint: str, dim: int, doc
         manifest = {"format": FORMAT, "generation": generation, "fingerprint": fingerprint, "dim": dim,
                     "next_key": next_key + len(added), "docs": docs, "chunks": chunks}
         (tmp / "manifest.json").write_bytes(orjson.dumps(manifest))
+        if line is not None:
+            write_line(tmp, line)
         for f in tmp.iterdir():
             _fsync(f)
         final = base / name

@@ -16,6 +16,7 @@ from gateway.core.config import load_config
 from tests.console.test_users import users_config
 from tests.support.callbacks import body, signed
 from tests.support.configs import ADMIN_TOKEN, ENV, SECRET_ACME, TOKEN_ALICE, write
+from tests.support.documents import AGENT_DOCS, KB_DOCS
 
 pytestmark = pytest.mark.anyio
 AUTH = {"authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -61,7 +62,8 @@ async def test_the_overview_shows_every_route_and_what_happened(tmp_path: Path, 
     for name in ("docs", "kb"):
         ix = o["indexes"][name]
         assert ix["documents"] > 0 and ix["chunks"] >= ix["documents"] and ix["last_commit"]
-        assert ix["disabled_documents"] is None  # the documents wing's slot
+        hidden = sum(not d.qa_visible for d in (AGENT_DOCS if name == "docs" else KB_DOCS))
+        assert ix["disabled_documents"] == hidden  # qa_visible off: served to no caller
     q = o["questions"]
     assert len(q["days"]) == 30 and q["days"] == sorted(q["days"])
     assert (q["total"][-1], q["no_answer"][-1]) == (3, 2)

@@ -114,3 +114,41 @@ async def test_a_try_the_config_cannot_run_is_refused_naming_the_field(rt: Runti
     with pytest.raises(TryInvalid) as err:
         await try_.run(rt, req)
     assert err.value.field == field
+
+
+async def test_a_try_shows_the_analysis_the_gap_verdict_and_why_each_chunk_is_out(rt: Runtime) -> None:
+    out = try_.to_json(await try_.run(rt, try_.TryRequest("knowledge", "密钥轮换 退役", 3, client="alice",
+                                                           route="strict")))
+    s = _only(out)
+    words = {a["word"]: a for a in s["analysis"]}
+    assert set(words) == {"密钥", "轮换", "退役"} and sum(a["weight"] for a in s["analysis"]) == pytest.approx(1.0)
+    assert all(a["matched"] == "direct" for a in s["analysis"])  # the kept page holds every word
+    assert s["gap"] == {"threshold": 0.3, "gap": False, "reason": "answered"} and out["gap"] == s["gap"]
+    [deploy] = [d for d in s["dropped"] if d["doc_id"] == "ops/deploy.md"]
+    assert deploy["reason"] == "floor" and "密钥" in deploy["terms"]  # matched some words, under the floor
+    missing = try_.to_json(await try_.run(rt, try_.TryRequest("knowledge", "火星基地的氧气配额", 3, client="alice",
+                                                               route="strict")))
+    m = _only(missing)
+    assert m["gap"] == {"threshold": 0.3, "gap": True, "reason": "no_answer"}
+    assert {a["matched"] for a in m["analysis"]} == {"unmatched"}
+    assert m["kept"] == [] and m["dropped"] == []  # nothing shares a term with it
+    # 第1 is no content word: the manual's "第1节" chunk holds a term of the question, not one of its words
+    odd = _only(try_.to_json(await try_.run(rt, try_.TryRequest("knowledge", "火星第1", 3, client="alice",
+                                                                 route="strict"))))
+    assert [a["word"] for a in odd["analysis"]] == ["火星"]
+    reasons = {d["doc_id"]: d["reason"] for d in odd["dropped"]}
+    assert reasons.get("long/manual.md") == "no_match", odd["dropped"]
+
+
+async def test_words_matched_through_a_synonym_are_shown_as_such(rt: Runtime) -> None:
+    import dataclasses
+
+    from indexes.synonyms import parse as parse_synonyms
+
+    rt.config = dataclasses.replace(rt.config, synonyms={"docs": parse_synonyms("凭证 => 密钥\n", "s.txt")})
+    s = _only(try_.to_json(await try_.run(rt, try_.TryRequest("knowledge", "凭证轮换", 3, client="alice",
+                                                               route="support"))))
+    words = {a["word"]: (a["matched"], a["via"]) for a in s["analysis"]}
+    assert words["凭证"] == ("synonym", "密钥") and words["轮换"] == ("direct", "")
+    assert {"synonym": "密钥", "term": "凭证"} in s["kept"][0]["synonym_terms"]
+    assert all({"synonym": "密钥", "term": "凭证"} in d["synonym_terms"] for d in s["dropped"] if "密钥" in d["title"])

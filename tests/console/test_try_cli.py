@@ -1,4 +1,6 @@
-"""`kbgate try` on the command line (gateway/console/try_cli.py): stdout is the answer alone."""
+"""`kbgate try` on the command line (gateway/console/try_cli.py): stdout is the answer alone; the
+text names the cosine line a hybrid search judged on, with its source, and how to measure a line
+that was not measured for the index."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from gateway.console.try_cli import cosine_line_text
 from tests.support.configs import ACME_KEYS, ENV, config, tenant, write
 from tests.support.harness import kbgate
 
@@ -25,3 +28,12 @@ def test_try_json_prints_one_json_document_and_the_audit_line_on_stderr(tmp_path
     audit = [orjson.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
     assert [a["tool"] for a in audit] == ["admin.try"]
     assert "密钥轮换" not in r.stderr  # the question never reaches the audit line
+
+
+def test_the_cosine_line_says_where_it_came_from() -> None:
+    measured = cosine_line_text({"zero": 0.2641, "one": 0.6471, "source": "measured"}, "docs")
+    assert measured == "cosine line: 0.2641 → relevance 0, 0.6471 → 1 (measured: measured on this index's vectors)"
+    assert "cosine_zero / cosine_one in the config" in cosine_line_text({"zero": 0.4, "one": 0.8, "source": "config"},
+                                                                         "docs")
+    model = cosine_line_text({"zero": 0.3, "one": 0.65, "source": "model"}, "docs")
+    assert "not measured for this index" in model and "kbgate index calibrate --config FILE --index docs" in model

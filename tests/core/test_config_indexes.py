@@ -12,7 +12,7 @@ import pytest
 from gateway.core.config import load_config, load_indexes
 from gateway.core.errors import ConfigError
 from gateway.serve.reload import RESTART_ONLY
-from indexes.dense.config import DenseConfig
+from indexes.dense.config import DenseChoices, DenseConfig
 from tests.support.configs import EMBEDDING_KEY, ENV, config, parse, tenant, write
 from tests.support.paths import ROOT
 
@@ -152,10 +152,38 @@ def test_example_config_with_its_dense_table_uncommented_loads(tmp_path: Path) -
     assert cfg.dense["software-docs"].provider == "openai"
 
 
-def test_the_demo_of_make_run_is_hybrid_with_the_embedded_model() -> None:
+def test_the_demo_of_make_run_is_hybrid_with_the_embedded_model_by_default(tmp_path: Path) -> None:
     # What `make demo` reads (the indexer needs no secret: data/demo/secret may not exist yet).
     _, dense = load_indexes(ROOT / "deploy" / "demo" / "gateway.toml", env={})
-    assert dense == {"demo-docs": DenseConfig(provider="local", model="use-multilingual-v3")}
+    assert dense == {}  # no line opts in: the default does
+    use = DenseConfig(provider="local", model="use-multilingual-v3")
+    assert dense.for_index("demo-docs", tmp_path / "demo-docs", creating=True) == use
+
+
+def test_a_new_index_is_hybrid_unless_its_config_says_dense_none(tmp_path: Path) -> None:
+    d = data()
+    d["indexes"]["plain"] = {"dense": "none"}
+    dense = parse(d, tmp_path).dense
+    assert isinstance(dense, DenseChoices) and dense == {} and dense.lexical == {"plain"}
+    use = DenseConfig(provider="local", model="use-multilingual-v3")
+    assert dense.for_index("docs", tmp_path / "docs", creating=True) == use
+    assert dense.for_index("plain", tmp_path / "plain", creating=True) is None
+    built = tmp_path / "old"  # built lexical before the default: stays lexical, says how to add vectors
+    built.mkdir()
+    (built / "meta.json").write_text("{}", "utf-8")
+    assert dense.for_index("old", built) is None and dense.unembedded("old", built)
+    assert "kbgate index embed --config FILE --index old" in dense.embed_step("old")
+    (built / "dense").mkdir()  # vectors: hybrid from then on
+    assert dense.for_index("old", built) == use and not dense.unembedded("old", built)
+    assert not dense.unembedded("plain", built)
+
+
+@pytest.mark.parametrize("value", ["nope", 3, ["none"], True])
+def test_an_invalid_dense_value_names_the_key(value: Any, tmp_path: Path) -> None:
+    d = data()
+    d["indexes"]["docs"] = {"dense": value}
+    message = refused(d, "indexes.docs.dense", tmp_path)
+    assert '"none"' in message or "none" in message
 
 
 def test_the_one_line_opt_in_names_an_embedded_model(tmp_path: Path) -> None:

@@ -28,11 +28,12 @@ SECRET = "e2e-secret-Zq81-long"
 def write_config(tmp: Path, port: int, redis_url: str | None, workers: int, key_prefix: str,
                  server: dict[str, float] | None = None) -> Path:
     """What `make run` configures: tenant demo (key from the file 'secret'), route tech/software
-    → index demo-docs under tmp/indexes."""
+    → index demo-docs under tmp/indexes, lexical (these tests are about the CLI and the server;
+    the demo's hybrid default: tests/e2e/test_demo.py, tests/e2e/test_hybrid.py)."""
     (tmp / "secret").write_text(SECRET + "\n")
     demo = tenant("demo", keys=[("e2e", "file:secret")], routes=[("tech", "software", "demo-docs")], datasets=None)
     data = config(tmp, tenants=[demo], port=port, workers=workers, redis_url=redis_url, key_prefix=key_prefix,
-                  **({"server": server} if server else {}))
+                  lexical=["demo-docs"], **({"server": server} if server else {}))
     return write(tmp / "gateway.toml", data)
 
 

@@ -28,6 +28,7 @@ from tests.support.configs import ACME_KEYS, ENV, client, config, tenant, write
 from tests.support.files import docx_bytes, encrypted_pdf, guide_pdf
 from tests.support.harness import Server, free_port, kbgate, kbgate_argv, serve
 from tests.support.mcp_env import connect, payload
+from tests.support.readonly_mount import mount_problem, read_only_argv
 
 CMS = "cms-webhook-token-0123456789abcdef"
 READER = "reader-only-token-0123456789abcdef"  # search, no documents.write
@@ -366,6 +367,28 @@ def test_kbgate_index_add_runs_beside_the_api(tmp_path: Path, live: Server) -> N
     held = IndexStore(indexes).open("live").revisions()
     assert {f"page-{i}.md" for i in range(300)} <= set(held)
     assert {f"api-{i}" for i in range(puts)} <= set(held)
+
+
+@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
+def test_a_write_to_a_read_only_index_folder_is_refused_and_searches_go_on(tmp_path: Path, redis_url: str) -> None:
+    indexes = tmp_path / "indexes"
+    _seed(indexes)
+    port = free_port()
+    argv = read_only_argv(indexes, kbgate_argv(_config(tmp_path, indexes, port, redis_url), bind=f"127.0.0.1:{port}",
+                                               workers=2))
+    with Server(argv, port, log_path=tmp_path / "serve.log", env=ENV, workers=2) as srv, \
+            httpx.Client(base_url=srv.base, timeout=30) as c:
+        for _ in range(2):
+            r = c.put(f"{BASE}/documents/new", content=orjson.dumps({"title": "新页面", "content": "不会写入。"}),
+                      headers={**AUTH, "content-type": "application/json"})
+            assert r.status_code == 503, r.text
+            error = r.json()["errors"][0]
+            assert error["code"] == "documents.index_unavailable" and "read-only" in error["message"], error
+            assert error["retryable"] is False and str(indexes) not in r.text
+        r = callback(c, srv.base, ENV["ACME_SECRET"], query="第一篇文档")
+        assert r.status_code == 200 and r.json()["Ret"] == 0 and r.json()["Result"], r.text
+    assert "read-only index folder" in srv.logs() and str(indexes / "live") in srv.logs()
+    assert IndexStore(indexes).open("live").get_document("new") is None
 
 
 def test_a_full_disk_is_a_retryable_503_that_says_disk_full_and_loses_nothing(tmp_path: Path,

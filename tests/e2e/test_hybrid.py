@@ -1,5 +1,5 @@
-"""Hybrid retrieval end to end: `kbgate index add` embeds at ingest for an index configured
-hybrid, then a real `kbgate serve` answers a signed Volcengine callback, the knowledge
+"""Hybrid retrieval end to end: `kbgate index add` embeds at ingest for a new index (hybrid by
+default, or configured hybrid), then a real `kbgate serve` answers a signed Volcengine callback, the knowledge
 protocol, the tool API, Dify's External Knowledge API and the MCP server through the one
 search entry — and keeps answering (lexically,
 within the deadline) when the embedding service goes down."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,13 @@ from tests.support.paths import ROOT
 LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
 
 
-def write_site(tmp: Path, dense: dict[str, Any], port: int, *, lexical: bool = False) -> Path:
+def write_site(tmp: Path, dense: dict[str, Any] | None, port: int, *, lexical: bool = False,
+               notes: bool = False) -> Path:
     """tmp/docs/pages.jsonl (HYBRID_DOCS) and tmp/gateway.toml: tenant acme's route tech/docs and
-    the agent routes over index 'docs', configured hybrid with `dense`; with `lexical`, also
-    tmp/kb/pages.jsonl (KB_DOCS) and the route tech/kb over the lexical index 'kb'."""
+    the agent routes over index 'docs', configured hybrid with `dense` (None: no dense setting,
+    the default); with `lexical`, also tmp/kb/pages.jsonl (KB_DOCS) and the route tech/kb over
+    index 'kb', configured `dense = "none"`; with `notes`, the route tech/notes over index
+    'notes', which alice may write through the document API."""
     (tmp / "docs").mkdir()
     (tmp / "docs" / "pages.jsonl").write_text(as_jsonl(HYBRID_DOCS), "utf-8")
     routes = [("tech", "docs", "docs")]
@@ -51,14 +55,18 @@ def write_site(tmp: Path, dense: dict[str, Any], port: int, *, lexical: bool = F
         (tmp / "kb").mkdir()
         (tmp / "kb" / "pages.jsonl").write_text(as_jsonl(KB_DOCS), "utf-8")
         routes.append(("tech", "kb", "kb"))
+    if notes:
+        routes.append(("tech", "notes", "notes"))
     acme = tenant("acme", keys=ACME_KEYS, routes=routes)
-    alice = client("t1", TOKEN_ALICE, ["support"], ["knowledge.search", "search", "dify.retrieval", "mcp.search"],
-                   **EVERYTHING)
+    tools = ["knowledge.search", "search", "dify.retrieval", "mcp.search"]
+    alice = client("t1", TOKEN_ALICE, ["support"], [*tools, "documents.write"] if notes else tools,
+                   **({"write_indexes": ["notes"]} if notes else {}), **EVERYTHING)
     agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}}, "clients": {"alice": alice}}
     # No relevance floor: PARAPHRASE's page lies at cosine 0.25 in the small model, as close as an
     # off-topic question's nearest laws-cn chunk (its relevance is ~0, under the default floor);
     # these tests are about the hybrid path itself. Floors on hybrid indexes: tests/e2e/test_relevance.py.
-    data = config(tmp, tenants=[acme], port=port, dense={"docs": dense}, agent=agent,
+    data = config(tmp, tenants=[acme], port=port, dense=None if dense is None else {"docs": dense}, agent=agent,
+                  lexical=["kb"] if lexical else [],
                   access={"sqlite_path": "feedback.sqlite3"}, search={"relevance_floor": 0})
     return write(tmp / "gateway.toml", data)
 
@@ -101,36 +109,112 @@ async def _mcp_first_title(base: str) -> str:
     return str(found[0]["title"])
 
 
-def test_local_model_hybrid_through_every_caller(tmp_path: Path) -> None:
+def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
+    """ask() until it returns `want` or `seconds` pass (the worker loads the model in the
+    background, and a search past its deadline is answered lexically); returns the last answer."""
+    deadline = time.monotonic() + seconds
+    got = ask()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.5)
+        got = ask()
+    return got
+
+
+def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -> None:
+    """No dense setting anywhere: `kbgate index add` embeds a new index with the embedded model
+    and prints what the build cost; a first PUT through the document API creates index 'notes'
+    hybrid too; the Volcengine callback, the knowledge protocol, the tool API, Dify and MCP all
+    find the page a paraphrase shares no word with (BM25 alone cannot: see the lexical index)."""
+    from indexes.dense.vectors import load_current
+
     port = free_port()
-    cfg = write_site(tmp_path, {**LOCAL, "query_timeout_ms": 5000}, port)
+    cfg = write_site(tmp_path, None, port, notes=True)
+    assert "dense" not in cfg.read_text("utf-8")  # the default path: nothing opts in
     built = index_add(cfg, tmp_path)
     assert built.returncode == 0, built.stderr
     assert "vectors of generation" in built.stdout and "5 embedded" in built.stdout
-    with server(cfg, port) as srv, httpx.Client(timeout=30) as client:
-        deadline = time.monotonic() + 30  # the worker loads the model in the background
+    assert "build costs: embedding" in built.stdout and "CPU-s per 1,000 chunks" in built.stdout
+    assert "per 100k chunks, extrapolated from this build's 5" in built.stdout
+    checked = kbgate("check-config", "--config", str(cfg))
+    assert "index docs: hybrid (local use-multilingual-v3, the default): 5 vectors of generation" in checked.stdout
+    auth = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
+    with server(cfg, port) as srv, httpx.Client(timeout=60) as client:
+        assert eventually(lambda: first_ids(callback(client, srv.base, PARAPHRASE))[:1], ["pw"]) == ["pw"]
         answer = callback(client, srv.base, PARAPHRASE)
-        while first_ids(answer)[:1] != ["pw"] and time.monotonic() < deadline:
-            time.sleep(0.5)
-            answer = callback(client, srv.base, PARAPHRASE)
-        assert answer["Ret"] == 0 and first_ids(answer)[0] == "pw"
-        assert answer["Result"][0]["Title"] == "账号管理"
-        assert "secret" not in first_ids(answer)  # hidden, whatever the vectors say
-        auth = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
-        r = client.post(f"{srv.base}/agent-api/v1/workspaces/support/knowledge/search", headers=auth,
-                        content=orjson.dumps({"query": PARAPHRASE}))
+        assert answer["Result"][0]["Title"] == "账号管理" and "secret" not in first_ids(answer)
+
+        def knowledge() -> str:
+            r = client.post(f"{srv.base}/agent-api/v1/workspaces/support/knowledge/search", headers=auth,
+                            content=orjson.dumps({"query": PARAPHRASE}))
+            assert r.status_code == 200, r.text
+            return str(r.json()["hints"][0]["title"])
+
+        def tool() -> str:
+            r = client.post(f"{srv.base}/agent-access/v1/tools/search", headers=auth,
+                            content=orjson.dumps({"caller": {"type": "agent"}, "input": {"query": PARAPHRASE}}))
+            assert r.status_code == 200, r.text
+            return str(r.json()["data"]["results"][0]["citation"]["docId"])
+
+        def dify() -> str:
+            r = client.post(f"{srv.base}/dify/retrieval", headers=auth, content=orjson.dumps(
+                {"knowledge_id": "support", "query": PARAPHRASE,
+                 "retrieval_setting": {"top_k": 3, "score_threshold": 0}}))
+            assert r.status_code == 200, r.text
+            return str(r.json()["records"][0]["metadata"]["document_id"])
+
+        assert eventually(knowledge, "账号管理") == "账号管理"
+        assert eventually(tool, "pw") == "pw"
+        assert eventually(dify, "pw") == "pw"
+        assert eventually(lambda: anyio.run(_mcp_first_title, srv.base), "账号管理") == "账号管理"
+        # the document API's first PUT creates index 'notes', hybrid by default
+        page = {"title": "远程办公", "content": "在家连接公司内网：先启动客户端，再输入动态口令。"}
+        r = client.put(f"{srv.base}/documents/v1/indexes/notes/documents/vpn", content=orjson.dumps(page),
+                       headers=auth)
         assert r.status_code == 200, r.text
-        assert r.json()["hints"][0]["title"] == "账号管理"
-        r = client.post(f"{srv.base}/agent-access/v1/tools/search", headers=auth,
-                        content=orjson.dumps({"caller": {"type": "agent"}, "input": {"query": PARAPHRASE}}))
-        assert r.status_code == 200, r.text
-        assert r.json()["data"]["results"][0]["citation"]["docId"] == "pw"
-        r = client.post(f"{srv.base}/dify/retrieval", headers=auth, content=orjson.dumps(
-            {"knowledge_id": "support", "query": PARAPHRASE, "retrieval_setting": {"top_k": 3, "score_threshold": 0}}))
-        assert r.status_code == 200, r.text
-        assert r.json()["records"][0]["metadata"]["document_id"] == "pw"
-        assert anyio.run(_mcp_first_title, srv.base) == "账号管理"
-        assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") >= 3
+        vectors = load_current(tmp_path / "indexes" / "notes", view=False)
+        assert vectors is not None and vectors.revision_of.get("vpn") == r.json()["data"]["documents"][0]["revision"]
+
+        def notes() -> list[str]:
+            r = post(client, srv.base, SECRET_ACME, second="notes", query="在家里怎么访问公司的系统", limit=3)
+            assert r.status_code == 200, r.text
+            return first_ids(orjson.loads(r.content))[:1]
+
+        assert eventually(notes, ["vpn"]) == ["vpn"]
+        assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") >= 5
+
+
+def test_an_index_built_lexical_keeps_serving_and_says_how_to_add_vectors(tmp_path: Path) -> None:
+    """An index built before hybrid was the default (no vectors) keeps answering lexically;
+    check-config and /readyz name the one command that adds its vectors, `kbgate index embed`,
+    after which it is hybrid; `dense = "none"` keeps such an index lexical without a note."""
+    from indexes.store import IndexStore
+
+    port = free_port()
+    cfg = write_site(tmp_path, None, port)
+    IndexStore(tmp_path / "indexes").create_or_open_for_write("docs").ingest(HYBRID_DOCS, progress=False)
+    step = f"`kbgate index embed --config {cfg} --index docs`"
+    checked = kbgate("check-config", "--config", str(cfg))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"index docs is lexical: built before hybrid was the default, it has no vectors; add them with {step}" \
+        in checked.stdout
+    with server(cfg, port) as srv, httpx.Client(timeout=30) as client:
+        assert first_ids(callback(client, srv.base, "备份到 S3"))[:1] == ["br"]  # lexical, as before
+        ready = client.get(f"{srv.base}/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        assert any(step in note for note in ready.json()["notes"]), ready.json()
+    again = index_add(cfg, tmp_path)  # a run over it keeps it lexical, and says so
+    assert again.returncode == 0 and "vectors of generation" not in again.stdout
+    assert "kbgate: note: index docs is lexical" in again.stderr and step in again.stderr
+    embedded = kbgate("index", "embed", "--config", str(cfg), "--index", "docs", "--no-progress")
+    assert embedded.returncode == 0, embedded.stderr
+    assert "5 embedded" in embedded.stdout and "build costs: embedding" in embedded.stdout
+    after = kbgate("check-config", "--config", str(cfg))
+    assert "index docs: hybrid (local use-multilingual-v3, the default): 5 vectors of generation" in after.stdout
+    assert "is lexical" not in after.stdout
+    cfg.write_text(cfg.read_text("utf-8") + '\n[indexes.kb]\ndense = "none"\n', "utf-8")
+    IndexStore(tmp_path / "indexes").create_or_open_for_write("kb").ingest(HYBRID_DOCS, progress=False)
+    refused = kbgate("index", "embed", "--config", str(cfg), "--index", "kb")
+    assert refused.returncode == 2 and 'configured dense = "none"' in refused.stderr
 
 
 def test_callback_answers_lexically_within_the_deadline_when_the_embedding_service_dies(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ from tests.support.harness import kbgate
 @pytest.fixture(name="cfg")
 def _cfg(tmp_path: Path) -> Path:
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[indexes]\ndir = "ix"\n', encoding="utf-8")
+    # lexical: these tests are about ids, roots and refusals (the hybrid default: tests/e2e/test_hybrid.py)
+    cfg.write_text('[indexes]\ndir = "ix"\n[indexes.docs]\ndense = "none"\n[indexes.onlybin2]\ndense = "none"\n',
+                   encoding="utf-8")
     return cfg
 
 

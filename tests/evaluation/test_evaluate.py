@@ -23,8 +23,10 @@ from gateway.evaluation.evaluate import (
     doc_id_of,
     hybrid_settings,
     hybrid_toml,
+    lexical_toml,
     rerank_toml,
 )
+from indexes.dense.config import DenseChoices
 
 
 def test_default_corpora_add_laws_and_the_offtopic_set_on_each_docs_and_laws_route() -> None:
@@ -52,6 +54,17 @@ def test_the_hybrid_and_rerank_columns_are_served_by_valid_tables(tmp_path: Path
     rerank = cfg.rerank["tidb-docs-cn"]
     assert (rerank.provider, rerank.url, rerank.candidates) == ("cohere", "http://127.0.0.1:9/v1/rerank",
                                                                 RERANK_CANDIDATES)
+
+
+def test_the_lexical_and_rerank_columns_serve_the_index_lexically_though_it_holds_vectors(tmp_path: Path) -> None:
+    # The eval's one index is built with the hybrid column's vectors (a dense/ folder): without
+    # dense = "none" the hybrid default would serve the lexical column hybrid.
+    (tmp_path / "indexes" / "tidb-docs-cn" / "dense").mkdir(parents=True)
+    data = tomllib.loads('[indexes]\ndir = "indexes"\n' + lexical_toml("tidb-docs-cn")
+                         + rerank_toml("tidb-docs-cn", "http://127.0.0.1:9"))
+    cfg = parse_config(data, base_dir=tmp_path, env={})
+    assert DenseChoices.of(cfg.dense).for_index("tidb-docs-cn", tmp_path / "indexes" / "tidb-docs-cn") is None
+    assert "tidb-docs-cn" in cfg.rerank
 
 
 def test_a_question_the_callback_refuses_is_reported_once_per_corpus(tmp_path: Path,

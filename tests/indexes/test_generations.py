@@ -7,6 +7,8 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -18,6 +20,8 @@ from indexes.schema import SCHEMA_VERSION, SIDECAR
 from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.support.documents import KB_DOCS
+from tests.support.paths import ROOT
+from tests.support.readonly_mount import mount_problem, read_only_argv
 
 
 def doc(i: int) -> Document:
@@ -136,3 +140,14 @@ def test_manifest_problems_named(change: dict[str, object], words: str) -> None:
     assert manifest_problem(good, "kb", "7-0123456789ab") is None
     problem = manifest_problem({**good, **change}, "kb", "7-0123456789ab")
     assert problem is not None and words in problem
+
+
+@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
+def test_an_index_folder_mounted_read_only_is_published(writer: IndexStore, tmp_path: Path) -> None:
+    code = ("import sys\nfrom pathlib import Path\nfrom indexes.generations import publish\n"
+            "print(publish(Path(sys.argv[1]), 'kb', Path(sys.argv[2])).commit)")
+    done = subprocess.run(read_only_argv(writer.root, [sys.executable, "-c", code, str(writer.folder("kb")),
+                                                       str(tmp_path / "store")]),
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert latest(tmp_path / "store")["commit"] == done.stdout.strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,23 @@ def test_check_reads_the_disk_not_the_opened_index(store: IndexStore, index: Kno
     with pytest.raises(IndexNotFoundError) as missing:
         store.check("kb")
     assert missing.value.reason == "missing"
+
+
+def test_an_opened_index_touches_its_folder_only_when_asked(store: IndexStore, index: KnowledgeIndex) -> None:
+    # Tantivy's own reload watcher (a thread polling meta.json every 0.5 s) re-created its lock
+    # file after meta.json changed, in the middle of a deletion of the folder ("Directory not
+    # empty" from rmtree in test_check_reads_the_disk_not_the_opened_index): readers reload
+    # only when kbgate asks (KnowledgeIndex.maybe_reload).
+    store.open("kb")
+    folder = store.root / "kb"
+    meta = (folder / "meta.json").read_bytes()
+    (folder / "meta.json").write_text("{garbage")
+    time.sleep(0.7)
+    (folder / "meta.json").write_bytes(meta + b" ")
+    (folder / ".tantivy-meta.lock").unlink()
+    time.sleep(1.2)
+    assert not (folder / ".tantivy-meta.lock").exists()
+    shutil.rmtree(folder)
 
 
 def test_parallel_analysis_indexes_the_same_as_in_process(

@@ -397,8 +397,9 @@ def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) 
     cfg = _config(tmp_path, redis_url, key_prefix)
     with pytest.raises(ConfigError, match="report_until' is missing"):
         set_verify(cfg, "acme", "report")  # a report mode always ends
-    acme = set_verify(cfg, "acme", "report", until=1_900_000_000.4).tenants["acme"]
-    assert (acme.verify, acme.report_until) == ("report", 1_900_000_001)  # to the whole second after
+    until = int(time.time()) + 3600
+    acme = set_verify(cfg, "acme", "report", until=until + 0.4).tenants["acme"]
+    assert (acme.verify, acme.report_until) == ("report", until + 1)  # to the whole second after
     with pytest.raises(ConfigError):
         set_verify(cfg, "acme", "maybe")
     assert load_config(cfg).tenants["acme"].verify == "report"

@@ -214,3 +214,14 @@ async def test_what_start_up_made_is_frozen_out_of_the_collectors_walks(tmp_path
             assert gc.get_freeze_count() > 10_000  # modules, models, the config: the worker's lifetime
     finally:
         gc.unfreeze()  # the rest of the suite runs with the collector seeing everything again
+
+
+@pytest.mark.anyio
+async def test_readyz_says_how_to_add_vectors_to_an_index_built_lexical(tmp_path: Path, docs_index: Path) -> None:
+    # The suite's shared index was built lexical (no vectors): it serves, and /readyz names the next step.
+    r = await readyz(tmp_path, docs_index, {"handbook": {"index": "docs"}})
+    assert r.status_code == 200 and r.json()["status"] == "ready"
+    assert r.json()["notes"] == [
+        "index docs is lexical: built before hybrid was the default, it has no vectors; add them with "
+        "`kbgate index embed --config FILE --index docs` and restart, or set [indexes.docs] dense = \"none\" "
+        "to keep it lexical"]

@@ -8,16 +8,20 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from gateway.serve.lifeline import port_holders
 from gateway.serve.master import CRASH_LOOP_DEATHS, CRASH_LOOP_EXIT, CRASH_LOOP_SECONDS, CrashLoop, describe_exit
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
-from tests.support.harness import LISTENING, Server, free_port, serve
+from tests.support.harness import LISTENING, Server, free_port, kbgate, serve
 from tests.support.paths import ROOT
 
 SECRET = "master-test-secret-0001"
@@ -92,6 +96,65 @@ def test_workers_dying_at_start_up_stop_the_gateway_with_a_clear_line(tmp_path: 
     died = [r for r in srv.log_records() if r.get("msg") == DIED]
     assert len(died) == CRASH_LOOP_DEATHS - 1  # each replaced until the last one completed the loop
     assert died[0]["signal"] == "SIGKILL" and all(d["exitcode"] == 1 for d in died[1:])
+
+
+def _alive(pid: int) -> bool:
+    """Is `pid` a running process (a zombie waiting for its new parent to reap it is not)?"""
+    try:
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
+    except OSError:
+        return False
+
+
+def test_a_master_killed_outright_takes_its_workers_with_it(tmp_path: Path, docs_index: Path, redis_url: str,
+                                                           key_prefix: str) -> None:
+    cfg, port = _config(tmp_path, docs_index, redis_url, key_prefix)
+    with serve(cfg, port=port, workers=2, cwd=ROOT) as old:
+        workers = old.workers()
+        assert len(workers) == 2 and old.proc is not None
+        os.kill(old.proc.pid, signal.SIGKILL)
+        old.proc.wait(10)
+        # Bounded by graceful_timeout (5 s in this config) plus the exit margin; generous for a loaded machine.
+        _until("workers outlived their master", lambda: not any(_alive(p) for p in workers), old, timeout=30)
+        assert len(old.wait_log("master gone, worker stopping", 2)) == 2
+    assert not port_holders(port)
+    with serve(cfg, port=port, workers=2, cwd=ROOT) as new, \
+            httpx.Client(timeout=10, headers={"connection": "close"}) as c:
+        assert new.proc is not None
+        assert {pid for pid, _ in port_holders(port)} <= {new.proc.pid, *new.workers()}
+        for _ in range(10):
+            r = post(c, new.base, SECRET)
+            assert r.status_code == 200 and ret(r) == 0, r.text
+
+
+def test_a_start_refuses_a_port_another_process_still_listens_on(tmp_path: Path, docs_index: Path,
+                                                                redis_url: str, key_prefix: str) -> None:
+    # What an orphaned worker of an older kbgate is: a socket listening with SO_REUSEPORT, as
+    # hypercorn binds for more than one worker, which a new start could join unasked.
+    cfg, port = _config(tmp_path, docs_index, redis_url, key_prefix)
+    orphan = subprocess.Popen([sys.executable, "-c", (
+        "import socket,sys,time\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n"
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        f"s.bind(('127.0.0.1', {port}))\ns.listen()\nprint('up', flush=True)\ntime.sleep(120)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert orphan.stdout is not None and orphan.stdout.readline().strip() == "up"
+        started = kbgate("serve", "--config", str(cfg), "--bind", f"127.0.0.1:{port}", "--workers", "2", timeout=180)
+        assert started.returncode == 2, started.stderr[-2000:]
+        assert f"127.0.0.1:{port} is already in use by pid {orphan.pid} (" in started.stderr, started.stderr
+        assert "server.bind" in started.stderr and "Traceback" not in started.stderr
+    finally:
+        orphan.kill()
+        orphan.wait()
+
+
+def test_port_holders_names_the_listening_process() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert [pid for pid, _ in port_holders(port)] == [os.getpid()]
+    assert port_holders(port) == []
 
 
 # ------------------------------------------------------------------ the rule, in-process

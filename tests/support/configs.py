@@ -38,9 +38,12 @@ ENV = {"ACME_OLD": SECRET_ACME_OLD, "ACME_SECRET": SECRET_ACME, "BETA_SECRET": S
        "KBGATE_REF_KEY": REF_KEY, "KBGATE_EMBEDDING_KEY": EMBEDDING_KEY}
 
 Route = tuple[str, str, str]  # (FirstLevelId, SecondLevelId, index)
-# The end of every test tenant's report mode unless a test says otherwise: after the fixed clock
-# (NOW) and the real one alike, so report mode holds throughout a test.
-REPORT_UNTIL = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
+# The end of every test tenant's report mode unless a test says otherwise: a few hours after the
+# real clock at import (whole seconds), within the bound a config load allows
+# (gateway.core.config.tenants.REPORT_MAX_SECONDS), so report mode holds throughout a run. A test
+# on the fixed clock (NOW) that needs report mode sets its own report_until near NOW and parses
+# with now=NOW.
+REPORT_UNTIL = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=6)
 
 
 def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]] = (),
@@ -106,13 +109,18 @@ def config(root: Path, *, tenants: Iterable[Mapping[str, Any]] = (ACME,), indexe
            port: int | None = None, workers: int | None = None, redis_url: str | None = None,
            key_prefix: str | None = None, log_level: str | None = None, admin_token: str | None = None,
            show_queries: bool | None = None, dense: Mapping[str, Mapping[str, Any]] | None = None,
-           **sections: Mapping[str, Any]) -> dict[str, Any]:
+           lexical: Iterable[str] = (), **sections: Mapping[str, Any]) -> dict[str, Any]:
     """A whole config as a dict. indexes: indexes.dir (relative to the config's folder).
-    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval).
+    dense: index name → its [indexes.NAME.dense] table (hybrid retrieval). lexical: indexes
+    configured `dense = "none"`, for tests of lexical behaviour that create indexes through
+    `kbgate index add`, sync or the document API (a new index is hybrid by default, and embedding
+    it is not what they test).
     sections: more tables (server, replay, search, agent, audit, access), merged key by key."""
     data: dict[str, Any] = {"indexes": {"dir": str(indexes)}}
     for name, table in (dense or {}).items():
         data["indexes"][name] = {"dense": dict(table)}
+    for name in lexical:
+        data["indexes"][name] = {"dense": "none"}
     server: dict[str, Any] = {}
     if port is not None:
         server["bind"] = f"127.0.0.1:{port}"
@@ -138,9 +146,10 @@ def config(root: Path, *, tenants: Iterable[Mapping[str, Any]] = (ACME,), indexe
     return data
 
 
-def parse(data: Mapping[str, Any], root: Path, env: Mapping[str, str] = ENV) -> Config:
-    """The Config of `data`, relative paths from `root`, secrets from `env`."""
-    return parse_config(data, base_dir=root, env=env)
+def parse(data: Mapping[str, Any], root: Path, env: Mapping[str, str] = ENV, now: float | None = None) -> Config:
+    """The Config of `data`, relative paths from `root`, secrets from `env`, loaded at `now`
+    (unix s; None: the real clock)."""
+    return parse_config(data, base_dir=root, env=env, now=now)
 
 
 def write(path: Path, data: Mapping[str, Any], comment: str = "kbgate end-to-end test config") -> Path:

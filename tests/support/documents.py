@@ -9,6 +9,8 @@ and three wide ones for byte budgets).
 
 HYBRID_DOCS, for hybrid retrieval (indexes/dense): PARAPHRASE shares no word with the page that
 answers it ('pw'), so BM25 misses it and only the vectors find it; one internal page, one hidden.
+CALIBRATION_DOCS: twelve one-chunk pages on twelve topics, enough documents for an index's
+cosine line to be measured (indexes/dense/calibration.py).
 `as_jsonl` writes documents as the JSONL `kbgate index add` reads.
 """
 
@@ -70,6 +72,21 @@ HYBRID_DOCS = [
     _doc("br", "备份", "使用 BR 工具把全量数据备份到 S3 对象存储。", dataset="public"),
     _doc("secret", "内部口令表", "忘记密码时不要来这里找：这是隐藏的内部口令表。", dataset="public", qa_visible=False),
 ]
+
+CALIBRATION_DOCS = [_doc(i, title, text) for i, title, text in (
+    ("backup", "备份与恢复", "使用 BR 工具把全量数据备份到 S3 对象存储。恢复时先停写入，再从备份导入。"),
+    ("scale", "集群扩容", "向集群添加新的存储节点，数据会自动均衡到新节点上。扩容前先检查磁盘容量。"),
+    ("slowlog", "慢查询日志", "记录执行时间超过阈值的语句，可按耗时排序找出最慢的查询。"),
+    ("password", "账号管理", "重置管理员口令：在登录页点击找回，按邮件里的链接设置新口令。"),
+    ("upgrade", "版本升级", "滚动升级时逐个重启节点，升级前阅读兼容性说明并备份配置文件。"),
+    ("monitor", "监控告警", "通过面板查看节点的 CPU、内存和磁盘使用率，超过阈值时发送告警邮件。"),
+    ("tls", "传输加密", "为客户端和服务端之间的连接开启 TLS，证书过期前需要轮换。"),
+    ("ddl", "在线变更表结构", "添加列和索引不会锁表，大表加索引时可以调低并发以减少对业务的影响。"),
+    ("import", "数据导入", "用导入工具把 CSV 文件批量写入数据库，导入前先建好表结构。"),
+    ("quota", "资源配额", "为每个租户设置读写请求的配额，超过配额的请求会被限流。"),
+    ("audit", "审计日志", "审计日志记录谁在什么时间执行了哪些操作，保存九十天。"),
+    ("ttl", "过期数据清理", "为表设置存活时间后，过期的行会在后台被自动删除。"),
+)]
 
 
 def as_jsonl(docs: Iterable[Document]) -> str:

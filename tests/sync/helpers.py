@@ -10,11 +10,14 @@ from indexes.store import IndexStore
 from tests.support.harness import kbgate
 
 
-def write_config(tmp: Path, *sources: str, extra: str = "") -> Path:
-    """tmp/c.toml: indexes under tmp/ix, index 'docs' with the given [[indexes.docs.sources]] bodies."""
+def write_config(tmp: Path, *sources: str, extra: str = "", lexical: bool = True) -> Path:
+    """tmp/c.toml: indexes under tmp/ix, index 'docs' with the given [[indexes.docs.sources]] bodies,
+    configured `dense = "none"` unless not `lexical` (these tests are about what sync reads and
+    writes; a new index is hybrid by default: tests/sync/test_hybrid.py)."""
     cfg = tmp / "c.toml"
     tables = "".join(f"\n[[indexes.docs.sources]]\n{body.strip()}\n" for body in sources)
-    cfg.write_text(f'[indexes]\ndir = "ix"\n{extra}{tables}', encoding="utf-8")
+    none = '[indexes.docs]\ndense = "none"\n' if lexical else ""
+    cfg.write_text(f'[indexes]\ndir = "ix"\n{none}{extra}{tables}', encoding="utf-8")
     return cfg
 
 

@@ -10,8 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.harness import kbgate
 from tests.support.paths import ROOT
+from tests.support.readonly_mount import mount_problem, read_only_argv
 from tests.sync.helpers import counts, generation, ids, search_ids, sync, write_config
 
 
@@ -114,6 +117,22 @@ def test_a_document_indexed_from_elsewhere_is_reported_the_rest_applied_and_trie
     assert r.returncode == 0, r.stderr
     assert counts(r.stdout) == (0, 1, 3, 0) and "replaces 'ds:a.md'" in r.stderr
     assert search_ids(cfg, "密钥") == ["ds:a.md"] and search_ids(cfg, "副本") == []
+
+
+@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
+def test_a_sync_into_a_read_only_index_folder_is_refused_naming_it(tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"\ndataset = "ds"')
+    assert sync(cfg).returncode == 0
+    (docs / "c.md").write_text("# 丙\n\n丙的正文。\n", encoding="utf-8")
+    before = generation(cfg)
+    r = subprocess.run(read_only_argv(tmp_path / "ix", [sys.executable, "-m", "gateway.cli", "sync", "--config",
+                                                        str(cfg), "--no-progress"]),
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert f"Index 'docs' at {tmp_path / 'ix' / 'docs'} is on a read-only folder" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "delete" not in r.stderr
+    assert generation(cfg) == before and "ds:c.md" not in ids(cfg)
 
 
 def test_hostile_file_names_are_refused_or_shown_escaped_by_index_add_and_sync(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def test_a_sync_embeds_only_what_changed(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"',
                        extra=f'[indexes.docs.dense]\nprovider = "openai"\nmodel = "use-multilingual-v3"\n'
-                             f'url = "{url}/v1/embeddings"\ncache_dir = "cache"\n')
+                             f'url = "{url}/v1/embeddings"\ncache_dir = "cache"\n', lexical=False)
     with embedding_server(port), httpx.Client(timeout=30) as client:
         r = sync(cfg)
         assert r.returncode == 0, r.stderr
@@ -36,3 +36,20 @@ def test_a_sync_embeds_only_what_changed(tmp_path: Path) -> None:
         assert counts(r.stdout) == (0, 1, 0, 0)
         assert "vectors of generation" in r.stdout and "(2 kept, 0 from the embedding cache, 1 embedded)" in r.stdout
         assert sum(client.get(f"{url}/stats").json()["batches"]) == 1  # only the changed chunk
+
+
+def test_a_sync_of_a_new_index_embeds_it_with_the_default_model(tmp_path: Path) -> None:
+    """No dense setting: the index a first sync creates is hybrid, with the embedded model, and the
+    run prints what the build cost."""
+    from indexes.dense.vectors import load_current
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# 账号管理\n\n重置管理员口令：在登录页点击找回。\n", encoding="utf-8")
+    cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"', lexical=False)
+    assert "dense" not in cfg.read_text(encoding="utf-8")
+    r = sync(cfg)
+    assert r.returncode == 0, r.stderr
+    assert "1 embedded" in r.stdout and "build costs: embedding" in r.stdout
+    vectors = load_current(tmp_path / "ix" / "docs")
+    assert vectors is not None and len(vectors) == 1

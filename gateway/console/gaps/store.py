@@ -11,7 +11,8 @@ Redis keys (prefix = replay.key_prefix):
   {p}:gaps:x:{key}          LIST of {"t": unix s, "q": text} newest first, at most max_examples,
                             expires query_retention_seconds after its last write (and older
                             entries are never shown): only written when admin.show_queries is on
-  {p}:served:{index}:{day}  ZSET document id → times served that UTC day; expires after keep_days
+  {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
+  {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from gateway.core.errors import DependencyUnavailable
 from gateway.core.redis_clients import async_client
 
 DAY = 86400
-Served = dict[tuple[str, str], Counter[str]]  # (index, day) → document id → times served
+Served = dict[tuple[str, ...], Counter[str]]  # (index, day) or (index, day, TOP) → document id → times
+TOP = "top"  # the third part of a Served key: counts of the top answer (rank 1) only
 Example = tuple[str, float, str]  # (question key, unix s, text)
 
 
@@ -47,7 +49,7 @@ class GapStore(Protocol):
 
     async def questions(self, cfg: GapsConfig, now: float, *, with_examples: bool) -> list[Question]: ...
 
-    async def served(self, index: str, days: list[str]) -> Counter[str]: ...
+    async def served(self, index: str, days: list[str], *, top: bool = False) -> Counter[str]: ...
 
     async def close(self) -> None: ...
 
@@ -114,10 +116,10 @@ class MemoryGapStore:
             out.append(copy)
         return out
 
-    async def served(self, index: str, days: list[str]) -> Counter[str]:
+    async def served(self, index: str, days: list[str], *, top: bool = False) -> Counter[str]:
         total: Counter[str] = Counter()
         for day in days:
-            total.update(self._served.get((index, day), Counter()))
+            total.update(self._served.get((index, day, TOP) if top else (index, day), Counter()))
         return total
 
     async def close(self) -> None:
@@ -170,8 +172,8 @@ class RedisGapStore:
                 pipe.lpush(x, orjson.dumps({"t": ts, "q": text}))
                 pipe.ltrim(x, 0, cfg.max_examples - 1)
                 pipe.expire(x, cfg.query_retention_seconds)
-            for (index, day), counts in served.items():
-                s = f"{self.p}:served:{index}:{day}"
+            for (index, day, *top), counts in served.items():
+                s = f"{self.p}:{'top' if top else 'served'}:{index}:{day}"
                 for doc, n in counts.items():
                     pipe.zincrby(s, n, doc)
                 pipe.expire(s, keep + DAY)
@@ -214,12 +216,14 @@ class RedisGapStore:
             out.append(q)
         return out
 
-    async def served(self, index: str, days: list[str]) -> Counter[str]:
+    async def served(self, index: str, days: list[str], *, top: bool = False) -> Counter[str]:
+        """document id → times served (any rank; top: as the top answer only) over `days`."""
+        kind = "top" if top else "served"
         try:
             async with asyncio.timeout(self._timeout * 3):
                 pipe = self.client.pipeline(transaction=False)
                 for day in days:
-                    pipe.zrange(f"{self.p}:served:{index}:{day}", 0, -1, withscores=True)
+                    pipe.zrange(f"{self.p}:{kind}:{index}:{day}", 0, -1, withscores=True)
                 got = await pipe.execute()
         except (RedisError, OSError, TimeoutError):
             raise DependencyUnavailable("replay_store_unavailable", "the hit statistics are unavailable") from None

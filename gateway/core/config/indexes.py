@@ -1,7 +1,8 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
     [indexes]                 dir, max_document_bytes
-    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config
+    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config;
+                              dense = "none" (lexical) or an embedded model (hybrid is the default)
     [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
                               model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
                               batching and retries, the query deadline and breaker, fusion
@@ -23,7 +24,17 @@ from gateway.core.config.fields import INDEX_NAME, WHITESPACE, UnreadSecret, rea
 from gateway.core.errors import ConfigError
 from gateway.core.types import Secret
 from gateway.core.validate import Fields
-from indexes.dense.config import DEFAULT_WEIGHTS, FUSIONS, LOCAL_MODELS, PROVIDERS, ApiKey, DenseConfig
+from indexes.dense.config import (
+    DEFAULT_WEIGHTS,
+    FUSIONS,
+    LOCAL_MODELS,
+    NONE,
+    PROVIDERS,
+    ApiKey,
+    DenseChoices,
+    DenseConfig,
+    default_dense,
+)
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
 from indexes.rerank.config import PROVIDERS as RERANK_PROVIDERS
 from indexes.rerank.config import RerankConfig
@@ -57,21 +68,30 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
     return base_dir / idx.string("dir", "data/indexes"), limit
 
 
-def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, DenseConfig]:
-    """Index name → its hybrid settings, one per `[indexes.NAME.dense]` table, or per one-line
-    opt-in `[indexes.NAME] dense = "MODEL"` (an embedded model, LOCAL_MODELS: provider "local",
-    every other key at its default); indexes without either stay lexical. `[indexes.NAME]` holds
-    `dense`, `rerank` (`parse_rerank`) and `synonyms` (`parse_synonyms`). Raises ConfigError
-    naming the key."""
+def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseChoices:
+    """Which indexes are hybrid and with what (`DenseChoices`): one `[indexes.NAME.dense]` table,
+    or one line `[indexes.NAME] dense = "MODEL"` (an embedded model, LOCAL_MODELS: provider
+    "local", every other key at its default), or `dense = "none"` (lexical), per index; any
+    other index is hybrid with the embedded default model when it is new or already has
+    vectors (`DenseChoices.for_index`). `[indexes.NAME]` holds `dense`, `rerank`
+    (`parse_rerank`) and `synonyms` (`parse_synonyms`). Raises ConfigError naming the key."""
     out: dict[str, DenseConfig] = {}
+    lexical: set[str] = set()
     for name, t in index_tables(idx):
         if "dense" not in t:
             continue
-        if isinstance(t.data["dense"], str):  # the one-line opt-in
-            out[name] = DenseConfig(provider="local", model=t.choice("dense", tuple(LOCAL_MODELS)))
-        else:
+        if isinstance(t.data["dense"], str):  # one line: a model, or "none"
+            model = t.choice("dense", (*LOCAL_MODELS, NONE))
+            if model == NONE:
+                lexical.add(name)
+            else:
+                out[name] = DenseConfig(provider="local", model=model)
+        elif isinstance(t.data["dense"], dict):
             out[name] = _dense(t.table("dense"), base_dir, env)
-    return out
+        else:
+            t.fail("dense", "type", f'must be "{NONE}", one of {", ".join(LOCAL_MODELS)}, or a table '
+                                    f"[indexes.{name}.dense] (deploy/gateway.example.toml)")
+    return DenseChoices(out, lexical=frozenset(lexical), default=default_dense())
 
 
 def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[str, RerankConfig]:

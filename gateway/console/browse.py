@@ -1,0 +1,263 @@
+"""The index browser: an index's documents and a document's chunks, each page with its JSON twin
+(URLs: gateway.console.links).
+
+GET /admin/indexes                     every index: documents, chunks, disabled, commit
+GET /admin/indexes/{index}             its documents, filtered by path (a prefix, or a glob with
+                                       * ? [) and dataset, `never=1` for those never served, 50 a
+                                       page (`page=`); served counts over gaps.keep_days split into
+                                       top answer (rank 1) and lower ranks; the forms of
+                                       gateway.console.doc_writes for those who may change it
+GET /admin/indexes/{index}/document?id= its chunks: heading, text, page, the document's revision
+
+Reads run in a worker thread on one searcher (one commit). Hidden documents are listed and
+marked: this is the owner's view (callers read through gateway.core.retrieve, which filters them).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console import doc_writes
+from gateway.console.links import document_url, index_url
+from gateway.console.render import gate, json_answer, page, refusal, runtime
+from gateway.console.users import ConsoleUser
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.methods import json_route
+from gateway.core.runtime import Runtime
+from indexes.browse import ChunkView, DocumentRow, chunk_views, count_hidden, document_rows
+from indexes.documents import read_document
+
+PAGE_SIZE = 50
+GLOB = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One page of an index's documents. rows: dicts of a DocumentRow plus served, top, lower,
+    url; total: documents in the index; matched: those the filters keep; never: of the matched,
+    never served; hidden: disabled (qa_visible off) in the whole index."""
+
+    rows: list[dict[str, Any]]
+    total: int
+    matched: int
+    never: int
+    hidden: int
+    datasets: list[str]
+    page: int
+    pages: int
+
+
+def known_indexes(rt: Runtime) -> list[str]:
+    """Every index a route names or the index folder holds, sorted."""
+    return sorted(set(rt.routed_indexes()) | set(rt.indexes.names()))
+
+
+def disabled_count(rt: Runtime, index: str) -> int | None:
+    """How many documents of `index` are disabled (served to no caller); None when it cannot be
+    read. Blocking (one count query): for the overview, run it in a worker thread."""
+    try:
+        return count_hidden(*rt.index(index).reader())
+    except (DependencyUnavailable, OSError, ValueError):
+        return None
+
+
+def _path_matches(path: str, wanted: str) -> bool:
+    return fnmatch.fnmatchcase(path, wanted) if GLOB & set(wanted) else path.startswith(wanted)
+
+
+def _listing(rt: Runtime, index: str, path: str, dataset: str, never: bool, page_no: int,
+             served: dict[str, int], top: dict[str, int]) -> Listed:
+    searcher, schema = rt.index(index).reader()
+    rows: list[DocumentRow] = document_rows(searcher, schema)
+    datasets = sorted({r.dataset for r in rows if r.dataset})
+    kept = [r for r in rows if (not path or _path_matches(r.path, path)) and (not dataset or r.dataset == dataset)]
+    never_ids = {r.doc_id for r in kept if not served.get(r.doc_id)}
+    if never:
+        kept = [r for r in kept if r.doc_id in never_ids]
+    pages = max(1, -(-len(kept) // PAGE_SIZE))
+    page_no = min(max(page_no, 1), pages)
+    shown = kept[(page_no - 1) * PAGE_SIZE:page_no * PAGE_SIZE]
+    out = [{**asdict(r), "served": served.get(r.doc_id, 0), "top": top.get(r.doc_id, 0),
+            "lower": served.get(r.doc_id, 0) - top.get(r.doc_id, 0), "url": document_url(index, r.doc_id),
+            "editable": doc_writes.editable(r.path)} for r in shown]
+    return Listed(out, len(rows), len(kept), len(never_ids), sum(not r.qa_visible for r in rows), datasets,
+                  page_no, pages)
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value or default)
+    except ValueError:
+        return default
+
+
+async def _index_page(request: Request) -> tuple[str, Listed | None, str | None]:
+    rt = runtime(request)
+    index = str(request.path_params["index"])
+    q = request.query_params
+    path, dataset = q.get("path", "")[:1024], q.get("dataset", "")[:1024]
+    never = q.get("never") == "1"
+    days = doc_writes.days(rt)
+    note: str | None = None
+    try:
+        store = request.app.state.gaps.store
+        served, top = await store.served(index, days), await store.served(index, days, top=True)
+    except DependencyUnavailable:
+        served, top = Counter(), Counter()
+        note = "The hit statistics (Redis) are not answering: served counts are left out."
+    try:
+        listed = await anyio.to_thread.run_sync(_listing, rt, index, path, dataset, never,
+                                                _int(q.get("page"), 1), dict(served), dict(top))
+    except (DependencyUnavailable, OSError, ValueError):
+        return index, None, f"Index {index} cannot be opened."
+    return index, listed, note
+
+
+async def indexes_html(request: Request) -> Response:
+    """GET /admin/indexes."""
+    user = await gate(request, "view", active="indexes")
+    if isinstance(user, Response):
+        return user
+    return page(request, user, "indexes.html", active="indexes", title="Indexes",
+                indexes=await _summaries(runtime(request)))
+
+
+async def indexes_json(request: Request) -> Response:
+    """GET /admin/indexes.json: {"indexes": [{name, documents, chunks, disabled, commit, url}]}."""
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    return json_answer({"indexes": await _summaries(runtime(request))})
+
+
+async def _summaries(rt: Runtime) -> list[dict[str, Any]]:
+    def one(name: str) -> dict[str, Any]:
+        try:
+            stats = rt.index(name).stats()
+        except (DependencyUnavailable, OSError, ValueError):
+            return {"name": name, "documents": None, "chunks": None, "disabled": None, "commit": None,
+                    "url": index_url(name)}
+        return {"name": name, "documents": stats.documents, "chunks": stats.chunks,
+                "disabled": disabled_count(rt, name), "commit": stats.commit, "url": index_url(name)}
+
+    return await anyio.to_thread.run_sync(lambda: [one(n) for n in known_indexes(rt)])
+
+
+def _unknown(request: Request, user: ConsoleUser, index: str, as_json: bool) -> Response | None:
+    if index in known_indexes(runtime(request)):
+        return None
+    return refusal(request, user, as_json=as_json, status=404, active="indexes", text=f"no index named {index!r}")
+
+
+async def index_html(request: Request) -> Response:
+    """GET /admin/indexes/{index}."""
+    user = await gate(request, "view", active="indexes")
+    if isinstance(user, Response):
+        return user
+    index = str(request.path_params["index"])
+    if (missing := _unknown(request, user, index, False)) is not None:
+        return missing
+    index, listed, note = await _index_page(request)
+    q = request.query_params
+    path, dataset, never = q.get("path", "")[:1024], q.get("dataset", "")[:1024], q.get("never") == "1"
+    filters = {"path": path, "dataset": dataset, "never": never}
+    links = {}
+    if listed is not None:
+        base = {"path": path, "dataset": dataset, "never": "1" if never else ""}
+        links = {"prev": index_url(index, **base, page=listed.page - 1) if listed.page > 1 else "",
+                 "next": index_url(index, **base, page=listed.page + 1) if listed.page < listed.pages else ""}
+    return doc_writes.clear_report(page(
+        request, user, "index.html", active="indexes", title=f"Index {index}", index=index, listed=listed, note=note,
+        filters=filters, links=links, days=runtime(request).config.gaps.keep_days,
+        report=doc_writes.take_report(request), upload_types=doc_writes.UPLOAD_ACCEPT))
+
+
+async def index_json(request: Request) -> Response:
+    """GET /admin/indexes/{index}.json: {index, total, matched, never, hidden, page, pages,
+    datasets, documents: [{doc_id, title, path, dataset, revision, qa_visible, chunks, served,
+    top, lower, url}], note}."""
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    if (missing := _unknown(request, user, str(request.path_params["index"]), True)) is not None:
+        return missing
+    index, listed, note = await _index_page(request)
+    if listed is None:
+        return json_answer({"error": note}, 503)
+    body = asdict(listed)
+    body["documents"] = [{k: v for k, v in r.items() if k != "editable"} for r in body.pop("rows")]
+    return json_answer({"index": index, **body, "note": note})
+
+
+def _document(rt: Runtime, index: str, doc_id: str) -> tuple[Any, list[ChunkView]] | None:
+    searcher, schema = rt.index(index).reader()
+    doc = read_document(searcher, schema, doc_id, include_hidden=True)
+    if doc is None:
+        return None
+    return doc, chunk_views(searcher, schema, doc_id)
+
+
+async def _read_document(request: Request, user: ConsoleUser, as_json: bool) -> Response | tuple[str, Any, list[Any]]:
+    index = str(request.path_params["index"])
+    if (missing := _unknown(request, user, index, as_json)) is not None:
+        return missing
+    doc_id = request.query_params.get("id", "")
+    try:
+        found = await anyio.to_thread.run_sync(_document, runtime(request), index, doc_id) if doc_id else None
+    except (DependencyUnavailable, OSError, ValueError):
+        return refusal(request, user, as_json=as_json, status=503, active="indexes",
+                       text=f"index {index!r} cannot be opened; try again shortly")
+    if found is None:
+        return refusal(request, user, as_json=as_json, status=404, active="indexes",
+                       text=f"index {index!r} holds no document with this id")
+    return index, found[0], found[1]
+
+
+async def document_html(request: Request) -> Response:
+    """GET /admin/indexes/{index}/document?id=ID."""
+    user = await gate(request, "view", active="indexes")
+    if isinstance(user, Response):
+        return user
+    got = await _read_document(request, user, False)
+    if isinstance(got, Response):
+        return got
+    index, doc, chunks = got
+    return doc_writes.clear_report(page(
+        request, user, "document.html", active="indexes", title=f"Document {doc.doc_id}", index=index, doc=doc,
+        chunks=chunks, back=index_url(index), editable=doc_writes.editable(doc.path),
+        edit_url=doc_writes.edit_url(index, doc.doc_id), report=doc_writes.take_report(request)))
+
+
+async def document_json(request: Request) -> Response:
+    """GET /admin/indexes/{index}/document.json?id=ID: {index, id, title, path, dataset, revision,
+    qa_visible, url, chunks: [{n, section, heading, text, overlap, page, url}]}."""
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    got = await _read_document(request, user, True)
+    if isinstance(got, Response):
+        return got
+    index, doc, chunks = got
+    return json_answer({"index": index, "id": doc.doc_id, "title": doc.title, "path": doc.path,
+                        "dataset": doc.dataset, "revision": doc.revision, "qa_visible": doc.qa_visible,
+                        "url": doc.url, "chunks": [{**asdict(c), "url": document_url(index, doc.doc_id, c.n)}
+                                                   for c in chunks]})
+
+
+ROUTES = [
+    Route("/admin/indexes", indexes_html, methods=["GET"]),
+    json_route("/admin/indexes.json", indexes_json, ["GET"]),
+    json_route("/admin/indexes/{index}.json", index_json, ["GET"]),
+    Route("/admin/indexes/{index}", index_html, methods=["GET"]),
+    json_route("/admin/indexes/{index}/document.json", document_json, ["GET"]),
+    Route("/admin/indexes/{index}/document", document_html, methods=["GET"]),
+    *doc_writes.ROUTES,
+]

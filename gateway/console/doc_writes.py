@@ -1,0 +1,395 @@
+"""Documents changed from the browser, through the document API's own code: its readers
+(gateway.documents.reading), its one queue per index and writer (gateway.documents.writes,
+shared with the API: app.state.document_writes) and its answer (handlers.outcome). Nothing here
+holds a rule of its own about what a document may be.
+
+POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf
+GET  /admin/indexes/{index}/edit?id=    a Markdown or text document's text in a form
+POST /admin/indexes/{index}/edit        id, text, replace, csrf
+POST /admin/indexes/{index}/delete      id, csrf
+POST /admin/indexes/{index}/visibility  id, visible (0: disable, 1: enable), back, csrf
+
+Each is allowed to an owner of the index and to an admin (users.can 'edit_documents'), decided
+before the body is read: a refusal (403, audited) changes nothing. Each change is one commit,
+audited as the console user's action, answered 303 (POST-redirect-GET) with its report (what
+became of each file or id, the reader's warnings and refusals) in a short-lived cookie the next
+page shows once. Disabling rewrites the document with qa_visible off, its text, metadata and
+source as stored (indexes.browse.as_document): the core's one visibility rule then keeps it
+from every caller (docs/console.md, "Disabled documents").
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import AsyncGenerator
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import anyio.to_thread
+import orjson
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console.changes import audit_change
+from gateway.console.csrf import FIELD, post_ok
+from gateway.console.gaps.store import days_back
+from gateway.console.links import document_url, index_url
+from gateway.console.render import gate, message, page, read_form, refusal, runtime, see_other
+from gateway.console.users import ConsoleUser, can
+from gateway.core.bodies import read_limited
+from gateway.core.errors import AgentError, DependencyUnavailable
+from gateway.core.runtime import Runtime
+from gateway.core.validate import ProblemError
+from gateway.documents.handlers import outcome
+from gateway.documents.reading import file_document, upload_suffix, upload_types
+from gateway.documents.wire import Refused
+from gateway.documents.writes import Writes
+from indexes.browse import as_document
+from indexes.changes import ChangeReport
+from indexes.types import ChangeSet, Document
+
+FORM = "documents"
+REPORT_COOKIE = "kbgate_report"
+REPORT_PATH = "/admin/indexes"
+MAX_FILES = 20
+MAX_REPORT_BYTES = 3000
+EDITABLE = (".md", ".markdown", ".txt")
+UPLOAD_ACCEPT = ",".join(sorted(set(upload_types().values()) | {".markdown", ".htm", ".txt"}))
+
+
+def days(rt: Runtime) -> list[str]:
+    """The UTC days the served counts cover (gaps.keep_days, today first)."""
+    return days_back(rt.clock.now(), rt.config.gaps.keep_days)
+
+
+def editable(path: str) -> bool:
+    """A document the browser edits in place: a Markdown or text file's."""
+    return PurePosixPath(path).suffix.lower() in EDITABLE
+
+
+def edit_url(index: str, doc_id: str) -> str:
+    """The edit form of `doc_id`."""
+    return f"{REPORT_PATH}/{quote(index, safe='')}/edit?{urlencode({'id': doc_id})}"
+
+
+# ---- the report carried across the redirect ------------------------------------------------
+
+
+def _clip(text: str, n: int = 300) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _report_cookie(report: dict[str, Any]) -> str:
+    """The report as a cookie value (base64url JSON), cut to fit MAX_REPORT_BYTES."""
+    items = report.get("items", [])
+    for keep in (MAX_FILES, 8, 3, 1, 0):
+        trimmed = {**report, "items": [{**i, "warnings": i.get("warnings", [])[:3]} for i in items[:keep]],
+                   "more": max(len(items) - keep, 0)}
+        raw = base64.urlsafe_b64encode(orjson.dumps(trimmed)).decode("ascii")
+        if len(raw) <= MAX_REPORT_BYTES:
+            return raw
+    return base64.urlsafe_b64encode(orjson.dumps({"action": report.get("action", ""), "items": [],
+                                                   "more": len(items)})).decode("ascii")
+
+
+def take_report(request: Request) -> dict[str, Any] | None:
+    """The report of the change just made (its cookie), or None."""
+    raw = request.cookies.get(REPORT_COOKIE)
+    if not raw:
+        return None
+    try:
+        got = orjson.loads(base64.urlsafe_b64decode(raw.encode("ascii")))
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def clear_report(response: Response) -> Response:
+    """`response` with the report cookie removed (a report is shown once)."""
+    response.delete_cookie(REPORT_COOKIE, path=REPORT_PATH, httponly=True, samesite="strict")
+    return response
+
+
+def _done(url: str, report: dict[str, Any]) -> Response:
+    response = see_other(url)
+    response.set_cookie(REPORT_COOKIE, _report_cookie(report), max_age=300, path=REPORT_PATH, httponly=True,
+                        samesite="strict", secure=False)
+    return response
+
+
+# ---- the gate and the write -----------------------------------------------------------------
+
+
+async def _allowed(request: Request, action: str) -> tuple[ConsoleUser, str] | Response:
+    """(the user, the index) when they may change the index's documents; else the refusal
+    (audited when logged in), before any body is read."""
+    user = await gate(request, "view", active="indexes")
+    if isinstance(user, Response):
+        return user
+    index = str(request.path_params["index"])
+    if not can(user, "edit_documents", index):
+        audit_change(runtime(request).config, user.name, f"documents.{action}", index, status=403)
+        return refusal(request, user, as_json=False, status=403, active="indexes",
+                       text=f"Your role ({user.role_label}) does not allow changing the documents of index "
+                            f"{index}; nothing was changed. Ask an admin or the index's owner.")
+    return user, index
+
+
+def _writes(request: Request) -> Writes:
+    writes: Writes = request.app.state.document_writes
+    return writes
+
+
+async def _commit(request: Request, user: ConsoleUser, action: str, index: str, changes: ChangeSet,
+                  warnings: dict[str, list[str]]) -> tuple[dict[str, Any] | None, str]:
+    """Apply `changes` through the document API's writes; (its outcome, '') or (None, why not).
+    Audited either way."""
+    rt = runtime(request)
+    ids = [d.id for d in changes.upserts] + list(changes.deletes)
+    try:
+        writes = _writes(request)
+        report = ChangeReport() if not changes.upserts and not writes.exists(index) else \
+            await writes.apply(index, changes)
+        out = outcome(index, changes, report, warnings)
+    except Refused as exc:
+        audit_change(rt.config, user.name, f"documents.{action}", index, status=exc.status, ids=ids[:50],
+                     code=exc.code)
+        return None, "; ".join(_clip(m) for _, _, m in exc.items[:5])
+    except AgentError as exc:
+        audit_change(rt.config, user.name, f"documents.{action}", index, status=exc.status, ids=ids[:50],
+                     code=exc.code)
+        return None, _clip(exc.message)
+    audit_change(rt.config, user.name, f"documents.{action}", index, ids=ids[:50], commit=report.commit,
+                 **{k: v for k, v in out["counts"].items() if v})
+    return out, ""
+
+
+def _items(out: dict[str, Any] | None, error: str, names: dict[str, str],
+           warnings: dict[str, list[str]]) -> list[dict[str, Any]]:
+    if out is None:
+        return [{"name": name, "id": doc_id, "change": "refused", "problem": error, "warnings": []}
+                for doc_id, name in names.items()]
+    return [{"name": names.get(d["id"], d["id"]), "id": d["id"], "change": d["change"], "problem": "",
+             "warnings": [_clip(w) for w in warnings.get(d["id"], [])]} for d in out["documents"]]
+
+
+# ---- upload ---------------------------------------------------------------------------------
+
+
+async def _multipart(request: Request, rt: Runtime) -> Any:
+    raw = await read_limited(request.stream(), rt.config.documents.max_body_bytes,
+                             rt.config.documents.body_timeout_seconds)
+
+    async def stream() -> AsyncGenerator[bytes, None]:
+        yield raw
+
+    return await MultiPartParser(request.headers, stream(), max_files=MAX_FILES, max_fields=8,
+                                 max_part_size=64 * 1024).parse()
+
+
+def _folder(value: str) -> str:
+    parts = [p for p in value.replace("\\", "/").split("/") if p]
+    return "/".join(parts) + "/" if parts else ""
+
+
+async def upload(request: Request) -> Response:
+    """POST /admin/indexes/{index}/upload (module doc)."""
+    allowed = await _allowed(request, "upload")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    rt = runtime(request)
+    if not (request.headers.get("content-type") or "").startswith("multipart/form-data"):
+        return message(request, user, "Upload refused", "Send the upload form.", status=400, active="indexes")
+    try:
+        form = await _multipart(request, rt)
+    except ProblemError as exc:
+        big = exc.problem.kind == "too_large"
+        return message(request, user, "Upload refused", f"The upload is larger than documents.max_body_bytes "
+                       f"({rt.config.documents.max_body_bytes} bytes)." if big else "The upload did not arrive "
+                       "in time.", status=413 if big else 408, active="indexes")
+    except MultiPartException as exc:
+        return message(request, user, "Upload refused", f"The upload form is not readable ({exc.message}).",
+                       status=400, active="indexes")
+    try:
+        token = form.get(FIELD)
+        if not post_ok(request, token if isinstance(token, str) else None, FORM):
+            return message(request, user, "Form refused", "This form expired or came from another site: open the "
+                           "page again and resubmit.", status=403, active="indexes")
+        files = [f for f in form.getlist("file") if isinstance(f, UploadFile) and f.filename]
+        if not files:
+            return message(request, user, "Upload refused", "Choose one or more files to upload.", status=400,
+                           active="indexes", back=index_url(index))
+        dataset = str(form.get("dataset") or "").strip()
+        folder = _folder(str(form.get("folder") or ""))
+        replace = form.get("replace") == "1"
+        uploads = [(f.filename or "", f.content_type, await f.read()) for f in files]
+    finally:
+        await form.close()
+    items, docs, warnings, names = await anyio.to_thread.run_sync(_read_files, rt, uploads, dataset, folder)
+    out: dict[str, Any] | None = None
+    if docs:
+        try:
+            changes = ChangeSet(upserts=tuple(docs), replace=replace)
+        except ValueError as exc:  # the same id twice
+            items += [{"name": n, "id": i, "change": "refused", "problem": str(exc), "warnings": []}
+                      for i, n in names.items()]
+        else:
+            out, error = await _commit(request, user, "upload", index, changes, warnings)
+            items += _items(out, error, names, warnings)
+    return _done(index_url(index), {"action": "upload", "items": items,
+                                    "commit": out["commit"] if out else None})
+
+
+def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str
+                ) -> tuple[list[dict[str, Any]], list[Document], dict[str, list[str]], dict[str, str]]:
+    """Each file through the document API's reader: (refused items, documents, warnings by id,
+    file name by id)."""
+    refused: list[dict[str, Any]] = []
+    docs: list[Document] = []
+    warnings: dict[str, list[str]] = {}
+    names: dict[str, str] = {}
+    for filename, media, raw in uploads:
+        name = PurePosixPath(filename.replace("\\", "/")).name
+        path = folder + name
+        doc_id = f"{dataset}:{path}" if dataset else path
+        suffix = upload_suffix(media, name)
+        if suffix is None:
+            refused.append({"name": name, "id": doc_id, "change": "refused", "warnings": [],
+                            "problem": f"not a type kbgate reads (one of {UPLOAD_ACCEPT})"})
+            continue
+        try:
+            doc, notes = file_document(raw, suffix, doc_id, rt.config.documents, dataset=dataset or None, path=path)
+        except Refused as exc:
+            refused.append({"name": name, "id": doc_id, "change": "refused", "warnings": [],
+                            "problem": "; ".join(_clip(m) for _, _, m in exc.items[:3])})
+            continue
+        except AgentError as exc:
+            refused.append({"name": name, "id": doc_id, "change": "refused", "warnings": [],
+                            "problem": _clip(exc.message)})
+            continue
+        docs.append(doc)
+        warnings[doc.id] = notes
+        names[doc.id] = name
+    return refused, docs, warnings, names
+
+
+# ---- edit, delete, disable ------------------------------------------------------------------
+
+
+def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -> Document | None:
+    try:
+        return as_document(*rt.index(index).reader(), doc_id, qa_visible=visible)
+    except (DependencyUnavailable, OSError, ValueError):
+        return None
+
+
+def as_text(doc: Document) -> str:
+    """A Markdown or text document as the edit form shows it: Markdown gets its title and url
+    as front matter and each section under a '##' heading (the heading levels are not stored);
+    text is the stored text."""
+    if PurePosixPath(doc.path).suffix.lower() == ".txt":
+        return "\n\n".join(s.text if not s.heading else f"{s.heading}\n{s.text}" for s in doc.sections)
+    head = [f"title: {orjson.dumps(doc.title).decode()}"] + ([f"url: {orjson.dumps(doc.url).decode()}"]
+                                                              if doc.url else [])
+    body = [f"## {s.heading}\n\n{s.text}" if s.heading else s.text for s in doc.sections]
+    return "---\n" + "\n".join(head) + "\n---\n\n" + "\n\n".join(body) + "\n"
+
+
+async def edit_form(request: Request) -> Response:
+    """GET /admin/indexes/{index}/edit?id=ID."""
+    allowed = await _allowed(request, "edit")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    doc_id = request.query_params.get("id", "")
+    doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id) if doc_id else None
+    if doc is None or not editable(doc.path):
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text="no Markdown or text document with this id in this index")
+    return page(request, user, "doc_edit.html", active="indexes", title=f"Edit {doc_id}", index=index, doc=doc,
+                text=as_text(doc), back=document_url(index, doc_id))
+
+
+async def edit(request: Request) -> Response:
+    """POST /admin/indexes/{index}/edit (module doc)."""
+    allowed = await _allowed(request, "edit")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    rt = runtime(request)
+    fields = await read_form(request, user, FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
+    if isinstance(fields, Response):
+        return fields
+    doc_id = fields.get("id", "")
+    old = await anyio.to_thread.run_sync(_stored, rt, index, doc_id) if doc_id else None
+    if old is None or not editable(old.path):
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text="no Markdown or text document with this id in this index; nothing was changed")
+    suffix = PurePosixPath(old.path).suffix.lower()
+    raw = fields.get("text", "").replace("\r\n", "\n").encode("utf-8")
+    try:
+        doc, notes = await anyio.to_thread.run_sync(lambda: file_document(
+            raw, suffix, doc_id, rt.config.documents, dataset=old.dataset or None, path=old.path))
+    except AgentError as exc:
+        problem = "; ".join(m for _, _, m in exc.items[:3]) if isinstance(exc, Refused) else exc.message
+        return _done(document_url(index, doc_id), {"action": "edit", "items": [
+            {"name": old.path, "id": doc_id, "change": "refused", "problem": _clip(problem), "warnings": []}]})
+    if not old.qa_visible:  # an edit keeps a disabled document disabled
+        doc = dataclasses.replace(doc, qa_visible=False)
+    changes = ChangeSet(upserts=(doc,), replace=fields.get("replace") == "1")
+    out, error = await _commit(request, user, "edit", index, changes, {doc_id: notes})
+    return _done(document_url(index, doc_id), {"action": "edit", "items": _items(out, error, {doc_id: old.path},
+                                                                                 {doc_id: notes})})
+
+
+async def delete(request: Request) -> Response:
+    """POST /admin/indexes/{index}/delete (module doc)."""
+    allowed = await _allowed(request, "delete")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    fields = await read_form(request, user, FORM, max_fields=6)
+    if isinstance(fields, Response):
+        return fields
+    doc_id = fields.get("id", "")
+    if not doc_id:
+        return refusal(request, user, as_json=False, status=400, active="indexes", text="name the document to delete")
+    out, error = await _commit(request, user, "delete", index, ChangeSet(deletes=(doc_id,)), {})
+    return _done(index_url(index), {"action": "delete", "items": _items(out, error, {doc_id: doc_id}, {})})
+
+
+async def visibility(request: Request) -> Response:
+    """POST /admin/indexes/{index}/visibility (module doc)."""
+    allowed = await _allowed(request, "visibility")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    fields = await read_form(request, user, FORM, max_fields=6)
+    if isinstance(fields, Response):
+        return fields
+    doc_id, visible = fields.get("id", ""), fields.get("visible") == "1"
+    doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id, visible) if doc_id else None
+    if doc is None:
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text="no document with this id in this index; nothing was changed")
+    action = "enable" if visible else "disable"
+    out, error = await _commit(request, user, action, index, ChangeSet(upserts=(doc,)), {})
+    back = document_url(index, doc_id) if fields.get("back") == "document" else index_url(index)
+    items = [{**i, "change": f"{action}d" if i["change"] == "updated" else i["change"]}
+             for i in _items(out, error, {doc_id: doc.path or doc_id}, {})]
+    return _done(back, {"action": action, "items": items})
+
+
+ROUTES = [
+    Route("/admin/indexes/{index}/upload", upload, methods=["POST"]),
+    Route("/admin/indexes/{index}/edit", edit_form, methods=["GET"]),
+    Route("/admin/indexes/{index}/edit", edit, methods=["POST"]),
+    Route("/admin/indexes/{index}/delete", delete, methods=["POST"]),
+    Route("/admin/indexes/{index}/visibility", visibility, methods=["POST"]),
+]

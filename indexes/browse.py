@@ -1,0 +1,128 @@
+"""An index's documents and chunks as an owner browses them, and a stored document put back
+into the `Document` the writer takes (to change only its visibility).
+
+Every function takes a searcher and the schema (`KnowledgeIndex.reader()`), so a caller reads
+one consistent commit. Hidden documents (qa_visible=0) are included: this is the owner's view,
+never a caller's (callers read through `gateway.core.retrieve`, which filters them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import tantivy
+from tantivy import Occur, Query
+
+from . import publish_time
+from .documents import chunks_of, count_matches, stored_str
+from .metadata import decode
+from .records import PAGE
+from .types import CoverImage, Document, Section
+
+__all__ = ["ChunkView", "DocumentRow", "as_document", "chunk_views", "count_hidden", "document_rows"]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    """One document of an index as listed: read from its chunk 0. chunks: how many it has."""
+
+    doc_id: str
+    title: str
+    path: str
+    dataset: str
+    revision: str
+    qa_visible: bool
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkView:
+    """One stored chunk. n: its number (0-based, the `chunk` of a hit); section: its section's
+    number; heading: its section's heading ('' for none); text: its text as stored (the first
+    `overlap` characters repeat the chunk before); page: the PDF page or slide it starts on."""
+
+    n: int
+    section: int
+    heading: str
+    text: str
+    overlap: int
+    page: int | None
+
+
+def _first_chunks(searcher: tantivy.Searcher, schema: tantivy.Schema, hidden_only: bool = False) -> Query:
+    first = Query.term_query(schema, "chunk", 0)
+    if not hidden_only:
+        return first
+    return Query.boolean_query([(Occur.Must, first), (Occur.Must, Query.term_query(schema, "qa_visible", 0))])
+
+
+def document_rows(searcher: tantivy.Searcher, schema: tantivy.Schema) -> list[DocumentRow]:
+    """Every document of the index, sorted by id."""
+    q = _first_chunks(searcher, schema)
+    count = count_matches(searcher, q)
+    rows = []
+    for _, address in (searcher.search(q, count).hits if count else []):
+        d = searcher.doc(address)
+        rows.append(DocumentRow(str(d.get_first("doc_id")), str(d.get_first("title") or ""),
+                                str(d.get_first("path") or ""), str(d.get_first("dataset") or ""),
+                                str(d.get_first("revision") or ""), d.get_first("qa_visible") == 1,
+                                int(d.get_first("n_chunks") or 1)))
+    return sorted(rows, key=lambda r: r.doc_id)
+
+
+def count_hidden(searcher: tantivy.Searcher, schema: tantivy.Schema) -> int:
+    """How many documents of the index are hidden (qa_visible=0: disabled, or hidden by their source)."""
+    return count_matches(searcher, _first_chunks(searcher, schema, hidden_only=True))
+
+
+def _page(chunk: tantivy.Document) -> int | None:
+    value = dict(decode(chunk.get_first("metadata"))).get(PAGE)
+    return value if isinstance(value, int) else None
+
+
+def chunk_views(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str) -> list[ChunkView]:
+    """The chunks of `doc_id` in order; [] when the index holds no such document."""
+    return [ChunkView(int(c.get_first("chunk") or 0), int(c.get_first("section") or 0),
+                      str(c.get_first("heading") or ""), str(stored_str(c, "text") or ""),
+                      int(c.get_first("overlap") or 0), _page(c))
+            for c in chunks_of(searcher, schema, doc_id)]
+
+
+def as_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str, *,
+                qa_visible: bool | None = None) -> Document | None:
+    """The stored document `doc_id` as the `Document` the writer takes, or None when absent:
+    its sections put back from its chunks (overlaps removed), its metadata, cover, url,
+    summary, publish_time, path, dataset and `source` as stored. qa_visible: the visibility to
+    give it (None: as stored). Written back unchanged it has the stored revision; the section
+    heading trails are not stored (`indexes.schema`), so a rewrite analyses each chunk under its
+    own heading only."""
+    chunks = chunks_of(searcher, schema, doc_id)
+    if not chunks:
+        return None
+    first = chunks[0]
+    sections: list[Section] = []
+    current = None
+    paged = False
+    for c in chunks:
+        body = (stored_str(c, "text") or "")[c.get_first("overlap") or 0:]
+        page = _page(c)
+        paged = paged or page is not None
+        if c.get_first("section") != current:
+            current = c.get_first("section")
+            sections.append(Section(str(c.get_first("heading") or ""), body, "", page))
+        else:
+            sections[-1] = dataclasses.replace(sections[-1], text=sections[-1].text + body)
+    meta = decode(first.get_first("metadata"))
+    if paged:  # the page is each chunk's own metadata, not the document's
+        meta = tuple((n, v) for n, v in meta if n != PAGE)
+    cover_url = first.get_first("cover_url")
+    cover = (CoverImage(str(cover_url), first.get_first("cover_height"), first.get_first("cover_width"))
+             if cover_url else None)
+    visible = first.get_first("qa_visible") == 1 if qa_visible is None else qa_visible
+    return Document(doc_id, str(first.get_first("title") or ""), tuple(sections), url=first.get_first("url") or None,
+                    summary=stored_str(first, "summary") or None,
+                    publish_time=publish_time.stored(first.get_first("publish_time")),
+                    cover_image=cover, path=str(first.get_first("path") or ""),
+                    dataset=str(first.get_first("dataset") or ""), qa_visible=visible, metadata=meta,
+                    origin=doc_id, source=str(stored_str(first, "source") or ""))

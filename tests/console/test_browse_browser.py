@@ -1,0 +1,159 @@
+"""The index browser and documents from the browser in a real headless Chromium (Debian's,
+driven by Playwright), on a real `kbgate serve` with Redis: every page fits at 390 px and
+1280 px and works with the keyboard alone; files of every supported format uploaded by keyboard,
+each with its report; a document disabled by keyboard, marked, counted, and absent from a
+Volcengine callback; a chunk reached by its link."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openpyxl
+import pptx
+import pytest
+
+from gateway.console.links import document_url
+from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
+from tests.support.callbacks import post as callback
+from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.files import docx_bytes, guide_pdf
+from tests.support.harness import free_port, serve
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.browser
+
+IMG = ROOT / "docs" / "img" if os.environ.get("KBGATE_DOCS_SCREENSHOTS") == "1" else ROOT / "test-artifacts"
+TOP = "guide/key-rotation.md"
+
+
+def _pptx() -> bytes:
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "季度回顾"
+    slide.placeholders[1].text = "收入同比增长 25%"
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def _xlsx() -> bytes:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "价格表"
+    sheet.append(["产品", "价格"])
+    sheet.append(["标准版", 99])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+FILES: list[dict[str, Any]] = [
+    {"name": "leave.md", "mimeType": "text/markdown", "buffer": "# 年假\n\n## 申请\n\n提前三天申请年假。\n".encode()},
+    {"name": "travel.txt", "mimeType": "text/plain", "buffer": "出差报销要在一个月内提交。".encode()},
+    {"name": "faq.html", "mimeType": "text/html",
+     "buffer": ("<html><head><title>常见问题</title></head><body><h2>登录</h2>"
+                "<p>忘记密码请联系管理员。</p></body></html>").encode()},
+    {"name": "ops.rst", "mimeType": "text/x-rst",
+     "buffer": "运维\n====\n\n备份\n----\n\n每天凌晨备份一次。\n".encode()},
+    {"name": "deploy.pdf", "mimeType": "application/pdf", "buffer": guide_pdf()},
+    {"name": "policy.docx", "mimeType": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+     "buffer": docx_bytes("报销制度", [("范围", "差旅费用按实报销。")])},
+    {"name": "review.pptx", "mimeType": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+     "buffer": _pptx()},
+    {"name": "prices.xlsx", "mimeType": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+     "buffer": _xlsx()},
+]
+
+
+def _tab_to(page: Any, name: str, limit: int = 300) -> None:
+    """Press Tab until the control named `name` (aria-label or text) has the focus."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        got = page.evaluate("() => { const e = document.activeElement; return e ? "
+                            "(e.getAttribute('aria-label') || e.innerText || e.value || '').trim() : '' }")
+        if got == name:
+            return
+    raise AssertionError(f"Tab never reached {name!r}")
+
+
+def _tab_to_selector(page: Any, selector: str, limit: int = 300) -> None:
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"() => document.activeElement && document.activeElement.matches({selector!r})"):
+            return
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path: Path, private_index: Path,
+                                                      redis_url: str) -> None:
+    from playwright.sync_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    port = free_port()
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=private_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-browseui-{port}",
+                  admin_token=ADMIN_TOKEN, audit={"sink": "off"}, gaps={"flush_seconds": 0.1})
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            log_in(page, srv.base, ADMIN_TOKEN)
+            for url in ("/admin/indexes", "/admin/indexes/docs", document_url("docs", TOP, 0)):
+                assert_fits_both(page, srv.base + url)
+                assert_keyboard(page)
+            IMG.mkdir(parents=True, exist_ok=True)
+
+            # upload every supported format, by keyboard: Tab to the file field, Space opens the chooser
+            page.goto(srv.base + "/admin/indexes/docs")
+            _tab_to_selector(page, 'input[type="file"]')
+            with page.expect_file_chooser() as chooser:
+                page.keyboard.press("Space")
+            chooser.value.set_files(FILES)
+            _tab_to(page, "Upload files")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            report = page.locator("section.report")
+            expect(report.locator("li.done")).to_have_count(len(FILES))
+            for f in FILES:
+                expect(report.locator(f'li[data-id="{f["name"]}"] .change')).to_have_text("added")
+            page.screenshot(path=str(IMG / "admin-index-upload.png"))
+            for width in (390, 1280):
+                page.set_viewport_size({"width": width, "height": 800})
+                assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth"), width
+            page.reload()
+            expect(page.locator("section.report")).to_have_count(0)  # a report is shown once
+            expect(page.locator('tr[data-doc="deploy.pdf"]')).to_have_count(1)
+
+            # disable by keyboard: marked, counted, gone from a real Volcengine callback
+            hidden_before = int(page.locator(".hidden-count").inner_text())
+            _tab_to(page, f"Disable {TOP}")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            row = page.locator(f'tr[data-doc="{TOP}"]')
+            expect(row).to_have_class(re.compile(r"\bdisabled\b"))
+            expect(row.locator(".tag")).to_have_text("disabled")
+            expect(page.locator(".hidden-count")).to_have_text(str(hidden_before + 1))
+            with httpx.Client(timeout=10) as c:
+                assert "新旧两把密钥" not in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
+            page.screenshot(path=str(IMG / "admin-index-disabled.png"))
+            # the login cookie without the page's csrf value changes nothing
+            forged = page.request.post(srv.base + "/admin/indexes/docs/visibility",
+                                       form={"id": TOP, "visible": "1", "csrf": "0" * 64})
+            assert forged.status == 403
+            page.reload()
+            expect(page.locator(f'tr[data-doc="{TOP}"] .tag')).to_have_text("disabled")
+
+            # a chunk by its link; the edit form fits
+            page.goto(srv.base + document_url("docs", "deploy.pdf", 1))
+            expect(page.locator("#chunk-1")).to_be_visible()
+            expect(page.locator("section.chunk")).to_have_count(2)
+            assert_fits_both(page, srv.base + document_url("docs", "leave.md"))
+            assert_keyboard(page)
+            assert_fits_both(page, srv.base + "/admin/indexes/docs/edit?id=leave.md")
+            assert_keyboard(page)
+        finally:
+            page.close()
