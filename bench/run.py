@@ -51,7 +51,7 @@ from bench.stack import CALLBACK_PATH, LEXICAL, gateway_argv, throwaway_redis, w
 from bench.workload import callback_body, write_bodies
 from tests.support.harness import Server, free_port
 
-__all__ = ["main", "run"]
+__all__ = ["main", "plan", "run"]
 
 DEFAULT_SCALES = ("100k",)
 CURVE = "curve"
@@ -73,14 +73,21 @@ def _redis_pid(url: str) -> int | None:
         return None
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """The whole benchmark; returns the result dict rendered by bench.report."""
-    if CURVE in args.scale:  # the curve alone
+def plan(args: argparse.Namespace) -> tuple[list[int], list[int]]:
+    """(lexical scale-study sizes, hybrid ones) in chunks. `--scale` alone (CURVE) is the curve:
+    CURVE_LEXICAL and CURVE_HYBRID (unless --hybrid-scale names others), and it sets --only and
+    --no-corpora on `args`. Raises ValueError for a size that does not parse."""
+    if CURVE in args.scale:
         args.scale = [s for s in args.scale if s != CURVE] + list(CURVE_LEXICAL)
         args.hybrid_scale = list(args.hybrid_scale) or list(CURVE_HYBRID)
         args.only = args.no_corpora = True
     scales = sorted({parse_scale(s) for s in ([] if args.only else list(DEFAULT_SCALES)) + list(args.scale)})
-    hybrid_scales = sorted({parse_scale(s) for s in args.hybrid_scale}) if args.hybrid != LEXICAL else []
+    return scales, sorted({parse_scale(s) for s in args.hybrid_scale}) if args.hybrid != LEXICAL else []
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole benchmark; returns the result dict rendered by bench.report."""
+    scales, hybrid_scales = plan(args)
     if not CORPORA.is_dir():
         raise SystemExit(f"bench: the shared corpora are missing at {CORPORA}")
     out_dir = Path(args.out)

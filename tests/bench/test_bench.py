@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.corpus import corpus_documents, documents, huge_document, load_pool, parse_scale, scale_label
-from bench.run import main
+from bench.run import main, parser, plan
 from bench.workload import real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
 from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
 from indexes.ingest import chunk
@@ -44,6 +44,14 @@ def test_scales_parse_and_print() -> None:
     assert scale_label(100_000) == "100k" and scale_label(2500) == "2500"
     with pytest.raises(ValueError):
         parse_scale("lots")
+
+
+def test_scale_alone_is_the_curve_to_a_million() -> None:
+    args = parser().parse_args(["--scale"])
+    assert plan(args) == ([100_000, 1_000_000], [100_000])
+    assert args.only and args.no_corpora  # the curve alone, no real-corpus phases
+    assert plan(parser().parse_args(["--scale", "10k", "--hybrid-scale", "2000"])) == ([10_000, 100_000], [2_000])
+    assert plan(parser().parse_args(["--scale", "--hybrid", "none"])) == ([100_000, 1_000_000], [])
 
 
 def test_scaled_corpus_has_exactly_the_chunks_asked_for() -> None:
