@@ -8,12 +8,28 @@ index     build `--index` under `--dir` with the indexer's real path
           (`--chunks N`) or one real corpus (`--corpus cmrc2018|tidb-docs-cn`, optionally
           `--huge-chunks N`: plus one document of N chunks made from that corpus's text):
           chunks, documents, seconds, chunks_per_s, size_bytes, rss_before_kib (corpus
-          materialized), hwm_kib (peak), huge_chunks (chunks of the huge document, 0 if none).
+          materialized), hwm_kib (peak), huge_chunks (chunks of the huge document, 0 if none),
+          cpu_s (user + sys of this process and its children), dense_bytes (the vectors' share
+          of size_bytes). `--dense MODEL` builds it hybrid with that embedded model
+          (`indexes.dense.HybridStore`: chunks embedded before the commit, vectors published
+          after it), the embedding cache in `--cache-dir` (default `<dir>/.embedding-cache`): a
+          build stopped half way and started again embeds only what the cache lacks; then
+          also embedded / cached (vectors computed vs found) and dense_seconds (publish).
 minimal-index  the minimal gateway's own index (bench.minimal.build_index) of one real corpus's
           documents under `--dir`/`--index`, one chunk per section: chunks, documents, seconds.
 search    `KnowledgeIndex.search` with the route's filter from `gateway.core.scope.resolve_callback`
           (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
           `--seconds` per thread count: per count qps, p50_ms, p99_ms.
+embed     the query embedding alone: `--model`'s `embed_query` (one BLAS thread, as a server
+          runs it) on each question of `--questions` (JSON strings, one a line), after one
+          unmeasured call that loads the model: questions, cpu_ms_per_query (process CPU
+          ÷ questions), p50_ms / p99_ms (wall, per question).
+parts     hybrid's cost beside its parts, in one process, no HTTP: per question, in rotating
+          order, `--lexical` index's search, `--hybrid` index's search (built with `--model`)
+          and the model's own `embed_query` (another instance, so the index's query-vector
+          memory never answers it), over `--questions` (JSON strings): process CPU ms per
+          question of each (lexical_ms, hybrid_ms, embedding_ms), over_ms = hybrid − lexical −
+          embedding, and outcomes (the hybrid searches' answers: all "hybrid" or the figure lies).
 baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
           same search figures.
 """
@@ -28,11 +44,18 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.corpus import corpus_documents, documents, huge_document, load_pool, queries
 from bench.procfs import memory_kib
 
+if TYPE_CHECKING:
+    from indexes.store import IndexStore
+
 __all__ = ["percentile", "run_phase", "run_threads"]
+
+NONE = "none"
+"""`--dense none`: the lexical path, named (the gateway config's `dense = "none"`)."""
 
 SEARCH_LIMIT = 5
 """Results per query: the callback's default Limit (search.default_limit)."""
@@ -98,7 +121,6 @@ def run_threads(search: Callable[[str], object], qs: list[str], threads: int, se
 def _index(args: argparse.Namespace) -> dict[str, object]:
     from bench.workload import CORPUS_SOURCES
     from indexes.ingest import chunk
-    from indexes.store import IndexStore
 
     huge = 0
     if args.corpus:
@@ -110,13 +132,21 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
     else:
         docs = list(documents(args.chunks, load_pool()))
     before = memory_kib()
-    store = IndexStore(Path(args.dir))
+    store = _store(args)
     started = time.perf_counter()
-    report = store.create_or_open_for_write(args.index).ingest(docs, delete_missing=False, progress=False)
+    cpu0 = _cpu_s()
+    index = store.create_or_open_for_write(args.index)
+    report = index.ingest(docs, delete_missing=False, progress=False)
     took = time.perf_counter() - started
     folder = Path(args.dir) / args.index
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    return {
+    dense = getattr(index, "last_dense_report", None)  # a hybrid index (indexes.dense)
+    extra: dict[str, object] = {"dense": args.dense or "none"}
+    if dense is not None:
+        extra.update(embedded=dense.embedded, cached=dense.cached + dense.kept, dense_seconds=dense.publish_seconds,
+                     dense_bytes=sum(p.stat().st_size for p in (folder / "dense").rglob("*") if p.is_file()))
+    index.close()
+    return {**extra, "cpu_s": _cpu_s() - cpu0,
         "chunks": report.chunks,
         "documents": report.added,
         "seconds": took,
@@ -127,6 +157,28 @@ def _index(args: argparse.Namespace) -> dict[str, object]:
         "hwm_kib": memory_kib().get("VmHWM", 0),
         "huge_chunks": huge,
     }
+
+
+def _cpu_s() -> float:
+    """User + sys CPU seconds of this process and its waited-for children (the analysis pool)."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _store(args: argparse.Namespace, observe: Callable[[str, str], None] | None = None) -> IndexStore:
+    """The index store of a phase: hybrid for `args.index` when `--dense MODEL` names one
+    (observe: told of each hybrid search's outcome)."""
+    from indexes.store import IndexStore
+
+    if not getattr(args, "dense", None) or args.dense == NONE:
+        return IndexStore(Path(args.dir))
+    from indexes.dense import DenseConfig, HybridStore
+
+    cache = Path(args.cache_dir).resolve() if getattr(args, "cache_dir", None) else None
+    return HybridStore(Path(args.dir), dense={args.index: DenseConfig(provider="local", model=args.dense,
+                                                                      cache_dir=cache)}, observe=observe)
 
 
 def _minimal_index(args: argparse.Namespace) -> dict[str, object]:
@@ -142,11 +194,14 @@ def _minimal_index(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _search(args: argparse.Namespace) -> dict[str, object]:
+    from collections import Counter
+
     from gateway.core.config import Route, Tenant
     from gateway.core.scope import resolve_callback
-    from indexes.store import IndexStore
 
-    index = IndexStore(Path(args.dir)).open(args.index)
+    outcomes: Counter[str] = Counter()
+    index = _store(args, observe=lambda _name, outcome: outcomes.update((outcome,))).open(args.index)
+    _wait_for_model(index)
     tenant = Tenant("bench", "/volcengine/bench", "enforce", (), (Route("bench", "bench", args.index),))
     flt = resolve_callback(tenant, "bench", "bench", None).filter  # exactly what a callback searches with
     qs = queries()
@@ -164,8 +219,79 @@ def _search(args: argparse.Namespace) -> dict[str, object]:
                 while fh.read(1 << 20):
                     pass
     run_threads(one, qs, 1, args.seconds)  # unmeasured: the first pass over a large index is slower
+    outcomes.clear()
     runs = [run_threads(one, qs, t, args.seconds) for t in args.threads]
-    return {"runs": runs, "hwm_kib": memory_kib().get("VmHWM", 0)}
+    return {"runs": runs, "hwm_kib": memory_kib().get("VmHWM", 0), "dense": args.dense,
+            "outcomes": dict(outcomes)}
+
+
+def _wait_for_model(index: object) -> None:
+    """A hybrid index loads its model in the background (answering lexically meanwhile): load
+    it here first, so every measured search is a hybrid one. Raises EmbeddingError."""
+    embedder = getattr(index, "embedder", None)
+    if embedder is not None:
+        embedder.warm()
+        embedder.embed_query("预热", 5.0)
+
+
+def _embed(args: argparse.Namespace) -> dict[str, object]:
+    from indexes.dense import DenseConfig
+    from indexes.dense.providers import make_embedder
+
+    qs = [str(json.loads(line)) for line in Path(args.questions).read_text("utf-8").splitlines() if line.strip()]
+    embedder = make_embedder(DenseConfig(provider="local", model=args.model))
+    embedder.warm()
+    embedder.embed_query("预热", 5.0)
+    lat: list[float] = []
+    cpu0 = time.process_time()
+    for q in qs:
+        t0 = time.perf_counter()
+        embedder.embed_query(q, 5.0)
+        lat.append(time.perf_counter() - t0)
+    cpu = time.process_time() - cpu0
+    lat.sort()
+    return {"model": args.model, "questions": len(qs), "cpu_ms_per_query": 1000 * cpu / max(1, len(qs)),
+            "p50_ms": percentile(lat, 50) * 1000, "p99_ms": percentile(lat, 99) * 1000}
+
+
+def _parts(args: argparse.Namespace) -> dict[str, object]:
+    from collections import Counter
+
+    from gateway.core.config import Route, Tenant
+    from gateway.core.scope import resolve_callback
+    from indexes.dense import DenseConfig, HybridStore
+    from indexes.dense.providers import make_embedder
+
+    outcomes: Counter[str] = Counter()
+    store = HybridStore(Path(args.dir), dense={args.hybrid: DenseConfig(provider="local", model=args.model)},
+                        observe=lambda _name, outcome: outcomes.update((outcome,)))
+    lexical, hybrid = store.open(args.lexical), store.open(args.hybrid)
+    _wait_for_model(hybrid)
+    embedder = make_embedder(DenseConfig(provider="local", model=args.model))
+    embedder.warm()
+    qs = [str(json.loads(line)) for line in Path(args.questions).read_text("utf-8").splitlines() if line.strip()]
+
+    def searcher(index: object, name: str) -> Callable[[str], object]:
+        tenant = Tenant("bench", "/volcengine/bench", "enforce", (), (Route("bench", "bench", name),))
+        flt = resolve_callback(tenant, "bench", "bench", None).filter
+        return lambda q: index.search(q, SEARCH_LIMIT, filter=flt, one_per_document=True,  # type: ignore[attr-defined]
+                                      summary_chars=200, content_chars=1500)
+
+    calls = {"lexical": searcher(lexical, args.lexical), "hybrid": searcher(hybrid, args.hybrid),
+             "embedding": lambda q: embedder.embed_query(q, 5.0)}
+    for q in qs[:20]:  # unmeasured: caches and the first calls' allocations
+        calls["lexical"](q + "。")
+    outcomes.clear()
+    cpu = dict.fromkeys(calls, 0.0)
+    order = list(calls)
+    for i, q in enumerate(qs):
+        for name in order[i % 3:] + order[:i % 3]:
+            t0 = time.process_time()
+            calls[name](q)
+            cpu[name] += time.process_time() - t0
+    ms = {f"{k}_ms": 1000 * v / max(1, len(qs)) for k, v in cpu.items()}
+    return {"questions": len(qs), **ms, "over_ms": ms["hybrid_ms"] - ms["lexical_ms"] - ms["embedding_ms"],
+            "outcomes": dict(outcomes)}
 
 
 def _baseline(args: argparse.Namespace) -> dict[str, object]:
@@ -194,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--corpus", choices=("cmrc2018", "tidb-docs-cn"), help="one real corpus")
     i.add_argument("--limit", type=int, default=None, help="with --corpus: its first N documents only")
     i.add_argument("--huge-chunks", type=int, default=0, help="with --corpus: add one document of N chunks")
+    i.add_argument("--dense", default=NONE, help="an embedded model (use-multilingual-v3): build it hybrid")
+    i.add_argument("--cache-dir", default=None, help="with --dense: the embedding cache folder (kept between runs)")
     i.set_defaults(func=_index)
     m = sub.add_parser("minimal-index")
     m.add_argument("--dir", required=True)
@@ -201,6 +329,14 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--corpus", required=True, choices=("cmrc2018", "tidb-docs-cn"))
     m.add_argument("--limit", type=int, default=None, help="its first N documents only")
     m.set_defaults(func=_minimal_index)
+    pa = sub.add_parser("parts")
+    for flag in ("--dir", "--lexical", "--hybrid", "--model", "--questions"):
+        pa.add_argument(flag, required=True)
+    pa.set_defaults(func=_parts)
+    e = sub.add_parser("embed")
+    e.add_argument("--model", required=True)
+    e.add_argument("--questions", required=True)
+    e.set_defaults(func=_embed)
     for name, func in (("search", _search), ("baseline", _baseline)):
         s = sub.add_parser(name)
         s.add_argument("--seconds", type=float, default=3.0)
@@ -208,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "search":
             s.add_argument("--dir", required=True)
             s.add_argument("--index", required=True)
+            s.add_argument("--dense", default=NONE, help="the embedded model the index was built with (hybrid)")
         else:
             s.add_argument("--chunks", type=int, required=True)
         s.set_defaults(func=func)

@@ -43,9 +43,10 @@ import httpx
 from bench.answercache import CacheSwitch
 from bench.flame import parts_table, summarize
 from bench.hugedoc import HUGE_ROUTE, huge_queries, huge_vs_normal
+from bench.hybrid import EMBEDDED_MODEL, HYBRID_ROUTE, build_hybrid, lexical_beside_hybrid, need, wait_until_hybrid
 from bench.measure import closed_loop, open_loop, worker_memory
 from bench.phases import run_phase
-from bench.stack import floor_argv, gateway_argv, write_routes_config
+from bench.stack import LEXICAL, floor_argv, gateway_argv, write_routes_config
 from bench.versus import alternate, medians, minimal_argv, minimal_env
 from bench.wings import WINGS, Wing, served_grants
 from bench.workload import CORPUS_SOURCES, Stream, repeat_share, write_bodies
@@ -123,6 +124,10 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
     _say(f"tidb-docs-cn plus one document of {args.huge_chunks:,} chunks: building the index")
     res["indexes"][HUGE_ROUTE] = run_phase(["index", "--dir", str(idx_dir), "--index", HUGE_ROUTE, "--corpus",
                                          "tidb-docs-cn", "--huge-chunks", str(args.huge_chunks), *extra])
+    dense = {index: LEXICAL for index in routes.values()}  # every path named (bench.stack.dense_lines)
+    if args.hybrid != LEXICAL:
+        res["indexes"][HYBRID_ROUTE] = build_hybrid(args, idx_dir, embedding_cache(args), extra)
+        routes[HYBRID_ROUTE], dense[HYBRID_ROUTE] = HYBRID_ROUTE, args.hybrid
     res["minimal_indexes"] = {}
     for corpus in CORPUS_SOURCES:
         _say(f"{corpus}: building the minimal gateway's index")
@@ -130,10 +135,11 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
                                                     "--corpus", corpus, *extra])
     per_phase = int(args.max_rps * (args.seconds + args.warmup))
     versus = args.versus_rounds * int(args.max_rps * (args.versus_seconds + args.warmup))
-    streams = {c: Stream(c, 6 * per_phase + versus + 2_000, limit) for c in CORPUS_SOURCES}
+    streams = {c: Stream(c, 6 * per_phase + versus + 2_000 + (need(args) if c == "tidb-docs-cn" else 0), limit)
+               for c in CORPUS_SOURCES}
     port = free_port()
     cc = write_routes_config(work, idx_dir, routes, port, args.workers, redis_url, grants=served_grants(),
-                             answer_cache_entries=args.answer_cache)
+                             answer_cache_entries=args.answer_cache, dense=dense)
     secret = cc.secret_file.read_text().strip()
     token = cc.token_file.read_text().strip()
     conns = args.corpus_connections
@@ -162,6 +168,10 @@ def run_corpora(args: argparse.Namespace, work: Path, out_dir: Path, stamp: str,
             capacity = r["rps"]
             cache.switch(0)  # the cold path: every callback searched
             _versus(args, work, srv, minimal, corpus, stream, res, cc.secret_file, redis_pid)
+            if corpus == "tidb-docs-cn" and HYBRID_ROUTE in routes:
+                wait_until_hybrid(srv, secret, stream.real)
+                res["hybrid"] = {"model": args.hybrid, "connections": args.hybrid_connections,
+                                 **lexical_beside_hybrid(args, work, srv, stream, cc.secret_file, redis_pid)}
             z = stream.zipf(int(args.max_rps * args.seconds))
             zipf_bodies = _bodies(work, f"{corpus}-zipf", CALLBACK, corpus, z)
             for entries in (0, args.answer_cache) if args.answer_cache else (0,):
@@ -312,6 +322,11 @@ def _wing(args: argparse.Namespace, work: Path, srv: Server, wing: Wing, stream:
     return row
 
 
+def embedding_cache(args: argparse.Namespace) -> Path:
+    """The embedding cache of hybrid builds: outside the scratch folder each run empties."""
+    return Path(args.embedding_cache or Path(args.out) / "embedding-cache").resolve()
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The corpus phases' options."""
     p.add_argument("--no-corpora", action="store_true", help="skip the real-corpus phases (scale study only)")
@@ -334,4 +349,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rounds of kbgate (cache off) alternating with the minimal gateway (default 2)")
     p.add_argument("--versus-seconds", type=float, default=5.0,
                    help="measured seconds of each of those runs (default 5)")
+    p.add_argument("--hybrid", default=EMBEDDED_MODEL,
+                   help=f"the embedded model of the hybrid path measured beside the lexical one on the TiDB docs "
+                        f"(default {EMBEDDED_MODEL}; 'none' skips it)")
+    p.add_argument("--hybrid-connections", type=int, default=2,
+                   help="closed-loop connections of the lexical-beside-hybrid rounds and of the hybrid scale study "
+                        "(default 2, one callback per worker: a hybrid search whose query embedding waits behind "
+                        "others past its deadline answers lexically, which 8 connections did on a loaded machine)")
+    p.add_argument("--embedding-cache", default=None,
+                   help="folder of the embedding cache kept between runs (default OUT/embedding-cache)")
     p.add_argument("--corpus-limit", type=int, default=None, help=argparse.SUPPRESS)  # smoke runs: first N docs

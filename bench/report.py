@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report_corpora import corpora_tables, corpora_targets
+from bench.report_hybrid import hybrid_targets
 
 __all__ = ["TARGETS", "check_targets", "render"]
 
@@ -48,7 +49,7 @@ def render(result: dict[str, Any]) -> str:
         "| target | measured | met |",
         "|---|---|---|",
     ]
-    for name, measured, met in corpora_targets(result) + check_targets(result):
+    for name, measured, met in corpora_targets(result) + hybrid_targets(result) + check_targets(result):
         out.append(f"| {name} | {measured} | {met} |")
     if result.get("corpora"):
         out += [""] + corpora_tables(result["corpora"])
@@ -65,8 +66,33 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _curve(result: dict[str, Any]) -> list[str]:
+    """One row per size and path: what docs/scaling.md reads where one machine stops."""
+    out = ["", "### Scale study: the curve (build in its own process; search alone: `search`, 1 thread, Limit 5; "
+               "the callback: kbgate serve, closed loop, answer cache off)", "",
+           "| scale | path | chunks | build s | build CPU s | disk MiB (of which vectors) | indexer peak RSS MiB "
+           "| worker RSS MiB (peak, each) | search p50 / p99 ms | callback p50 / p99 ms (connections) "
+           "| server CPU ms/cb | answered hybrid |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in result["scales"]:
+        ix, one = s["index"], _runs(s["search"]).get(1)
+        path = s.get("dense", "none")
+        vec = f" ({ix['dense_bytes'] / 2**20:,.0f})" if ix.get("dense_bytes") else ""
+        mem = ", ".join(_f(w.get("VmHWM", 0) / MB, 0) for w in s.get("worker_memory", []))
+        for r in s.get("e2e", [])[:1] if one else []:
+            share = r.get("hybrid_share")
+            out.append(
+                f"| {s['label'].split()[0]} | {'lexical' if path == 'none' else 'hybrid ' + path} | {ix['chunks']:,} "
+                f"| {_f(ix['seconds'])} | {_f(ix['cpu_s']) if 'cpu_s' in ix else '-'} "
+                f"| {_f(ix['size_bytes'] / 2**20, 0)}{vec} | {_f(ix['hwm_kib'] / MB, 0)} | {mem} "
+                f"| {one['p50_ms']:.2f} / {one['p99_ms']:.2f} | {r['p50_ms']:.1f} / {r['p99_ms']:.1f} "
+                f"({r['connections']}) | {r.get('server_cpu_ms_per_req', 0):.2f} "
+                f"| {'-' if share is None else f'{100 * share:.1f}%'} |")
+    return out
+
+
 def _scale_tables(result: dict[str, Any]) -> list[str]:
-    out = [
+    out = _curve(result) + [
         "",
         "### Scale study: index build (indexer process: `IndexStore.create_or_open_for_write(...).ingest`)",
         "",
@@ -129,7 +155,8 @@ def _e2e_row(label: str, server: str, r: dict[str, Any]) -> str:
 
 
 def _scale(result: dict[str, Any], n: int) -> dict[str, Any] | None:
-    return next((s for s in result["scales"] if s["chunks"] == n), None)
+    """The lexical scale study at `n` chunks, or None."""
+    return next((s for s in result["scales"] if s["chunks"] == n and s.get("dense", "none") == "none"), None)
 
 
 def check_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:

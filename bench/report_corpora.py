@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report_hybrid import hybrid_table
+
 __all__ = ["TARGETS_13", "TARGETS_19", "corpora_tables", "corpora_targets"]
 
 MB = 1024  # KiB per MiB
@@ -78,6 +80,7 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
                    f"| {_f(r['other_cpu_pct'])} |")
     out += _cache_summary(c)
     out += _versus(c)
+    out += hybrid_table(c)
     out += [
         "",
         "### Open loop: a fixed offered rate, latency from each request's intended send time "
@@ -272,7 +275,8 @@ def corpora_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:
                          _yes(o["p99_ms"] <= TARGETS_13["open_p99_ms"] and not bad)))
         else:
             rows.append((name, "-", "not run"))
-    scale = next((s for s in result.get("scales", []) if s["chunks"] == 100_000), None)
+    scale = next((s for s in result.get("scales", []) if s["chunks"] == 100_000
+                  and s.get("dense", "none") == "none"), None)
     name = "index build ≥ 10,000 chunks/s at 100k chunks"
     if scale:
         rate = scale["index"]["chunks_per_s"]

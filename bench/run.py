@@ -4,6 +4,7 @@
     python -m bench --quick             # the same phases, shorter loads (about 5 minutes)
     python -m bench --profile           # adds py-spy on one worker under the TiDB closed loop
     python -m bench --scale 10k --scale 1m --no-corpora   # the scale study alone, at 10k and 1M
+    python -m bench --scale             # the curve alone: lexical at 100k and 1M, hybrid at 100k
 
 Real corpora (bench.realcorpora): cmrc2018 and tidb-docs-cn routed through real signed
 Volcengine callbacks to one `kbgate serve` (--workers hypercorn workers), closed loop (wrk,
@@ -16,7 +17,11 @@ vectors' disk and memory per 100k chunks, the Tantivy build at 100k chunks.
 
 Scale study, per --scale (default 100k): index build in its own process, search alone (1
 and 2 threads), the bm25s baseline on the same chunks (up to --baseline-max), and `kbgate
-serve` on that index under the same closed loop.
+serve` on that index under the same closed loop (answer cache off). `--hybrid-scale N` does
+the same for an index of N chunks built hybrid with --hybrid's model (its embeddings cached
+in --embedding-cache between runs, so a stopped build resumes where it stopped). `--scale`
+alone is the curve to a million (CURVE): those phases only, no real-corpus phases, and a
+table of build time, disk, memory per worker and search p50/p99 per size and path.
 
 Redis: a throwaway redis-server on a free port (bench.stack), or $REDIS_URL when set.
 Results: stdout, and bench-results/bench-<time>.md and .json (bench-results/ is git-ignored).
@@ -37,16 +42,21 @@ from typing import Any
 
 from bench import realcorpora
 from bench.corpus import CORPORA, parse_scale, queries, scale_label
+from bench.hybrid import hybrid_share, outcomes, wait_until_hybrid
 from bench.measure import closed_loop, worker_memory
 from bench.phases import run_phase
+from bench.realcorpora import embedding_cache
 from bench.report import render
-from bench.stack import CALLBACK_PATH, gateway_argv, throwaway_redis, write_config
+from bench.stack import CALLBACK_PATH, LEXICAL, gateway_argv, throwaway_redis, write_config
 from bench.workload import callback_body, write_bodies
 from tests.support.harness import Server, free_port
 
-__all__ = ["main", "run"]
+__all__ = ["main", "plan", "run"]
 
 DEFAULT_SCALES = ("100k",)
+CURVE = "curve"
+CURVE_LEXICAL, CURVE_HYBRID = ("100k", "1m"), ("100k",)
+"""`--scale` alone: the lexical path at 100k and 1M chunks, the hybrid path at 100k."""
 
 
 def _say(msg: str) -> None:
@@ -63,9 +73,21 @@ def _redis_pid(url: str) -> int | None:
         return None
 
 
+def plan(args: argparse.Namespace) -> tuple[list[int], list[int]]:
+    """(lexical scale-study sizes, hybrid ones) in chunks. `--scale` alone (CURVE) is the curve:
+    CURVE_LEXICAL and CURVE_HYBRID (unless --hybrid-scale names others), and it sets --only and
+    --no-corpora on `args`. Raises ValueError for a size that does not parse."""
+    if CURVE in args.scale:
+        args.scale = [s for s in args.scale if s != CURVE] + list(CURVE_LEXICAL)
+        args.hybrid_scale = list(args.hybrid_scale) or list(CURVE_HYBRID)
+        args.only = args.no_corpora = True
+    scales = sorted({parse_scale(s) for s in ([] if args.only else list(DEFAULT_SCALES)) + list(args.scale)})
+    return scales, sorted({parse_scale(s) for s in args.hybrid_scale}) if args.hybrid != LEXICAL else []
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark; returns the result dict rendered by bench.report."""
-    scales = sorted({parse_scale(s) for s in ([] if args.only else list(DEFAULT_SCALES)) + list(args.scale)})
+    scales, hybrid_scales = plan(args)
     if not CORPORA.is_dir():
         raise SystemExit(f"bench: the shared corpora are missing at {CORPORA}")
     out_dir = Path(args.out)
@@ -93,8 +115,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         if not args.no_corpora:
             result["corpora"] = realcorpora.run_corpora(args, work, out_dir, stamp, redis_url, redis_pid)
-        for n in scales:
-            result["scales"].append(_scale(args, n, work, redis_url, redis_pid))
+        for n, dense in [(n, LEXICAL) for n in scales] + [(n, args.hybrid) for n in hybrid_scales]:
+            result["scales"].append(_scale(args, n, work, redis_url, redis_pid, dense))
         if not args.no_build:
             result["build"] = _build(args, result["scales"])
     result["environment"]["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -108,32 +130,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _scale(args: argparse.Namespace, n: int, work: Path, redis_url: str, redis_pid: int | None) -> dict[str, Any]:
-    """The scale study at `n` chunks: build, search alone, bm25s, kbgate under the closed loop."""
-    label = scale_label(n)
-    name = f"bench-{label}"
-    _say(f"{label}: building the index ({n:,} chunks)")
-    s: dict[str, Any] = {"label": label, "chunks": n}
-    s["index"] = run_phase(["index", "--dir", str(work / "indexes"), "--index", name, "--chunks", str(n)])
+def _scale(args: argparse.Namespace, n: int, work: Path, redis_url: str, redis_pid: int | None,
+           dense: str = LEXICAL) -> dict[str, Any]:
+    """The scale study at `n` chunks on one path (dense: "none" or an embedded model): build,
+    search alone, bm25s (lexical only), kbgate under the closed loop (answer cache off)."""
+    hybrid = dense != LEXICAL
+    label = scale_label(n) + (" hybrid" if hybrid else "")
+    name = f"bench-{scale_label(n)}" + ("-hybrid" if hybrid else "")
+    _say(f"{label}: building the index ({n:,} chunks{', embedding them with ' + dense if hybrid else ''})")
+    s: dict[str, Any] = {"label": label, "chunks": n, "dense": dense}
+    s["index"] = run_phase(["index", "--dir", str(work / "indexes"), "--index", name, "--chunks", str(n),
+                            "--dense", dense, "--cache-dir", str(embedding_cache(args))], timeout=6 * 3600)
     _say(f"{label}: {s['index']['chunks_per_s']:,.0f} chunks/s; searching alone")
-    s["search"] = run_phase(["search", "--dir", str(work / "indexes"), "--index", name,
-                          "--seconds", str(args.search_seconds), "--threads", "1", "2"])
+    s["search"] = run_phase(["search", "--dir", str(work / "indexes"), "--index", name, "--dense", dense,
+                             "--seconds", str(args.search_seconds), "--threads", "1", "2"])
     s["baseline"] = None
-    if n <= parse_scale(args.baseline_max):
+    if n <= parse_scale(args.baseline_max) and not hybrid:
         _say(f"{label}: bm25s baseline on the same chunks")
         s["baseline"] = run_phase(["baseline", "--chunks", str(n), "--seconds", str(args.search_seconds),
                                 "--threads", "1", "2"])
     port = free_port()
-    cfg, secret_file = write_config(work, work / "indexes", name, port, args.workers, redis_url)
-    bodies = work / f"bodies-scale-{label}.txt"
+    cfg, secret_file = write_config(work, work / "indexes", name, port, args.workers, redis_url, dense=dense)
+    bodies = work / f"bodies-scale-{name}.txt"
     write_bodies(bodies, (callback_body("bench", "bench", q) for q in queries()))
-    with Server(gateway_argv(cfg, args.workers), port, work / f"serve-{label}.log") as srv:
+    with Server(gateway_argv(cfg, args.workers), port, work / f"serve-{name}.log") as srv:
+        if hybrid:
+            wait_until_hybrid(srv, secret_file.read_text().strip(), queries(), index=name, route="bench")
         s["e2e"] = []
-        for c in (int(x) for x in args.connections.split(",")):
+        for c in [args.hybrid_connections] if hybrid else (int(x) for x in args.connections.split(",")):
             _say(f"{label}: kbgate, {c} connections, {args.seconds} s")
-            s["e2e"].append(closed_loop(srv, CALLBACK_PATH, bodies, secret_file, mode="hmac", connections=c,
-                                        seconds=args.seconds, redis_pid=redis_pid, warmup_bodies=bodies,
-                                        warmup=args.warmup))
+            before = outcomes(srv, name) if hybrid else {}
+            r = closed_loop(srv, CALLBACK_PATH, bodies, secret_file, mode="hmac", connections=c,
+                            seconds=args.seconds, redis_pid=redis_pid, warmup_bodies=bodies, warmup=args.warmup)
+            if hybrid:
+                r["hybrid_share"], r["outcomes"] = hybrid_share(before, outcomes(srv, name))
+            s["e2e"].append(r)
         s["worker_memory"] = worker_memory(srv)
     return s
 
@@ -147,7 +178,7 @@ def _build(args: argparse.Namespace, scales: list[dict[str, Any]]) -> dict[str, 
     _say(f"build costs: embedding {args.build_embed:,} chunks on one thread, then on {build_workers()} processes")
     load_before = os.getloadavg()
     out: dict[str, Any] = {"embedding": build.measure_embedding(args.build_embed, build_workers())}
-    at_100k = next((s["index"] for s in scales if s["chunks"] == 100_000), None)
+    at_100k = next((s["index"] for s in scales if s["chunks"] == 100_000 and s.get("dense", LEXICAL) == LEXICAL), None)
     out["tantivy"] = at_100k if at_100k is not None else build.measure_tantivy(100_000)
     out["loadavg"] = [round(x, 2) for x in (*load_before, *os.getloadavg())]
     return out
@@ -157,8 +188,11 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
                    help="shorter loads (3 s measured, 0.5 s warm-up, 1 s search runs): same phases, noisier figures")
-    p.add_argument("--scale", action="append", default=[],
-                   help="add a scale-study size in chunks (2000, 10k, 1m); repeatable; default 100k")
+    p.add_argument("--scale", action="append", default=[], nargs="?", const=CURVE,
+                   help="add a scale-study size in chunks (2000, 10k, 1m); repeatable; default 100k. Alone "
+                        "(no size): the curve, lexical at 100k and 1M and hybrid at 100k, nothing else")
+    p.add_argument("--hybrid-scale", action="append", default=[],
+                   help="add a scale-study size built and served hybrid (--hybrid's model); repeatable")
     p.add_argument("--only", action="store_true", help="run only the --scale sizes given, not the default 100k")
     p.add_argument("--seconds", type=float, default=10.0, help="measured seconds per load run (default 10)")
     p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each load run")

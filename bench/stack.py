@@ -35,8 +35,8 @@ import redis
 
 from tests.support.harness import free_port, kbgate_argv
 
-__all__ = ["CALLBACK_PATH", "CorpusConfig", "floor_argv", "gateway_argv", "throwaway_redis", "write_config",
-           "write_routes_config"]
+__all__ = ["CALLBACK_PATH", "LEXICAL", "CorpusConfig", "dense_lines", "floor_argv", "gateway_argv",
+           "lexical_keyword", "throwaway_redis", "write_config", "write_routes_config"]
 
 TENANT = "bench"
 FIRST_LEVEL_ID = "bench"
@@ -55,10 +55,11 @@ def floor_argv(config: Path, port: int, workers: int) -> list[str]:
 
 
 def write_config(workdir: Path, indexes_dir: Path, index: str, port: int, workers: int,
-                 redis_url: str) -> tuple[Path, Path]:
+                 redis_url: str, dense: str = "none") -> tuple[Path, Path]:
     """(config path, secret file) for serving `index` on 127.0.0.1:port: tenant `bench`, route
     bench/bench, Redis replay store with a per-run key prefix, tolerance 120 s so benchmark
-    nonces expire soon."""
+    nonces expire soon, the answer cache off (every callback searched: the cold path), and the
+    index's path named: dense "none" (lexical) or an embedded model (hybrid)."""
     workdir.mkdir(parents=True, exist_ok=True)
     secret_file = workdir / "bench.secret"
     if not secret_file.exists():
@@ -70,6 +71,8 @@ def write_config(workdir: Path, indexes_dir: Path, index: str, port: int, worker
         f'[replay]\nredis_url = {json.dumps(redis_url)}\ntolerance_seconds = 120\n'
         f'key_prefix = "kbgate-bench-{os.getpid()}"\n'
         f'[indexes]\ndir = {json.dumps(str(indexes_dir.resolve()))}\n'
+        + "".join(line + "\n" for line in dense_lines({index: dense}))
+        + '[search]\nanswer_cache_entries = 0\n'
         f'[log]\nlevel = "info"\n'
         f'[tenants.{TENANT}]\n[[tenants.{TENANT}.secrets]]\nid = "bench"\n'
         f'value_file = {json.dumps(str(secret_file.resolve()))}\n'
@@ -121,6 +124,29 @@ def throwaway_redis(prefer_env: bool = True) -> Iterator[tuple[str, int | None]]
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+LEXICAL = "none"
+
+
+def lexical_keyword() -> str | None:
+    """The config's word for a lexical index (`dense = "none"`), or None when this gateway has
+    none (before hybrid became the default, an index without a dense line was lexical)."""
+    from indexes.dense import config
+
+    return getattr(config, "NONE", None)
+
+
+def dense_lines(dense: Mapping[str, str]) -> list[str]:
+    """`[indexes.NAME]` tables naming each index's path: `dense = MODEL`, or for "none" the
+    gateway's lexical keyword (nothing where the gateway has none: lexical is its default)."""
+    none = lexical_keyword()
+    out = []
+    for index, model in dense.items():
+        value = none if model == LEXICAL else model
+        if value is not None:
+            out.append(f'[indexes.{json.dumps(index)}]\ndense = {json.dumps(value)}')
+    return out
+
+
 class CorpusConfig:
     """Paths of one written config: `config`, `secret_file` (callback HMAC key),
     `token_file` (Bearer token), and `routes` (route name → index name)."""
@@ -139,12 +165,15 @@ def _secret_file(path: Path, value: str) -> Path:
 def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, str], port: int, workers: int,
                         redis_url: str, name: str = "corpora",
                         grants: Sequence[str] = ("knowledge.search",),
-                        answer_cache_entries: int | None = None) -> CorpusConfig:
+                        answer_cache_entries: int | None = None,
+                        dense: Mapping[str, str] | None = None) -> CorpusConfig:
     """Write `workdir/gateway-NAME.toml` serving each route → index of `routes` (see module
     docstring) on 127.0.0.1:port; returns its CorpusConfig. Route names must be plain
     identifiers (letters, digits, '-', '_'); grants: the agent client's tools;
     answer_cache_entries: `[search] answer_cache_entries` (None: the gateway's default). With
-    the grant `documents.write` the client may write every index of `routes` (the document API)."""
+    the grant `documents.write` the client may write every index of `routes` (the document API).
+    dense: index → "none" (lexical) or an embedded model (hybrid), written as `[indexes.NAME]
+    dense = ...` (`dense_lines`), so a path is named whatever the gateway's default is."""
     workdir.mkdir(parents=True, exist_ok=True)
     secret_file = _secret_file(workdir / "bench.secret", secrets.token_urlsafe(32))
     token_file = _secret_file(workdir / "bench.token", "bench-" + secrets.token_urlsafe(32))
@@ -156,6 +185,7 @@ def write_routes_config(workdir: Path, indexes_dir: Path, routes: Mapping[str, s
         f'[replay]\nredis_url = {q(redis_url)}\ntolerance_seconds = 300\n'
         f'key_prefix = "kbgate-bench-{os.getpid()}-{time.time_ns() % 10**9}"',
         f'[indexes]\ndir = {q(str(indexes_dir.resolve()))}',
+        *dense_lines(dense or {}),
         '[log]\nlevel = "info"',
         *([] if answer_cache_entries is None else [f'[search]\nanswer_cache_entries = {answer_cache_entries}']),
         f'[tenants.{TENANT}]',

@@ -234,6 +234,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             print(f"index {name}: hybrid ({dense.provider} {dense.model}{how}): {_vectors_state(folder, dense)}")
         elif choices.unembedded(name, folder):
             print(f"  {choices.embed_step(name, args.config)}")
+    from gateway.ops.check_steps import inert_dials
+
+    for line in inert_dials(config, store.root):
+        print(line)
     return 0 if ok else 1
 
 

@@ -187,6 +187,19 @@ class Question:
                 got += u.weight * EXPANSION_WEIGHT * max(found, default=0.0)
         return _clamp(got / self.total)
 
+    def matched(self, folded: str) -> list[tuple[Unit, str]]:
+        """How each content word is found in `folded` (as `about` finds it), in order: (unit,
+        '' when not found, the unit's own text when found directly, else the synonym found)."""
+        out: list[tuple[Unit, str]] = []
+        for u in self.units:
+            if _holds_word(folded, u.text) if u.latin else u.text in folded:
+                out.append((u, u.text))
+                continue
+            alt = next((a for a, _ in u.alternatives
+                        if (_holds_word(folded, a) if _LATIN.fullmatch(a) else a in folded)), "")
+            out.append((u, alt))
+        return out
+
 
 def _holds_word(text: str, word: str) -> bool:
     """Whether `text` holds the Latin `word` as a whole word: not inside a longer run of letters

@@ -23,11 +23,11 @@ import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
-from .analysis import QueryTerms
 from .errors import IndexStoreError
 from .filters import filter_query
 from .hits import judge, search_hits
 from .ingest.chunking import DEFAULT_MAX_CHARS
+from .neighbours import with_neighbours
 from .readonly import Shadow
 from .records import document_revision
 from .relevance import Question
@@ -37,7 +37,9 @@ from .stats import index_stats, meta_digest, meta_mtime, read_commit
 from .synonyms import Synonyms, analysed
 from .types import (
     DEFAULT_BOUNDS,
+    NO_DIALS,
     ChangeSet,
+    Dials,
     Document,
     DocumentHead,
     Hit,
@@ -161,7 +163,7 @@ class KnowledgeIndex:
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
-               floor: float = 0.0) -> list[Hit]:
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Hit]:
         """Best chunks for `query`, highest BM25 score first, with their relevance (`indexes.relevance`).
 
         query: raw user text (analysed like indexed text). limit: max hits (<= 0 → []).
@@ -172,10 +174,10 @@ class KnowledgeIndex:
         where: metadata conditions narrowing `filter` (`indexes.metadata`), evaluated in the
         same Tantivy query, so the limit is filled from matching documents; never changes scores.
         floor: relevance 0..1 under which chunks are dropped before one-per-document shaping.
+        dials: a route's (`Dials`: here rerank on/off, candidates and the rerank threshold's floor).
         The work done is bounded by `self.bounds` whatever the documents (`indexes.hits`).
         Raises ValueError for a metadata pattern Tantivy cannot compile
-        (`indexes.metadata.condition_problem` tells beforehand).
-        """
+        (`indexes.metadata.condition_problem` tells beforehand)."""
         if limit <= 0:
             return []
         self.maybe_reload()
@@ -186,31 +188,25 @@ class KnowledgeIndex:
         if q is None:
             return []
         asked = question_of(terms, searcher, self._schema, self._doc_freqs)
-        if self.rerank is not None:  # the optional rerank stage, on chunks before the collapse
-            return self._reranked(searcher, q, query, terms, limit, one_per_document, summary_chars, content_chars,
-                                  asked, floor)
+        if self.rerank is not None and dials.rerank is not False:  # the optional rerank stage, before the collapse
+            from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
+
+            hits, reranked = reranked_hits(  # its fallback to the lexical order: the answer is not reusable (`answer`)
+                self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor, bounds=self.bounds,
+                one_per_document=one_per_document, summary_chars=summary_chars, content_chars=content_chars,
+                judge=judge(asked), candidates=dials.candidates, floor_before=dials.rerank_threshold is not None)
+            self._degraded.value = getattr(self._degraded, "value", False) or not reranked
+            return hits
         return search_hits(searcher, self._schema, q, terms, limit,
                            one_per_document=one_per_document, summary_chars=summary_chars,
                            content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
 
-    def _reranked(self, searcher: tantivy.Searcher, q: Query, query: str, terms: QueryTerms, limit: int,
-                  one_per_document: bool, summary_chars: int, content_chars: int, asked: Question,
-                  floor: float) -> list[Hit]:
-        """`search_hits` with the rerank stage (`indexes.rerank.chunks.reranked_hits`); a
-        fallback to the lexical order marks the answer as not reusable (`answer`)."""
-        from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
-
-        assert self.rerank is not None
-        hits, reranked = reranked_hits(self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor,
-                                       one_per_document=one_per_document, summary_chars=summary_chars,
-                                       content_chars=content_chars, bounds=self.bounds, judge=judge(asked))
-        if not reranked:
-            self._degraded.value = True
-        return hits
+    def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
+        return question_of(analysed(query, self.synonyms), self._index.searcher(), self._schema, self._doc_freqs)
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
-               floor: float = 0.0) -> tuple[list[Hit], int | None]:
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> tuple[list[Hit], int | None]:
         """(`search` with the same arguments, the generation those hits may be reused for): the label
         `generation` read before the search (the searcher shows that commit or a newer one, so an answer
         reused under it is never older than the label says). None: do not reuse the hits (the generation is
@@ -219,8 +215,13 @@ class KnowledgeIndex:
         generation = self._generation
         self._degraded.value = False
         hits = self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor)
+                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor,
+                           dials=dials)
         return hits, None if self._degraded.value else generation
+
+    def with_neighbours(self, hits: list[Hit], n: int, content_chars: int) -> list[Hit]:
+        """`hits` with n neighbouring chunks on each side in their content (`indexes.neighbours`)."""
+        return with_neighbours(self._index.searcher(), self._schema, hits, n, content_chars) if n > 0 else hits
 
     def _scope_parts(self, flt: SearchFilter | None, searcher: tantivy.Searcher,
                      where: MetaFilter | None) -> tuple[Query | None, Query | None]:

@@ -101,6 +101,23 @@ def _terms(part: str, where: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _line_rules(stripped: str, where: str, n: int) -> list[Rule]:
+    """The rules of one non-blank, non-comment line. Raises SynonymError(where, problem)."""
+    parts = stripped.split("=>")
+    if len(parts) > 2:
+        raise SynonymError(where, "has more than one '=>'")
+    if len(parts) == 2:
+        lhs, rhs = _terms(parts[0], where), _terms(parts[1], where)
+        pairs = [(t, tuple(a for a in rhs if a != t)) for t in lhs]
+    else:
+        group = _terms(parts[0], where)
+        if len(group) < 2:
+            raise SynonymError(where, "names one term: a two-way rule is 'a, b[, c...]', a one-way rule "
+                                      "'a => b'")
+        pairs = [(t, tuple(a for a in group if a != t)) for t in group]
+    return [Rule(t, adds, n, _pattern(t)) for t, adds in pairs if adds]
+
+
 def parse(text: str, source: str) -> Synonyms:
     """The rules of a synonyms file's text (module doc for the format). source: the file name
     used in errors ('synonyms/hr.txt'). Raises SynonymError('source:line', problem)."""
@@ -109,23 +126,29 @@ def parse(text: str, source: str) -> Synonyms:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        where = f"{source}:{n}"
-        parts = stripped.split("=>")
-        if len(parts) > 2:
-            raise SynonymError(where, "has more than one '=>'")
-        if len(parts) == 2:
-            lhs, rhs = _terms(parts[0], where), _terms(parts[1], where)
-            pairs = [(t, tuple(a for a in rhs if a != t)) for t in lhs]
-        else:
-            group = _terms(parts[0], where)
-            if len(group) < 2:
-                raise SynonymError(where, "names one term: a two-way rule is 'a, b[, c...]', a one-way rule "
-                                          "'a => b'")
-            pairs = [(t, tuple(a for a in group if a != t)) for t in group]
-        rules += [Rule(t, adds, n, _pattern(t)) for t, adds in pairs if adds]
+        rules += _line_rules(stripped, f"{source}:{n}", n)
         if len(rules) > MAX_RULES:
-            raise SynonymError(where, f"makes more than {MAX_RULES} rules")
+            raise SynonymError(f"{source}:{n}", f"makes more than {MAX_RULES} rules")
     return Synonyms(source, tuple(rules))
+
+
+def problems(text: str, source: str) -> list[tuple[int, str]]:
+    """Every refused line of a synonyms file's text, not only the first: (line number, problem),
+    in order; [] when `parse` takes the whole text. The rules are `parse`'s."""
+    out: list[tuple[int, str]] = []
+    count = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            count += len(_line_rules(stripped, f"{source}:{n}", n))
+        except SynonymError as exc:
+            out.append((n, exc.problem))
+        if count > MAX_RULES:
+            out.append((n, f"makes more than {MAX_RULES} rules"))
+            break
+    return out
 
 
 def load(path: Path, shown: str | None = None) -> Synonyms:

@@ -183,7 +183,7 @@ async def search(call: Call) -> dict[str, Any]:
         try:
             found = await retrieve.search(call.rt, eff, query, limit, summary_chars=SUMMARY_CHARS, content_chars=1,
                                           floor=floor_of(route.relevance_floor, call.cfg.search),
-                                          with_generation=True,
+                                          with_generation=True, dials=route.dials,
                                           asker=Asker("knowledge", call.client.id, (route.name,), "search"))
             generation, hits = found.generation, found.hits
         except DependencyUnavailable:

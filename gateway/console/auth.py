@@ -1,9 +1,9 @@
 """The admin token: only its SHA-256 is configured (`admin.token_sha256`).
 
-A request is an admin's when it carries the token as `Authorization: Bearer <token>` or
-in the `kbgate_admin` cookie set by the login form (HttpOnly, SameSite=Strict, Path=/admin,
-Secure over https). The cookie holds the token itself: the server keeps no session state
-and only the digest, so reading the config file never yields a usable credential.
+A request is an admin's when it carries the token as `Authorization: Bearer <token>` or a
+login session in the `kbgate_admin` cookie set by the login form (HttpOnly, SameSite=Strict,
+Path=/admin, Secure over https; gateway.console.sessions: the cookie never holds the token).
+The config keeps only the digest, so reading it never yields a usable credential.
 Comparison is `hmac.compare_digest` over the two 32-byte digests.
 """
 
@@ -15,7 +15,6 @@ import re
 import secrets
 
 COOKIE = "kbgate_admin"
-COOKIE_MAX_AGE = 8 * 3600  # seconds: one working day, then log in again
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{16,256}")  # base64/url-safe/hex tokens: cookie-safe
 
 

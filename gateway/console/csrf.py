@@ -2,10 +2,11 @@
 
 The login cookie is already `SameSite=Strict` (gateway.console.auth), so a cross-site form
 does not carry it. On top, every form an admin page renders carries a `csrf` field: the
-HMAC-SHA256 of a form label under the admin token itself, which only a page served to that
-token's browser can know (the cookie is HttpOnly: no script reads it, no other site sees
-it). A POST authenticated by the cookie must carry it; one authenticated by an
-`Authorization: Bearer` header needs none (a browser never adds that header by itself). A
+HMAC-SHA256 of a form label under the login cookie's value (a signed session,
+gateway.console.sessions: new at every login), which only a page served to that browser
+can know (the cookie is HttpOnly: no script reads it, no other site sees it). A POST
+authenticated by the cookie must carry it; one authenticated by an `Authorization: Bearer`
+header needs none (a browser never adds that header by itself). A
 POST whose `Origin` header names another origin is refused either way (OWASP CSRF cheat
 sheet: "Verifying Origin With Standard Headers").
 """

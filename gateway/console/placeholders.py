@@ -12,11 +12,7 @@ from starlette.routing import Route
 from gateway.console.render import gate, page
 
 # key (nav), path, heading, what to use meanwhile
-PENDING: tuple[tuple[str, str, str, str], ...] = (
-    ("tasks", "/admin/tasks", "Improvement tasks", "Filed tasks are in the tracker; the gaps page files them."),
-    ("synonyms", "/admin/synonyms", "Synonyms", "Edit the index's synonyms file; a try shows which fired."),
-    ("tenants", "/admin/tenants", "Tenants", "Use `kbgate onboard` and `kbgate secrets` on the server."),
-)
+PENDING: tuple[tuple[str, str, str, str], ...] = ()
 
 
 def _handler(key: str, heading: str, meanwhile: str) -> Callable[[Request], Awaitable[Response]]:

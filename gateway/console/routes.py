@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from gateway.console import browse, deliveries_view, login, overview, placeholders, try_page, users_page
+from gateway.console import (
+    browse,
+    deliveries_view,
+    login,
+    overview,
+    placeholders,
+    synonyms_page,
+    tenants_actions,
+    tenants_page,
+    try_page,
+    users_page,
+)
 from gateway.console.gaps import ROUTES as GAP_ROUTES
 
 ROUTES: list[BaseRoute] = [*login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES,
-                           *GAP_ROUTES, *users_page.ROUTES, *browse.ROUTES,
-                           *placeholders.ROUTES]
+                           *GAP_ROUTES, *synonyms_page.ROUTES, *users_page.ROUTES, *browse.ROUTES, *tenants_page.ROUTES,
+                           *tenants_actions.ROUTES, *placeholders.ROUTES]

@@ -39,6 +39,7 @@ from gateway.agent.tools import run_tool
 from gateway.agent.tools.clients import LazyClients
 from gateway.agent.tools.request import ToolsWire
 from gateway.console.callers import CALLERS
+from gateway.console.gaps.record import gap_view
 from gateway.core import audit
 from gateway.core.config import AgentClient, Config
 from gateway.core.errors import AgentError, CallbackError, TryInvalid
@@ -55,7 +56,7 @@ from gateway.volcengine.handler import answer as volcengine_answer
 from gateway.volcengine.wire import error_body
 from indexes.types import Hit
 
-__all__ = ["CALLERS", "TryRequest", "Tried", "check", "index_names", "run", "to_json"]
+__all__ = ["CALLERS", "TryRequest", "Tried", "check", "index_names", "routes_of", "run", "to_json"]
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 50
@@ -161,8 +162,19 @@ async def run(rt: Runtime, req: TryRequest, who: str = "admin") -> Tried:
             status, body = await _agent(rt, cfg, req, request_id)
     total = (time.perf_counter() - started) * 1000.0
     tried = Tried(req, status, body, ex, total, request_id, _stages(ex, total))
+    gap = gap_view(cfg, routes_of(cfg, req), [h.relevance for t in ex.traces for h in t.kept])
+    for t in ex.traces:
+        t.gap = gap
     _audit(cfg, tried, who)
     return tried
+
+
+def routes_of(cfg: Config, req: TryRequest) -> tuple[str, ...]:
+    """The route ids the try's question is asked over, as the gap rule keys them
+    (`gateway.core.events.Asker.routes`)."""
+    if req.caller == "volcengine":
+        return (f"{req.tenant}/{req.first}/{req.second}",)
+    return (req.route,) if req.route else tuple(cfg.agent.clients[req.client].policy.routes)
 
 
 def _successors(cfg: Config, req: TryRequest) -> dict[str, str]:
@@ -312,7 +324,12 @@ def _scores(h: Hit) -> dict[str, float | None]:
 def _hit(h: Hit, trace: SearchTrace, rank: int) -> dict[str, Any]:
     return {"rank": rank, "id": h.id, "doc_id": h.doc_id, "chunk": h.chunk, "title": h.title, "path": h.path,
             "dataset": h.dataset, "heading": trace.heading.get(h.id, ""), "score": h.score,
-            "relevance": h.relevance, "scores": _scores(h), "terms": trace.terms.get(h.id, [])}
+            "relevance": h.relevance, "scores": _scores(h), "terms": trace.terms.get(h.id, []),
+            "synonym_terms": _via(trace, h)}
+
+
+def _via(trace: SearchTrace, h: Hit) -> list[dict[str, str]]:
+    return [{"synonym": syn, "term": term} for syn, term in trace.synonym_terms.get(h.id, [])]
 
 
 def to_json(tried: Tried) -> dict[str, Any]:
@@ -335,9 +352,11 @@ def to_json(tried: Tried) -> dict[str, Any]:
             "kept": [_hit(h, t, i + 1) for i, h in enumerate(t.kept)],
             "dropped": [{"id": d.hit.id, "doc_id": d.hit.doc_id, "chunk": d.hit.chunk, "title": d.hit.title,
                          "path": d.hit.path, "score": d.hit.score, "relevance": d.hit.relevance,
-                         "reason": d.reason, "by": d.by} for d in t.dropped]})
+                         "reason": d.reason, "by": d.by, "terms": t.terms.get(d.hit.id, []),
+                         "synonym_terms": _via(t, d.hit)} for d in t.dropped]})
     return {"caller": tried.request.caller, "route": tried.request.label(), "successor": tried.request.successor,
             "request_id": tried.request_id, "status": tried.status, "body": tried.body.decode("utf-8", "replace"),
-            "answer": parsed, "total_ms": tried.total_ms, "stages_ms": tried.stages_ms, "searches": searches,
+            "answer": parsed, "gap": next((t.gap for t in tried.explain.traces), None), "total_ms": tried.total_ms,
+            "stages_ms": tried.stages_ms, "searches": searches,
             "merged_out": [{"route": str(k), "id": d.hit.id, "title": d.hit.title, "reason": d.reason}
                            for k, d in tried.explain.merged]}

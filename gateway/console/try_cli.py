@@ -10,7 +10,8 @@ kbgate try --config FILE --caller knowledge|tools|dify|mcp --client C [--route R
 Runs in this process on the config's indexes, exactly as a worker answers (the same wing
 functions); sends nothing anywhere. stdout holds the answer only; the audit line (sink "stdout")
 goes to stderr. Exit codes: 0 answered (whatever the caller's status),
-2 a try the config cannot run (the field is named) or a bad option.
+2 a try the config cannot run (the field is named) or a bad option; with --json, stdout then
+holds {"error": {"code", "message"}} (code 'try_invalid' or 'config_invalid').
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway.console.callers import CALLERS
+from gateway.console.try_view import dials_text
 
 if TYPE_CHECKING:
     from gateway.console import try_
@@ -58,34 +60,45 @@ def cmd_try(args: argparse.Namespace) -> int:
     """Run the try (and its successor) and print it. Returns the exit code."""
     from gateway.console import try_
     from gateway.core.config import load_config  # here, not at import: `kbgate --help` stays fast
-    from gateway.core.errors import TryInvalid
+    from gateway.core.errors import ConfigError, TryInvalid
     from gateway.core.runtime import Runtime
 
     try:
         condition = orjson.loads(args.metadata_condition) if args.metadata_condition else None
     except orjson.JSONDecodeError:
-        print("kbgate: --metadata-condition is not JSON", file=sys.stderr)
-        return 2
+        return refused(args.json, "try_invalid", "--metadata-condition is not JSON")
     req = try_.TryRequest(caller=args.caller, query=args.query, limit=args.limit, tenant=args.tenant,
                           first=args.first, second=args.second, client=args.client, token_id=args.token_id,
                           session=args.session, on_behalf_of=args.on_behalf_of, route=args.route,
                           metadata_condition=condition, score_threshold=args.score_threshold,
                           request_id=args.request_id)
-    config = load_config(args.config)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        return refused(args.json, exc.code, exc.message)
     try:
         # stdout is the try's answer alone (`--json`: one JSON document): the admin's audit line,
         # when [audit] sink = "stdout", and anything else the run prints go to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             results = asyncio.run(_run(Runtime(config), req, args.successor))
     except TryInvalid as exc:
-        print(f"kbgate: {exc.message}", file=sys.stderr)
-        return 2
+        return refused(args.json, exc.code, exc.message)
     if args.json:
         out: Any = results[0] if len(results) == 1 else {"a": results[0], "b": results[1]}
         sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print("\n\n".join(render(r) for r in results))
     return 0
+
+
+def refused(as_json: bool, code: str, message: str) -> int:
+    """Say why a try was not run: `kbgate: MESSAGE` on stderr and, with --json, the error object
+    {"error": {"code", "message"}} on stdout (stdout holds one JSON document in every case).
+    Returns the exit code, 2."""
+    print(f"kbgate: {message}", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(orjson.dumps({"error": {"code": code, "message": message}}).decode() + "\n")
+    return 2
 
 
 async def _run(rt: Runtime, req: try_.TryRequest, successor: str) -> list[dict[str, Any]]:
@@ -128,6 +141,8 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
         if s.get("cosine_line"):
             lines.append("  " + cosine_line_text(s["cosine_line"], s["index"]))
+        if s.get("dials"):
+            lines.append(f"  dials: {dials_text(s['dials'])}")
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")
         for h in s["kept"]:
             sc = h["scores"]

@@ -4,9 +4,12 @@ GET  /admin/try        the form (the login form, 401, when not logged in)
 POST /admin/try        form fields (below) → the form again with each side's answer and trace
 POST /admin/try.json   a JSON object of one `TryRequest`'s fields → `gateway.console.try_.to_json`
 
-Form fields: `query`, `limit` (shared by both sides), then per side `a_` / `b_` + caller,
-tenant, first, second, client, token_id, session, route, metadata_condition (a JSON object,
-as Dify sends it), score_threshold, request_id, successor; side b runs when its caller is set.
+GET  /admin/try?gap=GROUP  the form prefilled from a gap group by its id (gateway.console.try_gap)
+
+Form fields: `query`, `limit` (shared by both sides), `gap` (the group it came from, optional), then
+per side `a_` / `b_` + caller, tenant, first, second, client, token_id, session, route,
+metadata_condition (a JSON object, as Dify sends it), score_threshold, request_id, successor; side b
+runs when its caller is set.
 POSTs are CSRF-checked (gateway.console.csrf). The question is a POST field, never in a URL,
 so it reaches no access log; nothing here logs it. With no `admin.token_sha256` every path is 404.
 """
@@ -22,11 +25,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import try_
+from gateway.console import try_, try_gap
 from gateway.console.csrf import post_ok
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
-from gateway.console.try_view import REASONS
+from gateway.console.try_gap import FromGap
+from gateway.console.try_view import GAP_REASONS, MATCHED, REASONS, dials_text
 from gateway.console.users import ConsoleUser
 from gateway.core.bodies import read_limited
 from gateway.core.errors import TryInvalid
@@ -102,21 +106,15 @@ def _choices(rt: Runtime) -> dict[str, list[str]]:
 
 
 def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
-            sides: list[tuple[str, dict[str, Any] | str]]) -> Response:
+            sides: list[tuple[str, dict[str, Any] | str]], from_gap: FromGap | None = None,
+            member: bool | None = None) -> Response:
     return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
-                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS)
+                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS, from_gap=from_gap,
+                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS, dials_text=dials_text)
 
 
-async def page(request: Request) -> Response:
-    """GET /admin/try (the empty form) and POST /admin/try (run it: side a, and b when set)."""
-    user = await gate(request, "view", active="try")
-    if isinstance(user, Response):
-        return user
-    if request.method == "GET":
-        return _render(request, user, {}, [])
-    form = await read_form(request, user, FORM, max_bytes=MAX_FORM_BYTES, max_fields=64)
-    if isinstance(form, Response):
-        return form
+async def _sides(request: Request, user: ConsoleUser,
+                 form: Mapping[str, str]) -> list[tuple[str, dict[str, Any] | str]]:
     rt = runtime(request)
     query, limit = form.get("query", ""), form.get("limit", "")
     sides: list[tuple[str, dict[str, Any] | str]] = []
@@ -128,7 +126,36 @@ async def page(request: Request) -> Response:
             sides.append((prefix, try_.to_json(tried)))
         except TryInvalid as exc:
             sides.append((prefix, exc.message))
-    return _render(request, user, form, sides)
+    return sides
+
+
+async def page(request: Request) -> Response:
+    """GET /admin/try (the empty form; ?gap=GROUP: prefilled from a gap group, and run when its
+    text is kept: gateway.console.try_gap) and POST /admin/try (run it: side a, and b when set;
+    with a `gap` field, also whether the question belongs to that group)."""
+    user = await gate(request, "view", active="try")
+    if isinstance(user, Response):
+        return user
+    if request.method == "GET":
+        wanted = request.query_params.get("gap", "")[:64]
+        if not wanted:
+            return _render(request, user, {}, [])
+        prefilled = await try_gap.resolve(request, user, wanted)
+        sides = await _sides(request, user, prefilled.form) if prefilled.question_kept else []
+        return _render(request, user, prefilled.form, sides, prefilled, True if prefilled.question_kept else None)
+    form = await read_form(request, user, FORM, max_bytes=MAX_FORM_BYTES, max_fields=64)
+    if isinstance(form, Response):
+        return form
+    sides = await _sides(request, user, form)
+    from_gap: FromGap | None = None
+    member: bool | None = None
+    if form.get("gap"):
+        from_gap = await try_gap.resolve(request, user, form["gap"][:64])
+        searched = next((s["searches"][0]["index"] for _, s in sides if not isinstance(s, str) and s["searches"]),
+                        from_gap.index)
+        if not from_gap.problem and searched and form.get("query", "").strip():
+            member = await try_gap.belongs(request, user, from_gap.group, form["query"], searched)
+    return _render(request, user, form, sides, from_gap, member)
 
 
 async def page_json(request: Request) -> Response:

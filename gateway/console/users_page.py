@@ -1,23 +1,43 @@
-"""`/admin/users`: who may use the console, with which role (admins only; `kbgate users` changes it).
+"""`/admin/users`: who may use the console, with which role (admins only).
 
-GET /admin/users        the list (HTML)        GET /admin/users.json   {"users": [...], "admin_token": bool}
-Never a credential or its hash.
+GET /admin/users        the list and the form to add one (HTML); ?added=ID shows the new credential once
+GET /admin/users.json   {"users": [...], "admin_token": bool}
+POST /admin/users       name, role (viewer | owner | admin), index.NAME=1 per index an owner owns:
+                        adds the user through `kbgate users add`'s own code (gateway/console/users_cli.py:
+                        a generated credential, only its scrypt hash in the config, audited), then
+                        redirects (POST-redirect-GET); a tool with `Authorization: Bearer` gets JSON
+                        {"name", "role", "indexes", "credential"}
+Never a credential or its hash, but the new credential once, right after it was made.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console.render import gate, json_answer, page, runtime
+from gateway.console.auth import bearer
+from gateway.console.changes import audit_change
+from gateway.console.credentials import new_credential
+from gateway.console.on_disk import file_config
+from gateway.console.once import OnceStore, valid_id
+from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
+from gateway.console.session import presented
+from gateway.console.users import can
+from gateway.console.users_cli import add_user
+from gateway.core.config.owners import CONSOLE_ROLES
+from gateway.core.errors import ConfigError, DependencyUnavailable
 from gateway.core.methods import json_route
 
+FORM = "users-add"
 
-def _users(request: Request) -> dict[str, Any]:
-    admin = runtime(request).config.admin
+
+async def _users(request: Request) -> dict[str, Any]:
+    admin = (await run_in_threadpool(file_config, runtime(request).config)).admin  # a user just added shows
     return {"users": [{"name": u.name, "role": u.role, "indexes": list(u.indexes)} for u in admin.users],
             "admin_token": admin.token_sha256 is not None}
 
@@ -27,7 +47,60 @@ async def users_html(request: Request) -> Response:
     user = await gate(request, "manage_users", active="users")
     if isinstance(user, Response):
         return user
-    return page(request, user, "users.html", active="users", title="Users", **_users(request))
+    added, error = None, None
+    note_id = request.query_params.get("added", "")
+    if note_id:
+        once: OnceStore = request.app.state.once
+        try:
+            added = await once.get(presented(request) or "", note_id, take=True) if valid_id(note_id) else None
+        except DependencyUnavailable:
+            error = "The console's notes (Redis) are not answering: the new credential cannot be shown."
+        added = added or {"gone": True}
+    return page(request, user, "users.html", active="users", title="Users", added=added, error=error,
+                roles=CONSOLE_ROLES, indexes=runtime(request).routed_indexes(), **(await _users(request)))
+
+
+async def add_user_post(request: Request) -> Response:
+    """POST /admin/users (module doc)."""
+    by_tool = bearer(request.headers.get("authorization")) is not None
+    user = await gate(request, "view", as_json=by_tool, active="users")
+    if isinstance(user, Response):
+        return user
+    rt = runtime(request)
+    fields = await read_form(request, user, FORM, max_fields=8 + len(rt.routed_indexes()))
+    if isinstance(fields, Response):
+        return fields
+    name, role = fields.get("name", "").strip(), fields.get("role", "")
+    indexes = sorted(k[6:] for k, v in fields.items() if k.startswith("index.") and v)
+    indexes = indexes if role == "owner" else []
+    if not can(user, "manage_users"):
+        audit_change(rt.config, user.name, "users.add", name, status=403, role=role)
+        return refusal(request, user, as_json=by_tool, status=403, active="users",
+                       text=f"Your role ({user.role_label}) does not allow adding users: only an admin does. "
+                            "Nothing was changed.")
+    if role not in CONSOLE_ROLES:
+        return refusal(request, user, as_json=by_tool, status=400, active="users", text="Choose a role.")
+    credential = new_credential()
+    try:
+        if rt.config.source is None:
+            raise ConfigError("<file>", "this server was not started from a config file: use kbgate users add")
+        config = await run_in_threadpool(add_user, rt.config.source, name, role, indexes, credential)
+    except ConfigError as err:
+        audit_change(rt.config, user.name, "users.add", name, status=400, role=role, indexes=indexes)
+        return refusal(request, user, as_json=by_tool, status=400, active="users",
+                       text=f"User not added ({err.key}: {err.message}). Nothing was changed.")
+    audit_change(config, user.name, "users.add", name, role=role, indexes=indexes)
+    added = {"name": name, "role": role, "indexes": indexes, "credential": credential}
+    if by_tool:
+        return json_answer(added)
+    once: OnceStore = request.app.state.once
+    try:
+        note = await once.put(presented(request) or "", added)
+    except DependencyUnavailable:
+        return refusal(request, user, as_json=False, status=503, active="users",
+                       text=f"User {name} was added, but the console's notes (Redis) are not answering, so the "
+                            "credential cannot be shown: remove the user and add them again later.")
+    return see_other("/admin/users?added=" + quote(note))
 
 
 async def users_json(request: Request) -> Response:
@@ -35,7 +108,8 @@ async def users_json(request: Request) -> Response:
     user = await gate(request, "manage_users", as_json=True)
     if isinstance(user, Response):
         return user
-    return json_answer(_users(request))
+    return json_answer(await _users(request))
 
 
-ROUTES = [Route("/admin/users", users_html, methods=["GET"]), json_route("/admin/users.json", users_json, ["GET"])]
+ROUTES = [Route("/admin/users", users_html, methods=["GET"]), Route("/admin/users", add_user_post, methods=["POST"]),
+          json_route("/admin/users.json", users_json, ["GET"])]

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache
 
-from indexes.types import Hit, MetaFilter, MetaValue, SearchFilter
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter, MetaValue, SearchFilter
 
 __all__ = ["AnswerCache", "AnswerKey", "answer_bytes", "normalize_query", "where_key"]
 
@@ -57,7 +57,8 @@ TypedValue = tuple[str, object]
 class AnswerKey:
     """What one answer depends on (module doc). query: `normalize_query`'s text; where:
     `where_key`'s canonical form; the rest as `gateway.core.retrieve.search` takes them
-    (limit in hits, chars in characters, floor: the relevance floor, 0..1); incarnation:
+    (limit in hits, chars in characters, floor: the relevance floor, 0..1; dials: the route's
+    retrieval dials, `indexes.types.Dials`); incarnation:
     `KnowledgeIndex.incarnation` read before the search."""
 
     index: str
@@ -71,6 +72,7 @@ class AnswerKey:
     one_per_document: bool
     floor: float
     incarnation: int = 0
+    dials: Dials = NO_DIALS
 
 
 def normalize_query(query: str) -> str:

@@ -19,9 +19,12 @@ caller's; what changes while explaining is only what is *observed*:
 `Explain.successor` maps an index name to the index to search instead (an index and its
 rebuilt successor, side by side): only a try sets it.
 
-Reasons (`Dropped.reason`): 'floor' (relevance under the route's relevance floor), 'scope' (re-checked
-outside the scope), 'one_per_document', 'outside_scope', 'metadata_condition', 'limit',
-'merged' (the same document already answered by another route of a multi-route search).
+Reasons (`Dropped.reason`): 'no_match' (no content word of the question, nor a synonym of one,
+is in the chunk: `indexes.relevance.Question.matched`), 'floor' (it holds some, but its relevance
+is under the route's relevance floor), 'rerank_threshold' (the reranker's score under the route's
+rerank threshold), 'scope' (re-checked outside the scope), 'one_per_document', 'outside_scope',
+'metadata_condition', 'limit', 'merged' (the same document already answered by another route of a
+multi-route search).
 """
 
 from __future__ import annotations
@@ -33,13 +36,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from gateway.core.scope import EffectiveScope, allows
-from indexes.analysis import normalize, query_terms
+from indexes.analysis import QueryTerms, normalize, query_terms
 from indexes.dense import HybridIndex
+from indexes.relevance import Question
 from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
-from indexes.types import Hit, MetaFilter
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter
 
-__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "explaining", "matched_terms", "trace"]
+__all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "analysis_of", "effective_dials", "explaining",
+           "matched_terms", "synonym_terms", "trace"]
 
 CANDIDATES_PER_RESULT = 5
 """Chunks an explanation search asks for per answer wanted (at least MIN_CANDIDATES)."""
@@ -69,7 +74,9 @@ class SearchTrace:
     generation: the commit opstamp searched (None when unknown); stages_ms: stage → ms, in
     order; explain_ms: the explanation searches (not a stage of the caller's answer);
     kept: the hits returned, best first; dropped: what was left out and why;
-    terms: hit id → the query terms found in its title or chunk (`matched_terms`);
+    terms: hit id → the query terms found in its title or chunk (`matched_terms`), for the kept
+        hits and the dropped ones; synonym_terms: hit id → (synonym found, the question's term
+        it stands for) of the synonyms that fired (`synonym_terms`);
     heading: hit id → the chunk's section heading ('' when none).
     expansions: the owner's synonyms that fired, as (the question's term, the synonym added)
         pairs (`indexes.synonyms.analysed`); () when none did.
@@ -100,6 +107,7 @@ class SearchTrace:
     kept: list[Hit] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
     terms: dict[str, list[str]] = field(default_factory=dict)
+    synonym_terms: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     heading: dict[str, str] = field(default_factory=dict)
     expansions: tuple[tuple[str, str], ...] = ()
     analysis: list[TermView] = field(default_factory=list)
@@ -150,12 +158,12 @@ def explaining(ex: Explain) -> Iterator[Explain]:
         EXPLAIN.reset(token)
 
 
-def matched_terms(query: str, text: str) -> list[str]:
-    """The terms of `query`'s analysis (`indexes.analysis.query_terms`: words, Latin words,
+def matched_terms(query: str | QueryTerms, text: str) -> list[str]:
+    """The terms of `query`'s analysis (or of the analysis itself) (`indexes.analysis.query_terms`: words, Latin words,
     bigrams, lone characters) found in `text` once both are normalized as the index folds
     them (`indexes.analysis.normalize`); in the analysis' order, each once. The excerpt finds
     terms the same way (`indexes.search.excerpt`)."""
-    terms = query_terms(query)
+    terms = query_terms(query) if isinstance(query, str) else query
     folded = normalize(text)
     out: list[str] = []
     for t in (*terms.words, *terms.latin, *terms.bigrams, *terms.chars):
@@ -164,21 +172,64 @@ def matched_terms(query: str, text: str) -> list[str]:
     return out
 
 
+def synonym_terms(expansions: tuple[tuple[str, str], ...], text: str) -> list[tuple[str, str]]:
+    """(synonym, the question's term) of each fired synonym (`SearchTrace.expansions`) found in
+    `text` once normalized as the index folds it; each synonym once, in the expansions' order."""
+    folded = normalize(text)
+    out: list[tuple[str, str]] = []
+    for term, syn in expansions:
+        if syn in folded and all(syn != s for s, _ in out):
+            out.append((syn, term))
+    return out
+
+
+def analysis_of(asked: Question, answer_texts: list[str]) -> list[TermView]:
+    """The question's content words as the relevance judged them (`asked`: the index's own
+    `KnowledgeIndex.question`), each with its share of the question's weight (0..1, summing to
+    1) and how the answer's texts (titles and chunks, raw) hold it: 'direct' when one holds the
+    word, else 'synonym' (via: the synonym found), else 'unmatched'."""
+    total = asked.total
+    found = [asked.matched(normalize(t)) for t in answer_texts]
+    out: list[TermView] = []
+    for i, u in enumerate(asked.units):
+        how = [m[i][1] for m in found]
+        weight = u.weight / total if total > 0 else 0.0
+        if u.text in how:
+            out.append(TermView(u.text, weight, "direct"))
+        elif any(how):
+            out.append(TermView(u.text, weight, "synonym", next(h for h in how if h)))
+        else:
+            out.append(TermView(u.text, weight, "unmatched"))
+    return out
+
+
 def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
           where: MetaFilter | None, found: list[Hit], kept: list[Hit], took_ms: float, check_ms: float,
-          generation: int | None) -> SearchTrace:
-    """The trace of one search: `found` the index's hits, `kept` those the floor and the scope
-    re-check let through (the answer), timed `took_ms` / `check_ms`. Runs the explanation
-    searches (module doc) on `idx`; raises what `KnowledgeIndex.search` raises."""
+          generation: int | None, dials: Dials = NO_DIALS) -> SearchTrace:
+    """The trace of one search: `found` the index's hits, `kept` those the floor (or the route's
+    rerank threshold) and the scope re-check let through (the answer), timed `took_ms` /
+    `check_ms`; `dials` the route's (`effective_dials`). Runs the explanation searches (module
+    doc) on `idx` and fills the analysis from the index's own question (`KnowledgeIndex.question`);
+    raises what `KnowledgeIndex.search` raises."""
     t = SearchTrace(idx.name, scope.summary(), query, limit, floor, where, generation=generation,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
-                    expansions=analysed(query, idx.synonyms).expansions)
+                    expansions=analysed(query, idx.synonyms).expansions, dials=effective_dials(idx, dials))
     t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
+    started = time.perf_counter()
+    asked = idx.question(query)
+
+    def under_floor(h: Hit, text: str) -> str:
+        return "floor" if any(how for _, how in asked.matched(normalize(text))) else "no_match"
+
     kept_ids = {h.id for h in kept}
+    texts: dict[str, str] = {h.id: f"{h.title}\n{h.content}" for h in (*found, *kept)}
+    threshold = dials.rerank_threshold
     for h in found:
         if h.id not in kept_ids:
-            t.dropped.append(Dropped(h, "floor" if h.relevance < floor else "scope"))
-    started = time.perf_counter()
+            rerank = h.scores.rerank
+            t.dropped.append(Dropped(h, "rerank_threshold" if threshold is not None and rerank is not None
+                                     and rerank < threshold else under_floor(h, texts[h.id]) if h.relevance < floor
+                                     else "scope"))
     wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
     # its content is "heading\ntext", so the heading is what the content holds before the text.
@@ -191,10 +242,10 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     answered = {h.doc_id: h for h in kept}
     seen = {h.doc_id for h in found}  # listed above (floor or scope), as its best chunk
     for c in chunks:
+        texts[c.id] = f"{c.title}\n{c.content}"  # the candidate's text is the longer one
         got = answered.get(c.doc_id)
         if got is not None:
             if c.chunk == got.chunk:
-                t.terms[got.id] = matched_terms(query, f"{c.title}\n{c.content}")
                 t.heading[got.id] = _heading(c)
             else:
                 t.dropped.append(Dropped(c, "one_per_document", got.id))
@@ -207,14 +258,41 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
         elif narrowed is not None and c.id not in narrowed:
             t.dropped.append(Dropped(c, "metadata_condition"))
         elif c.relevance < floor:
-            t.dropped.append(Dropped(c, "floor"))
+            t.dropped.append(Dropped(c, under_floor(c, texts[c.id])))
         else:
             t.dropped.append(Dropped(c, "limit"))
-    for h in kept:
-        if h.id not in t.terms:  # its chunk ranked outside the explanation search: match the answer's text
-            t.terms[h.id] = matched_terms(query, f"{h.title}\n{h.content}")
+    plain = query_terms(query)
+    for h in (*kept, *(d.hit for d in t.dropped)):
+        t.terms[h.id] = matched_terms(plain, texts[h.id])
+        t.synonym_terms[h.id] = synonym_terms(t.expansions, texts[h.id])
+    t.analysis = analysis_of(asked, [texts[h.id] for h in kept])
     t.explain_ms = (time.perf_counter() - started) * 1000.0
     return t
+
+
+def effective_dials(idx: KnowledgeIndex, dials: Dials) -> dict[str, object]:
+    """The retrieval dials a search of `idx` used, by name: the route's where it set one, else the
+    index's setting. dense_share and candidates on a hybrid index (`dense_config`); rerank (on or
+    off), its candidates and rerank_threshold where the index has a rerank stage (the candidates
+    a lexical index's reranker takes are its `candidates`); neighbours always; `route`: the names
+    the route set, in this order."""
+    out: dict[str, object] = {}
+    dense = getattr(idx, "dense_config", None)
+    if dense is not None:
+        total = dense.lexical_weight + dense.dense_weight
+        out["dense_share"] = dials.dense_share if dials.dense_share is not None else \
+            round(dense.dense_weight / total, 4) if total > 0 else 0.0
+        out["candidates"] = dials.candidates or dense.candidates
+    if idx.rerank is not None:
+        out["rerank"] = dials.rerank is not False
+        if dials.rerank is not False:
+            out["rerank_candidates" if dense is not None else "candidates"] = \
+                dials.candidates or idx.rerank.config.candidates
+            out["rerank_threshold"] = dials.rerank_threshold
+    out["neighbours"] = dials.neighbours
+    out["route"] = [name for name in ("dense_share", "candidates", "rerank", "rerank_threshold")
+                    if getattr(dials, name) is not None] + (["neighbours"] if dials.neighbours else [])
+    return out
 
 
 def _heading(chunk: Hit) -> str:

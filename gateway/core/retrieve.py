@@ -60,7 +60,7 @@ from indexes import relevance
 from indexes.errors import IndexStoreError, is_engine_panic
 from indexes.safe_text import clean_hit, clean_stored
 from indexes.store import KnowledgeIndex
-from indexes.types import Hit, MetaFilter, StoredDocument
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter, StoredDocument
 
 log = logging.getLogger("kbgate.retrieve")
 
@@ -109,11 +109,12 @@ class Searched:
 @dataclass(frozen=True, slots=True)
 class Target(Generic[K]):
     """One scope of a search over several: `key` names it for the caller (a route, say),
-    `floor` is that route's relevance floor (0..1)."""
+    `floor` is that route's relevance floor (0..1), `dials` its retrieval dials."""
 
     key: K
     scope: EffectiveScope
     floor: float = 0.0
+    dials: Dials = NO_DIALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,7 @@ def _unavailable(scope: EffectiveScope) -> DependencyUnavailable:
 async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                  content_chars: int, one_per_document: bool = True, floor: float = 0.0,
                  with_generation: bool = False, where: MetaFilter | None = None,
-                 asker: Asker | None = None) -> Searched:
+                 asker: Asker | None = None, dials: Dials = NO_DIALS) -> Searched:
     """Best hits for `query` inside `scope` (at most `limit`, best first), from the answer
     cache when it holds them (module doc). With `asker` (who asks, from the wing), what the
     caller got is published as one `SearchAnswered` (`Indexes.answered`), cached or not.
@@ -148,7 +149,9 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     with_generation: also give the index generation (a scope revision covers it).
     where: metadata conditions that narrow the scope further (never widen it: they are one
     more filter of the same query, so `limit` is filled from documents that match them);
-    check each with `indexes.metadata.condition_problem` first. took_ms counts the search
+    check each with `indexes.metadata.condition_problem` first. dials: the route's retrieval
+    dials (`indexes.types.Dials`): they override the index's settings for this search, and a
+    rerank threshold judges the reranker's score apart from the floor. took_ms counts the search
     alone (a thread's queueing included). Each hit's `relevance` is final (the reranker's
     where one ran). Raises DependencyUnavailable.
 
@@ -159,7 +162,7 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     if ex is not None:
         return await _explained(indexes, ex, scope, query, limit, summary_chars=summary_chars,
                                 content_chars=content_chars, one_per_document=one_per_document,
-                                floor=floor, with_generation=with_generation, where=where)
+                                floor=floor, with_generation=with_generation, where=where, dials=dials)
     idx = indexes.index(scope.index)
     text = normalize_query(query)
     cache = indexes.answers()
@@ -168,7 +171,7 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     if cache is not None and label is not None:
         started = time.perf_counter()
         hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
-                              floor, where, incarnation))
+                              floor, where, incarnation, dials))
         if hits is not None:
             if asker is not None:
                 _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in hits])
@@ -176,11 +179,11 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
                             cached=True)
     run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
                   one_per_document=one_per_document, floor=floor, with_generation=with_generation,
-                  where=where)
+                  where=where, dials=dials)
     found, reusable = await to_thread.run_sync(run) if idx.search_may_wait else run()
     if cache is not None and reusable is not None:
         cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, floor,
-                       where, incarnation), found.hits)
+                       where, incarnation, dials), found.hits)
     if asker is not None:
         _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in found.hits])
     return found
@@ -188,7 +191,7 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
 
 async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, limit: int, *,
                      summary_chars: int, content_chars: int, one_per_document: bool, floor: float,
-                     with_generation: bool, where: MetaFilter | None) -> Searched:
+                     with_generation: bool, where: MetaFilter | None, dials: Dials) -> Searched:
     """`search` for a try (gateway.core.explain): the same `_search`, never from the cache nor
     into it; the cache's outcome is peeked at (`AnswerCache.holds`) without being counted."""
     idx = indexes.index(ex.index_for(scope.index))
@@ -198,11 +201,11 @@ async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query
     outcome = "off"
     if cache is not None:
         key = _key(scope, label, text, limit, summary_chars, content_chars, one_per_document, floor, where,
-                   idx.incarnation) if label is not None else None
+                   idx.incarnation, dials) if label is not None else None
         outcome = "hit" if key is not None and cache.holds(key) else "miss"
     run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
                   one_per_document=one_per_document, floor=floor, with_generation=with_generation,
-                  where=where, explain=ex)
+                  where=where, dials=dials, explain=ex)
     found, _ = await to_thread.run_sync(run) if idx.search_may_wait else run()
     ex.traces[-1].cache = outcome
     return found
@@ -214,42 +217,53 @@ def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, .
 
 
 def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
-         one_per_document: bool, floor: float, where: MetaFilter | None, incarnation: int) -> AnswerKey:
+         one_per_document: bool, floor: float, where: MetaFilter | None, incarnation: int,
+         dials: Dials) -> AnswerKey:
     return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
-                     content_chars, one_per_document, floor, incarnation)
+                     content_chars, one_per_document, floor, incarnation, dials)
 
 
 def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                content_chars: int, one_per_document: bool = True, floor: float = 0.0,
-               with_generation: bool = False, where: MetaFilter | None = None) -> Searched:
+               with_generation: bool = False, where: MetaFilter | None = None,
+               dials: Dials = NO_DIALS) -> Searched:
     """`search` on an opened index, in the calling thread (it may block: see `search`), never
     from the answer cache. For measurements (bench/offload.py); a wing awaits `search`."""
     return _search(idx, scope, normalize_query(query), limit, summary_chars=summary_chars,
                    content_chars=content_chars, one_per_document=one_per_document, floor=floor,
-                   with_generation=with_generation, where=where)[0]
+                   with_generation=with_generation, where=where, dials=dials)[0]
 
 
 def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
             content_chars: int, one_per_document: bool, floor: float, with_generation: bool,
-            where: MetaFilter | None, explain: Explain | None = None) -> tuple[Searched, int | None]:
+            where: MetaFilter | None, dials: Dials = NO_DIALS,
+            explain: Explain | None = None) -> tuple[Searched, int | None]:
     """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`);
-    with `explain`, its trace appended there (gateway.core.explain.trace)."""
+    with `explain`, its trace appended there (gateway.core.explain.trace). A hit the reranker
+    scored passes the route's rerank threshold when it sets one (the index judged the floor
+    before the reranker then), any other its floor; neighbours are read for the kept hits."""
     with _index_calls(scope):
         started = time.perf_counter()
         hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
                                     summary_chars=summary_chars, content_chars=content_chars, where=where,
-                                    floor=floor)
+                                    floor=floor, dials=dials)
         took = (time.perf_counter() - started) * 1000.0
         gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
     checked = time.perf_counter()
     judged = (h if h.scores.rerank is None else replace(h, relevance=relevance.of(h.scores, h.relevance))
               for h in hits)
     clean = _as_stored if idx.clean_at_ingest else clean_hit  # an index cleaned at ingest serves as stored
-    kept = [clean(h) for h in judged
-            if h.relevance >= floor and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
+    threshold = dials.rerank_threshold
+    kept = [h for h in judged if (h.relevance >= floor if threshold is None or h.scores.rerank is None
+                                  else h.scores.rerank >= threshold)
+            and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
+    if dials.neighbours:
+        with _index_calls(scope):
+            kept = idx.with_neighbours(kept, dials.neighbours, content_chars)
+    kept = [clean(h) for h in kept]
     if explain is not None:
         with _index_calls(scope):
-            explain.traces.append(trace(idx, scope, query, limit, floor=floor, where=where, found=hits,
+            explain.traces.append(trace(idx, scope, query, limit, floor=floor, where=where, found=hits, dials=dials,
                                         kept=kept, took_ms=took, check_ms=(time.perf_counter() - checked) * 1000.0,
                                         generation=reusable if reusable is not None else idx.generation))
     return Searched(kept, took, gen), reusable
@@ -276,7 +290,7 @@ async def search_many(indexes: Indexes, targets: Sequence[Target[K]], query: str
     for t in targets:
         try:
             got = await search(indexes, t.scope, query, limit, summary_chars=summary_chars,
-                               content_chars=content_chars, floor=t.floor)
+                               content_chars=content_chars, floor=t.floor, dials=t.dials)
         except DependencyUnavailable:
             failed.append(t.key)
             continue

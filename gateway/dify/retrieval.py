@@ -64,6 +64,7 @@ async def retrieval(call: Call) -> dict[str, Any]:
         found = await retrieve.search(call.rt, eff, req.query, req.top_k, summary_chars=1,
                                       content_chars=cfg.content_chars,
                                       floor=floor_of(route.relevance_floor, call.cfg.search), where=req.where,
+                                      dials=route.dials,
                                       asker=Asker("dify", call.client.id, (route.name,), "retrieval"))
     except DependencyUnavailable:
         raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} cannot be "

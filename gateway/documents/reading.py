@@ -42,6 +42,7 @@ from indexes.ingest import read_data
 from indexes.ingest.fields import length_problem
 from indexes.ingest.formats import FORMATS, format_of
 from indexes.ingest.jsonl import read_record
+from indexes.paths import path_problem
 from indexes.types import Document, IngestError, IngestWarning
 
 API_SOURCE = "document-api"
@@ -120,6 +121,8 @@ def file_document(raw: bytes, suffix: str, doc_id: str, cfg: DocumentsConfig, *,
             raise DocumentError("documents.request_invalid", f"the id of a file of dataset {dataset!r} is "
                                                              f"'{prefix}<path>' (or give path=)")
         path = doc_id[len(prefix):]
+    elif (problem := path_problem(path)) is not None:  # else read as the id made of it, and named 'id'
+        raise DocumentError("documents.document_invalid", f"path= {problem}")
     fmt = format_of("upload" + suffix)
     media_type = fmt.media_types[0] if fmt is not None else None  # the format named, whatever the path's suffix
     doc, warnings, refused = _items(doc_id, read_data(raw, path, media_type=media_type, dataset=dataset or None,
@@ -127,9 +130,11 @@ def file_document(raw: bytes, suffix: str, doc_id: str, cfg: DocumentsConfig, *,
     if refused or doc is None:
         raise Refused(refused[0][1], refused)
     if doc.id != doc_id:
-        raise DocumentError("documents.request_invalid", f"this file is document {doc.id!r} (its dataset and path, "
-                                                         "as kbgate index add names it): send it to that id, or "
-                                                         "give path= and dataset=")
+        said = "path= and dataset=" if path is not None else "its path= and dataset="
+        raise DocumentError("documents.request_invalid", f"with {said} this file is document {doc.id!r} (a file's "
+                                                         "id is its dataset and path, as kbgate index add names it), "
+                                                         f"not {doc_id!r}: send it to {doc.id!r}, or give the path= "
+                                                         f"and dataset= that make {doc_id!r}")
     return dataclasses.replace(doc, source=API_SOURCE, origin=doc_id), warnings
 
 

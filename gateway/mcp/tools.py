@@ -197,7 +197,8 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
     for route, eff in scopes:
         if route.enabled:
             revisions[route.name] = configuration_revision(eff, agent_configuration(route, call.client))
-            targets.append(retrieve.Target(route.name, eff, floor_of(route.relevance_floor, call.cfg.search)))
+            targets.append(retrieve.Target(route.name, eff, floor_of(route.relevance_floor, call.cfg.search),
+                                           route.dials))
     asker = Asker("mcp", call.client.id, tuple(t.key for t in targets), "search")
     merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
                                         content_chars=1, asker=asker)

@@ -7,12 +7,17 @@ for each state, with the config file the operator ran it on filled in.
     [LOCKED BY A WRITER]               → wait for the writer (indexes.errors)
     [READ-ONLY], [UNREADABLE]          → a writable TMPDIR, read access for the server's user
                                          (a read-only folder alone opens: indexes.readonly)
+
+and, for a route's retrieval dial its index cannot honour as built, a warning (`inert_dials`).
 """
 
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
+from gateway.core.config import Config
+from indexes.dense.config import DenseChoices
 from indexes.errors import IndexNotFoundError, IndexStoreError
 
 
@@ -29,3 +34,23 @@ def next_step(problem: IndexStoreError, config: str) -> str:
         return (f"index {problem.name} is not built yet: build it with `kbgate index add --config {file} "
                 f"--index {shlex.quote(problem.name)} PATH...` (PATH: its documents' folders or files)")
     return str(problem).replace("--config FILE", f"--config {file}")
+
+
+def inert_dials(config: Config, root: Path) -> list[str]:
+    """One warning line per route dial its index cannot honour as it stands on disk: a
+    `dense_share` or `candidates` (without a rerank stage) on an index the config leaves to the
+    default but built lexical before, so served without vectors (`DenseChoices.unembedded`);
+    the config load refuses the other cases (gateway.core.config.dials)."""
+    choices = DenseChoices.of(config.dense)
+    routes = [(f"tenants.{t.name}.routes[{i}]", r.index, r.dials) for t in config.tenants.values()
+              for i, r in enumerate(t.routes)]
+    routes += [(f"agent.routes.{r.name}", r.index, r.dials) for r in config.agent.routes.values()]
+    out = []
+    for at, index, d in routes:
+        if not choices.unembedded(index, root / index):
+            continue
+        for key in ("dense_share", *(() if index in config.rerank else ("candidates",))):
+            if getattr(d, key) is not None:
+                out.append(f"warning: {at}.{key} is inert: index {index} is served lexically until it has vectors "
+                           f"(kbgate index embed)")
+    return out

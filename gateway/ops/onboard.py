@@ -95,7 +95,9 @@ def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], se
     path = Path(path).resolve()
     try:
         edits = _Edits(path.read_text("utf-8"), path.stat().st_mode & 0o777)
-    except (OSError, UnicodeDecodeError):
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror or exc}", file=path) from None
+    except UnicodeDecodeError:
         raise ConfigError("<file>", "cannot be read as UTF-8", file=path) from None
     with _stopping_raises():
         try:

@@ -21,6 +21,7 @@ import orjson
 
 from gateway.core.errors import RET_TABLE
 from gateway.volcengine.signing import sign_headers
+from indexes.invisible import shown
 
 # What an admin should do about each failure, in plain words.
 ADVICE: dict[str, str] = {
@@ -84,12 +85,16 @@ class ProbeOutcome:
             lines.append(f"  the answer is not the Ret/Msg/Result envelope: {self.problem}")
             lines.append("  Is this URL the gateway's callback path (default /volcengine/<tenant>)?")
             return "\n".join(lines)
-        lines.append(f"  Ret={env.get('Ret')} Msg={env.get('Msg')!r}")
+        msg = env.get("Msg")
+        said = f"'{shown(msg)}'" if isinstance(msg, str) else shown(repr(msg))
+        lines.append(f"  Ret={shown(str(env.get('Ret')))} Msg={said}")
         if self.ok:
             results = env.get("Result") or []
             lines.append(f"  OK: {len(results)} result(s)")
             for item in results:
-                lines.append(f"   - [{item.get('Id')}] {item.get('Title')}: {str(item.get('Summary', ''))[:60]}")
+                # what the answer holds is shown, never run: an ESC or OSC would reach the terminal
+                lines.append(f"   - [{shown(str(item.get('Id')))}] {shown(str(item.get('Title')))}: "
+                             f"{shown(str(item.get('Summary', ''))[:60])}")
             return "\n".join(lines + self._tail())
         if self.status == 200 and env.get("Ret") == 0:
             lines.append(f"  answered, but NOT OK: {len(env.get('Result') or [])} result(s)")

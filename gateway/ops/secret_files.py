@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,39 @@ SALT_BYTES = 32
 
 def write_secret_file(fp: Path, value: str) -> Path:
     """Create `fp` (mode 0600, its folder 0700 when made) holding `value` and a newline, and
-    record it as written by kbgate. Raises ConfigError when `fp` exists already."""
+    record it as written by kbgate. Raises ConfigError when `fp` exists already, OSError when
+    it cannot be written (a full disk): then nothing is left at `fp` and a retry can succeed.
+    The file is written whole to a temporary name, fsynced and linked to `fp` (a link never
+    replaces a file), so `fp` is never seen empty or half written."""
     fp.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        fd = os.open(fp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise ConfigError("secrets", f"file {fp.name} already exists; choose another key id") from None
+    if fp.exists() or fp.is_symlink():
+        raise ConfigError("secrets", f"file {fp.name} already exists; choose another key id")
     content = (value + "\n").encode("utf-8")
-    with os.fdopen(fd, "wb") as f:
-        f.write(content)
-    st = fp.lstat()
-    salt = secrets.token_bytes(SALT_BYTES)
-    written = _read(fp.parent)
-    written[fp.name] = {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                        "salt": salt.hex(), "hmac_sha256": _digest(salt, content)}
-    _write(fp.parent, written)
+    fd, tmp_name = tempfile.mkstemp(dir=fp.parent, prefix=f".{fp.name}.", suffix=".tmp")  # mode 0600
+    tmp = Path(tmp_name)
+    linked = False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, fp)
+        except FileExistsError:
+            raise ConfigError("secrets", f"file {fp.name} already exists; choose another key id") from None
+        linked = True
+        st = fp.lstat()
+        salt = secrets.token_bytes(SALT_BYTES)
+        written = _read(fp.parent)
+        written[fp.name] = {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                            "salt": salt.hex(), "hmac_sha256": _digest(salt, content)}
+        _write(fp.parent, written)
+    except BaseException:
+        if linked:
+            fp.unlink(missing_ok=True)
+        raise
+    finally:
+        tmp.unlink(missing_ok=True)
     return fp
 
 

@@ -25,7 +25,10 @@ from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.asked import make_counts
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.console.once import make_once
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
+from gateway.console.sessions import make_sessions
+from gateway.console.throttle import make_throttle
 from gateway.core.audit import AuditEvent
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
@@ -72,6 +75,12 @@ class Gateway:
         self.asked = make_counts(lambda: rt.config, rt.clock.now)  # the console overview's questions per day
         rt.events.subscribe(SearchAnswered, self.asked.observe)
         self.gap_clients = gaps.LazyClients(rt)  # the tracker of "File improvement task"
+        self.once = make_once(rt.config)  # what a console POST hands to the page it redirects to
+        rt.on_close(self.once.close)
+        self.login_throttle = make_throttle(rt.config, rt.clock.now)  # failed console logins
+        rt.on_close(self.login_throttle.close)
+        self.sessions = make_sessions(rt.config, rt.clock.now)  # console login sessions
+        rt.on_close(self.sessions.close)
         self.document_writes = Writes(rt)  # one queue per index for the document API and the console
         rt.on_close(self.deliveries.close)
         rt.on_close(self.gap_clients.close)
@@ -118,6 +127,9 @@ class Gateway:
         self.router.state.document_writes = self.document_writes
         self.router.state.asked = self.asked
         self.router.state.key_usage = self.volcengine.key_usage
+        self.router.state.once = self.once
+        self.router.state.login_throttle = self.login_throttle
+        self.router.state.sessions = self.sessions
 
     def _keep(self, d: Delivery) -> None:
         """The deliveries record's observer (the Query only when admin.show_queries is on)."""

@@ -89,8 +89,9 @@ def port_in_use(hc: HypercornConfig) -> str | None:
         port = hc.bind[0].rsplit(":", 1)[-1]
         holders = port_holders(int(port)) if port.isdigit() else []
         held = "; ".join(f"pid {pid} ({cmd})" for pid, cmd in holders)
-        return (f"{hc.bind[0]} is already in use{f' by {held}' if held else ''}: another server, or workers "
-                "left by a kbgate serve whose master was killed, listen there; stop them (kill PID) and start again")
+        return (f"{hc.bind[0]} cannot be bound: {hc.bind[0]} is already in use{f' by {held}' if held else ''}: "
+                "another server, or workers left by a kbgate serve whose master was killed, listen there; "
+                "stop them (kill PID) and start again")
     for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
         sock.close()
     return None

@@ -139,6 +139,10 @@ def plan_git(source: SyncSource, index: KnowledgeIndex | None, recorded: dict[st
         new = _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{branch}^{{commit}}",
                    cwd=repo).decode().strip()
     except GitError:
+        try:
+            _git("rev-parse", "--git-dir", cwd=repo)
+        except GitError:
+            raise GitError(f"{source.location} is not a Git repository (no .git in it or above it)") from None
         raise GitError(f"branch {branch!r} not found in {source.location}" if source.branch
                        else f"{source.location} has no commit at HEAD (an empty repository?)") from None
     found = recorded.get("commit")

@@ -42,6 +42,7 @@ from gateway.core.validate import Problem
 from gateway.volcengine.keyuse import KeyUsage, make_key_usage
 from gateway.volcengine.signing import Verdict, signing_headers, verify
 from gateway.volcengine.wire import error_body, parse_body, success_body
+from indexes.types import NO_DIALS
 
 log = logging.getLogger("kbgate.callback")
 access_log = logging.getLogger("kbgate.access")
@@ -200,7 +201,8 @@ async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Deliv
         asker = replace(asker, routes=(f"{tenant.name}/{req.first_level_id}/{req.second_level_id}",))
     found = await retrieve.search(rt, eff, req.query, req.limit, summary_chars=cfg.search.summary_chars,
                                   content_chars=cfg.search.content_chars,
-                                  one_per_document=cfg.search.one_per_document, floor=floor, asker=asker)
+                                  one_per_document=cfg.search.one_per_document, floor=floor, asker=asker,
+                                  dials=route.dials if route is not None else NO_DIALS)
     d.search_ms, d.results = found.took_ms, len(found.hits)
     return success_body(found.hits)
 

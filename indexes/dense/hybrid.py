@@ -37,14 +37,14 @@ from tantivy import Occur, Query
 from .. import relevance
 from ..hits import chunk_fold
 from ..relevance import Question
-from ..types import DEFAULT_BOUNDS, Scores, SearchBounds
+from ..types import DEFAULT_BOUNDS, NO_DIALS, Dials, Scores, SearchBounds
 from .calibration import CosineLine, effective
 from .config import DenseConfig
 from .fusion import calibrated, mix, rrf
 from .query import QueryEncoder
 from .vectors import VectorSet, current_generation, load_current
 
-__all__ = ["OUTCOMES", "DenseSearch", "DenseState", "Observe", "RECHECK_SECONDS", "Reorder", "outcome_of"]
+__all__ = ["OUTCOMES", "DenseSearch", "DenseState", "Observe", "RECHECK_SECONDS", "Reorder", "outcome_of", "weights"]
 
 log = logging.getLogger("kbgate.dense")
 RECHECK_SECONDS = 0.5
@@ -175,7 +175,7 @@ class DenseSearch:
                bounds: SearchBounds = DEFAULT_BOUNDS, reorder: Reorder | None = None,
                ideal: Callable[[tantivy.Searcher], float] | None = None,
                question: Callable[[tantivy.Searcher], Question] | None = None,
-               floor: float = 0.0) -> list[Any] | None:
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Any] | None:
         """Fused hits, best first, or None: answer lexically instead (see module doc).
 
         lexical_query: builds the full BM25 query (scope filter included) for the searcher the
@@ -191,6 +191,8 @@ class DenseSearch:
         chunk is dropped when the hits are shaped (when the rerank stage ran, its relevance is
         judged instead, after the hits are made: `gateway.core.retrieve`). Each hit carries
         Scores(bm25, dense, fused[, rerank]) and its relevance (`indexes.relevance.hybrid`).
+        dials: a route's dense share and candidates override the config's (`weights`); with its
+        rerank threshold the floor judges each chunk before the reranker too.
         """
         state = self._usable()
         if state is None or state.vectors is None:
@@ -207,7 +209,8 @@ class DenseSearch:
         if pending.skipped:
             self._count(f"fallback:{pending.skipped}")
             return None
-        k = self.config.candidates
+        k = dials.candidates or self.config.candidates
+        lexical_weight, dense_weight = weights(self.config, dials.dense_share)
         fetch = min(max(k, limit * 4 if one_per_document else limit), bounds.max_chunks_per_query)
         lexical = [(_key(a), float(s), a) for s, a in searcher.search(q, fetch, count=False).hits]
         outcome = self.encoder.wait(pending)
@@ -224,15 +227,14 @@ class DenseSearch:
         cosine = dict(den)
         line = effective(self.config, state.vectors.line).pair
         if self.config.fusion == "rrf":
-            fused = rrf(lex, den, k=self.config.rrf_k, lexical_weight=self.config.lexical_weight,
-                        dense_weight=self.config.dense_weight)
+            fused = rrf(lex, den, k=self.config.rrf_k, lexical_weight=lexical_weight, dense_weight=dense_weight)
         elif self.config.fusion == "mix":
-            fused = mix(lex, den, lexical_weight=self.config.lexical_weight, dense_weight=self.config.dense_weight)
+            fused = mix(lex, den, lexical_weight=lexical_weight, dense_weight=dense_weight)
         else:
             cosine.update(_cosines(searcher, state.vectors, outcome.vector,
                                    [(key, a) for key, _, a in lexical[:k] if key not in cosine]))
-            fused = calibrated(lex[:k], cosine, ideal=mass, lexical_weight=self.config.lexical_weight,
-                               dense_weight=self.config.dense_weight, line=line)
+            fused = calibrated(lex[:k], cosine, ideal=mass, lexical_weight=lexical_weight,
+                               dense_weight=dense_weight, line=line)
             fused += [(key, 0.0) for key, _ in lex[k:]]  # BM25's further chunks: context, in BM25 order
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
@@ -248,7 +250,18 @@ class DenseSearch:
         kept, make = reranked if reranked is not None else (fused, make_hit)
         return _pick(searcher, kept, address, dense_only, state.vectors, terms, limit, one_per_document,
                      summary_chars, content_chars, make, keep_more=max(bounds.max_chunks_per_document - 1, 0),
-                     scores=scores, judge=judge, floor=floor if reranked is None else 0.0)
+                     scores=scores, judge=judge,
+                     floor=floor if reranked is None or dials.rerank_threshold is not None else 0.0)
+
+
+def weights(config: DenseConfig, dense_share: float | None) -> tuple[float, float]:
+    """(lexical_weight, dense_weight) of the fusion: the config's, or with a route's `dense_share`
+    (0..1) their sum split (1 - share) : share (a fusion's order depends only on the ratio; the
+    sum keeps the fused scores on the index's scale)."""
+    if dense_share is None:
+        return config.lexical_weight, config.dense_weight
+    total = config.lexical_weight + config.dense_weight
+    return total * (1.0 - dense_share), total * dense_share
 
 
 def _cosines(searcher: tantivy.Searcher, vectors: VectorSet, query: Any,

@@ -32,7 +32,18 @@ from ..readonly import Shadow
 from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
-from ..types import ChangeSet, Document, Hit, IngestError, IngestReport, IngestWarning, MetaFilter, SearchFilter
+from ..types import (
+    NO_DIALS,
+    ChangeSet,
+    Dials,
+    Document,
+    Hit,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    MetaFilter,
+    SearchFilter,
+)
 from .cache import EmbeddingCache
 from .calibration import CosineLine, measure, stored_texts, write_line
 from .config import DenseChoices, DenseConfig
@@ -100,17 +111,19 @@ class HybridIndex(KnowledgeIndex):
 
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None,
                one_per_document: bool = True, summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None, floor: float = 0.0) -> list[Hit]:
+               where: MetaFilter | None = None, floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Hit]:
         """Hybrid hits (fused BM25 + nearest neighbours, best first; Hit.score is the fused
         score), or exactly `KnowledgeIndex.search` whenever the dense side cannot answer
         within the per-query deadline. Same arguments (metadata conditions `where` included) and
-        bounds as `KnowledgeIndex.search`."""
+        bounds as `KnowledgeIndex.search`; dials: a route's (`Dials`: the fusion's dense share and
+        candidates, rerank on/off and its candidates, the rerank threshold's floor)."""
         return self.answer(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor)[0]
+                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor,
+                           dials=dials)[0]
 
     def answer(self, query: str, limit: int, *, filter: SearchFilter | None = None, one_per_document: bool = True,
-               summary_chars: int = 200, content_chars: int = 1500,
-               where: MetaFilter | None = None, floor: float = 0.0) -> tuple[list[Hit], int | None]:
+               summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
+               floor: float = 0.0, dials: Dials = NO_DIALS) -> tuple[list[Hit], int | None]:
         """(`search`'s hits, the generation they may be reused for): the generation read before
         the search for a hybrid answer; None for a lexical fallback (vectors not published yet,
         deadline missed, breaker open...: the next search may well answer hybrid) and for an
@@ -126,7 +139,7 @@ class HybridIndex(KnowledgeIndex):
             return build_query(self._schema, terms, searcher, filter, self.boosts, filters=filters,
                                doc_freqs=self._doc_freqs)
 
-        stage, degraded = self.rerank, False
+        stage, degraded = (self.rerank if dials.rerank is not False else None), False
 
         def reorder(searcher: tantivy.Searcher, fused: list[tuple[Any, float]], address: dict[Any, Any],
                     make: Callable[..., Any]) -> tuple[list[tuple[Any, float]], Callable[..., Any]] | None:
@@ -134,7 +147,7 @@ class HybridIndex(KnowledgeIndex):
 
             nonlocal degraded
             assert stage is not None
-            out = rerank_fused(stage, searcher, query, fused, address, make)
+            out = rerank_fused(stage, searcher, query, fused, address, make, dials.candidates)
             degraded = out is None
             return out
 
@@ -144,12 +157,12 @@ class HybridIndex(KnowledgeIndex):
                                  reorder=reorder if stage is not None else None,
                                  ideal=lambda searcher: ideal_score(terms, searcher, self.boosts, self._doc_freqs),
                                  question=lambda searcher: question_of(terms, searcher, self._schema, self._doc_freqs),
-                                 floor=floor)
+                                 floor=floor, dials=dials)
         if hits is not None:
             return hits, None if degraded else generation
         return super().search(query, limit, filter=filter, one_per_document=one_per_document,
                               summary_chars=summary_chars, content_chars=content_chars, where=where,
-                              floor=floor), None
+                              floor=floor, dials=dials), None
 
     def ingest(self, documents: Iterable[Document | IngestError | IngestWarning], *, delete_missing: bool = False,
                progress: bool = True, workers: int | None = None, replace: bool = False) -> IngestReport:

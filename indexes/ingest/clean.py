@@ -5,8 +5,9 @@ replaced).
 `clean_document` applies the rules of `indexes.safe_text` to one Document and returns the
 warnings an ingest prints: a page URL that is not http(s) (or relative, without a base) is
 not kept, nor a cover image URL that is not http(s) (`javascript:`, `data:`,
-relative), control characters and non-characters are removed from the title, summary, headings
-and text, a title is bounded to `MAX_TITLE_CHARS`. The document itself is always indexed.
+relative), nor a cover height or width outside 1..MAX_COVER_PIXELS (`indexes.ingest.fields`),
+control characters and non-characters are removed from the title, summary, headings and text,
+a title is bounded to `MAX_TITLE_CHARS`. The document itself is always indexed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dataclasses
 
 from ..safe_text import MAX_TITLE_CHARS, clean_text, clean_title, resolve_url, url_problem
 from ..types import Document, IngestWarning, Section
+from .fields import cover_size_problem
 
 __all__ = ["clean_document"]
 
@@ -25,6 +27,12 @@ def _shown(url: str) -> str:
     """A URL as a report quotes it: control characters as '?', at most 80 characters."""
     text = "".join("?" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F else c for c in url)
     return repr(text if len(text) <= _SHOWN_URL_CHARS else text[: _SHOWN_URL_CHARS - 1] + "…")
+
+
+def _size_problem(size: object, key: str) -> str | None:
+    if isinstance(size, bool) or not isinstance(size, int):
+        return f"'cover_image.{key}' must be an integer"
+    return cover_size_problem(size, key)
 
 
 def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document, list[IngestWarning]]:
@@ -54,6 +62,15 @@ def clean_document(doc: Document, url_base: str | None = None) -> tuple[Document
             cover = None
         elif cover.url != cover.url.strip():
             cover = dataclasses.replace(cover, url=cover.url.strip())
+    if cover is not None:  # readers refuse these first (fields.parse_cover_image); a Document built in code here
+        height, width = cover.height, cover.width
+        for key, size in (("height", height), ("width", width)):
+            if size is not None and (problem := _size_problem(size, key)) is not None:
+                notes.append(IngestWarning(where, f"{problem}: not kept"))
+        height = height if height is None or _size_problem(height, "height") is None else None
+        width = width if width is None or _size_problem(width, "width") is None else None
+        if (height, width) != (cover.height, cover.width):
+            cover = dataclasses.replace(cover, height=height, width=width)
     title = clean_title(doc.title)
     if len(" ".join(clean_text(doc.title).split())) > MAX_TITLE_CHARS:
         notes.append(IngestWarning(where, f"title of {len(doc.title)} characters cut to {MAX_TITLE_CHARS}"))

@@ -9,8 +9,8 @@ from .. import publish_time
 from ..invisible import name_problem
 from ..types import CoverImage
 
-__all__ = ["MAX_ID_BYTES", "dataset_problem", "id_problem", "length_problem", "parse_cover_image",
-           "parse_publish_time", "parse_qa_visible"]
+__all__ = ["MAX_COVER_PIXELS", "MAX_ID_BYTES", "cover_size_problem", "dataset_problem", "id_problem",
+           "length_problem", "parse_cover_image", "parse_publish_time", "parse_qa_visible"]
 
 MAX_ID_BYTES = 1024
 """The longest document id, path or dataset name, in UTF-8 bytes. Each is indexed as one raw
@@ -99,20 +99,49 @@ def id_problem(name: str) -> str | None:
     return length_problem(name)
 
 
+MAX_COVER_PIXELS = 100_000
+"""The largest cover height or width kept, in pixels (sizes are 1..MAX_COVER_PIXELS). Well past
+any picture a page shows (JPEG stops at 65,535, WebP at 16,383), and far inside what every
+consumer reads: Tantivy's i64 field (2^63 crashed the write), the callback's `CoverImage`
+integers and a JavaScript number."""
+
+
+def cover_size_problem(value: int, key: str) -> str | None:
+    """Why `value` cannot be a cover `key` ('height', 'width'), or None when it can: outside
+    1..MAX_COVER_PIXELS. The reason names the field. Never raises."""
+    if 1 <= value <= MAX_COVER_PIXELS:
+        return None
+    return _out_of_range(str(value), key)
+
+
+def _out_of_range(digits: str, key: str) -> str:
+    shown = digits if len(digits) <= 24 else digits[:20] + "…"
+    return f"'cover_image.{key}' {shown} is out of range 1..{MAX_COVER_PIXELS} (pixels)"
+
+
 def _int_or_none(value: Any, key: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"'cover_image.{key}' must be an integer")
+    if isinstance(value, str):
+        text = value.strip()
+        unsigned = text[1:] if text[:1] in "+-" else text
+        if unsigned.isascii() and unsigned.isdigit() and len(unsigned) > 24:
+            raise ValueError(_out_of_range(text, key))  # int() refuses 4,301 digits and up: out of range anyway
     try:
-        return int(value)
+        number = int(value)
     except ValueError:  # int()'s own message names no field
         raise ValueError(f"'cover_image.{key}' must be an integer, not {str(value)[:40]!r}") from None
+    if (problem := cover_size_problem(number, key)) is not None:
+        raise ValueError(problem)
+    return number
 
 
 def parse_cover_image(value: Any) -> CoverImage | None:
-    """A url string or {url, height, width} mapping → CoverImage; None/'' → None. Raises
-    ValueError naming the field ('cover_image', 'cover_image.width'...) otherwise."""
+    """A url string or {url, height, width} mapping → CoverImage; None/'' → None. Height and
+    width are integers (or strings of one) in 1..MAX_COVER_PIXELS. Raises ValueError naming
+    the field ('cover_image', 'cover_image.width'...) otherwise."""
     if value is None or value == "":
         return None
     if isinstance(value, str):

@@ -55,14 +55,16 @@ def _ranked(scores: Sequence[float]) -> list[int]:
 
 
 def rerank_fused(stage: RerankStage, searcher: tantivy.Searcher, query_text: str, fused: Sequence[tuple[K, float]],
-                 address: Mapping[K, Any], make: MakeHit) -> tuple[list[tuple[K, float]], MakeHit] | None:
+                 address: Mapping[K, Any], make: MakeHit,
+                 candidates: int | None = None) -> tuple[list[tuple[K, float]], MakeHit] | None:
     """The fused chunk order (key, fused score) with its first `candidates` reranked, and a
     `make_hit` that sets their rerank scores; None: keep `fused` (the stage answered None).
 
     address: key → Tantivy DocAddress of every key in `fused`. make: `indexes.hits.make_hit`
-    (or a compatible callable). Loads `candidates` stored chunks.
+    (or a compatible callable). candidates: a route's count (None: the stage's). Loads that
+    many stored chunks.
     """
-    head = list(fused[:stage.config.candidates])
+    head = list(fused[:candidates or stage.config.candidates])
     docs = [searcher.doc(address[key]) for key, _ in head]
     scores = stage.scores(query_text, [document_text(d) for d in docs])
     if scores is None:
@@ -83,7 +85,8 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
                   query_text: str, terms: QueryTerms, limit: int, *, one_per_document: bool = True,
                   summary_chars: int = 200, content_chars: int = 1500,
                   bounds: SearchBounds = DEFAULT_BOUNDS, judge: Judge | None = None,
-                  floor: float = 0.0) -> tuple[list[Hit], bool]:
+                  floor: float = 0.0, candidates: int | None = None,
+                  floor_before: bool = False) -> tuple[list[Hit], bool]:
     """`indexes.hits.search_hits` with the rerank stage between the BM25 chunks and the
     collapse: (hits, True), or (search_hits' own hits, False) when the stage answered None.
 
@@ -91,13 +94,15 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     judge: each hit's lexical relevance (`indexes.hits.judge`), which the reranker's replaces
     where it scored the hit. floor: applied as `search_hits` applies it only when the
     stage answered None; a reranked answer's floor is judged on its relevance afterwards
-    (`gateway.core.retrieve`).
+    (`gateway.core.retrieve`), unless `floor_before` (a route's rerank threshold: the floor then
+    judges each hit's lexical relevance, before the reranker's replaces it; not replaced).
+    candidates: a route's count (None: the stage's).
     Work: one Tantivy search of max(candidates, limit × FETCH_PER_RESULT) chunks (within
     bounds.max_chunks_per_query), `candidates` stored chunks loaded for their text, one rerank
     call; when those chunks hold fewer than `limit` documents, `search_hits` fills the rest
     with the documents seen excluded.
     """
-    n = min(stage.config.candidates, bounds.max_chunks_per_query)
+    n = min(candidates or stage.config.candidates, bounds.max_chunks_per_query)
     fetch = min(max(n, limit * FETCH_PER_RESULT if one_per_document else limit), bounds.max_chunks_per_query)
     found = [(float(s), a) for s, a in searcher.search(query, fetch, count=False).hits]
     head = [searcher.doc(a) for _, a in found[:n]]
@@ -120,9 +125,9 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
         return {"scores": Scores(bm25=score), "relevance": judge(doc) if judge is not None else 0.0}
 
     if not one_per_document:
-        return [with_rerank(make_hit(item[0], doc, terms, summary_chars, content_chars, **judged(item[0], doc)),
-                            item[2], lowest)
-                for item in order[:limit] for doc in (load(item),)], True
+        return [with_rerank(h, item[2], lowest) for item in order[:limit] for doc in (load(item),)
+                for h in (make_hit(item[0], doc, terms, summary_chars, content_chars, **judged(item[0], doc)),)
+                if not floor_before or h.relevance >= floor], True
     keep_more = bounds.max_chunks_per_document - 1
     groups: dict[int, tuple[Any, list[Any]]] = {}
     for item, key in zip(order, searcher.fast_field_values("doc_key", [a for _, a, _, _ in order]), strict=True):
@@ -133,9 +138,9 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
                 groups[k] = (item, [])
         elif len(seen[1]) < keep_more:
             seen[1].append(item)
-    hits = [with_rerank(make_hit(best[0], doc, terms, summary_chars, content_chars,
-                                 (load(m) for m in more), **judged(best[0], doc)), best[2], lowest)
-            for best, more in groups.values() for doc in (load(best),)]
+    made = ((make_hit(best[0], doc, terms, summary_chars, content_chars, (load(m) for m in more),
+                      **judged(best[0], doc)), best[2]) for best, more in groups.values() for doc in (load(best),))
+    hits = [with_rerank(h, score, lowest) for h, score in made if not floor_before or h.relevance >= floor]
     if len(hits) < limit and len(found) == fetch:  # more documents past the chunks taken
         rest = Query.boolean_query([(Occur.Must, query),
                                     *((Occur.MustNot, Query.term_query(schema, "doc_key", k)) for k in groups)])

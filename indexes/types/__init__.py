@@ -17,6 +17,8 @@ from .search import (
     DEFAULT_BOUNDS,
     META_ALIASES,
     META_OPERATORS,
+    NO_DIALS,
+    Dials,
     Hit,
     IndexStats,
     MetaCondition,
@@ -39,8 +41,8 @@ from .writes import (
 )
 
 __all__ = [
-    "ChangeSet", "Chunk", "CoverImage", "DEFAULT_BOUNDS", "Document", "DocumentHead", "GenerationSource",
+    "ChangeSet", "Chunk", "CoverImage", "DEFAULT_BOUNDS", "Dials", "Document", "DocumentHead", "GenerationSource",
     "Hit", "INGEST_ERROR_KINDS", "IndexStats", "IngestError", "IngestReport", "IngestWarning", "META_ALIASES",
-    "META_OPERATORS", "MetaCondition", "MetaFilter", "MetaScalar", "MetaValue", "Metadata", "Scores",
+    "META_OPERATORS", "MetaCondition", "NO_DIALS", "MetaFilter", "MetaScalar", "MetaValue", "Metadata", "Scores",
     "SearchBounds", "SearchFilter", "Section", "SourceMissing", "StoredDocument",
 ]

@@ -66,6 +66,31 @@ class MetaFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class Dials:
+    """A route's retrieval dials (`[[tenants.*.routes]]`, `[agent.routes.NAME]`): each overrides
+    its index's setting for that route's searches only; None (0 for neighbours) keeps the index's.
+
+    dense_share: 0..1, the dense side's share of the hybrid fusion's weights (the index's
+        lexical_weight + dense_weight split (1 - share) : share); hybrid indexes only.
+    candidates: chunks taken into the fusion (each side) and handed to the reranker, >= 1.
+    rerank: False skips the index's rerank stage; True (or None) runs it where one is configured.
+    rerank_threshold: 0..1, a hit the reranker scored under it is dropped; the route's relevance
+        floor then judges the relevance retrieval gave, before the reranker (docs/hybrid-retrieval.md).
+    neighbours: a hit's content is its chunk with up to this many chunks before and after it in
+        its document, in document order (`indexes.neighbours`), instead of further matching chunks.
+    """
+
+    dense_share: float | None = None
+    candidates: int | None = None
+    rerank: bool | None = None
+    rerank_threshold: float | None = None
+    neighbours: int = 0
+
+
+NO_DIALS = Dials()
+
+
+@dataclass(frozen=True, slots=True)
 class Scores:
     """Raw per-stage scores of one hit; None where the stage did not run.
 

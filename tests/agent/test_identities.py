@@ -44,6 +44,8 @@ HOSTILE = [
      "content": f"{MARK}：密钥轮换的别名页。", "dataset": "public"},
 ]
 HOSTILE_IDS = [r["id"] for r in HOSTILE]
+WALKS = {"./config/dot.md"}  # refused by the reader now (a '.' segment); an index built before holds it
+INDEXED_IDS = [i for i in HOSTILE_IDS if i not in WALKS]
 TOOLS = ["knowledge.search", "knowledge.read", "mcp.search", "mcp.fetch", "dify.retrieval", "search", "get_page",
          "get_page.full_text", "get_context"]
 
@@ -65,7 +67,8 @@ class Env(AppEnv):
 async def _env(private_index: Path, tmp_path: Path, start_app: Any, redis_url: str) -> AsyncIterator[Env]:
     jsonl = tmp_path / "hostile.jsonl"
     jsonl.write_text("".join(orjson.dumps(r).decode() + "\n" for r in HOSTILE), "utf-8")
-    IndexStore(private_index).create_or_open_for_write("docs").ingest(read_jsonl(jsonl), progress=False)
+    report = IndexStore(private_index).create_or_open_for_write("docs").ingest(read_jsonl(jsonl), progress=False)
+    assert len(report.errors) == len(WALKS), report  # each walk refused by the reader, nothing else
     # floor 0: this file judges which names are never shown, not relevance; every visible hit is kept
     agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs", "relevance_floor": 0.0}},
              "clients": {"idc": client("i1", TOKEN, ["support"], TOOLS, **EVERYTHING)}}
@@ -84,7 +87,8 @@ def _clean(r: httpx.Response | CallToolResult) -> str:
 
 async def test_the_hostile_records_are_in_the_index(env: Env) -> None:
     idx = env.app.runtime.index("docs")
-    for i in HOSTILE_IDS:
+    assert all(idx.get_document(i) is None for i in WALKS)  # refused at ingest: a name that walks a tree
+    for i in INDEXED_IDS:
         doc = idx.get_document(i)
         assert doc is not None and MARK in doc.text, i
 
@@ -126,7 +130,7 @@ async def test_knowledge_protocol_search_and_read_refuse_them(env: Env) -> None:
     assert r.status_code == 200 and orjson.loads(r.content)["hints"], r.text
     _clean(r)
     idx = env.app.runtime.index("docs")
-    for i in HOSTILE_IDS:
+    for i in INDEXED_IDS:
         doc = idx.get_document(i)
         assert doc is not None
         r = await env.post("/agent-api/v1/workspaces/support/knowledge/read", {"ref": env.ref(i, doc.revision)})
@@ -140,7 +144,7 @@ async def test_mcp_search_and_fetch_refuse_them(env: Env) -> None:
         found = await c.call_tool("search", {"query": "密钥轮换 口令"})
         assert not found.is_error and found.structured_content and found.structured_content["results"]
         _clean(found)
-        for i in HOSTILE_IDS:
+        for i in INDEXED_IDS:
             doc = idx.get_document(i)
             assert doc is not None
             got = await c.call_tool("fetch", {"id": env.ref(i, doc.revision)})

@@ -1,8 +1,9 @@
 """bench: the harness's pieces, and one tiny run end to end printing every table.
 
-A few documents of each corpus, 1-second loads, a 2,000-chunk scale study: this proves the
-harness works (the real-corpus closed and open loops beside the floor with real Redis and
-real signatures, the Zipf mix, the huge document, every wing, the scale study, the targets),
+A few documents of each corpus, 1-second loads, a 2,000-chunk scale study and a 300-chunk
+hybrid one: this proves the harness works (the real-corpus closed and open loops beside the
+floor with real Redis and real signatures, the Zipf mix, the huge document, every wing, the
+hybrid path beside the lexical one with the embedded model, the scale study, the targets),
 not how fast anything is, so no timing is asserted; figures only have to be positive, and
 every request must have been answered 2xx (a wrongly signed request would not be).
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.corpus import corpus_documents, documents, huge_document, load_pool, parse_scale, scale_label
-from bench.run import main
+from bench.run import main, parser, plan
 from bench.workload import real_queries, repeat_share, unique_queries, write_bodies, zipf_queries
 from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
 from indexes.ingest import chunk
@@ -43,6 +44,14 @@ def test_scales_parse_and_print() -> None:
     assert scale_label(100_000) == "100k" and scale_label(2500) == "2500"
     with pytest.raises(ValueError):
         parse_scale("lots")
+
+
+def test_scale_alone_is_the_curve_to_a_million() -> None:
+    args = parser().parse_args(["--scale"])
+    assert plan(args) == ([100_000, 1_000_000], [100_000])
+    assert args.only and args.no_corpora  # the curve alone, no real-corpus phases
+    assert plan(parser().parse_args(["--scale", "10k", "--hybrid-scale", "2000"])) == ([10_000, 100_000], [2_000])
+    assert plan(parser().parse_args(["--scale", "--hybrid", "none"])) == ([100_000, 1_000_000], [])
 
 
 def test_scaled_corpus_has_exactly_the_chunks_asked_for() -> None:
@@ -98,7 +107,7 @@ def test_harness_prints_every_table_with_positive_figures(
     monkeypatch.setenv("REDIS_URL", redis_url)
     code = main(["--only", "--scale", "2000", "--seconds", "1", "--warmup", "0.2", "--search-seconds", "0.3",
                  "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
-                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--out", str(tmp_path)])
+                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--hybrid-scale", "300", "--out", str(tmp_path)])
     assert code == 0
     md = capsys.readouterr().out
     assert sorted(p.suffix for p in tmp_path.glob("bench-*")) == [".json", ".md"]
@@ -109,12 +118,15 @@ def test_harness_prints_every_table_with_positive_figures(
     names = [r[0] for r in targets[1:]]
     assert any("0.35 of the floor" in n and "tidb-docs-cn" in n for n in names)
     assert any("0.40 of the floor" in n and "cmrc2018" in n for n in names)
-    assert sum("open loop at 50%" in n for n in names) == 2
+    assert sum("open loop at 50% of kbgate's" in n for n in names) == 2
+    paths = [n.split("(")[1].split(",")[0] for n in names if "open loop at 50% of capacity" in n]
+    assert paths == ["lexical", "hybrid"]
+    assert any("≤ lexical + embedding + 0.5 ms" in n for n in names)
     assert any("10,000 chunks/s at 100k" in n for n in names)
     assert any("document of 200 chunks" in n for n in names)
     assert any("make eval" in n for n in names)
     assert sum("× the minimal gateway's" in n for n in names) == 2  # issue 19, per corpus
-    assert all(r[2] in ("yes", "NO", "not run", "see make eval") for r in targets[1:])
+    assert all(r[2] in ("yes", "NO", "not run", "see make eval", "not measured: fallbacks") for r in targets[1:])
     assert next(r for r in targets[1:] if "10,000 chunks/s" in r[0])[2] == "not run"  # no 100k in this run
 
     closed = _table(md, "End to end on the real corpora")
@@ -157,6 +169,15 @@ def test_harness_prints_every_table_with_positive_figures(
         k, m, ratio = _number(r[4]), _number(r[3]), _number(r[5])
         assert (k - 0.005) / (m + 0.005) - 0.005 <= ratio <= (k + 0.005) / (m - 0.005) + 0.005, r
 
+    hybrid = _table(md, "Hybrid beside lexical on the TiDB docs")
+    assert [r[0].split(" (")[0] for r in hybrid[1:4]] == ["lexical", "hybrid", "the query embedding alone, in process"]
+    assert all(_number(r[1]) > 0 for r in hybrid[1:4])  # server CPU per callback; the embedding's CPU per question
+    assert hybrid[2][5].endswith("%") and _number(hybrid[2][5].rstrip("%")) > 0  # searches really answered hybrid
+    guard = md.split("hybrid − lexical − embedding = **", 1)[1].split(" ms", 1)[0]
+    assert abs(float(guard) - (_number(hybrid[2][1]) - _number(hybrid[1][1]) - _number(hybrid[3][1]))) <= 0.02
+    assert [r[0] for r in hybrid[5:]] == ["lexical", "hybrid"]  # the open loop, each path at 50% of its own
+    assert all(_number(r[1]) > 0 and _number(r[4]) > 0 and r[6] == "0" for r in hybrid[5:])
+
     rows = _table(md, "Open loop")
     split = next(i for i, r in enumerate(rows) if r[0] == "offered req/s")  # then the generator's ceiling
     opened, ceiling = rows[:split], rows[split:]
@@ -183,23 +204,30 @@ def test_harness_prints_every_table_with_positive_figures(
                    "MCP tools/call search (Bearer)"):
         assert _number(byname[served][2]) > 0 and _number(byname[served][6]) > 0 and byname[served][8] == "0"
 
+    curve = _table(md, "Scale study: the curve")
+    assert [(r[0], r[1], r[2]) for r in curve[1:]] == [("2k", "lexical", "2,000"),
+                                                       ("300", "hybrid use-multilingual-v3", "300")]
+    assert curve[2][5].endswith(")")  # disk, of which the vectors
+    assert all(_number(r[3]) > 0 and _number(r[7].split(",")[0]) > 0 for r in curve[1:])  # build s; worker RSS
+
     build = _table(md, "Scale study: index build")
     assert build[0][:5] == ["scale", "chunks", "documents", "build s", "chunks/s"]
-    assert len(build) == 2 and build[1][0] == "2k" and build[1][1] == "2,000"
+    assert [r[0] for r in build[1:]] == ["2k", "300 hybrid"] and build[1][1] == "2,000"
     assert all(_number(c) > 0 for c in build[1][1:])
 
     search = _table(md, "Scale study: search alone")
     engines = {(r[1], r[2]) for r in search[1:]}
     assert engines == {("kbgate", "1"), ("kbgate", "2"), ("bm25s+rjieba", "1"), ("bm25s+rjieba", "2")}
+    assert {r[0] for r in search[1:]} == {"2k", "300 hybrid"}
     assert all(_number(r[3]) > 0 and _number(r[4]) > 0 for r in search[1:])
 
     e2e = _table(md, "Scale study: end to end")
-    assert [r[1:3] for r in e2e[1:]] == [["kbgate", "32"]]
-    assert _number(e2e[1][3]) > 0 and e2e[1][7] == "0" and e2e[1][8] == "0"
+    assert [r[:3] for r in e2e[1:]] == [["2k", "kbgate", "32"], ["300 hybrid", "kbgate", "2"]]
+    assert all(_number(r[3]) > 0 and r[7] == "0" and r[8] == "0" for r in e2e[1:])
 
     memory = _table(md, "Scale study: memory per hypercorn worker")
-    kb = next(r for r in memory[1:] if r[1] == "kbgate")
-    assert kb[2] == "2" and all(float(x) > 0 for x in kb[3].split(", "))
+    assert [r[0] for r in memory[1:]] == ["2k", "300 hybrid"]
+    assert all(r[2] == "2" and all(float(x) > 0 for x in r[3].split(", ")) for r in memory[1:])
 
 
 def test_generators_count_refused_requests(redis_url: str, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ the recorder's queue and flush, and both stores' bounds (real Redis; memory)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from gateway.console.gaps.store import DAY, GapStore, MemoryGapStore, RedisGapSt
 from gateway.core.config import Config, GapsConfig
 from gateway.core.events import Asker, SearchAnswered, Served
 from gateway.core.types import Secret
+from indexes.store import IndexStore
 from tests.support.configs import config, parse
 
 pytestmark = pytest.mark.anyio
@@ -85,6 +86,51 @@ def test_near_duplicates_join_one_group_and_others_stay_apart() -> None:
     mars = next(g for g in groups if g.questions == 2)
     assert mars.id == qs[1].key  # the member seen first names the group
     assert mars.count == 2
+
+
+@pytest.fixture(name="kb_words")
+def _kb_words(docs_index: Path) -> Iterator[Callable[[str, str], list[str]]]:
+    """The recorder's `words`: the test index's own analysis of a question (a real index)."""
+    store = IndexStore(docs_index)
+    yield lambda index, query: [u.text for u in store.open(index).question(query).units]
+    store.close()
+
+
+def test_near_duplicates_are_one_question_through_the_index_analysis(kb_words: Callable[[str, str], list[str]]) -> None:
+    def key(text: str) -> str:
+        return question_key(KEY, text, kb_words("kb", text)).key
+
+    # before: the normalized strings differ, so these were two questions of two groups
+    assert question_key(KEY, "年假怎么休").key != question_key(KEY, "年假要怎么休").key
+    assert key("年假怎么休") == key("年假要怎么休") == key("年假 怎么休？")
+    assert key("年假怎么休") != key("年假怎么算")
+    assert key("如何更换凭证") == key("凭证如何更换")  # word order does not split a group
+    # a question of question words only has no content word: keyed by its normalized form
+    assert kb_words("kb", "怎么办") == [] and key("怎么办") == question_key(KEY, "怎么办").key
+
+
+def test_a_question_kept_under_the_old_key_joins_the_same_question_keyed_by_words(
+        kb_words: Callable[[str, str], list[str]]) -> None:
+    from gateway.console.gaps.groups import Question
+
+    old = question_key(KEY, "年假怎么休")  # kept in Redis before the index's analysis was used
+    new = question_key(KEY, "年假怎么休", kb_words("kb", "年假怎么休"))
+    assert old.key != new.key and old.terms == new.terms
+    [g] = group([Question(old.key, old.terms, count=3, first=NOW, last=NOW),
+                 Question(new.key, new.terms, count=1, first=NOW + 9, last=NOW + 9)])
+    assert g.id == old.key and g.count == 4  # the group and its filing keep their id
+
+
+async def test_the_recorder_groups_wordings_by_the_index_analysis(tmp_path: Path, store: GapStore,
+                                                                  kb_words: Callable[[str, str], list[str]]) -> None:
+    cfg = _config(tmp_path)
+    rec = GapRecorder(lambda: cfg, Clock(), store, words=kb_words)
+    rec.observe(_asked("年假怎么休"))
+    rec.observe(_asked("年假要怎么休"))
+    rec.observe(_asked("年假怎么算"))
+    await rec.flush()
+    groups = group(await store.questions(cfg.gaps, NOW, with_examples=False))
+    assert sorted((g.questions, g.count) for g in groups) == [(1, 1), (1, 2)]
 
 
 async def test_the_recorder_counts_keeps_gaps_and_served_hits(tmp_path: Path, store: GapStore) -> None:

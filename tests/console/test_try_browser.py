@@ -5,13 +5,12 @@ Volcengine tenant route, caller B Dify on an agent route with a metadata conditi
 checks what the page shows against what was sent and what the real callers answer: the
 answer body is the real callback's, the hit rows are its results with the try's own numbers,
 the limit shown is the one typed. A same-origin POST without the form's csrf value is refused.
-The server's log never holds the question. A screenshot goes to test-artifacts/ (gitignored);
-with KBGATE_DOCS_SCREENSHOTS=1 also to docs/img/try.png (kept small: one viewport).
+The server's log never holds the question. A screenshot goes to test-artifacts/ (gitignored); the
+try's screenshots in docs/ are made by the owner story (test_owner_story_browser.py).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
@@ -56,6 +55,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=key_prefix, agent=agent,
                   admin_token=ADMIN_TOKEN, audit={"sink": "off"})
+    data["tenants"]["acme"]["routes"][0]["neighbours"] = 1  # a retrieval dial: the page shows it
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
         with httpx.Client(timeout=10) as c:
             real = callback(c, srv.base, ENV["ACME_SECRET"], query=QUERY, limit=2).content
@@ -103,6 +103,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
             assert a.locator("tr.kept").first.locator("td.terms").inner_text() != "-"  # matched terms shown
             expect(a.locator("b.cache")).to_have_text("hit")  # the callback above left its answer in the cache
             expect(a.locator("details summary")).to_have_text("Not in the answer, and why")
+            expect(a.locator("p.dials")).to_have_text("Retrieval dials: neighbours 1 (set by the route: neighbours)")
 
             b = page.locator('div.side[data-side="b"]')
             expect(b.locator("h2")).to_have_text("dify alice support")
@@ -111,6 +112,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
             assert {r["metadata"]["path"][:4] for r in body_b["records"]} == {"ops/"}
             expect(b.locator("tr.kept")).to_have_count(len(body_b["records"]))
             assert b.locator('tr.dropped[data-reason="metadata_condition"]').count() >= 1
+            expect(b.locator("p.dials")).to_have_text("Retrieval dials: neighbours 0 (the index's)")
 
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "admin-try.png"), full_page=True)
@@ -118,13 +120,6 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
                 page.set_viewport_size({"width": width, "height": 860})
                 assert_fits(page, f"try results at {width} px")
             page.set_viewport_size({"width": 1180, "height": 860})
-            if os.environ.get("KBGATE_DOCS_SCREENSHOTS") == "1":
-                shot = ROOT / "docs" / "img" / "try.png"
-                shot.parent.mkdir(parents=True, exist_ok=True)
-                page.set_viewport_size({"width": 900, "height": 860})
-                a.locator("details summary").click()  # show why the other chunks are not in the answer
-                a.screenshot(path=str(shot), scale="css")
-                assert shot.stat().st_size < 160_000
 
             html = page.content()
             assert not any(s in html for s in SECRETS if s != ADMIN_TOKEN) and ADMIN_TOKEN not in html

@@ -37,3 +37,21 @@ def test_the_cosine_line_says_where_it_came_from() -> None:
                                                                          "docs")
     model = cosine_line_text({"zero": 0.3, "one": 0.65, "source": "model"}, "docs")
     assert "not measured for this index" in model and "kbgate index calibrate --config FILE --index docs" in model
+
+
+def test_try_json_writes_an_error_object_when_the_try_is_refused(tmp_path: Path) -> None:
+    """A refused try wrote nothing on stdout with --json (text on stderr only, exit 2)."""
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])])
+    cfg = write(tmp_path / "gateway.toml", data)
+    for args in (["--caller", "volcengine", "--tenant", "acme", "--first", "no", "--second", "x"],
+                 ["--caller", "knowledge", "--client", "nobody"],
+                 ["--caller", "volcengine", "--tenant", "acme", "--first", "tech", "--second", "software",
+                  "--metadata-condition", "{"]):
+        r = kbgate("try", "--config", str(cfg), *args, "--query", "密钥轮换", "--json", env=ENV)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        out = orjson.loads(r.stdout)  # the whole of stdout is one document
+        assert out["error"]["code"] == "try_invalid" and out["error"]["message"], out
+        assert out["error"]["message"] in r.stderr
+    r = kbgate("try", "--config", str(tmp_path / "nonexist.toml"), "--caller", "knowledge", "--client", "c",
+               "--query", "q", "--json", env=ENV)
+    assert r.returncode == 2 and orjson.loads(r.stdout)["error"]["code"] == "config_invalid", (r.stdout, r.stderr)

@@ -185,3 +185,9 @@ async def test_roles_through_the_app(tmp_path: Path, docs_index: Path, start_app
                                {"name": "otto", "role": "owner", "indexes": ["docs"]}], "admin_token": True}
     html = (await c.get("/admin/users", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})).text
     assert "scrypt$" not in html and 'data-user="otto"' in html
+
+
+def test_kbgate_users_add_on_a_missing_config_says_no_such_file(tmp_path: Path) -> None:
+    # It said "cannot be read as UTF-8" (check-config says "No such file").
+    r = kbgate("users", "add", "x", "--role", "viewer", "--config", str(tmp_path / "nonexist.toml"))
+    assert r.returncode == 2 and "No such file or directory" in r.stderr and "UTF-8" not in r.stderr, r.stderr

@@ -157,7 +157,7 @@ def test_enforce_needs_a_key(tmp_path: Path) -> None:
     refused(data, "tenants.acme.secrets", tmp_path)
     data["tenants"]["acme"]["verify"] = "report"
     data["tenants"]["acme"]["report_until"] = 1_900_000_000
-    assert parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].verify == "report"
+    assert parse_config(data, base_dir=tmp_path, env=ENV, now=1_899_999_000).tenants["acme"].verify == "report"
 
 
 def test_report_mode_needs_its_end(tmp_path: Path) -> None:
@@ -172,12 +172,31 @@ def test_report_mode_needs_its_end(tmp_path: Path) -> None:
     data["tenants"]["acme"]["report_until"] = "tomorrow"
     refused(data, "tenants.acme.report_until", tmp_path)
     data["tenants"]["acme"]["report_until"] = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
-    acme = parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"]
     end = dt.datetime(2027, 1, 1, tzinfo=dt.UTC).timestamp()
+    acme = parse_config(data, base_dir=tmp_path, env=ENV, now=end - 600).tenants["acme"]
     assert acme.report_until == end
     assert (acme.mode(end - 1), acme.mode(end), acme.mode(end + 1)) == ("report", "enforce", "enforce")
     data["tenants"]["acme"]["verify"] = "enforce"  # an end without report mode is a mistake too
     refused(data, "tenants.acme.report_until", tmp_path)
+
+
+def test_report_until_lies_at_most_a_day_ahead_of_the_load(tmp_path: Path) -> None:
+    # A hand-written report_until = 9999-12-31 was accepted with a warning: report mode for ever.
+    data = base()
+    data["tenants"]["acme"]["verify"] = "report"
+    data["tenants"]["acme"]["report_until"] = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)
+    assert "at most 24 h" in refused(data, "tenants.acme.report_until", tmp_path)
+    now = 1_800_000_000
+    data["tenants"]["acme"]["report_until"] = now + 24 * 3600 + 1
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, base_dir=tmp_path, env=ENV, now=now)
+    assert err.value.key == "tenants.acme.report_until"
+    data["tenants"]["acme"]["report_until"] = now + 24 * 3600  # the bound itself, and anything past, loads
+    assert parse_config(data, base_dir=tmp_path, env=ENV, now=now).tenants["acme"].mode(now) == "report"
+    data["tenants"]["acme"]["report_until"] = now - 3600
+    assert parse_config(data, base_dir=tmp_path, env=ENV, now=now).tenants["acme"].mode(now) == "enforce"
+    data["tenants"]["acme"]["report_until"] = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)  # the real clock
+    assert parse_config(data, base_dir=tmp_path, env=ENV).tenants["acme"].verify == "report"
 
 
 def test_duplicate_route_and_path(tmp_path: Path) -> None:

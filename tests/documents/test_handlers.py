@@ -92,6 +92,17 @@ async def test_a_json_document_is_read_as_kbgate_index_add_reads_a_jsonl_record(
     assert data["documents"][0]["revision"] == document_revision(expected)
 
 
+async def test_a_cover_size_out_of_range_is_not_kept_and_the_document_written(docs_app: Start) -> None:
+    """A width of 2^63 crashed the write in Tantivy: answered 503 "index cannot be written"."""
+    app = await docs_app()
+    record = {"content": "y", "cover_image": {"url": "https://a.example.com/c.png", "width": 2 ** 63}}
+    data = result(await app.put("kb", "x", record))["data"]
+    messages = " | ".join(w["message"] for w in data["warnings"])
+    assert "'cover_image.width' 9223372036854775808 is out of range 1..100000 (pixels): not kept" in messages
+    assert data["documents"][0]["change"] == "added"
+    assert app.app.runtime.index("kb").get_document("x") is not None
+
+
 @pytest.mark.parametrize(("record", "doc_id", "says"), [
     ({"content": "x", "publish_time": 1.5e300}, "bad-time", "is outside the times kept"),
     ({"content": "x", "publish_time": "昨天"}, "bad-time2", "is not an ISO date"),
@@ -384,3 +395,18 @@ async def test_a_path_or_id_that_walks_a_tree_is_refused_on_every_way_in(docs_ap
     # a plain name with dots and empty segments is no walk
     data = result(await app.put("kb", "v1.2..3", {**secret, "path": "guide//a..b/.hidden"}))["data"]
     assert data["documents"][0]["change"] == "added"
+
+
+async def test_a_file_refused_for_its_path_names_path_and_says_what_is_wrong(docs_app: Start) -> None:
+    """path=a/../config/z.md was refused as "'id' has a '.' or '..' segment"; path=guide/ok.md
+    sent to another id was told "… or give path= and dataset=" although path= was given."""
+    app = await docs_app()
+    md = "# 指南\n\n正文。\n".encode()
+    errors = refused(await app.put("kb", "okid", content=md, content_type="text/markdown", path="a/../config/z.md"),
+                     422, "documents.document_invalid")
+    assert errors[0]["message"].startswith("path= has a '.' or '..' segment"), errors
+    assert "'id'" not in errors[0]["message"]
+    errors = refused(await app.put("kb", "okid2", content=md, content_type="text/markdown", path="guide/ok.md"),
+                     400, "documents.request_invalid")
+    message = errors[0]["message"]
+    assert "'guide/ok.md'" in message and "not 'okid2'" in message and "send it to 'guide/ok.md'" in message, message

@@ -217,6 +217,20 @@ def test_cli_index_add_reports_bad_files_and_continues(tmp_path: Path) -> None:
     assert "skipped (delete-missing)" not in r.stderr  # it said "skipped" twice
 
 
+def test_cli_index_add_drops_a_cover_width_out_of_range_and_indexes_the_rest(tmp_path: Path) -> None:
+    """A width of 2^63 ended the run with a traceback (tantivy: expected an i64 int)."""
+    cfg = write_config(tmp_path, free_port(), None, 1, "x")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "big.md").write_text("---\ncover_image:\n  url: https://a.example.com/c.png\n"
+                                 "  width: 9223372036854775808\n---\n# 大图\n\n正文。\n", encoding="utf-8")
+    (docs / "good.md").write_text("# 好文档\n\n正文内容。\n", encoding="utf-8")
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "t", "--no-progress", str(docs))
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "2 added" in r.stdout
+    assert "'cover_image.width' 9223372036854775808 is out of range 1..100000 (pixels): not kept" in r.stderr
+
+
 def test_cli_index_add_refuses_an_index_of_the_previous_schema_naming_the_rebuild(tmp_path: Path) -> None:
     import json
     import shutil

@@ -500,3 +500,32 @@ def test_a_tree_file_whose_id_is_over_the_id_limit_is_refused(tmp_path: Path) ->
     assert [d.id for d in _docs(items)] == ["d" * 20 + ":b.md"]
     [err] = _errors(items)
     assert "document id is 1032 bytes long (UTF-8), over the limit of 1024 bytes" in err.reason
+
+
+@pytest.mark.parametrize(("width", "says"), [
+    (2 ** 63, "'cover_image.width' 9223372036854775808 is out of range 1..100000 (pixels)"),
+    (-1, "'cover_image.width' -1 is out of range 1..100000 (pixels)"),
+    (0, "'cover_image.width' 0 is out of range 1..100000 (pixels)"),
+    ("99999999999999999999999", "'cover_image.width' 99999999999999999999999 is out of range 1..100000 (pixels)"),
+])
+def test_a_cover_image_size_out_of_range_is_not_kept_and_the_rest_is_indexed(
+        tmp_path: Path, width: object, says: str) -> None:
+    """2^63 crashed the write (tantivy: "expected an i64 int"), aborting the whole run; -1 was
+    kept and served as "Width": -1; a huge integer string was refused as "a lone surrogate"."""
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"id": "1", "content": "内容", "cover_image": {
+        "url": "https://a.example.com/c.png", "width": width, "height": 10}}) + "\n", encoding="utf-8")
+    (tmp_path / "a.md").write_text(f"---\ncover_image:\n  url: https://a.example.com/c.png\n  width: {width}\n---\n"
+                                   "# 页面\n\n正文。\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("# 另一页\n\n正文。\n", encoding="utf-8")
+    items = list(read_paths([tmp_path]))
+    assert [d.cover_image for d in _docs(items)] == [None, None, None]
+    reasons = sorted(w.reason for w in items if isinstance(w, IngestWarning))
+    assert reasons == [f"{says}: not kept", f"front matter {says}: not kept"], reasons
+
+
+def test_cover_image_sizes_in_range_are_kept() -> None:
+    from indexes.ingest.fields import parse_cover_image
+    with pytest.raises(ValueError, match=r"'cover_image.height' 99999999999999999999… is out of range 1..100000"):
+        parse_cover_image({"url": "https://a.example.com/c.png", "height": "9" * 5000})
+    assert parse_cover_image({"url": "https://a.example.com/c.png", "width": "100000", "height": 1}) == CoverImage(
+        "https://a.example.com/c.png", 1, 100_000)

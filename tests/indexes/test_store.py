@@ -427,3 +427,17 @@ def test_creating_a_new_index_waits_for_another_creator(store: IndexStore) -> No
     os.close(fd)
     second.join(10)
     assert opened and opened[0].revisions() == {"first": "r"}
+
+
+def test_a_document_built_in_code_with_a_cover_size_out_of_range_is_indexed_without_it(
+        store: IndexStore) -> None:
+    """A width of 2^63 reached Tantivy's i64 field and failed the whole write."""
+    from indexes.types import CoverImage
+    ki = store.create_or_open_for_write("kb")
+    big = _doc("a", "苹果是一种水果。", cover_image=CoverImage("https://a.example.com/c.png", -1, 2 ** 63))
+    report = ki.ingest([big, _doc("b", "香蕉是一种黄色的水果。")], progress=False)
+    assert not report.errors and report.added == 2
+    wide = "'cover_image.width' 9223372036854775808 is out of range 1..100000 (pixels): not kept"
+    assert ("a", wide) in report.warnings
+    assert ("a", "'cover_image.height' -1 is out of range 1..100000 (pixels): not kept") in report.warnings
+    assert ki.get_document("a") is not None

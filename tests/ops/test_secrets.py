@@ -397,8 +397,9 @@ def test_set_verify_round_trip(tmp_path: Path, redis_url: str, key_prefix: str) 
     cfg = _config(tmp_path, redis_url, key_prefix)
     with pytest.raises(ConfigError, match="report_until' is missing"):
         set_verify(cfg, "acme", "report")  # a report mode always ends
-    acme = set_verify(cfg, "acme", "report", until=1_900_000_000.4).tenants["acme"]
-    assert (acme.verify, acme.report_until) == ("report", 1_900_000_001)  # to the whole second after
+    until = int(time.time()) + 3600
+    acme = set_verify(cfg, "acme", "report", until=until + 0.4).tenants["acme"]
+    assert (acme.verify, acme.report_until) == ("report", until + 1)  # to the whole second after
     with pytest.raises(ConfigError):
         set_verify(cfg, "acme", "maybe")
     assert load_config(cfg).tenants["acme"].verify == "report"
@@ -550,3 +551,22 @@ def test_usage_hash_layout(redis_url: str, key_prefix: str) -> None:
     h = redis.Redis.from_url(redis_url).hgetall(f"{key_prefix}:keyuse:acme:k9")
     assert h[b"count"] == b"1" and float(h[b"last"]) == 1_800_000_000.5
     assert any(k.startswith(b"w:") for k in h)
+
+
+def test_add_on_a_full_disk_leaves_no_file_and_the_retry_works(tmp_path: Path, redis_url: str,
+                                                               key_prefix: str) -> None:
+    """It left a 0-byte secrets/acme-k2, and the advised retry said "file … already exists"."""
+    from tests.support.full_disk import on_full_disk
+
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    folder = tmp_path / "secrets"
+    add = [sys.executable, "-m", "gateway.cli", "secrets", "add", "--config", str(cfg), "--tenant", "acme",
+           "--id", "k2"]
+    script = (f'{" ".join(add)}; echo "rc=$?"; ls -A {folder}; echo "--"; rm {folder}/filler; '
+              f'{" ".join(add)} && echo "retry=ok"; ls -A {folder}')
+    r = subprocess.run(on_full_disk(folder, ["sh", "-c", script]), capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    first, _, second = r.stdout.partition("retry=ok")
+    assert "rc=1" in first and first.split("rc=1", 1)[1].split("--")[0].split() == ["filler"], (r.stdout, r.stderr)
+    assert "already exists" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "acme-k2" in second.split(), (r.stdout, r.stderr)

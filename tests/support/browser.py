@@ -110,3 +110,16 @@ def assert_keyboard(page: Any) -> list[dict[str, Any]]:
     dupes = {c for c in controls if controls.count(c) > 1}
     assert not dupes, f"controls sharing an accessible name: {sorted(dupes)}"
     return met
+
+
+def small_shot(page: Any, path: Path, **kw: Any) -> None:
+    """A screenshot of the viewport (or `clip`) at `path`, quantized to 64 colours with Pillow so
+    that a page for docs/ is a few tens of KB (asserted under 90 KB)."""
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), **kw)
+    with Image.open(path) as shot:
+        small = shot.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
+    assert path.stat().st_size < 90_000, path

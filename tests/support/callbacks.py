@@ -52,17 +52,18 @@ def ret(r: httpx.Response) -> int:
 
 def callback_config(indexes: Path, *, verify: str = "enforce", tolerance: int = 3600,
                     replay: dict[str, Any] | None = None, report_until: dt.datetime = REPORT_UNTIL,
-                    **search: Any) -> Config:
+                    now: float | None = None, **search: Any) -> Config:
     """Tenant acme (its two keys) with three routes: tech/software and 1/2 → kb, tech/missing →
     an absent index; a 4 KiB body cap; search limits of 10 (default 3) and 100-character queries.
-    report_until: the end of verify = "report"."""
+    report_until: the end of verify = "report"; now: the instant the config is loaded at
+    (unix s; None: the real clock)."""
     routes = [("tech", "software", "kb"), ("1", "2", "kb"), ("tech", "missing", "absent")]
     acme = tenant("acme", verify=verify, keys=ACME_KEYS, routes=routes, report_until=report_until)
     data = config(indexes.parent, tenants=[acme],
                   indexes=indexes, server={"max_body_bytes": 4096},
                   replay={"tolerance_seconds": tolerance, **(replay or {})},
                   search={"max_limit": 10, "default_limit": 3, "max_query_chars": 100, **search})
-    return parse(data, indexes.parent)
+    return parse(data, indexes.parent, now=now)
 
 
 def assert_rejected(r: httpx.Response, reason: str) -> dict[str, Any]:

@@ -38,9 +38,12 @@ ENV = {"ACME_OLD": SECRET_ACME_OLD, "ACME_SECRET": SECRET_ACME, "BETA_SECRET": S
        "KBGATE_REF_KEY": REF_KEY, "KBGATE_EMBEDDING_KEY": EMBEDDING_KEY}
 
 Route = tuple[str, str, str]  # (FirstLevelId, SecondLevelId, index)
-# The end of every test tenant's report mode unless a test says otherwise: after the fixed clock
-# (NOW) and the real one alike, so report mode holds throughout a test.
-REPORT_UNTIL = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
+# The end of every test tenant's report mode unless a test says otherwise: a few hours after the
+# real clock at import (whole seconds), within the bound a config load allows
+# (gateway.core.config.tenants.REPORT_MAX_SECONDS), so report mode holds throughout a run. A test
+# on the fixed clock (NOW) that needs report mode sets its own report_until near NOW and parses
+# with now=NOW.
+REPORT_UNTIL = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=6)
 
 
 def tenant(name: str, *, verify: str = "enforce", keys: Iterable[tuple[str, str]] = (),
@@ -143,9 +146,10 @@ def config(root: Path, *, tenants: Iterable[Mapping[str, Any]] = (ACME,), indexe
     return data
 
 
-def parse(data: Mapping[str, Any], root: Path, env: Mapping[str, str] = ENV) -> Config:
-    """The Config of `data`, relative paths from `root`, secrets from `env`."""
-    return parse_config(data, base_dir=root, env=env)
+def parse(data: Mapping[str, Any], root: Path, env: Mapping[str, str] = ENV, now: float | None = None) -> Config:
+    """The Config of `data`, relative paths from `root`, secrets from `env`, loaded at `now`
+    (unix s; None: the real clock)."""
+    return parse_config(data, base_dir=root, env=env, now=now)
 
 
 def write(path: Path, data: Mapping[str, Any], comment: str = "kbgate end-to-end test config") -> Path:

@@ -174,3 +174,13 @@ def test_git_messages_are_bounded_and_redacted() -> None:
     assert max(len(part) for part in message.split(" / ")) <= GIT_LINE_CHARS
     assert git_message(b"\n\n", 1) == "exit status 1, no message"
     assert redacted("ssh://git:tok@h/r and https://h/x") == "ssh://***@h/r and https://h/x"
+
+
+def test_a_plain_folder_is_named_not_a_git_repository(tmp_path: Path) -> None:
+    # It said "has no commit at HEAD (an empty repository?)".
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.md").write_text("# 页\n\n正文。\n", encoding="utf-8")
+    r = sync(write_config(tmp_path, _source(str(plain))))
+    assert r.returncode != 0
+    assert f"{plain} is not a Git repository" in r.stderr and "empty repository" not in r.stderr, r.stderr

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from gateway.serve.app import Gateway
 from tests.support.callbacks import callback_config
+from tests.support.configs import NOW
 
 Factory = Callable[..., Any]
 
@@ -31,10 +33,12 @@ def _client(start_app: Factory, docs_index: Path, redis_url: str, key_prefix: st
 
 @pytest.fixture(name="gateway")
 def _gateway(start_app: Factory, docs_index: Path, redis_url: str, key_prefix: str) -> Factory:
-    """gateway(verify) → (client, app) of tenant acme in that mode."""
+    """gateway(verify) → (client, app) of tenant acme in that mode (a report mode ends an hour
+    after the app's fixed clock, NOW, and the config is loaded at NOW)."""
 
     async def factory(verify: str) -> tuple[httpx.AsyncClient, Gateway]:
-        c, app, _ = await start_app(callback_config(docs_index, verify=verify,
+        end = dt.datetime.fromtimestamp(NOW + 3600, dt.UTC)
+        c, app, _ = await start_app(callback_config(docs_index, verify=verify, report_until=end, now=NOW,
                                                     replay={"redis_url": redis_url, "key_prefix": key_prefix}))
         return c, app
 

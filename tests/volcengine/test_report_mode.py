@@ -125,13 +125,15 @@ async def test_report_checks_a_lone_malformed_nonce(gateway: Factory) -> None:
 
 def test_check_config_warns_about_report_mode(tmp_path: Path) -> None:
     cfg = tmp_path / "gateway.toml"
-    cfg.write_text('[tenants.acme]\nverify = "report"\nreport_until = 2100-01-01T00:00:00Z\n'
+    end = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cfg.write_text(f'[tenants.acme]\nverify = "report"\nreport_until = {end}\n'
                    '[tenants.gone]\nverify = "report"\nreport_until = 2001-01-01T00:00:00Z\n'
                    '[tenants.beta]\nverify = "enforce"\n'
                    '[[tenants.beta.secrets]]\nid = "k"\nvalue_env = "BETA_KEY"\n')
     out = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", "--config", str(cfg)], cwd=ROOT,
                          capture_output=True, text=True, env={"BETA_KEY": "x" * 16, "PATH": "/usr/bin"})
-    assert "verify=report until 2100-01-01T00:00:00Z" in out.stdout, out
+    assert f"verify=report until {end} (2 h left)" in out.stdout or f"verify=report until {end} (119 min left)" \
+        in out.stdout, out
     assert "WARNING: tenant acme is in report mode" in out.stdout, out
     # a report mode past its end enforces, and says so
     assert "tenant gone: POST /volcengine/gone  verify=report ended 2001-01-01T00:00:00Z: enforcing" in out.stdout
@@ -153,7 +155,7 @@ async def test_report_mode_past_its_end_enforces(start_app: Factory, docs_index:
                                                  key_prefix: str) -> None:
     # Nobody edits the file: the clock passing report_until alone closes the tenant.
     end = dt.datetime.fromtimestamp(NOW + 60, dt.UTC)
-    c, app, clock = await start_app(callback_config(docs_index, verify="report", report_until=end,
+    c, app, clock = await start_app(callback_config(docs_index, verify="report", report_until=end, now=NOW,
                                                     replay={"redis_url": redis_url, "key_prefix": key_prefix}))
     zeros = {"Content-Type": "application/json", "X-Content-Timestamp": str(NOW + 59),
              "X-Content-Nonce": "allzero1", "X-Content-Signature": "0" * 64}

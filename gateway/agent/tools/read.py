@@ -74,7 +74,7 @@ async def scoped_search(tc: ToolCall, query: str, limit: int, *,
     """Best hits across the resolved routes (retrieve.search_many: re-checked against each
     scope, each route's relevance floor), highest relevance first, one per document."""
     serving = _serving(tc)
-    targets = [retrieve.Target(r, e, floor_of(r.relevance_floor, tc.call.cfg.search)) for r, e in serving]
+    targets = [retrieve.Target(r, e, floor_of(r.relevance_floor, tc.call.cfg.search), r.dials) for r, e in serving]
     asker = Asker("agent", tc.call.client.id, tuple(r.name for r, _ in serving), tc.tool)
     merged = await retrieve.search_many(tc.call.rt, targets, query, limit, summary_chars=SNIPPET_CHARS,
                                         content_chars=content_chars, asker=asker)

@@ -6,6 +6,8 @@ keys     normalized form and keyed hashes of a question
 groups   exact repeats and near-duplicates joined into groups
 store    Redis (shared) or memory, bounded
 filing   a group → one improvement task (create_improvement_task's path), deduplicated
+states   filed / resolved / ignored per group, and the reopen rule
+tasks    /admin/tasks: what was filed (templates/tasks.html)
 views    /admin/gaps, /admin/documents (templates/gaps.html, documents.html)
 """
 
@@ -15,15 +17,22 @@ from collections.abc import Callable
 
 from gateway.agent.tools.clients import LazyClients
 from gateway.console.gaps.record import GapRecorder
+from gateway.console.gaps.states import make_states
 from gateway.console.gaps.store import make_gap_store
-from gateway.console.gaps.views import ROUTES
+from gateway.console.gaps.tasks import ROUTES as TASK_ROUTES
+from gateway.console.gaps.views import ROUTES as VIEW_ROUTES
 from gateway.core.runtime import Runtime
+
+ROUTES = [*VIEW_ROUTES, *TASK_ROUTES]
 
 __all__ = ["ROUTES", "GapRecorder", "LazyClients", "make_recorder"]
 
 
 def make_recorder(rt: Runtime, count: Callable[[str, str], None] | None = None) -> GapRecorder:
-    """The worker's recorder over the configured store (Redis when replay.redis_url is set)."""
+    """The worker's recorder over the configured store (Redis when replay.redis_url is set),
+    keying questions by each index's own analysis (`gateway.console.gaps.keys`)."""
     cfg = rt.config
     store = make_gap_store(cfg.replay.redis_url, cfg.replay.key_prefix, cfg.replay.timeout_seconds)
-    return GapRecorder(lambda: rt.config, rt.clock.now, store, count)
+    states = make_states(cfg.replay.redis_url, cfg.replay.key_prefix, cfg.replay.timeout_seconds)
+    return GapRecorder(lambda: rt.config, rt.clock.now, store, count,
+                       lambda index, query: [u.text for u in rt.index(index).question(query).units], states)

@@ -43,7 +43,8 @@ class Question:
 
 @dataclass(slots=True)
 class Group:
-    """Questions joined by `group` (fields as Question's, summed; `questions`: distinct keys)."""
+    """Questions joined by `group` (fields as Question's, summed; `questions`: how many distinct
+    keys, `keys`: which)."""
 
     id: str
     questions: int
@@ -57,6 +58,7 @@ class Group:
     routes: Counter[str]
     best: list[dict[str, Any]]
     examples: list[str]
+    keys: tuple[str, ...] = ()  # its questions' keys
 
     def public(self) -> dict[str, Any]:
         """The group as JSON (days sorted, callers and routes most frequent first)."""
@@ -115,4 +117,4 @@ def _merge(members: list[Question], max_examples: int) -> Group:
         examples += [e for e in q.examples if e not in examples]
     return Group(first.key, len(members), sum(q.count for q in members), sum(q.no_answer for q in members),
                  sum(q.low_score for q in members), first.first, latest.last, days, callers, routes,
-                 latest.best, examples[:max_examples])
+                 latest.best, examples[:max_examples], tuple(q.key for q in members))

@@ -1,11 +1,20 @@
 """What a question becomes before it is kept: a normalized form, a keyed hash of it, and keyed
 hashes of its analysed terms (for near-duplicates), so nothing of the text is kept by default.
 
+question key: the question as the index analysed it. When the index's relevance finds content
+words in it (`indexes.store.KnowledgeIndex.question`: its jieba words without stop words and
+question words, a made-up word split into the dictionary's), the key is
+HMAC-SHA-256(server key, 'w:' + those words sorted, joined by U+001F), so word order, question
+words and particles do not split a group: 年假怎么休 and 年假要怎么休 are one question. Otherwise
+(no index at hand, or a question of stop words only: 怎么办) it is
+HMAC-SHA-256(server key, 'q:' + normalized form), the rule before the index's analysis was used;
+first 16 bytes as hex either way. Questions kept under a 'q:' key stay until they expire
+(keep_days); they share their term hashes with the same question keyed by words, so the
+near-duplicate join puts both in one group, whose id stays the older key (groups module doc).
 normalized form: `indexes.analysis.normalize` (NFKC, case folding, traditional → simplified,
 the index's own rule) with every character that is neither a letter nor a digit removed, so
 "年假怎么算？" and "年假 怎么算" are one question.
-question key: HMAC-SHA-256(server key, 'q:' + normalized form), first 16 bytes as hex. Keyed
-(not a bare hash): without the server key nobody can test a dictionary of likely questions
+Keyed (not a bare hash): without the server key nobody can test a dictionary of likely questions
 against what is kept.
 term hashes: HMAC-SHA-256(server key, 't:' + term), first 4 bytes as hex, of the analysed terms
 of the question (`indexes.analysis.query_terms`: words, Latin words, bigrams: the same analysis
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from indexes.analysis import normalize, query_terms
@@ -37,9 +47,12 @@ def normalized(query: str) -> str:
     return "".join(ch for ch in normalize(query) if ch.isalnum())
 
 
-def question_key(secret: bytes, query: str) -> QuestionKey:
-    """The `QuestionKey` of raw question text under the server key `secret` (module doc)."""
-    digest = hmac.new(secret, b"q:" + normalized(query).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+def question_key(secret: bytes, query: str, words: Sequence[str] = ()) -> QuestionKey:
+    """The `QuestionKey` of raw question text under the server key `secret` (module doc).
+    words: the question's content words as the index analysed it (empty: not known)."""
+    keyed = b"w:" + "\x1f".join(sorted(set(words))).encode("utf-8") if words else \
+        b"q:" + normalized(query).encode("utf-8")
+    digest = hmac.new(secret, keyed, hashlib.sha256).hexdigest()[:32]
     t = query_terms(query)
     terms = list(dict.fromkeys((*t.words, *t.latin, *t.bigrams)))[:MAX_TERMS]
     hashed = sorted({hmac.new(secret, b"t:" + w.encode("utf-8"), hashlib.sha256).hexdigest()[:8] for w in terms})

@@ -20,16 +20,17 @@ import asyncio
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from anyio import to_thread
 from redis.exceptions import RedisError
 
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.keys import question_key
+from gateway.console.gaps.states import MemoryStates, RedisStates
 from gateway.console.gaps.store import TOP, Example, GapStore, Served, day_of
 from gateway.core.config import Config
-from gateway.core.events import SearchAnswered
+from gateway.core.events import Asker, SearchAnswered
 
 log = logging.getLogger("kbgate.gaps")
 
@@ -41,11 +42,26 @@ OUTCOMES = ("answered", "no_answer", "low_score")
 Pending = tuple[SearchAnswered, float, bool, str]  # (event, unix s, keep its text, outcome)
 
 
-def classify(e: SearchAnswered, threshold: float) -> str:
-    """'no_answer' (no hit), 'low_score' (best relevance < threshold) or 'answered'."""
-    if not e.hits:
+def verdict(relevances: Iterable[float], threshold: float) -> str:
+    """The gap rule on a question's hits' relevances (0..1): 'no_answer' (no hit), 'low_score'
+    (the best is under `threshold`) or 'answered'."""
+    best = max(relevances, default=None)
+    if best is None:
         return "no_answer"
-    return "low_score" if max(h.relevance for h in e.hits) < threshold else "answered"
+    return "low_score" if best < threshold else "answered"
+
+
+def classify(e: SearchAnswered, threshold: float) -> str:
+    """`verdict` of a published question's hits."""
+    return verdict((h.relevance for h in e.hits), threshold)
+
+
+def gap_view(config: Config, routes: tuple[str, ...], relevances: Iterable[float]) -> dict[str, object]:
+    """What a try shows of the gap rule (`gateway.core.explain.SearchTrace.gap`): {"threshold": the
+    routes' gap threshold (`GapsConfig.threshold_of`), "gap": bool, "reason": `verdict`}."""
+    threshold = config.gaps.threshold_of(routes)
+    reason = verdict(relevances, threshold)
+    return {"threshold": threshold, "gap": reason != "answered", "reason": reason}
 
 
 def route_label(e: SearchAnswered) -> str:
@@ -53,12 +69,22 @@ def route_label(e: SearchAnswered) -> str:
     return ",".join(e.asker.routes) or "-"
 
 
+Words = Callable[[str, str], Sequence[str]]
+"""(index name, raw question) → the question's content words as that index analyses them."""
+
+
 class GapRecorder:
     """config: () -> the current Config (read per event: a reload applies at once); now: the
-    clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter."""
+    clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter;
+    words: the index's analysis of a question (`Words`, the question key's; run in the flush's
+    worker thread; what it raises counts as no words); states: the groups' states (filed,
+    resolved, ignored: `gateway.console.gaps.states`), this process's memory when None."""
 
     def __init__(self, config: Callable[[], Config], now: Callable[[], float], store: GapStore,
-                 count: Callable[[str, str], None] | None = None) -> None:
+                 count: Callable[[str, str], None] | None = None, words: Words | None = None,
+                 states: MemoryStates | RedisStates | None = None) -> None:
+        self._words = words
+        self.states = states if states is not None else MemoryStates()
         self._config = config
         self._now = now
         self.store = store
@@ -100,12 +126,32 @@ class GapRecorder:
             return
         batch = [self._pending.popleft() for _ in range(len(self._pending))]
         cfg = self._config()
-        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key)
+        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key, self._analysed)
         try:
             await self.store.apply(questions, examples, served, cfg.gaps, self._now())
         except (RedisError, OSError, TimeoutError) as exc:
             self.dropped += len(batch)
             self._warn(f"gaps record: write failed ({type(exc).__name__}), {len(batch)} question(s) dropped")
+
+    async def secret(self) -> bytes:
+        """The server key questions are hashed with (`gateway.console.gaps.keys`). Raises
+        RedisError / OSError / TimeoutError when it must be read from Redis and cannot."""
+        if self._key is None:
+            self._key = await self.store.key()
+        return self._key
+
+    def words_of(self, index: str, query: str) -> Sequence[str]:
+        """The question key's words for `query` on `index` (() when unknown): CPU, in a thread."""
+        return self._analysed(SearchAnswered(Asker("console", "", ()), query, (index,), ()))
+
+    def _analysed(self, e: SearchAnswered) -> Sequence[str]:
+        """The content words of `e`'s question on the first index it searched; () when unknown."""
+        if self._words is None or not e.indexes:
+            return ()
+        try:
+            return self._words(e.indexes[0], e.query)
+        except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
+            return ()
 
     def _warn(self, message: str) -> None:
         now = time.monotonic()
@@ -117,9 +163,12 @@ class GapRecorder:
         """Flush what is queued, then close the store."""
         await self.flush()
         await self.store.close()
+        if isinstance(self.states, RedisStates):
+            await self.states.close()
 
 
-def _aggregate(batch: list[Pending], key: bytes) -> tuple[list[Question], list[Example], Served]:
+def _aggregate(batch: list[Pending], key: bytes,
+               words: Callable[[SearchAnswered], Sequence[str]]) -> tuple[list[Question], list[Example], Served]:
     """Queued questions → (one delta per question key, texts to keep, served counts: every hit
     under (index, day), the top answer (rank 1) also under (index, day, TOP))."""
     questions: dict[str, Question] = {}
@@ -133,7 +182,7 @@ def _aggregate(batch: list[Pending], key: bytes) -> tuple[list[Question], list[E
                 served.setdefault((h.index, day, TOP), Counter())[h.doc_id] += 1
         if outcome == "answered":
             continue
-        qk = question_key(key, e.query)
+        qk = question_key(key, e.query, words(e))
         q = questions.get(qk.key)
         if q is None:
             q = questions[qk.key] = Question(qk.key, qk.terms, first=ts)

@@ -27,6 +27,7 @@ from gateway.console.gaps.filing import file_group
 from gateway.console.gaps.groups import MIN_GROUP_PREFIX, Group, group
 from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
+from gateway.console.gaps.states import GroupState, filed, status
 from gateway.console.gaps.store import days_back
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
@@ -61,6 +62,23 @@ def _filed(request: Request) -> dict[str, Any] | None:
     return {"record": q["filed"][:64], "count": q.get("count", "")[:12], "deduped": q.get("deduped") == "1"}
 
 
+async def _shown(request: Request, user: ConsoleUser) -> tuple[list[Group], dict[str, str], dict[str, GroupState]]:
+    """The groups `user` may see, open ones first (then resolved, then ignored), the index of
+    each, and their states. Raises DependencyUnavailable."""
+    rt, rec = _state(request)
+    groups, about = visible_groups(user, await _groups(request), rt.config)
+    states = await rec.states.all()
+    rank = {"open": 0, "reopened": 0, "filed": 0, "resolved": 1, "ignored": 2}
+    groups.sort(key=lambda g: rank[status(states.get(g.id), g.last)])
+    return groups, about, states
+
+
+def _group_json(g: Group, index: str, state: GroupState | None) -> dict[str, Any]:
+    return {**g.public(), "index": index or None, "status": status(state, g.last),
+            "record": state.record if state and state.record else None, "filed": state.filed if state else 0,
+            "try": f"/admin/try?gap={g.id}"}
+
+
 async def gaps_html(request: Request) -> Response:
     """GET /admin/gaps."""
     user = await gate(request, "view_gaps", active="gaps")
@@ -69,26 +87,27 @@ async def gaps_html(request: Request) -> Response:
     rt, rec = _state(request)
     error = None
     try:
-        groups, about = visible_groups(user, await _groups(request), rt.config)
+        groups, about, states = await _shown(request, user)
     except DependencyUnavailable:
-        groups, about, error = [], {}, "The gaps record (Redis) is not answering; try again shortly."
+        groups, about, states, error = [], {}, {}, "The gaps record (Redis) is not answering; try again shortly."
     scoped = sorted(user.indexes) if user.role == "owner" else None
     return page(request, user, "gaps.html", active="gaps", title="Gaps", groups=groups, shared=rec.store.shared,
                 threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=scoped,
-                group_index=about)
+                group_index=about, states=states, gap_status=status, marked=request.query_params.get("marked", "")[:16])
 
 
 async def gaps_json(request: Request) -> Response:
-    """GET /admin/gaps.json: {"groups": [Group.public()], "shared": bool, "threshold": float}."""
+    """GET /admin/gaps.json: {"groups": [Group.public() + index, status, record, filed, try], "shared":
+    bool, "threshold": float}."""
     user = await gate(request, "view_gaps", as_json=True)
     if isinstance(user, Response):
         return user
     rt, rec = _state(request)
     try:
-        groups, about = visible_groups(user, await _groups(request), rt.config)
+        groups, about, states = await _shown(request, user)
     except DependencyUnavailable:
         return json_answer({"error": "gaps record unavailable"}, 503)
-    return json_answer({"groups": [{**g.public(), "index": about[g.id] or None} for g in groups],
+    return json_answer({"groups": [_group_json(g, about[g.id], states.get(g.id)) for g in groups],
                         "shared": rec.store.shared, "threshold": rt.config.gaps.threshold})
 
 
@@ -150,6 +169,14 @@ async def file_task(request: Request) -> Response:
                        text=f"the tracker did not take the task ({exc.code})")
     audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, group=found.id,
                  record=result.get("recordId"), deduped=bool(result.get("deduped")))
+    try:
+        rec = _state(request)[1].states
+        now = rt.clock.now()
+        done = filed((await rec.all()).get(found.id), index=about[found.id], record=str(result.get("recordId") or ""),
+                     who=user.name, now=now)
+        await rec.put(found.id, done, {g.id for g in groups}, now, rt.config.gaps.keep_days)
+    except DependencyUnavailable:
+        pass  # the task is filed; its mark on the page waits for Redis (the tracker deduplicates a refiling)
     if by_tool:
         return json_answer({"group": found.id, **result})
     note = {"filed": str(result.get("recordId")), "count": str(result.get("count", ""))}

@@ -1,5 +1,6 @@
 """The configuration: shapes (model), reading a file (load), editing it in place (edit)."""
 
+from gateway.core.config.dials import floor_of
 from gateway.core.config.documents import DocumentsConfig
 from gateway.core.config.fields import read_secret, read_signing_key
 from gateway.core.config.load import (
@@ -28,7 +29,6 @@ from gateway.core.config.model import (
     SecretKey,
     ServerConfig,
     Tenant,
-    floor_of,
 )
 from gateway.core.config.owners import GapsConfig
 from gateway.core.config.tenants import report_state

@@ -1,7 +1,8 @@
 """`[agent]` and `[audit]`: agent clients, their tokens and policies, and the audit sink.
 
     [agent]                      ref_key_env | ref_key_file (the master key of refs/cursors)
-    [agent.routes.NAME]          index, datasets?, path_globs?, enabled, relevance_floor?
+    [agent.routes.NAME]          index, datasets?, path_globs?, enabled, relevance_floor?, the retrieval dials?
+                                 (gateway.core.config.dials)
     [agent.clients.ID]           routes, indexes?, datasets, path_globs, tools, include_working_docs,
                                  write_indexes? (with the tool 'documents.write': the document API)
     [[agent.clients.ID.tokens]]  id, sha256 (hex SHA-256 of the Bearer token; the token itself
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gateway.core.config.dials import DIAL_KEYS, parse_dials
 from gateway.core.config.fields import (
     CLIENT_ID,
     INDEX_NAME,
@@ -41,13 +43,16 @@ from gateway.core.config.model import (
 )
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
+from indexes.types import DEFAULT_BOUNDS
 
 REF_KEY_MIN_CHARS = 32
 DENY_BY_DEFAULT = "is required (policies deny what they do not name)"
 
 
-def parse_agent(t: Fields, base_dir: Path, env: Mapping[str, str], tenants: Mapping[str, Tenant]) -> AgentConfig:
+def parse_agent(t: Fields, base_dir: Path, env: Mapping[str, str], tenants: Mapping[str, Tenant],
+                max_candidates: int = DEFAULT_BOUNDS.max_chunks_per_query) -> AgentConfig:
     """The [agent] table → AgentConfig. tenants: to refuse a ref key equal to a webhook secret.
+    max_candidates: `search.max_chunks_per_query` (the bound of a route's `candidates`).
 
     Raises ConfigError naming the key: unknown routes or tools in a policy, repeated token
     hashes, a missing or short ref key (at least 32 characters) when clients exist.
@@ -58,7 +63,7 @@ def parse_agent(t: Fields, base_dir: Path, env: Mapping[str, str], tenants: Mapp
         key = f"agent.routes.{name}"
         if not ROUTE_NAME.fullmatch(name):
             raise ConfigError(key, "route names use letters, digits, '_', '.', '-'")
-        routes[name] = _route(name, table_of(raw, key))
+        routes[name] = _route(name, table_of(raw, key), max_candidates)
     clients: dict[str, AgentClient] = {}
     seen_hashes: dict[str, str] = {}
     for cid, raw in t.table("clients").data.items():
@@ -83,14 +88,14 @@ def parse_agent(t: Fields, base_dir: Path, env: Mapping[str, str], tenants: Mapp
     return AgentConfig(routes, clients, ref_key)
 
 
-def _route(name: str, r: Fields) -> AgentRoute:
+def _route(name: str, r: Fields, max_candidates: int) -> AgentRoute:
     if "min_score" in r:
         r.fail("min_score", "format", "was replaced by relevance_floor, a relevance from 0 to 1 (a raw BM25 "
                "score has no fixed scale); see search.relevance_floor")
-    r.only({"index", "datasets", "path_globs", "enabled", "relevance_floor"})
+    r.only({"index", "datasets", "path_globs", "enabled", "relevance_floor", *DIAL_KEYS})
     index = named(r, "index", INDEX_NAME, "uses letters, digits, '_', '.', '-'")
     return AgentRoute(name, index, r.strings("datasets"), globs(r, "path_globs"), r.boolean("enabled", True),
-                      relevance_floor(r))
+                      relevance_floor(r), parse_dials(r, max_candidates))
 
 
 def _client(cid: str, c: Fields, routes: Mapping[str, AgentRoute], seen_hashes: dict[str, str]) -> AgentClient:

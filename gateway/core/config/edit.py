@@ -39,7 +39,9 @@ def edit_config(path: Path, mutate: Callable[[TOMLDocument], None],
     try:
         text = path.read_text("utf-8")
         mode = path.stat().st_mode & 0o777
-    except (OSError, UnicodeDecodeError):
+    except OSError as exc:  # the reason the system gives ("No such file or directory"), as check-config says
+        raise ConfigError("<file>", f"cannot be read: {exc.strerror or exc}", file=path) from None
+    except UnicodeDecodeError:
         raise ConfigError("<file>", "cannot be read as UTF-8", file=path) from None
     try:
         doc = tomlkit.parse(text)

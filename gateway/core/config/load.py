@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from gateway.core.config.access import parse_access
 from gateway.core.config.admin import parse_admin
 from gateway.core.config.agent import parse_agent, parse_audit
+from gateway.core.config.dials import check_dials
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
 from gateway.core.config.fields import SecretsUnread, section
@@ -30,10 +32,12 @@ from gateway.core.config.model import (
     DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_TOLERANCE,
     READINESS_MODES,
+    AgentConfig,
     Config,
     ReplayConfig,
     SearchConfig,
     ServerConfig,
+    Tenant,
 )
 from gateway.core.config.sync import SyncSource, parse_sources
 from gateway.core.config.tenants import parse_tenants
@@ -42,7 +46,7 @@ from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseChoices
-from indexes.types import DEFAULT_BOUNDS
+from indexes.types import DEFAULT_BOUNDS, NO_DIALS, Dials
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
             "mcp", "gaps", "documents")
@@ -122,8 +126,9 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
-                 source: Path | None = None, read_secrets: bool = True) -> Config:
-    """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start."""
+                 source: Path | None = None, read_secrets: bool = True, now: float | None = None) -> Config:
+    """Validate a parsed TOML document (see `load_config`). base_dir: where relative paths start.
+    now: unix s of the load (None: the system clock), the instant report_until is bounded from."""
     env = SecretsUnread() if not read_secrets else os.environ if env is None else env
     top = section(data)
     top.only(SECTIONS)
@@ -138,10 +143,14 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     search = _search(top.table("search"))
     log = top.table("log")
     log.only({"level"})
-    tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars)
+    tenants, paths = parse_tenants(top.table("tenants"), base_dir, env, search.max_level_id_chars,
+                                   search.max_chunks_per_query, now)
     indexes = top.table("indexes")
     indexes_dir, max_document_bytes = parse_indexer(indexes, base_dir)
     parse_sources(index_tables(indexes), base_dir, max_document_bytes)  # refused here too
+    agent = parse_agent(top.table("agent"), base_dir, env, tenants, search.max_chunks_per_query)
+    dense, rerank = parse_dense(indexes, base_dir, env), parse_rerank(indexes, base_dir, env)
+    check_dials(_route_dials(tenants, agent), dense, rerank)
     return Config(
         server=server,
         replay=replay,
@@ -152,11 +161,11 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         log_level=log.choice("level", LOG_LEVELS, "info"),
         paths=paths,
         admin=parse_admin(top.table("admin")),
-        agent=parse_agent(top.table("agent"), base_dir, env, tenants),
+        agent=agent,
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
-        dense=parse_dense(indexes, base_dir, env),
-        rerank=parse_rerank(indexes, base_dir, env),
+        dense=dense,
+        rerank=rerank,
         synonyms=parse_synonyms(indexes, base_dir),
         gaps=parse_gaps(top.table("gaps"), base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
@@ -165,9 +174,17 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     )
 
 
+def _route_dials(tenants: Mapping[str, Tenant], agent: AgentConfig) -> Iterator[tuple[str, str, Dials]]:
+    """(key, index, dials) of every route that sets a dial (`check_dials`)."""
+    for name, tenant in tenants.items():
+        yield from ((f"tenants.{name}.routes[{i}]", r.index, r.dials) for i, r in enumerate(tenant.routes)
+                    if r.dials != NO_DIALS)
+    yield from ((f"agent.routes.{r.name}", r.index, r.dials) for r in agent.routes.values() if r.dials != NO_DIALS)
+
+
 def _server(t: Fields) -> ServerConfig:
     t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds",
-            "readiness"})
+            "readiness", "public_url"})
     bind = t.string("bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -180,7 +197,25 @@ def _server(t: Fields) -> ServerConfig:
         graceful_timeout=t.number("graceful_timeout", 10.0, lo=0.0, hi=600.0),
         keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
         readiness=t.choice("readiness", READINESS_MODES, "any"),
+        public_url=_public_url(t.data.get("public_url")),
     )
+
+
+def _public_url(value: object) -> str | None:
+    """`server.public_url`: 'http(s)://host[:port][/prefix]' without query or fragment, kept
+    without a trailing '/'; None when absent. Raises ConfigError naming the key."""
+    if value is None:
+        return None
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment or parts.username is not None or any(c.isspace() for c in str(value)):
+        raise ConfigError("server.public_url", "must be http(s)://HOST[:PORT][/PREFIX] without user, query or "
+                          "fragment, e.g. https://kb.example.com")
+    try:
+        parts.port  # noqa: B018  (a port out of range raises here)
+    except ValueError:
+        raise ConfigError("server.public_url", "has a port that is not a number in 1-65535") from None
+    return str(value).rstrip("/")
 
 
 def _replay(t: Fields) -> ReplayConfig:

@@ -17,6 +17,7 @@ from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
 from indexes.rerank.config import RerankConfig
 from indexes.synonyms import Synonyms
+from indexes.types import NO_DIALS, Dials
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
 # A callback signing key shorter than this is refused: one captured request lets anyone test
@@ -61,7 +62,8 @@ class SecretKey:
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """(FirstLevelId, SecondLevelId) → index plus optional filter (seed 003 "Body")."""
+    """(FirstLevelId, SecondLevelId) → index plus optional filter (seed 003 "Body"). relevance_floor: 0..1
+    (None: search.relevance_floor; `floor_of`). dials: its retrieval dials (gateway.core.config.dials)."""
 
     first_level_id: str
     second_level_id: str
@@ -69,7 +71,7 @@ class Route:
     datasets: tuple[str, ...] | None = None
     path_globs: tuple[str, ...] | None = None
     relevance_floor: float | None = None
-    """This route's relevance floor, 0..1 (None: search.relevance_floor; `floor_of`)."""
+    dials: Dials = NO_DIALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +115,9 @@ class ServerConfig:
     keep_alive_seconds: a connection with no request in progress (idle between requests, or
         still sending a request's headers) is closed after this; hypercorn has no separate
         header timeout, so this is what bounds a client trickling headers.
-    readiness: when /readyz answers 200 (gateway/serve/readiness.py). "any" (default): Redis
-        (when configured) answers and at least one route can serve, so one misconfigured route
-        costs only its own callers; "all": every enabled route's index opens in the worker and
-        on disk, for replicas that are all alike, where a pod short of one index must not take
-        traffic (a rolling update then stops at it).
+    readiness: when /readyz answers 200 (gateway/serve/readiness.py): "any" (default), Redis
+        answers and one route can serve; "all", every enabled route's index opens (docs/configuration.md).
+    public_url: where callers reach this gateway ('https://kb.example.com', no trailing '/') or None.
     """
 
     bind: str = "127.0.0.1:8080"
@@ -127,6 +127,7 @@ class ServerConfig:
     graceful_timeout: float = 10.0
     keep_alive_seconds: float = 10.0
     readiness: str = "any"
+    public_url: str | None = None
 
 
 READINESS_MODES = ("any", "all")
@@ -185,13 +186,6 @@ class SearchConfig:
     relevance_floor: float = DEFAULT_RELEVANCE_FLOOR
 
 
-def floor_of(route_floor: float | None, search: SearchConfig) -> float:
-    """The relevance floor of a route (0..1): its own when set, else search.relevance_floor.
-    Hits under it are dropped, never replaced (seed 000 §独立搜索: the route threshold is not
-    lowered to fill a list)."""
-    return search.relevance_floor if route_floor is None else route_floor
-
-
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
     """The console under `/admin/` and the deliveries record.
@@ -223,7 +217,7 @@ class AgentRoute:
     datasets / path_globs: None = no restriction by the route (the client policy still
     applies). enabled: False answers search with status 'disabled'. relevance_floor: 0..1, hits
     of a lower relevance are dropped, never lowered to fill a list (seed 000 "独立搜索"); None:
-    search.relevance_floor (`floor_of`).
+    search.relevance_floor (`floor_of`). dials: its retrieval dials (gateway.core.config.dials).
     """
 
     name: str
@@ -232,6 +226,7 @@ class AgentRoute:
     path_globs: tuple[str, ...] | None = None
     enabled: bool = True
     relevance_floor: float | None = None
+    dials: Dials = NO_DIALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +354,6 @@ class McpConfig:
 
 
 # ---------------------------------------------------------------- the whole file
-
 
 @dataclass(frozen=True, slots=True)
 class Config:

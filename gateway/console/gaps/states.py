@@ -1,0 +1,154 @@
+"""What the owners did with a gap group: filed (an improvement task), resolved, ignored; and the
+rule that reopens a resolved group asked again.
+
+A group's state is kept by its id (the key of its first question: `gateway.console.gaps.groups`),
+one JSON object a group: {"state": "filed" | "resolved" | "ignored" | "open", "index": the index
+the group is about ('' when none), "record": the tracker's record id ('' before a filing),
+"filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who)}. Never
+question text. Redis: HASH {prefix}:gaps:s (group id → JSON), shared by every worker; else this
+process's memory. Bounded: an entry whose group no longer exists and whose last change is older
+than keep_days is dropped at the next change, and at most MAX_STATES are kept (oldest change
+first out).
+
+`status(state, last_asked)`: 'open' (nothing done), 'filed', 'ignored', 'resolved', or
+'reopened' — resolved, then asked again after it was marked (the group's last question is later
+than the mark). A reopened group shows the filing it had; filing it again bumps the same task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Protocol
+
+import orjson
+from redis.exceptions import RedisError
+
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.redis_clients import async_client
+
+MAX_STATES = 10_000
+MARKS = ("resolved", "ignored", "open")  # what an owner may set by hand; 'filed' comes from a filing
+DAY = 86400
+
+
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """One group's state (module doc for the fields)."""
+
+    state: str = "open"
+    index: str = ""
+    record: str = ""
+    filed: int = 0
+    filed_at: float = 0.0
+    filed_by: str = ""
+    at: float = 0.0
+    by: str = ""
+
+    @staticmethod
+    def of(raw: Any) -> GroupState | None:
+        """A state read back (JSON bytes or text), None when it does not parse."""
+        try:
+            data = orjson.loads(raw)
+            return GroupState(**{k: data[k] for k in GroupState.__dataclass_fields__ if k in data})
+        except (orjson.JSONDecodeError, TypeError):
+            return None
+
+
+def status(state: GroupState | None, last_asked: float) -> str:
+    """The group's status (module doc): `last_asked` is its newest question's time (unix s)."""
+    if state is None or state.state == "open":
+        return "open"
+    if state.state == "resolved" and last_asked > state.at:
+        return "reopened"
+    return state.state
+
+
+def filed(state: GroupState | None, *, index: str, record: str, who: str, now: float) -> GroupState:
+    """The state after a filing by `who` at `now` (record: the tracker's id)."""
+    s = state or GroupState()
+    return replace(s, state="filed", index=index or s.index, record=record or s.record, filed=s.filed + 1,
+                   filed_at=now, filed_by=who, at=now, by=who)
+
+
+def marked(state: GroupState | None, mark: str, *, index: str, who: str, now: float) -> GroupState:
+    """The state after `who` marks the group `mark` (one of MARKS) at `now`. Raises ValueError
+    for another mark. 'open' undoes a resolved or ignored mark (a filed group stays filed)."""
+    if mark not in MARKS:
+        raise ValueError(f"a group is marked one of {', '.join(MARKS)}")
+    s = state or GroupState()
+    if mark == "open":
+        mark = "filed" if s.record else "open"
+    return replace(s, state=mark, index=index or s.index, at=now, by=who)
+
+
+def _prune(states: dict[str, GroupState], live: set[str], now: float, keep_days: int) -> dict[str, GroupState]:
+    horizon = now - keep_days * DAY
+    kept = {g: s for g, s in states.items() if g in live or s.at >= horizon}
+    if len(kept) > MAX_STATES:
+        kept = dict(sorted(kept.items(), key=lambda kv: -kv[1].at)[:MAX_STATES])
+    return kept
+
+
+class StateStore(Protocol):
+    async def all(self) -> dict[str, GroupState]: ...
+
+    async def put(self, group: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None: ...
+
+
+class MemoryStates:
+    """This process's states (no replay.redis_url)."""
+
+    def __init__(self) -> None:
+        self._s: dict[str, GroupState] = {}
+
+    async def all(self) -> dict[str, GroupState]:
+        return dict(self._s)
+
+    async def put(self, group: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
+        self._s[group] = state
+        self._s = _prune(self._s, live | {group}, now, keep_days)
+
+
+class RedisStates:
+    """The states in Redis (module doc). Raises DependencyUnavailable('replay_store_unavailable')."""
+
+    def __init__(self, url: str, prefix: str, timeout: float = 1.0) -> None:
+        self._key = f"{prefix}:gaps:s"
+        self._timeout = timeout
+        self.client = async_client(url, timeout)
+
+    async def all(self) -> dict[str, GroupState]:
+        try:
+            async with asyncio.timeout(self._timeout * 3):
+                raw = await self.client.hgetall(self._key)
+        except (RedisError, OSError, TimeoutError):
+            raise DependencyUnavailable("replay_store_unavailable", "the gap states are unavailable") from None
+        out = {}
+        for k, v in raw.items():
+            s = GroupState.of(v)
+            if s is not None:
+                out[k.decode() if isinstance(k, bytes) else str(k)] = s
+        return out
+
+    async def put(self, group: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
+        states = await self.all()
+        states[group] = state
+        gone = set(states) - set(_prune(states, live | {group}, now, keep_days))
+        try:
+            async with asyncio.timeout(self._timeout * 3):
+                pipe = self.client.pipeline(transaction=False)
+                pipe.hset(self._key, group, orjson.dumps(asdict(state)))
+                if gone:
+                    pipe.hdel(self._key, *gone)
+                await pipe.execute()
+        except (RedisError, OSError, TimeoutError):
+            raise DependencyUnavailable("replay_store_unavailable", "the gap states are unavailable") from None
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def make_states(redis_url: str | None, prefix: str, timeout: float) -> MemoryStates | RedisStates:
+    """Redis when replay.redis_url is set, else this process's memory."""
+    return RedisStates(redis_url, prefix, timeout) if redis_url else MemoryStates()

@@ -1,0 +1,152 @@
+"""Marking a gap group resolved or ignored, and `/admin/tasks`: what was filed.
+
+POST /admin/gaps/mark   form `group`, `mark` (resolved | ignored | open), `csrf` → 303 to
+                        /admin/gaps?marked=MARK#g-GROUP (a refresh changes nothing); a Bearer
+                        POST sends the JSON {"group", "mark"} and gets {"group", "status"}
+GET  /admin/tasks       the filed groups: record, when and by whom, times filed, the group's
+                        status now (gateway.console.gaps.states.status)
+GET  /admin/tasks.json  the same as JSON
+
+Who may mark a group: whoever may file its task (users.can 'file_gap' on the group's index).
+Owners see the tasks of their indexes only. CSRF: form label 'gaps' (the gaps page's forms).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console.auth import bearer
+from gateway.console.changes import audit_change
+from gateway.console.gaps.groups import Group, group
+from gateway.console.gaps.owners import visible_groups
+from gateway.console.gaps.record import GapRecorder
+from gateway.console.gaps.states import MARKS, GroupState, marked, status
+from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
+from gateway.console.users import ConsoleUser, can
+from gateway.core.bodies import read_limited
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.methods import json_route
+from gateway.core.runtime import Runtime
+from gateway.core.validate import ProblemError
+
+FORM = "gaps"
+
+
+def _state(request: Request) -> tuple[Runtime, GapRecorder]:
+    return request.app.state.runtime, request.app.state.gaps
+
+
+async def _visible(request: Request, user: ConsoleUser) -> tuple[list[Group], dict[str, str]]:
+    rt, rec = _state(request)
+    questions = await rec.store.questions(rt.config.gaps, rt.clock.now(), with_examples=False)
+    return visible_groups(user, group(questions, rt.config.gaps.max_examples), rt.config)
+
+
+async def _fields(request: Request, user: ConsoleUser, by_tool: bool) -> dict[str, str] | Response:
+    if not by_tool:
+        return await read_form(request, user, FORM, max_fields=4)
+    rt, _ = _state(request)
+    try:
+        body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
+        data = orjson.loads(body)
+    except ProblemError:
+        return json_answer({"error": "the body is too large or did not arrive in time"}, 413)
+    except orjson.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        return json_answer({"error": "the body must be a JSON object {\"group\": id, \"mark\": ...}"}, 400)
+    return {k: v for k, v in data.items() if isinstance(v, str)}
+
+
+async def mark(request: Request) -> Response:
+    """POST /admin/gaps/mark (module doc)."""
+    by_tool = bearer(request.headers.get("authorization")) is not None
+    user = await gate(request, "view_gaps", as_json=by_tool, active="gaps")
+    if isinstance(user, Response):
+        return user
+    fields = await _fields(request, user, by_tool)
+    if isinstance(fields, Response):
+        return fields
+    wanted, how = fields.get("group", ""), fields.get("mark", "")
+    if how not in MARKS:
+        return refusal(request, user, as_json=by_tool, status=400, active="gaps",
+                       text=f"mark: must be one of {', '.join(MARKS)}")
+    rt, rec = _state(request)
+    try:
+        groups, about = await _visible(request, user)
+        found = next((g for g in groups if wanted and g.id == wanted), None)
+        if found is None:
+            return refusal(request, user, as_json=by_tool, status=404, active="gaps",
+                           text="no such gap group (it may have expired)")
+        index = about[found.id]
+        if not can(user, "file_gap", index or None):
+            audit_change(rt.config, user.name, "mark_gap", index or found.id, status=403, group=found.id, mark=how)
+            return refusal(request, user, as_json=by_tool, status=403, active="gaps",
+                           text=f"Your role ({user.role_label}) does not allow marking this gap "
+                                f"(index {index or 'unknown'}); ask an admin or the index's owner.")
+        now = rt.clock.now()
+        done = marked((await rec.states.all()).get(found.id), how, index=index, who=user.name, now=now)
+        await rec.states.put(found.id, done, {g.id for g in groups}, now, rt.config.gaps.keep_days)
+    except DependencyUnavailable:
+        return refusal(request, user, as_json=by_tool, status=503, active="gaps",
+                       text="the gaps record (Redis) is not answering; try again shortly")
+    audit_change(rt.config, user.name, "mark_gap", index or found.id, group=found.id, mark=how)
+    if by_tool:
+        return json_answer({"group": found.id, "status": status(done, found.last)})
+    return see_other(f"/admin/gaps?marked={how}#g-{found.id}")
+
+
+async def _tasks(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
+    """The filed groups `user` may see, newest filing first. Raises DependencyUnavailable."""
+    _, rec = _state(request)
+    groups, _ = await _visible(request, user)
+    by_id = {g.id: g for g in groups}
+    states: dict[str, GroupState] = await rec.states.all()
+    rows = []
+    for gid, s in states.items():
+        if not s.record or not can(user, "view_gaps", s.index or None) or \
+                (user.role == "owner" and not s.index):
+            continue
+        g = by_id.get(gid)
+        rows.append({"group": gid, "index": s.index or None, "record": s.record, "filed": s.filed,
+                     "filed_at": s.filed_at, "filed_by": s.filed_by,
+                     "status": status(s, g.last) if g is not None else "expired",
+                     "asked": g.count if g is not None else None, "last_asked": g.last if g is not None else None})
+    return sorted(rows, key=lambda r: -r["filed_at"])
+
+
+async def tasks_html(request: Request) -> Response:
+    """GET /admin/tasks."""
+    user = await gate(request, "view_gaps", active="tasks")
+    if isinstance(user, Response):
+        return user
+    error = None
+    try:
+        rows = await _tasks(request, user)
+    except DependencyUnavailable:
+        rows, error = [], "The gaps record (Redis) is not answering; try again shortly."
+    return page(request, user, "tasks.html", active="tasks", title="Tasks", rows=rows, error=error)
+
+
+async def tasks_json(request: Request) -> Response:
+    """GET /admin/tasks.json: {"tasks": [row]} (row: group, index, record, filed, filed_at,
+    filed_by, status, asked, last_asked)."""
+    user = await gate(request, "view_gaps", as_json=True)
+    if isinstance(user, Response):
+        return user
+    try:
+        return json_answer({"tasks": await _tasks(request, user)})
+    except DependencyUnavailable:
+        return json_answer({"error": "gaps record unavailable"}, 503)
+
+
+ROUTES = [
+    Route("/admin/gaps/mark", mark, methods=["POST"]),
+    Route("/admin/tasks", tasks_html, methods=["GET"]),
+    json_route("/admin/tasks.json", tasks_json, ["GET"]),
+]

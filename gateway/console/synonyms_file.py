@@ -1,0 +1,236 @@
+"""An index's synonyms file as the console changes it: checked whole, written atomically, with a
+bounded history beside it and a one-step revert. The file stays the source of truth (owners may
+keep it in Git); the format and its rules are `indexes.synonyms`'.
+
+- check: every line is checked (`indexes.synonyms.problems`) and nothing is written unless all
+  of them are valid.
+- write: a temporary file in the same folder, flushed and fsync'd, given the file's mode, then
+  renamed over the file (`os.replace`): a reader (the workers' reload, `git`) sees the old file
+  or the new one, never half of one. The rename changes the inode, which the reload watches
+  (`gateway.serve.reload.fingerprint`): every worker applies it within a second, no rebuild.
+- base: each change names the SHA-256 of the text it was made on; when the file changed since
+  (another owner, a `git pull`), it is refused (`Stale`) and nothing is written.
+- history: `<file>.history.jsonl` beside the file, one JSON object a change, newest last:
+  {"at": unix s, "by": who, "action": "save" | "add" | "remove" | "revert", "before": the
+  previous text, "after": SHA-256 of the new text, "added": [lines], "removed": [lines]};
+  at most MAX_HISTORY changes and MAX_HISTORY_BYTES (the oldest go first), rewritten
+  atomically. Never question text.
+- revert: the newest change is undone (its `before` written back) when the file is still what
+  that change wrote; the revert is itself a change, so a second revert redoes.
+One change at a time per file: an exclusive `flock` on the file's folder (every worker and
+`kbgate` process that uses this module), held from the base check to the history write.
+Errors: `SynonymsRefused` (lines refused: [(line, problem)]), `Stale`, `NotWritable`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from indexes.synonyms import MAX_FILE_BYTES, SynonymError, Synonyms, parse, problems
+
+MAX_HISTORY = 50
+MAX_HISTORY_BYTES = 4 << 20
+MAX_CHANGED_LINES = 200  # lines added / removed listed per history entry
+MAX_EDIT_BYTES = 256 * 1024
+"""Largest file the browser edits (a larger one is shown, and changed in Git or on the server)."""
+
+
+class SynonymsRefused(ValueError):
+    """Lines the format refuses: [(line number, problem)]."""
+
+    def __init__(self, lines: list[tuple[int, str]]) -> None:
+        self.lines = lines
+        super().__init__(f"{len(lines)} line(s) refused")
+
+
+class Stale(ValueError):
+    """The file changed since the text the change was made on (or since the change to revert)."""
+
+
+class NotWritable(OSError):
+    """The file or its folder cannot be written (the reason as the OS says it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """text: the file's text now; digest: its SHA-256 (hex); refused: its refused lines (a file
+    edited outside the console may hold some: the rules before them keep serving); rules: how
+    many rules it makes (0 when refused)."""
+
+    text: str
+    digest: str
+    refused: list[tuple[int, str]]
+    rules: int
+
+
+def digest(text: str) -> str:
+    """SHA-256 (hex) of `text` as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def history_path(path: Path) -> Path:
+    """Where the history of the synonyms file `path` is kept: beside it."""
+    return path.with_name(path.name + ".history.jsonl")
+
+
+def read(path: Path, shown: str) -> FileState:
+    """The file's state now. Raises NotWritable (unreadable: the reason) when it cannot be read."""
+    try:
+        raw = path.read_bytes()[:MAX_FILE_BYTES + 1]
+        text = raw.decode("utf-8-sig")
+    except OSError as exc:
+        raise NotWritable(f"{shown} cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        return FileState(raw.decode("utf-8", "replace"), digest(""), [(1, "is not UTF-8")], 0)
+    try:
+        return FileState(text, digest(text), [], len(parse(text, shown).rules))
+    except SynonymError:
+        return FileState(text, digest(text), problems(text, shown), 0)
+
+
+def _current(path: Path, shown: str) -> FileState:
+    """The file's text and digest, not parsed (refused, rules: unknown). Raises NotWritable."""
+    try:
+        text = path.read_bytes()[:MAX_FILE_BYTES + 1].decode("utf-8-sig", "replace")
+    except OSError as exc:
+        raise NotWritable(f"{shown} cannot be read: {exc.strerror}") from None
+    return FileState(text, digest(text), [], 0)
+
+
+def history(path: Path) -> list[dict[str, Any]]:
+    """The kept changes, newest first ([] when none or unreadable lines)."""
+    try:
+        lines = history_path(path).read_bytes().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out[::-1]
+
+
+def check(text: str, shown: str) -> Synonyms:
+    """The rules of `text`, or SynonymsRefused listing every refused line."""
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise SynonymsRefused([(1, f"the file would be larger than {MAX_FILE_BYTES >> 20} MiB")])
+    try:
+        return parse(text, shown)
+    except SynonymError:
+        raise SynonymsRefused(problems(text, shown)) from None
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError as exc:
+        raise NotWritable(f"{folder} cannot be opened: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
+    """(lines added, lines removed), each in its text's order, at most MAX_CHANGED_LINES: a
+    multiset difference, linear in the texts (a line-by-line diff of two unrelated large files
+    is quadratic or worse)."""
+    old, new = Counter(before.splitlines()), Counter(after.splitlines())
+    added, removed = new - old, old - new
+
+    def listed(lines: list[str], which: Counter[str]) -> list[str]:
+        out: list[str] = []
+        for line in lines:
+            if which[line] > 0 and len(out) < MAX_CHANGED_LINES:
+                which[line] -= 1
+                out.append(line)
+        return out
+
+    return listed(after.splitlines(), added), listed(before.splitlines(), removed)
+
+
+def _append_history(path: Path, entry: dict[str, Any], mode: int) -> None:
+    kept = [orjson.dumps(e) for e in history(path)[::-1]] + [orjson.dumps(entry)]
+    kept = kept[-MAX_HISTORY:]
+    while len(kept) > 1 and sum(len(e) + 1 for e in kept) > MAX_HISTORY_BYTES:
+        kept.pop(0)
+    _atomic_write(history_path(path), b"".join(e + b"\n" for e in kept), mode)
+
+
+def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str = "save",
+          now: float | None = None) -> Synonyms:
+    """Replace the file's text by `text` (checked whole first) when the file is still the text
+    whose digest is `base`; record the change in the history. Returns the new rules (their
+    `source` the file's path, as `indexes.synonyms.load` names it). Raises
+    SynonymsRefused, Stale, NotWritable (nothing written then)."""
+    rules = check(text, shown)
+    try:
+        with _locked(path.parent):
+            before = _current(path, shown)
+            if before.digest != base:
+                raise Stale(f"{shown} changed since it was opened: open it again and redo the change")
+            mode = path.stat().st_mode & 0o777
+            added, removed = _changed_lines(before.text, text)
+            # the history first: a file written without its entry could not be reverted
+            _append_history(path, {"at": now if now is not None else time.time(), "by": who, "action": action,
+                                   "before": before.text, "after": digest(text), "added": added,
+                                   "removed": removed}, mode)
+            _atomic_write(path, text.encode("utf-8"), mode)
+    except PermissionError as exc:
+        raise NotWritable(f"{shown} cannot be written: {exc.strerror}") from None
+    except OSError as exc:
+        if isinstance(exc, NotWritable):
+            raise
+        raise NotWritable(f"{shown} cannot be written: {exc.strerror or exc}") from None
+    # named by the file's own path, as the config loads it: the reload watches that path
+    return dataclasses.replace(rules, source=str(path))
+
+
+def revert(path: Path, shown: str, *, who: str, now: float | None = None) -> Synonyms:
+    """Undo the newest change (module doc). Raises Stale (no change kept, or the file changed
+    since it), SynonymsRefused (the previous text no longer parses), NotWritable."""
+    kept = history(path)
+    if not kept:
+        raise Stale("there is no change to revert")
+    last = kept[0]
+    before = last.get("before")
+    if not isinstance(before, str):
+        raise Stale("the last change kept no previous text")
+    current = _current(path, shown)
+    if current.digest != last.get("after"):
+        raise Stale(f"{shown} changed outside the console since the last change: revert it where it was made")
+    return write(path, shown, before, current.digest, who=who, action="revert", now=now)

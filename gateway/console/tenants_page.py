@@ -1,0 +1,126 @@
+"""`/admin/tenants`: the Volcengine tenants, for whoever wires the 联网问答Agent console.
+
+GET /admin/tenants                 every tenant: its callback URL, mode and keys (HTML)
+GET /admin/tenants/{name}          one tenant: what to paste, each key's state and last use, the
+                                   connectivity test and key rotation as steps (admins act; others read)
+                                   ?shown=ID shows a new key once; ?test=ID a test's answer
+GET /admin/tenants.json[?tenant=]  the same values (gateway/console/tenants_data.py) as JSON
+
+The changes (test, add a key, retire one) are POSTs of gateway/console/tenants_actions.py. A
+secret is never in a URL, a log or this page after its first showing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console.on_disk import file_config
+from gateway.console.once import OnceStore, valid_id
+from gateway.console.render import gate, json_answer, message, page, runtime
+from gateway.console.session import presented
+from gateway.console.tenants_data import tenant_view
+from gateway.core.config import Config
+from gateway.core.errors import DependencyUnavailable
+from gateway.core.methods import json_route
+from gateway.ops.probe import ADVICE
+
+DEFAULT_QUERY = "连通性测试"  # what the test asks unless the admin types a question
+
+
+async def _views(request: Request, names: list[str] | None = None) -> list[dict[str, Any]]:
+    rt = runtime(request)
+    on_disk = await run_in_threadpool(file_config, rt.config)
+    wanted = names if names is not None else sorted(set(on_disk.tenants) | set(rt.config.tenants))
+    out = []
+    for name in wanted:
+        view = await tenant_view(rt.config, on_disk, request, request.app.state.key_usage, name, rt.clock.now())
+        if view is not None:
+            out.append(view)
+    return out
+
+
+async def tenants_html(request: Request) -> Response:
+    """GET /admin/tenants."""
+    user = await gate(request, "view", active="tenants")
+    if isinstance(user, Response):
+        return user
+    return page(request, user, "tenants.html", active="tenants", title="Tenants", tenants=await _views(request))
+
+
+async def tenants_json(request: Request) -> Response:
+    """GET /admin/tenants.json[?tenant=NAME]: {"tenants": [...]} (one when named; 404 when unknown)."""
+    user = await gate(request, "view", as_json=True)
+    if isinstance(user, Response):
+        return user
+    name = request.query_params.get("tenant")
+    views = await _views(request, [name] if name is not None else None)
+    if name is not None and not views:
+        return json_answer({"error": "no such tenant"}, 404)
+    return json_answer({"tenants": views})
+
+
+def _secret_of(config: Config, tenant: str, key_id: str) -> str | None:
+    """The value of key `key_id` of `tenant` in the config file now (blocking), or None."""
+    t = file_config(config, read_secrets=True).tenants.get(tenant)
+    key = next((k for k in t.secrets if k.id == key_id), None) if t else None
+    try:
+        return key.value.reveal() if key is not None else None
+    except RuntimeError:  # the file could not be loaded with its secrets: an UnreadSecret
+        return None
+
+
+async def _notes(request: Request, name: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+    """(the new key to show once, the test answer, an error) named by ?shown= and ?test=."""
+    once: OnceStore = request.app.state.once
+    login = presented(request) or ""
+    shown_id, test_id = request.query_params.get("shown", ""), request.query_params.get("test", "")
+    shown = test = None
+    try:
+        if valid_id(shown_id):
+            note = await once.get(login, shown_id, take=True)
+            if note is not None and note.get("tenant") == name:
+                shown = dict(note)
+                if note.get("generated"):
+                    shown["secret"] = await run_in_threadpool(_secret_of, runtime(request).config, name,
+                                                              str(note.get("key_id")))
+            else:
+                shown = {"gone": True}
+        elif shown_id:
+            shown = {"gone": True}
+        if valid_id(test_id):
+            test = await once.get(login, test_id, take=False)
+            if test is not None and test.get("tenant") != name:
+                test = None
+    except DependencyUnavailable:
+        return None, None, ("The console's notes (Redis) are not answering: the new key or the test's answer "
+                            "cannot be shown.")
+    return shown, test, None
+
+
+async def tenant_html(request: Request) -> Response:
+    """GET /admin/tenants/{name}."""
+    user = await gate(request, "view", active="tenants")
+    if isinstance(user, Response):
+        return user
+    name = request.path_params["name"]
+    views = await _views(request, [name])
+    if not views:
+        return message(request, user, "No such tenant", "No tenant of that name is configured.", status=404,
+                       back="/admin/tenants", active="tenants")
+    shown, test, error = await _notes(request, name)
+    rt = runtime(request)
+    return page(request, user, "tenant.html", active="tenants", title=f"Tenant {name}", t=views[0], shown=shown,
+                test=test, error=error, advice=ADVICE, default_query=DEFAULT_QUERY,
+                public_url=rt.config.server.public_url)
+
+
+ROUTES = [
+    Route("/admin/tenants", tenants_html, methods=["GET"]),
+    json_route("/admin/tenants.json", tenants_json, ["GET"]),
+    Route("/admin/tenants/{name}", tenant_html, methods=["GET"]),
+]

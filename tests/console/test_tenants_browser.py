@@ -1,0 +1,284 @@
+"""The admin story, on a real `kbgate serve` with Redis, in a real headless Chromium.
+
+`make run`'s config (deploy/demo/configure.py into a temporary folder; the admin token read from
+its admin-token file, the way `make run` prints it), with Redis for replay and the console's
+records, an audit file, and a second index `handbook` on an agent route of its own (so that an
+owner of one index has another one to be refused). The admin logs in → opens the tenant page →
+runs the connectivity test (by keyboard) → adds a key (shown once: never in the redirect, the
+server log, the audit file or the page after a refresh) → sees it verify and retires the old key
+(by keyboard) → adds an owner of `handbook` from the Users page; the owner logs in and cannot
+touch demo-docs' documents or the tenant (clear refusals naming her role, nothing changed).
+
+Screenshots go to test-artifacts/ (gitignored), and with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/
+(for docs/volcengine-console.md), so that `make test` leaves the work tree as it found it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import tomlkit
+
+from gateway.console.csrf import form_token
+from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
+from tests.support.harness import Server, kbgate, serve
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.browser
+
+IMG = ROOT / "docs" / "img" if os.environ.get("KBGATE_DOCS_SCREENSHOTS") == "1" else ROOT / "test-artifacts"
+HANDBOOK = {"leave.md": "---\ntitle: 年假制度\n---\n# 年假制度\n\n"
+                        "员工入职满一年后每年享有五天带薪年假，需提前一周在系统中申请。\n"}
+MISS = "火星基地的氧气配额是多少"
+
+
+def _shot(page: Any, name: str, **kw: Any) -> None:
+    """A screenshot of the viewport (or `clip`), quantized to 64 colours: a few tens of KB."""
+    from PIL import Image
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / name), **kw)
+    with Image.open(IMG / name) as shot:
+        small = shot.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    small.save(IMG / name, optimize=True)
+    assert (IMG / name).stat().st_size < 90_000, name
+
+
+@pytest.fixture(name="demo", scope="module")
+def _demo(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[tuple[Server, Path]]:
+    out = tmp_path_factory.mktemp("demo")
+    subprocess.run([sys.executable, str(ROOT / "deploy" / "demo" / "configure.py"), str(out)], check=True)
+    cfg = out / "gateway.toml"
+    doc = tomlkit.parse(cfg.read_text("utf-8"))
+    doc["replay"]["redis_url"] = redis_url  # type: ignore[index]
+    doc["replay"]["key_prefix"] = f"kbgate-story-{os.getpid()}"  # type: ignore[index]
+    doc["audit"] = {"sink": "file", "path": "audit.jsonl"}
+    doc["gaps"] = {"flush_seconds": 0.1, "threshold": 0.0}
+    doc["agent"]["routes"]["handbook"] = {"index": "handbook"}  # type: ignore[index]
+    cfg.write_text(tomlkit.dumps(doc), "utf-8")
+    pages = out / "handbook-pages"
+    pages.mkdir()
+    for name, text in HANDBOOK.items():
+        (pages / name).write_text(text, "utf-8")
+    for index, folder in (("demo-docs", ROOT / "deploy" / "demo" / "docs"), ("handbook", pages)):
+        r = kbgate("index", "add", "--config", str(cfg), "--index", index, "--no-progress", str(folder))
+        assert r.returncode == 0, r.stderr
+    with serve(cfg) as srv:
+        yield srv, out
+
+
+def _press(page: Any, name: str, limit: int = 120) -> None:
+    """Tab (from where the focus is) to the control whose accessible text is `name`, then Enter,
+    and wait for the page it leads to: the keyboard alone."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        text = page.evaluate("(document.activeElement.innerText || document.activeElement.value || '').trim()")
+        if text == name:
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            return
+    raise AssertionError(f"Tab never reached {name!r}")
+
+
+def _from_top(page: Any) -> None:
+    page.evaluate("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)")
+    page.focus("a.skip")
+
+
+def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
+    from playwright.sync_api import expect
+
+    srv, out = demo
+    admin_token = (out / "admin-token").read_text().strip()  # what `make run` prints: $(cat data/demo/admin-token)
+    tenant_url = srv.base + "/admin/tenants/demo"
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    redirects: list[str] = []
+    page.on("response", lambda r: redirects.append(r.headers.get("location", "")) if r.status == 303 else None)
+    try:
+        log_in(page, srv.base, admin_token)
+        expect(page.locator("h1")).to_have_text("Overview")
+        page.get_by_role("navigation", name="Console").get_by_role("link", name="Tenants").click()
+        page.wait_for_url(srv.base + "/admin/tenants")
+        page.get_by_role("link", name="Tenant demo").click()
+        page.wait_for_url(tenant_url)
+        expect(page.locator("code.callback-url")).to_have_text(srv.base + "/volcengine/demo")
+        expect(page.locator("b.key-to-paste")).to_have_text("demo-1")
+        assert_fits_both(page, tenant_url)
+        met = assert_keyboard(page)
+        texts = {m["text"] for m in met}
+        assert {"Send the test callback", "Add the key"} <= texts and "Retire key demo-1" not in texts  # one key
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(tenant_url)
+        _shot(page, "tenant-1280.png")
+
+        # The connectivity test, by keyboard: a real signed callback over HTTP, its answer shown.
+        _from_top(page)
+        _press(page, "Send the test callback")
+        assert re.fullmatch(re.escape(tenant_url) + r"\?test=[A-Za-z0-9_-]{22}#test", page.url), page.url
+        answer = page.locator("#test-answer")
+        expect(answer).to_contain_text("OK: HTTP 200, Ret 0")
+        expect(answer).to_contain_text("signed with key demo-1")
+        assert answer.locator("ol.results li").count() >= 1 and "ms" in answer.locator(".latency").inner_text()
+        assert "连通性测试" not in answer.inner_text()  # admin.show_queries is off
+        _shot(page, "tenant-test.png", clip={"x": 0, "y": answer.bounding_box()["y"] - 80, "width": 1280,
+                                             "height": 360})
+        expect(page.locator('tr[data-key="demo-1"] td.count')).to_have_text("1")
+
+        # Rotation step 1, by keyboard: a generated key, shown once.
+        _from_top(page)
+        _press(page, "Add the key")
+        secret = page.locator("code.secret-value").inner_text()
+        key_id = page.locator("#new-key").get_attribute("data-key") or ""
+        assert len(secret) >= 32 and secret not in page.url
+        assert (out / "secrets" / f"demo-{key_id}").read_text().strip() == secret
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.locator("#new-key").scroll_into_view_if_needed()
+        _shot(page, "tenant-new-key-390.png", mask=[page.locator("code.secret-value")])
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.reload()
+        assert secret not in page.content() and "shown already" in page.locator("#new-key").inner_text()
+
+        # Step 3: the first delivery verified by the new key (the test signs with the newest key).
+        expect(page.locator("select[name=key]")).to_have_value(key_id)
+        _from_top(page)
+        _press(page, "Send the test callback")
+        expect(page.locator("#test-answer")).to_contain_text(f"signed with key {key_id}")
+        expect(page.locator(".step3")).to_contain_text("verified 1 callback(s)")
+
+        # Two live keys: every control (the retire form's too) by Tab, with distinct names, at both widths.
+        page.goto(tenant_url)
+        assert "Retire key demo-1" in {m["text"] for m in assert_keyboard(page)}
+        assert_fits_both(page, tenant_url)
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(tenant_url)
+
+        # Step 4, by keyboard: retire the old key.
+        page.locator("#rotation").scroll_into_view_if_needed()
+        _shot(page, "tenant-rotation.png")
+        _from_top(page)
+        _press(page, "Retire key demo-1")
+        page.wait_for_url(tenant_url + "#keys")
+        expect(page.locator('tr[data-key="demo-1"] td.state')).to_contain_text("retired since")
+        expect(page.locator(f'tr[data-key="{key_id}"] td.state')).to_have_text("live")
+        page.locator("#keys").scroll_into_view_if_needed()
+        top = page.locator("#keys").bounding_box()["y"]
+        _shot(page, "tenant-rotated.png", clip={"x": 0, "y": max(0, top - 10), "width": 1280, "height": 200})
+        for _ in range(40):  # the worker reloads the config within a second
+            old = httpx.post(srv.base + "/volcengine/demo", timeout=10, content=b"{}",
+                             headers=_signed((out / "secret").read_text().strip(), b"{}"))
+            if old.json()["Ret"] == 40105:
+                break
+            time.sleep(0.1)
+        assert old.json()["Ret"] == 40105  # the retired key verifies nothing any more
+
+        # The test's JSON twin, for a tool: the same answer, the question not echoed (show_queries off).
+        twin = httpx.post(srv.base + "/admin/tenants/demo/test", timeout=30, data={"query": "密钥怎么轮换"},
+                          headers={"authorization": f"Bearer {admin_token}"}).json()
+        assert (twin["status"], twin["ret"], twin["msg"], twin["key_id"]) == (200, 0, "success", key_id)
+        assert twin["results"] and twin["latency_ms"] > 0 and "query" not in twin and "密钥怎么轮换" not in srv.logs()
+
+        # The secret: never in a redirect, the server log, the audit file.
+        assert redirects and not any(secret in r for r in redirects)
+        assert secret not in srv.logs() and secret not in (out / "audit.jsonl").read_text("utf-8")
+        assert "连通性测试" not in srv.logs() and "连通性测试" not in (out / "audit.jsonl").read_text("utf-8")
+
+        # An owner of one index, added from the Users page.
+        page.get_by_role("navigation", name="Console").get_by_role("link", name="Users").click()
+        page.fill('input[name="name"]', "ann")
+        page.select_option('select[name="role"]', "owner")
+        page.check('input[name="index.handbook"]')
+        with page.expect_navigation():
+            page.get_by_role("button", name="Add the user").click()
+        credential = page.locator("code.credential").inner_text()
+        expect(page.locator('tr[data-user="ann"] td.role')).to_have_text("owner")
+        _shot(page, "users-added.png", mask=[page.locator("code.credential")])
+        page.reload()
+        assert credential not in page.content()
+        assert "Add the user" in {m["text"] for m in assert_keyboard(page)}
+        assert_fits_both(page, srv.base + "/admin/users")
+        assert credential not in srv.logs() and credential not in (out / "audit.jsonl").read_text("utf-8")
+        _owner_is_refused(browser, srv, out, admin_token, credential)
+    finally:
+        context.close()
+
+
+def _signed(secret: str, raw: bytes) -> dict[str, str]:
+    from tests.support.callbacks import signed
+
+    return signed(secret, raw)
+
+
+def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, credential: str) -> None:
+    """ann, owner of handbook, logs in: she may open handbook's edit form, but demo-docs' documents,
+    its gaps and the tenant are refused, and nothing changes."""
+    from playwright.sync_api import expect
+
+    token = (out / "agent-token").read_text().strip()
+    miss = httpx.post(srv.base + "/dify/retrieval", timeout=10, headers={"authorization": f"Bearer {token}"},
+                      json={"knowledge_id": "docs", "query": MISS, "retrieval_setting": {"top_k": 3,
+                                                                                         "score_threshold": 0.99}})
+    assert miss.status_code == 200
+    admin = {"authorization": f"Bearer {admin_token}"}
+    groups: list[dict[str, Any]] = []
+    for _ in range(50):
+        groups = httpx.get(srv.base + "/admin/gaps.json", headers=admin).json()["groups"]
+        if groups:
+            break
+        time.sleep(0.1)
+    other = next(g for g in groups if g["index"] == "demo-docs")
+    config_before = (out / "gateway.toml").read_text("utf-8")
+    docs_before = httpx.get(srv.base + "/admin/indexes/demo-docs.json", headers=admin).json()
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        log_in(page, srv.base, credential, user="ann")
+        expect(page.locator("header .who span")).to_have_text("ann (owner of handbook)")
+        login = next(c["value"] for c in context.cookies() if c["name"] == "kbgate_admin")  # her session
+        mine = page.goto(srv.base + "/admin/indexes/handbook/edit?id=leave.md")
+        assert mine is not None and mine.status == 200  # her own index: the edit form
+
+        theirs = page.goto(srv.base + "/admin/indexes/demo-docs/edit?id=ops/rotation.md")
+        assert theirs is not None and theirs.status == 403
+        refused = page.locator("[role=alert]")
+        expect(refused).to_contain_text("Your role (owner of handbook) does not allow changing the documents of "
+                                        "index demo-docs; nothing was changed")
+        _shot(page, "owner-refused.png", clip={"x": 0, "y": 0, "width": 1280, "height": 240})
+        deleted = page.request.post(srv.base + "/admin/indexes/demo-docs/delete",
+                                    form={"id": "ops/rotation.md", "csrf": form_token(login, "documents")})
+        assert deleted.status == 403 and "nothing was changed" in deleted.text()
+        assert httpx.get(srv.base + "/admin/indexes/demo-docs.json", headers=admin).json() == docs_before
+
+        page.goto(srv.base + "/admin/gaps")
+        assert other["id"] not in page.content()  # not her index's gap
+        filed = page.request.post(srv.base + "/admin/gaps/file",
+                                  form={"group": other["id"], "csrf": form_token(login, "gaps")})
+        assert filed.status == 404  # another index's gap: refused as if absent, nothing filed
+        after = httpx.get(srv.base + "/admin/gaps.json", headers=admin).json()["groups"]
+        assert next(g for g in after if g["id"] == other["id"]) == other
+
+        page.goto(srv.base + "/admin/tenants/demo")
+        expect(page.locator("p.note")).to_contain_text("Your role (owner of handbook) reads this page")
+        r = page.request.post(srv.base + "/admin/tenants/demo/keys",
+                              form={"csrf": form_token(login, "tenant-add-key:demo")})
+        assert r.status == 403 and "does not allow changing or testing tenants" in r.text()
+        page.goto(srv.base + "/admin/users")
+        expect(page.locator("[role=alert]")).to_contain_text("Your role (owner of handbook) does not allow")
+        assert (out / "gateway.toml").read_text("utf-8") == config_before
+        audit = {(a["tool"], a["principal"]["id"], a["outcome"])
+                 for a in (orjson.loads(x) for x in (out / "audit.jsonl").read_text("utf-8").splitlines())}
+        assert {("admin.tenants.add_key", "ann", "denied"), ("admin.documents.edit", "ann", "denied"),
+                ("admin.documents.delete", "ann", "denied")} <= audit
+    finally:
+        context.close()

@@ -1,0 +1,63 @@
+"""gateway.console.try_gap through the app: a try from a gap group by its id, with and without
+kept question text, whether a typed question belongs to the group, and an owner of another
+index refused the group."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.core.clock import SYSTEM_CLOCK
+from gateway.core.config import load_config
+from tests.console.test_users import OWNER, users_config
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE, write
+
+pytestmark = pytest.mark.anyio
+ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+MISSED = "火星基地的氧气配额是多少"
+
+
+async def _app_with_gap(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch, *,
+                        show: bool) -> tuple[Any, str]:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    data = users_config(tmp_path, docs_index, audit={"sink": "off"})
+    data["gaps"]["flush_seconds"] = 0.05
+    data["admin"]["show_queries"] = show
+    c, _, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    r = await c.post("/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},
+                     json={"knowledge_id": "other", "query": MISSED,
+                           "retrieval_setting": {"top_k": 3, "score_threshold": 0}})
+    assert r.json()["records"] == []
+    for _ in range(100):
+        groups = (await c.get("/admin/gaps.json", headers=ADMIN)).json()["groups"]
+        if groups:
+            return c, groups[0]["id"]
+        await asyncio.sleep(0.05)
+    raise AssertionError("no gap recorded")
+
+
+async def test_with_texts_kept_the_groups_question_is_tried_at_once(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, show=True)
+    page = (await c.get(f"/admin/try?gap={gid}", headers=ADMIN)).text
+    assert "Its newest question is tried below." in page and MISSED in page
+    assert 'name="a_caller"' in page and '<option value="dify" selected>' in page and 'value="other"' in page
+    assert 'data-gap="yes"' in page and "a gap (no hit)" in page
+    owner = (await c.get(f"/admin/try?gap={gid}", headers={"authorization": f"Bearer otto:{OWNER}"})).text
+    assert "No such gap group" in owner and MISSED not in owner  # otto owns docs, the gap is kb's
+
+
+async def test_without_texts_the_owner_types_it_and_is_told_whether_it_belongs(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, show=False)
+    page = (await c.get(f"/admin/try?gap={gid}", headers=ADMIN)).text
+    assert "not kept" in page and "火星" not in page and 'class="member"' not in page
+    form = {"gap": gid, "a_caller": "dify", "a_client": "alice", "a_route": "other"}
+    same = (await c.post("/admin/try", headers=ADMIN, data={**form, "query": "火星基地氧气配额是多少？"})).text
+    assert 'data-member="yes"' in same
+    other = (await c.post("/admin/try", headers=ADMIN, data={**form, "query": "木星探测器的燃料"})).text
+    assert 'data-member="no"' in other
