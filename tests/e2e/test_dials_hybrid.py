@@ -75,7 +75,7 @@ def test_two_routes_on_one_hybrid_index_weigh_the_dense_side_as_configured(tmp_p
                            "tech", "--second", "lexical", "--query", QUESTION, "--json", env=ENV, timeout=300)
     assert tried.returncode == 0, tried.stderr
     [search] = orjson.loads(tried.stdout)["searches"]
-    assert search["dials"] == {"dense_share": 0.0, "candidates": 50, "neighbours": 0, "route": ["dense_share"]}
+    assert search["dials"] == {"dense_share": 0.0, "candidates": 100, "neighbours": 0, "route": ["dense_share"]}
 
 
 def test_check_config_warns_of_a_dense_share_on_an_index_built_lexical(tmp_path: Path) -> None:
