@@ -95,6 +95,15 @@ def _from_top(page: Any) -> None:
     page.focus("a.skip")
 
 
+def _reload_until(page: Any, selector: str, text: str, seconds: float = 10.0) -> None:
+    """Key usage is written by the gateway's background bookkeeping just after the answer (every
+    50 ms, gateway/core/background.py): reload the page until `selector` shows `text`, bounded."""
+    deadline = time.monotonic() + seconds
+    while text not in page.locator(selector).inner_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+        page.reload()
+
+
 def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
     from playwright.sync_api import expect
 
@@ -133,6 +142,7 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         assert "连通性测试" not in answer.inner_text()  # admin.show_queries is off
         _shot(page, "tenant-test.png", clip={"x": 0, "y": answer.bounding_box()["y"] - 80, "width": 1280,
                                              "height": 360})
+        _reload_until(page, 'tr[data-key="demo-1"] td.count', "1")
         expect(page.locator('tr[data-key="demo-1"] td.count')).to_have_text("1")
 
         # Rotation step 1, by keyboard: a generated key, shown once.
@@ -154,6 +164,7 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         _from_top(page)
         _press(page, "Send the test callback")
         expect(page.locator("#test-answer")).to_contain_text(f"signed with key {key_id}")
+        _reload_until(page, ".step3", "verified 1 callback(s)")
         expect(page.locator(".step3")).to_contain_text("verified 1 callback(s)")
 
         # Two live keys: every control (the retire form's too) by Tab, with distinct names, at both widths.

@@ -90,7 +90,8 @@ async def test_misses_of_every_caller_are_one_group_and_filing_twice_is_one_reco
     assert len(groups) == 1, groups
     g = groups[0]
     assert (g["count"], g["no_answer"], g["low_score"]) == (5, 5, 0)
-    assert g["questions"] == len(set(MISSES.values()))  # five wordings, one group
+    # five wordings, one group, and one question: the index's analysis keys them by the same content words
+    assert len(set(MISSES.values())) == 5 and g["questions"] == 1
     assert set(g["callers"]) == {"volcengine:acme", "dify:alice", "mcp:alice", "agent:alice", "knowledge:alice"}
     assert g["routes"] == {"acme/tech/software": 1, "support": 4}
     assert sum(g["days"].values()) == 5 and g["examples"] == [] and g["best_hits"] == []
