@@ -47,7 +47,7 @@ for line in sys.stdin:
             ix = store.open("kb")
             if hybrid:
                 ix.embedder.warm()
-            hits = ix.search(op["q"], 5)
+            hits = ix.search(op["q"], 10)  # the loop below adds six matching documents
             out = {"ids": [h.doc_id for h in hits], "generation": ix.generation, "commit": ix.commit,
                    "counters": dict(getattr(getattr(ix, "dense", None), "counters", {}))}
         elif op["op"] == "check":
