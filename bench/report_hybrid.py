@@ -1,4 +1,4 @@
-"""Markdown of the hybrid phase (bench.hybrid) and its targets (issue 28 item 1).
+"""Markdown of the hybrid phase (bench.hybrid) and its targets: the guard and the open-loop rows, docs/performance.md.
 
 `hybrid_table(c)`: server CPU per cold callback of the lexical and hybrid paths (the medians of
 the alternating rounds), the query embedding alone in its own column, the guard's figure, the

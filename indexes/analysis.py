@@ -92,7 +92,7 @@ STOP_WORDS: frozenset[str] = frozenset(stopwordsiso.stopwords("zh")) - NUMERALS
 """Chinese stop words removed from query terms: the `zh` list of stopwords-iso (794 words and
 characters: function words, pronouns, interjections, question words such as 什么/哪些/怎么/咋),
 a maintained collection rather than a list of our own, less its NUMERALS. Replaced our hand list
-of 60 words in issue 12 (make eval: colloquial set MRR up, cmrc2018 within 0.001; see the commit
+of 60 words (make eval: colloquial set MRR up, cmrc2018 within 0.001; see the commit
 message)."""
 
 _converter: Any = None
