@@ -21,7 +21,7 @@ def on_full_disk(folder: Path, argv: Sequence[str], *, seed: Path | None = None,
     (when given) and a file `filler` taking every block left. Skips the test when this machine
     cannot make a mount namespace (not root, no unshare)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("a full filesystem needs root and unshare (a tmpfs in a mount namespace)")
+        pytest.fail("a full filesystem needs root and unshare (a tmpfs in a mount namespace)")
     folder.mkdir(parents=True, exist_ok=True)
     copy = f"cp -a {shlex.quote(str(seed))}/. {shlex.quote(str(folder))}/ && " if seed is not None else ""
     script = (f"mount -t tmpfs -o size={size_kib}k kbgate-full {shlex.quote(str(folder))} && {copy}"
