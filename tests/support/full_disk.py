@@ -18,7 +18,7 @@ __all__ = ["on_full_disk"]
 
 def on_full_disk(folder: Path, argv: Sequence[str], *, seed: Path | None = None, size_kib: int = 512) -> list[str]:
     """argv run with a full tmpfs of `size_kib` KiB mounted on `folder`, holding a copy of `seed`
-    (when given) and a file `filler` taking every block left. Skips the test when this machine
+    (when given) and a file `filler` taking every block left. Fails the test, naming why, when this machine
     cannot make a mount namespace (not root, no unshare)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.fail("a full filesystem needs root and unshare (a tmpfs in a mount namespace)")
