@@ -16,9 +16,11 @@ LOCK_TOOL  := .venv-lock
 
 # A changed lock or pyproject.toml rebuilds the venv from empty, so it holds exactly the lock's
 # set: pip (pinned in the lock too) and the build backend included, nothing left from before.
+# --no-deps: the lock is the whole closure, so nothing is resolved; a release published after the
+# lock was written (a newer wheel of an extra's package) cannot change or break the install.
 $(STAMP): $(LOCK) pyproject.toml
 	$(PYTHON) -m venv --clear $(VENV)
-	$(BIN)/python -m pip install -q --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps --require-hashes -r $(LOCK)
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip check >/dev/null || { $(BIN)/python -m pip check; \
 	    echo "$(LOCK) does not satisfy pyproject.toml: run make lock"; exit 1; }
