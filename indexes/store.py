@@ -187,19 +187,19 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        asked = question_of(terms, searcher, self._schema, self._doc_freqs)
+        asked, bounds = question_of(terms, searcher, self._schema, self._doc_freqs), self.bounds
         if self.rerank is not None and dials.rerank is not False:  # the optional rerank stage, before the collapse
             from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
 
             hits, reranked = reranked_hits(  # its fallback to the lexical order: the answer is not reusable (`answer`)
-                self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor, bounds=self.bounds,
+                self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor, asked=asked, bounds=bounds,
                 one_per_document=one_per_document, summary_chars=summary_chars, content_chars=content_chars,
                 judge=judge(asked), candidates=dials.candidates, floor_before=dials.rerank_threshold is not None)
             self._degraded.value = getattr(self._degraded, "value", False) or not reranked
             return hits
-        return search_hits(searcher, self._schema, q, terms, limit,
-                           one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
+        return search_hits(searcher, self._schema, q, terms, limit, one_per_document=one_per_document,
+                           summary_chars=summary_chars, content_chars=content_chars, bounds=self.bounds,
+                           judge=judge(asked), floor=floor, asked=asked)
 
     def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
         return question_of(analysed(query, self.synonyms), self._index.searcher(), self._schema, self._doc_freqs)

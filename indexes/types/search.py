@@ -78,6 +78,8 @@ class Dials:
         floor then judges the relevance retrieval gave, before the reranker (docs/hybrid-retrieval.md).
     neighbours: a hit's content is its chunk with up to this many chunks before and after it in
         its document, in document order (`indexes.neighbours`), instead of further matching chunks.
+    summary_chars: the budget of a hit's Summary / snippet in characters (`indexes.passages`),
+        20..4000, whatever the caller asks; a Dify route that sets it answers with the snippet.
     """
 
     dense_share: float | None = None
@@ -85,6 +87,7 @@ class Dials:
     rerank: bool | None = None
     rerank_threshold: float | None = None
     neighbours: int = 0
+    summary_chars: int | None = None
 
 
 NO_DIALS = Dials()
