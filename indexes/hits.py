@@ -221,4 +221,5 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         metadata=decode(doc.get_first("metadata")),
         relevance=relevance,
         scores=scores,
+        heading=doc.get_first("heading") or "",
     )

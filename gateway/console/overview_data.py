@@ -6,6 +6,7 @@
                    "no_answer_rate": [...], "low_score_rate": [...], "shared": bool},
      "keys": [{tenant, key_id, live, not_after, last_used, count}],
      "refused_last_hour": {"by_reason": {reason: n}, "total": n, "scanned": n},
+     "hybrid": {index: {"hybrid": n, "lexical": n}} (added by the page: searches since the start),
      "errors": [what could not be read]}
 
 Times are unix seconds (None: never or unknown); rates are 0..1 (None on a day with no
