@@ -153,12 +153,17 @@ async def test_rotation_from_the_browser_shows_a_secret_once_and_nowhere_else(
     short = await c.post("/admin/tenants/acme/keys", data={"value": "short", **_csrf("tenant-add-key:acme", session)})
     assert short.status_code == 400 and "the key field" in short.text and "Nothing was changed" in short.text
 
-    # Retire the two old keys: one now, one with a grace period; the last live keys stay.
+    # Retire the two old keys: one now, one with a grace period, each confirmed; the last live keys stay.
+    before = path.read_text("utf-8")
+    ask = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
+                       data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-10", session)})
+    assert ask.status_code == 200 and "Retire key acme-2026-10?" in ask.text and path.read_text("utf-8") == before
+    assert 'name="confirm" value="1"' in ask.text and "Yes, retire key acme-2026-10 now" in ask.text
     r = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
-                     data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-10", session)})
+                     data={"when": "now", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-10", session)})
     assert r.status_code == 303 and r.headers["location"] == "/admin/tenants/acme#keys"
     r = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
-                     data={"when": "3600", **_csrf("tenant-retire:acme:acme-2026-11", session)})
+                     data={"when": "3600", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-11", session)})
     assert r.status_code == 303
     twin = (await c.get("/admin/tenants.json", headers=ADMIN)).json()["tenants"][0]
     states = {k["id"]: k["state"] for k in twin["keys"]}
