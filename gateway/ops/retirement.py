@@ -31,7 +31,9 @@ def retirement_problem(tenant: str, key_id: str, others: Sequence[SecretKey], *,
     others: the tenant's other keys as the edit leaves them. was: the key's not_after before the
     edit (None: it had none). when, was, now: unix seconds.
     """
-    live = [(math.inf if k.not_after is None else k.not_after, k.id) for k in others if k.live(now)]
+    # a key that stops at `now` (retired now, maybe by an edit just before this one) is not live any more
+    live = [(math.inf if k.not_after is None else k.not_after, k.id) for k in others
+            if k.not_after is None or k.not_after > now]
     if not live:
         return (f"key {key_id} is the only live key of tenant {tenant}: retiring it leaves no live key, and "
                 f"every callback would be refused (40105). Add the new key first, then retire {key_id}")

@@ -56,12 +56,14 @@ def file_digest(path: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def config_lock(path: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
+def config_lock(path: Path, wait: float | None = None) -> Iterator[None]:
     """Hold the exclusive lock of the config file `path` (an flock on `lock_path(path)`, made
     0600 when absent) for the block: every kbgate process and worker that edits the file takes
-    it. Waits up to `wait` seconds, then raises ConfigConflict; ConfigError when the lock file
-    cannot be made (the folder is not writable: no edit could be written either)."""
+    it. Waits up to `wait` seconds (default LOCK_WAIT), then raises ConfigConflict (busy);
+    ConfigError when the lock file cannot be made or locked (a folder this process cannot
+    write: no edit could be written there either)."""
     lock = lock_path(Path(path))
+    wait = LOCK_WAIT if wait is None else wait
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
@@ -74,7 +76,10 @@ def config_lock(path: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() >= deadline:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise ConfigError("<file>", f"cannot be locked for an edit ({lock.name}: {exc.strerror or exc})",
+                                      file=path) from None
+                if time.monotonic() >= deadline:
                     raise ConfigConflict("<file>", f"is being edited by another process (its lock {lock.name} "
                                          f"was held for {wait:.0f} s): nothing was changed; try again",
                                          file=path, busy=True) from None
