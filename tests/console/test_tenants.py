@@ -266,3 +266,30 @@ async def test_a_test_that_reaches_nothing_or_names_no_route_is_a_clear_answer(
     got = r.json()
     assert got["status"] is None and got["problem"] and got["key_id"] == "acme-2026-10" and not got["ok"]
     assert (await c.post("/admin/tenants/nope/test", headers=ADMIN, data={})).status_code == 404
+
+
+async def test_a_tenant_with_no_key_that_verifies_is_a_readiness_note_and_a_red_line(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    past = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    gone = tenant("gone", keys=ACME_KEYS, routes=[("tech", "software", "docs")], path="/volcengine/gone")
+    for s in gone["gone"]["secrets"]:
+        s["not_after"] = past  # both keys retired: the outage a silent rotation ends in
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")]), gone],
+                  indexes=docs_index, admin_token=ADMIN_TOKEN)
+    c, _, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    ready = await c.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"  # acme still serves
+    notes = [n for n in ready.json()["notes"] if n.startswith("tenant ")]
+    assert notes == ["tenant gone has no key that verifies: every callback is refused (Ret 40105); add one: "
+                     "kbgate secrets add --tenant gone (or the console's Tenants page)"]
+    page = (await c.get("/admin/", headers=ADMIN)).text
+    line = re.search(r'<p class="error keyless" role="alert" data-tenant="gone">(.*?)</p>', page)
+    assert line is not None and "tenant gone has no key that verifies" in line.group(1)
+    assert 'href="/admin/tenants/gone#rotation">Add a key to tenant gone</a>' in line.group(1)
+    assert 'data-tenant="acme"' not in page
+    twin = (await c.get("/admin/overview.json", headers=ADMIN)).json()
+    assert [k["tenant"] for k in twin["keyless"]] == ["gone"]
