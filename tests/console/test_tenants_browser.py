@@ -30,7 +30,7 @@ import pytest
 import tomlkit
 
 from gateway.console.csrf import form_token
-from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
+from tests.support.browser import _browser, assert_fits, assert_fits_both, assert_keyboard, log_in  # noqa: F401
 from tests.support.harness import Server, kbgate, serve
 from tests.support.paths import ROOT
 
@@ -88,6 +88,16 @@ def _press(page: Any, name: str, limit: int = 120) -> None:
                 page.keyboard.press("Enter")
             return
     raise AssertionError(f"Tab never reached {name!r}")
+
+
+def _tab_to(page: Any, selector: str, limit: int = 120) -> None:
+    """Tab (from where the focus is) until the element matching `selector` has the focus."""
+    target = page.locator(selector)
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if target.evaluate("el => el === document.activeElement"):
+            return
+    raise AssertionError(f"Tab never reached {selector!r}")
 
 
 def _from_top(page: Any) -> None:
@@ -174,11 +184,33 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         page.set_viewport_size({"width": 1280, "height": 800})
         page.goto(tenant_url)
 
-        # Step 4, by keyboard: retire the old key.
+        # Step 4, by keyboard: retire the old key. Nothing is preselected: the button alone does nothing.
+        config_before = (out / "gateway.toml").read_text("utf-8")
+        when = page.locator('form[action$="/keys/demo-1/retire"] select[name="when"]')
+        expect(when).to_have_value("")
         page.locator("#rotation").scroll_into_view_if_needed()
         _shot(page, "tenant-rotation.png")
         _from_top(page)
+        _tab_to(page, 'form[action$="/keys/demo-1/retire"] button')
+        page.keyboard.press("Enter")  # the browser asks for a choice (required): no request is sent
+        assert page.url == tenant_url and (out / "gateway.toml").read_text("utf-8") == config_before
+        _from_top(page)
+        _tab_to(page, 'form[action$="/keys/demo-1/retire"] select[name="when"]')
+        page.keyboard.type("now")  # the select's own type-ahead: "now"
+        expect(when).to_have_value("now")
         _press(page, "Retire key demo-1")
+        # The confirmation: what stops and when, the other key; nothing changed yet.
+        expect(page.locator("h1")).to_have_text("Retire key demo-1?")
+        expect(page.locator("#retire-what")).to_contain_text("stops verifying now")
+        expect(page.locator("dl.facts")).to_contain_text(f"{key_id} (live")
+        assert (out / "gateway.toml").read_text("utf-8") == config_before
+        for width in (390, 1280):
+            page.set_viewport_size({"width": width, "height": 800})
+            assert_fits(page, f"the retire confirmation at {width} px")
+        _shot(page, "tenant-retire-confirm.png")
+        _from_top(page)
+        _tab_to(page, "a:text-is('No, keep key demo-1')")  # the way back is a control too
+        _press(page, "Yes, retire key demo-1 now")
         page.wait_for_url(tenant_url + "#keys")
         expect(page.locator('tr[data-key="demo-1"] td.state')).to_contain_text("retired since")
         expect(page.locator(f'tr[data-key="{key_id}"] td.state')).to_have_text("live")
