@@ -36,6 +36,7 @@ from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
+from gateway.documents.deleted import purge_every
 from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
@@ -93,6 +94,7 @@ class Gateway:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             flusher = asyncio.get_running_loop().create_task(self.gaps.run(), name="kbgate-gaps")
             counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
+            purger = asyncio.get_running_loop().create_task(purge_every(rt), name="kbgate-purge-deleted")
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
@@ -106,6 +108,7 @@ class Gateway:
                 watcher.cancel()
                 flusher.cancel()
                 counter.cancel()
+                purger.cancel()
                 await rt.close()
 
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),
