@@ -18,7 +18,7 @@ import pptx
 import pytest
 
 from gateway.console.links import document_url
-from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
+from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
 from tests.support.files import docx_bytes, guide_pdf
@@ -184,7 +184,7 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
             assert_fits_both(page, confirm_url)
             met = {m["text"] for m in assert_keyboard(page)}
             assert {f"Yes, delete {TOP}", f"No, keep {TOP}"} <= met
-            page.screenshot(path=str(IMG / "admin-delete-confirm.png"))
+            small_shot(page, IMG / "admin-delete-confirm.png")
             _tab_to(page, f"No, keep {TOP}")
             with page.expect_navigation():
                 page.keyboard.press("Enter")
@@ -200,7 +200,8 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
             expect(page.locator(f'tr[data-deleted="{TOP}"]')).to_have_count(1)
             assert_fits_both(page, index_url)
             restore = next(m["text"] for m in assert_keyboard(page) if m["text"].startswith(f"Restore {TOP}"))
-            page.screenshot(path=str(IMG / "admin-deleted.png"))
+            page.locator("#deleted-h").scroll_into_view_if_needed()
+            small_shot(page, IMG / "admin-deleted.png")
             page.goto(index_url)
             _tab_to(page, restore)
             with page.expect_navigation():
