@@ -41,6 +41,7 @@ from gateway.console.users import ConsoleUser, can
 from gateway.core.config import Config, Tenant
 from gateway.core.errors import RET_TABLE, ConfigConflict, ConfigError, DependencyUnavailable
 from gateway.ops.probe import probe
+from gateway.ops.retirement import retirement_problem
 from gateway.ops.secrets import add_key, retire_key
 
 TEST_LIMIT = 3  # results the connectivity test asks for
@@ -240,10 +241,14 @@ async def _confirm_retire(request: Request, user: ConsoleUser, name: str, key_id
     others = [{"id": k.id, "state": key_state(k, now), "not_after": k.not_after,
                "count": used[k.id].count if used and k.id in used else None} for k in keys if k.id != key_id]
     mine = used.get(key_id) if used else None
+    was = next(k.not_after for k in keys if k.id == key_id)
+    problem = retirement_problem(name, key_id, [k for k in keys if k.id != key_id], when=now + GRACE[when],
+                                 was=was, now=now)  # said before the question; the edit checks it again
     return page(request, user, "tenant_retire.html", active="tenants", title=f"Retire key {key_id}?", name=name,
                 key_id=key_id, when=when, when_words=GRACE_WORDS[when], stops_at=now + GRACE[when],
                 others=others, last_used=mine.last if mine else None, usage_known=used is not None,
-                base=base or await run_in_threadpool(file_base, rt.config))
+                base=base or await run_in_threadpool(file_base, rt.config), problem=problem,
+                status=409 if problem else 200)
 
 
 ROUTES = [

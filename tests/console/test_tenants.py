@@ -293,3 +293,25 @@ async def test_a_tenant_with_no_key_that_verifies_is_a_readiness_note_and_a_red_
     assert 'data-tenant="acme"' not in page
     twin = (await c.get("/admin/overview.json", headers=ADMIN)).json()
     assert [k["tenant"] for k in twin["keyless"]] == ["gone"]
+
+
+async def test_the_retire_question_says_at_once_when_it_would_be_refused(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
+    session = await _login(c)
+    page = (await c.get("/admin/tenants/acme")).text
+    assert '<select name="when" required><option value="" selected>choose…</option>' in page  # never "now"
+    unchosen = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
+                            data=_csrf("tenant-retire:acme:acme-2026-10", session))
+    assert unchosen.status_code == 400 and "Choose when to retire the key" in unchosen.text
+    r = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
+                     data={"when": "3600", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-10", session)})
+    assert r.status_code == 303  # the old key in 1 hour: the new one stays
+    before = path.read_text("utf-8")
+    ask = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
+                       data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-11", session)})
+    assert ask.status_code == 409 and 'id="retire-refused"' in ask.text and 'name="confirm"' not in ask.text
+    assert "key acme-2026-10, the last of them, stops verifying at" in ask.text
+    forced = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
+                          data={"when": "now", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-11", session)})
+    assert forced.status_code == 409 and "retiring too" in forced.text and path.read_text("utf-8") == before
