@@ -13,8 +13,8 @@ let it through); the edit is refused 409 when the file is no longer that
 from __future__ import annotations
 
 from gateway.core.config import Config, load_config
-from gateway.core.config.edit import file_digest
-from gateway.core.errors import ConfigConflict, ConfigError
+from gateway.core.config.edit import ConfigConflict, file_digest
+from gateway.core.errors import ConfigError
 
 CHANGED = ("the configuration changed since this page was opened (another admin or a kbgate command "
            "edited it), so nothing was changed. Open the page again, check what changed, and redo the change.")

@@ -39,7 +39,8 @@ from gateway.console.tenants_data import key_state, test_url
 from gateway.console.tenants_page import DEFAULT_QUERY
 from gateway.console.users import ConsoleUser, can
 from gateway.core.config import Config, Tenant
-from gateway.core.errors import RET_TABLE, ConfigConflict, ConfigError, DependencyUnavailable
+from gateway.core.config.edit import ConfigConflict
+from gateway.core.errors import RET_TABLE, ConfigError, DependencyUnavailable
 from gateway.ops.probe import probe
 from gateway.ops.retirement import retirement_problem
 from gateway.ops.secrets import add_key, retire_key

@@ -31,8 +31,9 @@ from gateway.console.render import gate, json_answer, page, read_form, refusal, 
 from gateway.console.session import presented
 from gateway.console.users import can
 from gateway.console.users_cli import add_user
+from gateway.core.config.edit import ConfigConflict
 from gateway.core.config.owners import CONSOLE_ROLES
-from gateway.core.errors import ConfigConflict, ConfigError, DependencyUnavailable
+from gateway.core.errors import ConfigError, DependencyUnavailable
 from gateway.core.methods import json_route
 
 FORM = "users-add"

@@ -24,7 +24,7 @@ Exception tree (each code is defined once, in the one table its branch reads)::
     │   ├── McpError                 the MCP server's own refusals: code from MCP_CODES
     │   └── DocumentError            the document API's refusals: code from DOCUMENT_CODES
     ├── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
-    │   └── ConfigConflict           409 config_changed: the file changed since it was read, or its lock is held
+    │   └── ConfigConflict           409 config_changed: an edit refused (gateway/core/config/edit.py)
     └── TryInvalid                   an admin's try that cannot be run as asked: code 'try_invalid', naming the field
 
 One table per wire format, no code in two of them: RET_TABLE (the Volcengine envelope's Ret
@@ -281,21 +281,6 @@ class ConfigError(KbgateError):
     def __init__(self, key: str, problem: str, *, file: str | os.PathLike[str] | None = None) -> None:
         super().__init__(f"Config '{key}' {problem}" if file is None else f"Config file '{os.fspath(file)}' {problem}")
         self.key = key
-
-
-class ConfigConflict(ConfigError):
-    """A config edit refused because the file is not what its caller read (another admin or
-    `kbgate` changed it meanwhile) or another edit holds the file's lock too long. Nothing was
-    written; reading the file again and redoing the change is the remedy. `key` is '<file>';
-    `busy`: the lock was held too long (else: the file changed)."""
-
-    code = "config_changed"
-    status = 409
-
-    def __init__(self, key: str, problem: str, *, file: str | os.PathLike[str] | None = None,
-                 busy: bool = False) -> None:
-        super().__init__(key, problem, file=file)
-        self.busy = busy
 
 
 class TryInvalid(KbgateError):

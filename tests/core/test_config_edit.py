@@ -18,8 +18,7 @@ from gateway.console.credentials import hash_credential
 from gateway.console.users_cli import add_user
 from gateway.core.config import edit as edit_module
 from gateway.core.config import load_config
-from gateway.core.config.edit import config_lock, file_digest, lock_path
-from gateway.core.errors import ConfigConflict
+from gateway.core.config.edit import ConfigConflict, config_lock, file_digest, lock_path
 from tests.support.configs import ADMIN_TOKEN, config, write
 
 ADDERS = 8

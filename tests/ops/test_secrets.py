@@ -624,8 +624,7 @@ def test_retiring_every_key_at_once_leaves_one_live(tmp_path: Path, redis_url: s
 
 
 def test_a_retirement_read_from_a_stale_listing_is_refused(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    from gateway.core.config.edit import file_digest
-    from gateway.core.errors import ConfigConflict
+    from gateway.core.config.edit import ConfigConflict, file_digest
 
     cfg = _three_keys(tmp_path, redis_url, key_prefix)
     seen = file_digest(cfg)

@@ -30,12 +30,26 @@ from tomlkit.toml_document import TOMLDocument
 
 from gateway.core.config.load import parse_config
 from gateway.core.config.model import Config
-from gateway.core.errors import ConfigConflict, ConfigError
+from gateway.core.errors import ConfigError
 from gateway.core.types import SECONDS
 
 RELOAD_INTERVAL = 1 * SECONDS  # how often a running server looks at its config file for changes
 LOCK_WAIT = 10 * SECONDS  # how long an edit waits for another edit's lock before it is refused
 LOCK_POLL = 0.02  # seconds between two tries of a held lock
+
+class ConfigConflict(ConfigError):
+    """An edit refused, nothing written (status 409, code 'config_changed'): the file is not what
+    its caller read (another admin or `kbgate` changed it meanwhile), or (`busy`) another edit
+    held its lock past LOCK_WAIT. Reading the file again and redoing the change is the remedy."""
+
+    code = "config_changed"
+    status = 409
+
+    def __init__(self, key: str, problem: str, *, file: str | os.PathLike[str] | None = None,
+                 busy: bool = False) -> None:
+        super().__init__(key, problem, file=file)
+        self.busy = busy
+
 
 CHANGED = ("changed since it was read (another admin or a kbgate command edited it): nothing was "
            "changed; read it again and redo the change")
