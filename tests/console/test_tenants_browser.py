@@ -325,3 +325,39 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
                 ("admin.documents.delete", "ann", "denied")} <= audit
     finally:
         context.close()
+
+
+def test_a_tenant_with_no_key_that_verifies_is_a_red_line_on_the_overview(browser: Any, tmp_path: Path,
+                                                                         docs_index: Path, redis_url: str) -> None:
+    import datetime as dt
+
+    from playwright.sync_api import expect
+
+    from tests.support.browser import assert_fits
+    from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+    from tests.support.harness import free_port
+
+    port = free_port()
+    gone = tenant("gone", keys=ACME_KEYS, routes=[("tech", "software", "kb")], path="/volcengine/gone")
+    for s in gone["gone"]["secrets"]:
+        s["not_after"] = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS), gone], indexes=docs_index, port=port,
+                  redis_url=redis_url, key_prefix=f"kbgate-keyless-{port}", admin_token=ADMIN_TOKEN,
+                  audit={"sink": "off"})
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            log_in(page, srv.base, ADMIN_TOKEN)
+            line = page.locator('p.keyless[data-tenant="gone"]')
+            expect(line).to_contain_text("tenant gone has no key that verifies")
+            assert page.locator("p.keyless").count() == 1
+            for width in (390, 1280):
+                page.set_viewport_size({"width": width, "height": 800})
+                assert_fits(page, f"the overview at {width} px")
+            assert "Add a key to tenant gone" in {m["text"] for m in assert_keyboard(page)}
+            _from_top(page)
+            _press(page, "Add a key to tenant gone")
+            assert page.url == srv.base + "/admin/tenants/gone#rotation"
+            assert "tenant gone has no key that verifies" in " ".join(httpx.get(srv.base + "/readyz").json()["notes"])
+        finally:
+            page.close()
