@@ -7,6 +7,7 @@
      "keys": [{tenant, key_id, live, not_after, last_used, count}],
      "refused_last_hour": {"by_reason": {reason: n}, "total": n, "scanned": n},
      "keyless": [{"tenant", "line"}]: tenants with no key that verifies (readiness.keyless_tenants),
+     "hybrid": {index: {"hybrid": n, "lexical": n}} (added by the page: searches since the start),
      "errors": [what could not be read]}
 
 Times are unix seconds (None: never or unknown); rates are 0..1 (None on a day with no

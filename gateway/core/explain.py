@@ -231,8 +231,6 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
                                      and rerank < threshold else under_floor(h, texts[h.id]) if h.relevance < floor
                                      else "scope"))
     wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
-    # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
-    # its content is "heading\ntext", so the heading is what the content holds before the text.
     chunks = idx.search(query, wide, one_per_document=False, summary_chars=CANDIDATE_CHARS,
                         content_chars=CANDIDATE_CHARS)
     narrowed = None
@@ -296,9 +294,5 @@ def effective_dials(idx: KnowledgeIndex, dials: Dials) -> dict[str, object]:
 
 
 def _heading(chunk: Hit) -> str:
-    """The section heading of a candidate chunk (see `trace`: its content is "heading\ntext",
-    its summary the text), '' when it has none."""
-    content, text = chunk.content.rstrip(), chunk.summary
-    if not text or len(content) <= len(text) or not content.endswith(text):
-        return ""
-    return content[: len(content) - len(text)].strip()
+    """The section heading of a candidate chunk, '' when it has none."""
+    return chunk.heading.strip()
