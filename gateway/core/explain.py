@@ -89,6 +89,9 @@ class SearchTrace:
         "one": float, "source": "measured" | "config" | "model"}, or None on a lexical index.
     dials: the route's effective retrieval dials by name (e.g. "dense_share", "candidates",
         "rerank", "rerank_threshold", "neighbours"), as the search used them; {} when none.
+    answered: how a hybrid index answered: 'hybrid', or 'lexical: <reason>' when the query
+        embedding failed it (a deadline, the breaker, vectors not published yet); None on a
+        lexical index.
     gap: the route's gap threshold and this question's verdict, {"threshold": float,
         "gap": bool, "reason": str}, or None where no gap rule applies (filled by the try,
         from the console's gap rule, not by the core).
@@ -114,6 +117,7 @@ class SearchTrace:
     cosine_line: dict[str, object] | None = None
     dials: dict[str, object] = field(default_factory=dict)
     gap: dict[str, object] | None = None
+    answered: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +219,9 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
                     expansions=analysed(query, idx.synonyms).expansions, dials=effective_dials(idx, dials))
     t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
+    if isinstance(idx, HybridIndex):  # read first: the explanation searches below search it again
+        outcome = idx.dense.last_outcome() or "hybrid"
+        t.answered = "hybrid" if outcome == "hybrid" else f"lexical: {outcome.removeprefix('fallback:')}"
     started = time.perf_counter()
     asked = idx.question(query)
 

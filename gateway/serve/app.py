@@ -95,6 +95,9 @@ class Gateway:
             flusher = asyncio.get_running_loop().create_task(self.gaps.run(), name="kbgate-gaps")
             counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
             purger = asyncio.get_running_loop().create_task(purge_every(rt), name="kbgate-purge-deleted")
+            # Open every routed index now, so a hybrid index's model loads and answers once before
+            # the first question (/readyz waits for it: gateway.serve.readiness "warming").
+            opening = asyncio.get_running_loop().run_in_executor(None, rt.open_routed)
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
@@ -109,6 +112,7 @@ class Gateway:
                 flusher.cancel()
                 counter.cancel()
                 purger.cancel()
+                await asyncio.wait([opening])  # never close the indexes while they are being opened
                 await rt.close()
 
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),

@@ -103,6 +103,11 @@ class DenseSearch:
         self._warned: int | None = None
         self.counters: dict[str, int] = {}
         self._observe = observe
+        self._last = threading.local()
+
+    def last_outcome(self) -> str | None:
+        """This thread's last search's outcome: 'hybrid', or 'fallback:<reason>' (None: none yet)."""
+        return getattr(self._last, "value", None)
 
     # ---- generation tracking ----------------------------------------------
 
@@ -158,6 +163,7 @@ class DenseSearch:
         return effective(self.config, state.vectors.line if state is not None and state.vectors is not None else None)
 
     def _count(self, what: str) -> None:
+        self._last.value = what
         with self._lock:  # searches run in several threads at once
             self.counters[what] = self.counters.get(what, 0) + 1
         if self._observe is not None:
