@@ -67,9 +67,12 @@ def _users_table(doc: TOMLDocument) -> Any:
     return users
 
 
-def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str) -> Config:
+def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str, *,
+             base: str | None = None) -> Config:
     """Write `[admin.users.NAME]` with the hash of `credential`. Raises ConfigError naming the
-    key when the user exists or the edited config is invalid (the file is then untouched)."""
+    key when the user exists or the edited config is invalid, ConfigConflict when `base` (the
+    file's SHA-256 as the caller read it) is given and the file changed since (the file is then
+    untouched)."""
     digest = hash_credential(credential)
 
     def mutate(doc: TOMLDocument) -> None:
@@ -83,11 +86,12 @@ def add_user(path: Path, name: str, role: str, indexes: list[str], credential: s
         entry["credential"] = digest
         users[name] = entry
 
-    return edit_config(path, mutate)
+    return edit_config(path, mutate, base=base)
 
 
-def remove_user(path: Path, name: str) -> Config:
-    """Remove `[admin.users.NAME]`. Raises ConfigError when there is no such user."""
+def remove_user(path: Path, name: str, *, base: str | None = None) -> Config:
+    """Remove `[admin.users.NAME]`. Raises ConfigError when there is no such user, ConfigConflict
+    as `add_user` does."""
     def mutate(doc: TOMLDocument) -> None:
         admin = doc.get("admin")
         users = admin.get("users") if admin is not None else None
@@ -95,7 +99,7 @@ def remove_user(path: Path, name: str) -> Config:
             raise ConfigError(f"admin.users.{name}", "does not exist")
         del users[name]
 
-    return edit_config(path, mutate)
+    return edit_config(path, mutate, base=base)
 
 
 def cmd_users_add(args: argparse.Namespace) -> int:

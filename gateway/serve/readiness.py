@@ -140,6 +140,25 @@ def vector_notes(rt: Runtime) -> list[str]:
             if choices.unembedded(name, rt.indexes.root / name)]
 
 
+def keyless_tenants(rt: Runtime) -> list[tuple[str, str]]:
+    """(tenant, the line saying so) for each tenant of `rt.config` with no key that verifies now
+    (none configured, or every one past its not_after), sorted by name: every signed callback
+    of it is refused (Ret 40105), or answered unsigned while it reports. A line for /readyz's
+    "notes" and a red line on the console's overview; never unready (the other tenants serve)."""
+    now = rt.clock.now()
+    out = []
+    for t in sorted(rt.config.tenants.values(), key=lambda t: t.name):
+        if any(k.live(now) for k in t.secrets):
+            continue
+        if t.mode(now) == "report":
+            effect = "it answers unsigned callbacks while it reports, then refuses every callback (40105)"
+        else:
+            effect = "every callback is refused (Ret 40105)"
+        out.append((t.name, f"tenant {t.name} has no key that verifies: {effect}; add one: "
+                             f"kbgate secrets add --tenant {t.name} (or the console's Tenants page)"))
+    return out
+
+
 def is_ready(states: list[RouteState], mode: str, replay_answers: bool) -> bool:
     """The readiness rule of `mode` ("any" | "all", `server.readiness`; module doc) over the
     routes' `states`, given whether the replay store answered PING."""

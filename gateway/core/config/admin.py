@@ -1,6 +1,6 @@
 """`[admin]`: the console and the deliveries record (AdminConfig documents each key).
 
-    [admin]              token_sha256, show_queries, keep_deliveries
+    [admin]              token_sha256, show_queries, keep_deliveries, keep_deleted_days
     [admin.users.NAME]   role = "viewer" | "owner" | "admin", indexes = [...] (an owner's),
                          credential = "scrypt$N$r$p$SALT$HASH" (`kbgate users add` writes it)
 
@@ -26,7 +26,7 @@ CREDENTIAL_HASH = re.compile(r"scrypt\$[1-9][0-9]{0,7}\$[1-9][0-9]?\$[1-9][0-9]?
 
 def parse_admin(t: Fields) -> AdminConfig:
     """The [admin] table → AdminConfig. Raises ConfigError naming the key."""
-    t.only({"token_sha256", "show_queries", "keep_deliveries", "users"})
+    t.only({"token_sha256", "show_queries", "keep_deliveries", "keep_deleted_days", "users"})
     digest = t.data.get("token_sha256")
     if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
         raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
@@ -34,7 +34,7 @@ def parse_admin(t: Fields) -> AdminConfig:
     users = t.table("users")
     parsed = tuple(_user(users, name) for name in users.data)
     return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000),
-                       parsed)
+                       parsed, t.integer("keep_deleted_days", 7, lo=0, hi=365))
 
 
 def _user(users: Fields, name: str) -> ConsoleUserConfig:

@@ -199,12 +199,14 @@ class AdminConfig:
     users: the console's users (`[admin.users.NAME]`), each with a role and a credential hash.
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
+    keep_deleted_days: days a document deleted from the console stays restorable (0: not kept).
     """
 
     token_sha256: str | None = None
     show_queries: bool = False
     keep_deliveries: int = 200
     users: tuple[ConsoleUserConfig, ...] = ()
+    keep_deleted_days: int = 7
 
 
 # ---------------------------------------------------------------- agent clients (seeds 000, 002)
