@@ -9,45 +9,17 @@ never a caller's (callers read through `gateway.core.retrieve`, which filters th
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import tantivy
 from tantivy import Occur, Query
 
 from . import publish_time
-from .documents import chunks_of, count_matches, stored_str
+from .documents import chunks_of, count_matches, holders, stored_str
 from .metadata import decode
 from .records import PAGE
-from .types import CoverImage, Document, Section
+from .types import ChunkView, CoverImage, Document, DocumentRow, Section
 
-__all__ = ["ChunkView", "DocumentRow", "as_document", "chunk_views", "count_hidden", "document_rows"]
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentRow:
-    """One document of an index as listed: read from its chunk 0. chunks: how many it has."""
-
-    doc_id: str
-    title: str
-    path: str
-    dataset: str
-    revision: str
-    qa_visible: bool
-    chunks: int
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkView:
-    """One stored chunk. n: its number (0-based, the `chunk` of a hit); section: its section's
-    number; heading: its section's heading ('' for none); text: its text as stored (the first
-    `overlap` characters repeat the chunk before); page: the PDF page or slide it starts on."""
-
-    n: int
-    section: int
-    heading: str
-    text: str
-    overlap: int
-    page: int | None
+__all__ = ["Browsing", "ChunkView", "DocumentRow", "as_document", "chunk_views", "count_hidden", "document_rows"]
 
 
 def _first_chunks(searcher: tantivy.Searcher, schema: tantivy.Schema, hidden_only: bool = False) -> Query:
@@ -126,3 +98,32 @@ def as_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str,
                     cover_image=cover, path=str(first.get_first("path") or ""),
                     dataset=str(first.get_first("dataset") or ""), qa_visible=visible, metadata=meta,
                     origin=doc_id, source=str(stored_str(first, "source") or ""))
+
+
+class Browsing:
+    """The owner's view of a Tantivy index, each from one consistent commit (`reader()`, which
+    the index class provides): mixed into `indexes.store.KnowledgeIndex`, so the console and sync
+    ask the index (`indexes.types.ServedIndex`), never a searcher."""
+
+    def reader(self) -> tuple[tantivy.Searcher, tantivy.Schema]:
+        raise NotImplementedError
+
+    def document_rows(self) -> list[DocumentRow]:
+        """Every document, hidden ones included (`document_rows`)."""
+        return document_rows(*self.reader())
+
+    def hidden_count(self) -> int:
+        """How many documents are hidden (qa_visible=0)."""
+        return count_hidden(*self.reader())
+
+    def chunk_views(self, doc_id: str) -> list[ChunkView]:
+        """The stored chunks of `doc_id` in order ([] when absent)."""
+        return chunk_views(*self.reader(), doc_id)
+
+    def as_document(self, doc_id: str, *, qa_visible: bool | None = None) -> Document | None:
+        """`as_document` on the current commit."""
+        return as_document(*self.reader(), doc_id, qa_visible=qa_visible)
+
+    def holders(self) -> dict[str, tuple[str, str]]:
+        """doc_id → (dataset, source) of every document (`indexes.documents.holders`)."""
+        return holders(*self.reader())

@@ -47,11 +47,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .documents import holders
 from .errors import IndexLockedError
 from .records import document_revision
-from .store import KnowledgeIndex
-from .types import ChangeSet, DocumentHead
+from .types import ChangeSet, DocumentHead, ServedIndex
 
 __all__ = ["CHANGES_DB", "Applied", "Change", "ChangeReport", "ChangeSet", "Refusal", "apply_changes",
            "document_head", "ids_from_source"]
@@ -120,7 +118,7 @@ class Applied:
     applied_at: float | None = None
 
 
-def apply_changes(index: KnowledgeIndex, changes: ChangeSet, *, wait_seconds: float = 0.0,
+def apply_changes(index: ServedIndex, changes: ChangeSet, *, wait_seconds: float = 0.0,
                   progress: bool = False, workers: int | None = 1,
                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                   now: Callable[[], float] = time.time) -> ChangeReport:
@@ -164,16 +162,16 @@ def apply_changes(index: KnowledgeIndex, changes: ChangeSet, *, wait_seconds: fl
     return report
 
 
-def ids_from_source(index: KnowledgeIndex, prefix: str) -> dict[str, str]:
+def ids_from_source(index: ServedIndex, prefix: str) -> dict[str, str]:
     """doc_id → source of every document in the index whose source (`Document.source`) starts
     with `prefix`, read from its latest commit: what a sync source indexed, so a file or page it
     no longer finds is deleted even when its own record of what it saw was lost."""
     index.maybe_reload(force=True)
-    found = holders(index._index.searcher(), index._schema)  # the store's own reader: same package
+    found = index.holders()
     return {doc_id: source for doc_id, (_, source) in found.items() if source.startswith(prefix)}
 
 
-def document_head(index: KnowledgeIndex, doc_id: str) -> Applied | None:
+def document_head(index: ServedIndex, doc_id: str) -> Applied | None:
     """What `index` holds for `doc_id` (its reader at most `indexes.store.RELOAD_CHECK_SECONDS`
     behind the latest commit), with the time its revision was applied by a change set; None
     when the index holds no such document. Never raises for a missing or unreadable record."""

@@ -23,6 +23,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from . import documents, metadata, writer
+from .browse import Browsing
 from .errors import IndexStoreError
 from .filters import filter_query
 from .hits import judge, search_hits
@@ -63,7 +64,7 @@ FILTER_CACHE_SIZE = 256  # distinct scope filters kept per index
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-class KnowledgeIndex:
+class KnowledgeIndex(Browsing):
     """One opened index. Thread-safe for searches; `ingest` is for the one writer process.
 
     Build through `IndexStore.open` / `IndexStore.create_or_open_for_write`.

@@ -32,8 +32,7 @@ from gateway.console.users import ConsoleUser
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
-from indexes.browse import ChunkView, DocumentRow, chunk_views, count_hidden, document_rows
-from indexes.documents import read_document
+from indexes.types import ChunkView, DocumentRow
 
 PAGE_SIZE = 50
 GLOB = frozenset("*?[")
@@ -64,7 +63,7 @@ def disabled_count(rt: Runtime, index: str) -> int | None:
     """How many documents of `index` are disabled (served to no caller); None when it cannot be
     read. Blocking (one count query): for the overview, run it in a worker thread."""
     try:
-        return count_hidden(*rt.index(index).reader())
+        return rt.index(index).hidden_count()
     except (DependencyUnavailable, OSError, ValueError):
         return None
 
@@ -75,8 +74,7 @@ def _path_matches(path: str, wanted: str) -> bool:
 
 def _listing(rt: Runtime, index: str, path: str, dataset: str, never: bool, page_no: int,
              served: dict[str, int], top: dict[str, int]) -> Listed:
-    searcher, schema = rt.index(index).reader()
-    rows: list[DocumentRow] = document_rows(searcher, schema)
+    rows: list[DocumentRow] = rt.index(index).document_rows()
     datasets = sorted({r.dataset for r in rows if r.dataset})
     kept = [r for r in rows if (not path or _path_matches(r.path, path)) and (not dataset or r.dataset == dataset)]
     never_ids = {r.doc_id for r in kept if not served.get(r.doc_id)}
@@ -205,11 +203,11 @@ async def index_json(request: Request) -> Response:
 
 
 def _document(rt: Runtime, index: str, doc_id: str) -> tuple[Any, list[ChunkView]] | None:
-    searcher, schema = rt.index(index).reader()
-    doc = read_document(searcher, schema, doc_id, include_hidden=True)
+    idx = rt.index(index)
+    doc = idx.get_document(doc_id, include_hidden=True)
     if doc is None:
         return None
-    return doc, chunk_views(searcher, schema, doc_id)
+    return doc, idx.chunk_views(doc_id)
 
 
 async def _read_document(request: Request, user: ConsoleUser, as_json: bool) -> Response | tuple[str, Any, list[Any]]:

@@ -49,7 +49,6 @@ from gateway.documents.handlers import outcome
 from gateway.documents.reading import file_document, upload_suffix, upload_types
 from gateway.documents.wire import Refused
 from gateway.documents.writes import Writes
-from indexes.browse import as_document
 from indexes.changes import ChangeReport
 from indexes.types import ChangeSet, Document
 
@@ -284,7 +283,7 @@ def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], datas
 
 def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -> Document | None:
     try:
-        return as_document(*rt.index(index).reader(), doc_id, qa_visible=visible)
+        return rt.index(index).as_document(doc_id, qa_visible=visible)
     except (DependencyUnavailable, OSError, ValueError):
         return None
 

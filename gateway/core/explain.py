@@ -39,9 +39,8 @@ from gateway.core.scope import EffectiveScope, allows
 from indexes.analysis import QueryTerms, normalize, query_terms
 from indexes.dense import HybridIndex
 from indexes.relevance import Question
-from indexes.store import KnowledgeIndex
 from indexes.synonyms import analysed
-from indexes.types import NO_DIALS, Dials, Hit, MetaFilter
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter, ServedIndex
 
 __all__ = ["EXPLAIN", "Dropped", "Explain", "SearchTrace", "TermView", "analysis_of", "effective_dials", "explaining",
            "matched_terms", "synonym_terms", "trace"]
@@ -207,7 +206,7 @@ def analysis_of(asked: Question, answer_texts: list[str]) -> list[TermView]:
     return out
 
 
-def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
+def trace(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, floor: float,
           where: MetaFilter | None, found: list[Hit], kept: list[Hit], took_ms: float, check_ms: float,
           generation: int | None, dials: Dials = NO_DIALS) -> SearchTrace:
     """The trace of one search: `found` the index's hits, `kept` those the floor (or the route's
@@ -275,7 +274,7 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
     return t
 
 
-def effective_dials(idx: KnowledgeIndex, dials: Dials) -> dict[str, object]:
+def effective_dials(idx: ServedIndex, dials: Dials) -> dict[str, object]:
     """The retrieval dials a search of `idx` used, by name: the route's where it set one, else the
     index's setting. dense_share and candidates on a hybrid index (`dense_config`); rerank (on or
     off), its candidates and rerank_threshold where the index has a rerank stage (the candidates

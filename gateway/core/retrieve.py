@@ -59,8 +59,7 @@ from gateway.core.scope import EffectiveScope, allows
 from indexes import relevance
 from indexes.errors import IndexStoreError, is_engine_panic
 from indexes.safe_text import clean_hit, clean_stored
-from indexes.store import KnowledgeIndex
-from indexes.types import NO_DIALS, Dials, Hit, MetaFilter, StoredDocument
+from indexes.types import NO_DIALS, Dials, Hit, MetaFilter, ServedIndex, StoredDocument
 
 log = logging.getLogger("kbgate.retrieve")
 
@@ -87,7 +86,7 @@ class Indexes(Protocol):
     `answers()` is the answer cache to use, or None (off); `answered(event)` publishes what a
     caller's question got (`SearchAnswered`), never raising."""
 
-    def index(self, name: str) -> KnowledgeIndex: ...
+    def index(self, name: str) -> ServedIndex: ...
 
     def answers(self) -> AnswerCache | None: ...
 
@@ -224,7 +223,7 @@ def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_
                      content_chars, one_per_document, floor, incarnation, dials)
 
 
-def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
+def search_now(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
                content_chars: int, one_per_document: bool = True, floor: float = 0.0,
                with_generation: bool = False, where: MetaFilter | None = None,
                dials: Dials = NO_DIALS) -> Searched:
@@ -235,7 +234,7 @@ def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: in
                    with_generation=with_generation, where=where, dials=dials)[0]
 
 
-def _search(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
+def _search(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
             content_chars: int, one_per_document: bool, floor: float, with_generation: bool,
             where: MetaFilter | None, dials: Dials = NO_DIALS,
             explain: Explain | None = None) -> tuple[Searched, int | None]:
@@ -274,7 +273,7 @@ def _as_stored(hit: Hit) -> Hit:
     return hit
 
 
-def _generation(idx: KnowledgeIndex) -> int:
+def _generation(idx: ServedIndex) -> int:
     """The reader's label; IndexStats' (meta.json read again) only when the label is unknown."""
     label = idx.generation
     return label if label is not None else idx.stats().generation

@@ -21,8 +21,8 @@ from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
 from indexes.dense import HybridStore
 from indexes.errors import IndexStoreError
-from indexes.store import IndexStore, KnowledgeIndex
-from indexes.types import IndexStats, SearchBounds
+from indexes.store import IndexStore
+from indexes.types import IndexStats, SearchBounds, ServedIndex
 
 log = logging.getLogger("kbgate.runtime")
 
@@ -53,7 +53,7 @@ class Runtime:
         self._answers: AnswerCache | None = None
         self._answers_config: Config | None = None
 
-    def index(self, name: str) -> KnowledgeIndex:
+    def index(self, name: str) -> ServedIndex:
         """The named index, reloaded if a new commit landed, searching within the current
         config's bounds (search.max_chunks_per_query, search.max_chunks_per_document: a
         config reload applies them). Raises DependencyUnavailable('index_unavailable') when

@@ -14,8 +14,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from indexes.changes import ChangeReport, Refusal, apply_changes
-from indexes.store import KnowledgeIndex
-from indexes.types import ChangeSet, Document, IngestError, IngestWarning
+from indexes.types import ChangeSet, Document, IngestError, IngestWarning, ServedIndex
 
 from .plan import Plan
 
@@ -52,7 +51,7 @@ def change_set(plans: Iterable[Plan], *, replace: bool) -> tuple[ChangeSet, Note
     return changes, errors, warnings
 
 
-def apply_sync(index: KnowledgeIndex, changes: ChangeSet, *, wait_seconds: float,
+def apply_sync(index: ServedIndex, changes: ChangeSet, *, wait_seconds: float,
                progress: bool) -> tuple[ChangeReport, list[Refusal]]:
     """`apply_changes(index, changes)`, again without the ids it refused until none is: (the
     report of the attempt that was applied, every refusal). At most one commit; each attempt

@@ -23,15 +23,14 @@ from typing import Any
 from gateway.core.config.sync import SyncSource
 from indexes.changes import ids_from_source
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES, read_file, walk
-from indexes.store import KnowledgeIndex
-from indexes.types import Document, IngestError
+from indexes.types import Document, IngestError, ServedIndex
 
 from .plan import Plan
 
 __all__ = ["plan_folder"]
 
 
-def plan_folder(source: SyncSource, index: KnowledgeIndex | None, recorded: dict[str, Any], *,
+def plan_folder(source: SyncSource, index: ServedIndex | None, recorded: dict[str, Any], *,
                 max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Plan:
     """The changes that bring the index in step with the folder (module docstring). recorded:
     the source's state ({'files': {rel: [size, mtime_ns, sha256]}}). Never raises for a file:

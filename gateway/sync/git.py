@@ -32,8 +32,7 @@ from gateway.core.config.sync import SyncSource
 from indexes.changes import ids_from_source
 from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES, read_data
 from indexes.ingest.formats import format_of
-from indexes.store import KnowledgeIndex
-from indexes.types import Document, IngestWarning
+from indexes.types import Document, IngestWarning, ServedIndex
 
 from .plan import Plan
 
@@ -128,7 +127,7 @@ def _blobs(repo: str, commit: str, paths: list[str]) -> Iterator[tuple[str, byte
         pos += size + 1
 
 
-def plan_git(source: SyncSource, index: KnowledgeIndex | None, recorded: dict[str, object], work: Path, *,
+def plan_git(source: SyncSource, index: ServedIndex | None, recorded: dict[str, object], work: Path, *,
              max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> Plan:
     """The changes that bring the index to the tip of the source's branch (module docstring).
     recorded: the source's state ({'commit': SHA}); work: where a URL's mirror lives; index:

@@ -12,7 +12,7 @@ Field meanings follow the Volcengine knowledge callback result item (seed 003,
 The shapes live in three modules by concern (documents, search, writes); import them from here.
 """
 
-from .documents import CoverImage, Document, Metadata, MetaScalar, MetaValue, Section
+from .documents import ChunkView, CoverImage, Document, DocumentRow, Metadata, MetaScalar, MetaValue, Section
 from .search import (
     DEFAULT_BOUNDS,
     META_ALIASES,
@@ -41,8 +41,12 @@ from .writes import (
 )
 
 __all__ = [
-    "ChangeSet", "Chunk", "CoverImage", "DEFAULT_BOUNDS", "Dials", "Document", "DocumentHead", "GenerationSource",
+    "ChangeSet", "Chunk", "ChunkView", "DocumentRow",
+    "CoverImage", "DEFAULT_BOUNDS", "Dials", "Document", "DocumentHead", "GenerationSource",
     "Hit", "INGEST_ERROR_KINDS", "IndexStats", "IngestError", "IngestReport", "IngestWarning", "META_ALIASES",
     "META_OPERATORS", "MetaCondition", "NO_DIALS", "MetaFilter", "MetaScalar", "MetaValue", "Metadata", "Scores",
     "SearchBounds", "SearchFilter", "Section", "SourceMissing", "StoredDocument",
 ]
+from .served import ServedIndex  # noqa: E402  (it names the shapes above)
+
+__all__ += ["ServedIndex"]

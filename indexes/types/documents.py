@@ -83,3 +83,30 @@ class Document:
             if s.text:
                 parts.append(s.text)
         return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    """One document of an index as listed: read from its chunk 0. chunks: how many it has."""
+
+    doc_id: str
+    title: str
+    path: str
+    dataset: str
+    revision: str
+    qa_visible: bool
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkView:
+    """One stored chunk. n: its number (0-based, the `chunk` of a hit); section: its section's
+    number; heading: its section's heading ('' for none); text: its text as stored (the first
+    `overlap` characters repeat the chunk before); page: the PDF page or slide it starts on."""
+
+    n: int
+    section: int
+    heading: str
+    text: str
+    overlap: int
+    page: int | None

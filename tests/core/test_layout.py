@@ -163,3 +163,58 @@ def test_every_index_module_serves_the_gateway() -> None:
             seen.add(m)
             todo += g[m]
     assert sorted(m for m in g if m.startswith("indexes") and m not in seen) == []
+
+
+BACKENDS = ("indexes.milvus",)
+"""Engines behind `indexes.types.ServedIndex` that only `indexes.store` may open (docs/scaling.md)."""
+ENGINE_CLIENTS = ("pymilvus", "milvus_lite")
+
+
+def backend_imports(g: dict[str, set[str]], external: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, what it imports) for every gateway module importing a backend of `BACKENDS`
+    (project graph `g`) or an engine client of `ENGINE_CLIENTS` (`external`: module → the
+    top-level names of its non-project imports)."""
+    bad = [(m, t) for m, ts in g.items() if m.startswith("gateway") for t in ts if _within(t, BACKENDS)]
+    bad += [(m, t) for m, ts in external.items() if m.startswith("gateway") for t in ts if t in ENGINE_CLIENTS]
+    return sorted(bad)
+
+
+def external_imports() -> dict[str, set[str]]:
+    """Module → the top-level package names it imports (lazy imports included)."""
+    out: dict[str, set[str]] = {}
+    for name, path in modules().items():
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {a.name.partition(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.partition(".")[0])
+        out[name] = names
+    return out
+
+
+def test_the_gateway_never_imports_a_served_index_backend() -> None:
+    """The core, the wings, the console and sync know an index only as `ServedIndex`."""
+    assert backend_imports(graph(), external_imports()) == []
+
+
+def test_the_backend_check_finds_one() -> None:
+    g = {"gateway.core.retrieve": {"indexes.milvus.index"}, "indexes.store": {"indexes.milvus"}}
+    ext = {"gateway.dify.handler": {"pymilvus"}, "indexes.milvus.client": {"pymilvus"}}
+    assert backend_imports(g, ext) == [("gateway.core.retrieve", "indexes.milvus.index"),
+                                       ("gateway.dify.handler", "pymilvus")]
+
+
+def test_a_tantivy_index_is_a_served_index(tmp_path: Path) -> None:
+    """Every member of `ServedIndex` is there on an opened Tantivy index (HybridIndex is one)."""
+    from indexes.dense import HybridIndex
+    from indexes.store import IndexStore, KnowledgeIndex
+    from indexes.types import ServedIndex
+
+    idx = IndexStore(tmp_path).create_or_open_for_write("kb")
+    try:
+        assert isinstance(idx, ServedIndex)
+        assert issubclass(HybridIndex, KnowledgeIndex)
+        assert not isinstance(object(), ServedIndex)
+    finally:
+        idx.close()
