@@ -9,6 +9,8 @@ never a caller's (callers read through `gateway.core.retrieve`, which filters th
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import tantivy
 from tantivy import Occur, Query
@@ -19,7 +21,8 @@ from .metadata import decode
 from .records import PAGE
 from .types import ChunkView, CoverImage, Document, DocumentRow, Section
 
-__all__ = ["Browsing", "ChunkView", "DocumentRow", "as_document", "chunk_views", "count_hidden", "document_rows"]
+__all__ = ["Browsing", "ChunkView", "DocumentRow", "as_document", "chunk_views", "document_from", "views_of",
+           "count_hidden", "document_rows"]
 
 
 def _first_chunks(searcher: tantivy.Searcher, schema: tantivy.Schema, hidden_only: bool = False) -> Query:
@@ -48,17 +51,22 @@ def count_hidden(searcher: tantivy.Searcher, schema: tantivy.Schema) -> int:
     return count_matches(searcher, _first_chunks(searcher, schema, hidden_only=True))
 
 
-def _page(chunk: tantivy.Document) -> int | None:
+def _page(chunk: Any) -> int | None:
     value = dict(decode(chunk.get_first("metadata"))).get(PAGE)
     return value if isinstance(value, int) else None
 
 
 def chunk_views(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str) -> list[ChunkView]:
     """The chunks of `doc_id` in order; [] when the index holds no such document."""
+    return views_of(chunks_of(searcher, schema, doc_id))
+
+
+def views_of(chunks: Sequence[Any]) -> list[ChunkView]:
+    """`chunk_views` of stored chunks in chunk order (anything with `get_first`)."""
     return [ChunkView(int(c.get_first("chunk") or 0), int(c.get_first("section") or 0),
                       str(c.get_first("heading") or ""), str(stored_str(c, "text") or ""),
                       int(c.get_first("overlap") or 0), _page(c))
-            for c in chunks_of(searcher, schema, doc_id)]
+            for c in chunks]
 
 
 def as_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str, *,
@@ -69,7 +77,11 @@ def as_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: str,
     give it (None: as stored). Written back unchanged it has the stored revision; the section
     heading trails are not stored (`indexes.schema`), so a rewrite analyses each chunk under its
     own heading only."""
-    chunks = chunks_of(searcher, schema, doc_id)
+    return document_from(chunks_of(searcher, schema, doc_id), doc_id, qa_visible=qa_visible)
+
+
+def document_from(chunks: Sequence[Any], doc_id: str, *, qa_visible: bool | None = None) -> Document | None:
+    """`as_document` of stored chunks in chunk order (anything with `get_first`)."""
     if not chunks:
         return None
     first = chunks[0]

@@ -7,7 +7,7 @@ a caller reads one consistent commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import tantivy
@@ -17,10 +17,11 @@ from . import publish_time
 from .metadata import decode
 from .types import DocumentHead, StoredDocument
 
-__all__ = ["chunks_of", "count_matches", "doc_id_at", "heads", "holders", "read_document", "revisions", "stored_str"]
+__all__ = ["chunks_of", "count_matches", "doc_id_at", "document_of", "heads", "holders", "read_document",
+           "revisions", "stored_str"]
 
 
-def stored_str(doc: tantivy.Document, name: str) -> Any:
+def stored_str(doc: Any, name: str) -> Any:
     """The first stored value of field `name`, with bytes fields decoded as UTF-8."""
     value = doc.get_first(name)
     return value.decode("utf-8") if isinstance(value, bytes) else value
@@ -49,7 +50,12 @@ def read_document(searcher: tantivy.Searcher, schema: tantivy.Schema, doc_id: st
     Hidden documents (qa_visible=False) read as None unless include_hidden.
     Text: each section heading then its body (overlaps removed), joined by newlines.
     """
-    chunks = chunks_of(searcher, schema, doc_id)
+    return document_of(chunks_of(searcher, schema, doc_id), doc_id, include_hidden=include_hidden)
+
+
+def document_of(chunks: Sequence[Any], doc_id: str, *, include_hidden: bool = False) -> StoredDocument | None:
+    """`read_document` of stored chunks in chunk order (anything with `get_first`, a Tantivy
+    document or `indexes.milvus.rows.Row`)."""
     if not chunks:
         return None
     first = chunks[0]

@@ -8,8 +8,10 @@
     ├── IndexReadOnlyError          a write asked of a folder this process cannot write (a read-only mount)
     ├── DiskFullError               a write found no space left on the index's device (ENOSPC,
     │                               EDQUOT): nothing of it was committed
-    └── GenerationError             a published generation could not be written or installed
-                                    (`indexes.generations`, `indexes.fetch`)
+    ├── GenerationError             a published generation could not be written or installed
+    │                               (`indexes.generations`, `indexes.fetch`)
+    └── IndexUnavailableError       the engine serving an index (`indexes.milvus`) is down, slow or
+                                    refusing: retryable, nothing of a write was lost
 
     EmbeddingError                  an embedding provider gave no usable vectors (`indexes.dense`)
     ├── EmbeddingUnavailable        down, slow, overloaded or refusing (retryable)
@@ -35,6 +37,7 @@ __all__ = [
     "IndexNotFoundError",
     "IndexReadOnlyError",
     "IndexStoreError",
+    "IndexUnavailableError",
     "LOW_SPACE_BYTES",
     "RerankError",
     "RerankResponseError",
@@ -179,6 +182,17 @@ class GenerationError(IndexStoreError):
     store without credentials) and, on a replica, which commit keeps serving."""
 
     reason = "generation refused"
+
+
+class IndexUnavailableError(IndexStoreError):
+    """The engine serving index `name` did not answer in time or refused (`indexes.milvus`);
+    `problem`: what it said, in a few words (never a question's text nor a token). Retryable."""
+
+    reason = "unreachable"
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.problem = problem
+        super().__init__(name, f"Index {name!r} is not reachable: {problem}.")
 
 
 class EmbeddingError(Exception):

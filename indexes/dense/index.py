@@ -43,6 +43,7 @@ from ..types import (
     IngestWarning,
     MetaFilter,
     SearchFilter,
+    ServedIndex,
 )
 from .cache import EmbeddingCache
 from .calibration import CosineLine, measure, stored_texts, write_line
@@ -279,7 +280,7 @@ class HybridStore(IndexStore):
         """The settings index `name` opens with here (`DenseChoices.for_index`), None: lexical."""
         return self._choices.for_index(name, self.folder(name), creating=creating)
 
-    def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> KnowledgeIndex:
+    def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> ServedIndex:
         """`IndexStore.create_or_open_for_write`; an index it creates gets the default dense
         settings (unless configured otherwise): its `dense/` folder is made first, so every
         later open, here or in a server, knows it is hybrid."""

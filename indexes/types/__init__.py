@@ -47,6 +47,7 @@ __all__ = [
     "META_OPERATORS", "MetaCondition", "NO_DIALS", "MetaFilter", "MetaScalar", "MetaValue", "Metadata", "Scores",
     "SearchBounds", "SearchFilter", "Section", "SourceMissing", "StoredDocument",
 ]
+from .backends import CONSISTENCY_LEVELS, MilvusConfig  # noqa: E402
 from .served import ServedIndex  # noqa: E402  (it names the shapes above)
 
-__all__ += ["ServedIndex"]
+__all__ += ["CONSISTENCY_LEVELS", "MilvusConfig", "ServedIndex"]

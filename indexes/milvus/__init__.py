@@ -1,0 +1,7 @@
+"""An index served by a Milvus collection (`MilvusIndex`, docs/scaling.md "Milvus"): needs the
+`pymilvus` client (`pip install kbgate[milvus]`). Only `indexes.store.IndexStore` imports this
+package, for an index configured `[indexes.NAME] backend = "milvus"`."""
+
+from .index import MilvusIndex
+
+__all__ = ["MilvusIndex"]

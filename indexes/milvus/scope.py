@@ -1,0 +1,59 @@
+"""A scope (`SearchFilter`) as a Milvus filter expression, and the part of it checked after.
+
+Milvus filters on scalar fields: datasets (`dataset in [...]`), visibility
+(`qa_visible == true`) and path globs as `like` patterns ('*' and '**' → '%', '?' → '_').
+A `like` pattern cannot keep '*' inside one path segment, and Milvus has no case-insensitive
+match for excluded trees, so `allowed` checks every hit against the exact rules
+(`indexes.filters.glob_to_regex`, `exclusion_regex`) before it counts: the expression only
+narrows what Milvus returns, never widens what a caller sees.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ..filters import exclusion_regex, glob_to_regex
+from ..types import SearchFilter
+
+__all__ = ["allowed", "expression", "like", "quote"]
+
+
+def quote(text: str) -> str:
+    """A Milvus expression string literal of `text`."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def like(glob: str) -> str:
+    """The `like` pattern that holds every path `glob` matches (and maybe more)."""
+    out = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return re.sub(r"\*+", "%", out).replace("?", "_")
+
+
+def expression(flt: SearchFilter | None, *more: str) -> str:
+    """The filter expression of `flt` (None: visible documents), joined with `more` clauses."""
+    parts: list[str] = [m for m in more if m]
+    if flt is None or not flt.include_hidden:
+        parts.append("qa_visible == true")
+    if flt is not None and flt.datasets is not None:
+        parts.append(f"dataset in [{', '.join(map(quote, flt.datasets))}]" if flt.datasets else "chunk < 0")
+    if flt is not None and flt.path_globs is not None:
+        parts.append("(" + " or ".join(f"path like {quote(like(g))}" for g in flt.path_globs) + ")"
+                     if flt.path_globs else "chunk < 0")
+    return " and ".join(parts)
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def allowed(flt: SearchFilter | None, path: str, doc_id: str) -> bool:
+    """Whether a document at `path` with id `doc_id` lies in `flt`'s path globs and outside its
+    excluded trees (datasets and visibility were in the expression)."""
+    if flt is None:
+        return True
+    if flt.path_globs is not None and not any(_compiled(glob_to_regex(g)).fullmatch(path) for g in flt.path_globs):
+        return False
+    return not any(_compiled(exclusion_regex(g)).fullmatch(name)
+                   for g in flt.exclude_path_globs for name in (path, doc_id))
