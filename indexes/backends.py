@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import IndexStoreError
+from .schema import SIDECAR, write_sidecar
 from .types import DEFAULT_BOUNDS, MilvusConfig, SearchBounds, ServedIndex
 
 __all__ = ["open_remote"]
@@ -20,9 +21,9 @@ __all__ = ["open_remote"]
 def open_remote(name: str, config: MilvusConfig, folder: Path, *, create: bool = False,
                 bounds: SearchBounds = DEFAULT_BOUNDS, clock: Callable[[], float] = time.monotonic) -> ServedIndex:
     """The index `name` in its Milvus collection; folder: the local folder of its writer's
-    records. create: make the collection when absent (a writer), else leave it to the first
-    read to find. Raises IndexStoreError when the client library is not installed,
-    IndexUnavailableError when Milvus does not answer (create only)."""
+    records (and the sidecar `indexes.roots` reads). create: make the collection when absent
+    (a writer), else leave it to the first read to find. Raises IndexStoreError when the client
+    library is not installed, IndexUnavailableError when Milvus does not answer (create only)."""
     try:
         from .milvus import MilvusIndex
     except ImportError:
@@ -31,4 +32,7 @@ def open_remote(name: str, config: MilvusConfig, folder: Path, *, create: bool =
     index = MilvusIndex(name, config, folder, bounds=bounds, clock=clock)
     if create:
         index.coll.create()
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / SIDECAR).is_file():  # the writer's records (`indexes.roots`) live beside it
+            write_sidecar(folder, {"served_by": "milvus", "collection": config.collection})
     return index

@@ -57,6 +57,11 @@ class IndexStore:
             return []
         return sorted({p.name for p in self.root.iterdir() if (p / "meta.json").is_file()} | set(self.remote))
 
+    def exists(self, name: str) -> bool:
+        """Does index `name` exist: a folder holding a meta.json, or an index configured with a
+        backend (its collection is made by its first write)."""
+        return name in self.remote or (self.folder(name) / "meta.json").is_file()
+
     def open(self, name: str) -> ServedIndex:
         """The index `name`, opened once and cached (a read-only folder through a shadow: `indexes.readonly`).
         Raises IndexNotFoundError, SchemaVersionError, IndexCorruptError, IndexReadOnlyError."""

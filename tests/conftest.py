@@ -29,6 +29,7 @@ from indexes.store import IndexStore
 from tests.support.configs import NOW
 from tests.support.documents import INDEXES
 from tests.support.harness import free_port
+from tests.support.milvus_server import MilvusLite
 from tests.support.redis_procs import RedisClusterProcs
 
 # The agent endpoints' fixtures (env, root) for the modules that use them.
@@ -95,6 +96,15 @@ def _redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCl
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(name="milvus", scope="session")
+def _milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusLite]:
+    """A real Milvus Lite server (tests/support/milvus_server.py) for the tests of indexes served
+    by Milvus, started on first use and stopped at the end of the session. Each test uses its
+    own collections; the fault tests start their own server, which they stop and restart."""
+    with MilvusLite(tmp_path_factory.mktemp("milvus") / "data") as server:
+        yield server
 
 
 @pytest.fixture(name="redis_client")

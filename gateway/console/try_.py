@@ -139,10 +139,11 @@ def check(cfg: Config, req: TryRequest) -> None:
 
 
 def index_names(cfg: Config) -> list[str]:
-    """Sorted names of the indexes under indexes.dir (folders holding a meta.json): the
-    successors a try may search."""
+    """Sorted names of the indexes under indexes.dir (folders holding a meta.json) and of those
+    served by an engine (`Config.remote`): the successors a try may search."""
     d = cfg.indexes_dir
-    return sorted(p.name for p in d.iterdir() if (p / "meta.json").is_file()) if d.is_dir() else []
+    found = {p.name for p in d.iterdir() if (p / "meta.json").is_file()} if d.is_dir() else set()
+    return sorted(found | set(cfg.remote))
 
 
 async def run(rt: Runtime, req: TryRequest, who: str = "admin") -> Tried:

@@ -20,7 +20,7 @@ from gateway.core.events import AnswerLooked, Events, HybridSearched, Reranked, 
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
 from indexes.dense import HybridStore
-from indexes.errors import IndexStoreError
+from indexes.errors import IndexStoreError, IndexUnavailableError
 from indexes.store import IndexStore
 from indexes.types import IndexStats, SearchBounds, ServedIndex
 
@@ -48,7 +48,7 @@ class Runtime:
         self.events = Events()
         self.indexes: IndexStore = HybridStore(config.indexes_dir, dense=config.dense, observe=self._hybrid_searched,
                                                rerank=config.rerank, observe_rerank=self._reranked,
-                                               bounds=_bounds(config))
+                                               bounds=_bounds(config), remote=config.remote)
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._answers: AnswerCache | None = None
         self._answers_config: Config | None = None
@@ -70,6 +70,9 @@ class Runtime:
             raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
         try:
             idx.maybe_reload()  # retried only once meta.json changes again
+        except IndexUnavailableError:  # an engine down (Milvus): there is no reader to answer from
+            log.warning("index unavailable", extra={"index": name})
+            raise DependencyUnavailable("index_unavailable", f"index {name!r} is not available") from None
         except (IndexStoreError, OSError, ValueError) as exc:
             log.warning("index reload failed, answering from the reader opened before",
                         extra={"index": name, "problem": " ".join(str(exc).split())[:300]})

@@ -266,7 +266,7 @@ async def get(call: Call, writes: Writes) -> dict[str, Any]:
 async def _check_deletes(call: Call, index: str, ids: tuple[str, ...]) -> None:
     """Deletes of documents outside the policy's datasets are denied before the write (and
     again by the writer under its lock: `ChangeSet.datasets`)."""
-    if not ids or call.client.policy.datasets is None or not (call.rt.indexes.folder(index) / "meta.json").is_file():
+    if not ids or call.client.policy.datasets is None or not call.rt.indexes.exists(index):
         return
     try:
         idx = call.rt.index(index)

@@ -52,7 +52,7 @@ class Writes:
 
     def exists(self, name: str) -> bool:
         """Does index `name` exist on disk (a delete never creates one)?"""
-        return (self.rt.indexes.folder(name) / "meta.json").is_file()
+        return self.rt.indexes.exists(name)
 
     async def apply(self, name: str, changes: ChangeSet) -> ChangeReport:
         """Apply `changes` to index `name` in one commit, all or nothing; returns the report

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.core.config import load_indexer_config, load_indexes, load_indexes_dir
+from gateway.core.config import load_backends, load_indexer_config, load_indexes, load_indexes_dir
 from indexes.errors import IndexStoreError
 from indexes.invisible import shown
 from indexes.types import IngestReport
@@ -101,7 +101,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
     dense = load_indexes(args.config)[1]  # only an embedding API key
-    store = HybridStore(indexes_dir, dense=dense)
+    store = HybridStore(indexes_dir, dense=dense, remote=load_backends(args.config))  # a Milvus token only
     if args.max_document_bytes is not None:
         if args.max_document_bytes < 1:
             print("kbgate: --max-document-bytes must be a positive number of bytes", file=sys.stderr)
@@ -235,7 +235,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
     """`kbgate index list|stats`: one line per index; exit 1 when one would not open."""
     from indexes.store import IndexStore
 
-    store = IndexStore(load_indexes_dir(args.config))  # the indexer needs no secrets
+    store = IndexStore(load_indexes_dir(args.config), remote=load_backends(args.config))  # a Milvus token only
     names = [args.index] if getattr(args, "index", None) else store.names()
     if not names:
         print(f"no indexes under {store.root}")

@@ -21,7 +21,8 @@ built the index or fetched it: gateway/ops/replicas.py). States:
 - "warming": the index is hybrid and its query model has not loaded and answered once yet
   (`indexes.dense.query.QueryEncoder.warmed`): its answers would be lexical, so the replica is
   not ready, whatever `server.readiness` says, until it has (seconds after a start);
-- "unavailable": this worker cannot open it: the route's callers get their error;
+- "unavailable": this worker cannot open it, or the engine serving it (Milvus) does not answer:
+  the route's callers get their error;
 - "disabled": an `[agent.routes.*]` entry with enabled = false (answers without searching).
 """
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
-from indexes.errors import IndexStoreError
+from indexes.errors import IndexStoreError, IndexUnavailableError
 
 STATES = ("ok", "stale", "warming", "unavailable", "disabled")
 
@@ -76,15 +77,18 @@ class RouteState:
 
 
 def disk_problem(rt: Runtime, name: str) -> str | None:
-    """What is wrong with index `name` on disk in a few words without paths ('missing',
-    'damaged', …: `IndexStoreError.reason`), or None when its folder opens afresh
-    (`IndexStore.check`, blocking: about 1-2 ms an index)."""
+    """What is wrong with index `name` in a few words without paths ('missing on disk',
+    'damaged on disk', …: `IndexStoreError.reason`; 'unreachable' for an index served by an
+    engine that does not answer), or None when its folder opens afresh or its engine answers
+    (`IndexStore.check`, blocking: about 1-2 ms an index on disk, one call to an engine)."""
     try:
         rt.indexes.check(name)
-    except IndexStoreError as exc:
+    except IndexUnavailableError as exc:
         return exc.reason
+    except IndexStoreError as exc:
+        return f"{exc.reason} on disk"
     except OSError:
-        return "unreadable"
+        return "unreadable on disk"
     return None
 
 
@@ -117,9 +121,9 @@ def route_states(rt: Runtime) -> list[RouteState]:
             except DependencyUnavailable:
                 opens[index] = False
         disk = on_disk[index]
-        problem = f"{disk} on disk" if disk else None
+        problem = disk or None
         commit = opens[index]
-        if commit is False:
+        if commit is False or disk == IndexUnavailableError.reason:  # an engine down: nothing to answer from
             out.append(RouteState(kind, route, index, "unavailable", problem or "cannot be opened"))
         else:
             assert not isinstance(commit, bool)

@@ -105,7 +105,7 @@ def sync_index(store: Any, name: str, sources: tuple[SyncSource, ...], *, dry_ru
 
     folder = store.folder(name)
     states = read_state(folder)
-    exists = (folder / "meta.json").is_file()
+    exists = store.exists(name)
     index = store.create_or_open_for_write(name) if exists or not dry_run else None
     failed = 0
     plans = []
@@ -175,7 +175,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """`kbgate sync` (module docstring). Returns the exit code."""
-    from gateway.core.config import load_indexer_config, load_sync_config
+    from gateway.core.config import load_backends, load_indexer_config, load_sync_config
     from indexes.dense import HybridStore
 
     indexes_dir, dense, sources = load_sync_config(args.config)
@@ -201,7 +201,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             return 2
     if every is not None:
         signal.signal(signal.SIGTERM, _stop)
-    store = HybridStore(indexes_dir, dense=dense)
+    store = HybridStore(indexes_dir, dense=dense, remote=load_backends(args.config))
     while True:
         started = time.monotonic()
         code = 0

@@ -285,7 +285,8 @@ class HybridStore(IndexStore):
         settings (unless configured otherwise): its `dense/` folder is made first, so every
         later open, here or in a server, knows it is hybrid."""
         folder = self.folder(name)
-        if not (folder / "meta.json").is_file() and self.dense_for(name, creating=True) is not None:
+        if name not in self.remote and not (folder / "meta.json").is_file() and \
+                self.dense_for(name, creating=True) is not None:
             (folder / DENSE_DIR).mkdir(parents=True, exist_ok=True)
         return super().create_or_open_for_write(name, chunk_chars=chunk_chars)
 

@@ -30,6 +30,7 @@ __all__ = ["BM25_FIELDS", "GENERATION", "STORED", "TEXT_BYTES", "Collection", "b
 
 T = TypeVar("T")
 GENERATION = "kbgate.generation"
+NOT_LOADED = 101  # Milvus's status code of a search or query on a collection not loaded
 BM25_FIELDS = ("words", "latin", "chars", "titles")
 TEXT_BYTES = 65_535  # Milvus's VARCHAR bound, in bytes
 STORED = ("doc_id", "chunk", "n_chunks", "section", "overlap", "dataset", "path", "qa_visible", "source", "title",
@@ -86,10 +87,18 @@ class Collection:
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """client.method(*args, **kwargs) within the timeout; a failure drops the client (the next
-        call connects afresh) and raises IndexUnavailableError."""
+        call connects afresh) and raises IndexUnavailableError. A collection Milvus holds but has
+        not loaded (after Milvus restarted: code NOT_LOADED) is loaded, and the call made once more."""
         client = self.client()
         try:
             with guard(self.name):
+                try:
+                    return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
+                except MilvusException as exc:
+                    if getattr(exc, "code", None) != NOT_LOADED:
+                        raise
+                for coll in (self.chunks, self.terms):
+                    client.load_collection(coll, timeout=self.config.timeout_seconds)
                 return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
         except IndexUnavailableError:
             self._drop()

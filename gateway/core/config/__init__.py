@@ -4,6 +4,7 @@ from gateway.core.config.dials import floor_of
 from gateway.core.config.documents import DocumentsConfig
 from gateway.core.config.fields import read_secret, read_signing_key
 from gateway.core.config.load import (
+    load_backends,
     load_config,
     load_indexer_config,
     load_indexes,
@@ -34,6 +35,7 @@ from gateway.core.config.owners import GapsConfig
 from gateway.core.config.tenants import report_state
 
 __all__ = [
+    "load_backends",
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
     "AuditConfig", "Config", "DifyConfig", "DocumentsConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route",
     "SearchConfig", "SecretKey", "ServerConfig", "Tenant", "floor_of",

@@ -104,7 +104,8 @@ def parse_rerank(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> dict[st
 
 def index_tables(idx: Fields) -> list[tuple[str, Fields]]:
     """(name, table) of each `[indexes.NAME]` table, checked: a valid name, only `dense`,
-    `rerank`, `synonyms` and `sources` (`gateway.core.config.sync`)."""
+    `rerank`, `synonyms`, `sources` (`gateway.core.config.sync`) and a backend's keys
+    (`gateway.core.config.backends`)."""
     out = []
     for name, raw in idx.data.items():
         if name in INDEXER_KEYS:
@@ -113,7 +114,8 @@ def index_tables(idx: Fields) -> list[tuple[str, Fields]]:
         if not INDEX_NAME.fullmatch(name):
             raise ConfigError(key, "index names use letters, digits, '_', '.', '-'")
         t = table_of(raw, key)
-        t.only({"dense", "rerank", "synonyms", "sources"})
+        t.only({"dense", "rerank", "synonyms", "sources", "backend", "uri", "token_env", "token_file", "collection",
+                "consistency", "timeout_seconds"})  # the engine's keys: gateway.core.config.backends
         out.append((name, t))
     return out
 

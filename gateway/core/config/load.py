@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from gateway.core.config.access import parse_access
 from gateway.core.config.admin import parse_admin
 from gateway.core.config.agent import parse_agent, parse_audit
+from gateway.core.config.backends import parse_backends
 from gateway.core.config.dials import check_dials
 from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
@@ -49,7 +50,7 @@ from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseChoices
-from indexes.types import DEFAULT_BOUNDS, NO_DIALS, Dials
+from indexes.types import DEFAULT_BOUNDS, NO_DIALS, Dials, MilvusConfig
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
             "mcp", "gaps", "documents")
@@ -115,6 +116,15 @@ def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = N
     return parse_indexer(idx, base)[0], parse_dense(idx, base, os.environ if env is None else env)
 
 
+def load_backends(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> dict[str, MilvusConfig]:
+    """The engines serving indexes (`[indexes.NAME] backend`), and nothing else of the file: what
+    the indexer and sync need besides `load_indexes` (a Milvus token, when one is configured, is
+    read from `env`, default os.environ). Raises ConfigError naming the key."""
+    p = Path(path)
+    return parse_backends(section(read_toml(p)).table("indexes"), p.resolve().parent,
+                          os.environ if env is None else env)
+
+
 def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
                      ) -> tuple[Path, DenseChoices, dict[str, tuple[SyncSource, ...]]]:
     """What `kbgate sync` reads, like `load_indexes` (no tenant secret; an embedding API key when
@@ -174,6 +184,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         dify=parse_dify(top.table("dify"), paths),
         mcp=parse_mcp(top.table("mcp"), paths),
         documents=parse_documents(top.table("documents"), max_document_bytes),
+        remote=parse_backends(indexes, base_dir, env),
     )
 
 

@@ -17,7 +17,7 @@ from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
 from indexes.rerank.config import RerankConfig
 from indexes.synonyms import Synonyms
-from indexes.types import NO_DIALS, Dials
+from indexes.types import NO_DIALS, Dials, MilvusConfig
 
 DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
 # A callback signing key shorter than this is refused: one captured request lets anyone test
@@ -358,7 +358,6 @@ class McpConfig:
     fetch_max_bytes: int = 128 * KIB
     max_body_bytes: int = 64 * KIB
 
-
 # ---------------------------------------------------------------- the whole file
 
 @dataclass(frozen=True, slots=True)
@@ -371,8 +370,8 @@ class Config:
     rerank: index name → its rerank stage (`[indexes.NAME.rerank]`, `indexes.rerank`); an index
         absent from it is not reranked.
     synonyms: index name → its synonyms (`[indexes.NAME] synonyms = "path"`, indexes.synonyms),
-        read with the config and reloaded with it; an index absent from it has none.
-    """
+        read with the config and reloaded with it; an index absent from it has none. remote: index
+        name → the engine serving it (`[indexes.NAME] backend`, gateway.core.config.backends)."""
 
     server: ServerConfig
     replay: ReplayConfig
@@ -393,6 +392,7 @@ class Config:
     gaps: GapsConfig = GapsConfig()
     synonyms: Mapping[str, Synonyms] = field(default_factory=dict)
     documents: DocumentsConfig = DocumentsConfig()
+    remote: Mapping[str, MilvusConfig] = field(default_factory=dict)
 
     def tenant_at(self, path: str) -> Tenant | None:
         """The tenant whose callback path is `path` (exact match), or None."""
