@@ -145,6 +145,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--any-model", action="store_true",
                    help="instead: the off-topic bound with no hand-set cosine line for USE, e5-small and a served "
                         "model, on a subset index (gateway/evaluation/any_model.py; e5 embeds for a long while)")
+    e.add_argument("--milvus", default=None, metavar="URI",
+                   help="instead: each set on an index served by the Milvus at URI against the same pages in "
+                        "Tantivy (gateway/evaluation/backends.py; start one with milvus-lite server)")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops
@@ -362,6 +365,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.any_model:
         return any_model.main(["--workdir", str(Path(args.workdir) / "any-model")])
+    if args.milvus:
+        from gateway.evaluation.backends import run_parity
+
+        return run_parity(args.corpus, args.max_queries, Path(args.workdir), args.milvus)
 
     if args.hybrid != "none" and args.hybrid not in LOCAL_MODELS:
         print(f"kbgate: --hybrid must be none or one of {', '.join(LOCAL_MODELS)}", file=sys.stderr)

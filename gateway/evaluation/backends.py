@@ -1,0 +1,91 @@
+"""`kbgate eval --milvus URI`: the shared sets on an index served by Milvus against the same
+pages in a Tantivy folder (docs/scaling.md, "Milvus": parity).
+
+For each corpus both indexes are built from the same documents, then every question of every
+set is asked of both with the same arguments a callback uses (10 hits, the default relevance
+floor, Summary and content budgets), at the index (`ServedIndex.search`, no HTTP: the
+wings shape both alike, tests/e2e/test_milvus.py shows their answers byte for byte). Printed per
+set: MRR@10 and answer-hit@5 on each backend and their difference, the questions each backend
+wins (a higher MRR@10), and for the off-topic set the share answered (any hit). The collection
+is dropped after each corpus. Milvus Lite is not a performance figure: no latency is printed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from gateway.core.config.model import DEFAULT_RELEVANCE_FLOOR, SUMMARY_CHARS
+from gateway.evaluation.eval_serve import LIMIT, doc_id_of
+from gateway.evaluation.evaluate import Corpus, default_corpora, parse_corpus
+from gateway.evaluation.evaluation import QueryScore, load_queries, score_queries, summarize
+from indexes.ingest import read_paths
+from indexes.store import IndexStore
+from indexes.types import Document, MilvusConfig, ServedIndex
+
+__all__ = ["run_parity"]
+
+CONTENT_CHARS = 1500
+
+
+def _ranked(idx: ServedIndex, query: str) -> list[tuple[str, str, str]]:
+    hits = idx.search(query, LIMIT, floor=DEFAULT_RELEVANCE_FLOOR, summary_chars=SUMMARY_CHARS,
+                      content_chars=CONTENT_CHARS)
+    return [(doc_id_of(h.id), f"{h.summary}\n{h.content}", h.summary) for h in hits]
+
+
+def _line(label: str, t: list[QueryScore], m: list[QueryScore], offtopic: bool) -> str:
+    a, b = summarize(t), summarize(m)
+    if offtopic:
+        answered_t = sum(1 for s in t if s.results) / max(len(t), 1)
+        answered_m = sum(1 for s in m if s.results) / max(len(m), 1)
+        return f"  {label:<22} {len(t):>5}  answered  tantivy {answered_t:.4f}  milvus {answered_m:.4f}"
+    wins = sum(1 for x, y in zip(t, m, strict=True) if y.mrr > x.mrr)
+    losses = sum(1 for x, y in zip(t, m, strict=True) if y.mrr < x.mrr)
+    return (f"  {label:<22} {len(t):>5}  MRR@10 tantivy {a.mrr:.4f} milvus {b.mrr:.4f} ({b.mrr - a.mrr:+.4f})  "
+            f"hit@5 tantivy {a.answer_hit:.4f} milvus {b.answer_hit:.4f} ({b.answer_hit - a.answer_hit:+.4f})  "
+            f"milvus wins {wins} loses {losses}")
+
+
+def _one(corpus: Corpus, max_queries: int, workdir: Path, uri: str) -> list[str]:
+    documents = [d for d in read_paths([corpus.docs]) if isinstance(d, Document)]
+    collection = f"eval_{uuid.uuid4().hex[:12]}"
+    tantivy = IndexStore(workdir / "tantivy")
+    milvus = IndexStore(workdir / "milvus", remote={corpus.name: MilvusConfig(uri, collection, timeout_seconds=60)})
+    out = [f"{corpus.name}: {len(documents)} documents"]
+    try:
+        for label, store in (("tantivy", tantivy), ("milvus", milvus)):
+            started = time.perf_counter()
+            report = store.create_or_open_for_write(corpus.name).ingest(documents, progress=False, workers=1)
+            print(f"{corpus.name} on {label}: {report.chunks} chunks in {time.perf_counter() - started:.0f} s",
+                  file=sys.stderr)
+        t, m = tantivy.open(corpus.name), milvus.open(corpus.name)
+        for qs in corpus.sets:
+            queries = load_queries(qs.path)
+            n = min(x for x in (qs.first, max_queries, len(queries)) if x) if queries else 0
+            asked = queries[:n]
+            out.append(_line(qs.label, score_queries(lambda q: _ranked(t, q), asked),
+                             score_queries(lambda q: _ranked(m, q), asked), qs.offtopic))
+    finally:
+        opened = milvus.create_or_open_for_write(corpus.name)
+        opened.coll.drop()  # type: ignore[attr-defined]
+        tantivy.close()
+        milvus.close()
+    return out
+
+
+def run_parity(corpora: list[str], max_queries: int, workdir: Path, uri: str) -> int:
+    """Print the parity lines of each corpus (module doc); 0, or 2 when a corpus file is missing."""
+    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
+    for c in chosen:
+        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
+        if missing:
+            print(f"kbgate: corpus {c.name}: missing {', '.join(missing)}", file=sys.stderr)
+            return 2
+    workdir = workdir / "backends"
+    for c in chosen:
+        for line in _one(c, max_queries, workdir / c.name, uri):
+            print(line, flush=True)
+    return 0
