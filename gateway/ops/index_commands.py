@@ -82,6 +82,9 @@ def register(sub: Any) -> None:
     from gateway.ops.calibrate import register as register_calibrate
 
     register_calibrate(ixs)  # index calibrate
+    from gateway.ops.index_copy import register as register_copy
+
+    register_copy(ixs)  # index copy --to milvus
 
 
 def _command(args: argparse.Namespace) -> str:

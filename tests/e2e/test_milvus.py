@@ -151,3 +151,26 @@ def test_milvus_down_answers_retryable_unavailable_and_recovers_without_a_restar
             assert ids(answer(c, srv.base, "备份到 S3"))[:1] == ["br"]
             route = next(x for x in c.get(f"{srv.base}/readyz").json()["routes"] if x["index"] == "docs")
             assert route["state"] == "ok", route
+
+
+def test_index_copy_moves_a_tantivy_index_into_milvus(milvus: MilvusLite, tmp_path: Path) -> None:
+    from indexes.store import IndexStore
+    from indexes.types import MilvusConfig
+
+    cfg = write_site(tmp_path, milvus.uri, free_port())
+    text = cfg.read_text("utf-8")
+    tantivy_only = text.replace("[indexes.docs]", "[indexes.unused]")
+    cfg.write_text(tantivy_only, "utf-8")
+    index_add(cfg, tmp_path, "docs")  # a Tantivy folder, as before the move
+    cfg.write_text(text, "utf-8")  # now configured Milvus
+    done = harness.kbgate("index", "copy", "--config", str(cfg), "--index", "docs", "--to", "milvus", env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert "index docs: 5 documents in the folder, 5 written to milvus, 5 there now" in done.stdout
+    again = harness.kbgate("index", "copy", "--config", str(cfg), "--index", "docs", "--to", "milvus", env=ENV)
+    assert again.returncode == 0 and "0 written to milvus, 5 there now" in again.stdout, again.stdout
+    collection = next(line.split('"')[1] for line in text.splitlines() if line.startswith("collection"))
+    moved = IndexStore(tmp_path / "indexes", remote={"docs": MilvusConfig(milvus.uri, collection)}).open("docs")
+    folder = IndexStore(tmp_path / "indexes").open("docs")
+    assert moved.revisions() == folder.revisions()
+    assert moved.get_document("secret") is None and moved.get_document("secret", include_hidden=True) == \
+        folder.get_document("secret", include_hidden=True)
