@@ -30,6 +30,10 @@ __all__ = ["BM25_FIELDS", "GENERATION", "STORED", "TEXT_BYTES", "Collection", "b
 
 T = TypeVar("T")
 GENERATION = "kbgate.generation"
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 60_000, "grpc.keepalive_permit_without_calls": False}
+"""pymilvus pings every 10 s even on an idle channel, which a gRPC server's default policy
+(Milvus Lite's) answers with GOAWAY "too_many_pings", failing the next call: ping only while
+calls are in flight, at most once a minute."""
 NOT_LOADED = 101  # Milvus's status code of a search or query on a collection not loaded
 BM25_FIELDS = ("words", "latin", "chars", "titles")
 TEXT_BYTES = 65_535  # Milvus's VARCHAR bound, in bytes
@@ -82,27 +86,33 @@ class Collection:
         if self._client is None:
             with guard(self.name):
                 self._client = MilvusClient(self.config.uri, token=self.config.token,
-                                            timeout=self.config.timeout_seconds)
+                                            timeout=self.config.timeout_seconds, grpc_options=GRPC_OPTIONS)
         return self._client
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """client.method(*args, **kwargs) within the timeout; a failure drops the client (the next
         call connects afresh) and raises IndexUnavailableError. A collection Milvus holds but has
-        not loaded (after Milvus restarted: code NOT_LOADED) is loaded, and the call made once more."""
-        client = self.client()
-        try:
-            with guard(self.name):
-                try:
+        not loaded (after Milvus restarted: code NOT_LOADED) is loaded, and the call made once more.
+        A call that failed on a connection made earlier is made once more on a new one (a channel
+        the server closed, e.g. gRPC's GOAWAY): every call kbgate makes is idempotent (reads,
+        upserts by primary key, deletes by filter)."""
+        while True:
+            fresh = self._client is None
+            client = self.client()
+            try:
+                with guard(self.name):
+                    try:
+                        return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
+                    except MilvusException as exc:
+                        if getattr(exc, "code", None) != NOT_LOADED:
+                            raise
+                    for coll in (self.chunks, self.terms):
+                        client.load_collection(coll, timeout=self.config.timeout_seconds)
                     return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
-                except MilvusException as exc:
-                    if getattr(exc, "code", None) != NOT_LOADED:
-                        raise
-                for coll in (self.chunks, self.terms):
-                    client.load_collection(coll, timeout=self.config.timeout_seconds)
-                return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
-        except IndexUnavailableError:
-            self._drop()
-            raise
+            except IndexUnavailableError:
+                self._drop()
+                if fresh:
+                    raise
 
     def read(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """`call` of a search or query at the configured consistency level."""

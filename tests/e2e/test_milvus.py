@@ -174,3 +174,9 @@ def test_index_copy_moves_a_tantivy_index_into_milvus(milvus: MilvusLite, tmp_pa
     assert moved.revisions() == folder.revisions()
     assert moved.get_document("secret") is None and moved.get_document("secret", include_hidden=True) == \
         folder.get_document("secret", include_hidden=True)
+    # the console's try (here `kbgate try`, the same code path) explains a search on the Milvus route
+    tried = harness.kbgate("try", "--config", str(cfg), "--caller", "volcengine", "--tenant", "acme", "--first", "tech",
+                           "--second", "docs", "--query", "备份到 S3", "--json", env=ENV)
+    assert tried.returncode == 0, tried.stderr
+    out = orjson.loads(tried.stdout)
+    assert out["status"] == 200 and ids(orjson.loads(out["body"]))[:1] == ["br"], out
