@@ -16,7 +16,8 @@ that side). Work: one Tantivy search per hit, of at most 2N + 1 chunks by (doc_i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tantivy
 from tantivy import Occur, Query
@@ -25,7 +26,7 @@ from .documents import stored_str
 from .search import bounded
 from .types import Hit
 
-__all__ = ["MAX_NEIGHBOURS", "with_neighbours"]
+__all__ = ["MAX_NEIGHBOURS", "widened", "with_neighbours"]
 
 MAX_NEIGHBOURS = 8
 """The largest `neighbours` a route may set: chunks on each side of a hit."""
@@ -35,12 +36,19 @@ def with_neighbours(searcher: tantivy.Searcher, schema: tantivy.Schema, hits: Se
                     content_chars: int) -> list[Hit]:
     """`hits` (in their order) with each content rebuilt from its chunk and up to `n` chunks on
     each side (module doc), at most `content_chars` characters. n <= 0: `hits` unchanged."""
+    return widened(hits, n, content_chars, lambda h: _window(searcher, schema, h, n))
+
+
+def widened(hits: Sequence[Hit], n: int, content_chars: int, window_of: Callable[[Hit], dict[int, Any]]) -> list[Hit]:
+    """`with_neighbours` given window_of(hit): chunk number → stored chunk (anything with
+    `get_first`) of the hit's document, for chunks hit.chunk - n .. hit.chunk + n that exist
+    (`indexes.milvus` reads them from its rows)."""
     if n <= 0 or not hits:
         return list(hits)
     taken = {(h.doc_id, h.chunk) for h in hits}
     out = []
     for h in hits:
-        window = _window(searcher, schema, h, n)
+        window = window_of(h)
         if h.chunk not in window:  # the hit's chunk is gone from this commit: keep the hit as it was
             out.append(h)
             continue
@@ -70,7 +78,7 @@ def _window(searcher: tantivy.Searcher, schema: tantivy.Schema, hit: Hit, n: int
     return {int(d.get_first("chunk") or 0): d for d in docs}
 
 
-def _render(window: dict[int, tantivy.Document], chunks: set[int]) -> str:
+def _render(window: dict[int, Any], chunks: set[int]) -> str:
     """The text of `chunks` in document order: a heading where its section starts (or where
     the text starts), a chunk's overlap dropped after the chunk it overlaps."""
     parts: list[str] = []

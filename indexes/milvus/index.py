@@ -11,7 +11,7 @@ Every call to Milvus is bounded by `MilvusConfig.timeout_seconds` and a failure 
 `IndexUnavailableError` (the core's retryable unavailable answer); the next call connects
 afresh. The generation is the collection's `kbgate.generation` property, read at most every
 RELOAD_CHECK_SECONDS; what a search sees of a write just made is Milvus's consistency level.
-Not served yet on Milvus: metadata conditions (`where`), dense vectors, neighbours, reranking.
+Not served yet on Milvus: metadata conditions (`where`), dense vectors, reranking.
 """
 
 from __future__ import annotations
@@ -194,7 +194,14 @@ class MilvusIndex:
                            dials=dials), generation
 
     def with_neighbours(self, hits: list[Hit], n: int, content_chars: int) -> list[Hit]:
-        return hits  # not served on Milvus yet (module doc): the hits keep their matching chunks
+        """`hits` with n neighbouring chunks on each side in their content (`indexes.neighbours`)."""
+        from ..neighbours import widened
+
+        def window(h: Hit) -> dict[int, Row]:
+            rows = self._rows([f"{h.doc_id}#{c}" for c in range(max(h.chunk - n, 0), h.chunk + n + 1)])
+            return {int(r.get_first("chunk") or 0): r for r in rows.values()}
+
+        return widened(hits, n, content_chars, window)
 
     # ---- reading --------------------------------------------------------
 

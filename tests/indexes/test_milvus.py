@@ -54,6 +54,9 @@ def test_the_same_pages_answer_the_same_on_both_backends(stores: tuple[IndexStor
                 assert (y.summary, y.title, y.url, y.publish_time, y.cover_image, y.content) == (
                     x.summary, x.title, x.url, x.publish_time, x.cover_image, x.content), (q, x.doc_id)
     assert m.search("今天天气怎么样", 5, floor=0.3) == t.search("今天天气怎么样", 5, floor=0.3) == []
+    near = [(h.chunk, h.content) for h in t.with_neighbours(t.search("第17节", 1), 2, 1500)]
+    assert [(h.chunk, h.content) for h in m.with_neighbours(m.search("第17节", 1), 2, 1500)] == near
+    assert near[0][0] > 0 and near[0][1].count("运维手册说明") > 1  # its chunk and its neighbours
     assert m.get_document("kb-2") == t.get_document("kb-2")
     assert m.doc_id_at("guide/replay.md", ("internal",)) == "guide/replay.md"
     assert m.revisions() == t.revisions() and m.stats().documents == t.stats().documents
