@@ -11,7 +11,8 @@ Every call to Milvus is bounded by `MilvusConfig.timeout_seconds` and a failure 
 `IndexUnavailableError` (the core's retryable unavailable answer); the next call connects
 afresh. The generation is the collection's `kbgate.generation` property, read at most every
 RELOAD_CHECK_SECONDS; what a search sees of a write just made is Milvus's consistency level.
-Not served yet on Milvus: metadata conditions (`where`), dense vectors, reranking.
+Not served yet on Milvus: dense vectors, reranking. Metadata conditions narrow the candidates
+(`indexes.milvus.where`) instead of the search.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from .scope import allowed, expression, quote
 from .search import candidates, grouped
 from .terms import counts as term_counts
 from .terms import profile as read_profile
+from .where import admitted
 from .writes import apply as apply_changes
 from .writes import ingest as ingest_documents
 
@@ -147,11 +149,10 @@ class MilvusIndex:
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
                floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Hit]:
         """`indexes.store.KnowledgeIndex.search`'s contract, on Milvus (module doc). Raises
-        IndexUnavailableError; ValueError for metadata conditions (not served on Milvus yet)."""
+        IndexUnavailableError; ValueError for a metadata pattern Tantivy cannot compile. Metadata
+        conditions narrow the candidates (`indexes.milvus.where`)."""
         if limit <= 0:
             return []
-        if where is not None and where.conditions:
-            raise ValueError("metadata conditions are not served by a Milvus index")
         self.maybe_reload()
         terms = analysed(query, self.synonyms)
         fetch = min(max(limit * FETCH_PER_RESULT, 50), self.bounds.max_chunks_per_query)
@@ -168,6 +169,9 @@ class MilvusIndex:
         for start in range(0, len(docs), limit):
             page = docs[start:start + limit]
             rows = self._rows([i for d in page for i in d.ids])
+            if where is not None and where.conditions:  # the same rules as Tantivy's, on the candidates
+                kept = admitted(rows.values(), where)
+                rows = {i: r for i, r in rows.items() if i in kept}
             for d in page:
                 best = rows.get(d.ids[0])
                 if best is None or not allowed(filter, best.get_first("path") or "", d.doc_id):

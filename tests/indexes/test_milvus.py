@@ -109,3 +109,26 @@ def test_a_milvus_that_does_not_answer_is_unavailable_within_its_timeout(tmp_pat
     with pytest.raises(IndexUnavailableError) as exc:
         idx.search("密钥轮换", 5)
     assert exc.value.reason == "unreachable" and "密钥" not in str(exc.value)
+
+
+@pytest.fixture(name="hand", scope="module")
+def _hand(milvus: MilvusLite, tmp_path_factory: pytest.TempPathFactory) -> MilvusIndex:
+    from tests.indexes.test_metadata import HAND
+
+    config = MilvusConfig(milvus.uri, f"h_{uuid.uuid4().hex[:12]}")
+    store = IndexStore(tmp_path_factory.mktemp("hand"), remote={"m": config})
+    store.create_or_open_for_write("m").ingest(HAND, progress=False)
+    idx = store.open("m")
+    assert isinstance(idx, MilvusIndex)
+    return idx
+
+
+def test_every_metadata_operator_means_on_milvus_what_it_means_on_tantivy(hand: MilvusIndex) -> None:
+    from indexes.types import MetaFilter
+    from tests.indexes.test_metadata import CASES, QUERY
+
+    got = [({h.doc_id for h in hand.search(QUERY, 100, where=MetaFilter("and", (cond,)))}, want)
+           for cond, want in CASES]
+    assert [g for g, _ in got] == [w for _, w in got]
+    both = MetaFilter("or", tuple(c for c, _ in CASES[:2]))
+    assert {h.doc_id for h in hand.search(QUERY, 100, where=both)} == {"guide/a.md", "ops/b.md"}
