@@ -188,7 +188,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         return 2
     from indexes.store import IndexStore
 
-    store = IndexStore(config.indexes_dir)
+    store = IndexStore(config.indexes_dir, remote=config.remote)
     routed = {r.index for t in config.tenants.values() for r in t.routes} | {
         ar.index for ar in config.agent.routes.values()}
     broken = {name: _open_problem(store, name) for name in sorted(routed)}  # opened as a worker would
