@@ -34,7 +34,8 @@ GRPC_OPTIONS = {"grpc.keepalive_time_ms": 60_000, "grpc.keepalive_permit_without
 """pymilvus pings every 10 s even on an idle channel, which a gRPC server's default policy
 (Milvus Lite's) answers with GOAWAY "too_many_pings", failing the next call: ping only while
 calls are in flight, at most once a minute."""
-NOT_LOADED = 101  # Milvus's status code of a search or query on a collection not loaded
+NOT_LOADED = 101
+SCAN_BATCH = 2000  # Milvus's status code of a search or query on a collection not loaded
 BM25_FIELDS = ("words", "latin", "chars", "titles")
 TEXT_BYTES = 65_535  # Milvus's VARCHAR bound, in bytes
 STORED = ("doc_id", "chunk", "n_chunks", "section", "overlap", "dataset", "path", "qa_visible", "source", "title",
@@ -113,6 +114,26 @@ class Collection:
                 self._drop()
                 if fresh:
                     raise
+
+    def scan(self, collection: str, expr: str, fields: list[str]) -> list[dict[str, Any]]:
+        """Every row of `collection` matching `expr` (fields: what to read), through a query
+        iterator in batches of SCAN_BATCH: no bound on the rows, unlike one query's 16,384.
+        Raises IndexUnavailableError."""
+        out: list[dict[str, Any]] = []
+        self.client()
+        try:
+            with guard(self.name):
+                it = self.client().query_iterator(collection, batch_size=SCAN_BATCH, filter=expr, output_fields=fields,
+                                                  timeout=self.config.timeout_seconds)
+                try:
+                    while batch := it.next():
+                        out += batch
+                finally:
+                    it.close()
+        except IndexUnavailableError:
+            self._drop()
+            raise
+        return out
 
     def read(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """`call` of a search or query at the configured consistency level."""

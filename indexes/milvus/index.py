@@ -220,8 +220,9 @@ class MilvusIndex:
         return [Row(r) for r in got]
 
     def chunks(self, doc_id: str) -> list[Row]:
-        """Every chunk row of `doc_id`, in chunk order."""
-        return sorted(self._query(f"doc_id == {quote(doc_id)}"), key=lambda r: int(r.get_first("chunk") or 0))
+        """Every chunk row of `doc_id`, in chunk order (however many)."""
+        rows = self.coll.scan(self.coll.chunks, f"doc_id == {quote(doc_id)}", list(STORED))
+        return sorted((Row(r) for r in rows), key=lambda r: int(r.get_first("chunk") or 0))
 
     def get_document(self, doc_id: str, *, include_hidden: bool = False) -> StoredDocument | None:
         from ..documents import document_of
@@ -237,7 +238,8 @@ class MilvusIndex:
         return str(got[0]["doc_id"]) if got else None
 
     def _firsts(self, fields: Iterable[str]) -> list[Row]:
-        return self._query("chunk == 0", fields)
+        """The first chunk's `fields` of every document (however many)."""
+        return [Row(r) for r in self.coll.scan(self.coll.chunks, "chunk == 0", list(fields))]
 
     def revisions(self) -> dict[str, str]:
         return {str(r.get_first("doc_id")): str(r.get_first("revision") or "")

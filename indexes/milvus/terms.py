@@ -30,7 +30,6 @@ __all__ = ["PART_BYTES", "counts", "held_keys", "profile", "update_terms"]
 
 PART_BYTES = 60_000
 BATCH = 1000
-MAX_ROWS = 16_384  # Milvus's bound of one query's rows (limit + offset)
 _CJK_WORD = re.compile(f"[{CJK_RANGES}]+")
 _UNIT = [1.0, 0.0]  # the terms collection's placeholder vector
 
@@ -109,10 +108,9 @@ def update_terms(c: Collection, new: Mapping[str, set[str] | None], old: Mapping
 
 
 def profile(c: Collection) -> Profile:
-    """The index's `Profile` from its chunk rows: documents by chunk count (exact, up to
-    MAX_ROWS documents read), and L, the median CJK words of the middle chunk of up to
-    SAMPLE_DOCUMENTS documents spread over them by id."""
-    firsts = c.read("query", c.chunks, filter="chunk == 0", output_fields=["doc_id", "n_chunks"], limit=MAX_ROWS)
+    """The index's `Profile` from its chunk rows: documents by chunk count (exact), and L, the
+    median CJK words of the middle chunk of up to SAMPLE_DOCUMENTS documents spread over them by id."""
+    firsts = c.scan(c.chunks, "chunk == 0", ["doc_id", "n_chunks"])
     if not firsts:
         return Profile((), 0.0, 0)
     sizes = Counter(max(int(r["n_chunks"]), 1) for r in firsts)
