@@ -17,6 +17,8 @@ error status) into `IndexUnavailableError`: the core answers its retryable unava
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -35,7 +37,8 @@ GRPC_OPTIONS = {"grpc.keepalive_time_ms": 60_000, "grpc.keepalive_permit_without
 (Milvus Lite's) answers with GOAWAY "too_many_pings", failing the next call: ping only while
 calls are in flight, at most once a minute."""
 NOT_LOADED = 101
-SCAN_BATCH = 2000  # Milvus's status code of a search or query on a collection not loaded
+SCAN_BATCH = 2000
+WRITE_SECONDS = 60.0  # Milvus's status code of a search or query on a collection not loaded
 BM25_FIELDS = ("words", "latin", "chars", "titles")
 TEXT_BYTES = 65_535  # Milvus's VARCHAR bound, in bytes
 STORED = ("doc_id", "chunk", "n_chunks", "section", "overlap", "dataset", "path", "qa_visible", "source", "title",
@@ -82,12 +85,50 @@ class Collection:
         self.name, self.config = name, config
         self.chunks, self.terms = config.collection, f"{config.collection}_terms"
         self._client: MilvusClient | None = None
+        self._deadline = threading.local()
+
+    @contextmanager
+    def budget(self) -> Iterator[None]:
+        """Calls made inside share one `timeout_seconds` (a search's few calls, not each of them):
+        a call made past it raises IndexUnavailableError at once. Per thread; nested: the outer
+        budget holds."""
+        if getattr(self._deadline, "at", None) is not None:
+            yield
+            return
+        self._deadline.at = time.monotonic() + self.config.timeout_seconds
+        try:
+            yield
+        finally:
+            self._deadline.at = None
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Calls made inside are the writer's: each may take WRITE_SECONDS (or timeout_seconds when
+        longer), since a batch of rows with their BM25 functions takes longer than a search."""
+        self._deadline.writing = True
+        try:
+            yield
+        finally:
+            self._deadline.writing = False
+
+    def _left(self) -> float:
+        """Seconds this call may take: the budget's remainder, or timeout_seconds outside one
+        (WRITE_SECONDS at least for the writer's). Raises IndexUnavailableError past the budget."""
+        at: float | None = getattr(self._deadline, "at", None)
+        if at is None:
+            writer = getattr(self._deadline, "writing", False)
+            return max(self.config.timeout_seconds, WRITE_SECONDS) if writer else self.config.timeout_seconds
+        left = at - time.monotonic()
+        if left <= 0:
+            raise IndexUnavailableError(self.name, "over its time budget")
+        return left
 
     def client(self) -> MilvusClient:
         if self._client is None:
             with guard(self.name):
                 self._client = MilvusClient(self.config.uri, token=self.config.token,
-                                            timeout=self.config.timeout_seconds, grpc_options=GRPC_OPTIONS)
+                                            timeout=self.config.timeout_seconds, grpc_options=GRPC_OPTIONS,
+                                            dedicated=True)  # its own channel: closed when dropped
         return self._client
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -103,13 +144,13 @@ class Collection:
             try:
                 with guard(self.name):
                     try:
-                        return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
+                        return getattr(client, method)(*args, timeout=self._left(), **kwargs)
                     except MilvusException as exc:
                         if getattr(exc, "code", None) != NOT_LOADED:
                             raise
                     for coll in (self.chunks, self.terms):
-                        client.load_collection(coll, timeout=self.config.timeout_seconds)
-                    return getattr(client, method)(*args, timeout=self.config.timeout_seconds, **kwargs)
+                        client.load_collection(coll, timeout=self._left())
+                    return getattr(client, method)(*args, timeout=self._left(), **kwargs)
             except IndexUnavailableError:
                 self._drop()
                 if fresh:
@@ -124,7 +165,7 @@ class Collection:
         try:
             with guard(self.name):
                 it = self.client().query_iterator(collection, batch_size=SCAN_BATCH, filter=expr, output_fields=fields,
-                                                  timeout=self.config.timeout_seconds)
+                                                  timeout=self._left())
                 try:
                     while batch := it.next():
                         out += batch

@@ -153,6 +153,11 @@ class MilvusIndex:
         conditions narrow the candidates (`indexes.milvus.where`)."""
         if limit <= 0:
             return []
+        with self.coll.budget():
+            return self._search(query, limit, filter, one_per_document, summary_chars, content_chars, where, floor)
+
+    def _search(self, query: str, limit: int, filter: SearchFilter | None, one_per_document: bool,
+                summary_chars: int, content_chars: int, where: MetaFilter | None, floor: float) -> list[Hit]:
         self.maybe_reload()
         terms = analysed(query, self.synonyms)
         fetch = min(max(limit * FETCH_PER_RESULT, 50), self.bounds.max_chunks_per_query)
@@ -191,11 +196,12 @@ class MilvusIndex:
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
                floor: float = 0.0, dials: Dials = NO_DIALS) -> tuple[list[Hit], int | None]:
         """(`search`, the generation read before it: the answer may be reused under it)."""
-        self.maybe_reload()
-        generation = self._generation
-        return self.search(query, limit, filter=filter, one_per_document=one_per_document,
-                           summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor,
-                           dials=dials), generation
+        with self.coll.budget():  # one timeout_seconds for the whole answer
+            self.maybe_reload()
+            generation = self._generation
+            return self.search(query, limit, filter=filter, one_per_document=one_per_document,
+                               summary_chars=summary_chars, content_chars=content_chars, where=where, floor=floor,
+                               dials=dials), generation
 
     def with_neighbours(self, hits: list[Hit], n: int, content_chars: int) -> list[Hit]:
         """`hits` with n neighbouring chunks on each side in their content (`indexes.neighbours`)."""

@@ -92,7 +92,7 @@ def ingest(index: MilvusIndex, documents: Iterable[Document | IngestError | Inge
                 del kept[item.id]
             kept[item.id] = item
             origins[item.id] = origin
-    with _writer(index):
+    with _writer(index), index.coll.writing():
         _write(index, list(kept.values()), (), None, replace, report, atomic=False, delete_missing=delete_missing)
     return report
 
@@ -100,7 +100,7 @@ def ingest(index: MilvusIndex, documents: Iterable[Document | IngestError | Inge
 def apply(index: MilvusIndex, changes: ChangeSet) -> IngestReport:
     """`KnowledgeIndex.apply`'s contract on Milvus: all refused or all written (module doc)."""
     report = IngestReport()
-    with _writer(index):
+    with _writer(index), index.coll.writing():
         _write(index, list(changes.upserts), changes.deletes, changes.datasets, changes.replace, report, atomic=True)
     return report
 

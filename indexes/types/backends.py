@@ -23,8 +23,9 @@ class MilvusConfig:
     uri: 'http://host:port' or 'https://…' of Milvus (Standalone, Distributed, Zilliz Cloud, a
     Milvus Lite server). token: 'user:password' or an API key ('' none); kept out of repr.
     collection: the collection's name (letters, digits, '_'). consistency: one of
-    CONSISTENCY_LEVELS, for searches and reads. timeout_seconds: the bound of one call to Milvus
-    (a search makes a few); past it the call fails as unavailable. Raises ValueError.
+    CONSISTENCY_LEVELS, for searches and reads. timeout_seconds: the bound of one search or
+    answer as a whole (its few calls share it), and of any other single call to Milvus; past it
+    the search fails as unavailable. Raises ValueError.
     """
 
     uri: str

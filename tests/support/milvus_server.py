@@ -43,7 +43,7 @@ class MilvusLite:
         from pymilvus import MilvusClient
 
         try:
-            c = MilvusClient(self.uri, timeout=2)
+            c = MilvusClient(self.uri, timeout=2, dedicated=True)
             c.list_collections()
             c.close()
             return True

@@ -6,7 +6,7 @@
     token_env = "MILVUS_TOKEN"         # or token_file; 'user:password' or an API key; optional
     collection = "kb_wiki"             # default: the index name with every other character as '_'
     consistency = "Strong"             # Strong | Bounded | Session | Eventually
-    timeout_seconds = 2.0              # one call to Milvus; a search makes a few
+    timeout_seconds = 2.0              # one search as a whole (its few calls share it)
 
 The connection keys apply to backend "milvus" only, and a Milvus index is lexical here (dense
 vectors on Milvus are not built yet), so a `dense` setting other than "none" is refused. Every
