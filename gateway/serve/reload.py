@@ -36,7 +36,7 @@ from gateway.core.runtime import Runtime
 log = logging.getLogger("kbgate.reload")
 
 INTERVAL = RELOAD_INTERVAL
-RESTART_ONLY = ("server", "replay", "indexes_dir", "dense", "rerank")
+RESTART_ONLY = ("server", "replay", "indexes_dir", "dense", "rerank", "remote")
 
 # Set by gateway.serve.master in each worker: a multiprocessing.Value('Q') bumped on SIGHUP,
 # and the config the master validated at start (used only when the file is invalid now).
@@ -124,8 +124,8 @@ def fingerprint(paths: list[Path]) -> Fingerprint:
 def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Config, list[str]]:
     """Load `old.source` again; return (new config, restart-only keys that changed).
 
-    The new config keeps old's server, replay, indexes_dir, dense, rerank and mcp.path (they need a
-    restart).
+    The new config keeps old's server, replay, indexes_dir, dense, rerank, remote (the engines
+    serving indexes) and mcp.path (they need a restart).
     When `old.source` is None only `value_file` secrets are re-read (`refresh_secrets`).
     Raises ConfigError naming the offending key; nothing is swapped then.
     """
@@ -136,7 +136,7 @@ def reload_config(old: Config, env: dict[str, str] | None = None) -> tuple[Confi
     if new.mcp.path != old.mcp.path:  # the MCP endpoint's route is built at start
         changed.append("mcp.path")
     return dataclasses.replace(new, server=old.server, replay=old.replay, indexes_dir=old.indexes_dir,
-                               dense=old.dense, rerank=old.rerank,
+                               dense=old.dense, rerank=old.rerank, remote=old.remote,
                                mcp=dataclasses.replace(new.mcp, path=old.mcp.path)), changed
 
 

@@ -75,3 +75,14 @@ def test_the_indexer_reads_the_backends(tmp_path: Path) -> None:
     cfg = write(tmp_path / "gateway.toml", data(backend="milvus", uri="http://127.0.0.1:19530",
                                                  token_env="MILVUS_TOKEN"))
     assert load_backends(cfg, {"MILVUS_TOKEN": TOKEN})["wiki"].token == TOKEN
+
+
+def test_a_changed_backend_needs_a_restart(tmp_path: Path) -> None:
+    from gateway.core.config import load_config
+    from gateway.serve.reload import reload_config
+
+    path = write(tmp_path / "gateway.toml", data(backend="milvus", uri="http://127.0.0.1:19530"))
+    old = load_config(path, env=ENV)
+    write(path, data(backend="milvus", uri="http://127.0.0.1:19531"))
+    new, changed = reload_config(old, env=ENV)
+    assert changed == ["remote"] and new.remote == old.remote  # the running engine stays until a restart
