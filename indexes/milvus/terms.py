@@ -16,6 +16,7 @@ The shape (`profile`) is read from the chunk rows once per generation.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -23,7 +24,8 @@ from collections.abc import Iterable, Mapping
 import rjieba
 
 from ..analysis import CJK_RANGES
-from ..profile import SAMPLE_DOCUMENTS, Profile
+from ..profile import _BUCKET, SAMPLE_DOCUMENTS, Profile
+from ..schema import doc_key
 from .client import Collection, batched
 
 __all__ = ["PART_BYTES", "counts", "held_keys", "profile", "update_terms"]
@@ -108,17 +110,32 @@ def update_terms(c: Collection, new: Mapping[str, set[str] | None], old: Mapping
 
 
 def profile(c: Collection) -> Profile:
-    """The index's `Profile` from its chunk rows: documents by chunk count (exact), and L, the
-    median CJK words of the middle chunk of up to SAMPLE_DOCUMENTS documents spread over them by id."""
+    """The index's `Profile` from its chunk rows: documents by chunk count (`_buckets`), and L, the
+    median CJK words of the middle chunk of up to SAMPLE_DOCUMENTS documents spread over them by `doc_key`."""
     firsts = c.scan(c.chunks, "chunk == 0", ["doc_id", "n_chunks"])
     if not firsts:
         return Profile((), 0.0, 0)
     sizes = Counter(max(int(r["n_chunks"]), 1) for r in firsts)
-    ordered = sorted((str(r["doc_id"]), max(int(r["n_chunks"]), 1)) for r in firsts)
+    # ordered by doc_key, as `indexes.profile` samples them: the same documents on both backends
+    ordered = sorted((doc_key(str(r["doc_id"])), str(r["doc_id"]), max(int(r["n_chunks"]), 1)) for r in firsts)
     picked = ordered[::max(len(ordered) // SAMPLE_DOCUMENTS, 1)][:SAMPLE_DOCUMENTS]
-    ids = [f"{d}#{n // 2 if n > 2 else 0}" for d, n in picked]
+    ids = [f"{d}#{n // 2 if n > 2 else 0}" for _, d, n in picked]
     words = sorted(sum(1 for t in rjieba.cut(f"{r['heading']}\n{r['text_fold'] or r['text']}")
                        if _CJK_WORD.fullmatch(t))
                    for r in c.read("get", c.chunks, ids=ids, output_fields=["heading", "text", "text_fold"]))
     median = float(words[(len(words) - 1) // 2]) if words else 0.0  # as `indexes.profile` reads it
-    return Profile(tuple((float(n), k) for n, k in sorted(sizes.items())), median, len(firsts))
+    return Profile(_buckets(sizes, len(firsts)), median, len(firsts))
+
+
+def _buckets(sizes: Counter[int], documents: int) -> tuple[tuple[float, int], ...]:
+    """Documents by chunk count in `indexes.profile`'s buckets (growing by _BUCKET, each at the
+    geometric middle of its range), so the domain weight is the Tantivy index's to the digit."""
+    out: list[tuple[float, int]] = []
+    low, more = 1, documents
+    while more > 0:
+        high = max(low + 1, math.ceil(low * _BUCKET))
+        beyond = sum(k for n, k in sizes.items() if n >= high)
+        if more > beyond:
+            out.append((math.sqrt(low * (high - 1)), more - beyond))
+        low, more = high, beyond
+    return tuple(out)

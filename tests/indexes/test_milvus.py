@@ -45,12 +45,12 @@ def test_the_same_pages_answer_the_same_on_both_backends(stores: tuple[IndexStor
         # but Milvus's best page is among Tantivy's best five and the best relevance is the same.
         assert [h.doc_id for h in b][:1] == [h.doc_id for h in a if h.doc_id == b[0].doc_id][:1], q
         assert max((h.relevance for h in b), default=0) == pytest.approx(max((h.relevance for h in a), default=0),
-                                                                          abs=0.01), q
+                                                                          abs=1e-9), q
         mine = {h.doc_id: h for h in b}
         for x in a:  # the same relevance and Summary wherever the same page is found
             y = mine.get(x.doc_id)
             if y is not None:
-                assert y.relevance == pytest.approx(x.relevance, abs=0.01), (q, x.doc_id)
+                assert y.relevance == pytest.approx(x.relevance, abs=1e-9), (q, x.doc_id)
                 assert (y.summary, y.title, y.url, y.publish_time, y.cover_image, y.content) == (
                     x.summary, x.title, x.url, x.publish_time, x.cover_image, x.content), (q, x.doc_id)
     assert m.search("今天天气怎么样", 5, floor=0.3) == t.search("今天天气怎么样", 5, floor=0.3) == []
