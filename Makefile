@@ -12,7 +12,7 @@ LOCK   := requirements.lock
 UV_VERSION := 0.13.8
 LOCK_TOOL  := .venv-lock
 
-.PHONY: install run demo test coverage eval bench lint lock clean
+.PHONY: install run demo test coverage eval eval-milvus bench lint lock clean
 
 # A changed lock or pyproject.toml rebuilds the venv from empty, so it holds exactly the lock's
 # set: pip (pinned in the lock too) and the build backend included, nothing left from before.
@@ -73,6 +73,11 @@ test: install
 
 eval: install
 	$(BIN)/kbgate eval
+
+# Each shared set on an index served by Milvus (a Milvus Lite server started for the run) against
+# the same pages in Tantivy: MRR@10, answer-hit@5, wins and losses (docs/scaling.md, step 3).
+eval-milvus: install
+	$(BIN)/kbgate eval --milvus lite
 
 bench: install
 	bash bench/ensure-tools.sh

@@ -146,8 +146,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="instead: the off-topic bound with no hand-set cosine line for USE, e5-small and a served "
                         "model, on a subset index (gateway/evaluation/any_model.py; e5 embeds for a long while)")
     e.add_argument("--milvus", default=None, metavar="URI",
-                   help="instead: each set on an index served by the Milvus at URI against the same pages in "
-                        "Tantivy (gateway/evaluation/backends.py; start one with milvus-lite server)")
+                   help="instead: each set on an index served by the Milvus at URI (or 'lite': a milvus-lite "
+                        "server started for the run) against the same pages in Tantivy "
+                        "(gateway/evaluation/backends.py)")
     e.set_defaults(func=cmd_eval)
 
     from gateway.ops.commands import register as register_ops

@@ -12,13 +12,18 @@ is dropped after each corpus. Milvus Lite is not a performance figure: no latenc
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import socket
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.core.config.model import DEFAULT_RELEVANCE_FLOOR, SUMMARY_CHARS
-from gateway.evaluation.eval_serve import LIMIT, doc_id_of
+from gateway.evaluation.eval_serve import LIMIT, doc_id_of, free_port
 from gateway.evaluation.evaluate import Corpus, default_corpora, parse_corpus
 from gateway.evaluation.evaluation import QueryScore, load_queries, score_queries, summarize
 from indexes.ingest import read_paths
@@ -76,8 +81,37 @@ def _one(corpus: Corpus, max_queries: int, workdir: Path, uri: str) -> list[str]
     return out
 
 
+@contextlib.contextmanager
+def _lite(workdir: Path) -> Iterator[str]:
+    """A `milvus-lite server` (the dev extra) on a free loopback port over workdir/milvus-data,
+    stopped after; yields its URI. Raises RuntimeError when it does not listen within 60 s."""
+    exe = shutil.which("milvus-lite") or str(Path(sys.executable).with_name("milvus-lite"))
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    with open(workdir / "milvus-lite.log", "ab") as log:
+        proc = subprocess.Popen([exe, "server", "--data-dir", str(workdir / "milvus-data"), "--host", "127.0.0.1",
+                                 "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"milvus-lite server did not start (see {workdir / 'milvus-lite.log'})")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 def run_parity(corpora: list[str], max_queries: int, workdir: Path, uri: str) -> int:
-    """Print the parity lines of each corpus (module doc); 0, or 2 when a corpus file is missing."""
+    """Print the parity lines of each corpus (module doc); 0, or 2 when a corpus file is missing.
+    uri: a Milvus to use, or "lite": a `milvus-lite server` started for the run."""
+    if uri == "lite":
+        with _lite(workdir / "backends") as started:
+            return run_parity(corpora, max_queries, workdir, started)
     chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
     for c in chosen:
         missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
