@@ -72,7 +72,8 @@ def _one(corpus: Corpus, max_queries: int, workdir: Path, uri: str) -> list[str]
             n = min(x for x in (qs.first, max_queries, len(queries)) if x) if queries else 0
             asked = queries[:n]
             out.append(_line(qs.label, score_queries(lambda q: _ranked(t, q), asked),
-                             score_queries(lambda q: _ranked(m, q), asked), qs.offtopic))
+                             score_queries(lambda q: _ranked(m, q), asked),
+                             qs.offtopic or qs.path.parent.name == "offtopic"))  # the shared off-topic set
     finally:
         opened = milvus.create_or_open_for_write(corpus.name)
         opened.coll.drop()  # type: ignore[attr-defined]
