@@ -10,8 +10,8 @@ version string or a code span; a single unit longer than the budget is cut by
 A window scores the question's content words it holds (`indexes.relevance.Question`: each word its
 specificity times its domain weight, as the lexical relevance weighs it; a CJK word of more than
 two characters counts bigram by bigram, so 默认值 is half found in 默认为; a synonym counts as its
-word), plus the words held by the sentence it starts with and the one after (answers sit next to
-the question's words, and a window that starts there reads on to them). A window of another chunk
+word), plus the words held by one of its first two sentences and the sentence after it (answers
+sit next to the question's words, and a window that starts there reads on to them). A window of another chunk
 than the hit's own counts OTHER_CHUNK of its score: the ranking chose the hit's chunk. Ties go to
 the earliest window. The window leads with its section heading unless it starts with it. When
 room is left, the next best window elsewhere (any chunk, not overlapping) fills it, after
