@@ -15,7 +15,8 @@ sit next to the question's words, and a window that starts there reads on to the
 than the hit's own counts OTHER_CHUNK of its score: the ranking chose the hit's chunk. Ties go to
 the earliest window. The window leads with its section heading unless it starts with it. When
 room is left, the next best window elsewhere (any chunk, not overlapping) fills it, after
-SEPARATOR. docs/search-quality.md, "The Summary", has the measurements behind each rule.
+SEPARATOR; when further chunks are there to fill it, the first window takes at most FIRST_SHARE of
+the budget. docs/search-quality.md, "The Summary", has the measurements behind each rule.
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from .background import specificity
 from .relevance import Question, Unit, content_units
 from .search import bounded
 
-__all__ = ["MIN_SECOND_CHARS", "OTHER_CHUNK", "Piece", "SEPARATOR", "passage", "question_of_terms", "sentences"]
+__all__ = ["FIRST_SHARE", "MIN_SECOND_CHARS", "OTHER_CHUNK", "Piece", "SEPARATOR", "passage", "question_of_terms",
+           "sentences"]
 
 SEPARATOR = "\n…\n"
 """Between the two windows of one Summary (the Volcengine wire shows it as ' … ')."""
+FIRST_SHARE = (17, 20)
+"""The first window's share of the budget when further chunks could fill the rest (all of it when the
+hit has no further chunk)."""
 MIN_SECOND_CHARS = 60
 """A second window is added only when at least this many characters of the budget are left."""
 OTHER_CHUNK = 0.8
@@ -94,7 +99,7 @@ def passage(pieces: Sequence[Piece], asked: Question, budget: int) -> str:
     parts = _parts_of(asked.units)  # the same for every hit of a search
     values = [round(v * 1_000_000) for _, _, v in parts]  # whole micro-units: sums are exact, ties are ties
     read = [replace(_read(p, parts, values), number=i) for i, p in enumerate(pieces)]
-    best = _best(read, values, budget)
+    best = _best(read, values, budget if len(read) == 1 else budget * FIRST_SHARE[0] // FIRST_SHARE[1])
     if best is None or best.score <= 0:
         return bounded(_lead(pieces[0], pieces[0].text.strip()), budget)
     first = bounded(_lead(pieces[best.piece], pieces[best.piece].text[best.start:best.end].strip()), budget)
