@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.core.config import load_indexer_config, load_indexes, load_indexes_dir
+from gateway.core.config import load_indexer_config, load_indexes, load_indexes_dir, load_read_bounds
 from indexes.errors import IndexStoreError
 from indexes.invisible import shown
 from indexes.types import IngestReport
@@ -100,6 +100,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
+    bounds = load_read_bounds(args.config)
     dense = load_indexes(args.config)[1]  # only an embedding API key
     store = HybridStore(indexes_dir, dense=dense)
     if args.max_document_bytes is not None:
@@ -131,7 +132,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     created = not folder.exists()
     index = store.create_or_open_for_write(args.index)
     items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=choice.root,
-                       dataset=args.dataset or None, url_base=args.url_base)
+                       dataset=args.dataset or None, url_base=args.url_base, bounds=bounds)
     started = time.perf_counter()
     report = _ingest_waiting(index, items, args, delete_missing=args.delete_missing, progress=not args.no_progress,
                              replace=args.replace)

@@ -24,7 +24,14 @@ from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
 from gateway.core.config.fields import SecretsUnread, section
 from gateway.core.config.gaps import parse_gaps
-from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
+from gateway.core.config.indexes import (
+    index_tables,
+    parse_dense,
+    parse_indexer,
+    parse_read_bounds,
+    parse_rerank,
+    parse_synonyms,
+)
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
@@ -46,6 +53,7 @@ from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseChoices
+from indexes.ingest import ReadBounds
 from indexes.types import DEFAULT_BOUNDS, NO_DIALS, Dials
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
@@ -97,6 +105,12 @@ def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
     return parse_indexer(section(read_toml(p)).table("indexes"), p.resolve().parent)
 
 
+def load_read_bounds(path: str | os.PathLike[str]) -> ReadBounds:
+    """The reader bounds of `[indexes]` (`parse_read_bounds`), for `kbgate index add` and
+    `kbgate sync`, like `load_indexer_config`."""
+    return parse_read_bounds(section(read_toml(Path(path))).table("indexes"))
+
+
 def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
                  ) -> tuple[Path, DenseChoices]:
     """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
@@ -122,7 +136,7 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
     idx = section(read_toml(p)).table("indexes")
     folder, max_bytes = parse_indexer(idx, base)
     return (folder, parse_dense(idx, base, os.environ if env is None else env),
-            parse_sources(index_tables(idx), base, max_bytes))
+            parse_sources(index_tables(idx), base, max_bytes, parse_read_bounds(idx)))
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
@@ -170,7 +184,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         gaps=parse_gaps(top.table("gaps"), base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
         mcp=parse_mcp(top.table("mcp"), paths),
-        documents=parse_documents(top.table("documents"), max_document_bytes),
+        documents=parse_documents(top.table("documents"), max_document_bytes, parse_read_bounds(indexes)),
     )
 
 
