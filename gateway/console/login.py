@@ -10,21 +10,30 @@ With no console configured (gateway.console.session.console_enabled) every path 
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs
-
 from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.console.auth import COOKIE
-from gateway.console.render import MAX_FORM_BYTES, login_form, not_found, runtime, see_other
+from gateway.console.render import (
+    MAX_FORM_BYTES,
+    form_fields,
+    login_form,
+    not_found,
+    runtime,
+    see_other,
+    too_many_fields,
+)
 from gateway.console.session import console_enabled, cookie_value, user_of
 from gateway.console.sessions import LIFETIME as COOKIE_MAX_AGE
 from gateway.console.sessions import Sessions
 from gateway.console.throttle import Throttle, keys
 from gateway.core.bodies import read_limited
 from gateway.core.validate import ProblemError
+
+LOGIN_FIELDS = 4
+"""The most fields the login form may send (user, token, csrf and one to spare)."""
 
 
 async def login(request: Request) -> Response:
@@ -38,9 +47,11 @@ async def login(request: Request) -> Response:
         if exc.problem.kind == "too_large":
             return login_form(request, status=413, text="The form is too large.")
         return login_form(request, status=408, text="The form did not arrive in time.")
-    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
-    name = fields["user"][0].strip() if fields.get("user") else ""
-    token = fields["token"][0] if fields.get("token") else None
+    fields = form_fields(body, LOGIN_FIELDS)
+    if fields is None:
+        return login_form(request, status=400, text=too_many_fields(LOGIN_FIELDS))
+    name = fields.get("user", "").strip()
+    token = fields.get("token") or None
     throttle: Throttle = request.app.state.login_throttle
     counted = keys(name[:64], request.client.host if request.client else None)
     wait = await throttle.retry_after(counted)

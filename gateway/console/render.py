@@ -180,19 +180,36 @@ def see_other(url: str) -> Response:
     return RedirectResponse(url, status_code=303, headers={"cache-control": "no-store"})
 
 
+def form_fields(body: bytes, max_fields: int) -> dict[str, str] | None:
+    """The fields of a urlencoded body (first value of each, blanks kept); None when it holds
+    more than `max_fields` fields (parse_qs' bound: it raises ValueError past it)."""
+    try:
+        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=max_fields)
+    except ValueError:
+        return None
+    return {k: v[0] for k, v in parsed.items()}
+
+
+def too_many_fields(max_fields: int) -> str:
+    """The refusal of a form with more fields than it takes, naming the limit."""
+    return f"The form has more than {max_fields} fields, the most this form takes: open the page again and resubmit."
+
+
 async def read_form(request: Request, user: ConsoleUser | None, form: str, *, max_bytes: int = MAX_FORM_BYTES,
                     max_fields: int = 16) -> dict[str, str] | Response:
     """The fields of a urlencoded form POST (first value of each), after the CSRF check of
     `form` (gateway.console.csrf.post_ok); or the answer to send: 413/408 for a body too large
-    or too slow, 403 for a stale or cross-site form."""
+    or too slow, 400 for more than `max_fields` fields (naming the limit), 403 for a stale or
+    cross-site form."""
     try:
         body = await read_limited(request.stream(), max_bytes, runtime(request).config.server.body_timeout_seconds)
     except ProblemError as exc:
         too_large = exc.problem.kind == "too_large"
         return message(request, user, "Form refused", "The form is too large." if too_large
                        else "The form did not arrive in time.", status=413 if too_large else 408)
-    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=max_fields)
-    fields = {k: v[0] for k, v in parsed.items()}
+    fields = form_fields(body, max_fields)
+    if fields is None:
+        return message(request, user, "Form refused", too_many_fields(max_fields), status=400)
     if not post_ok(request, fields.get(FIELD), form):
         return message(request, user, "Form refused", "This form expired or came from another site: "
                        "open the page again and resubmit.", status=403)

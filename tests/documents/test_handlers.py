@@ -16,7 +16,7 @@ import pytest
 from indexes.records import document_revision
 from indexes.stats import read_generation
 from indexes.types import Document, Section
-from tests.documents.conftest import NARROW, OTHER, READER, DocsApp, refused, result
+from tests.documents.conftest import BASE, NARROW, OTHER, READER, WRITER, DocsApp, refused, result
 
 pytestmark = pytest.mark.anyio
 
@@ -410,3 +410,18 @@ async def test_a_file_refused_for_its_path_names_path_and_says_what_is_wrong(doc
                      400, "documents.request_invalid")
     message = errors[0]["message"]
     assert "'guide/ok.md'" in message and "not 'okid2'" in message and "send it to 'guide/ok.md'" in message, message
+
+
+@pytest.mark.parametrize("where", ["batch", "put"])
+async def test_json_nested_past_the_limit_is_a_400_naming_it(docs_app: Start, where: str) -> None:
+    # 300 levels: orjson read it, then could not write it back (over 255): a 500.
+    app = await docs_app()
+    deep = b"[" * 300 + b"]" * 300
+    doc = b'{"id": "a", "title": "t", "content": "x", "extra": ' + deep + b"}"
+    headers = {"authorization": f"Bearer {WRITER}", "content-type": "application/json"}
+    if where == "batch":
+        r = await app.http.post(f"{BASE}/kb/batch", content=b'{"upserts": [' + doc + b"]}", headers=headers)
+    else:
+        r = await app.http.put(f"{BASE}/kb/documents/a", content=doc, headers=headers)
+    [error] = refused(r, 400, "documents.request_invalid")
+    assert "64 levels" in error["message"] and "limit" in error["message"], error
