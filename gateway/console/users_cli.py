@@ -23,10 +23,12 @@ from tomlkit.toml_document import TOMLDocument
 
 from gateway.console.changes import audit_change, cli_user
 from gateway.console.credentials import MAX_CREDENTIAL, hash_credential, new_credential
-from gateway.core.config import Config, load_config
+from gateway.core.config import Config, load_config, load_indexes_dir
 from gateway.core.config.edit import edit_config
 from gateway.core.config.owners import CONSOLE_ROLES
 from gateway.core.errors import ConfigError
+from indexes.errors import IndexStoreError
+from indexes.store import IndexStore
 
 MIN_CREDENTIAL = 12  # characters of a credential typed by its owner (a generated one has 43)
 
@@ -67,9 +69,29 @@ def _users_table(doc: TOMLDocument) -> Any:
     return users
 
 
+def missing_indexes(path: Path, indexes: list[str]) -> list[str]:
+    """The names in `indexes` that are no index under the config's `indexes.dir` (a name no
+    index may have included): an owner owns only indexes that exist."""
+    store = IndexStore(load_indexes_dir(path))
+    missing = []
+    for name in indexes:
+        try:
+            exists = (store.folder(name) / "meta.json").is_file()
+        except IndexStoreError:
+            exists = False
+        if not exists:
+            missing.append(name)
+    return missing
+
+
 def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str) -> Config:
     """Write `[admin.users.NAME]` with the hash of `credential`. Raises ConfigError naming the
-    key when the user exists or the edited config is invalid (the file is then untouched)."""
+    key when the user exists, an index named does not exist (`missing_indexes`), or the edited
+    config is invalid (the file is then untouched)."""
+    if indexes and (missing := missing_indexes(path, indexes)):
+        raise ConfigError(f"admin.users.{name}.indexes", f"names {', '.join(repr(m[:64]) for m in missing)}, which "
+                                                         "no index is: an owner owns only indexes that exist (check "
+                                                         "the name, or create it first: kbgate index create)")
     digest = hash_credential(credential)
 
     def mutate(doc: TOMLDocument) -> None:

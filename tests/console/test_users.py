@@ -75,6 +75,12 @@ def test_a_bad_user_entry_is_refused_naming_the_key_never_echoing_it(tmp_path: P
 def test_kbgate_users_add_list_remove(tmp_path: Path) -> None:
     path = tmp_path / "gateway.toml"
     path.write_text('[indexes]\ndir = "indexes"\n\n[audit]\nsink = "stdout"\n', "utf-8")
+    before = path.read_text("utf-8")
+    for missing in ("docs", "../docs"):  # an owner of an index that does not exist: refused, nothing written
+        refused = kbgate("users", "add", "ann", "--role", "owner", "--index", missing, "--config", str(path))
+        assert refused.returncode == 2 and "admin.users.ann.indexes" in refused.stderr, refused.stderr
+        assert "which no index is" in refused.stderr and path.read_text("utf-8") == before
+    assert kbgate("index", "create", "--config", str(path), "--index", "docs").returncode == 0
     added = kbgate("users", "add", "ann", "--role", "owner", "--index", "docs", "--config", str(path))
     assert added.returncode == 0, added.stderr
     credential = added.stdout.split("shown once, give it to ann through your secret store): ")[1].split()[0]
@@ -191,3 +197,20 @@ def test_kbgate_users_add_on_a_missing_config_says_no_such_file(tmp_path: Path) 
     # It said "cannot be read as UTF-8" (check-config says "No such file").
     r = kbgate("users", "add", "x", "--role", "viewer", "--config", str(tmp_path / "nonexist.toml"))
     assert r.returncode == 2 and "No such file or directory" in r.stderr and "UTF-8" not in r.stderr, r.stderr
+
+
+async def test_the_users_form_makes_owners_only_of_indexes_that_exist(tmp_path: Path, docs_index: Path,
+                                                                      start_app: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # index.nope=1 made an owner of an index nobody has.
+    c, _ = await _app(tmp_path, docs_index, start_app, monkeypatch)
+    admin = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+    before = (tmp_path / "gateway.toml").read_text("utf-8")
+    html = (await c.get("/admin/users", headers=admin)).text
+    assert 'name="index.docs"' in html and 'name="index.kb"' in html and 'name="index.nope"' not in html
+    for index in ("nope", "../docs"):
+        r = await c.post("/admin/users", headers=admin, data={"name": "nina", "role": "owner", f"index.{index}": "1"})
+        assert r.status_code == 400 and "which no index is" in r.json()["error"], r.text
+    assert (tmp_path / "gateway.toml").read_text("utf-8") == before
+    r = await c.post("/admin/users", headers=admin, data={"name": "nina", "role": "owner", "index.docs": "1"})
+    assert r.status_code == 200 and r.json()["indexes"] == ["docs"], r.text
