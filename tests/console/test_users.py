@@ -214,3 +214,36 @@ async def test_the_users_form_makes_owners_only_of_indexes_that_exist(tmp_path: 
     assert (tmp_path / "gateway.toml").read_text("utf-8") == before
     r = await c.post("/admin/users", headers=admin, data={"name": "nina", "role": "owner", "index.docs": "1"})
     assert r.status_code == 200 and r.json()["indexes"] == ["docs"], r.text
+
+
+async def test_a_gap_mark_is_kept_only_for_the_markers_own_indexes(tmp_path: Path, docs_index: Path, start_app: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # One question asked of docs (otto's) and kb (kira's): otto's "resolved" resolved it for kira too.
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    kira = new_credential()
+    data = users_config(tmp_path, docs_index)
+    data["admin"]["users"]["kira"] = {"role": "owner", "indexes": ["kb"], "credential": _hash(kira)}
+    c, gw, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    question = "火星基地的氧气配额是多少"
+    await _miss(c, "support", question)
+    await _miss(c, "other", question)
+    await gw.gaps.flush()
+    who = {"otto": {"authorization": f"Bearer otto:{OWNER}"}, "kira": {"authorization": f"Bearer kira:{kira}"},
+           "admin": {"authorization": f"Bearer {ADMIN_TOKEN}"}}
+
+    async def seen(name: str) -> tuple[str, str]:
+        [g] = (await c.get("/admin/gaps.json", headers=who[name])).json()["groups"]
+        return g["index"], g["status"]
+
+    [group] = (await c.get("/admin/gaps.json", headers=who["admin"])).json()["groups"]
+    r = await c.post("/admin/gaps/mark", headers=who["otto"], json={"group": group["id"], "mark": "resolved"})
+    assert r.status_code == 200, r.text
+    assert await seen("otto") == ("docs", "resolved") and await seen("kira") == ("kb", "open")
+    assert r.json()["indexes"] == ["docs"]
+    r = await c.post("/admin/gaps/mark", headers=who["kira"], json={"group": group["id"], "mark": "ignored"})
+    assert r.status_code == 200 and r.json()["indexes"] == ["kb"]
+    assert await seen("otto") == ("docs", "resolved") and await seen("kira") == ("kb", "ignored")
+    r = await c.post("/admin/gaps/mark", headers=who["admin"], json={"group": group["id"], "mark": "open"})
+    assert r.status_code == 200 and r.json()["indexes"] == ["docs", "kb"]  # an admin marks every index of it
+    assert await seen("otto") == ("docs", "open") and await seen("kira") == ("kb", "open")
