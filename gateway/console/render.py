@@ -28,9 +28,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from gateway.console.csrf import FIELD, page_token, post_ok
+from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.links import document_url
-from gateway.console.session import console_enabled, current_user
+from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
+from gateway.console.sessions import SessionsUnavailable
 from gateway.console.text import visible
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -156,7 +157,15 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
     needed when logged in without the right."""
     if not console_enabled(runtime(request).config):
         return not_found()
-    user = await current_user(request)
+    try:
+        user = await current_user(request)
+    except Throttled as exc:
+        return _refused_login(request, as_json, 429, f"Too many failed logins: try again in {exc.wait} s.", exc.wait)
+    except LoginBusy:
+        return _refused_login(request, as_json, 503, "Too many logins are being checked right now: try again in a "
+                                                     "second.", 1)
+    except SessionsUnavailable:
+        return unavailable(request, as_json)
     if user is None:
         if as_json:
             return json_answer({"error": "console login required (admin token or user credential)"}, 401,
@@ -170,9 +179,37 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
     return user
 
 
+def _refused_login(request: Request, as_json: bool, status: int, text: str, retry_after: int) -> Response:
+    """A Bearer credential or login not checked (429 waiting, 503 busy), with Retry-After."""
+    if as_json:
+        return json_answer({"error": text}, status, {"retry-after": str(retry_after)})
+    resp = login_form(request, status=status, text=text)
+    resp.headers["retry-after"] = str(retry_after)
+    return resp
+
+
+SESSIONS_AWAY = ("The console cannot check logins right now: Redis, which keeps the console's sessions, is not "
+                 "answering. Nothing is wrong with your login; try again shortly (tools with Authorization: Bearer "
+                 "keep working).")
+
+
+def unavailable(request: Request, as_json: bool = False) -> Response:
+    """The answer while sessions cannot be checked (Redis away): 503 saying so, never the login form."""
+    if as_json:
+        return json_answer({"error": SESSIONS_AWAY}, 503, {"retry-after": "5"})
+    resp = message(request, None, "Sessions unavailable", SESSIONS_AWAY, status=503)
+    resp.headers["retry-after"] = "5"
+    return resp
+
+
 def login_form(request: Request, *, status: int = 401, text: str = "", name: str = "") -> Response:
-    """The login form (POST /admin/login: fields `user`, `token`)."""
-    return page(request, None, "login.html", title="Log in", status=status, message=text, name=name)
+    """The login form (POST /admin/login: fields `user`, `token`, `csrf`), with its CSRF cookie
+    (gateway.console.csrf.login_token)."""
+    token = login_token(request)
+    resp = page(request, None, "login.html", title="Log in", status=status, message=text, name=name,
+                login_csrf=token)
+    set_login_cookie(request, resp, token)
+    return resp
 
 
 def see_other(url: str) -> Response:

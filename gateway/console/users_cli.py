@@ -13,6 +13,7 @@ edit (a running server reloads it), and prints the credential once. Each change 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,19 @@ def missing_indexes(path: Path, indexes: list[str]) -> list[str]:
     return missing
 
 
+def owner_only(path: Path) -> None:
+    """Make the config file at `path` readable by its owner only (mode 600, or 400 when it was
+    not writable) before a credential hash goes in: the edit keeps the file's mode, so the
+    hash is never in a file others may read. Raises ConfigError naming the file."""
+    try:
+        mode = Path(path).stat().st_mode & 0o777
+        if mode & 0o077:
+            os.chmod(path, (mode & 0o700) | 0o400)
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be made readable by its owner only: {exc.strerror or exc}",
+                          file=Path(path)) from None
+
+
 def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str) -> Config:
     """Write `[admin.users.NAME]` with the hash of `credential`. Raises ConfigError naming the
     key when the user exists, an index named does not exist (`missing_indexes`), or the edited
@@ -93,6 +107,7 @@ def add_user(path: Path, name: str, role: str, indexes: list[str], credential: s
                                                          "no index is: an owner owns only indexes that exist (check "
                                                          "the name, or create it first: kbgate index create)")
     digest = hash_credential(credential)
+    owner_only(path)
 
     def mutate(doc: TOMLDocument) -> None:
         users = _users_table(doc)

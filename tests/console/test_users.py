@@ -20,6 +20,7 @@ from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import load_config, parse_config
 from gateway.core.errors import ConfigError
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import login
 from tests.support.harness import kbgate
 
 pytestmark = pytest.mark.anyio
@@ -143,9 +144,10 @@ async def test_roles_through_the_app(tmp_path: Path, docs_index: Path, start_app
     owner = {"authorization": f"Bearer otto:{OWNER}"}
 
     # Login by user and credential through the form; a wrong one is refused, no cookie.
-    bad = await c.post("/admin/login", data={"user": "otto", "token": VIEWER})
-    assert bad.status_code == 401 and "set-cookie" not in bad.headers and "do not match" in bad.text
-    ok = await c.post("/admin/login", data={"user": "otto", "token": OWNER})
+    bad = await login(c, "otto", VIEWER)
+    assert bad.status_code == 401 and "kbgate_admin=" not in bad.headers.get("set-cookie", "") \
+        and "do not match" in bad.text
+    ok = await login(c, "otto", OWNER)
     assert ok.status_code == 303 and ok.headers["location"] == "/admin/"
     page = await c.get("/admin/gaps")
     assert page.status_code == 200 and "otto (owner of docs)" in page.text

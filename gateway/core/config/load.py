@@ -9,6 +9,7 @@ the config file, so a config means the same thing whatever the working directory
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -174,7 +175,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         source=source,
         log_level=log.choice("level", LOG_LEVELS, "info"),
         paths=paths,
-        admin=parse_admin(top.table("admin")),
+        admin=parse_admin(top.table("admin"), base_dir, env),
         agent=agent,
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
@@ -198,7 +199,7 @@ def _route_dials(tenants: Mapping[str, Tenant], agent: AgentConfig) -> Iterator[
 
 def _server(t: Fields) -> ServerConfig:
     t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds",
-            "readiness", "public_url"})
+            "readiness", "public_url", "trusted_proxies"})
     bind = t.string("bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -212,7 +213,23 @@ def _server(t: Fields) -> ServerConfig:
         keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
         readiness=t.choice("readiness", READINESS_MODES, "any"),
         public_url=_public_url(t.data.get("public_url")),
+        trusted_proxies=_networks(t),
     )
+
+
+def _networks(t: Fields) -> tuple[str, ...]:
+    """`server.trusted_proxies`: each an IP address or network ('10.0.0.0/8'), kept normalised.
+    Raises ConfigError naming the entry."""
+    out: list[str] = []
+    if t.data.get("trusted_proxies") == []:
+        return ()
+    for i, value in enumerate(t.strings("trusted_proxies") or ()):
+        try:
+            out.append(str(ipaddress.ip_network(value.strip(), strict=False)))
+        except ValueError:
+            raise ConfigError(f"server.trusted_proxies[{i}]", "must be an IP address or network, e.g. "
+                                                              "10.0.0.0/8 or 127.0.0.1") from None
+    return tuple(out)
 
 
 def _public_url(value: object) -> str | None:
