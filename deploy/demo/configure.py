@@ -12,7 +12,9 @@ once and kept in OUT_DIR, readable by the owner only: `secret` (the tenant's sig
 `ref-key` (the master key of signed refs), `admin-token` (the console's admin token at
 /admin/; the config holds only its SHA-256) and `session-key` (what console sessions are signed
 with: `admin.session_secret_file`, so a restart keeps everyone logged in). Re-running keeps
-them. The config itself is written readable by its owner only (it holds credential hashes).
+them. The console's record (gaps, their marks and filings, questions per day, logouts) is kept
+in `console-state.json` (`admin.state_file`): the demo has no Redis, and a restart loses none of
+it. The config itself is written readable by its owner only (it holds credential hashes).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def configure(out: Path) -> Path:
     admin = tomlkit.table()
     admin["token_sha256"] = hashlib.sha256(admin_token.encode("ascii")).hexdigest()
     admin["session_secret_file"] = "session-key"
+    admin["state_file"] = "console-state.json"  # gaps, marks, counts and logouts outlive a restart (no Redis here)
     doc.add(tomlkit.nl())
     doc.add(tomlkit.comment("The console at /admin/: log in with the token in admin-token (only its SHA-256 is here)"))
     doc["admin"] = admin

@@ -25,6 +25,7 @@ from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.asked import make_counts
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.console.keep import keeper_of
 from gateway.console.once import make_once
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
 from gateway.console.sessions import make_sessions
@@ -81,6 +82,7 @@ class Gateway:
         rt.on_close(self.login_throttle.close)
         self.sessions = make_sessions(rt.config, rt.clock.now)  # console login sessions
         rt.on_close(self.sessions.close)
+        self.keeper = keeper_of(rt.config, self.gaps, self.asked, self.sessions)  # admin.state_file, or None
         self.document_writes = Writes(rt)  # one queue per index for the document API and the console
         rt.on_close(self.deliveries.close)
         rt.on_close(self.gap_clients.close)
@@ -93,6 +95,8 @@ class Gateway:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             flusher = asyncio.get_running_loop().create_task(self.gaps.run(), name="kbgate-gaps")
             counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
+            keeping = asyncio.get_running_loop().create_task(self.keeper.run(), name="kbgate-keep") \
+                if self.keeper is not None else None
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
@@ -106,6 +110,11 @@ class Gateway:
                 watcher.cancel()
                 flusher.cancel()
                 counter.cancel()
+                if self.keeper is not None and keeping is not None:
+                    keeping.cancel()
+                    await self.gaps.flush()
+                    await self.asked.flush()
+                    await self.keeper.save_now()
                 await rt.close()
 
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),

@@ -82,8 +82,10 @@ def test_kbgate_users_add_list_remove(tmp_path: Path) -> None:
         assert refused.returncode == 2 and "admin.users.ann.indexes" in refused.stderr, refused.stderr
         assert "which no index is" in refused.stderr and path.read_text("utf-8") == before
     assert kbgate("index", "create", "--config", str(path), "--index", "docs").returncode == 0
+    path.chmod(0o644)
     added = kbgate("users", "add", "ann", "--role", "owner", "--index", "docs", "--config", str(path))
     assert added.returncode == 0, added.stderr
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds a credential hash now: its owner's only
     credential = added.stdout.split("shown once, give it to ann through your secret store): ")[1].split()[0]
     text = path.read_text("utf-8")
     assert credential not in text and "[admin.users.ann]" in text

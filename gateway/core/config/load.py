@@ -166,6 +166,10 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     agent = parse_agent(top.table("agent"), base_dir, env, tenants, search.max_chunks_per_query)
     dense, rerank = parse_dense(indexes, base_dir, env), parse_rerank(indexes, base_dir, env)
     check_dials(_route_dials(tenants, agent), dense, rerank)
+    admin = parse_admin(top.table("admin"), base_dir, env)
+    if admin.state_file is not None and replay.redis_url is not None:
+        raise ConfigError("admin.state_file", "is for a server without replay.redis_url: with Redis the console's "
+                                              "record already outlives a restart there")
     return Config(
         server=server,
         replay=replay,
@@ -175,7 +179,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         source=source,
         log_level=log.choice("level", LOG_LEVELS, "info"),
         paths=paths,
-        admin=parse_admin(top.table("admin"), base_dir, env),
+        admin=admin,
         agent=agent,
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),

@@ -201,6 +201,9 @@ class AdminConfig:
     session_secret: what console sessions are signed with (`session_secret_env` or
         `session_secret_file`, a file no other user may read), or None: a key file beside the
         config, made once (gateway.console.sessions).
+    state_file: where a server without Redis keeps the console's record across restarts (the
+        gap record, marks and filings, questions per day, session revocations:
+        gateway.console.keep), resolved against the config's folder; None: in memory only.
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
     """
@@ -210,6 +213,7 @@ class AdminConfig:
     keep_deliveries: int = 200
     users: tuple[ConsoleUserConfig, ...] = ()
     session_secret: Secret | None = None
+    state_file: Path | None = None
 
 
 # ---------------------------------------------------------------- agent clients (seeds 000, 002)
