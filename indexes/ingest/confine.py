@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..types import Document, IngestError, IngestWarning
@@ -51,6 +52,7 @@ KEEP_GROWTH = 256 * 1024 * 1024
 """A child whose resident memory grew by more than this over one file is replaced."""
 _HEADER = struct.Struct(">Q")
 _CHILD = "from indexes.ingest.confine import _main; _main()"
+_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the `indexes` package
 _OUT_OF_MEMORY = ("MemoryError", "Memory allocation failed")
 ReadItem = Document | IngestError | IngestWarning
 
@@ -76,8 +78,10 @@ class _Child:
     """One reader process and its two pipes."""
 
     def __init__(self) -> None:
+        env = dict(os.environ)  # the child imports this very package, installed or not
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH", "")) if p)
         self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, close_fds=True)
+                                     stdout=subprocess.PIPE, close_fds=True, env=env)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
