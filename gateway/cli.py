@@ -11,6 +11,7 @@ kbgate eval --queries FILE ... (see gateway/evaluation/evaluate.py)
 kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
 kbgate try --config FILE --caller CALLER ... --query Q (see gateway/console/try_cli.py)
 kbgate users add|list|remove  the console's users and roles (see gateway/console/users_cli.py)
+kbgate deleted list|restore|purge  documents deleted from the console (see gateway/ops/deleted_cli.py)
 
 Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
 2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
@@ -155,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.console.users_cli import register as register_users
 
     register_users(sub)
+    from gateway.ops.deleted_cli import register as register_deleted
+
+    register_deleted(sub)
     return p
 
 

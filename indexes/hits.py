@@ -30,6 +30,7 @@ from . import publish_time
 from .analysis import QueryTerms, normalize
 from .documents import stored_str
 from .metadata import decode
+from .passages import Piece, passage, question_of_terms
 from .relevance import Question
 from .search import bounded, excerpt
 from .types import DEFAULT_BOUNDS, CoverImage, Hit, Scores, SearchBounds
@@ -141,6 +142,7 @@ def search_hits(
     bounds: SearchBounds = DEFAULT_BOUNDS,
     judge: Judge | None = None,
     floor: float = 0.0,
+    asked: Question | None = None,
 ) -> list[Hit]:
     """The best `limit` hits of `query`, highest score first (see module docstring).
 
@@ -149,12 +151,14 @@ def search_hits(
     chunks themselves (at most max_chunks_per_query), each with its own content only.
     judge: each loaded chunk's relevance (`judge`; None: 0.0); floor: relevance 0..1 under which
     a result's chunk is dropped, not replaced, and a further chunk is not appended (0: none).
+    asked: the question the Summaries answer (`indexes.passages`; None: from `terms` alone).
     """
     rate: Judge = judge if judge is not None else (lambda _doc: 0.0)
     if not one_per_document:
         found = searcher.search(query, min(limit, bounds.max_chunks_per_query), count=False).hits
         loaded = ((float(score), searcher.doc(a)) for score, a in found)
-        return [make_hit(score, doc, terms, summary_chars, content_chars, scores=Scores(bm25=score), relevance=rel)
+        return [make_hit(score, doc, terms, summary_chars, content_chars, scores=Scores(bm25=score), relevance=rel,
+                         asked=asked)
                 for score, doc in loaded if (rel := rate(doc)) >= floor]
 
     def load(addresses: list[DocAddress]) -> Iterator[tantivy.Document]:
@@ -167,13 +171,13 @@ def search_hits(
         rel = rate(doc)
         if rel >= floor:
             hits.append(make_hit(c.score, doc, terms, summary_chars, content_chars, load(c.more),
-                                 scores=Scores(bm25=c.score), relevance=rel))
+                                 scores=Scores(bm25=c.score), relevance=rel, asked=asked))
     return hits
 
 
 def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_chars: int,
              content_chars: int, context: Iterable[tantivy.Document] = (), *,
-             scores: Scores = NO_SCORES, relevance: float = 0.0) -> Hit:
+             scores: Scores = NO_SCORES, relevance: float = 0.0, asked: Question | None = None) -> Hit:
     """A Hit from the best chunk `doc`; `context`: further matching chunks of the same
     document (best first), appended to the content while `content_chars` allows (consumed
     only that far), each cut to its best-matching window of at most CONTEXT_WINDOW_CHARS.
@@ -183,10 +187,13 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
     text = stored_str(doc, "text") or ""
     content = chunk_text(doc)
     more = iter(context)
+    pieces = [Piece(doc.get_first("heading") or "", text, stored_str(doc, "text_fold"))]
     while len(content) + 2 < content_chars:  # best first, until the bound
         extra = next(more, None)
         if extra is None:
             break
+        pieces.append(Piece(extra.get_first("heading") or "", stored_str(extra, "text") or "",
+                            stored_str(extra, "text_fold")))
         room = min(content_chars - len(content) - 2, CONTEXT_WINDOW_CHARS)
         more_text = chunk_text(extra)
         if len(more_text) > room:
@@ -201,7 +208,7 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         chunk=n,
         title=doc.get_first("title") or "",
         # No text_fold stored: text.lower() is the fold (or folding changed its length).
-        summary=excerpt(text, terms, summary_chars, folded=stored_str(doc, "text_fold")),
+        summary=passage(pieces, asked if asked is not None else question_of_terms(terms.text), summary_chars),
         content=bounded(content, content_chars),
         score=float(score),
         url=doc.get_first("url") or None,
@@ -214,4 +221,5 @@ def make_hit(score: float, doc: tantivy.Document, terms: QueryTerms, summary_cha
         metadata=decode(doc.get_first("metadata")),
         relevance=relevance,
         scores=scores,
+        heading=doc.get_first("heading") or "",
     )

@@ -67,9 +67,9 @@ class KnowledgeIndex:
     """One opened index. Thread-safe for searches; `ingest` is for the one writer process.
 
     Build through `IndexStore.open` / `IndexStore.create_or_open_for_write`.
-    search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a
-    caller on an event loop may run it inline; a subclass that waits on something else sets
-    it True (`indexes.dense.HybridIndex`: a query embedding).
+    search_may_wait: False: `search` only computes (no I/O wait beyond the mapped index), so a caller on an
+    event loop may run it inline; True in a subclass that waits (`indexes.dense.HybridIndex`: a query
+    embedding). model_ready: its query model answered (always, here; a hybrid index's once warmed).
     generation, commit: opstamp and `indexes.stats.commit_label` (/readyz) of the reader's last (re)load.
     incarnation: how many changed meta.json files this process's reader loaded (0 at open);
     with `generation` it names what the reader shows even when a folder rebuilt from scratch
@@ -92,15 +92,9 @@ class KnowledgeIndex:
                  bounds: SearchBounds = DEFAULT_BOUNDS, shadow: Shadow | None = None) -> None:
         self.name = name
         self.shadow = shadow
-        self.bounds = bounds
-        self.path = path
-        self._index = index
-        self._schema = index.schema
+        self.bounds, self.path, self._index, self._schema = bounds, path, index, index.schema
         self._filters: dict[SearchFilter | None, tuple[Query | None, Query | None]] = {}
-        self._doc_freqs = DocFreqs()
-        self._clock = clock
-        self.boosts = boosts
-        self.chunk_chars = chunk_chars
+        self._doc_freqs, self._clock, self.boosts, self.chunk_chars = DocFreqs(), clock, boosts, chunk_chars
         self._reload_lock = threading.Lock()
         self._last_check = clock()
         self._meta_mtime = meta_mtime(self.path)
@@ -110,6 +104,10 @@ class KnowledgeIndex:
         self.incarnation = 0
         self._degraded = threading.local()  # this thread's last search fell back (`answer`)
         index.reload()
+
+    @property
+    def model_ready(self) -> bool:
+        return True
 
     # ---- reading -------------------------------------------------------
 
@@ -187,19 +185,19 @@ class KnowledgeIndex:
                         filters=self._scope_parts(filter, searcher, where), doc_freqs=self._doc_freqs, plan=plan)
         if q is None:
             return []
-        asked = question_of(terms, searcher, self._schema, self._doc_freqs)
+        asked, bounds = question_of(terms, searcher, self._schema, self._doc_freqs), self.bounds
         if self.rerank is not None and dials.rerank is not False:  # the optional rerank stage, before the collapse
             from .rerank.chunks import reranked_hits  # indexes.rerank imports indexes.dense, which imports this
 
             hits, reranked = reranked_hits(  # its fallback to the lexical order: the answer is not reusable (`answer`)
-                self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor, bounds=self.bounds,
+                self.rerank, searcher, self._schema, q, query, terms, limit, floor=floor, asked=asked, bounds=bounds,
                 one_per_document=one_per_document, summary_chars=summary_chars, content_chars=content_chars,
                 judge=judge(asked), candidates=dials.candidates, floor_before=dials.rerank_threshold is not None)
             self._degraded.value = getattr(self._degraded, "value", False) or not reranked
             return hits
-        return search_hits(searcher, self._schema, q, terms, limit,
-                           one_per_document=one_per_document, summary_chars=summary_chars,
-                           content_chars=content_chars, bounds=self.bounds, judge=judge(asked), floor=floor)
+        return search_hits(searcher, self._schema, q, terms, limit, one_per_document=one_per_document,
+                           summary_chars=summary_chars, content_chars=content_chars, bounds=self.bounds,
+                           judge=judge(asked), floor=floor, asked=asked)
 
     def question(self, query: str) -> Question:  # what `search` judges hits by, on the commit it sees now
         return question_of(analysed(query, self.synonyms), self._index.searcher(), self._schema, self._doc_freqs)

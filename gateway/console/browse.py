@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import doc_writes, index_create
+from gateway.console import doc_deleted, doc_writes, index_create
 from gateway.console.links import document_url, index_url
 from gateway.console.render import gate, json_answer, page, refusal, runtime
 from gateway.console.users import ConsoleUser
@@ -174,16 +174,20 @@ async def index_html(request: Request) -> Response:
         base = {"path": path, "dataset": dataset, "never": "1" if never else ""}
         links = {"prev": index_url(index, **base, page=listed.page - 1) if listed.page > 1 else "",
                  "next": index_url(index, **base, page=listed.page + 1) if listed.page < listed.pages else ""}
+    rt = runtime(request)
     return doc_writes.clear_report(page(
         request, user, "index.html", active="indexes", title=f"Index {index}", index=index, listed=listed, note=note,
-        filters=filters, links=links, days=runtime(request).config.gaps.keep_days,
-        report=doc_writes.take_report(request), upload_types=doc_writes.UPLOAD_ACCEPT))
+        filters=filters, links=links, days=rt.config.gaps.keep_days,
+        report=doc_writes.take_report(request), upload_types=doc_writes.UPLOAD_ACCEPT,
+        deleted=await anyio.to_thread.run_sync(doc_deleted.kept, rt, index),
+        keep_days=rt.config.admin.keep_deleted_days))
 
 
 async def index_json(request: Request) -> Response:
     """GET /admin/indexes/{index}.json: {index, total, matched, never, hidden, page, pages,
     datasets, documents: [{doc_id, title, path, dataset, revision, qa_visible, chunks, served,
-    top, lower, url}], note}."""
+    top, lower, url}], deleted: [{entry, id, title, path, deleted_at, by, until}] (restorable
+    deletions, gateway.console.doc_deleted), note}."""
     user = await gate(request, "view", as_json=True)
     if isinstance(user, Response):
         return user
@@ -194,6 +198,9 @@ async def index_json(request: Request) -> Response:
         return json_answer({"error": note}, 503)
     body = asdict(listed)
     body["documents"] = [{k: v for k, v in r.items() if k != "editable"} for r in body.pop("rows")]
+    kept = await anyio.to_thread.run_sync(doc_deleted.kept, runtime(request), index)
+    body["deleted"] = [{"entry": k.entry, "id": k.doc_id, "title": k.title, "path": k.path,
+                        "deleted_at": k.deleted_at, "by": k.by, "until": k.until} for k in kept]
     return json_answer({"index": index, **body, "note": note})
 
 
@@ -261,4 +268,5 @@ ROUTES = [
     json_route("/admin/indexes/{index}/document.json", document_json, ["GET"]),
     Route("/admin/indexes/{index}/document", document_html, methods=["GET"]),
     *doc_writes.ROUTES,
+    *doc_deleted.ROUTES,
 ]

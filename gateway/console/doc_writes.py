@@ -7,7 +7,7 @@ POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, 
                                         404 naming the index when it does not exist (never created here)
 GET  /admin/indexes/{index}/edit?id=    a Markdown or text document's text in a form
 POST /admin/indexes/{index}/edit        id, text, replace, csrf
-POST /admin/indexes/{index}/delete      id, csrf
+(deleting, confirmed and restorable: gateway.console.doc_deleted)
 POST /admin/indexes/{index}/visibility  id, visible (0: disable, 1: enable), back, csrf
 
 Each is allowed to an owner of the index and to an admin (users.can 'edit_documents'), decided
@@ -285,7 +285,7 @@ def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], datas
     return refused, docs, warnings, names
 
 
-# ---- edit, delete, disable ------------------------------------------------------------------
+# ---- edit, disable ------------------------------------------------------------------
 
 
 def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -> Document | None:
@@ -354,22 +354,6 @@ async def edit(request: Request) -> Response:
                                                                                  {doc_id: notes})})
 
 
-async def delete(request: Request) -> Response:
-    """POST /admin/indexes/{index}/delete (module doc)."""
-    allowed = await _allowed(request, "delete")
-    if isinstance(allowed, Response):
-        return allowed
-    user, index = allowed
-    fields = await read_form(request, user, FORM, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
-    doc_id = fields.get("id", "")
-    if not doc_id:
-        return refusal(request, user, as_json=False, status=400, active="indexes", text="name the document to delete")
-    out, error = await _commit(request, user, "delete", index, ChangeSet(deletes=(doc_id,)), {})
-    return _done(index_url(index), {"action": "delete", "items": _items(out, error, {doc_id: doc_id}, {})})
-
-
 async def visibility(request: Request) -> Response:
     """POST /admin/indexes/{index}/visibility (module doc)."""
     allowed = await _allowed(request, "visibility")
@@ -396,6 +380,5 @@ ROUTES = [
     Route("/admin/indexes/{index}/upload", upload, methods=["POST"]),
     Route("/admin/indexes/{index}/edit", edit_form, methods=["GET"]),
     Route("/admin/indexes/{index}/edit", edit, methods=["POST"]),
-    Route("/admin/indexes/{index}/delete", delete, methods=["POST"]),
     Route("/admin/indexes/{index}/visibility", visibility, methods=["POST"]),
 ]

@@ -3,12 +3,22 @@
 A console edit (a key, a user) lands in the file at once, but each worker loads it only at its
 next reload (gateway/serve/reload.py, within a second): a page read right after the edit's
 redirect shows the file, so the change is visible on the very next page.
+
+The pages that change the file put its SHA-256 in their forms as `base` (`file_base`, taken
+before the page reads the file, so a change in between can only make the form stale, never
+let it through); the edit is refused 409 when the file is no longer that
+(gateway/core/config/edit.py).
 """
 
 from __future__ import annotations
 
 from gateway.core.config import Config, load_config
+from gateway.core.config.edit import ConfigConflict, file_digest
 from gateway.core.errors import ConfigError
+
+CHANGED = ("the configuration changed since this page was opened (another admin or a kbgate command "
+           "edited it), so nothing was changed. Open the page again, check what changed, and redo the change.")
+BUSY = "another edit of the configuration held its lock too long, so nothing was changed. Try again in a moment."
 
 
 def file_config(config: Config, *, read_secrets: bool = False) -> Config:
@@ -21,3 +31,14 @@ def file_config(config: Config, *, read_secrets: bool = False) -> Config:
         return load_config(config.source, read_secrets=read_secrets)
     except ConfigError:
         return config
+
+
+def file_base(config: Config) -> str | None:
+    """The `base` a page puts in its forms: the SHA-256 of `config`'s file as it is now
+    (blocking), None when it came from no file or the file cannot be read."""
+    return file_digest(config.source) if config.source is not None else None
+
+
+def conflict_text(err: ConfigConflict) -> str:
+    """What a page says of a refused edit (ConfigConflict: 409), without the file's path."""
+    return BUSY if err.busy else CHANGED

@@ -25,7 +25,12 @@ LEGACY_FILTERS = ("tenant", "outcome", "n")  # /admin/?tenant=… was the delive
 
 async def _values(request: Request) -> dict[str, Any]:
     state = request.app.state
-    return await overview(runtime(request), state.asked, state.key_usage, state.deliveries)
+    values = await overview(runtime(request), state.asked, state.key_usage, state.deliveries)
+    metrics = getattr(state, "metrics", None)
+    values["hybrid"] = {index: {"hybrid": per.get("hybrid", 0),
+                                "lexical": sum(n for outcome, n in per.items() if outcome != "hybrid")}
+                        for index, per in (metrics.hybrid_outcomes() if metrics is not None else {}).items()}
+    return values
 
 
 async def overview_html(request: Request) -> Response:

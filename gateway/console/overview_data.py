@@ -6,6 +6,8 @@
                    "no_answer_rate": [...], "low_score_rate": [...], "shared": bool},
      "keys": [{tenant, key_id, live, not_after, last_used, count}],
      "refused_last_hour": {"by_reason": {reason: n}, "total": n, "scanned": n},
+     "keyless": [{"tenant", "line"}]: tenants with no key that verifies (readiness.keyless_tenants),
+     "hybrid": {index: {"hybrid": n, "lexical": n}} (added by the page: searches since the start),
      "errors": [what could not be read]}
 
 Times are unix seconds (None: never or unknown); rates are 0..1 (None on a day with no
@@ -30,7 +32,7 @@ from gateway.console.deliveries import DeliveryLog
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
-from gateway.serve.readiness import RouteState, route_states
+from gateway.serve.readiness import RouteState, keyless_tenants, route_states
 from gateway.volcengine.keyuse import KeyUsage
 
 HOUR = 3600.0
@@ -152,5 +154,6 @@ async def overview(rt: Runtime, asked: QuestionCounts, usage: KeyUsage, log: Del
     except DependencyUnavailable:
         refused = {"by_reason": {}, "total": 0, "scanned": 0}
         errors.append("deliveries record (Redis)")
-    return {"routes": routes, "indexes": facts, "questions": questions, "keys": keys,
+    keyless = [{"tenant": name, "line": line} for name, line in keyless_tenants(rt)]
+    return {"routes": routes, "indexes": facts, "questions": questions, "keys": keys, "keyless": keyless,
             "refused_last_hour": refused, "window_days": cfg.gaps.keep_days, "now": now, "errors": errors}

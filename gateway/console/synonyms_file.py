@@ -16,7 +16,8 @@ keep it in Git); the format and its rules are `indexes.synonyms`'.
   at most MAX_HISTORY changes and MAX_HISTORY_BYTES (the oldest go first), rewritten
   atomically. Never question text.
 - revert: the newest change is undone (its `before` written back) when the file is still what
-  that change wrote; the revert is itself a change, so a second revert redoes.
+  that change wrote and what the page asking for the revert showed (`base`); the revert is
+  itself a change, so a second revert redoes.
 One change at a time per file: an exclusive `flock` on the file's folder (every worker and
 `kbgate` process that uses this module), held from the base check to the history write.
 Errors: `SynonymsRefused` (lines refused: [(line, problem)]), `Stale`, `NotWritable`.
@@ -220,9 +221,15 @@ def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str
     return dataclasses.replace(rules, source=str(path))
 
 
-def revert(path: Path, shown: str, *, who: str, now: float | None = None) -> Synonyms:
-    """Undo the newest change (module doc). Raises Stale (no change kept, or the file changed
-    since it), SynonymsRefused (the previous text no longer parses), NotWritable."""
+def revert(path: Path, shown: str, *, who: str, base: str, now: float | None = None) -> Synonyms:
+    """Undo the newest change (module doc) when the file is still the text whose digest is
+    `base` (the page the revert was asked from): a stale page never undoes a newer change it did
+    not show. Raises Stale (the file changed since `base`, no change kept, or the file changed
+    outside the console since the last change), SynonymsRefused (the previous text no longer
+    parses), NotWritable."""
+    current = _current(path, shown)
+    if current.digest != base:
+        raise Stale(f"{shown} changed since it was opened: open it again to see what the last change is now")
     kept = history(path)
     if not kept:
         raise Stale("there is no change to revert")
@@ -230,7 +237,7 @@ def revert(path: Path, shown: str, *, who: str, now: float | None = None) -> Syn
     before = last.get("before")
     if not isinstance(before, str):
         raise Stale("the last change kept no previous text")
-    current = _current(path, shown)
     if current.digest != last.get("after"):
         raise Stale(f"{shown} changed outside the console since the last change: revert it where it was made")
-    return write(path, shown, before, current.digest, who=who, action="revert", now=now)
+    # `write` checks `base` again under the lock: a change landing between here and there is refused too
+    return write(path, shown, before, base, who=who, action="revert", now=now)

@@ -6,7 +6,7 @@ GET  /admin/synonyms/{index}          the file's text to edit, its rules, its hi
 POST /admin/synonyms/{index}          form `text`, `base` (the text's SHA-256 when opened): the whole file
 POST /admin/synonyms/{index}/add      form `line`, `base`: one rule appended
 POST /admin/synonyms/{index}/remove   form `number`, `line`, `base`: that line removed
-POST /admin/synonyms/{index}/revert   form `base`: the newest change undone
+POST /admin/synonyms/{index}/revert   form `base`: the newest change undone, when the file is still `base`
 POST /admin/synonyms/{index}/try      form `query`: the index searched with its synonyms, on this page
 JSON twins: GET /admin/synonyms.json, GET /admin/synonyms/{index}.json, POST /admin/synonyms/{index}.json
 ({"text", "base"} or {"revert": true, "base"}) → the file's state; 400 {"error", "refused": [{line,
@@ -164,7 +164,7 @@ def _change(rt: Runtime, index: str, fields: dict[str, str], who: str) -> tuple[
     shown = _shown(rt, path)
     action, base = fields.get("action", "save"), fields.get("base", "")
     if action == "revert":
-        return action, sf.revert(path, shown, who=who, now=rt.clock.now())
+        return action, sf.revert(path, shown, who=who, base=base, now=rt.clock.now())
     current = sf.read(path, shown).text
     if action == "add":
         line = " ".join(fields.get("line", "").split())
@@ -260,7 +260,7 @@ async def index_json(request: Request) -> Response:
         if not isinstance(data, dict) or not isinstance(data.get("base", ""), str) or \
                 not (data.get("revert") is True or isinstance(data.get("text"), str)):
             return json_answer({"error": "the body must be {\"text\": str, \"base\": sha256} or "
-                                         "{\"revert\": true}"}, 400)
+                                         "{\"revert\": true, \"base\": sha256}"}, 400)
         fields = {"action": "revert" if data.get("revert") is True else "save", "text": data.get("text") or "",
                   "base": data.get("base") or ""}
         try:

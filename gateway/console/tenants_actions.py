@@ -5,12 +5,16 @@ POST /admin/tenants/{name}/test                 route (its number on the page), 
                                                 newest live key), query: a real signed callback through
                                                 the network stack, as 请求路径调试 sends it (gateway/ops/probe.py)
 POST /admin/tenants/{name}/keys                 key_id (optional), value (optional: the key the Volcengine
-                                                console shows; empty: generate one, shown once)
-POST /admin/tenants/{name}/keys/{key_id}/retire when: now | 3600 | 86400 (seconds of grace)
+                                                console shows; empty: generate one, shown once), base
+POST /admin/tenants/{name}/keys/{key_id}/retire when: now | 3600 | 86400 (seconds of grace; no default),
+                                                base, confirm: without confirm=1 a browser gets the
+                                                confirmation page (what stops, when), which posts it
 
-Keys change only through gateway/ops/secrets.py (`add_key`, `retire_key`: its rules, its atomic
-validated edit); the running workers reload the file within a second. Every attempt is audited
-(gateway/console/changes.py) with the key id, never a secret or the question.
+base: the config file's SHA-256 when the page was drawn (gateway/console/on_disk.py); an edit of a
+file that changed since is refused 409 and changes nothing (a tool may leave base out). Keys
+change only through gateway/ops/secrets.py (`add_key`, `retire_key`: its rules, its locked,
+atomic, validated edit); the running workers reload the file within a second. Every attempt is
+audited (gateway/console/changes.py) with the key id, never a secret or the question.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import asyncio
 from typing import Any
 from urllib.parse import quote
 
+from redis.exceptions import RedisError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,21 +31,25 @@ from starlette.routing import Route
 
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
+from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore
-from gateway.console.render import gate, json_answer, read_form, refusal, runtime, see_other
+from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.session import presented
-from gateway.console.tenants_data import test_url
+from gateway.console.tenants_data import key_state, test_url
 from gateway.console.tenants_page import DEFAULT_QUERY
 from gateway.console.users import ConsoleUser, can
 from gateway.core.config import Config, Tenant
+from gateway.core.config.edit import ConfigConflict
 from gateway.core.errors import RET_TABLE, ConfigError, DependencyUnavailable
 from gateway.ops.probe import probe
+from gateway.ops.retirement import retirement_problem
 from gateway.ops.secrets import add_key, retire_key
 
 TEST_LIMIT = 3  # results the connectivity test asks for
 TEST_TIMEOUT = 10.0  # seconds the test waits for the callback's answer
 LOAD_WAIT = 3.0  # seconds the test waits for this worker to load a key just added
 GRACE = {"now": 0, "3600": 3600, "86400": 86400}
+GRACE_WORDS = {"now": "now", "3600": "in 1 hour", "86400": "in 24 hours"}
 
 
 async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser, bool, Tenant] | Response:
@@ -156,9 +165,14 @@ async def add_tenant_key(request: Request) -> Response:
         return fields
     rt = runtime(request)
     key_id, value = fields.get("key_id", "").strip() or None, fields.get("value", "").strip() or None
+    base = fields.get("base") or None
     try:
         added = await run_in_threadpool(lambda: add_key(_source(rt.config), name, now=rt.clock.now(), key_id=key_id,
-                                                        value=value, value_source="the key field"))
+                                                        value=value, value_source="the key field", base=base))
+    except ConfigConflict as err:
+        audit_change(rt.config, user.name, "tenants.add_key", name, status=409, key_id=key_id)
+        return refusal(request, user, as_json=by_tool, status=409, active="tenants",
+                       text=f"Key not added: {conflict_text(err)}")
     except ConfigError as err:
         audit_change(rt.config, user.name, "tenants.add_key", name, status=400, key_id=key_id)
         return refusal(request, user, as_json=by_tool, status=400, active="tenants",
@@ -183,12 +197,22 @@ async def retire_tenant_key(request: Request) -> Response:
     if isinstance(fields, Response):
         return fields
     rt = runtime(request)
-    grace = GRACE.get(fields.get("when", "now"))
+    when = fields.get("when", "")
+    grace = GRACE.get(when)
     if grace is None:
-        return refusal(request, user, as_json=by_tool, status=400, active="tenants", text="Choose when to retire it.")
+        return refusal(request, user, as_json=by_tool, status=400, active="tenants",
+                       text="Choose when to retire the key: now, in 1 hour or in 24 hours. Nothing was changed.")
+    base = fields.get("base") or None
+    if not by_tool and fields.get("confirm") != "1":
+        return await _confirm_retire(request, user, name, key_id, when, base)
     now = rt.clock.now()
     try:
-        await run_in_threadpool(lambda: retire_key(_source(rt.config), name, key_id, now=now, at=now + grace))
+        await run_in_threadpool(lambda: retire_key(_source(rt.config), name, key_id, now=now, at=now + grace,
+                                                   base=base))
+    except ConfigConflict as err:
+        audit_change(rt.config, user.name, "tenants.retire_key", name, status=409, key_id=key_id)
+        return refusal(request, user, as_json=by_tool, status=409, active="tenants",
+                       text=f"Key {key_id} not retired: {conflict_text(err)}")
     except ConfigError as err:
         audit_change(rt.config, user.name, "tenants.retire_key", name, status=409, key_id=key_id)
         return refusal(request, user, as_json=by_tool, status=409, active="tenants",
@@ -197,6 +221,35 @@ async def retire_tenant_key(request: Request) -> Response:
     if by_tool:
         return json_answer({"tenant": name, "key_id": key_id, "not_after": now + grace})
     return see_other(_back(name) + "#keys")
+
+
+async def _confirm_retire(request: Request, user: ConsoleUser, name: str, key_id: str, when: str,
+                          base: str | None) -> Response:
+    """The confirmation page of a retirement: the key, when it stops, its last use and the
+    tenant's other keys; its one form posts the same choice with confirm=1 (no JavaScript)."""
+    rt = runtime(request)
+    on_disk = await run_in_threadpool(file_config, rt.config)
+    tenant = on_disk.tenants.get(name)
+    keys = tenant.secrets if tenant is not None else ()
+    if key_id not in {k.id for k in keys}:
+        return refusal(request, user, as_json=False, status=404, active="tenants",
+                       text=f"Tenant {name} has no key {key_id}. Nothing was changed.")
+    now = rt.clock.now()
+    try:
+        used = await request.app.state.key_usage.read(name, [k.id for k in keys])
+    except (RedisError, OSError, TimeoutError, DependencyUnavailable):  # shown when known, never a stop
+        used = None
+    others = [{"id": k.id, "state": key_state(k, now), "not_after": k.not_after,
+               "count": used[k.id].count if used and k.id in used else None} for k in keys if k.id != key_id]
+    mine = used.get(key_id) if used else None
+    was = next(k.not_after for k in keys if k.id == key_id)
+    problem = retirement_problem(name, key_id, [k for k in keys if k.id != key_id], when=now + GRACE[when],
+                                 was=was, now=now)  # said before the question; the edit checks it again
+    return page(request, user, "tenant_retire.html", active="tenants", title=f"Retire key {key_id}?", name=name,
+                key_id=key_id, when=when, when_words=GRACE_WORDS[when], stops_at=now + GRACE[when],
+                others=others, last_used=mine.last if mine else None, usage_known=used is not None,
+                base=base or await run_in_threadpool(file_base, rt.config), problem=problem,
+                status=409 if problem else 200)
 
 
 ROUTES = [

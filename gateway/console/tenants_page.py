@@ -4,7 +4,8 @@ GET /admin/tenants                 every tenant: its callback URL, mode and keys
 GET /admin/tenants/{name}          one tenant: what to paste, each key's state and last use, the
                                    connectivity test and key rotation as steps (admins act; others read)
                                    ?shown=ID shows a new key once; ?test=ID a test's answer
-GET /admin/tenants.json[?tenant=]  the same values (gateway/console/tenants_data.py) as JSON
+GET /admin/tenants.json[?tenant=]  the same values (gateway/console/tenants_data.py) as JSON, and
+                                   "base": the config file's SHA-256 for a tool's change
 
 The changes (test, add a key, retire one) are POSTs of gateway/console/tenants_actions.py. A
 secret is never in a URL, a log or this page after its first showing.
@@ -19,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console.on_disk import file_config
+from gateway.console.on_disk import file_base, file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, message, page, runtime
 from gateway.console.session import presented
@@ -58,10 +59,11 @@ async def tenants_json(request: Request) -> Response:
     if isinstance(user, Response):
         return user
     name = request.query_params.get("tenant")
+    base = await run_in_threadpool(file_base, runtime(request).config)
     views = await _views(request, [name] if name is not None else None)
     if name is not None and not views:
         return json_answer({"error": "no such tenant"}, 404)
-    return json_answer({"tenants": views})
+    return json_answer({"tenants": views, "base": base})
 
 
 def _secret_of(config: Config, tenant: str, key_id: str) -> str | None:
@@ -108,6 +110,7 @@ async def tenant_html(request: Request) -> Response:
     if isinstance(user, Response):
         return user
     name = request.path_params["name"]
+    base = await run_in_threadpool(file_base, runtime(request).config)  # before the page reads the file
     views = await _views(request, [name])
     if not views:
         return message(request, user, "No such tenant", "No tenant of that name is configured.", status=404,
@@ -116,7 +119,7 @@ async def tenant_html(request: Request) -> Response:
     rt = runtime(request)
     return page(request, user, "tenant.html", active="tenants", title=f"Tenant {name}", t=views[0], shown=shown,
                 test=test, error=error, advice=ADVICE, default_query=DEFAULT_QUERY,
-                public_url=rt.config.server.public_url)
+                public_url=rt.config.server.public_url, base=base or "")
 
 
 ROUTES = [

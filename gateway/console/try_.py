@@ -348,7 +348,7 @@ def to_json(tried: Tried) -> dict[str, Any]:
             "expansions": [{"term": term, "synonym": syn} for term, syn in t.expansions],
             "analysis": [{"word": a.word, "weight": a.weight, "matched": a.matched, "via": a.via}
                          for a in t.analysis],
-            "cosine_line": t.cosine_line, "dials": t.dials, "gap": t.gap,
+            "cosine_line": t.cosine_line, "dials": t.dials, "gap": t.gap, "answered": t.answered,
             "kept": [_hit(h, t, i + 1) for i, h in enumerate(t.kept)],
             "dropped": [{"id": d.hit.id, "doc_id": d.hit.doc_id, "chunk": d.hit.chunk, "title": d.hit.title,
                          "path": d.hit.path, "score": d.hit.score, "relevance": d.hit.relevance,

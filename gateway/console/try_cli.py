@@ -141,6 +141,9 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"  scope: datasets {s['scope'].get('datasets')}, paths {s['scope'].get('path_globs')}")
         if s.get("cosine_line"):
             lines.append("  " + cosine_line_text(s["cosine_line"], s["index"]))
+        if s.get("answered"):
+            lines.append(f"  answered: {s['answered']}" + ("" if s["answered"] == "hybrid" else
+                         " (the query embedding did not answer in time: this answer is BM25's alone)"))
         if s.get("dials"):
             lines.append(f"  dials: {dials_text(s['dials'])}")
         lines.append("  #  score     relevance bm25      dense     fused     rerank    id [heading] terms")

@@ -98,10 +98,12 @@ def owner_only(path: Path) -> None:
                           file=Path(path)) from None
 
 
-def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str) -> Config:
+def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str, *,
+             base: str | None = None) -> Config:
     """Write `[admin.users.NAME]` with the hash of `credential`. Raises ConfigError naming the
     key when the user exists, an index named does not exist (`missing_indexes`), or the edited
-    config is invalid (the file is then untouched)."""
+    config is invalid, ConfigConflict when `base` (the file's SHA-256 as the caller read it) is
+    given and the file changed since (the file is then untouched)."""
     if indexes and (missing := missing_indexes(path, indexes)):
         raise ConfigError(f"admin.users.{name}.indexes", f"names {', '.join(repr(m[:64]) for m in missing)}, which "
                                                          "no index is: an owner owns only indexes that exist (check "
@@ -120,11 +122,12 @@ def add_user(path: Path, name: str, role: str, indexes: list[str], credential: s
         entry["credential"] = digest
         users[name] = entry
 
-    return edit_config(path, mutate)
+    return edit_config(path, mutate, base=base)
 
 
-def remove_user(path: Path, name: str) -> Config:
-    """Remove `[admin.users.NAME]`. Raises ConfigError when there is no such user."""
+def remove_user(path: Path, name: str, *, base: str | None = None) -> Config:
+    """Remove `[admin.users.NAME]`. Raises ConfigError when there is no such user, ConfigConflict
+    as `add_user` does."""
     def mutate(doc: TOMLDocument) -> None:
         admin = doc.get("admin")
         users = admin.get("users") if admin is not None else None
@@ -132,7 +135,7 @@ def remove_user(path: Path, name: str) -> Config:
             raise ConfigError(f"admin.users.{name}", "does not exist")
         del users[name]
 
-    return edit_config(path, mutate)
+    return edit_config(path, mutate, base=base)
 
 
 def cmd_users_add(args: argparse.Namespace) -> int:

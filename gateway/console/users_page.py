@@ -1,8 +1,10 @@
 """`/admin/users`: who may use the console, with which role (admins only).
 
 GET /admin/users        the list and the form to add one (HTML); ?added=ID shows the new credential once
-GET /admin/users.json   {"users": [...], "admin_token": bool}
-POST /admin/users       name, role (viewer | owner | admin), index.NAME=1 per index an owner owns:
+GET /admin/users.json   {"users": [...], "admin_token": bool, "base": the config file's SHA-256}
+POST /admin/users       name, role (viewer | owner | admin), index.NAME=1 per index an owner owns,
+                        base (the file's SHA-256 when the page was drawn: 409 when it changed since;
+                        a tool may leave it out):
                         adds the user through `kbgate users add`'s own code (gateway/console/users_cli.py:
                         a generated credential, only its scrypt hash in the config, audited), then
                         redirects (POST-redirect-GET); a tool with `Authorization: Bearer` gets JSON
@@ -23,12 +25,13 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.credentials import new_credential
-from gateway.console.on_disk import file_config
+from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.session import presented
 from gateway.console.users import can
 from gateway.console.users_cli import add_user
+from gateway.core.config.edit import ConfigConflict
 from gateway.core.config.owners import CONSOLE_ROLES
 from gateway.core.errors import ConfigError, DependencyUnavailable
 from gateway.core.methods import json_route
@@ -37,9 +40,11 @@ FORM = "users-add"
 
 
 async def _users(request: Request) -> dict[str, Any]:
-    admin = (await run_in_threadpool(file_config, runtime(request).config)).admin  # a user just added shows
+    config = runtime(request).config
+    base = await run_in_threadpool(file_base, config)  # before the file is read: a change between is stale
+    admin = (await run_in_threadpool(file_config, config)).admin  # a user just added shows
     return {"users": [{"name": u.name, "role": u.role, "indexes": list(u.indexes)} for u in admin.users],
-            "admin_token": admin.token_sha256 is not None}
+            "admin_token": admin.token_sha256 is not None, "base": base}
 
 
 async def users_html(request: Request) -> Response:
@@ -84,7 +89,12 @@ async def add_user_post(request: Request) -> Response:
     try:
         if rt.config.source is None:
             raise ConfigError("<file>", "this server was not started from a config file: use kbgate users add")
-        config = await run_in_threadpool(add_user, rt.config.source, name, role, indexes, credential)
+        source, base = rt.config.source, fields.get("base") or None
+        config = await run_in_threadpool(lambda: add_user(source, name, role, indexes, credential, base=base))
+    except ConfigConflict as err:
+        audit_change(rt.config, user.name, "users.add", name, status=409, role=role, indexes=indexes)
+        return refusal(request, user, as_json=by_tool, status=409, active="users",
+                       text=f"User {name} not added: {conflict_text(err)}")
     except ConfigError as err:
         audit_change(rt.config, user.name, "users.add", name, status=400, role=role, indexes=indexes)
         return refusal(request, user, as_json=by_tool, status=400, active="users",

@@ -24,6 +24,7 @@ Exception tree (each code is defined once, in the one table its branch reads)::
     │   ├── McpError                 the MCP server's own refusals: code from MCP_CODES
     │   └── DocumentError            the document API's refusals: code from DOCUMENT_CODES
     ├── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
+    │   └── ConfigConflict           409 config_changed: an edit refused (gateway/core/config/edit.py)
     └── TryInvalid                   an admin's try that cannot be run as asked: code 'try_invalid', naming the field
 
 One table per wire format, no code in two of them: RET_TABLE (the Volcengine envelope's Ret

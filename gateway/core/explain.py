@@ -89,6 +89,9 @@ class SearchTrace:
         "one": float, "source": "measured" | "config" | "model"}, or None on a lexical index.
     dials: the route's effective retrieval dials by name (e.g. "dense_share", "candidates",
         "rerank", "rerank_threshold", "neighbours"), as the search used them; {} when none.
+    answered: how a hybrid index answered: 'hybrid', or 'lexical: <reason>' when the query
+        embedding failed it (a deadline, the breaker, vectors not published yet); None on a
+        lexical index.
     gap: the route's gap threshold and this question's verdict, {"threshold": float,
         "gap": bool, "reason": str}, or None where no gap rule applies (filled by the try,
         from the console's gap rule, not by the core).
@@ -114,6 +117,7 @@ class SearchTrace:
     cosine_line: dict[str, object] | None = None
     dials: dict[str, object] = field(default_factory=dict)
     gap: dict[str, object] | None = None
+    answered: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +219,9 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
                     stages_ms={"index": took_ms, "floor_and_scope": check_ms}, kept=list(kept),
                     expansions=analysed(query, idx.synonyms).expansions, dials=effective_dials(idx, dials))
     t.cosine_line = idx.cosine_line().view() if isinstance(idx, HybridIndex) else None
+    if isinstance(idx, HybridIndex):  # read first: the explanation searches below search it again
+        outcome = idx.dense.last_outcome() or "hybrid"
+        t.answered = "hybrid" if outcome == "hybrid" else f"lexical: {outcome.removeprefix('fallback:')}"
     started = time.perf_counter()
     asked = idx.question(query)
 
@@ -231,8 +238,6 @@ def trace(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: int, *,
                                      and rerank < threshold else under_floor(h, texts[h.id]) if h.relevance < floor
                                      else "scope"))
     wide = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
-    # summary_chars as large as content_chars: a chunk's summary is then its whole text (stripped), and
-    # its content is "heading\ntext", so the heading is what the content holds before the text.
     chunks = idx.search(query, wide, one_per_document=False, summary_chars=CANDIDATE_CHARS,
                         content_chars=CANDIDATE_CHARS)
     narrowed = None
@@ -296,9 +301,5 @@ def effective_dials(idx: KnowledgeIndex, dials: Dials) -> dict[str, object]:
 
 
 def _heading(chunk: Hit) -> str:
-    """The section heading of a candidate chunk (see `trace`: its content is "heading\ntext",
-    its summary the text), '' when it has none."""
-    content, text = chunk.content.rstrip(), chunk.summary
-    if not text or len(content) <= len(text) or not content.endswith(text):
-        return ""
-    return content[: len(content) - len(text)].strip()
+    """The section heading of a candidate chunk, '' when it has none."""
+    return chunk.heading.strip()

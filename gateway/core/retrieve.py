@@ -158,6 +158,7 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     While an admin's try explains (`gateway.core.explain.EXPLAIN` set) the answer is computed
     the same way, the cache only peeked at and never filled, and a trace is appended.
     """
+    summary_chars = dials.summary_chars or summary_chars  # a route's budget wins over the caller's
     ex = EXPLAIN.get()
     if ex is not None:
         return await _explained(indexes, ex, scope, query, limit, summary_chars=summary_chars,
@@ -229,7 +230,7 @@ def search_now(idx: KnowledgeIndex, scope: EffectiveScope, query: str, limit: in
                dials: Dials = NO_DIALS) -> Searched:
     """`search` on an opened index, in the calling thread (it may block: see `search`), never
     from the answer cache. For measurements (bench/offload.py); a wing awaits `search`."""
-    return _search(idx, scope, normalize_query(query), limit, summary_chars=summary_chars,
+    return _search(idx, scope, normalize_query(query), limit, summary_chars=dials.summary_chars or summary_chars,
                    content_chars=content_chars, one_per_document=one_per_document, floor=floor,
                    with_generation=with_generation, where=where, dials=dials)[0]
 

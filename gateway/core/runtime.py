@@ -113,6 +113,15 @@ class Runtime:
         return sorted({r.index for t in self.config.tenants.values() for r in t.routes}
                       | {r.index for r in self.config.agent.routes.values()})
 
+    def open_routed(self) -> None:
+        """Open every routed index (a hybrid one starts loading its query model); one that cannot
+        be opened is left to /readyz and its callers' errors. Blocking: run it in a thread."""
+        for name in self.routed_indexes():
+            try:
+                self.index(name)
+            except (DependencyUnavailable, OSError, ValueError):
+                continue
+
     def index_stats(self) -> list[tuple[str, IndexStats | None]]:
         """(name, stats or None when it cannot be opened) of every routed index (tenant and
         agent routes), for /metrics."""

@@ -39,8 +39,9 @@ def document_id(hit: Hit, index: str) -> str:
     return f"kbgate-{digest[:24]}"
 
 
-def record(hit: Hit, score: float, index: str) -> dict[str, Any]:
-    """One Dify record for `hit` with its record `score` (see the module docstring)."""
+def record(hit: Hit, score: float, index: str, *, snippet: bool = False) -> dict[str, Any]:
+    """One Dify record for `hit` with its record `score` (see the module docstring); content: the
+    hit's snippet (`indexes.passages`) with `snippet`, else its content."""
     doc_id = document_id(hit, index)
     meta: dict[str, Any] = {name: list(v) if isinstance(v, tuple) else v for name, v in hit.metadata}
     meta["document_id"] = doc_id
@@ -48,10 +49,12 @@ def record(hit: Hit, score: float, index: str) -> dict[str, Any]:
                         ("publish_time", hit.publish_time)):
         if value is not None and value != "":
             meta[name] = value
-    return {"content": hit.content or hit.title, "score": score, "title": hit.title or doc_id, "metadata": meta}
+    content = hit.summary if snippet and hit.summary else hit.content
+    return {"content": content or hit.title, "score": score, "title": hit.title or doc_id, "metadata": meta}
 
 
-def records(hits: Sequence[Hit], index: str, *, threshold: float) -> list[dict[str, Any]]:
-    """Records of `hits` (best first) whose score (`score`) is at least `threshold`."""
+def records(hits: Sequence[Hit], index: str, *, threshold: float, snippet: bool = False) -> list[dict[str, Any]]:
+    """Records of `hits` (best first) whose score (`score`) is at least `threshold`; with `snippet`
+    (a route that sets summary_chars), each record's content is the hit's snippet, not its content."""
     scored = [(score(h), h) for h in hits]
-    return [record(h, s, index) for s, h in scored if s >= threshold]
+    return [record(h, s, index, snippet=snippet) for s, h in scored if s >= threshold]

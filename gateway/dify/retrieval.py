@@ -69,6 +69,6 @@ async def retrieval(call: Call) -> dict[str, Any]:
     except DependencyUnavailable:
         raise DifyError("dify.knowledge_unavailable", f"knowledge {clip(req.knowledge_id, 64)!r} cannot be "
                                                       "searched right now") from None
-    out = records(found.hits, eff.index, threshold=req.score_threshold)
+    out = records(found.hits, eff.index, threshold=req.score_threshold, snippet=route.dials.summary_chars is not None)
     call.event.extra.update({"hits": len(found.hits), "records": len(out), "search_ms": round(found.took_ms, 3)})
     return {"records": out}

@@ -12,10 +12,13 @@ it was answered with a result and is not any more, lost the other way round. The
 commit message.
 
 File shape: {"rev": str, "when": str (ISO 8601 UTC), "sets": {"<corpus>/<set label>":
-{"<system>": {"<query id>": [mrr, hit, results]}}}, "fallbacks": {"<corpus>/<set label>":
+{"<system>": {"<query id>": [mrr, hit, results(, in the 5 Summaries, in the first)]}}},
+"fallbacks": {"<corpus>/<set label>":
 {"<system>": int | null}}} ("fallbacks": searches a column answered without its hybrid or rerank
 stage, `gateway.evaluation.eval_serve`; absent in runs saved before it was counted). Nothing here
-holds question text.
+holds question text. With `summaries=True`, `compare` judges the Summaries instead: a question is
+won when the answer enters the 5 Summaries, or stays there and enters the first Summary; lost the
+other way round (questions saved without Summary figures are not compared).
 """
 
 from __future__ import annotations
@@ -60,13 +63,18 @@ def save(folder: Path, per_set: PerSet, rev: str, now: dt.datetime | None = None
     `folder/<time>-<rev>.json`; returns its path."""
     when = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
     data = {"rev": rev, "when": when.isoformat(),
-            "sets": {name: {system: {s.query.query_id: [s.mrr, s.hit, s.results] for s in scores}
+            "sets": {name: {system: {s.query.query_id: _outcome(s) for s in scores}
                             for system, scores in systems.items()} for name, systems in per_set.items()},
             "fallbacks": {name: dict(systems) for name, systems in (fallbacks or {}).items()}}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{when.strftime('%Y%m%dT%H%M%SZ')}-{rev.replace('+', '-')}.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     return path
+
+
+def _outcome(s: QueryScore) -> list[float | int]:
+    kept: list[float | int] = [s.mrr, s.hit, s.results]
+    return kept + [s.in_summaries, s.in_first] if s.in_summaries is not None and s.in_first is not None else kept
 
 
 def latest(folder: Path, *, before: Path | None = None) -> Path | None:
@@ -106,12 +114,16 @@ def _won(before: Outcome, after: Outcome, offtopic: bool) -> int:
     return (a > b) - (a < b)
 
 
-def compare(before: Mapping[str, Any], after: PerSet, offtopic_sets: frozenset[str] = frozenset()) -> list[Verdict]:
+def compare(before: Mapping[str, Any], after: PerSet, offtopic_sets: frozenset[str] = frozenset(),
+            *, summaries: bool = False) -> list[Verdict]:
     """Per set and system present in both runs, wins and losses of `after` against `before`
-    (a saved run, `load`). offtopic_sets: the set names judged by "answered or not"."""
+    (a saved run, `load`). offtopic_sets: the set names judged by "answered or not". summaries:
+    judge the answer in the Summaries (module doc; off-topic sets and systems without them skipped)."""
     out: list[Verdict] = []
     for name, systems in after.items():
         old_systems = before.get("sets", {}).get(name, {})
+        if summaries and name in offtopic_sets:
+            continue
         for system, scores in systems.items():
             old = old_systems.get(system)
             if old is None:
@@ -121,12 +133,21 @@ def compare(before: Mapping[str, Any], after: PerSet, offtopic_sets: frozenset[s
                 prev = old.get(s.query.query_id)
                 if prev is None:
                     continue
+                if summaries:
+                    if len(prev) < 5 or s.in_summaries is None or s.in_first is None:
+                        continue
+                    compared += 1
+                    b, a = (float(prev[3]), float(prev[4])), (s.in_summaries, s.in_first)
+                    wins += a > b
+                    losses += a < b
+                    continue
                 compared += 1
                 verdict = _won((float(prev[0]), float(prev[1]), int(prev[2])), (s.mrr, s.hit, s.results),
                                name in offtopic_sets)
                 wins += verdict > 0
                 losses += verdict < 0
-            out.append(Verdict(name, system, wins, losses, compared))
+            if compared or not summaries:
+                out.append(Verdict(name, system, wins, losses, compared))
     return out
 
 

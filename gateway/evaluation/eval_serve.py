@@ -134,7 +134,7 @@ def by_callback(name: str, sets: Sequence[list[EvalQuery]], workdir: Path, refus
         with httpx.Client(base_url=base, timeout=CLIENT_TIMEOUT_S) as client:
             latencies: list[float] = []
 
-            def via_callback(query: str) -> list[tuple[str, str]]:
+            def via_callback(query: str) -> list[tuple[str, str, str]]:
                 body = orjson.dumps({"FirstLevelId": "eval", "SecondLevelId": name, "Query": query, "Limit": LIMIT})
                 started = time.perf_counter()
                 r = client.post("/volcengine/eval", content=body, headers=sign_headers(secret, body, int(time.time())))
@@ -145,8 +145,8 @@ def by_callback(name: str, sets: Sequence[list[EvalQuery]], workdir: Path, refus
                     return []
                 if env.get("Ret") != 0:
                     raise RuntimeError(f"callback failed: Ret={env.get('Ret')} Msg={env.get('Msg')}")
-                return [(doc_id_of(i["Id"]), f"{i.get('Summary', '')}\n{i.get('KnowledgeContent', '')}")
-                        for i in env["Result"]]
+                return [(doc_id_of(i["Id"]), f"{i.get('Summary', '')}\n{i.get('KnowledgeContent', '')}",
+                         str(i.get("Summary", ""))) for i in env["Result"]]
 
             counter, used = _STAGES.get(stage, ("", ""))
 
@@ -164,7 +164,7 @@ def by_callback(name: str, sets: Sequence[list[EvalQuery]], workdir: Path, refus
                 cpu_before = tree_cpu_seconds(proc.pid)
                 standin_before = tree_cpu_seconds(standin_pid) if standin_pid else 0.0
                 seen = read()
-                scores = score_queries(via_callback, queries, mrr_k=10, answer_k=5)
+                scores = score_queries(via_callback, queries, mrr_k=10, answer_k=5, summaries=True)
                 fell = fallbacks(seen, read(), used) if counter else None
                 cpu = tree_cpu_seconds(proc.pid) - cpu_before
                 standin_cpu = tree_cpu_seconds(standin_pid) - standin_before if standin_pid else None

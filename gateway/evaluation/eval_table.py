@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from gateway.evaluation.evaluation import EvalResult, QueryScore, summarize
 
-__all__ = ["SERVED", "SYSTEMS", "Row", "Served", "costs_table", "fallbacks_table", "rows", "table"]
+__all__ = ["SERVED", "SYSTEMS", "Row", "Served", "costs_table", "fallbacks_table", "rows", "summaries_table", "table"]
 
 SERVED = ("lexical", "hybrid", "rerank")
 """The systems served by `kbgate serve` over signed callbacks: the index as configured by default
@@ -113,6 +113,30 @@ def table(rows: list[Row]) -> str:
             cells += [_fmt(r.scores.get(s), "answer_hit") for s in SYSTEMS]
         cells += [_fmt(r.scores.get(s), "answered") for s in SERVED]
         out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def summaries_table(rows: list[Row]) -> str:
+    """Markdown table of what the agent's model reads, whole on-topic sets only, per served
+    system: answer-hit@5 over Summary and KnowledgeContent, the answer in the first 5 Summaries
+    (and that share of answer-hit@5), in the first Summary, the mean Summary in characters, and
+    the searches that fell back (hybrid, rerank)."""
+    head = ["corpus", "question set", "queries", "system", "answer-hit@5", "in the 5 Summaries", "of answer-hit@5",
+            "in the first Summary", "mean Summary chars", "fallbacks"]
+    out = ["| " + " | ".join(head) + " |", "|---|---|---:|---|" + "---:|" * (len(head) - 4)]
+    for r in rows:
+        if r.style or r.offtopic:
+            continue
+        for s in SERVED:
+            got = r.scores.get(s)
+            if got is None or got.in_summaries is None:
+                continue
+            share = got.in_summaries / got.answer_hit if got.answer_hit else 0.0
+            fell = r.fallbacks.get(s)
+            out.append("| " + " | ".join(_names(r) + [s, f"{got.answer_hit:.3f}", f"{got.in_summaries:.3f}",
+                                                      f"{share:.2f}", f"{got.in_first:.3f}",
+                                                      f"{got.mean_summary or 0.0:.0f}",
+                                                      "—" if fell is None else str(fell)]) + " |")
     return "\n".join(out)
 
 

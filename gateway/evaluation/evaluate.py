@@ -44,7 +44,17 @@ from gateway.evaluation import eval_runs
 from gateway.evaluation.eval_build import build_cost
 from gateway.evaluation.eval_serve import READY_SECONDS, Standin, by_callback, doc_id_of
 from gateway.evaluation.eval_serve import standin as _standin
-from gateway.evaluation.eval_table import SERVED, SYSTEMS, Row, Served, costs_table, fallbacks_table, rows, table
+from gateway.evaluation.eval_table import (
+    SERVED,
+    SYSTEMS,
+    Row,
+    Served,
+    costs_table,
+    fallbacks_table,
+    rows,
+    summaries_table,
+    table,
+)
 from gateway.evaluation.evaluation import Bm25sBaseline, EvalQuery, QueryScore, load_queries, score_queries
 from indexes.dense import DenseConfig, HybridStore
 from indexes.ingest import read_paths
@@ -186,6 +196,10 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
              "STAND-IN reranker (the embedded model's cosine over the Cohere wire format: it measures the "
              "stage's wiring and costs, not a real reranker's quality)." if rerank else "."))
     print()
+    print("What the agent's model reads (Limit 10; the first 5 results' Summaries):")
+    print()
+    print(summaries_table(got))
+    print()
     print(costs_table(got))
     for name, cpu_s, chunks in builds:
         print(f"hybrid build, {name}: {cpu_s * 1000 / chunks:.1f} CPU-s per 1,000 chunks to embed "
@@ -200,6 +214,11 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
         verdicts = eval_runs.compare(before, per_set, frozenset(offtopic))
         print()
         print(eval_runs.verdicts_table(verdicts, f"{baseline.name} (rev {before.get('rev', '?')})"))
+        summary_verdicts = eval_runs.compare(before, per_set, frozenset(offtopic), summaries=True)
+        if summary_verdicts:
+            print()
+            print(eval_runs.verdicts_table(summary_verdicts, f"{baseline.name} (rev {before.get('rev', '?')}), "
+                                                             "on the answer in the Summaries"))
         print(eval_runs.fallbacks_note(before, fell))
     saved = eval_runs.save(runs, per_set, eval_runs.current_rev(), fallbacks=fell)
     print(f"\nper-question results saved to {saved}")

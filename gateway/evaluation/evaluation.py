@@ -8,6 +8,9 @@ Metrics (per query, averaged by `evaluate`):
   returned texts. Both sides are compared after `normalize` with whitespace,
   backticks and `*` removed, because the TiDB answers are quoted from raw
   Markdown ("取值范围是 `1` 到 `15`") while indexed text has the markup stripped.
+- answer in the 5 Summaries / in the first Summary (served systems only): an answer string
+  occurs in the `Summary` of one of the first 5 results / of the first, the text the agent's
+  model answers from; and the mean Summary length in characters.
 - answered: 1 when the answer held any result at all. On an off-topic set (questions no
   document answers: ../shared/corpora/offtopic) the right answer is none, so its share of
   answered questions is the figure to keep low.
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ __all__ = [
     "EvalQuery",
     "EvalResult",
     "QueryScore",
+    "Ranked",
     "answer_hit_at_k",
     "evaluate",
     "load_queries",
@@ -92,23 +96,32 @@ class EvalQuery:
 class QueryScore:
     """One query's figures: mrr (reciprocal rank of the first relevant document, 0 if none
     in the first k), hit (1.0 when an answer is in the first k texts, else 0.0) and results
-    (how many results the answer held)."""
+    (how many results the answer held); for a search that gives Summaries (`Ranked` triples),
+    in_summaries / in_first (1.0 when an answer is in the first 5 / the first Summary) and the
+    Summaries' lengths in characters; None / () otherwise."""
 
     query: EvalQuery
     mrr: float
     hit: float
     results: int = 0
+    in_summaries: float | None = None
+    in_first: float | None = None
+    summary_chars: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
     """Averages over `queries` queries: mrr (MRR@k docs), answer_hit (answer-hit@k texts),
-    answered (share of queries answered with at least one result)."""
+    answered (share of queries answered with at least one result); where Summaries were given,
+    in_summaries, in_first (shares) and mean_summary (characters per Summary)."""
 
     queries: int
     mrr: float
     answer_hit: float
     answered: float = 0.0
+    in_summaries: float | None = None
+    in_first: float | None = None
+    mean_summary: float | None = None
 
 
 def load_queries(path: Path) -> list[EvalQuery]:
@@ -129,6 +142,8 @@ def load_queries(path: Path) -> list[EvalQuery]:
 
 RankedTexts = list[tuple[str, str]]
 """A ranked result list: (doc_id, text shown to the reader) per item, best first."""
+Ranked = list[tuple[str, str, str]]
+"""A served result list: (doc_id, everything shown, its Summary) per item, best first."""
 
 
 def evaluate(
@@ -143,26 +158,41 @@ def evaluate(
 
 
 def score_queries(
-    search: Callable[[str], RankedTexts],
+    search: Callable[[str], RankedTexts] | Callable[[str], Ranked],
     queries: Sequence[EvalQuery],
     *,
     mrr_k: int = 10,
     answer_k: int = 5,
+    summaries: bool = False,
 ) -> list[QueryScore]:
-    """Run `search` on every query, in order; one QueryScore each (see `evaluate`)."""
+    """Run `search` on every query, in order; one QueryScore each (see `evaluate`). With
+    `summaries` (a search giving `Ranked` triples) each is also scored on its Summaries (answer_k
+    of them, and the first)."""
     out: list[QueryScore] = []
     for q in queries:
-        ranked = search(q.query)
-        out.append(QueryScore(q, mrr_at_k([d for d, _ in ranked], q.relevant_ids, mrr_k),
-                              answer_hit_at_k([t for _, t in ranked], q.answers, answer_k), len(ranked)))
+        ranked: Sequence[tuple[str, ...]] = search(q.query)
+        score = QueryScore(q, mrr_at_k([r[0] for r in ranked], q.relevant_ids, mrr_k),
+                           answer_hit_at_k([r[1] for r in ranked], q.answers, answer_k), len(ranked))
+        if summaries:
+            given = [r[2] for r in ranked]
+            score = replace(score, in_summaries=answer_hit_at_k(given, q.answers, answer_k),
+                            in_first=answer_hit_at_k(given, q.answers, 1),
+                            summary_chars=tuple(len(s) for s in given[:answer_k]))
+        out.append(score)
     return out
 
 
 def summarize(scores: Sequence[QueryScore]) -> EvalResult:
     """Averages of `scores` (0.0 for none)."""
     n = max(1, len(scores))
-    return EvalResult(len(scores), sum(s.mrr for s in scores) / n, sum(s.hit for s in scores) / n,
-                      sum(1 for s in scores if s.results) / n)
+    result = EvalResult(len(scores), sum(s.mrr for s in scores) / n, sum(s.hit for s in scores) / n,
+                        sum(1 for s in scores if s.results) / n)
+    if any(s.in_summaries is not None for s in scores):
+        lengths = [c for s in scores for c in s.summary_chars]
+        result = replace(result, in_summaries=sum(s.in_summaries or 0.0 for s in scores) / n,
+                         in_first=sum(s.in_first or 0.0 for s in scores) / n,
+                         mean_summary=sum(lengths) / len(lengths) if lengths else 0.0)
+    return result
 
 
 def _jieba_tokens(text: str) -> list[str]:

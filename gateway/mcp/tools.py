@@ -1,7 +1,7 @@
 """The MCP server's two tools, `search` and `fetch`, in the shape ChatGPT connectors and deep
 research expect (../shared/notes/mcp.md "Tools a knowledge server offers"):
 
-    search(query[, route]) → {"results": [{"id", "title", "url"}]}
+    search(query[, route]) → {"results": [{"id", "title", "url", "text"}]}  (text: the passage that answers)
     fetch(id)              → {"id", "title", "text", "url", "metadata"}
 
 each as the JSON text of one content item, mirrored in `structuredContent`. An `id` is a
@@ -135,8 +135,8 @@ _STR = {"type": "string"}
 _SEARCH_OUTPUT = {
     "type": "object", "required": ["results"], "additionalProperties": False,
     "properties": {"results": {"type": "array", "items": {
-        "type": "object", "required": ["id", "title", "url"], "additionalProperties": False,
-        "properties": {"id": _STR, "title": _STR, "url": {"type": "string", "minLength": 1}}}}},
+        "type": "object", "required": ["id", "title", "url", "text"], "additionalProperties": False,
+        "properties": {"id": _STR, "title": _STR, "url": {"type": "string", "minLength": 1}, "text": _STR}}}},
 }
 _FETCH_OUTPUT = {
     "type": "object", "required": ["id", "title", "text", "url", "metadata"], "additionalProperties": False,
@@ -200,8 +200,8 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
             targets.append(retrieve.Target(route.name, eff, floor_of(route.relevance_floor, call.cfg.search),
                                            route.dials))
     asker = Asker("mcp", call.client.id, tuple(t.key for t in targets), "search")
-    merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results, summary_chars=1,
-                                        content_chars=1, asker=asker)
+    merged = await retrieve.search_many(call.rt, targets, query, call.cfg.mcp.max_results,
+                                        summary_chars=call.cfg.search.summary_chars, content_chars=1, asker=asker)
     failed = merged.failed
     if len(targets) == len(merged.failed):  # no route could be searched
         disabled = [r.name for r, _ in scopes if not r.enabled]
@@ -217,7 +217,7 @@ async def search(call: McpCall, arguments: Mapping[str, Any]) -> dict[str, Any]:
         ref, _ = signer.mint_for(holder(call.client, call.principal, route_name), revisions[route_name], h.doc_id,
                                  h.revision)
         results.append({"id": ref, "title": clip(h.title, TITLE_CHARS) or h.doc_id,
-                        "url": document_url(h.url, route_name, h.doc_id)})
+                        "url": document_url(h.url, route_name, h.doc_id), "text": h.summary})
     call.event.extra = {"results": len(results), "routes_failed": failed}
     call.event.outcome = "partial" if failed else "passed"
     return {"results": results}

@@ -57,7 +57,8 @@ def register(sub: Any) -> None:
     how = r.add_mutually_exclusive_group()
     how.add_argument("--at", help="WHEN the key stops verifying (default: now)")
     how.add_argument("--remove", action="store_true", help="delete the key's entry from the config")
-    r.add_argument("--force", action="store_true", help="even if no live key would remain")
+    r.add_argument("--force", action="store_true",
+                   help="even if the tenant would be left with no key that verifies (the refusal names the key)")
     r.set_defaults(func=cmd_secrets_retire)
 
     ls = ss.add_parser("list", help="each key with its expiry, last verified time and count (all workers)",

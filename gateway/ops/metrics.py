@@ -302,6 +302,20 @@ class Metrics:
         except Exception:  # metrics must never fail a search
             log.warning("metrics update failed", exc_info=True)
 
+    def hybrid_outcomes(self) -> dict[str, dict[str, int]]:
+        """index → outcome ('hybrid', or why a search answered lexically: 'timeout', 'breaker_open',
+        'error', 'stale', ...) → searches, summed over every worker since the server started."""
+        out: dict[str, dict[str, int]] = {}
+        for family in self._scrape.collect():
+            if family.name != "kbgate_hybrid_searches":
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    index, outcome = sample.labels.get("index", ""), sample.labels.get("outcome", "")
+                    per = out.setdefault(index, {})
+                    per[outcome] = per.get(outcome, 0) + int(sample.value)
+        return out
+
     def observe_rerank(self, e: Reranked) -> None:
         """Count one rerank call by its outcome, and its time (any thread). Never raises."""
         try:

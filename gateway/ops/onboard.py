@@ -48,7 +48,7 @@ from typing import Any
 from gateway.console.deliveries import DeliveryReader
 from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
-from gateway.core.config.edit import write_atomically
+from gateway.core.config.edit import config_lock, write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
@@ -78,6 +78,10 @@ class _Edits:
     written: str | None = None
     undoes: str = ""
     key_stored: bool = False
+
+    def wrote(self, text: str) -> None:
+        """The text of onboard's edit, as the edit wrote it (under the config's lock)."""
+        self.written = text
 
 
 def run_onboard(path: Path, tenant: str, base_url: str, *, routes: list[str], secret_stdin: bool,
@@ -165,15 +169,21 @@ def _undo(path: Path, tenant: str, edits: _Edits) -> None:
 
 def _restore(path: Path, tenant: str, edits: _Edits) -> None:
     try:
-        now = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError):
-        now = None
-    if now != edits.written:
-        _tell(f"\nOnboarding stopped before a key was stored, and {path} was changed by someone else meanwhile, "
-            f"so it was NOT put back. Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
+        with config_lock(path):  # the comparison and the write, with no other edit in between
+            try:
+                now = path.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                now = None
+            if now != edits.written:
+                _tell(f"\nOnboarding stopped before a key was stored, and {path} was changed by someone else "
+                      f"meanwhile, so it was NOT put back. Check [tenants.{tenant}]: verify = \"report\" answers "
+                      "unsigned requests.")
+                return
+            write_atomically(path, edits.before, edits.mode)
+    except ConfigError as exc:
+        _tell(f"\nOnboarding stopped before a key was stored, and {path} could not be put back ({exc.message}). "
+              f"Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
         return
-    try:
-        write_atomically(path, edits.before, edits.mode)
     except OSError as exc:
         _tell(f"\nOnboarding stopped before a key was stored, and {path} could not be put back ({exc}). "
             f"Check [tenants.{tenant}]: verify = \"report\" answers unsigned requests.")
@@ -194,8 +204,8 @@ def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_s
         if not routes:
             raise ConfigError(f"tenants.{tenant}", "does not exist; pass --route FIRST/SECOND=INDEX to create it")
         with _whole():
-            config = ensure_tenant(path, tenant, [_route(r) for r in routes], report_until=until)
-            edits.written = path.read_text("utf-8")
+            config = ensure_tenant(path, tenant, [_route(r) for r in routes], report_until=until,
+                                   written=edits.wrote)
         edits.undoes = f"tenant {tenant} is removed again, so nothing answers unsigned requests for it"
         say(f"Created tenant {tenant} in {path} (verify = report) with {len(routes)} route(s).")
     t = config.tenants[tenant]
@@ -205,8 +215,7 @@ def _onboard(path: Path, tenant: str, base_url: str, routes: list[str], secret_s
         say(f"    FirstLevelId = {r.first_level_id!r}  SecondLevelId = {r.second_level_id!r}  → index {r.index}")
     if not any(k.live(now) for k in t.secrets) and t.mode(now) != "report":
         with _whole():
-            config = set_verify(path, tenant, "report", until=until)
-            edits.written = path.read_text("utf-8")
+            config = set_verify(path, tenant, "report", until=until, written=edits.wrote)
         edits.undoes = f"tenant {tenant} is back to verify = \"{t.verify}\" and rejects unsigned requests"
     t = config.tenants[tenant]
     if t.mode(now) == "report" and t.report_until is not None:

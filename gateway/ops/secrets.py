@@ -17,7 +17,7 @@ import datetime as dt
 import math
 import os
 import secrets as pysecrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,10 +26,11 @@ from redis.exceptions import RedisError
 from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
-from gateway.core.config import Config, load_config
+from gateway.core.config import Config
 from gateway.core.config.edit import array_of_tables, edit_config, tenant_table
 from gateway.core.config.fields import KEY_ID, read_signing_key
 from gateway.core.errors import ConfigError
+from gateway.ops.retirement import retirement_problem
 from gateway.ops.secret_files import forget, why_not_kbgates, write_secret_file
 from gateway.ops.table import table
 from gateway.volcengine.keyuse import KeyUse, read_key_usage
@@ -98,7 +99,7 @@ def new_key_id(existing: set[str], now: float) -> str:
 def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, value_env: str | None = None,
             value_file: str | None = None, value: str | None = None, not_after: float | None = None,
             verify: str | None = None, env: Mapping[str, str] | None = None,
-            value_source: str = "--value-stdin") -> AddedKey:
+            value_source: str = "--value-stdin", base: str | None = None) -> AddedKey:
     """Append a key to `[[tenants.<tenant>.secrets]]` of the config file at `path`.
 
     Exactly one source, or none: value_env (an env var name, must be set in `env`, default
@@ -111,9 +112,10 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
     verify: also set the tenant's mode in the same atomic edit ('enforce' after onboarding).
     value_source: how the user gave `value`, named when it is refused (empty, whitespace,
     shorter than MIN_SECRET_CHARS): the CLI flag by default, not the secret file the edit
-    would have made. Raises ConfigError (bad value, bad key id, invalid result, id taken, file
-    exists); nothing is left behind then: no secret file, and no secrets/ folder when this
-    call made it.
+    would have made. base: the config file's SHA-256 as the caller read it (ConfigConflict
+    when it changed since). Raises ConfigError (bad value, bad key id, invalid result, id taken,
+    file exists, ConfigConflict); nothing is left behind then: no secret file, and no secrets/
+    folder when this call made it.
     """
     path = Path(path).resolve()
     if sum(x is not None for x in (value_env, value_file, value)) > 1:
@@ -157,7 +159,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
             _set_mode(t, verify, None)
 
     try:
-        edit_config(path, mutate)
+        edit_config(path, mutate, base=base)
     except BaseException:
         if created is not None:
             created.unlink(missing_ok=True)
@@ -171,7 +173,7 @@ def add_key(path: Path, tenant: str, *, now: float, key_id: str | None = None, v
 
 
 def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | None = None,
-               remove: bool = False, force: bool = False) -> RetiredKey:
+               remove: bool = False, force: bool = False, base: str | None = None) -> RetiredKey:
     """Stop a key verifying: `not_after = at` (unix s; default now), or remove its entry.
 
     When `remove` drops an entry whose value_file is a file kbgate itself wrote (recorded by
@@ -179,27 +181,26 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     inode, size, mtime and content digest; named by no other key), that file is deleted after
     the config was written; any other value_file, a hand-made secrets/<tenant>-<id> or one
     rewritten in place included, is left on disk and returned as `kept_file`, with the reason
-    in `kept_because`. No secret's value is read. Refuses
-    (ConfigError) when the tenant would have no key live at `at` while in enforce mode, since
-    every callback would then fail, unless `force`.
+    in `kept_because`. No secret's value is read. Refuses (ConfigError naming the keys) a
+    retirement after which the tenant would have no key that verifies, now or once the other
+    keys' own retirements pass (gateway/ops/retirement.py), unless `force`; the rule reads the
+    file under the edit's lock, so two retirements at once never both pass on each other's key.
+    base: the file's SHA-256 as the caller read it (ConfigConflict when it changed since).
     """
     path = Path(path).resolve()
     when = now if at is None else at
     removed_file: str | None = None
-    current = load_config(path, read_secrets=False).tenants.get(tenant)
-    if current is not None and key_id in {k.id for k in current.secrets} and not force \
-            and current.verify == "enforce" and not any(k.live(when + 1) for k in current.secrets if k.id != key_id):
-        raise ConfigError(f"tenants.{tenant}.secrets",
-                          f"would hold no live key after retiring {key_id!r}: every callback would be "
-                          "rejected (add the new key first, or pass --force)")
+    was: float | None = None
 
     def mutate(doc: TOMLDocument) -> None:
-        nonlocal removed_file
+        nonlocal removed_file, was
         t = tenant_table(doc, tenant)
         aot = array_of_tables(t, "secrets")
         idx = next((i for i, s in enumerate(aot) if s.get("id") == key_id), None)
         if idx is None:
             raise ConfigError(f"tenants.{tenant}.secrets", f"holds no key with id {key_id!r}")
+        before = aot[idx].get("not_after")
+        was = before.timestamp() if isinstance(before, dt.datetime) else None
         if remove:
             ref = aot[idx].get("value_file")
             removed_file = str(ref) if ref is not None else None
@@ -207,7 +208,13 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
         else:
             aot[idx]["not_after"] = dt.datetime.fromtimestamp(when, dt.UTC).replace(microsecond=0)
 
-    config = edit_config(path, mutate)
+    def check(config: Config) -> None:
+        others = [k for k in config.tenants[tenant].secrets if k.id != key_id]
+        problem = retirement_problem(tenant, key_id, others, when=now if remove else when, was=was, now=now)
+        if problem is not None and not force:
+            raise ConfigError(f"tenants.{tenant}.secrets", f"not changed: {problem}")
+
+    config = edit_config(path, mutate, check, base=base)
     if removed_file is None:
         return RetiredKey(config)
     fp = Path(os.path.normpath(path.parent / removed_file))  # normpath: never follow a symlink here
@@ -225,14 +232,16 @@ def retire_key(path: Path, tenant: str, key_id: str, *, now: float, at: float | 
     return RetiredKey(config, kept_file=fp, kept_because=why)
 
 
-def set_verify(path: Path, tenant: str, mode: str, *, until: float | None = None) -> Config:
+def set_verify(path: Path, tenant: str, mode: str, *, until: float | None = None,
+               written: Callable[[str], None] | None = None) -> Config:
     """Set `tenants.<tenant>.verify` to 'enforce' (dropping report_until) or 'report' until
-    `until` (unix s, required then; kept to the whole second after it). Raises ConfigError."""
+    `until` (unix s, required then; kept to the whole second after it). written: as
+    `edit_config`'s. Raises ConfigError."""
 
     def mutate(doc: TOMLDocument) -> None:
         _set_mode(tenant_table(doc, tenant), mode, until)
 
-    return edit_config(path, mutate)
+    return edit_config(path, mutate, written=written)
 
 
 def _set_mode(t: Table, mode: str, until: float | None) -> None:
@@ -244,11 +253,12 @@ def _set_mode(t: Table, mode: str, until: float | None) -> None:
 
 
 def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]], *,
-                  report_until: float | None = None) -> Config:
+                  report_until: float | None = None, written: Callable[[str], None] | None = None) -> Config:
     """Create `[tenants.<tenant>]` in report mode until `report_until` (unix s; required when the
     tenant is new) when absent, and add the missing routes.
 
-    routes: (FirstLevelId, SecondLevelId, index) triples. Raises ConfigError.
+    routes: (FirstLevelId, SecondLevelId, index) triples. written: as `edit_config`'s.
+    Raises ConfigError.
     """
 
     def mutate(doc: TOMLDocument) -> None:
@@ -272,7 +282,7 @@ def ensure_tenant(path: Path, tenant: str, routes: list[tuple[str, str, str]], *
             r.add(tomlkit.nl())
             t["routes"].append(r)
 
-    return edit_config(path, mutate)
+    return edit_config(path, mutate, written=written)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
+from gateway.documents.deleted import purge_every
 from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
@@ -95,6 +96,10 @@ class Gateway:
             watcher = asyncio.get_running_loop().create_task(self.reloader.run(), name="kbgate-reload")
             flusher = asyncio.get_running_loop().create_task(self.gaps.run(), name="kbgate-gaps")
             counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
+            purger = asyncio.get_running_loop().create_task(purge_every(rt), name="kbgate-purge-deleted")
+            # Open every routed index now, so a hybrid index's model loads and answers once before
+            # the first question (/readyz waits for it: gateway.serve.readiness "warming").
+            opening = asyncio.get_running_loop().run_in_executor(None, rt.open_routed)
             keeping = asyncio.get_running_loop().create_task(self.keeper.run(), name="kbgate-keep") \
                 if self.keeper is not None else None
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
@@ -110,6 +115,8 @@ class Gateway:
                 watcher.cancel()
                 flusher.cancel()
                 counter.cancel()
+                purger.cancel()
+                await asyncio.wait([opening])  # never close the indexes while they are being opened
                 if self.keeper is not None and keeping is not None:
                     keeping.cancel()
                     await self.gaps.flush()

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.core.config import Config
 from gateway.core.runtime import Runtime
-from gateway.serve.readiness import is_ready, problem_lines, route_states, vector_notes
+from gateway.serve.readiness import is_ready, keyless_tenants, problem_lines, route_states, vector_notes
 from gateway.serve.reload import Reloader
 
 NO_STORE = {"cache-control": "no-store"}
@@ -30,7 +30,8 @@ async def readyz(request: Request) -> Response:
         {"status": "ready" | "not_ready", "readiness": "any" | "all",
          "problems": ["route acme a/b: index kb unavailable (missing on disk)", ...],
          "routes": [{"kind", "route", "index", "state", "problem", "commit"}, ...],
-         "notes": ["index kb is lexical: built before hybrid was the default, ...; add them with ...", ...],
+         "notes": ["tenant acme has no key that verifies: every callback is refused (Ret 40105); ...",
+                   "index kb is lexical: built before hybrid was the default, ...; add them with ...", ...],
          "config": {"file", "serving": "file" | "previous", "last_refusal": {...} | null},
          "tenants": [{"tenant", "verify": as configured, "mode": "enforce" | "report" as verified
                       now, "report_until": "2026-01-31T18:00:00Z" | null}, ...]}
@@ -39,8 +40,9 @@ async def readyz(request: Request) -> Response:
     PING. routes: every tenant and agent route (`RouteState.as_json`; commit: the commit of its
     index this worker serves, the same label on every replica serving it). config: the last
     refused reload of this worker (`Reloader.config_state`); a refusal never makes it unready,
-    since the running config keeps serving. notes: `vector_notes`, the one-line next step of
-    each routed index that serves lexically for want of vectors (never unready for it).
+    since the running config keeps serving. notes: `keyless_tenants`, each tenant with no key
+    that verifies, then `vector_notes`, the one-line next step of each routed index that serves
+    lexically for want of vectors (neither makes the replica unready).
     """
     rt: Runtime = request.app.state.runtime
     states = await run_in_threadpool(route_states, rt)
@@ -51,7 +53,7 @@ async def readyz(request: Request) -> Response:
     reloader: Reloader | None = getattr(request.app.state, "reloader", None)
     body = {"status": "ready" if ready else "not_ready", "readiness": mode, "problems": problems,
             "routes": [s.as_json() for s in states],
-            "notes": await run_in_threadpool(vector_notes, rt),
+            "notes": [line for _, line in keyless_tenants(rt)] + await run_in_threadpool(vector_notes, rt),
             "config": reloader.config_state() if reloader is not None else None,
             "tenants": tenant_modes(rt.config, rt.clock.now())}
     return JSONResponse(body, status_code=200 if ready else 503, headers=NO_STORE)

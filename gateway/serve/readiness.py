@@ -18,6 +18,9 @@ built the index or fetched it: gateway/ops/replicas.py). States:
 - "ok": the index opens in this worker and its folder opens afresh;
 - "stale": this worker answers from the files it mapped before, but the folder is missing or
   damaged now, so a restarted or replaced worker could not (docs/on-call.md);
+- "warming": the index is hybrid and its query model has not loaded and answered once yet
+  (`indexes.dense.query.QueryEncoder.warmed`): its answers would be lexical, so the replica is
+  not ready, whatever `server.readiness` says, until it has (seconds after a start);
 - "unavailable": this worker cannot open it: the route's callers get their error;
 - "disabled": an `[agent.routes.*]` entry with enabled = false (answers without searching).
 """
@@ -30,7 +33,7 @@ from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
 from indexes.errors import IndexStoreError
 
-STATES = ("ok", "stale", "unavailable", "disabled")
+STATES = ("ok", "stale", "warming", "unavailable", "disabled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,7 @@ def route_states(rt: Runtime) -> list[RouteState]:
         wanted.append(("agent", name, ar.index, ar.enabled))
     on_disk: dict[str, str | None] = {}
     opens: dict[str, str | None | bool] = {}  # index → its reader's commit label, or False
+    warming: set[str] = set()
     out = []
     for kind, route, index, enabled in wanted:
         if not enabled:  # a disabled route answers without searching: its index may come later
@@ -106,7 +110,10 @@ def route_states(rt: Runtime) -> list[RouteState]:
         if index not in on_disk:
             on_disk[index] = disk_problem(rt, index)
             try:
-                opens[index] = rt.index(index).commit  # reloaded first when a commit landed
+                opened = rt.index(index)
+                opens[index] = opened.commit  # reloaded first when a commit landed
+                if not opened.model_ready:
+                    warming.add(index)
             except DependencyUnavailable:
                 opens[index] = False
         disk = on_disk[index]
@@ -116,7 +123,9 @@ def route_states(rt: Runtime) -> list[RouteState]:
             out.append(RouteState(kind, route, index, "unavailable", problem or "cannot be opened"))
         else:
             assert not isinstance(commit, bool)
-            out.append(RouteState(kind, route, index, "stale" if disk else "ok", problem, commit))
+            state = "stale" if disk else "warming" if index in warming else "ok"
+            out.append(RouteState(kind, route, index, state, problem or (
+                "loading its embedding model" if state == "warming" else None), commit))
     return out
 
 
@@ -131,12 +140,33 @@ def vector_notes(rt: Runtime) -> list[str]:
             if choices.unembedded(name, rt.indexes.root / name)]
 
 
+def keyless_tenants(rt: Runtime) -> list[tuple[str, str]]:
+    """(tenant, the line saying so) for each tenant of `rt.config` with no key that verifies now
+    (none configured, or every one past its not_after), sorted by name: every signed callback
+    of it is refused (Ret 40105), or answered unsigned while it reports. A line for /readyz's
+    "notes" and a red line on the console's overview; never unready (the other tenants serve)."""
+    now = rt.clock.now()
+    out = []
+    for t in sorted(rt.config.tenants.values(), key=lambda t: t.name):
+        if any(k.live(now) for k in t.secrets):
+            continue
+        if t.mode(now) == "report":
+            effect = "it answers unsigned callbacks while it reports, then refuses every callback (40105)"
+        else:
+            effect = "every callback is refused (Ret 40105)"
+        out.append((t.name, f"tenant {t.name} has no key that verifies: {effect}; add one: "
+                             f"kbgate secrets add --tenant {t.name} (or the console's Tenants page)"))
+    return out
+
+
 def is_ready(states: list[RouteState], mode: str, replay_answers: bool) -> bool:
     """The readiness rule of `mode` ("any" | "all", `server.readiness`; module doc) over the
     routes' `states`, given whether the replay store answered PING."""
     if not replay_answers:
         return False
     enabled = [s for s in states if s.state != "disabled"]
+    if any(s.state == "warming" for s in enabled):
+        return False  # its answers would be lexical without anyone knowing
     if mode == "all":
         return all(s.state == "ok" for s in enabled)
     return not enabled or any(s.serves for s in enabled)
@@ -156,6 +186,8 @@ def problem_lines(states: list[RouteState]) -> list[str]:
         if s.state == "unavailable":
             why = f" ({s.problem})" if s.problem != "cannot be opened" else ""
             lines.add(f"{s.label}: index {s.index} unavailable{why}")
+        elif s.state == "warming":
+            lines.add(f"{s.label}: index {s.index} is loading its embedding model (not ready until it answers)")
         elif s.state == "stale":
             lines.add(f"{s.label}: index {s.index} {s.problem}; answers come from the copy opened before")
     return sorted(lines)

@@ -103,6 +103,11 @@ class DenseSearch:
         self._warned: int | None = None
         self.counters: dict[str, int] = {}
         self._observe = observe
+        self._last = threading.local()
+
+    def last_outcome(self) -> str | None:
+        """This thread's last search's outcome: 'hybrid', or 'fallback:<reason>' (None: none yet)."""
+        return getattr(self._last, "value", None)
 
     # ---- generation tracking ----------------------------------------------
 
@@ -158,6 +163,7 @@ class DenseSearch:
         return effective(self.config, state.vectors.line if state is not None and state.vectors is not None else None)
 
     def _count(self, what: str) -> None:
+        self._last.value = what
         with self._lock:  # searches run in several threads at once
             self.counters[what] = self.counters.get(what, 0) + 1
         if self._observe is not None:
@@ -250,7 +256,7 @@ class DenseSearch:
         kept, make = reranked if reranked is not None else (fused, make_hit)
         return _pick(searcher, kept, address, dense_only, state.vectors, terms, limit, one_per_document,
                      summary_chars, content_chars, make, keep_more=max(bounds.max_chunks_per_document - 1, 0),
-                     scores=scores, judge=judge,
+                     scores=scores, judge=judge, asked=asked,
                      floor=floor if reranked is None or dials.rerank_threshold is not None else 0.0)
 
 
@@ -315,7 +321,7 @@ def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], ad
           dense_only: set[Address], vectors: VectorSet, terms: Any, limit: int, one_per_document: bool,
           summary_chars: int, content_chars: int, make_hit: MakeHit, keep_more: int,
           scores: dict[Address, Scores], judge: Callable[[Address, tantivy.Document], float],
-          floor: float) -> list[Any]:
+          floor: float, asked: Question | None = None) -> list[Any]:
     """Walk the fused order like a BM25 order (`indexes.hits`): chunks are grouped by document
     through the `doc_key` fast field (no stored document loaded to group them); the first
     chunk of each document becomes its hit and up to `keep_more` later ones its context, loaded
@@ -323,7 +329,7 @@ def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], ad
     plus one per document dropped for a revision its vectors were not computed from or for a
     relevance under `floor`. scores: each chunk's Scores; judge(key, stored chunk): its relevance.
     A document whose first chunk is under `floor` is dropped (not replaced); a further chunk
-    under it is not appended."""
+    under it is not appended. asked: the question the Summaries answer (`indexes.passages`)."""
     order = [address[key] for key, _ in fused]
     doc_keys = searcher.fast_field_values("doc_key", order)
     groups: dict[int, tuple[float, Address, Any, list[tuple[Address, Any]]]] = {}
@@ -347,5 +353,5 @@ def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], ad
         loaded = ((k, searcher.doc(m)) for k, m in more)  # lazily: only while the content has room
         context = (d for k, d in loaded if floor <= 0 or judge(k, d) >= floor)
         hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context, scores=scores[key],
-                             relevance=rel))
+                             relevance=rel, asked=asked))
     return hits

@@ -83,6 +83,11 @@ class HybridIndex(KnowledgeIndex):
 
     search_may_wait = True
 
+    @property
+    def model_ready(self) -> bool:
+        """The query embedding's model has loaded and answered once (`QueryEncoder.warmed`)."""
+        return self.dense.encoder.warmed
+
     def __init__(self, name: str, path: Path, index: tantivy.Index, *, dense: DenseConfig, store_root: Path,
                  embedder: Embedder | None = None, warm: bool = True, clock: Callable[[], float] = time.monotonic,
                  observe: Observe | None = None, **kwargs: Any) -> None:

@@ -10,6 +10,10 @@ Circuit breaker (the classic closed → open → half-open machine, as in Nygard
 `failures` consecutive failures (errors or missed deadlines) open it; while open no call is
 made for `reset_seconds`; then one trial call is let through (half-open): success closes
 it, failure opens it again. One clock seam (`clock`, monotonic seconds) drives it.
+
+Cold start: `warm()` loads the model and embeds WARM_UP_TEXT once, in the background; until that
+has finished (`warmed`), a late or failed answer is not counted by the breaker, so a slow first
+minute never opens it, and /readyz says the index is not ready (gateway.serve.readiness).
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ __all__ = ["Breaker", "Pending", "QueryEncoder", "QueryOutcome"]
 log = logging.getLogger("kbgate.dense")
 QUERY_CACHE_SIZE = 1024
 POOL_THREADS = 4
+WARM_UP_TEXT = "预热"
+WARM_UP_SECONDS = 120.0
+"""The longest the warm-up's one embedding may take (a model served over HTTP included)."""
 
 Vector = npt.NDArray[np.float32]
 
@@ -124,6 +131,14 @@ class QueryEncoder:
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(POOL_THREADS, thread_name_prefix="kbgate-embed")
+        self._warming = False
+        self._warmed = threading.Event()
+        self.warm_error: str | None = None
+
+    @property
+    def warmed(self) -> bool:
+        """True once `warm()`'s load and first embedding finished (or when it was never asked)."""
+        return not self._warming or self._warmed.is_set()
 
     def _cached(self, text: str) -> Vector | None:
         with self._cache_lock:
@@ -146,13 +161,16 @@ class QueryEncoder:
         t0 = self._clock()
         if t0 - started >= self.deadline:  # queued behind slow calls: nobody waits for it any more
             raise EmbeddingUnavailable(self.embedder.name, "timeout", "queued past the deadline")
+        counted = self.warmed  # a cold start's late answers never open the breaker
         try:
             vector = self.embedder.embed_query(text, self.deadline - (t0 - started))
         except BaseException:  # a provider bug must not escape into a search either
-            self.breaker.failure()
+            if counted:
+                self.breaker.failure()
             raise
         if self._clock() - t0 > self.deadline:
-            self.breaker.failure()
+            if counted:
+                self.breaker.failure()
         else:
             self.breaker.success()
         self._remember(text, vector)  # a late answer still serves the next identical query
@@ -189,14 +207,21 @@ class QueryEncoder:
         return QueryOutcome(vector, None, (self._clock() - t0) * 1000)
 
     def warm(self) -> None:
-        """Load the provider's model on the pool, without blocking: queries answer lexically
-        until it is ready (their deadline passes), and no failure is counted for it."""
+        """Load the provider's model and embed WARM_UP_TEXT once on the pool, without blocking
+        (module doc): until then `warmed` is False, queries answer lexically when their deadline
+        passes, and no failure is counted. A load or embedding that fails ends the warm-up too,
+        with `warm_error` set (the reason, no text)."""
+        self._warming = True
 
         def load() -> None:
             try:
                 self.embedder.warm()
+                self._remember(WARM_UP_TEXT, self.embedder.embed_query(WARM_UP_TEXT, WARM_UP_SECONDS))
             except Exception as exc:  # noqa: BLE001 - the first query will report it
-                log.warning("embedding provider failed to load", extra={"error": str(exc)})
+                self.warm_error = exc.reason if isinstance(exc, EmbeddingError) else type(exc).__name__
+                log.warning("embedding provider failed to load", extra={"error": self.warm_error})
+            finally:
+                self._warmed.set()
 
         self._pool.submit(load)
 

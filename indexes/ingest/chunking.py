@@ -78,11 +78,15 @@ def chunk(
     overlap_chars: int = DEFAULT_OVERLAP_CHARS,
     *,
     merge_sections: bool = True,
+    alone_chars: int = 0,
 ) -> list[Chunk]:
     """Chunks of `document` in order, numbered 0..n-1.
 
     max_chars: upper bound of a chunk body in characters (>= 50).
     overlap_chars: longest sentence repeated at the start of the next piece.
+    alone_chars: a section whose text has at least this many characters is a chunk of its own
+        (0: none is; short sections around it still join each other). Off by default: measured
+        on the shared sets it lost questions (docs/search-quality.md, "Chunks").
     Sections whose text is empty or blank produce no chunk; a document without
     any text gives one chunk holding its title, so that it remains findable.
     Raises ValueError for max_chars < 50.
@@ -108,9 +112,12 @@ def chunk(
         size = len(text) + len(section.heading) + 1
         if merge_sections and len(text) <= max_chars:
             merged = sum(len(t) + len(h) + 1 for _, h, t in pending) + size
-            if pending and (merged > max_chars or document.sections[pending[0][0]].page != section.page):
+            alone = 0 < alone_chars <= len(text)
+            if pending and (alone or merged > max_chars or document.sections[pending[0][0]].page != section.page):
                 flush()  # full, or another page: a chunk's page is where all of it is
             pending.append((s_index, section.heading, text))
+            if alone:
+                flush()
             continue
         flush()
         for start, end, overlap in _split(text, max_chars, overlap_chars):

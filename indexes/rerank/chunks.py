@@ -23,6 +23,7 @@ from tantivy import DocAddress, Occur, Query
 
 from ..analysis import QueryTerms
 from ..hits import FETCH_PER_RESULT, Judge, chunk_text, make_hit, search_hits
+from ..relevance import Question
 from ..types import DEFAULT_BOUNDS, Hit, Scores, SearchBounds
 from .stage import RerankStage
 
@@ -86,7 +87,7 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
                   summary_chars: int = 200, content_chars: int = 1500,
                   bounds: SearchBounds = DEFAULT_BOUNDS, judge: Judge | None = None,
                   floor: float = 0.0, candidates: int | None = None,
-                  floor_before: bool = False) -> tuple[list[Hit], bool]:
+                  floor_before: bool = False, asked: Question | None = None) -> tuple[list[Hit], bool]:
     """`indexes.hits.search_hits` with the rerank stage between the BM25 chunks and the
     collapse: (hits, True), or (search_hits' own hits, False) when the stage answered None.
 
@@ -96,7 +97,7 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     stage answered None; a reranked answer's floor is judged on its relevance afterwards
     (`gateway.core.retrieve`), unless `floor_before` (a route's rerank threshold: the floor then
     judges each hit's lexical relevance, before the reranker's replaces it; not replaced).
-    candidates: a route's count (None: the stage's).
+    candidates: a route's count (None: the stage's). asked: the question the Summaries answer.
     Work: one Tantivy search of max(candidates, limit × FETCH_PER_RESULT) chunks (within
     bounds.max_chunks_per_query), `candidates` stored chunks loaded for their text, one rerank
     call; when those chunks hold fewer than `limit` documents, `search_hits` fills the rest
@@ -110,7 +111,7 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     if scores is None:
         return search_hits(searcher, schema, query, terms, limit, one_per_document=one_per_document,
                            summary_chars=summary_chars, content_chars=content_chars, bounds=bounds,
-                           judge=judge, floor=floor), False
+                           judge=judge, floor=floor, asked=asked), False
     # (stage score, address, rerank score or None, loaded chunk or None), in the new order
     order: list[tuple[float, DocAddress, float | None, tantivy.Document | None]] = [
         (found[i][0], found[i][1], scores[i], head[i]) for i in _ranked(scores)]
@@ -122,7 +123,7 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
     lowest = min(scores, default=1.0)
 
     def judged(score: float, doc: tantivy.Document) -> dict[str, Any]:
-        return {"scores": Scores(bm25=score), "relevance": judge(doc) if judge is not None else 0.0}
+        return {"scores": Scores(bm25=score), "relevance": judge(doc) if judge is not None else 0.0, "asked": asked}
 
     if not one_per_document:
         return [with_rerank(h, item[2], lowest) for item in order[:limit] for doc in (load(item),)
@@ -146,5 +147,5 @@ def reranked_hits(stage: RerankStage, searcher: tantivy.Searcher, schema: tantiv
                                     *((Occur.MustNot, Query.term_query(schema, "doc_key", k)) for k in groups)])
         hits += [with_rerank(h, None, lowest) for h in search_hits(
             searcher, schema, rest, terms, limit - len(hits), one_per_document=True, summary_chars=summary_chars,
-            content_chars=content_chars, bounds=bounds, judge=judge, floor=floor)]
+            content_chars=content_chars, bounds=bounds, judge=judge, floor=floor, asked=asked)]
     return hits, True

@@ -78,6 +78,8 @@ class Dials:
         floor then judges the relevance retrieval gave, before the reranker (docs/hybrid-retrieval.md).
     neighbours: a hit's content is its chunk with up to this many chunks before and after it in
         its document, in document order (`indexes.neighbours`), instead of further matching chunks.
+    summary_chars: the budget of a hit's Summary / snippet in characters (`indexes.passages`),
+        20..4000, whatever the caller asks; a Dify route that sets it answers with the snippet.
     """
 
     dense_share: float | None = None
@@ -85,6 +87,7 @@ class Dials:
     rerank: bool | None = None
     rerank_threshold: float | None = None
     neighbours: int = 0
+    summary_chars: int | None = None
 
 
 NO_DIALS = Dials()
@@ -111,8 +114,8 @@ class Hit:
     """One search result: the best chunk of one document.
 
     id: '{doc_id}' when the document has one chunk, else '{doc_id}#{chunk}'.
-    summary: a query-biased plain-text excerpt of the chunk, at most
-        `summary_chars` characters (characters, not bytes).
+    summary: the passage of the chunk (and of the further chunks its content carries) that answers
+        the question (`indexes.passages`), at most `summary_chars` characters (not bytes).
     content: the matched chunk with its section heading, at most `content_chars` characters.
     score: BM25 score (higher is better), comparable only within one search; on a hybrid
         index the fused score (`indexes.dense.fusion`).
@@ -121,7 +124,7 @@ class Hit:
         value (13-digit milliseconds of an older index converted, anything else None).
     relevance: the one scale, 0..1, with the same meaning for every caller and index kind
         (the reranker's where one ran); what wings show, floors compare and merges sort by.
-    scores: the raw score of each stage that ran (`Scores`).
+    scores: the raw score of each stage that ran (`Scores`). heading: the chunk's section heading.
     """
 
     id: str
@@ -140,6 +143,7 @@ class Hit:
     metadata: Metadata = ()
     relevance: float = 0.0
     scores: Scores = Scores()
+    heading: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,6 +185,6 @@ async def test_pages_render_and_forms_change_only_what_the_role_allows(tmp_path:
     assert r.status_code == 303 and r.headers["location"] == document_url("docs", "hr/leave.md")
     doc = (await c.get(document_url("docs", "hr/leave.md", json=True), headers=ADMIN)).json()
     assert "提前五天" in doc["chunks"][0]["text"] and doc["chunks"][0]["heading"] == "申请"
-    r = await c.post("/admin/indexes/docs/delete", headers=ADMIN, data={"id": "hr/notes.txt"})
+    r = await c.post("/admin/indexes/docs/delete", headers=ADMIN, data={"id": "hr/notes.txt", "confirm": "1"})
     assert r.status_code == 303
     assert (await c.get(document_url("docs", "hr/notes.txt", json=True), headers=ADMIN)).status_code == 404

@@ -18,7 +18,7 @@ import pptx
 import pytest
 
 from gateway.console.links import document_url
-from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
+from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
 from tests.support.files import docx_bytes, guide_pdf
@@ -155,6 +155,61 @@ def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path:
             assert_keyboard(page)
             assert_fits_both(page, srv.base + "/admin/indexes/docs/edit?id=leave.md")
             assert_keyboard(page)
+        finally:
+            page.close()
+
+
+def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path: Path, private_index: Path,
+                                                      redis_url: str) -> None:
+    from playwright.sync_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    port = free_port()
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=private_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-deleteui-{port}",
+                  admin_token=ADMIN_TOKEN, audit={"sink": "off"})
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        index_url = srv.base + "/admin/indexes/docs"
+        try:
+            log_in(page, srv.base, ADMIN_TOKEN)
+            page.goto(index_url)
+            _tab_to(page, f"Delete {TOP}")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            # the question: nothing is deleted yet; the page fits and every control is reached by Tab
+            expect(page.locator("h1")).to_have_text(f"Delete {TOP}?")
+            expect(page.locator("#delete-what")).to_contain_text("restorable")
+            confirm_url = page.url
+            assert_fits_both(page, confirm_url)
+            met = {m["text"] for m in assert_keyboard(page)}
+            assert {f"Yes, delete {TOP}", f"No, keep {TOP}"} <= met
+            small_shot(page, IMG / "admin-delete-confirm.png")
+            _tab_to(page, f"No, keep {TOP}")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            assert httpx.get(srv.base + document_url("docs", TOP, json=True), timeout=10,
+                             headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).status_code == 200
+
+            page.goto(confirm_url)
+            _tab_to(page, f"Yes, delete {TOP}")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("deleted")
+            expect(page.locator(f'tr[data-doc="{TOP}"]')).to_have_count(0)
+            expect(page.locator(f'tr[data-deleted="{TOP}"]')).to_have_count(1)
+            assert_fits_both(page, index_url)
+            restore = next(m["text"] for m in assert_keyboard(page) if m["text"].startswith(f"Restore {TOP}"))
+            page.locator("#deleted-h").scroll_into_view_if_needed()
+            small_shot(page, IMG / "admin-deleted.png")
+            page.goto(index_url)
+            _tab_to(page, restore)
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            assert page.url == srv.base + document_url("docs", TOP)
+            expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("restored")
+            with httpx.Client(timeout=10) as c:
+                assert "新旧两把密钥" in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
         finally:
             page.close()
 

@@ -56,17 +56,29 @@ def test_a_change_made_on_an_older_text_is_refused(path: Path) -> None:
 
 def test_revert_undoes_the_last_change_and_a_second_revert_redoes_it(path: Path) -> None:
     with pytest.raises(sf.Stale, match="no change"):
-        sf.revert(path, "hr.txt", who="otto")
+        sf.revert(path, "hr.txt", who="otto", base=sf.digest(START))
     sf.write(path, "hr.txt", START + "a, b\n", sf.digest(START), who="otto")
-    sf.revert(path, "hr.txt", who="ada")
+    sf.revert(path, "hr.txt", who="ada", base=sf.digest(START + "a, b\n"))
     assert path.read_text("utf-8") == START
     assert [e["action"] for e in sf.history(path)] == ["revert", "save"]
-    sf.revert(path, "hr.txt", who="ada")
+    sf.revert(path, "hr.txt", who="ada", base=sf.digest(START))
     assert path.read_text("utf-8") == START + "a, b\n"
     path.write_text("edited, in git\n", "utf-8")
     with pytest.raises(sf.Stale, match="outside the console"):
-        sf.revert(path, "hr.txt", who="ada")
+        sf.revert(path, "hr.txt", who="ada", base=sf.digest("edited, in git\n"))
     assert path.read_text("utf-8") == "edited, in git\n"
+
+
+def test_a_revert_from_a_stale_page_undoes_nothing(path: Path) -> None:
+    # ada's page shows otto's rule as the last change; ben adds a rule after it: her revert
+    # must not undo ben's newer rule (nor hers): it is refused and the file stays.
+    sf.write(path, "hr.txt", START + "a, b\n", sf.digest(START), who="otto")
+    ada_saw = sf.digest(START + "a, b\n")
+    sf.write(path, "hr.txt", START + "a, b\nc, d\n", ada_saw, who="ben")
+    with pytest.raises(sf.Stale, match="changed since it was opened"):
+        sf.revert(path, "hr.txt", who="ada", base=ada_saw)
+    assert path.read_text("utf-8") == START + "a, b\nc, d\n"
+    assert [e["by"] for e in sf.history(path)] == ["ben", "otto"]
 
 
 def test_the_history_is_bounded(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -96,3 +96,18 @@ async def test_revert_undoes_the_last_change(tmp_path: Path, docs_index: Path, s
     assert "none fired" in await _tried(c, "docs", MISSED)
     bogus = await c.post("/admin/synonyms/docs/truncate", headers=ADMIN, data={"base": now["sha256"]})
     assert bogus.status_code == 404
+
+
+async def test_a_stale_page_reverts_nothing(tmp_path: Path, docs_index: Path, start_app: Any,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    c = await _app(tmp_path, docs_index, start_app, monkeypatch)
+    assert (await _save(c, "docs", "凭证 => 密钥\n", ADMIN)).status_code == 200
+    seen = (await c.get("/admin/synonyms/docs.json", headers=ADMIN)).json()["sha256"]  # one admin's page
+    newer = await c.post("/admin/synonyms/docs/add", headers=ADMIN, data={"line": "年假, 带薪假", "base": seen})
+    assert newer.status_code == 303  # another owner's newer rule
+    after = (tmp_path / "synonyms" / "docs.txt").read_text("utf-8")
+    r = await c.post("/admin/synonyms/docs/revert", headers=ADMIN, data={"base": seen})
+    assert r.status_code == 409 and "changed since it was opened" in r.text
+    twin = await c.post("/admin/synonyms/docs.json", headers=ADMIN, json={"revert": True, "base": seen})
+    assert twin.status_code == 409 and "changed since it was opened" in twin.json()["error"]
+    assert (tmp_path / "synonyms" / "docs.txt").read_text("utf-8") == after

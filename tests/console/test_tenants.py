@@ -154,12 +154,17 @@ async def test_rotation_from_the_browser_shows_a_secret_once_and_nowhere_else(
     short = await c.post("/admin/tenants/acme/keys", data={"value": "short", **_csrf("tenant-add-key:acme", session)})
     assert short.status_code == 400 and "the key field" in short.text and "Nothing was changed" in short.text
 
-    # Retire the two old keys: one now, one with a grace period; the last live keys stay.
+    # Retire the two old keys: one now, one with a grace period, each confirmed; the last live keys stay.
+    before = path.read_text("utf-8")
+    ask = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
+                       data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-10", session)})
+    assert ask.status_code == 200 and "Retire key acme-2026-10?" in ask.text and path.read_text("utf-8") == before
+    assert 'name="confirm" value="1"' in ask.text and "Yes, retire key acme-2026-10 now" in ask.text
     r = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
-                     data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-10", session)})
+                     data={"when": "now", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-10", session)})
     assert r.status_code == 303 and r.headers["location"] == "/admin/tenants/acme#keys"
     r = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
-                     data={"when": "3600", **_csrf("tenant-retire:acme:acme-2026-11", session)})
+                     data={"when": "3600", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-11", session)})
     assert r.status_code == 303
     twin = (await c.get("/admin/tenants.json", headers=ADMIN)).json()["tenants"][0]
     states = {k["id"]: k["state"] for k in twin["keys"]}
@@ -262,3 +267,52 @@ async def test_a_test_that_reaches_nothing_or_names_no_route_is_a_clear_answer(
     got = r.json()
     assert got["status"] is None and got["problem"] and got["key_id"] == "acme-2026-10" and not got["ok"]
     assert (await c.post("/admin/tenants/nope/test", headers=ADMIN, data={})).status_code == 404
+
+
+async def test_a_tenant_with_no_key_that_verifies_is_a_readiness_note_and_a_red_line(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    past = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    gone = tenant("gone", keys=ACME_KEYS, routes=[("tech", "software", "docs")], path="/volcengine/gone")
+    for s in gone["gone"]["secrets"]:
+        s["not_after"] = past  # both keys retired: the outage a silent rotation ends in
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")]), gone],
+                  indexes=docs_index, admin_token=ADMIN_TOKEN)
+    c, _, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    ready = await c.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"  # acme still serves
+    notes = [n for n in ready.json()["notes"] if n.startswith("tenant ")]
+    assert notes == ["tenant gone has no key that verifies: every callback is refused (Ret 40105); add one: "
+                     "kbgate secrets add --tenant gone (or the console's Tenants page)"]
+    page = (await c.get("/admin/", headers=ADMIN)).text
+    line = re.search(r'<p class="error keyless" role="alert" data-tenant="gone">(.*?)</p>', page)
+    assert line is not None and "tenant gone has no key that verifies" in line.group(1)
+    assert 'href="/admin/tenants/gone#rotation">Add a key to tenant gone</a>' in line.group(1)
+    assert 'data-tenant="acme"' not in page
+    twin = (await c.get("/admin/overview.json", headers=ADMIN)).json()
+    assert [k["tenant"] for k in twin["keyless"]] == ["gone"]
+
+
+async def test_the_retire_question_says_at_once_when_it_would_be_refused(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
+    session = await _login(c)
+    page = (await c.get("/admin/tenants/acme")).text
+    assert '<select name="when" required><option value="" selected>choose…</option>' in page  # never "now"
+    unchosen = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
+                            data=_csrf("tenant-retire:acme:acme-2026-10", session))
+    assert unchosen.status_code == 400 and "Choose when to retire the key" in unchosen.text
+    r = await c.post("/admin/tenants/acme/keys/acme-2026-10/retire",
+                     data={"when": "3600", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-10", session)})
+    assert r.status_code == 303  # the old key in 1 hour: the new one stays
+    before = path.read_text("utf-8")
+    ask = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
+                       data={"when": "now", **_csrf("tenant-retire:acme:acme-2026-11", session)})
+    assert ask.status_code == 409 and 'id="retire-refused"' in ask.text and 'name="confirm"' not in ask.text
+    assert "key acme-2026-10, the last of them, stops verifying at" in ask.text
+    forced = await c.post("/admin/tenants/acme/keys/acme-2026-11/retire",
+                          data={"when": "now", "confirm": "1", **_csrf("tenant-retire:acme:acme-2026-11", session)})
+    assert forced.status_code == 409 and "retiring too" in forced.text and path.read_text("utf-8") == before

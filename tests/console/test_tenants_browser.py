@@ -30,7 +30,7 @@ import pytest
 import tomlkit
 
 from gateway.console.csrf import form_token
-from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
+from tests.support.browser import _browser, assert_fits, assert_fits_both, assert_keyboard, log_in  # noqa: F401
 from tests.support.harness import Server, kbgate, serve
 from tests.support.paths import ROOT
 
@@ -88,6 +88,16 @@ def _press(page: Any, name: str, limit: int = 120) -> None:
                 page.keyboard.press("Enter")
             return
     raise AssertionError(f"Tab never reached {name!r}")
+
+
+def _tab_to(page: Any, selector: str, limit: int = 120) -> None:
+    """Tab (from where the focus is) until the element matching `selector` has the focus."""
+    target = page.locator(selector)
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if target.evaluate("el => el === document.activeElement"):
+            return
+    raise AssertionError(f"Tab never reached {selector!r}")
 
 
 def _from_top(page: Any) -> None:
@@ -174,11 +184,33 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         page.set_viewport_size({"width": 1280, "height": 800})
         page.goto(tenant_url)
 
-        # Step 4, by keyboard: retire the old key.
+        # Step 4, by keyboard: retire the old key. Nothing is preselected: the button alone does nothing.
+        config_before = (out / "gateway.toml").read_text("utf-8")
+        when = page.locator('form[action$="/keys/demo-1/retire"] select[name="when"]')
+        expect(when).to_have_value("")
         page.locator("#rotation").scroll_into_view_if_needed()
         _shot(page, "tenant-rotation.png")
         _from_top(page)
+        _tab_to(page, 'form[action$="/keys/demo-1/retire"] button')
+        page.keyboard.press("Enter")  # the browser asks for a choice (required): no request is sent
+        assert page.url == tenant_url and (out / "gateway.toml").read_text("utf-8") == config_before
+        _from_top(page)
+        _tab_to(page, 'form[action$="/keys/demo-1/retire"] select[name="when"]')
+        page.keyboard.type("now")  # the select's own type-ahead: "now"
+        expect(when).to_have_value("now")
         _press(page, "Retire key demo-1")
+        # The confirmation: what stops and when, the other key; nothing changed yet.
+        expect(page.locator("h1")).to_have_text("Retire key demo-1?")
+        expect(page.locator("#retire-what")).to_contain_text("stops verifying now")
+        expect(page.locator("dl.facts")).to_contain_text(f"{key_id} (live")
+        assert (out / "gateway.toml").read_text("utf-8") == config_before
+        for width in (390, 1280):
+            page.set_viewport_size({"width": width, "height": 800})
+            assert_fits(page, f"the retire confirmation at {width} px")
+        _shot(page, "tenant-retire-confirm.png")
+        _from_top(page)
+        _tab_to(page, "a:text-is('No, keep key demo-1')")  # the way back is a control too
+        _press(page, "Yes, retire key demo-1 now")
         page.wait_for_url(tenant_url + "#keys")
         expect(page.locator('tr[data-key="demo-1"] td.state')).to_contain_text("retired since")
         expect(page.locator(f'tr[data-key="{key_id}"] td.state')).to_have_text("live")
@@ -293,3 +325,39 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
                 ("admin.documents.delete", "ann", "denied")} <= audit
     finally:
         context.close()
+
+
+def test_a_tenant_with_no_key_that_verifies_is_a_red_line_on_the_overview(browser: Any, tmp_path: Path,
+                                                                         docs_index: Path, redis_url: str) -> None:
+    import datetime as dt
+
+    from playwright.sync_api import expect
+
+    from tests.support.browser import assert_fits
+    from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+    from tests.support.harness import free_port
+
+    port = free_port()
+    gone = tenant("gone", keys=ACME_KEYS, routes=[("tech", "software", "kb")], path="/volcengine/gone")
+    for s in gone["gone"]["secrets"]:
+        s["not_after"] = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS), gone], indexes=docs_index, port=port,
+                  redis_url=redis_url, key_prefix=f"kbgate-keyless-{port}", admin_token=ADMIN_TOKEN,
+                  audit={"sink": "off"})
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            log_in(page, srv.base, ADMIN_TOKEN)
+            line = page.locator('p.keyless[data-tenant="gone"]')
+            expect(line).to_contain_text("tenant gone has no key that verifies")
+            assert page.locator("p.keyless").count() == 1
+            for width in (390, 1280):
+                page.set_viewport_size({"width": width, "height": 800})
+                assert_fits(page, f"the overview at {width} px")
+            assert "Add a key to tenant gone" in {m["text"] for m in assert_keyboard(page)}
+            _from_top(page)
+            _press(page, "Add a key to tenant gone")
+            assert page.url == srv.base + "/admin/tenants/gone#rotation"
+            assert "tenant gone has no key that verifies" in " ".join(httpx.get(srv.base + "/readyz").json()["notes"])
+        finally:
+            page.close()

@@ -6,6 +6,7 @@ every change audited with who made it. The admin token keeps working (tests/cons
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,7 @@ async def test_roles_through_the_app(tmp_path: Path, docs_index: Path, start_app
 
     # Users page for the admin: names and roles, never a hash.
     users = (await c.get("/admin/users.json", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})).json()
+    assert re.fullmatch("[0-9a-f]{64}", users.pop("base"))  # the file's SHA-256, for a tool's change
     assert users == {"users": [{"name": "vera", "role": "viewer", "indexes": []},
                                {"name": "otto", "role": "owner", "indexes": ["docs"]}], "admin_token": True}
     html = (await c.get("/admin/users", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})).text

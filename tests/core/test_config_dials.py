@@ -47,9 +47,11 @@ def test_no_dial_is_no_dials(tmp_path: Path) -> None:
 
 
 def test_every_dial_on_a_tenant_route_and_an_agent_route(tmp_path: Path) -> None:
-    dials = {"dense_share": 0.5, "candidates": 25, "rerank": True, "rerank_threshold": 0.3, "neighbours": 2}
+    dials = {"dense_share": 0.5, "candidates": 25, "rerank": True, "rerank_threshold": 0.3, "neighbours": 2,
+             "summary_chars": 400}
     assert set(dials) == set(DIAL_KEYS)
-    want = Dials(dense_share=0.5, candidates=25, rerank=True, rerank_threshold=0.3, neighbours=2)
+    want = Dials(dense_share=0.5, candidates=25, rerank=True, rerank_threshold=0.3, neighbours=2,
+                 summary_chars=400)
     assert parse(data(dials), tmp_path).tenants["acme"].routes[0].dials == want
     assert parse(data(dials, agent=True), tmp_path).agent.routes["docs"].dials == want
     off = parse(data({"rerank": False}, dense=False), tmp_path).tenants["acme"].routes[0].dials
@@ -66,6 +68,8 @@ def test_every_dial_on_a_tenant_route_and_an_agent_route(tmp_path: Path) -> None
     ({"rerank_threshold": 0.5, "rerank": False}, "rerank_threshold", "rerank = false"),
     ({"neighbours": 9}, "neighbours", "8"),
     ({"neighbours": 1.5}, "neighbours", "integer"),
+    ({"summary_chars": 19}, "summary_chars", "from 20 to 4000"),
+    ({"summary_chars": 4001}, "summary_chars", "4000"),
     ({"neigbours": 1}, "neigbours", "not a known key"),
 ])
 @pytest.mark.parametrize("agent", [False, True])

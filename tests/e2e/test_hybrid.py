@@ -188,6 +188,22 @@ def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -
         assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") >= 5
 
 
+def test_a_cold_start_answers_hybrid_from_the_first_callback(tmp_path: Path) -> None:
+    """/readyz waits until the worker's query model has loaded and answered once, so the first
+    callback after it is answered hybrid: no fallback is counted, the breaker never opened."""
+    port = free_port()
+    cfg = write_site(tmp_path, None, port)
+    built = index_add(cfg, tmp_path)
+    assert built.returncode == 0, built.stderr
+    with server(cfg, port) as srv, httpx.Client(timeout=60) as client:  # started: /readyz answered 200
+        assert first_ids(callback(client, srv.base, PARAPHRASE))[:1] == ["pw"]  # BM25 alone cannot find it
+        metrics = client.get(f"{srv.base}/metrics").text
+        assert hybrid_searches(metrics, "hybrid") == 1
+        other = r'^kbgate_hybrid_searches_total{index="docs",outcome="(?!hybrid)[^"]*"} (\S+)$'
+        fell = re.findall(other, metrics, re.M)
+        assert sum(float(n) for n in fell) == 0.0
+
+
 def test_an_index_built_lexical_keeps_serving_and_says_how_to_add_vectors(tmp_path: Path) -> None:
     """An index built before hybrid was the default (no vectors) keeps answering lexically;
     check-config and /readyz name the one command that adds its vectors, `kbgate index embed`,

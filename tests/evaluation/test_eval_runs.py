@@ -80,3 +80,21 @@ def test_eval_refuses_a_ready_wait_that_is_not_positive(tmp_path: Path) -> None:
 
     r = harness.kbgate("eval", "--ready-seconds", "0", "--workdir", str(tmp_path))
     assert r.returncode == 2 and "--ready-seconds must be a number of seconds above 0" in r.stderr
+
+
+def test_summary_wins_and_losses_judge_the_answer_in_the_summaries(tmp_path: Path) -> None:
+    def scored(qid: str, in5: float, in1: float) -> QueryScore:
+        return QueryScore(EvalQuery(qid, "问题", ("a",), ("答",)), 1.0, 1.0, 5, in5, in1, (300, 200))
+
+    saved = eval_runs.save(tmp_path, {"laws/dev": {"hybrid": [scored("q1", 0, 0), scored("q2", 1, 1),
+                                                              scored("q3", 1, 0)]}}, "abc")
+    before = eval_runs.load(saved)
+    assert before["sets"]["laws/dev"]["hybrid"]["q1"] == [1.0, 1.0, 5, 0, 0]
+    after = {"laws/dev": {"hybrid": [scored("q1", 1, 0), scored("q2", 1, 0), scored("q3", 1, 1)]},
+             "laws/off": {"hybrid": [scored("o1", 0, 0)]}}
+    (v,) = eval_runs.compare(before, after, frozenset({"laws/off"}), summaries=True)
+    # q1 enters the Summaries, q3 the first Summary: won; q2 leaves the first Summary: lost
+    assert (v.set_name, v.wins, v.losses, v.compared) == ("laws/dev", 2, 1, 3)
+    # a run saved without Summary figures is not compared on them
+    assert eval_runs.compare({"sets": {"laws/dev": {"hybrid": {"q1": [1.0, 1.0, 5]}}}}, after,
+                             summaries=True) == []

@@ -59,3 +59,20 @@ def test_fallbacks_per_set_and_staged_column_and_a_run_with_any_is_marked_not_co
     assert "| laws-cn | dev set | 1 | 3 | 0 |" in text and "NOT COMPARABLE: 3 searches fell back" in text
     assert "lexical fallbacks" not in text  # a column without a stage has none to count
     assert fallbacks_table(rows("x", "y", {"lexical": clean["lexical"]}, scores)).startswith("No column")
+
+
+def test_what_the_model_reads_per_served_system_whole_on_topic_sets_only() -> None:
+    from gateway.evaluation.eval_table import summaries_table
+    from gateway.evaluation.evaluation import score_queries
+
+    q = EvalQuery("q1", "年假怎么休", ("d1",), ("十天",))
+    ranked = [("d1", "摘要\n全文里有十天", "摘要"), ("d2", "别的\n年假十天", "年假十天")]
+    scores = score_queries(lambda _: ranked, [q], summaries=True)
+    assert (scores[0].hit, scores[0].in_summaries, scores[0].in_first, scores[0].summary_chars) == \
+        (1.0, 1.0, 0.0, (2, 4))
+    bare = score_queries(lambda _: [(d, t) for d, t, _ in ranked], [q])
+    assert bare[0].in_summaries is None and bare[0].summary_chars == ()
+    got = rows("laws", "dev", {"lexical": Served(scores, [1.0], 2.0, fallbacks=3)}, bare)
+    text = summaries_table(got)
+    assert "| laws | dev | 1 | lexical | 1.000 | 1.000 | 1.00 | 0.000 | 3 | 3 |" in text
+    assert "bm25s" not in text  # the baseline gives no Summaries

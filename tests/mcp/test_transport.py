@@ -109,7 +109,7 @@ async def test_search_then_fetch(srv: Server, mode: str, version: str) -> None:
     async with connect(srv.base + "/mcp", TOKEN_ALICE, mode=mode) as c:
         assert c.protocol_version == version
         found = payload(await c.call_tool("search", {"query": "密钥轮换"}))
-        assert found["results"] and all(set(r) == {"id", "title", "url"} for r in found["results"])
+        assert found["results"] and all(set(r) == {"id", "title", "url", "text"} for r in found["results"])
         top = found["results"][0]
         assert top["title"] == "密钥轮换" and top["url"] == f"kbgate://support/{TOP}"
         assert len({r["url"] for r in found["results"]}) == len(found["results"])  # one result per document

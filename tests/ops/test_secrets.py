@@ -570,3 +570,87 @@ def test_add_on_a_full_disk_leaves_no_file_and_the_retry_works(tmp_path: Path, r
     assert "rc=1" in first and first.split("rc=1", 1)[1].split("--")[0].split() == ["filler"], (r.stdout, r.stderr)
     assert "already exists" not in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert "acme-k2" in second.split(), (r.stdout, r.stderr)
+
+
+# ------------------------------------------------------------------ edits at once
+
+
+def _three_keys(tmp_path: Path, redis_url: str, key_prefix: str) -> Path:
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    for kid in ("k2", "k3"):
+        add_key(cfg, "acme", now=1_800_000_000, key_id=kid)
+    return cfg
+
+
+def test_key_adders_at_once_all_land(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    from tests.core.test_config_edit import at_once
+
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    ids = [f"n{i}" for i in range(6)]
+    got = at_once([lambda kid=kid: add_key(cfg, "acme", now=1_800_000_000, key_id=kid) for kid in ids])
+    assert not [g for g in got if isinstance(g, Exception)]
+    keys = {k.id: k for k in load_config(cfg).tenants["acme"].secrets}
+    assert set(ids) <= set(keys)  # every key shown as added is in the file, its secret file beside it
+    for g in got:
+        assert keys[g.key_id].value.reveal() == g.created_file.read_text().strip()
+    # generated ids at once: distinct ids, every one kept
+    got = at_once([lambda: add_key(cfg, "acme", now=1_800_000_000) for _ in range(4)])
+    assert len({g.key_id for g in got}) == 4
+    assert {g.key_id for g in got} <= {k.id for k in load_config(cfg).tenants["acme"].secrets}
+
+
+def test_two_retirements_at_once_both_take_effect(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    from tests.core.test_config_edit import at_once
+
+    cfg = _three_keys(tmp_path, redis_url, key_prefix)
+    now = 1_800_000_000
+    got = at_once([lambda kid=kid: retire_key(cfg, "acme", kid, now=now) for kid in ("old", "k2")])
+    assert not [g for g in got if isinstance(g, Exception)]
+    keys = {k.id: k for k in load_config(cfg).tenants["acme"].secrets}
+    assert not keys["old"].live(now + 1) and not keys["k2"].live(now + 1) and keys["k3"].live(now + 1)
+
+
+def test_retiring_every_key_at_once_leaves_one_live(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    from tests.core.test_config_edit import at_once
+
+    cfg = _three_keys(tmp_path, redis_url, key_prefix)
+    now = 1_800_000_000
+    kids = ("old", "k2", "k3")
+    got = at_once([lambda kid=kid: retire_key(cfg, "acme", kid, now=now) for kid in kids])
+    refused = [kid for kid, g in zip(kids, got, strict=True) if isinstance(g, ConfigError)]
+    assert len(refused) == 1 and "only live key" in str(got[kids.index(refused[0])])
+    keys = {k.id: k for k in load_config(cfg).tenants["acme"].secrets}
+    assert [k for k in kids if keys[k].live(now + 1)] == refused  # each one answered as retired is retired
+
+
+def test_a_retirement_read_from_a_stale_listing_is_refused(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    from gateway.core.config.edit import ConfigConflict, file_digest
+
+    cfg = _three_keys(tmp_path, redis_url, key_prefix)
+    seen = file_digest(cfg)
+    retire_key(cfg, "acme", "k2", now=1_800_000_000, base=seen)
+    before = cfg.read_bytes()
+    with pytest.raises(ConfigConflict):
+        retire_key(cfg, "acme", "k3", now=1_800_000_000, base=seen)
+    assert cfg.read_bytes() == before
+
+
+def test_a_grace_after_a_retirement_in_progress_is_refused_naming_the_key(tmp_path: Path, redis_url: str,
+                                                                       key_prefix: str) -> None:
+    # The outage of the issue: "old" retired in 1 hour, then the new key "now": every callback refused after.
+    cfg = _config(tmp_path, redis_url, key_prefix)
+    now = 1_800_000_000
+    add_key(cfg, "acme", now=now, key_id="new")
+    retire_key(cfg, "acme", "old", now=now, at=now + 3600)
+    before = cfg.read_bytes()
+    with pytest.raises(ConfigError, match="retiring too: key old, the last of them, stops verifying at"):
+        retire_key(cfg, "acme", "new", now=now)
+    with pytest.raises(ConfigError, match="the grace of key new .* outlasts every other key of tenant acme: key old"):
+        retire_key(cfg, "acme", "new", now=now, at=now + 86400)
+    with pytest.raises(ConfigError, match="retiring too"):
+        retire_key(cfg, "acme", "new", now=now, remove=True)
+    assert cfg.read_bytes() == before
+    out = kbgate("secrets", "retire", "--config", str(cfg), "--tenant", "acme", "--id", "new")
+    assert out.returncode == 2 and "key old, the last of them" in out.stderr and cfg.read_bytes() == before
+    retire_key(cfg, "acme", "new", now=now, force=True)  # the operator's own choice, on the command line only
+    assert not any(k.live(now + 3601) for k in load_config(cfg).tenants["acme"].secrets)

@@ -1,6 +1,6 @@
 """`[admin]`: the console and the deliveries record (AdminConfig documents each key).
 
-    [admin]              token_sha256, show_queries, keep_deliveries,
+    [admin]              token_sha256, show_queries, keep_deliveries, keep_deleted_days,
                          session_secret_env | session_secret_file (what sessions are signed with),
                          state_file (a server without Redis: the console's record across restarts)
     [admin.users.NAME]   role = "viewer" | "owner" | "admin", indexes = [...] (an owner's),
@@ -36,7 +36,7 @@ def parse_admin(t: Fields, base_dir: Path, env: Mapping[str, str]) -> AdminConfi
     """The [admin] table → AdminConfig. base_dir: where a relative session_secret_file is;
     env: where session_secret_env is looked up. Raises ConfigError naming the key."""
     t.only({"token_sha256", "show_queries", "keep_deliveries", "users", "session_secret_env", "session_secret_file",
-            "state_file"})
+            "state_file", "keep_deleted_days"})
     digest = t.data.get("token_sha256")
     if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
         raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
@@ -45,7 +45,8 @@ def parse_admin(t: Fields, base_dir: Path, env: Mapping[str, str]) -> AdminConfi
     parsed = tuple(_user(users, name) for name in users.data)
     return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000),
                        parsed, _session_secret(t, base_dir, env),
-                       base_dir / t.string("state_file") if "state_file" in t else None)
+                       base_dir / t.string("state_file") if "state_file" in t else None,
+                       t.integer("keep_deleted_days", 7, lo=0, hi=365))
 
 
 def _session_secret(t: Fields, base_dir: Path, env: Mapping[str, str]) -> Secret | None:

@@ -5,6 +5,7 @@
     rerank = false             skip the index's rerank stage for this route (true: run it; needs one)
     rerank_threshold = 0.6     0..1: drop hits the reranker scored under it (needs a rerank stage)
     neighbours = 1             0..8: chunks before and after a hit appended to its content
+    summary_chars = 400        20..4000: the budget of each hit's Summary / snippet (Dify: content is it)
 
 Each overrides its index's setting (`[indexes.NAME.dense]`, `[indexes.NAME.rerank]`) for that
 route only; an absent dial keeps the index's. `parse_dials` reads them from a route's table;
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from gateway.core.config.model import SearchConfig
+from gateway.core.config.model import SUMMARY_CHARS_MAX, SUMMARY_CHARS_MIN, SearchConfig
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseChoices, DenseConfig
@@ -31,7 +32,7 @@ from indexes.types import NO_DIALS, Dials
 
 __all__ = ["DIAL_KEYS", "check_dials", "floor_of", "parse_dials"]
 
-DIAL_KEYS = ("dense_share", "candidates", "rerank", "rerank_threshold", "neighbours")
+DIAL_KEYS = ("dense_share", "candidates", "rerank", "rerank_threshold", "neighbours", "summary_chars")
 
 
 def floor_of(route_floor: float | None, search: SearchConfig) -> float:
@@ -54,7 +55,9 @@ def parse_dials(r: Fields, max_candidates: int) -> Dials:
     if threshold is not None and rerank is False:
         raise ConfigError(r.key("rerank_threshold"), "is set, but rerank = false turns the reranker off for this "
                           "route: remove one of them")
-    return Dials(share, candidates, rerank, threshold, r.integer("neighbours", 0, lo=0, hi=MAX_NEIGHBOURS))
+    summary = r.integer("summary_chars", SUMMARY_CHARS_MIN, lo=SUMMARY_CHARS_MIN, hi=SUMMARY_CHARS_MAX) \
+        if "summary_chars" in r else None
+    return Dials(share, candidates, rerank, threshold, r.integer("neighbours", 0, lo=0, hi=MAX_NEIGHBOURS), summary)
 
 
 def check_dials(routes: Iterator[tuple[str, str, Dials]], dense: Mapping[str, DenseConfig],

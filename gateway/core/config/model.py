@@ -150,6 +150,10 @@ class ReplayConfig:
     key_prefix: str = "kbgate"
 
 
+SUMMARY_CHARS, SUMMARY_CHARS_MIN, SUMMARY_CHARS_MAX = 520, 20, 4000
+"""search.summary_chars (default, range; a route's dial too): the budget of a hit's Summary in characters
+(`indexes.passages`; the default read off the curve in docs/search-quality.md, "The Summary")."""
+
 DEFAULT_RELEVANCE_FLOOR = 0.10
 """search.relevance_floor when not set: hits of a relevance under it (`indexes.relevance`) are
 dropped on every route without a floor of its own. Read off the shared sets with `make eval`
@@ -181,7 +185,7 @@ class SearchConfig:
     max_limit: int = 20
     max_query_chars: int = 512
     max_level_id_chars: int = 128
-    summary_chars: int = 200
+    summary_chars: int = SUMMARY_CHARS
     content_chars: int = 1500
     one_per_document: bool = True
     max_chunks_per_query: int = 2000
@@ -206,6 +210,7 @@ class AdminConfig:
         gateway.console.keep), resolved against the config's folder; None: in memory only.
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
+    keep_deleted_days: days a document deleted from the console stays restorable (0: not kept).
     """
 
     token_sha256: str | None = None
@@ -214,6 +219,7 @@ class AdminConfig:
     users: tuple[ConsoleUserConfig, ...] = ()
     session_secret: Secret | None = None
     state_file: Path | None = None
+    keep_deleted_days: int = 7
 
 
 # ---------------------------------------------------------------- agent clients (seeds 000, 002)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import wait
 from pathlib import Path
 
 import httpx
@@ -234,3 +235,45 @@ def test_the_local_e5_model_embeds_queries_and_passages() -> None:
     assert passages.shape == (2, 384) and query.shape == (384,)
     assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
     assert float(passages[0] @ query) > float(passages[1] @ query)
+
+
+def test_a_cold_start_never_opens_the_breaker_and_a_warmed_encoder_counts_again(server: str) -> None:
+    embedder = OpenAIEmbedder(config(server))
+    embedder.embed_passages(["连接"])  # the connection is open: timings below are the server's
+    control(server, delay=1.0)  # the model is still loading: every answer comes late
+    breaker = Breaker(failures=2, reset_seconds=60.0)
+    encoder = QueryEncoder(embedder, deadline_ms=200, breaker=breaker)
+    try:
+        encoder.warm()
+        assert not encoder.warmed
+        pending = [encoder.start(q) for q in ("冷启动一", "冷启动二", "冷启动三")]
+        assert [encoder.wait(p).reason for p in pending] == ["timeout"] * 3
+        # each call gives up at its deadline (the provider's own timeout): done, a failure each
+        assert not wait([p.future for p in pending if p.future is not None], timeout=10.0).not_done
+        assert _eventually(lambda: encoder.warmed, within=10.0) and encoder.warm_error is None
+        assert breaker.state == "closed"  # three late answers, none counted: still closed
+        control(server, delay=0.0)
+        assert encoder.wait(encoder.start("热身之后")).vector is not None
+        control(server, delay=1.0)  # warmed: late answers count again, and two open it
+        late = [encoder.start(q) for q in ("慢一", "慢二")]
+        assert [encoder.wait(p).reason for p in late] == ["timeout"] * 2
+        assert not wait([p.future for p in late if p.future is not None], timeout=10.0).not_done
+        assert breaker.state == "open"
+    finally:
+        encoder.close()
+
+
+def test_a_hybrid_index_is_not_ready_until_its_model_has_answered_once(server: str, tmp_path: Path) -> None:
+    cfg = config(server, query_timeout_ms=300)
+    HybridStore(tmp_path, dense={"docs": cfg}).create_or_open_for_write("docs").ingest(DOCS, progress=False)
+    control(server, delay=1.5)
+    hybrid = HybridStore(tmp_path, dense={"docs": cfg}).open("docs")
+    assert isinstance(hybrid, HybridIndex)
+    try:
+        assert not hybrid.model_ready and IndexStore(tmp_path).open("docs").model_ready
+        assert _eventually(lambda: hybrid.model_ready, within=10.0)
+        control(server, delay=0.0)
+        assert hybrid.search(PARAPHRASE, 3)[0].doc_id == "pw"
+        assert hybrid.dense.counters == {"hybrid": 1}
+    finally:
+        hybrid.close()  # type: ignore[attr-defined]

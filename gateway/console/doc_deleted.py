@@ -1,0 +1,141 @@
+"""Deleting a document from the browser, confirmed first and restorable for a while, and
+restoring it (gateway.documents.deleted keeps it; the write goes through the document API's
+own writes, as every browser change does: gateway.console.doc_writes).
+
+GET  /admin/indexes/{index}/delete?id=ID   the confirmation: the document, and how long it stays restorable
+POST /admin/indexes/{index}/delete         id, confirm=1, csrf: kept, then deleted in one commit
+                                           (without confirm=1: the confirmation page, nothing changed)
+POST /admin/indexes/{index}/restore        entry (a kept deletion's name), csrf: written back, the entry dropped
+
+Allowed to the index's owner and to an admin ('edit_documents'), decided before a body is read.
+A document is kept for `admin.keep_deleted_days` (0: not kept, and the confirmation says it is
+for good). A restore is refused while a document of that id is in the index (re-uploaded since):
+delete that one first, or keep it. Each is audited as documents.delete / documents.restore.
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console import doc_writes as dw
+from gateway.console.changes import audit_change
+from gateway.console.links import document_url, index_url
+from gateway.console.render import page, read_form, refusal, runtime
+from gateway.console.users import ConsoleUser
+from gateway.core.runtime import Runtime
+from gateway.documents import deleted
+from indexes.types import ChangeSet, Document
+
+
+def kept(rt: Runtime, index: str) -> list[deleted.Kept]:
+    """The restorable deletions of `index`, newest first (blocking; expired ones purged). [] when
+    the folder cannot be read."""
+    try:
+        return deleted.listing(rt.config.indexes_dir, index, now=rt.clock.now(), days=rt.config.admin.keep_deleted_days)
+    except OSError:
+        return []
+
+
+async def _confirm(request: Request, user: ConsoleUser, index: str, doc_id: str) -> Response:
+    """The confirmation page of deleting `doc_id` (404 when the index holds no such document)."""
+    rt = runtime(request)
+    doc = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
+    if doc is None:
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text="no document with this id in this index; nothing was changed")
+    days = rt.config.admin.keep_deleted_days
+    return page(request, user, "doc_delete.html", active="indexes", title=f"Delete {doc_id}?",
+                index=index, doc=doc, days=days, until=rt.clock.now() + days * deleted.DAY,
+                back=document_url(index, doc_id))
+
+
+async def confirm_page(request: Request) -> Response:
+    """GET /admin/indexes/{index}/delete?id=ID (module doc)."""
+    allowed = await dw._allowed(request, "delete")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    return await _confirm(request, user, index, request.query_params.get("id", ""))
+
+
+def _keep(rt: Runtime, index: str, doc: Document, who: str) -> str | None:
+    days = rt.config.admin.keep_deleted_days
+    if days == 0:
+        return None
+    return deleted.keep(rt.config.indexes_dir, index, doc, by=who, now=rt.clock.now())
+
+
+async def delete(request: Request) -> Response:
+    """POST /admin/indexes/{index}/delete (module doc)."""
+    allowed = await dw._allowed(request, "delete")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    fields = await read_form(request, user, dw.FORM, max_fields=6)
+    if isinstance(fields, Response):
+        return fields
+    doc_id = fields.get("id", "")
+    if not doc_id:
+        return refusal(request, user, as_json=False, status=400, active="indexes", text="name the document to delete")
+    if fields.get("confirm") != "1":
+        return await _confirm(request, user, index, doc_id)
+    rt = runtime(request)
+    doc = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id)
+    if doc is None:
+        return dw._done(index_url(index), {"action": "delete", "items": [
+            {"name": doc_id, "id": doc_id, "change": "refused", "warnings": [],
+             "problem": "no document with this id in this index (deleted already?)"}]})
+    try:
+        entry = await anyio.to_thread.run_sync(_keep, rt, index, doc, user.name)
+    except OSError as exc:
+        audit_change(rt.config, user.name, "documents.delete", index, status=503, ids=[doc_id])
+        return refusal(request, user, as_json=False, status=503, active="indexes",
+                       text=f"The document could not be kept for restoring ({exc.strerror or 'not writable'}), "
+                            "so it was not deleted.")
+    out, error = await dw._commit(request, user, "delete", index, ChangeSet(deletes=(doc_id,)), {})
+    if out is None and entry is not None:
+        await anyio.to_thread.run_sync(deleted.drop, rt.config.indexes_dir, index, entry)
+    items = dw._items(out, error, {doc_id: doc.path or doc_id}, {})
+    return dw._done(index_url(index), {"action": "delete", "items": items})
+
+
+async def restore(request: Request) -> Response:
+    """POST /admin/indexes/{index}/restore (module doc)."""
+    allowed = await dw._allowed(request, "restore")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    fields = await read_form(request, user, dw.FORM, max_fields=4)
+    if isinstance(fields, Response):
+        return fields
+    rt = runtime(request)
+    days = rt.config.admin.keep_deleted_days
+    found = await anyio.to_thread.run_sync(lambda: deleted.find(rt.config.indexes_dir, index, now=rt.clock.now(),
+                                                                days=days, entry=fields.get("entry", "")))
+    if found is None:
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text=f"no deleted document to restore by that name: it was restored already, or it was "
+                            f"deleted more than {days} day(s) ago (admin.keep_deleted_days) and purged")
+    k, doc = found
+    if await anyio.to_thread.run_sync(dw._stored, rt, index, k.doc_id) is not None:
+        audit_change(rt.config, user.name, "documents.restore", index, status=409, ids=[k.doc_id])
+        return refusal(request, user, as_json=False, status=409, active="indexes",
+                       text=f"index {index} holds a document {k.doc_id} again (added after the delete): nothing "
+                            "was restored. Delete that one first to restore the deleted one, or keep it.")
+    out, error = await dw._commit(request, user, "restore", index, ChangeSet(upserts=(doc,)), {})
+    if out is not None:
+        await anyio.to_thread.run_sync(deleted.drop, rt.config.indexes_dir, index, k.entry)
+    items = [{**i, "change": "restored" if i["change"] == "added" else i["change"]}
+             for i in dw._items(out, error, {k.doc_id: k.path or k.doc_id}, {})]
+    return dw._done(document_url(index, k.doc_id) if out is not None else index_url(index),
+                    {"action": "restore", "items": items})
+
+
+ROUTES = [
+    Route("/admin/indexes/{index}/delete", confirm_page, methods=["GET"]),
+    Route("/admin/indexes/{index}/delete", delete, methods=["POST"]),
+    Route("/admin/indexes/{index}/restore", restore, methods=["POST"]),
+]
