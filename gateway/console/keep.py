@@ -144,8 +144,8 @@ class Keeper:
 
 
 def keeper_of(config: Config, recorder: GapRecorder, asked: QuestionCounts, sessions: Sessions) -> Keeper | None:
-    """The Keeper of a worker whose stores are in memory when `admin.state_file` is set (the
-    config refuses it beside replay.redis_url), its file loaded; else None."""
+    """The Keeper of a worker whose stores are in memory when `admin.state_file` is set, its
+    file loaded; else None (with replay.redis_url the stores are Redis's: the file is not used)."""
     path = config.admin.state_file
     if path is None:
         return None

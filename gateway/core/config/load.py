@@ -170,9 +170,6 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     dense, rerank = parse_dense(indexes, base_dir, env), parse_rerank(indexes, base_dir, env)
     check_dials(_route_dials(tenants, agent), dense, rerank)
     admin = parse_admin(top.table("admin"), base_dir, env)
-    if admin.state_file is not None and replay.redis_url is not None:
-        raise ConfigError("admin.state_file", "is for a server without replay.redis_url: with Redis the console's "
-                                              "record already outlives a restart there")
     return Config(
         server=server,
         replay=replay,

@@ -207,7 +207,8 @@ class AdminConfig:
         config, made once (gateway.console.sessions).
     state_file: where a server without Redis keeps the console's record across restarts (the
         gap record, marks and filings, questions per day, session revocations:
-        gateway.console.keep), resolved against the config's folder; None: in memory only.
+        gateway.console.keep), resolved against the config's folder; None: in memory only. Not
+        used with replay.redis_url (Redis keeps that record).
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
     keep_deleted_days: days a document deleted from the console stays restorable (0: not kept).
