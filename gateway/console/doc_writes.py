@@ -3,7 +3,8 @@
 shared with the API: app.state.document_writes) and its answer (handlers.outcome). Nothing here
 holds a rule of its own about what a document may be.
 
-POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf
+POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf;
+                                        404 naming the index when it does not exist (never created here)
 GET  /admin/indexes/{index}/edit?id=    a Markdown or text document's text in a form
 POST /admin/indexes/{index}/edit        id, text, replace, csrf
 (deleting, confirmed and restorable: gateway.console.doc_deleted)
@@ -204,6 +205,11 @@ async def upload(request: Request) -> Response:
         return allowed
     user, index = allowed
     rt = runtime(request)
+    if not _writes(request).exists(index):  # before the body: an upload never creates an index
+        audit_change(rt.config, user.name, "documents.upload", index, status=404)
+        return message(request, user, "Upload refused", f"No index is named {index}: an upload never creates one "
+                       "(check the name; an admin creates an index on the Indexes page, or with kbgate index "
+                       "create). Nothing was written.", status=404, active="indexes", back="/admin/indexes")
     if not (request.headers.get("content-type") or "").startswith("multipart/form-data"):
         return message(request, user, "Upload refused", "Send the upload form.", status=400, active="indexes")
     try:

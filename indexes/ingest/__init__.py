@@ -14,6 +14,10 @@ Two checks come before any parsing (issue 9: ingest never silently drops or rewr
   `--max-document-bytes`; default DEFAULT_MAX_DOCUMENT_BYTES);
 - an empty file (0 bytes, or only whitespace) is an `IngestWarning` and yields no document.
 
+A file that is not JSON Lines is then converted in a reader process within `ReadBounds`
+(`indexes.ingest.bounds`: nesting and markup counted before parsing; `indexes.ingest.confine`:
+memory and CPU limits of the process), every refusal naming its config key.
+
 Inside a folder, symlinks are followed only to targets inside that folder: one pointing
 outside it (`docs/link.txt -> /etc/passwd`), dangling, or looping is reported and skipped.
 A file is read once, under its real path: a symlink to a file or folder the walk reads
@@ -55,15 +59,19 @@ from pathlib import Path
 from ..invisible import name_problem
 from ..paths import document_problem
 from ..types import Document, IngestError, IngestWarning
+from .bounds import DEFAULT_READ_BOUNDS, ReadBounds
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .clean import clean_document
+from .confine import confined_read
 from .fields import dataset_problem, length_problem
-from .formats import FORMATS, read_bytes, supported
+from .formats import FORMATS, supported
 from .jsonl import read_jsonl, too_large
 
 __all__ = [
+    "DEFAULT_READ_BOUNDS",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_DOCUMENT_BYTES",
+    "ReadBounds",
     "SUFFIXES",
     "chunk",
     "delete_missing_problem",
@@ -93,13 +101,16 @@ def document_id(dataset: str, path: str) -> str:
 
 
 def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
-              dataset: str | None = None, url_base: str | None = None) -> Iterator[ReadItem]:
+              dataset: str | None = None, url_base: str | None = None,
+              bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """`_read_file`, each document cleaned for callers (`indexes.ingest.clean.clean_document`:
     page URLs http(s) only, relative ones resolved against `url_base`; control characters out;
     titles bounded), every change reported as an IngestWarning after its document. Each
-    document's `source` is the real path of `path`."""
+    document's `source` is the real path of `path`. bounds: what its reading may take
+    (`indexes.ingest.bounds`; a file not JSON Lines is read in a child process,
+    `indexes.ingest.confine`)."""
     source = os.path.realpath(path)
-    for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset):
+    for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset, bounds=bounds):
         if isinstance(item, Document):
             item, notes = clean_document(replace(item, source=source), url_base)
             yield item
@@ -109,7 +120,7 @@ def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MA
 
 
 def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
-               dataset: str | None) -> Iterator[ReadItem]:
+               dataset: str | None, bounds: ReadBounds) -> Iterator[ReadItem]:
     """Documents of one file; rel_path (forward slashes, relative to the run's root) is its path
     for tree formats, and its id with the dataset (`document_id`).
 
@@ -136,19 +147,21 @@ def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
                 row = replace(row, dataset=dataset)
             yield row
         return
-    yield from _identified(read_bytes(data, rel_path, max_document_bytes=max_document_bytes), rel_path, dataset)
+    yield from _identified(iter(confined_read(data, rel_path, max_document_bytes=max_document_bytes, bounds=bounds)),
+                           rel_path, dataset)
 
 
 def read_data(data: bytes, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
               media_type: str | None = None, dataset: str | None = None, url_base: str | None = None,
-              source: str = "") -> Iterator[ReadItem]:
+              source: str = "", bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """One file's bytes (not JSON Lines) as `read_file` reads a file: the format from
     `media_type` or the suffix of `rel_path` (`indexes.ingest.formats.read_bytes`), the id
     from `dataset` and `rel_path` (`document_id`), cleaned for callers (`clean_document`).
     For bytes that are no file here: a sync source's page or Git blob, an upload.
-    source: what the document remembers it was read from (a URL, 'git:REPO@PATH'), '' for none."""
-    items = _identified(read_bytes(data, rel_path, media_type=media_type, max_document_bytes=max_document_bytes),
-                        rel_path, dataset)
+    source: what the document remembers it was read from (a URL, 'git:REPO@PATH'), '' for none.
+    bounds: see `read_file` (the bytes are read in a child process)."""
+    items = _identified(iter(confined_read(data, rel_path, media_type=media_type,
+                                           max_document_bytes=max_document_bytes, bounds=bounds)), rel_path, dataset)
     for item in items:
         if isinstance(item, Document):
             item, notes = clean_document(replace(item, source=source) if source else item, url_base)
@@ -313,7 +326,7 @@ def _loops(p: Path) -> bool:
 
 def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
                root: Path | str | None = None, dataset: str | None = None,
-               url_base: str | None = None) -> Iterator[ReadItem]:
+               url_base: str | None = None, bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """Documents, errors and warnings from files and folders, in order.
 
     paths: files and folders as given (a symlink given here is followed, whatever its target).
@@ -325,7 +338,7 @@ def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT
     inside a folder that points outside it, dangles or loops; a symlink to what the walk
     reads anyway is an IngestWarning (see `_walk`). Never raises
     for a bad file: errors are items of the stream. max_document_bytes: see the module
-    docstring.
+    docstring. bounds: see `read_file`.
     """
     if dataset and (problem := dataset_problem(dataset)) is not None:
         yield IngestError("--dataset", f"dataset name {dataset!r} {problem}: nothing read")
@@ -348,10 +361,11 @@ def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT
                     yield _under(p, top, rel_to)
                 else:
                     yield from read_file(p, p.relative_to(rel_to).as_posix(), max_document_bytes=max_document_bytes,
-                                         dataset=dataset, url_base=url_base)
+                                         dataset=dataset, url_base=url_base, bounds=bounds)
         elif top.is_file():
             rel = top.relative_to(base).as_posix() if base is not None else top.name
-            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset, url_base=url_base)
+            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset, url_base=url_base,
+                                 bounds=bounds)
         else:
             yield IngestError(str(given), "no such file or folder")
 

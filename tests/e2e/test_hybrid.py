@@ -122,8 +122,8 @@ def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
 
 def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -> None:
     """No dense setting anywhere: `kbgate index add` embeds a new index with the embedded model
-    and prints what the build cost; a first PUT through the document API creates index 'notes'
-    hybrid too; the Volcengine callback, the knowledge protocol, the tool API, Dify and MCP all
+    and prints what the build cost; index 'notes', made by `kbgate index create` (a PUT before
+    that is a 404), is hybrid too; the Volcengine callback, the knowledge protocol, the tool API, Dify and MCP all
     find the page a paraphrase shares no word with (BM25 alone cannot: see the lexical index)."""
     from indexes.dense.vectors import load_current
 
@@ -166,8 +166,13 @@ def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -
         assert eventually(tool, "pw") == "pw"
         assert eventually(dify, "pw") == "pw"
         assert eventually(lambda: anyio.run(_mcp_first_title, srv.base), "账号管理") == "账号管理"
-        # the document API's first PUT creates index 'notes', hybrid by default
+        # a write never creates an index: 'notes' is a 404 until `kbgate index create`, then hybrid by default
         page = {"title": "远程办公", "content": "在家连接公司内网：先启动客户端，再输入动态口令。"}
+        r = client.put(f"{srv.base}/documents/v1/indexes/notes/documents/vpn", content=orjson.dumps(page),
+                       headers=auth)
+        assert r.status_code == 404 and r.json()["errors"][0]["code"] == "documents.index_not_found", r.text
+        made = harness.kbgate("index", "create", "--config", str(cfg), "--index", "notes")
+        assert made.returncode == 0, made.stderr
         r = client.put(f"{srv.base}/documents/v1/indexes/notes/documents/vpn", content=orjson.dumps(page),
                        headers=auth)
         assert r.status_code == 200, r.text

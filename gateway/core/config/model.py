@@ -118,6 +118,10 @@ class ServerConfig:
     readiness: when /readyz answers 200 (gateway/serve/readiness.py): "any" (default), Redis
         answers and one route can serve; "all", every enabled route's index opens (docs/configuration.md).
     public_url: where callers reach this gateway ('https://kb.example.com', no trailing '/') or None.
+    trusted_proxies: the addresses and networks (ip_network strings, '10.0.0.0/8', '127.0.0.1')
+        of the reverse proxies in front of the server: only a request whose peer is one of them
+        has its X-Forwarded-Proto and X-Forwarded-For read (the console: the cookie's Secure
+        flag, the address failed logins count against). Empty: those headers are never read.
     """
 
     bind: str = "127.0.0.1:8080"
@@ -128,6 +132,7 @@ class ServerConfig:
     keep_alive_seconds: float = 10.0
     readiness: str = "any"
     public_url: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
 
 
 READINESS_MODES = ("any", "all")
@@ -197,6 +202,13 @@ class AdminConfig:
     token_sha256: lower-case hex SHA-256 of the admin token (the token itself is never
         stored); it logs in as the admin 'admin'. With neither it nor users, `/admin/` is 404.
     users: the console's users (`[admin.users.NAME]`), each with a role and a credential hash.
+    session_secret: what console sessions are signed with (`session_secret_env` or
+        `session_secret_file`, a file no other user may read), or None: a key file beside the
+        config, made once (gateway.console.sessions).
+    state_file: where a server without Redis keeps the console's record across restarts (the
+        gap record, marks and filings, questions per day, session revocations:
+        gateway.console.keep), resolved against the config's folder; None: in memory only. Not
+        used with replay.redis_url (Redis keeps that record).
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
     keep_deleted_days: days a document deleted from the console stays restorable (0: not kept).
@@ -206,6 +218,8 @@ class AdminConfig:
     show_queries: bool = False
     keep_deliveries: int = 200
     users: tuple[ConsoleUserConfig, ...] = ()
+    session_secret: Secret | None = None
+    state_file: Path | None = None
     keep_deleted_days: int = 7
 
 
