@@ -10,6 +10,12 @@ searches answered lexically (0 unless the model missed its 10 s deadline). The c
 search.summary_chars (docs/search-quality.md, "The Summary").
 
     python -m bench.summaries [--budgets 200,520,1000] [--sets tidb20,laws] [--cmrc 400] [--workdir .eval]
+    python -m bench.summaries --cost [--sets ...]
+
+`--cost` instead times, in the same run and process, the Summary selection of every callback
+(`indexes.passages.passage` over the hits' chunks, at search.summary_chars) beside the window it
+replaced (`indexes.search.excerpt` of each hit's chunk, 200 characters), on the lexical and the
+hybrid path: CPU ms per callback (process time, Limit 5) and the difference.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from gateway.core.config import Route, SearchConfig, Tenant
 from gateway.core.retrieve import search_now
@@ -29,7 +36,7 @@ from gateway.evaluation.evaluation import answer_hit_at_k, load_queries, mrr_at_
 from indexes.dense import HybridStore
 from indexes.dense.config import default_dense
 from indexes.ingest import read_paths
-from indexes.store import KnowledgeIndex
+from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document
 
 BUDGETS = (200, 300, 400, 500, 520, 600, 800, 1000, 1500)
@@ -83,12 +90,50 @@ def row(index: KnowledgeIndex, corpus: str, path: Path, first: int, budget: int)
             f"{statistics.mean(lengths) if lengths else 0:.0f} | {fell} |")
 
 
+def cost(index: KnowledgeIndex, corpus: str, path: Path, first: int) -> tuple[float, float]:
+    """(CPU ms per callback in `passage`, CPU ms per callback of the old 200-character excerpt of
+    the same hits' chunks), over the set's questions."""
+    import indexes.hits as hits_module
+    from indexes.analysis import normalize
+    from indexes.search import excerpt
+    from indexes.synonyms import analysed
+
+    spent = [0.0, 0.0]
+    terms_now: list[object] = [None]
+    chosen = hits_module.passage
+
+    def timed(pieces: Any, asked: Any, budget: int) -> str:
+        t0 = time.process_time()
+        out = chosen(pieces, asked, budget)
+        t1 = time.process_time()
+        excerpt(pieces[0].text, terms_now[0], 200, folded=pieces[0].fold)  # type: ignore[arg-type]
+        spent[0] += t1 - t0
+        spent[1] += time.process_time() - t1
+        return out
+
+    tenant = Tenant("bench", "/volcengine/bench", "enforce", (), (Route("bench", "bench", corpus),))
+    scope = resolve_callback(tenant, "bench", "bench", None)
+    cfg = SearchConfig()
+    questions = load_queries(path)[: first or None]
+    hits_module.passage = timed  # type: ignore[assignment]
+    try:
+        for q in questions:
+            terms_now[0] = analysed(normalize(q.query), index.synonyms)
+            search_now(index, scope, q.query, LIMIT, summary_chars=cfg.summary_chars, content_chars=cfg.content_chars,
+                       one_per_document=cfg.one_per_document)
+    finally:
+        hits_module.passage = chosen  # type: ignore[assignment]
+    n = max(len(questions), 1)
+    return spent[0] * 1000 / n, spent[1] * 1000 / n
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.summaries", description=__doc__.split("\n\n")[0])
     p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     p.add_argument("--sets", default=",".join(SETS))
     p.add_argument("--cmrc", type=int, default=400, help="cmrc2018 questions (0: all)")
     p.add_argument("--workdir", default=".eval")
+    p.add_argument("--cost", action="store_true", help="time the Summary selection beside the old window")
     args = p.parse_args(argv)
     if not SHARED_CORPORA.is_dir():
         print(f"bench.summaries: {SHARED_CORPORA} is absent", file=sys.stderr)
@@ -100,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         first = args.cmrc if label == "cmrc2018" else first
         if corpus not in opened:
             opened[corpus] = build(Path(args.workdir), corpus, SHARED_CORPORA)
+        if args.cost:
+            lexical = IndexStore(Path(args.workdir) / "summaries").open(corpus)
+            for path_name, index in (("lexical", lexical), ("hybrid", opened[corpus])):
+                new, old = cost(index, corpus, SHARED_CORPORA / rel, first)
+                print(f"{label} {path_name}: Summary selection {new:.3f} ms CPU per callback, the old window "
+                      f"{old:.3f} ms, added {new - old:.3f} ms", flush=True)
+            continue
         print(f"\n{label} ({first or 'all'} questions, Limit {LIMIT}, hybrid, default settings)\n")
         print("| summary_chars | MRR@5 | answer-hit@5 | in the 5 Summaries | of answer-hit@5 | in the first Summary "
               "| mean Summary chars | answered lexically |")

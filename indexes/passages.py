@@ -124,14 +124,17 @@ def _best(read: list[_Read], values: list[int], budget: int, after: _Window | No
     """The window of the highest score, pieces weighed by OTHER_CHUNK; ties: the earliest. With
     `after` (the first window), a window's score is what it adds: the value of the words `after`
     does not hold plus its own score / SECOND_SAME_DIVISOR, 0 where it overlaps `after`."""
-    best: _Window | None = None
+    best: tuple[_Read, int, int, int, int, int] | None = None
     best_score = 0.0
     for r in read:
         weight = 1.0 if r.number == 0 else OTHER_CHUNK
-        for w in _windows(r, values, budget, after):
-            if best is None or w.score * weight > best_score:
-                best, best_score = w, w.score * weight
-    return best
+        for i, j, start, end, score in _windows(r, values, budget, after):
+            if best is None or score * weight > best_score:
+                best, best_score = (r, i, j, start, end, score), score * weight
+    if best is None:
+        return None
+    r, i, j, start, end, score = best
+    return _Window(r.number, start, end, frozenset().union(*r.at[i:j]), score)
 
 
 def _lead(piece: Piece, text: str) -> str:
@@ -209,38 +212,45 @@ def _read(piece: Piece, parts: list[tuple[str, bool, float]], values: list[int])
     return _Read(0, len(heading) + 1 if heading else 0, spans, at, local)
 
 
-def _windows(r: _Read, values: list[int], budget: int, after: _Window | None = None) -> list[_Window]:
-    """For each sentence of the piece, the longest run of sentences from it that fits `budget`
-    with the heading lead, scored (module doc; with `after`, as `_best` says). A later start whose
-    run reaches the piece's end holds a subset of the one before, and is not listed. One pass:
-    the words held are counted in and out as the run's ends move."""
-    spans, at = r.spans, r.at
+def _windows(r: _Read, values: list[int], budget: int,
+             after: _Window | None = None) -> list[tuple[int, int, int, int, int]]:
+    """(first sentence, end sentence (exclusive), start char, end char, score) for each sentence of
+    the piece: the longest run of sentences from it that fits `budget` with the heading lead,
+    scored (module doc; with `after`, as `_best` says). A later start whose run reaches the
+    piece's end holds a subset of the one before, and is not listed. One pass: the words held
+    are counted in and out as the run's ends move."""
+    spans, at, local = r.spans, r.at, r.local
     count = [0] * len(values)
     value = 0
     fresh = 0  # the value of the words held that `after` does not hold
     old = after.parts if after is not None else frozenset()
-    out: list[_Window] = []
+    out: list[tuple[int, int, int, int, int]] = []
     j = 0
+    last = len(spans)
     for i, (s, _) in enumerate(spans):
-        while j < len(spans) and (j == i or spans[j][1] - s + r.lead <= budget):
+        while j < last and (j == i or spans[j][1] - s + r.lead <= budget):
             for p in at[j]:
                 count[p] += 1
                 if count[p] == 1:
                     value += values[p]
-                    fresh += values[p] if p not in old else 0
+                    if p not in old:
+                        fresh += values[p]
             j += 1
-        anchor = max(r.local[i], r.local[i + 1] if i + 1 < j else 0)
+        anchor = local[i]
+        if i + 1 < j and local[i + 1] > anchor:
+            anchor = local[i + 1]
         end = spans[j - 1][1]
         score = value + anchor
         if after is not None:
             overlaps = after.piece == r.number and s < after.end and after.start < end
             score = 0 if overlaps or score <= 0 else fresh + score // SECOND_SAME_DIVISOR
-        out.append(_Window(r.number, s, end, frozenset(p for p in range(len(count)) if count[p]), score))
-        if j == len(spans):
+        out.append((i, j, s, end, score))
+        if j == last:
             break
         for p in at[i]:  # sentence i leaves the run
             count[p] -= 1
             if count[p] == 0:
                 value -= values[p]
-                fresh -= values[p] if p not in old else 0
+                if p not in old:
+                    fresh -= values[p]
     return out
