@@ -28,7 +28,7 @@ from tests.support.configs import ACME_KEYS, ENV, client, config, tenant, write
 from tests.support.files import docx_bytes, encrypted_pdf, guide_pdf
 from tests.support.harness import Server, free_port, kbgate, kbgate_argv, serve
 from tests.support.mcp_env import connect, payload
-from tests.support.readonly_mount import mount_problem, read_only_argv
+from tests.support.readonly_mount import read_only_argv
 
 CMS = "cms-webhook-token-0123456789abcdef"
 READER = "reader-only-token-0123456789abcdef"  # search, no documents.write
@@ -369,7 +369,6 @@ def test_kbgate_index_add_runs_beside_the_api(tmp_path: Path, live: Server) -> N
     assert {f"api-{i}" for i in range(puts)} <= set(held)
 
 
-@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
 def test_a_write_to_a_read_only_index_folder_is_refused_and_searches_go_on(tmp_path: Path, redis_url: str) -> None:
     indexes = tmp_path / "indexes"
     _seed(indexes)
