@@ -240,8 +240,9 @@ def test_an_index_built_lexical_keeps_serving_and_says_how_to_add_vectors(tmp_pa
 
 def test_callback_answers_lexically_within_the_deadline_when_the_embedding_service_dies(tmp_path: Path) -> None:
     port, emb_port = free_port(), free_port()
+    deadline = 0.8  # seconds: the query embedding's deadline
     dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings",
-             "query_timeout_ms": 800, "breaker_failures": 2, "breaker_reset_seconds": 600}
+             "query_timeout_ms": int(deadline * 1000), "breaker_failures": 2, "breaker_reset_seconds": 600}
     cfg = write_site(tmp_path, dense, port)
     srv: Server | None = None
     try:
@@ -250,21 +251,23 @@ def test_callback_answers_lexically_within_the_deadline_when_the_embedding_servi
             assert built.returncode == 0, built.stderr
             srv = server(cfg, port).start()
             assert first_ids(callback(client, srv.base, PARAPHRASE))[0] == "pw"
-        # The embedding service is gone now: every callback is still answered, lexically, in time.
+        # The embedding service is gone now: every callback is still answered, lexically, in time
+        # (its deadline, with what a loaded machine adds).
         with httpx.Client(timeout=30) as client:
             for query in ("备份到 S3", "慢日志 语句", "集群 节点"):
                 t0 = time.monotonic()
                 answer = callback(client, srv.base, query)
-                assert time.monotonic() - t0 < 2.0
+                assert time.monotonic() - t0 < deadline + 3.0
                 assert answer["Ret"] == 0 and answer["Result"], answer
             assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"
-            # The breaker is open (2 failures): an answer without any wait for the dead service.
-            t0 = time.monotonic()
+            # The breaker is open (2 failures): this answer does not call (nor wait for) the dead
+            # service at all; the search says so in its outcome.
+            before = hybrid_searches(client.get(f"{srv.base}/metrics").text, "breaker_open")
+            assert before >= 1
             assert callback(client, srv.base, "集群扩容")["Ret"] == 0
-            assert time.monotonic() - t0 < 0.5
             metrics = client.get(f"{srv.base}/metrics").text
+            assert hybrid_searches(metrics, "breaker_open") == before + 1
             assert hybrid_searches(metrics, "hybrid") == 1
-            assert hybrid_searches(metrics, "breaker_open") >= 1
             assert hybrid_searches(metrics, "timeout") + hybrid_searches(metrics, "error") == 2  # opened it
     finally:
         if srv is not None:
