@@ -119,22 +119,27 @@ def test_wrong_number_of_vectors_is_refused(server: str) -> None:
     assert err.value.reason == "bad_count"
 
 
+# What a loaded machine (a load of 8 on 2 cores) may add to a deadline, in seconds; a slow
+# server answers later still, so waiting for it is never mistaken for the deadline.
+SLACK, SLOW = 1.5, 4.0
+
+
 def test_query_timeout_on_a_slow_server(server: str) -> None:
-    control(server, delay=1.0)
+    control(server, delay=SLOW)
     t0 = time.monotonic()
     with pytest.raises(EmbeddingUnavailable) as err:
         OpenAIEmbedder(config(server)).embed_query("密钥", timeout=0.15)
     assert err.value.reason == "timeout"
-    assert time.monotonic() - t0 < 0.8
+    assert time.monotonic() - t0 < 0.15 + SLACK < SLOW
 
 
 def test_server_down_fails_fast() -> None:
     down = f"http://127.0.0.1:{free_port()}"
     t0 = time.monotonic()
     with pytest.raises(EmbeddingUnavailable) as err:
-        OpenAIEmbedder(config(down)).embed_query("密钥", timeout=2.0)
+        OpenAIEmbedder(config(down)).embed_query("密钥", timeout=10.0)
     assert err.value.reason == "connect"
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 10.0 / 2  # refused at once, not given up at the timeout
 
 
 class ManualClock:
@@ -143,15 +148,6 @@ class ManualClock:
 
     def __call__(self) -> float:
         return self.t
-
-
-def _eventually(check: object, within: float = 3.0) -> bool:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        if check():  # type: ignore[operator]
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_deadline_breaker_and_recovery(server: str) -> None:
@@ -163,14 +159,14 @@ def test_deadline_breaker_and_recovery(server: str) -> None:
     try:
         ok = encoder.wait(encoder.start("密钥轮换"))
         assert ok.vector is not None and ok.reason is None
-        control(server, delay=3.0)
+        control(server, delay=SLOW)
         for q in ("慢一", "慢二"):
             t0 = time.monotonic()
             out = encoder.wait(encoder.start(q))
             assert out.vector is None and out.reason == "timeout"
-            assert time.monotonic() - t0 < 2.0  # the deadline, not the server's 3 s
+            assert time.monotonic() - t0 < 1.0 + SLACK < SLOW  # the deadline, not the server's answer
         # Each call gave up at its deadline and counted a failure: two open the breaker.
-        assert _eventually(lambda: breaker.state == "open")
+        until(lambda: breaker.state == "open", within=30, what="the breaker opens")
         before = stats(server)["requests"]
         out = encoder.wait(encoder.start("断路"))
         assert out.vector is None and out.reason == "breaker_open"
