@@ -251,7 +251,8 @@ def test_a_cold_start_never_opens_the_breaker_and_a_warmed_encoder_counts_again(
         assert [encoder.wait(p).reason for p in pending] == ["timeout"] * 3
         # each call gives up at its deadline (the provider's own timeout): done, a failure each
         assert not wait([p.future for p in pending if p.future is not None], timeout=10.0).not_done
-        assert _eventually(lambda: encoder.warmed, within=10.0) and encoder.warm_error is None
+        until(lambda: encoder.warmed, within=30, what="the encoder is warmed")
+        assert encoder.warm_error is None
         assert breaker.state == "closed"  # three late answers, none counted: still closed
         control(server, delay=0.0)
         assert encoder.wait(encoder.start("热身之后")).vector is not None
@@ -272,7 +273,7 @@ def test_a_hybrid_index_is_not_ready_until_its_model_has_answered_once(server: s
     assert isinstance(hybrid, HybridIndex)
     try:
         assert not hybrid.model_ready and IndexStore(tmp_path).open("docs").model_ready
-        assert _eventually(lambda: hybrid.model_ready, within=10.0)
+        until(lambda: hybrid.model_ready, within=30, what="the model answered once")
         control(server, delay=0.0)
         assert hybrid.search(PARAPHRASE, 3)[0].doc_id == "pw"
         assert hybrid.dense.counters == {"hybrid": 1}
