@@ -53,8 +53,13 @@ class Writes:
         self._locks: dict[str, asyncio.Lock] = {}
 
     def exists(self, name: str) -> bool:
-        """Does index `name` exist on disk (a delete never creates one)?"""
-        return (self.rt.indexes.folder(name) / "meta.json").is_file()
+        """Does index `name` exist on disk (a delete never creates one)? False for a name no
+        index may have (indexes.store's pattern): callers answer it as any unknown index."""
+        try:
+            folder = self.rt.indexes.folder(name)
+        except IndexStoreError:
+            return False
+        return (folder / "meta.json").is_file()
 
     def require(self, name: str) -> None:
         """Raise DocumentError documents.index_not_found unless index `name` exists: a write

@@ -35,6 +35,9 @@ async def test_an_upload_to_a_mistyped_index_is_a_404_naming_it_and_creates_noth
     r = await c.post("/admin/indexes/dosc/upload", headers=ADMIN, files=[("file", PAGE)])
     assert r.status_code == 404 and "No index is named dosc" in r.text, r.text[-800:]
     assert not (private_index / "dosc").exists()
+    for bad in (".deleted", "-x", "demo-docs%20"):  # names no index may have: the same 404, never a 500
+        r = await c.post(f"/admin/indexes/{bad}/upload", headers=ADMIN, files=[("file", PAGE)])
+        assert r.status_code == 404 and "No index is named" in r.text, (bad, r.text[-800:])
 
 
 async def test_an_admin_creates_an_index_and_then_uploads_to_it(tmp_path: Path, private_index: Path,
