@@ -3,9 +3,9 @@
 GET  /admin            → 308 /admin/
 POST /admin/login      form fields `user` (empty: the admin token), `token` and `csrf` (the login
                        form's, gateway.console.csrf.login_ok) → cookie, 303 to /admin/; 429 with
-                       Retry-After while the attempt's keys wait (gateway.console.throttle); 503
-                       when every scrypt slot is busy (gateway.console.session) or Redis, which
-                       keeps the sessions, does not answer
+                       Retry-After while the attempt's keys wait (gateway.console.throttle; never
+                       the right admin token); 503 when every scrypt slot is busy
+                       (gateway.console.session) or Redis, which keeps the sessions, does not answer
 POST /admin/logout     field `csrf` (form 'logout'): revokes the session and clears the cookie,
                        303 to /admin/
 
@@ -23,7 +23,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.console import device
-from gateway.console.auth import COOKIE
+from gateway.console.auth import COOKIE, token_ok
 from gateway.console.csrf import FIELD, login_ok, post_ok
 from gateway.console.proxy import client_address, secure
 from gateway.console.render import (
@@ -72,7 +72,9 @@ async def login(request: Request) -> Response:
     known = device.device_of(sessions.key, request.cookies.get(device.COOKIE), name, now)
     counted = keys(name or None, client_address(request), known)  # the admin token ('') has no name key
     throttle: Throttle = request.app.state.login_throttle
-    wait = await throttle.retry_after([k for k in counted if k[0] == "device"] if known else counted)
+    admin = not name and token_ok(token, rt.config.admin.token_sha256)  # the right one never waits
+    wait = None if admin else await throttle.retry_after([k for k in counted if k[0] == "device"] if known
+                                                         else counted)
     if wait is not None:
         resp = login_form(request, status=429, name=name, text=f"Too many failed logins: try again in {wait} s.")
         resp.headers["retry-after"] = str(wait)

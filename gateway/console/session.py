@@ -132,12 +132,12 @@ async def user_of(config: Config, credential: str | None, *, trusted: bool = Fal
 
 async def bearer_user(request: Request, config: Config, token: str) -> ConsoleUser | None:
     """The user of `Authorization: Bearer TOKEN` (the admin token, or 'NAME:CREDENTIAL'),
-    counted as a login through the form is: a credential this worker verified before passes
-    unchecked; else, while the name's or the address's key waits, Throttled without a check;
-    a failure counts against both (the admin token has no name key). Raises Throttled,
-    LoginBusy."""
+    counted as a login through the form is: a credential this worker verified before, and the
+    right admin token (one SHA-256), pass unchecked by the limit; else, while the name's or the
+    address's key waits, Throttled without a check; a failure counts against both (the admin
+    token has no name key). Raises Throttled, LoginBusy."""
     name, sep, _ = token.partition(":")
-    if sep and remembered(config, token):
+    if (sep and remembered(config, token)) or (not sep and token_ok(token, config.admin.token_sha256)):
         return await user_of(config, token)
     throttle: Throttle = request.app.state.login_throttle
     counted = keys(name[:64] if sep else None, client_address(request))

@@ -16,8 +16,9 @@ What a stranger cannot do with it:
   counts, so a stolen device cookie guesses no faster than FREE['device'] before it waits);
   a tool whose credential this worker verified before is not checked again (gateway.console.session);
 - hold the admin token out: it is 256 random bits checked with one SHA-256, so its login has no
-  name key at all (only the address's and the device's): no number of wrong tokens from
-  elsewhere delays the right one.
+  name key at all (only the address's and the device's), and the right token is checked before
+  any wait (gateway.console.login, session): no number of wrong tokens, from elsewhere or from
+  the same address, delays the right one.
 
 Keys are stored as a SHA-256 of kind and value; what was typed as a credential never reaches
 this module. `RedisThrottle` when `replay.redis_url` is set (every worker and replica shares

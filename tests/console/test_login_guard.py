@@ -50,6 +50,21 @@ async def test_strangers_failing_as_the_admin_token_never_hold_its_login(tmp_pat
     assert r.status_code == 303, r.text[-500:]
 
 
+async def test_strangers_at_the_same_address_never_hold_the_right_admin_token(
+        tmp_path: Path, start_app: Any, redis_url: str, key_prefix: str) -> None:
+    # 40 wrong admin tokens from 127.0.0.1 made the right one, sent by a tool there, answer 429.
+    c, _, _ = await start_app(_config(tmp_path, redis_url, key_prefix))
+    codes = [(await login(_at(c, "127.0.0.1"), token=f"wrong-guess-number-{i:04d}")).status_code for i in range(40)]
+    assert set(codes) == {401, 429} and codes[-1] == 429, codes  # the address's guesses wait
+    tool = _at(c, "127.0.0.1")
+    r = await tool.get("/admin/overview.json", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert r.status_code == 200, r.text[-500:]
+    r = await tool.get("/admin/overview.json", headers={"authorization": "Bearer wrong-guess-number-0040"})
+    assert r.status_code == 429  # a wrong one from there still waits
+    assert (await login(_at(c, "127.0.0.1"))).status_code == 303  # and the form with the right one logs in
+    assert (await login(_at(c, "127.0.0.1"), token="wrong-guess-number-0041")).status_code == 429
+
+
 async def test_a_browser_that_logged_in_before_is_not_held_by_strangers_failing_as_its_name(
         tmp_path: Path, start_app: Any, redis_url: str, key_prefix: str) -> None:
     c, _, _ = await start_app(_config(tmp_path, redis_url, key_prefix))
