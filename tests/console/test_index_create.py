@@ -8,11 +8,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from gateway.console.credentials import hash_credential
 from gateway.core.config import parse_config
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.files import deep_rst
 from tests.support.harness import free_port
 
 pytestmark = pytest.mark.anyio
@@ -21,10 +23,10 @@ OWNER = "owner-credential-0123456789abcdefghij"
 PAGE = ("leave.md", "# 年假\n\n提前三天申请年假。\n".encode(), "text/markdown")
 
 
-def _config(tmp_path: Path, indexes: Path, redis_url: str) -> Any:
+def _config(tmp_path: Path, indexes: Path, redis_url: str, audit: dict[str, Any] | None = None) -> Any:
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=indexes, redis_url=redis_url, key_prefix=f"kbgate-create-{free_port()}",
-                  admin_token=ADMIN_TOKEN, audit={"sink": "off"})
+                  admin_token=ADMIN_TOKEN, audit=audit or {"sink": "off"})
     data["admin"]["users"] = {"olga": {"role": "owner", "indexes": ["docs"], "credential": hash_credential(OWNER)}}
     return parse_config(data, base_dir=tmp_path, env=ENV)
 
@@ -38,6 +40,28 @@ async def test_an_upload_to_a_mistyped_index_is_a_404_naming_it_and_creates_noth
     for bad in (".deleted", "-x", "demo-docs%20"):  # names no index may have: the same 404, never a 500
         r = await c.post(f"/admin/indexes/{bad}/upload", headers=ADMIN, files=[("file", PAGE)])
         assert r.status_code == 404 and "No index is named" in r.text, (bad, r.text[-800:])
+
+
+async def test_every_upload_is_audited_with_its_outcome_refusals_included(
+        tmp_path: Path, private_index: Path, redis_url: str, start_app: Any) -> None:
+    # An upload whose every file was refused (a too-deep .rst) left no audit line.
+    log = tmp_path / "audit.jsonl"
+    c, _, _ = await start_app(_config(tmp_path, private_index, redis_url, {"sink": "file", "path": str(log)}))
+    secret = "机密的问题文本"  # a file's contents never reach the audit line
+    deep = ("deep.rst", deep_rst(3000) + secret.encode(), "text/x-rst")
+    for files in ([("file", deep)], [("file", deep), ("file", ("tool.exe", b"MZ\x00", "application/octet-stream"))],
+                  [("file", deep), ("file", PAGE)]):
+        r = await c.post("/admin/indexes/docs/upload", headers=ADMIN, files=files)
+        assert r.status_code == 303, r.text[-800:]
+    r = await c.post("/admin/indexes/docs/upload", headers=ADMIN, content=b"x")  # not the form
+    assert r.status_code == 400
+    text = log.read_text()
+    assert secret not in text
+    lines = [orjson.loads(line) for line in text.splitlines()]
+    uploads = [(a["status"], a["outcome"], a.get("refused"), a.get("added")) for a in lines
+               if a["tool"] == "admin.documents.upload"]
+    assert uploads == [(422, "failed", 1, None), (422, "failed", 2, None), (200, "passed", 1, 1),
+                       (400, "failed", None, None)], uploads
 
 
 async def test_an_admin_creates_an_index_and_then_uploads_to_it(tmp_path: Path, private_index: Path,
