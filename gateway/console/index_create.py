@@ -6,7 +6,8 @@ POST /admin/indexes/create   name, csrf → 303 to the new index's page; admins 
                              (users.can 'manage_indexes'), audited as 'indexes.create'
 
 A name that is not one an index may have is a 400 naming the rule; an index that exists
-already is a 409 (nothing changed).
+already is a 409 (nothing changed); an indexes folder this process cannot write (mounted
+read-only) is a 503 naming it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from gateway.console.changes import audit_change
 from gateway.console.links import index_url
 from gateway.console.render import gate, message, read_form, runtime, see_other
 from gateway.documents.writes import Writes
-from indexes.errors import IndexStoreError
+from indexes.errors import IndexReadOnlyError, IndexStoreError
 
 FORM = "index-create"
 
@@ -38,6 +39,10 @@ async def create(request: Request) -> Response:
     writes: Writes = request.app.state.document_writes
     try:
         made = await anyio.to_thread.run_sync(writes.create, name)
+    except IndexReadOnlyError as exc:  # the indexes folder is mounted read-only, or not ours
+        audit_change(rt.config, user.name, "indexes.create", name, status=503)
+        return message(request, user, "Index not created", f"{exc} Nothing was created.", status=503,
+                       active="indexes", back="/admin/indexes")
     except IndexStoreError as exc:
         audit_change(rt.config, user.name, "indexes.create", name[:64], status=400)
         return message(request, user, "Index not created", f"{exc} Nothing was created.", status=400,

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.agent.feedback.sqlite import StoreUnavailable
 from gateway.agent.tools.clients import LazyClients
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
@@ -165,7 +166,14 @@ async def file_task(request: Request) -> Response:
     try:
         result = await file_group(clients.get(), found, show_queries=rt.config.admin.show_queries,
                                   labels=rt.config.access.labels)
+    except StoreUnavailable as exc:
+        audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
+        return refusal(request, user, as_json=by_tool, status=503, active="gaps",
+                       text=f"the task was not filed: the feedback store {exc.path} cannot be opened or written "
+                            f"({exc.problem}); its folder {exc.path.parent} must be writable by kbgate "
+                            "(access.sqlite_path)")
     except ToolError as exc:
+        audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text=f"the tracker did not take the task ({exc.code})")
     audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, group=found.id,
