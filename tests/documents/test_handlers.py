@@ -17,7 +17,7 @@ from indexes.records import document_revision
 from indexes.stats import read_generation
 from indexes.store import IndexStore
 from indexes.types import Document, Section
-from tests.documents.conftest import BASE, NARROW, OTHER, READER, WRITER, DocsApp, refused, result
+from tests.documents.conftest import BASE, LONG, NARROW, OTHER, READER, WRITER, DocsApp, refused, result
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +78,11 @@ async def test_no_write_to_an_index_not_made_yet_creates_it(docs_app: Start) -> 
     assert "'fresh'" in error["message"] and "kbgate index create fresh" in error["message"]
     refused(await app.batch("fresh", {"upserts": [{"id": "x", **doc}]}), 404, "documents.index_not_found")
     assert not (app.indexes / "fresh").exists()
+    # a granted name no index may have answered 500 (IndexStoreError): now an index that does not exist
+    assert result(await app.delete(LONG, "x"))["data"]["documents"][0]["change"] == "absent"
+    refused(await app.get(LONG, "x"), 404, "documents.not_found")
+    refused(await app.put(LONG, "x", doc), 404, "documents.index_not_found")
+    refused(await app.batch(LONG, {"upserts": [{"id": "x", **doc}]}), 404, "documents.index_not_found")
     IndexStore(app.indexes).create_or_open_for_write("fresh").close()  # made on purpose (kbgate index create)
     data = result(await app.put("fresh", "x", doc))["data"]
     assert data["documents"][0]["change"] == "added" and (app.indexes / "fresh" / "meta.json").is_file()
