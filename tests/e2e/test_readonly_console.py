@@ -34,9 +34,9 @@ def test_filing_a_gap_and_creating_an_index_on_a_read_only_folder_are_refused_na
     with Server(argv, port, env=ENV, workers=1) as srv, httpx.Client(base_url=srv.base, timeout=30) as c:
         assert callback(c, srv.base, ENV["ACME_SECRET"], query=MISS).json()["Result"] == []
 
-        def groups() -> list[dict[str, Any]] | None:
+        def groups() -> list[dict[str, Any]]:
             got: list[dict[str, Any]] = c.get("/admin/gaps.json", headers=ADMIN).json()["groups"]
-            return got or None
+            return got
 
         [group] = until(groups, within=30, what="the miss reaches the gaps view")
         r = c.post("/admin/gaps/file", headers=ADMIN, json={"group": group["id"]})
