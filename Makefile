@@ -44,8 +44,9 @@ lock:
 $(DEMO): deploy/demo/gateway.toml deploy/demo/configure.py $(STAMP)
 	$(BIN)/python deploy/demo/configure.py data/demo >/dev/null
 
+# No --delete-missing: documents added from the console (or the document API) stay across runs.
 demo: install $(DEMO)
-	$(BIN)/kbgate index add --config $(DEMO) --index demo-docs --delete-missing --no-progress deploy/demo/docs
+	$(BIN)/kbgate index add --config $(DEMO) --index demo-docs --no-progress deploy/demo/docs
 
 run: demo
 	@echo ""

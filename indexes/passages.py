@@ -10,37 +10,45 @@ version string or a code span; a single unit longer than the budget is cut by
 A window scores the question's content words it holds (`indexes.relevance.Question`: each word its
 specificity times its domain weight, as the lexical relevance weighs it; a CJK word of more than
 two characters counts bigram by bigram, so 默认值 is half found in 默认为; a synonym counts as its
-word), plus the words held by the sentence it starts with and the one after (answers sit next to
-the question's words, and a window that starts there reads on to them). A window of another chunk
+word), plus the words held by one of its first two sentences and the sentence after it (answers
+sit next to the question's words, and a window that starts there reads on to them). A window of another chunk
 than the hit's own counts OTHER_CHUNK of its score: the ranking chose the hit's chunk. Ties go to
 the earliest window. The window leads with its section heading unless it starts with it. When
 room is left, the next best window elsewhere (any chunk, not overlapping) fills it, after
-SEPARATOR. docs/search-quality.md, "The Summary", has the measurements behind each rule.
+SEPARATOR; when further chunks are there to fill it, the first window takes at most FIRST_SHARE of
+the budget. docs/search-quality.md, "The Summary", has the measurements behind each rule.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .background import specificity
 from .relevance import Question, Unit, content_units
 from .search import bounded
 
-__all__ = ["MIN_SECOND_CHARS", "OTHER_CHUNK", "Piece", "SEPARATOR", "passage", "question_of_terms", "sentences"]
+__all__ = ["FIRST_SHARE", "MIN_SECOND_CHARS", "OTHER_CHUNK", "Piece", "SEPARATOR", "passage", "question_of_terms",
+           "sentences"]
 
 SEPARATOR = "\n…\n"
 """Between the two windows of one Summary (the Volcengine wire shows it as ' … ')."""
+FIRST_SHARE = (17, 20)
+"""The first window's share of the budget when further chunks could fill the rest (all of it when the
+hit has no further chunk)."""
 MIN_SECOND_CHARS = 60
 """A second window is added only when at least this many characters of the budget are left."""
 OTHER_CHUNK = 0.8
 """What a window of a further chunk of the document counts against one of the hit's own chunk."""
-SECOND_SAME = 0.5
-"""What a second window's words already in the first count, against words new to the Summary."""
+SECOND_SAME_DIVISOR = 2
+"""A second window's own score counts 1 / this beside the value of the words new to the Summary."""
 
 _LATIN_WORD = re.compile(r"[0-9a-z_]+(?:[.\-][0-9a-z_]+)*")
-_END = re.compile(r"[。！？；]+[”’」』）)\"']*|\n+|(?<=[A-Za-z)\]\"'])[.!?;]+(?=\s|$)")
+_END_CHARS = re.compile(r"[。！？；]+[”’」』）)\"']*|\n+|[.!?;]+")
+_LATIN_ENDS = frozenset(".!?;")
+_LATIN_BEFORE = re.compile(r"[A-Za-z)\]\"']")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +68,7 @@ class _Window:
     start: int  # character span in the piece's text
     end: int
     parts: frozenset[int]  # question parts held (`_parts`)
-    score: float
+    score: int
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
@@ -68,13 +76,18 @@ def sentences(text: str) -> list[tuple[int, int]]:
     whitespace after a sentence end belongs to the next span)."""
     spans: list[tuple[int, int]] = []
     start = 0
-    for m in _END.finditer(text):
+    for m in _END_CHARS.finditer(text):
+        at = m.start()
+        if text[at] in _LATIN_ENDS:  # a Latin end only after a word and before a space: not in 3.5 or a.b
+            after = m.end()
+            if at == 0 or not _LATIN_BEFORE.match(text, at - 1) or (after < len(text) and not text[after].isspace()):
+                continue
         if m.end() > start:
             spans.append((start, m.end()))
             start = m.end()
     if start < len(text):
         spans.append((start, len(text)))
-    return [(s, e) for s, e in spans if text[s:e].strip()]
+    return [(s, e) for s, e in spans if not text[s:e].isspace()]
 
 
 def passage(pieces: Sequence[Piece], asked: Question, budget: int) -> str:
@@ -83,24 +96,18 @@ def passage(pieces: Sequence[Piece], asked: Question, budget: int) -> str:
     question's words occur. Raises nothing."""
     if budget <= 0 or not pieces:
         return ""
-    parts = _parts(asked)
-    values = [v for _, _, v in parts]
-    found = [_found(p, parts) for p in pieces]
-    best = _best(pieces, found, values, budget, lambda w: w.score)
+    parts = _parts_of(asked.units)  # the same for every hit of a search
+    values = [round(v * 1_000_000) for _, _, v in parts]  # whole micro-units: sums are exact, ties are ties
+    read = [replace(_read(p, parts, values), number=i) for i, p in enumerate(pieces)]
+    best = _best(read, values, budget if len(read) == 1 else budget * FIRST_SHARE[0] // FIRST_SHARE[1])
     if best is None or best.score <= 0:
         return bounded(_lead(pieces[0], pieces[0].text.strip()), budget)
     first = bounded(_lead(pieces[best.piece], pieces[best.piece].text[best.start:best.end].strip()), budget)
     room = budget - len(first) - len(SEPARATOR)
     if room < MIN_SECOND_CHARS:
         return first
-
-    def gain(w: _Window) -> float:
-        if w.piece == best.piece and w.start < best.end and best.start < w.end or w.score <= 0:
-            return 0.0
-        return sum(values[k] for k in w.parts - best.parts) + SECOND_SAME * w.score
-
-    second = _best(pieces, found, values, room, gain)
-    if second is None or gain(second) <= 0:
+    second = _best(read, values, room, best)
+    if second is None or second.score <= 0:
         return first
     text = bounded(_lead(pieces[second.piece], pieces[second.piece].text[second.start:second.end].strip()), room)
     later = second.piece > best.piece or second.piece == best.piece and second.start > best.start
@@ -113,24 +120,32 @@ def question_of_terms(text: str) -> Question:
     return Question([Unit(w, specificity(w), 1.0, _LATIN_WORD.fullmatch(w) is not None) for w in content_units(text)])
 
 
-def _best(pieces: Sequence[Piece], found: list[list[tuple[int, int]]], values: list[float], budget: int,
-          rank: Callable[[_Window], float]) -> _Window | None:
-    """The window of the highest rank(window), pieces weighed by OTHER_CHUNK; ties: the earliest."""
-    best: _Window | None = None
+def _best(read: list[_Read], values: list[int], budget: int, after: _Window | None = None) -> _Window | None:
+    """The window of the highest score, pieces weighed by OTHER_CHUNK; ties: the earliest. With
+    `after` (the first window), a window's score is what it adds: the value of the words `after`
+    does not hold plus its own score / SECOND_SAME_DIVISOR, 0 where it overlaps `after`."""
+    best: tuple[_Read, int, int, int, int, int] | None = None
     best_score = 0.0
-    for i, piece in enumerate(pieces):
-        weight = 1.0 if i == 0 else OTHER_CHUNK
-        for w in _windows(i, piece, found[i], values, budget):
-            score = rank(w) * weight
-            if best is None or score > best_score:
-                best, best_score = w, score
-    return best
+    for r in read:
+        weight = 1.0 if r.number == 0 else OTHER_CHUNK
+        for i, j, start, end, score in _windows(r, values, budget, after):
+            if best is None or score * weight > best_score:
+                best, best_score = (r, i, j, start, end, score), score * weight
+    if best is None:
+        return None
+    r, i, j, start, end, score = best
+    return _Window(r.number, start, end, frozenset().union(*r.at[i:j]), score)
 
 
 def _lead(piece: Piece, text: str) -> str:
     """`text` led by the piece's heading unless the text already starts with it."""
     heading = piece.heading.strip()
     return text if not heading or text.startswith(heading) else f"{heading}\n{text}"
+
+
+@lru_cache(maxsize=256)
+def _parts_of(units: tuple[Unit, ...]) -> list[tuple[str, bool, float]]:
+    return _parts(Question(units))
 
 
 def _parts(asked: Question) -> list[tuple[str, bool, float]]:
@@ -167,27 +182,75 @@ def _found(piece: Piece, parts: list[tuple[str, bool, float]]) -> list[tuple[int
     return found
 
 
-def _windows(number: int, piece: Piece, found: list[tuple[int, int]], values: list[float],
-             budget: int) -> list[_Window]:
-    """For each sentence of the piece, the longest run of sentences from it that fits `budget`
-    with the heading lead, scored (module doc). A later start whose run reaches the piece's end
-    holds a subset of the one before, and is not listed."""
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A piece read once for every window of it: its number, heading lead length, sentence spans,
+    the parts each sentence holds, and each sentence's words with the next one's (the anchor)."""
+
+    number: int
+    lead: int
+    spans: list[tuple[int, int]]
+    at: list[frozenset[int]]
+    local: list[int]
+
+
+def _read(piece: Piece, parts: list[tuple[str, bool, float]], values: list[int]) -> _Read:
     spans = sentences(piece.text)
-    if not spans:
-        return []
+    found = _found(piece, parts)
+    at: list[frozenset[int]] = []
+    k = 0
+    for s, e in spans:  # both in text order: one pass
+        while k < len(found) and found[k][0] < s:
+            k += 1
+        held = set()
+        while k < len(found) and found[k][0] < e:
+            held.add(found[k][1])
+            k += 1
+        at.append(frozenset(held))
+    local = [sum(values[p] for p in (at[i] | at[i + 1] if i + 1 < len(at) else at[i])) for i in range(len(at))]
     heading = piece.heading.strip()
-    lead = len(heading) + 1 if heading else 0
-    at = [frozenset(k for pos, k in found if s <= pos < e) for s, e in spans]
-    local = [sum(values[k] for k in at[i] | (at[i + 1] if i + 1 < len(at) else frozenset())) for i in range(len(at))]
-    out: list[_Window] = []
+    return _Read(0, len(heading) + 1 if heading else 0, spans, at, local)
+
+
+def _windows(r: _Read, values: list[int], budget: int,
+             after: _Window | None = None) -> list[tuple[int, int, int, int, int]]:
+    """(first sentence, end sentence (exclusive), start char, end char, score) for each sentence of
+    the piece: the longest run of sentences from it that fits `budget` with the heading lead,
+    scored (module doc; with `after`, as `_best` says). A later start whose run reaches the
+    piece's end holds a subset of the one before, and is not listed. One pass: the words held
+    are counted in and out as the run's ends move."""
+    spans, at, local = r.spans, r.at, r.local
+    count = [0] * len(values)
+    value = 0
+    fresh = 0  # the value of the words held that `after` does not hold
+    old = after.parts if after is not None else frozenset()
+    out: list[tuple[int, int, int, int, int]] = []
     j = 0
+    last = len(spans)
     for i, (s, _) in enumerate(spans):
-        j = max(j, i + 1)
-        while j < len(spans) and spans[j][1] - s + lead <= budget:
+        while j < last and (j == i or spans[j][1] - s + r.lead <= budget):
+            for p in at[j]:
+                count[p] += 1
+                if count[p] == 1:
+                    value += values[p]
+                    if p not in old:
+                        fresh += values[p]
             j += 1
-        held = frozenset().union(*at[i:j])
-        anchor = max(local[i], local[i + 1] if i + 1 < j else 0.0)
-        out.append(_Window(number, s, spans[j - 1][1], held, sum(values[k] for k in held) + anchor))
-        if j == len(spans):
+        anchor = local[i]
+        if i + 1 < j and local[i + 1] > anchor:
+            anchor = local[i + 1]
+        end = spans[j - 1][1]
+        score = value + anchor
+        if after is not None:
+            overlaps = after.piece == r.number and s < after.end and after.start < end
+            score = 0 if overlaps or score <= 0 else fresh + score // SECOND_SAME_DIVISOR
+        out.append((i, j, s, end, score))
+        if j == last:
             break
+        for p in at[i]:  # sentence i leaves the run
+            count[p] -= 1
+            if count[p] == 0:
+                value -= values[p]
+                if p not in old:
+                    fresh -= values[p]
     return out

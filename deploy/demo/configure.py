@@ -9,8 +9,12 @@ tool API's read tools, Dify's External Knowledge API (`dify.retrieval`) and the 
 (`mcp.search`, `mcp.fetch`), all on agent route `docs` (the demo index). Secrets are generated
 once and kept in OUT_DIR, readable by the owner only: `secret` (the tenant's signing key),
 `agent-token` (the demo client's Bearer token; the config holds only its SHA-256) and
-`ref-key` (the master key of signed refs) and `admin-token` (the console's admin token at
-/admin/; the config holds only its SHA-256). Re-running keeps them.
+`ref-key` (the master key of signed refs), `admin-token` (the console's admin token at
+/admin/; the config holds only its SHA-256) and `session-key` (what console sessions are signed
+with: `admin.session_secret_file`, so a restart keeps everyone logged in). Re-running keeps
+them. The console's record (gaps, their marks and filings, questions per day, logouts) is kept
+in `console-state.json` (`admin.state_file`): the demo has no Redis, and a restart loses none of
+it. The config itself is written readable by its owner only (it holds credential hashes).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def configure(out: Path) -> Path:
     token = _secret(out / "agent-token")
     _secret(out / "ref-key")
     admin_token = _secret(out / "admin-token")
+    _secret(out / "session-key")
     doc = tomlkit.parse(TEMPLATE.read_text(encoding="utf-8"))
     doc["indexes"]["dir"] = "indexes"  # type: ignore[index]
     doc["tenants"]["demo"]["secrets"][0]["value_file"] = "secret"  # type: ignore[index]
@@ -69,11 +74,16 @@ def configure(out: Path) -> Path:
     doc["agent"] = agent
     admin = tomlkit.table()
     admin["token_sha256"] = hashlib.sha256(admin_token.encode("ascii")).hexdigest()
+    admin["session_secret_file"] = "session-key"
+    admin["state_file"] = "console-state.json"  # gaps, marks, counts and logouts outlive a restart (no Redis here)
     doc.add(tomlkit.nl())
     doc.add(tomlkit.comment("The console at /admin/: log in with the token in admin-token (only its SHA-256 is here)"))
     doc["admin"] = admin
     path = out / "gateway.toml"
-    path.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an older demo config may have been written 644
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(tomlkit.dumps(doc))
     return path
 
 

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import doc_deleted, doc_writes
+from gateway.console import doc_deleted, doc_writes, index_create
 from gateway.console.links import document_url, index_url
 from gateway.console.render import gate, json_answer, page, refusal, runtime
 from gateway.console.users import ConsoleUser
@@ -259,6 +259,7 @@ async def document_json(request: Request) -> Response:
 
 ROUTES = [
     Route("/admin/indexes", indexes_html, methods=["GET"]),
+    *index_create.ROUTES,
     json_route("/admin/indexes.json", indexes_json, ["GET"]),
     json_route("/admin/indexes/{index}.json", index_json, ["GET"]),
     Route("/admin/indexes/{index}", index_html, methods=["GET"]),

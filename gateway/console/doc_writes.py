@@ -3,7 +3,8 @@
 shared with the API: app.state.document_writes) and its answer (handlers.outcome). Nothing here
 holds a rule of its own about what a document may be.
 
-POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf
+POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf;
+                                        404 naming the index when it does not exist (never created here)
 GET  /admin/indexes/{index}/edit?id=    a Markdown or text document's text in a form
 POST /admin/indexes/{index}/edit        id, text, replace, csrf
 (deleting, confirmed and restorable: gateway.console.doc_deleted)
@@ -145,9 +146,9 @@ def _writes(request: Request) -> Writes:
 
 
 async def _commit(request: Request, user: ConsoleUser, action: str, index: str, changes: ChangeSet,
-                  warnings: dict[str, list[str]]) -> tuple[dict[str, Any] | None, str]:
+                  warnings: dict[str, list[str]], **extra: Any) -> tuple[dict[str, Any] | None, str]:
     """Apply `changes` through the document API's writes; (its outcome, '') or (None, why not).
-    Audited either way."""
+    Audited either way, with `extra` (counts, never text) on the line."""
     rt = runtime(request)
     ids = [d.id for d in changes.upserts] + list(changes.deletes)
     try:
@@ -157,14 +158,14 @@ async def _commit(request: Request, user: ConsoleUser, action: str, index: str, 
         out = outcome(index, changes, report, warnings)
     except Refused as exc:
         audit_change(rt.config, user.name, f"documents.{action}", index, status=exc.status, ids=ids[:50],
-                     code=exc.code)
+                     code=exc.code, **extra)
         return None, "; ".join(_clip(m) for _, _, m in exc.items[:5])
     except AgentError as exc:
         audit_change(rt.config, user.name, f"documents.{action}", index, status=exc.status, ids=ids[:50],
-                     code=exc.code)
+                     code=exc.code, **extra)
         return None, _clip(exc.message)
     audit_change(rt.config, user.name, f"documents.{action}", index, ids=ids[:50], commit=report.commit,
-                 **{k: v for k, v in out["counts"].items() if v})
+                 **{k: v for k, v in out["counts"].items() if v}, **extra)
     return out, ""
 
 
@@ -203,27 +204,31 @@ async def upload(request: Request) -> Response:
         return allowed
     user, index = allowed
     rt = runtime(request)
+    if not _writes(request).exists(index):  # before the body: an upload never creates an index
+        audit_change(rt.config, user.name, "documents.upload", index, status=404)
+        return message(request, user, "Upload refused", f"No index is named {index}: an upload never creates one "
+                       "(check the name; an admin creates an index on the Indexes page, or with kbgate index "
+                       "create). Nothing was written.", status=404, active="indexes", back="/admin/indexes")
     if not (request.headers.get("content-type") or "").startswith("multipart/form-data"):
-        return message(request, user, "Upload refused", "Send the upload form.", status=400, active="indexes")
+        return _upload_refused(request, user, index, "Send the upload form.", 400)
     try:
         form = await _multipart(request, rt)
     except ProblemError as exc:
         big = exc.problem.kind == "too_large"
-        return message(request, user, "Upload refused", f"The upload is larger than documents.max_body_bytes "
-                       f"({rt.config.documents.max_body_bytes} bytes)." if big else "The upload did not arrive "
-                       "in time.", status=413 if big else 408, active="indexes")
+        return _upload_refused(request, user, index, f"The upload is larger than documents.max_body_bytes "
+                               f"({rt.config.documents.max_body_bytes} bytes)." if big else "The upload did not "
+                               "arrive in time.", 413 if big else 408)
     except MultiPartException as exc:
-        return message(request, user, "Upload refused", f"The upload form is not readable ({exc.message}).",
-                       status=400, active="indexes")
+        return _upload_refused(request, user, index, f"The upload form is not readable ({exc.message}).", 400)
     try:
         token = form.get(FIELD)
         if not post_ok(request, token if isinstance(token, str) else None, FORM):
-            return message(request, user, "Form refused", "This form expired or came from another site: open the "
-                           "page again and resubmit.", status=403, active="indexes")
+            return _upload_refused(request, user, index, "This form expired or came from another site: open the "
+                                   "page again and resubmit.", 403, heading="Form refused")
         files = [f for f in form.getlist("file") if isinstance(f, UploadFile) and f.filename]
         if not files:
-            return message(request, user, "Upload refused", "Choose one or more files to upload.", status=400,
-                           active="indexes", back=index_url(index))
+            return _upload_refused(request, user, index, "Choose one or more files to upload.", 400,
+                                   back=index_url(index))
         dataset = str(form.get("dataset") or "").strip()
         folder = _folder(str(form.get("folder") or ""))
         replace = form.get("replace") == "1"
@@ -232,17 +237,30 @@ async def upload(request: Request) -> Response:
         await form.close()
     items, docs, warnings, names = await anyio.to_thread.run_sync(_read_files, rt, uploads, dataset, folder)
     out: dict[str, Any] | None = None
-    if docs:
-        try:
-            changes = ChangeSet(upserts=tuple(docs), replace=replace)
-        except ValueError as exc:  # the same id twice
-            items += [{"name": n, "id": i, "change": "refused", "problem": str(exc), "warnings": []}
-                      for i, n in names.items()]
+    refused = {"refused": len(items)} if items else {}  # files the reader refused: counted on the audit line
+    try:
+        changes = ChangeSet(upserts=tuple(docs), replace=replace) if docs else None
+    except ValueError as exc:  # the same id twice
+        audit_change(rt.config, user.name, "documents.upload", index, status=400, ids=list(names)[:50],
+                     code="documents.request_invalid", refused=len(items) + len(names))
+        items += [{"name": n, "id": i, "change": "refused", "problem": str(exc), "warnings": []}
+                  for i, n in names.items()]
+    else:
+        if changes is None:  # every file refused by its reader: nothing to write, still audited
+            audit_change(rt.config, user.name, "documents.upload", index, status=422, ids=[i["id"] for i in items][:50],
+                         code="documents.document_invalid", **refused)
         else:
-            out, error = await _commit(request, user, "upload", index, changes, warnings)
+            out, error = await _commit(request, user, "upload", index, changes, warnings, **refused)
             items += _items(out, error, names, warnings)
     return _done(index_url(index), {"action": "upload", "items": items,
                                     "commit": out["commit"] if out else None})
+
+
+def _upload_refused(request: Request, user: ConsoleUser, index: str, text: str, status: int, *,
+                    heading: str = "Upload refused", back: str = "") -> Response:
+    """The page refusing an upload before any file is read (`text`, `status`), audited."""
+    audit_change(runtime(request).config, user.name, "documents.upload", index, status=status)
+    return message(request, user, heading, text, status=status, active="indexes", back=back)
 
 
 def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str

@@ -1,30 +1,51 @@
 """Logging in and out of the console, and its front door.
 
 GET  /admin            → 308 /admin/
-POST /admin/login      form fields `user` (empty: the admin token) and `token` → cookie, 303 to /admin/;
-                       429 with Retry-After after too many failures (gateway.console.throttle)
-POST /admin/logout     revokes the session and clears the cookie, 303 to /admin/
+POST /admin/login      form fields `user` (empty: the admin token), `token` and `csrf` (the login
+                       form's, gateway.console.csrf.login_ok) → cookie, 303 to /admin/; 429 with
+                       Retry-After while the attempt's keys wait (gateway.console.throttle; never
+                       the right admin token); 503 when every scrypt slot is busy
+                       (gateway.console.session) or Redis, which keeps the sessions, does not answer
+POST /admin/logout     field `csrf` (form 'logout'): revokes the session and clears the cookie,
+                       303 to /admin/
 
-With no console configured (gateway.console.session.console_enabled) every path is 404.
+Cookies carry Secure when the request came over TLS, to us or to a trusted proxy
+(gateway.console.proxy). A successful login also sets the device cookie
+(gateway.console.device) that lets this browser log in as that name while strangers make the
+name wait. With no console configured (gateway.console.session.console_enabled) every path is 404.
 """
 
 from __future__ import annotations
-
-from urllib.parse import parse_qs
 
 from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.console.auth import COOKIE
-from gateway.console.render import MAX_FORM_BYTES, login_form, not_found, runtime, see_other
-from gateway.console.session import console_enabled, cookie_value, user_of
+from gateway.console import device
+from gateway.console.auth import COOKIE, token_ok
+from gateway.console.csrf import FIELD, login_ok, post_ok
+from gateway.console.proxy import client_address, secure
+from gateway.console.render import (
+    MAX_FORM_BYTES,
+    form_fields,
+    login_form,
+    message,
+    not_found,
+    runtime,
+    see_other,
+    too_many_fields,
+    unavailable,
+)
+from gateway.console.session import LoginBusy, console_enabled, cookie_value, user_of
 from gateway.console.sessions import LIFETIME as COOKIE_MAX_AGE
-from gateway.console.sessions import Sessions
+from gateway.console.sessions import Sessions, SessionsUnavailable
 from gateway.console.throttle import Throttle, keys
 from gateway.core.bodies import read_limited
 from gateway.core.validate import ProblemError
+
+LOGIN_FIELDS = 4
+"""The most fields the login form may send (user, token, csrf and one to spare)."""
 
 
 async def login(request: Request) -> Response:
@@ -38,48 +59,72 @@ async def login(request: Request) -> Response:
         if exc.problem.kind == "too_large":
             return login_form(request, status=413, text="The form is too large.")
         return login_form(request, status=408, text="The form did not arrive in time.")
-    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
-    name = fields["user"][0].strip() if fields.get("user") else ""
-    token = fields["token"][0] if fields.get("token") else None
+    fields = form_fields(body, LOGIN_FIELDS)
+    if fields is None:
+        return login_form(request, status=400, text=too_many_fields(LOGIN_FIELDS))
+    name = fields.get("user", "").strip()[:64]
+    if not login_ok(request, fields.get(FIELD)):
+        return login_form(request, status=403, name=name, text="This login form expired or came from another "
+                                                               "site: log in again from this page.")
+    token = fields.get("token") or None
+    sessions: Sessions = request.app.state.sessions
+    now = rt.clock.now()
+    known = device.device_of(sessions.key, request.cookies.get(device.COOKIE), name, now)
+    counted = keys(name or None, client_address(request), known)  # the admin token ('') has no name key
     throttle: Throttle = request.app.state.login_throttle
-    counted = keys(name[:64], request.client.host if request.client else None)
-    wait = await throttle.retry_after(counted)
+    admin = not name and token_ok(token, rt.config.admin.token_sha256)  # the right one never waits
+    wait = None if admin else await throttle.retry_after([k for k in counted if k[0] == "device"] if known
+                                                         else counted)
     if wait is not None:
-        resp = login_form(request, status=429, name=name[:64],
-                          text=f"Too many failed logins: try again in {wait} s.")
+        resp = login_form(request, status=429, name=name, text=f"Too many failed logins: try again in {wait} s.")
         resp.headers["retry-after"] = str(wait)
         return resp
     value = cookie_value(name, token)
-    if value is None or await user_of(rt.config, value) is None:
+    try:
+        user = await user_of(rt.config, value, trusted=known is not None) if value is not None else None
+    except LoginBusy:
+        resp = login_form(request, status=503, name=name, text="Too many logins are being checked right now: "
+                                                               "try again in a second.")
+        resp.headers["retry-after"] = "1"
+        return resp
+    if user is None:
         await throttle.failed(counted)
-        return login_form(request, status=401, name=name[:64],
+        return login_form(request, status=401, name=name,
                           text="That user and credential do not match." if name else "That token is not valid.")
-    sessions: Sessions = request.app.state.sessions
     try:
         value = await sessions.issue(rt.config, name)
-    except (RedisError, ValueError):
-        return login_form(request, status=503, name=name[:64],
-                          text="Sessions cannot be made now (Redis is not answering): try again shortly.")
+    except (SessionsUnavailable, RedisError, ValueError):
+        return unavailable(request)
     resp = see_other("/admin/")
     resp.set_cookie(COOKIE, value, max_age=COOKIE_MAX_AGE, path="/admin", httponly=True, samesite="strict",
-                    secure=request.url.scheme == "https")
+                    secure=secure(request))
+    resp.set_cookie(device.COOKIE, device.issue(sessions.key, name, now), max_age=device.LIFETIME, path=device.PATH,
+                    httponly=True, samesite="strict", secure=secure(request))
     return resp
 
 
 async def logout(request: Request) -> Response:
     """POST /admin/logout: clear the cookie, back to the login form."""
-    if not console_enabled(runtime(request).config):
+    rt = runtime(request)
+    if not console_enabled(rt.config):
         return not_found()
+    try:
+        body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
+    except ProblemError:
+        body = b""
+    fields = form_fields(body, LOGIN_FIELDS) or {}
+    if not post_ok(request, fields.get(FIELD), "logout"):
+        return message(request, None, "Form refused", "This logout form expired or came from another site: open "
+                       "the console again and log out from there.", status=403)
     cookie = request.cookies.get(COOKIE)
     if cookie:
         sessions: Sessions = request.app.state.sessions
         try:
             await sessions.revoke(cookie)
-        except RedisError:
-            return login_form(request, status=503, text="Logging out needs Redis, which is not answering: "
-                              "try again shortly.")
+        except (RedisError, OSError):
+            return unavailable(request)
     resp = see_other("/admin/")
-    resp.delete_cookie(COOKIE, path="/admin", httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    resp.delete_cookie(COOKIE, path="/admin", httponly=True, samesite="strict", secure=secure(request))
     return resp
 
 

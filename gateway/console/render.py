@@ -28,9 +28,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from gateway.console.csrf import FIELD, page_token, post_ok
+from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.links import document_url
-from gateway.console.session import console_enabled, current_user
+from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
+from gateway.console.sessions import SessionsUnavailable
 from gateway.console.text import visible
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -156,7 +157,15 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
     needed when logged in without the right."""
     if not console_enabled(runtime(request).config):
         return not_found()
-    user = await current_user(request)
+    try:
+        user = await current_user(request)
+    except Throttled as exc:
+        return _refused_login(request, as_json, 429, f"Too many failed logins: try again in {exc.wait} s.", exc.wait)
+    except LoginBusy:
+        return _refused_login(request, as_json, 503, "Too many logins are being checked right now: try again in a "
+                                                     "second.", 1)
+    except SessionsUnavailable:
+        return unavailable(request, as_json)
     if user is None:
         if as_json:
             return json_answer({"error": "console login required (admin token or user credential)"}, 401,
@@ -170,9 +179,37 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
     return user
 
 
+def _refused_login(request: Request, as_json: bool, status: int, text: str, retry_after: int) -> Response:
+    """A Bearer credential or login not checked (429 waiting, 503 busy), with Retry-After."""
+    if as_json:
+        return json_answer({"error": text}, status, {"retry-after": str(retry_after)})
+    resp = login_form(request, status=status, text=text)
+    resp.headers["retry-after"] = str(retry_after)
+    return resp
+
+
+SESSIONS_AWAY = ("The console cannot check logins right now: Redis, which keeps the console's sessions, is not "
+                 "answering. Nothing is wrong with your login; try again shortly (tools with Authorization: Bearer "
+                 "keep working).")
+
+
+def unavailable(request: Request, as_json: bool = False) -> Response:
+    """The answer while sessions cannot be checked (Redis away): 503 saying so, never the login form."""
+    if as_json:
+        return json_answer({"error": SESSIONS_AWAY}, 503, {"retry-after": "5"})
+    resp = message(request, None, "Sessions unavailable", SESSIONS_AWAY, status=503)
+    resp.headers["retry-after"] = "5"
+    return resp
+
+
 def login_form(request: Request, *, status: int = 401, text: str = "", name: str = "") -> Response:
-    """The login form (POST /admin/login: fields `user`, `token`)."""
-    return page(request, None, "login.html", title="Log in", status=status, message=text, name=name)
+    """The login form (POST /admin/login: fields `user`, `token`, `csrf`), with its CSRF cookie
+    (gateway.console.csrf.login_token)."""
+    token = login_token(request)
+    resp = page(request, None, "login.html", title="Log in", status=status, message=text, name=name,
+                login_csrf=token)
+    set_login_cookie(request, resp, token)
+    return resp
 
 
 def see_other(url: str) -> Response:
@@ -180,19 +217,36 @@ def see_other(url: str) -> Response:
     return RedirectResponse(url, status_code=303, headers={"cache-control": "no-store"})
 
 
+def form_fields(body: bytes, max_fields: int) -> dict[str, str] | None:
+    """The fields of a urlencoded body (first value of each, blanks kept); None when it holds
+    more than `max_fields` fields (parse_qs' bound: it raises ValueError past it)."""
+    try:
+        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=max_fields)
+    except ValueError:
+        return None
+    return {k: v[0] for k, v in parsed.items()}
+
+
+def too_many_fields(max_fields: int) -> str:
+    """The refusal of a form with more fields than it takes, naming the limit."""
+    return f"The form has more than {max_fields} fields, the most this form takes: open the page again and resubmit."
+
+
 async def read_form(request: Request, user: ConsoleUser | None, form: str, *, max_bytes: int = MAX_FORM_BYTES,
                     max_fields: int = 16) -> dict[str, str] | Response:
     """The fields of a urlencoded form POST (first value of each), after the CSRF check of
     `form` (gateway.console.csrf.post_ok); or the answer to send: 413/408 for a body too large
-    or too slow, 403 for a stale or cross-site form."""
+    or too slow, 400 for more than `max_fields` fields (naming the limit), 403 for a stale or
+    cross-site form."""
     try:
         body = await read_limited(request.stream(), max_bytes, runtime(request).config.server.body_timeout_seconds)
     except ProblemError as exc:
         too_large = exc.problem.kind == "too_large"
         return message(request, user, "Form refused", "The form is too large." if too_large
                        else "The form did not arrive in time.", status=413 if too_large else 408)
-    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=max_fields)
-    fields = {k: v[0] for k, v in parsed.items()}
+    fields = form_fields(body, max_fields)
+    if fields is None:
+        return message(request, user, "Form refused", too_many_fields(max_fields), status=400)
     if not post_ok(request, fields.get(FIELD), form):
         return message(request, user, "Form refused", "This form expired or came from another site: "
                        "open the page again and resubmit.", status=403)

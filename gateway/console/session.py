@@ -5,11 +5,21 @@ Two kinds of credential:
 - a console user's credential (`[admin.users.NAME]`): presented as 'NAME:CREDENTIAL'.
 
 The login cookie (gateway.console.auth.COOKIE) holds a signed session, never a credential
-(gateway.console.sessions). A user's scrypt check costs about 0.1-0.7 s, so it runs
-in a worker thread, at most SCRYPT_AT_ONCE at a time, and a success is remembered per process
-(keyed by a SHA-256 of what was presented and the stored hash: a changed or removed user's
-old credential stops working at the next config reload). A name no user has is checked against
-`dummy_hash()`, so the answer takes the same scrypt work whether the name exists or not.
+(gateway.console.sessions). A user's scrypt check costs about 0.1-0.7 s, so it runs in a worker
+thread, and a success is remembered per process (keyed by a SHA-256 of what was presented and
+the stored hash: a changed or removed user's old credential stops working at the next config
+reload; a remembered credential is never checked, nor limited, again). A name no user has is
+checked against `dummy_hash()`, so the answer takes the same scrypt work whether the name
+exists or not.
+
+Admission: scrypt checks never queue behind unauthenticated traffic. An attempt from a browser
+with a device cookie for its name (gateway.console.device: it logged in as that name before)
+runs in a lane of its own (TRUSTED_AT_ONCE checks, waiting its turn there only); every other
+attempt takes one of SCRYPT_AT_ONCE slots when one is free and is otherwise refused at once
+(LoginBusy: 503, Retry-After 1), never queued. So a flood of guesses costs at most
+SCRYPT_AT_ONCE cores, a known browser still logs in, and a tool with a credential this worker
+verified before is not checked at all. A Bearer 'NAME:CREDENTIAL' is limited as a login form
+is (gateway.console.throttle: Throttled, 429): `current_user`.
 """
 
 from __future__ import annotations
@@ -25,15 +35,31 @@ from starlette.requests import Request
 
 from gateway.console.auth import COOKIE, bearer, new_token, token_ok
 from gateway.console.credentials import MAX_CREDENTIAL, hash_credential, verify
+from gateway.console.proxy import client_address
 from gateway.console.sessions import Sessions
+from gateway.console.throttle import Throttle, keys
 from gateway.console.users import ConsoleUser, Role
 from gateway.core.config import Config
 
 ADMIN = ConsoleUser("admin", "admin")
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-SCRYPT_AT_ONCE = 2  # concurrent scrypt checks per process: each holds 16 MiB and a core
+SCRYPT_AT_ONCE = 2  # concurrent scrypt checks per process for strangers: each holds 16 MiB and a core
+TRUSTED_AT_ONCE = 1  # and for browsers with a device cookie, in a lane of their own
 _verified: LRUCache[str, bool] = LRUCache(maxsize=1024)
-_scrypt_slots: asyncio.Semaphore | None = None
+_lanes: dict[bool, asyncio.Semaphore] = {}
+
+
+class LoginBusy(Exception):
+    """Every scrypt slot of strangers' attempts is taken: try again in a second (module doc)."""
+
+
+class Throttled(Exception):
+    """A login attempt made while one of its keys waits (gateway.console.throttle). wait: whole
+    seconds until it may be tried."""
+
+    def __init__(self, wait: int) -> None:
+        super().__init__(f"retry after {wait} s")
+        self.wait = wait
 
 
 @functools.cache
@@ -66,9 +92,17 @@ def cookie_value(name: str, token: str | None) -> str | None:
     return f"{name}:{token}"
 
 
-async def user_of(config: Config, credential: str | None) -> ConsoleUser | None:
-    """The user `credential` (the admin token, or 'NAME:CREDENTIAL') logs in as, or None."""
-    global _scrypt_slots
+def remembered(config: Config, credential: str) -> bool:
+    """Did this worker verify `credential` ('NAME:CREDENTIAL') against the hash configured now?"""
+    name, _, _ = credential.partition(":")
+    entry = next((u for u in config.admin.users if u.name == name), None)
+    return entry is not None and hashlib.sha256(f"{credential}\0{entry.credential}".encode()).hexdigest() in _verified
+
+
+async def user_of(config: Config, credential: str | None, *, trusted: bool = False) -> ConsoleUser | None:
+    """The user `credential` (the admin token, or 'NAME:CREDENTIAL') logs in as, or None.
+    trusted: the attempt comes from a browser with a device cookie for the name (its own scrypt
+    lane). Raises LoginBusy when a scrypt check is needed and no slot of its lane is free."""
     if credential is None:
         return None
     name, sep, secret = credential.partition(":")
@@ -80,9 +114,12 @@ async def user_of(config: Config, credential: str | None) -> ConsoleUser | None:
     stored = entry.credential if entry is not None else dummy_hash()  # an unknown name costs the same
     key = hashlib.sha256(f"{credential}\0{stored}".encode()).hexdigest()
     if key not in _verified:
-        if _scrypt_slots is None:
-            _scrypt_slots = asyncio.Semaphore(SCRYPT_AT_ONCE)
-        async with _scrypt_slots:
+        lane = _lanes.get(trusted)
+        if lane is None:
+            lane = _lanes[trusted] = asyncio.Semaphore(TRUSTED_AT_ONCE if trusted else SCRYPT_AT_ONCE)
+        if not trusted and lane.locked():
+            raise LoginBusy
+        async with lane:
             ok = await run_in_threadpool(verify, secret, stored)
         if not ok or entry is None:
             return None
@@ -91,6 +128,26 @@ async def user_of(config: Config, credential: str | None) -> ConsoleUser | None:
         return None
     role: Role = entry.role  # type: ignore[assignment]  # one of CONSOLE_ROLES, checked by the config
     return ConsoleUser(entry.name, role, frozenset(entry.indexes))
+
+
+async def bearer_user(request: Request, config: Config, token: str) -> ConsoleUser | None:
+    """The user of `Authorization: Bearer TOKEN` (the admin token, or 'NAME:CREDENTIAL'),
+    counted as a login through the form is: a credential this worker verified before, and the
+    right admin token (one SHA-256), pass unchecked by the limit; else, while the name's or the
+    address's key waits, Throttled without a check; a failure counts against both (the admin
+    token has no name key). Raises Throttled, LoginBusy."""
+    name, sep, _ = token.partition(":")
+    if (sep and remembered(config, token)) or (not sep and token_ok(token, config.admin.token_sha256)):
+        return await user_of(config, token)
+    throttle: Throttle = request.app.state.login_throttle
+    counted = keys(name[:64] if sep else None, client_address(request))
+    wait = await throttle.retry_after(counted)
+    if wait is not None:
+        raise Throttled(wait)
+    user = await user_of(config, token)
+    if user is None:
+        await throttle.failed(counted)
+    return user
 
 
 def user_named(config: Config, name: str | None) -> ConsoleUser | None:
@@ -106,11 +163,12 @@ def user_named(config: Config, name: str | None) -> ConsoleUser | None:
 
 async def current_user(request: Request) -> ConsoleUser | None:
     """The console user of `request`: by its Bearer credential, else by its login session
-    (gateway.console.sessions); None when it carries neither valid."""
+    (gateway.console.sessions); None when it carries neither valid. A Bearer credential is
+    limited as a login is (`bearer_user`). Raises Throttled, LoginBusy, SessionsUnavailable."""
     config = request.app.state.runtime.config
     token = bearer(request.headers.get("authorization"))
     if token is not None:
-        return await user_of(config, token)
+        return await bearer_user(request, config, token)
     cookie = request.cookies.get(COOKIE)
     if not cookie:
         return None

@@ -8,15 +8,20 @@ the user still exists and `f` matches the credential configured now (changing a 
 credential, removing the user or changing the admin token ends their sessions at the next
 reload); and `sid` was not revoked by logout.
 
-- `RedisSessions` when `replay.redis_url` is set: the session key is made once (SET NX,
-  '{prefix}:console-session-key', 32 random bytes) and read by every worker and replica, so
-  a session signed by one is honoured by all; a revoked id is '{prefix}:console-session-revoked:{sid}'
-  with EX = the session's remaining lifetime. A Redis that does not answer refuses the cookie
-  (log in again later; Bearer credentials keep working).
-- `MemorySessions` otherwise (one worker: the config refuses workers > 1 without Redis): a key
-  made at start, so a restart ends every session; revoked ids in a dict of at most MAX_REVOKED,
-  expired ones dropped first (beyond that, the oldest revocation is forgotten). A replica
-  without Redis signs with its own key: its sessions are honoured only by itself.
+The session key (`session_key`) is never in Redis nor in the config: `admin.session_secret_env`
+or `admin.session_secret_file` (a file only its owner may read) when set, else a key file made
+once beside the config file (KEY_FILE, mode 600) that every worker of this server reads, else
+(no config file, or a folder that cannot be written) a key of this process. Whoever can read
+Redis and the config can therefore not sign a session.
+
+- `RedisSessions` when `replay.redis_url` is set: a revoked id is
+  '{prefix}:console-session-revoked:{sid}' with EX = the session's remaining lifetime, shared by
+  every worker and replica. A Redis that does not answer cannot say whether a session was
+  revoked: `name_of` raises SessionsUnavailable (the console answers a page saying so, 503) and
+  `issue` refuses a login the next page could not honour.
+- `MemorySessions` otherwise (one worker: the config refuses workers > 1 without Redis): revoked
+  ids in a dict of at most MAX_REVOKED, expired ones dropped first (beyond that, the oldest
+  revocation is forgotten).
 
 Why: docs/console.md, "Getting in".
 """
@@ -24,8 +29,12 @@ Why: docs/console.md, "Getting in".
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import secrets
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -34,9 +43,56 @@ from redis.exceptions import RedisError
 from gateway.core.config import Config
 from gateway.core.redis_clients import async_client
 
+log = logging.getLogger("kbgate.console")
+
 LIFETIME = 8 * 3600  # seconds: one working day, then log in again
 MAX_REVOKED = 10_000
 SALT = "kbgate-console-session"
+KEY_FILE = "console-session.key"
+"""The session key file made beside the config when no session secret is configured."""
+
+
+class SessionsUnavailable(Exception):
+    """Redis, which holds the revocations, did not answer: no session can be checked now."""
+
+
+def session_key(config: Config) -> bytes:
+    """The 32-byte key sessions (and device cookies) are signed with (module doc). Raises
+    nothing: a key file that cannot be made or read falls back to a key of this process, with
+    a warning naming the keys that fix it."""
+    if config.admin.session_secret is not None:
+        return hashlib.sha256(b"kbgate-console-session-key\0" + config.admin.session_secret.reveal().encode()).digest()
+    if config.source is None:
+        return secrets.token_bytes(32)
+    path = Path(config.source).parent / KEY_FILE
+    try:
+        return _key_file(path)
+    except OSError as exc:
+        log.warning("console sessions signed with this process's own key (set admin.session_secret_file or "
+                    "admin.session_secret_env so every worker shares one)",
+                    extra={"file": str(path), "problem": exc.strerror or type(exc).__name__})
+        return secrets.token_bytes(32)
+
+
+def _key_file(path: Path) -> bytes:
+    """32 bytes from `path`, made (O_EXCL, mode 600) by the first worker that finds none."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+            f.flush()
+            os.fsync(f.fileno())
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o600)
+    for _ in range(50):  # another worker may be writing it this instant
+        key = path.read_bytes()
+        if len(key) == 32:
+            return key
+        time.sleep(0.02)
+    raise OSError(0, f"{path} does not hold a 32-byte key")
 
 
 def fingerprint(config: Config, name: str) -> str | None:
@@ -51,7 +107,10 @@ def fingerprint(config: Config, name: str) -> str | None:
 
 class Sessions(Protocol):
     """issue(config, name) → cookie value; name_of(config, cookie) → the user name ('' admin
-    token) while the session counts, else None; revoke(cookie) ends it."""
+    token) while the session counts, else None; revoke(cookie) ends it. key: what sessions
+    are signed with (device cookies too, gateway.console.device)."""
+
+    key: bytes
 
     async def issue(self, config: Config, name: str) -> str: ...
 
@@ -63,13 +122,15 @@ class Sessions(Protocol):
 
 
 class _Signed:
-    """The signing and the checks every store shares; `_key()` and the revocation set differ."""
+    """The signing and the checks every store shares; the revocation set differs. key: 32 bytes
+    (`session_key`)."""
 
-    def __init__(self, now: Callable[[], float]) -> None:
+    def __init__(self, now: Callable[[], float], key: bytes) -> None:
         self.now = now
+        self.key = key
 
     async def _key(self) -> bytes:
-        raise NotImplementedError
+        return self.key
 
     async def _revoked(self, sid: str) -> bool:
         raise NotImplementedError
@@ -109,16 +170,12 @@ class _Signed:
 
 
 class MemorySessions(_Signed):
-    """A key of this process and its revocations (module doc)."""
+    """Revocations in this process (module doc). key: None for one of this process."""
 
-    def __init__(self, now: Callable[[], float], max_revoked: int = MAX_REVOKED) -> None:
-        super().__init__(now)
-        self.key = secrets.token_bytes(32)
+    def __init__(self, now: Callable[[], float], max_revoked: int = MAX_REVOKED, key: bytes | None = None) -> None:
+        super().__init__(now, key if key is not None else secrets.token_bytes(32))
         self.max_revoked = max_revoked
         self._revoked_until: dict[str, float] = {}
-
-    async def _key(self) -> bytes:
-        return self.key
 
     async def _revoked(self, sid: str) -> bool:
         return self._revoked_until.get(sid, 0.0) > self.now()
@@ -136,35 +193,28 @@ class MemorySessions(_Signed):
 
 
 class RedisSessions(_Signed):
-    """The key and the revocations in Redis, shared by every worker and replica (module doc)."""
+    """The revocations in Redis, shared by every worker and replica (module doc)."""
 
-    def __init__(self, url: str, prefix: str, timeout: float, now: Callable[[], float]) -> None:
-        super().__init__(now)
+    def __init__(self, url: str, prefix: str, timeout: float, now: Callable[[], float], key: bytes) -> None:
+        super().__init__(now, key)
         self.client = async_client(url, timeout)
         self.prefix = prefix
-        self.key: bytes | None = None
 
-    async def _key(self) -> bytes:
-        if self.key is None:
-            name = f"{self.prefix}:console-session-key"
-            await self.client.set(name, secrets.token_bytes(32), nx=True)
-            key = await self.client.get(name)
-            if not isinstance(key, bytes) or len(key) != 32:
-                raise ValueError("the console's session key in Redis is not 32 bytes")
-            self.key = key
-        return self.key
-
-    async def _payload(self, cookie: str) -> dict[str, Any] | None:
+    async def issue(self, config: Config, name: str) -> str:
+        """Raises SessionsUnavailable when Redis does not answer: the next page could not
+        check the session, so no login is answered as done."""
         try:
-            return await super()._payload(cookie)
-        except RedisError:
-            return None
+            await self.client.ping()
+        except (RedisError, OSError) as exc:
+            raise SessionsUnavailable(type(exc).__name__) from None
+        return await super().issue(config, name)
 
     async def name_of(self, config: Config, cookie: str) -> str | None:
+        """Raises SessionsUnavailable when Redis does not answer."""
         try:
             return await super().name_of(config, cookie)
-        except RedisError:
-            return None
+        except (RedisError, OSError) as exc:
+            raise SessionsUnavailable(type(exc).__name__) from None
 
     async def _revoked(self, sid: str) -> bool:
         return bool(await self.client.exists(f"{self.prefix}:console-session-revoked:{sid}"))
@@ -177,8 +227,10 @@ class RedisSessions(_Signed):
 
 
 def make_sessions(config: Config, now: Callable[[], float]) -> Sessions:
-    """Redis when `replay.redis_url` is set, else this process's memory."""
+    """Revocations in Redis when `replay.redis_url` is set, else in this process's memory; the
+    key from `session_key`."""
     r = config.replay
+    key = session_key(config)
     if r.redis_url:
-        return RedisSessions(r.redis_url, r.key_prefix, r.timeout_seconds, now)
-    return MemorySessions(now)
+        return RedisSessions(r.redis_url, r.key_prefix, r.timeout_seconds, now, key)
+    return MemorySessions(now, key=key)

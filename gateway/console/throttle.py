@@ -1,18 +1,31 @@
-"""The limit on failed console logins: per user name and per client address, in a fixed window.
+"""The limit on failed console logins: exponential backoff per user name, per client address and
+per device, instead of a lockout a stranger could hold.
 
-A failed POST /admin/login counts against two keys, 'user:NAME' ('user:' for the admin token)
-and 'addr:HOST' (the peer address the server sees). While either key has MAX_FAILURES[kind]
-failures in its WINDOW-second window, the login form answers 429 with Retry-After (the seconds
-left in that window) without checking the credential. A success does not reset the count (a
-correct guess among many still counted them). Keys are stored as a SHA-256 of kind and value;
-what was typed as a credential never reaches this module.
+A failed login (the form, or `Authorization: Bearer NAME:CREDENTIAL` on any console path)
+counts against its keys (`keys`): 'user:NAME' for a console user (never for the admin token:
+see below), 'addr:HOST' (the client's address, gateway.console.proxy: behind a trusted proxy
+its X-Forwarded-For), and 'device:ID' when the browser holds a device cookie
+(gateway.console.device). After FREE[kind] failures a key waits before its next attempt is
+checked: BASE_SECONDS, doubling with each further failure, at most MAX_WAIT_SECONDS; an attempt
+while a key waits is answered 429 with Retry-After without checking anything. A key's count is
+forgotten FORGET_SECONDS after its last failure; a success does not reset it.
 
-- `RedisThrottle` when `replay.redis_url` is set: every worker and replica shares the counts,
-  key '{prefix}:console-login-fail:{digest}', INCR then EXPIRE on the first failure. A Redis
-  that does not answer fails open (the login proceeds; one warning line at most every 10 s).
-- `MemoryThrottle` otherwise: this process's counts, at most MAX_KEYS keys (the oldest go first).
+What a stranger cannot do with it:
+- hold a user out: a browser that logged in as NAME before carries a device cookie for NAME,
+  and its attempts for NAME skip the 'user' and 'addr' waits (its own 'device' key still
+  counts, so a stolen device cookie guesses no faster than FREE['device'] before it waits);
+  a tool whose credential this worker verified before is not checked again (gateway.console.session);
+- hold the admin token out: it is 256 random bits checked with one SHA-256, so its login has no
+  name key at all (only the address's and the device's), and the right token is checked before
+  any wait (gateway.console.login, session): no number of wrong tokens, from elsewhere or from
+  the same address, delays the right one.
 
-Why these numbers: docs/console.md, "Getting in".
+Keys are stored as a SHA-256 of kind and value; what was typed as a credential never reaches
+this module. `RedisThrottle` when `replay.redis_url` is set (every worker and replica shares
+the counts: HASH '{prefix}:console-login-fail:{digest}' {n, t}, EXPIRE FORGET_SECONDS; a Redis
+that does not answer fails open, with one warning line at most every 10 s); `MemoryThrottle`
+otherwise (this process's counts, at most MAX_KEYS keys, the oldest first out). Why these
+numbers: docs/console.md, "Getting in".
 """
 
 from __future__ import annotations
@@ -31,63 +44,85 @@ from gateway.core.redis_clients import async_client
 
 log = logging.getLogger("kbgate.console")
 
-WINDOW = 300  # seconds
-MAX_FAILURES = {"user": 5, "addr": 20}  # per window: a name is guessed at slowly, an office shares an address
+FREE = {"user": 5, "addr": 20, "device": 5}  # failures before a key waits
+BASE_SECONDS = 1.0
+MAX_WAIT_SECONDS = 15 * 60
+FORGET_SECONDS = 24 * 3600
 MAX_KEYS = 10_000
 WARN_EVERY = 10.0
+Key = tuple[str, str]
 
 
-def keys(name: str, address: str | None) -> list[tuple[str, str]]:
-    """The (kind, digest) keys a login attempt as `name` from `address` counts against."""
-    out = [("user", name)] + ([("addr", address)] if address else [])
+def keys(name: str | None, address: str | None, device: str | None = None) -> list[Key]:
+    """The (kind, digest) keys an attempt counts against: `name` (None for the admin token, which
+    has no name key), the client `address`, the browser's `device` id."""
+    out = [(kind, value) for kind, value in (("user", name), ("addr", address), ("device", device))
+           if value is not None]
     return [(kind, hashlib.sha256(f"{kind}\0{value}".encode()).hexdigest()[:32]) for kind, value in out]
 
 
+def wait_after(kind: str, failures: int) -> float:
+    """Seconds a key of `kind` waits after its `failures`-th failure: 0 for the first FREE[kind],
+    then BASE_SECONDS x 2^(failures - FREE - 1), at most MAX_WAIT_SECONDS."""
+    over = failures - FREE[kind]
+    if over <= 0:
+        return 0.0
+    return min(BASE_SECONDS * 2.0 ** min(over - 1, 30), MAX_WAIT_SECONDS)
+
+
+def _left(kind: str, failures: int, last: float, now: float) -> float:
+    if now - last >= FORGET_SECONDS:
+        return 0.0
+    return last + wait_after(kind, failures) - now
+
+
 class Throttle(Protocol):
-    """retry_after(keys) → seconds to wait (int ≥ 1) while any key is over its limit, else None;
+    """retry_after(keys) → seconds to wait (int ≥ 1) while any key waits, else None;
     failed(keys) counts one failure against each."""
 
-    async def retry_after(self, keys: list[tuple[str, str]]) -> int | None: ...
+    async def retry_after(self, keys: list[Key]) -> int | None: ...
 
-    async def failed(self, keys: list[tuple[str, str]]) -> None: ...
+    async def failed(self, keys: list[Key]) -> None: ...
 
     async def close(self) -> None: ...
+
+
+def _wait(lefts: list[float]) -> int | None:
+    left = max(lefts, default=0.0)
+    return max(1, math.ceil(left)) if left > 0 else None
 
 
 class MemoryThrottle:
     """Counts in this process. now: the clock (unix s)."""
 
-    def __init__(self, now: Callable[[], float] = time.time, window: int = WINDOW, max_keys: int = MAX_KEYS) -> None:
-        self.now, self.window, self.max_keys = now, window, max_keys
-        self._counts: dict[str, tuple[float, int]] = {}  # digest → (window end, failures)
+    def __init__(self, now: Callable[[], float] = time.time, max_keys: int = MAX_KEYS) -> None:
+        self.now, self.max_keys = now, max_keys
+        self._counts: dict[str, tuple[int, float]] = {}  # digest → (failures, last failure)
 
-    async def retry_after(self, keys: list[tuple[str, str]]) -> int | None:
+    async def retry_after(self, keys: list[Key]) -> int | None:
         now = self.now()
-        waits = [end - now for kind, k in keys if (entry := self._counts.get(k)) is not None
-                 for end, n in [entry] if end > now and n >= MAX_FAILURES[kind]]
-        return max(1, math.ceil(max(waits))) if waits else None
+        return _wait([_left(kind, *self._counts[k], now) for kind, k in keys if k in self._counts])
 
-    async def failed(self, keys: list[tuple[str, str]]) -> None:
+    async def failed(self, keys: list[Key]) -> None:
         now = self.now()
         for _, k in keys:
-            end, n = self._counts.get(k, (0.0, 0))
-            if end <= now:
-                end, n = now + self.window, 0
-                self._counts.pop(k, None)
-                while len(self._counts) >= self.max_keys:
-                    self._counts.pop(next(iter(self._counts)))
-            self._counts[k] = (end, n + 1)
+            n, last = self._counts.pop(k, (0, 0.0))
+            if now - last >= FORGET_SECONDS:
+                n = 0
+            while len(self._counts) >= self.max_keys:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[k] = (n + 1, now)
 
     async def close(self) -> None:
         return None
 
 
 class RedisThrottle:
-    """Counts in Redis, shared by every worker and replica (module doc)."""
+    """Counts in Redis, shared by every worker and replica (module doc). now: the clock."""
 
-    def __init__(self, url: str, prefix: str, timeout: float, window: int = WINDOW) -> None:
+    def __init__(self, url: str, prefix: str, timeout: float, now: Callable[[], float] = time.time) -> None:
         self.client = async_client(url, timeout)
-        self.prefix, self.window = prefix, window
+        self.prefix, self.now = prefix, now
         self._warned = 0.0
 
     def _key(self, digest: str) -> str:
@@ -98,29 +133,34 @@ class RedisThrottle:
             self._warned = time.monotonic()
             log.warning("login limit not shared: Redis did not answer", extra={"problem": type(exc).__name__})
 
-    async def retry_after(self, keys: list[tuple[str, str]]) -> int | None:
-        waits = []
+    async def retry_after(self, keys: list[Key]) -> int | None:
+        now = self.now()
+        lefts = []
         try:
             for kind, k in keys:
-                n = await self.client.get(self._key(k))
-                if n is not None and int(n) >= MAX_FAILURES[kind]:
-                    left = int(await self.client.ttl(self._key(k)))
-                    if left < 0:  # the EXPIRE after the first INCR never ran
-                        await self.client.expire(self._key(k), self.window)
-                        left = self.window
-                    waits.append(left)
-        except RedisError as exc:
-            self._warn(exc)
+                got = await self.client.hmget(self._key(k), ["n", "t"])
+                if got[0] is not None and got[1] is not None:
+                    lefts.append(_left(kind, int(got[0]), float(got[1]), now))
+        except (RedisError, ValueError) as exc:
+            self._warn(exc if isinstance(exc, RedisError) else RedisError(str(exc)))
             return None
-        return max(1, max(waits)) if waits else None
+        return _wait(lefts)
 
-    async def failed(self, keys: list[tuple[str, str]]) -> None:
+    async def failed(self, keys: list[Key]) -> None:
+        now = self.now()
         try:
             for _, k in keys:
-                if await self.client.incr(self._key(k)) == 1:
-                    await self.client.expire(self._key(k), self.window)
-        except RedisError as exc:
-            self._warn(exc)
+                name = self._key(k)
+                last = await self.client.hget(name, "t")
+                pipe = self.client.pipeline(transaction=True)
+                if last is not None and now - float(last) >= FORGET_SECONDS:
+                    pipe.hset(name, "n", 0)
+                pipe.hincrby(name, "n", 1)
+                pipe.hset(name, "t", repr(now))
+                pipe.expire(name, FORGET_SECONDS)
+                await pipe.execute()
+        except (RedisError, ValueError) as exc:
+            self._warn(exc if isinstance(exc, RedisError) else RedisError(str(exc)))
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -130,5 +170,5 @@ def make_throttle(config: Config, now: Callable[[], float]) -> Throttle:
     """Redis when `replay.redis_url` is set, else this process's memory."""
     r = config.replay
     if r.redis_url:
-        return RedisThrottle(r.redis_url, r.key_prefix, r.timeout_seconds)
+        return RedisThrottle(r.redis_url, r.key_prefix, r.timeout_seconds, now)
     return MemoryThrottle(now)

@@ -36,7 +36,7 @@ from gateway.core.bodies import read_limited
 from gateway.core.errors import TryInvalid
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
-from gateway.core.validate import ProblemError
+from gateway.core.validate import MAX_JSON_DEPTH, JsonTooDeep, ProblemError, loads_bounded
 
 MAX_FORM_BYTES = 16 * 1024
 SIDE_FIELDS = ("caller", "tenant", "first", "second", "client", "token_id", "session", "route",
@@ -56,7 +56,10 @@ def side_request(form: Mapping[str, str], prefix: str, query: str, limit: str) -
     condition: Any = None
     if got["metadata_condition"]:
         try:
-            condition = orjson.loads(got["metadata_condition"])
+            condition = loads_bounded(got["metadata_condition"])
+        except JsonTooDeep:
+            raise TryInvalid(prefix + "metadata_condition", f"nests arrays and objects over {MAX_JSON_DEPTH} "
+                                                            "levels deep (the limit of a request's JSON)") from None
         except orjson.JSONDecodeError:
             raise TryInvalid(prefix + "metadata_condition", "is not JSON") from None
     try:
@@ -171,7 +174,9 @@ async def page_json(request: Request) -> Response:
     if not post_ok(request, request.headers.get("x-csrf-token"), FORM):
         return json_answer({"error": "CSRF check failed"}, 403)
     try:
-        data = orjson.loads(body)
+        data = loads_bounded(body)
+    except JsonTooDeep as exc:
+        return json_answer({"error": str(exc), "field": "body"}, 400)
     except orjson.JSONDecodeError:
         return json_answer({"error": "body is not JSON", "field": "body"}, 400)
     try:

@@ -20,7 +20,7 @@ ROLES: tuple[Role, ...] = ("viewer", "owner", "admin")
 READ = frozenset({"view"})  # overview, deliveries, try, documents served: every role
 INDEX_READ = frozenset({"view_gaps"})  # an owner: only their indexes
 INDEX_WRITE = frozenset({"file_gap", "edit_documents", "edit_synonyms"})  # owner of the index, admin
-ADMIN_ONLY = frozenset({"manage_users", "manage_tenants"})
+ADMIN_ONLY = frozenset({"manage_users", "manage_tenants", "manage_indexes"})
 ACTIONS = READ | INDEX_READ | INDEX_WRITE | ADMIN_ONLY
 
 

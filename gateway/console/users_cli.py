@@ -13,6 +13,7 @@ edit (a running server reloads it), and prints the credential once. Each change 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,12 @@ from tomlkit.toml_document import TOMLDocument
 
 from gateway.console.changes import audit_change, cli_user
 from gateway.console.credentials import MAX_CREDENTIAL, hash_credential, new_credential
-from gateway.core.config import Config, load_config
+from gateway.core.config import Config, load_config, load_indexes_dir
 from gateway.core.config.edit import edit_config
 from gateway.core.config.owners import CONSOLE_ROLES
 from gateway.core.errors import ConfigError
+from indexes.errors import IndexStoreError
+from indexes.store import IndexStore
 
 MIN_CREDENTIAL = 12  # characters of a credential typed by its owner (a generated one has 43)
 
@@ -67,13 +70,46 @@ def _users_table(doc: TOMLDocument) -> Any:
     return users
 
 
+def missing_indexes(path: Path, indexes: list[str]) -> list[str]:
+    """The names in `indexes` that are no index under the config's `indexes.dir` (a name no
+    index may have included): an owner owns only indexes that exist."""
+    store = IndexStore(load_indexes_dir(path))
+    missing = []
+    for name in indexes:
+        try:
+            exists = (store.folder(name) / "meta.json").is_file()
+        except IndexStoreError:
+            exists = False
+        if not exists:
+            missing.append(name)
+    return missing
+
+
+def owner_only(path: Path) -> None:
+    """Make the config file at `path` readable by its owner only (mode 600, or 400 when it was
+    not writable) before a credential hash goes in: the edit keeps the file's mode, so the
+    hash is never in a file others may read. Raises ConfigError naming the file."""
+    try:
+        mode = Path(path).stat().st_mode & 0o777
+        if mode & 0o077:
+            os.chmod(path, (mode & 0o700) | 0o400)
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot be made readable by its owner only: {exc.strerror or exc}",
+                          file=Path(path)) from None
+
+
 def add_user(path: Path, name: str, role: str, indexes: list[str], credential: str, *,
              base: str | None = None) -> Config:
     """Write `[admin.users.NAME]` with the hash of `credential`. Raises ConfigError naming the
-    key when the user exists or the edited config is invalid, ConfigConflict when `base` (the
-    file's SHA-256 as the caller read it) is given and the file changed since (the file is then
-    untouched)."""
+    key when the user exists, an index named does not exist (`missing_indexes`), or the edited
+    config is invalid, ConfigConflict when `base` (the file's SHA-256 as the caller read it) is
+    given and the file changed since (the file is then untouched)."""
+    if indexes and (missing := missing_indexes(path, indexes)):
+        raise ConfigError(f"admin.users.{name}.indexes", f"names {', '.join(repr(m[:64]) for m in missing)}, which "
+                                                         "no index is: an owner owns only indexes that exist (check "
+                                                         "the name, or create it first: kbgate index create)")
     digest = hash_credential(credential)
+    owner_only(path)
 
     def mutate(doc: TOMLDocument) -> None:
         users = _users_table(doc)

@@ -62,7 +62,7 @@ async def users_html(request: Request) -> Response:
             error = "The console's notes (Redis) are not answering: the new credential cannot be shown."
         added = added or {"gone": True}
     return page(request, user, "users.html", active="users", title="Users", added=added, error=error,
-                roles=CONSOLE_ROLES, indexes=runtime(request).routed_indexes(), **(await _users(request)))
+                roles=CONSOLE_ROLES, indexes=runtime(request).indexes.names(), **(await _users(request)))
 
 
 async def add_user_post(request: Request) -> Response:
@@ -72,7 +72,7 @@ async def add_user_post(request: Request) -> Response:
     if isinstance(user, Response):
         return user
     rt = runtime(request)
-    fields = await read_form(request, user, FORM, max_fields=8 + len(rt.routed_indexes()))
+    fields = await read_form(request, user, FORM, max_fields=8 + len(rt.indexes.names()))
     if isinstance(fields, Response):
         return fields
     name, role = fields.get("name", "").strip(), fields.get("role", "")

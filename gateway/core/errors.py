@@ -381,6 +381,8 @@ DOCUMENT_CODES: dict[str, tuple[int, bool, str]] = {
     "documents.document_conflict": (409, False, "an id is held by another dataset, or was indexed from another "
                                                 "source (replace=true replaces it)"),
     "documents.not_found": (404, False, "the index holds no document with this id"),
+    "documents.index_not_found": (404, False, "no index has this name: a write never creates one (creating an index "
+                                              "is explicit: kbgate index create NAME, or the console's Indexes page)"),
     "documents.writer_busy": (503, True, "another writer held the index for documents.write_timeout_seconds; "
                                          "nothing was written"),
     "documents.index_unavailable": (503, True, "the index cannot be opened for writing; nothing was written"),

@@ -117,9 +117,13 @@ class Runtime:
                       | {r.index for r in self.config.agent.routes.values()})
 
     def open_routed(self) -> None:
-        """Open every routed index (a hybrid one starts loading its query model); one that cannot
-        be opened is left to /readyz and its callers' errors. Blocking: run it in a thread."""
+        """Open every routed hybrid index, so its query model starts loading (a lexical one opens at
+        its first question); one that cannot be opened is left to /readyz and its callers' errors.
+        Blocking: run it in a thread."""
+        store = self.indexes
         for name in self.routed_indexes():
+            if not isinstance(store, HybridStore) or store.dense_for(name) is None:
+                continue
             try:
                 self.index(name)
             except (DependencyUnavailable, OSError, ValueError):

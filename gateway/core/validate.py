@@ -69,18 +69,66 @@ def fail(invalid: Invalid, key: str, kind: Kind, text: str) -> NoReturn:
     raise invalid(Problem(key, kind, text))
 
 
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects a request's JSON may hold. orjson reads 1,024
+levels but writes only 255, so a deeper request read whole could not be written back (an
+answer, a log line, a stored record) and failed as a 500; no request kbgate reads needs more
+than a few levels (a metadata condition: about 4)."""
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than MAX_JSON_DEPTH; its message names the limit."""
+
+    def __init__(self, key: str = "body") -> None:
+        super().__init__(f"{key} nests arrays and objects over {MAX_JSON_DEPTH} levels deep "
+                         f"(the limit of a request's JSON)")
+
+
+def json_depth(value: Any, stop: int = MAX_JSON_DEPTH) -> int:
+    """How deep `value` (what orjson.loads returns) nests lists and dicts: 0 for a scalar, 1
+    for [] or {}; stops counting once past `stop`. Iterative (no recursion)."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > stop:
+            break
+        todo.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def loads_bounded(raw: bytes | str, key: str = "body") -> Any:
+    """orjson.loads(raw), refused past MAX_JSON_DEPTH. Raises orjson.JSONDecodeError (not
+    JSON) or JsonTooDeep (naming `key` and the limit)."""
+    data = orjson.loads(raw)
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise JsonTooDeep(key)
+    return data
+
+
 def json_object(raw: bytes, invalid: Invalid, key: str = "body") -> dict[str, Any]:
     """Parse raw bytes as a UTF-8 JSON object (the one parse every JSON endpoint uses).
 
     raw: the request body as received. Raises invalid(Problem(key, kind)) with kind 'utf8'
-    (not valid UTF-8), 'json' (not JSON) or 'object' (JSON, but not an object).
+    (not valid UTF-8), 'json' (not JSON, or nested over MAX_JSON_DEPTH levels: the text names
+    the limit) or 'object' (JSON, but not an object).
     """
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
         fail(invalid, key, "utf8", "is not valid UTF-8")
     try:
-        data = orjson.loads(raw)
+        data = loads_bounded(raw, key)
+    except JsonTooDeep:
+        fail(invalid, key, "json", f"nests arrays and objects over {MAX_JSON_DEPTH} levels deep "
+                                   "(the limit of a request's JSON)")
     except orjson.JSONDecodeError:
         fail(invalid, key, "json", "is not JSON")
     if not isinstance(data, dict):

@@ -33,7 +33,7 @@ from gateway.core.frame import Call
 from gateway.core.validate import clip, json_object
 from gateway.documents.reading import Read, batch_documents, file_document, json_document, upload_suffix, upload_types
 from gateway.documents.wire import Refused
-from gateway.documents.writes import Writes
+from gateway.documents.writes import Writes, not_found
 from indexes.changes import ChangeReport, document_head
 from indexes.ingest.fields import length_problem
 from indexes.store import RELOAD_CHECK_SECONDS
@@ -168,6 +168,7 @@ async def put(call: Call, writes: Writes) -> dict[str, Any]:
     """PUT a document (module doc)."""
     index, doc_id = writable(call), _doc_id(call)
     query = _query(call, ("replace", "dataset", "path"))
+    writes.require(index)  # before the body is read: a mistyped index costs nothing
     media, raw = await _body(call)
     cfg = call.cfg.documents
     read: Read
@@ -236,7 +237,9 @@ async def batch(call: Call, writes: Writes) -> dict[str, Any]:
         raise DocumentError("documents.request_invalid", str(exc)) from None
     _check_upserts(call, changes.upserts)
     await _check_deletes(call, index, changes.deletes)
-    if not changes.upserts and not writes.exists(index):
+    if not writes.exists(index):
+        if changes.upserts:
+            raise not_found(index)
         return answer(call, index, changes, ChangeReport(), {})
     return answer(call, index, changes, await writes.apply(index, changes), {d.id: w for d, w in reads})
 

@@ -126,7 +126,8 @@ def file_document(raw: bytes, suffix: str, doc_id: str, cfg: DocumentsConfig, *,
     fmt = format_of("upload" + suffix)
     media_type = fmt.media_types[0] if fmt is not None else None  # the format named, whatever the path's suffix
     doc, warnings, refused = _items(doc_id, read_data(raw, path, media_type=media_type, dataset=dataset or None,
-                                                      max_document_bytes=cfg.max_document_bytes))
+                                                      max_document_bytes=cfg.max_document_bytes,
+                                                      bounds=cfg.read_bounds))
     if refused or doc is None:
         raise Refused(refused[0][1], refused)
     if doc.id != doc_id:

@@ -8,9 +8,11 @@ writer, answered after the commit (docs/document-api.md, "The single writer").
   lock decides: `indexes.changes.apply_changes` retries while another writer holds it. The
   whole wait, both queues, is bounded by `documents.write_timeout_seconds`; past it the request
   is answered documents.writer_busy (503, Retry-After) and nothing of it is written.
+- A write to an index that does not exist is refused (documents.index_not_found): a mistyped
+  name never makes a new index; creating one is explicit (`kbgate index create`, the console).
 - The write runs in a worker thread on a fresh write handle
-  (`IndexStore.create_or_open_for_write`: it creates the index on its first document; a hybrid
-  handle borrows the served index's model), so searches go on in this worker meanwhile.
+  (`IndexStore.create_or_open_for_write`; a hybrid handle borrows the served index's model),
+  so searches go on in this worker meanwhile.
   Once a write has the writer it runs to its end, even when its caller has gone: the caller's
   retry then finds it 'unchanged'.
 - After the commit this worker's reader reloads at once; every other worker's reader sees the
@@ -51,14 +53,35 @@ class Writes:
         self._locks: dict[str, asyncio.Lock] = {}
 
     def exists(self, name: str) -> bool:
-        """Does index `name` exist on disk (a delete never creates one)?"""
-        return self.rt.indexes.exists(name)
+        """Does index `name` exist on disk (a delete never creates one)? False for a name no
+        index may have (indexes.store's pattern): callers answer it as any unknown index."""
+        try:
+            return self.rt.indexes.exists(name)  # a folder holding an index, or one served by Milvus
+        except IndexStoreError:
+            return False
+
+    def require(self, name: str) -> None:
+        """Raise DocumentError documents.index_not_found unless index `name` exists: a write
+        never creates an index (a mistyped name would make a new one); creating one is explicit."""
+        if not self.exists(name):
+            raise not_found(name)
+
+    def create(self, name: str) -> bool:
+        """Make index `name` empty (blocking: run it in a worker thread); False when it exists
+        already (nothing changed). Raises IndexStoreError for a name no index may have, or a
+        folder that cannot be written."""
+        if self.exists(name):
+            return False
+        self.rt.indexes.create_or_open_for_write(name).close()
+        return True
 
     async def apply(self, name: str, changes: ChangeSet) -> ChangeReport:
         """Apply `changes` to index `name` in one commit, all or nothing; returns the report
-        (refusals included: the caller answers them). Raises DocumentError: writer_busy (the
+        (refusals included: the caller answers them). Raises DocumentError: index_not_found
+        (`require`: nothing is created), writer_busy (the
         writer was not ours within documents.write_timeout_seconds), embedding_failed,
         index_unavailable (not retryable for a read-only index folder); nothing was written then."""
+        self.require(name)
         timeout = self.rt.config.documents.write_timeout_seconds
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -99,7 +122,7 @@ class Writes:
         try:
             store.open(name)  # the served index first: a hybrid write handle borrows its model
         except IndexNotFoundError:
-            pass  # a new index: created by the write handle
+            pass  # made by `kbgate index create` after this worker last looked
         handle = store.create_or_open_for_write(name)
         try:
             log.info("document changes applying", extra={"index": name, "upserts": len(changes.upserts),
@@ -115,6 +138,13 @@ class Writes:
             log.info("document changes committed", extra={"index": name, "commit": report.commit,
                                                           "chunks": report.chunks})
         return report
+
+
+def not_found(name: str) -> DocumentError:
+    """documents.index_not_found for index `name`, naming it and how one is created."""
+    return DocumentError("documents.index_not_found", f"no index is named {name!r}: a write never creates one "
+                                                      f"(check the name; to make it: kbgate index create {name}, or "
+                                                      "Create index on the console's Indexes page)")
 
 
 def _busy(name: str, timeout: float) -> DocumentError:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gateway.core.config import load_backends, load_indexer_config, load_indexes, load_indexes_dir
+from gateway.core.config import load_backends, load_indexer_config, load_indexes, load_indexes_dir, load_read_bounds
 from indexes.errors import IndexStoreError
 from indexes.invisible import shown
 from indexes.types import IngestReport
@@ -33,7 +33,7 @@ __all__ = ["cmd_index_add", "cmd_index_embed", "cmd_index_list", "register"]
 
 
 def register(sub: Any) -> None:
-    """Add `index add|list|stats` to the `kbgate` subparsers `sub`."""
+    """Add `index add|create|list|stats` to the `kbgate` subparsers `sub`."""
     ix = sub.add_parser("index", help="build and inspect indexes")
     ixs = ix.add_subparsers(dest="index_command")
     a = ixs.add_parser("add", help="ingest Markdown, HTML, text, PDF, DOCX, PPTX, XLSX, reStructuredText and "
@@ -61,6 +61,11 @@ def register(sub: Any) -> None:
     a.add_argument("--no-progress", action="store_true")
     a.add_argument("paths", nargs="+")
     a.set_defaults(func=cmd_index_add)
+    c = ixs.add_parser("create", help="make an empty index (the document API and console uploads write only to "
+                                      "indexes that exist)")
+    c.add_argument("--config", required=True)
+    c.add_argument("--index", required=True)
+    c.set_defaults(func=cmd_index_create)
     e = ixs.add_parser("embed", help="give an index built lexical its dense vectors (the embedded default model, "
                                      "or its [indexes.NAME.dense] settings)")
     e.add_argument("--config", required=True)
@@ -103,6 +108,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     from indexes.safe_text import url_problem
 
     indexes_dir, max_bytes = load_indexer_config(args.config)  # the indexer needs no secrets
+    bounds = load_read_bounds(args.config)
     dense = load_indexes(args.config)[1]  # only an embedding API key
     store = HybridStore(indexes_dir, dense=dense, remote=load_backends(args.config))  # a Milvus token only
     if args.max_document_bytes is not None:
@@ -134,7 +140,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     created = not folder.exists()
     index = store.create_or_open_for_write(args.index)
     items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=choice.root,
-                       dataset=args.dataset or None, url_base=args.url_base)
+                       dataset=args.dataset or None, url_base=args.url_base, bounds=bounds)
     started = time.perf_counter()
     report = _ingest_waiting(index, items, args, delete_missing=args.delete_missing, progress=not args.no_progress,
                              replace=args.replace)
@@ -197,6 +203,37 @@ def cmd_index_embed(args: argparse.Namespace) -> int:
     print(f"index {args.index}: hybrid ({chosen.provider} {chosen.model}) in {time.perf_counter() - started:.1f} s; "
           "restart kbgate serve to serve it hybrid")
     return 0
+
+
+def cmd_index_create(args: argparse.Namespace) -> int:
+    """`kbgate index create`: make index NAME empty, under its configured dense settings (hybrid
+    by default, as `index add` makes one). Exit 0 when made, 1 when it exists already (nothing
+    changed), 2 for a name no index may have."""
+    from indexes.dense import HybridStore
+
+    indexes_dir = load_indexer_config(args.config)[0]
+    store = HybridStore(indexes_dir, dense=load_indexes(args.config)[1], remote=load_backends(args.config))
+    try:
+        made = create_index(store, args.index)
+    except IndexStoreError as exc:
+        print(shown(f"kbgate: {exc}"), file=sys.stderr)
+        return 2
+    if not made:
+        print(f"kbgate: index {args.index} exists already under {indexes_dir}: nothing changed", file=sys.stderr)
+        return 1
+    print(f"index {args.index}: created (empty) under {indexes_dir}")
+    return 0
+
+
+def create_index(store: Any, name: str) -> bool:
+    """Make index `name` of `store` (an IndexStore or HybridStore) empty; False when it exists
+    already (nothing changed). Raises IndexStoreError for a name no index may have, or one that
+    cannot be written. An index served by Milvus exists once configured (its collection is made by
+    its first write)."""
+    if store.exists(name):
+        return False
+    store.create_or_open_for_write(name).close()
+    return True
 
 
 def _ingest_waiting(index: Any, items: Any, args: argparse.Namespace, **options: Any) -> IngestReport:

@@ -25,6 +25,7 @@ from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.asked import make_counts
 from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.console.keep import keeper_of
 from gateway.console.once import make_once
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
 from gateway.console.sessions import make_sessions
@@ -82,6 +83,7 @@ class Gateway:
         rt.on_close(self.login_throttle.close)
         self.sessions = make_sessions(rt.config, rt.clock.now)  # console login sessions
         rt.on_close(self.sessions.close)
+        self.keeper = keeper_of(rt.config, self.gaps, self.asked, self.sessions)  # admin.state_file, or None
         self.document_writes = Writes(rt)  # one queue per index for the document API and the console
         rt.on_close(self.deliveries.close)
         rt.on_close(self.gap_clients.close)
@@ -98,6 +100,8 @@ class Gateway:
             # Open every routed index now, so a hybrid index's model loads and answers once before
             # the first question (/readyz waits for it: gateway.serve.readiness "warming").
             opening = asyncio.get_running_loop().run_in_executor(None, rt.open_routed)
+            keeping = asyncio.get_running_loop().create_task(self.keeper.run(), name="kbgate-keep") \
+                if self.keeper is not None else None
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
@@ -113,6 +117,11 @@ class Gateway:
                 counter.cancel()
                 purger.cancel()
                 await asyncio.wait([opening])  # never close the indexes while they are being opened
+                if self.keeper is not None and keeping is not None:
+                    keeping.cancel()
+                    await self.gaps.flush()
+                    await self.asked.flush()
+                    await self.keeper.save_now()
                 await rt.close()
 
         routes = [json_route("/healthz", healthz), json_route("/readyz", readyz),

@@ -81,7 +81,8 @@ def plan_folder(source: SyncSource, index: ServedIndex | None, recorded: dict[st
             keep_sources.add(real)  # touched, not changed
             plan.unchanged += 1
             continue
-        docs = list(read_file(item, rel, max_document_bytes=max_document_bytes, dataset=source.dataset or None))
+        docs = list(read_file(item, rel, max_document_bytes=max_document_bytes, dataset=source.dataset or None,
+                              bounds=source.read_bounds))
         plan.upserts.extend(docs)
         if any(isinstance(d, IngestError) for d in docs):
             keep_sources.add(real)  # a file that fails keeps what the index has of it

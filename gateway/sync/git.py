@@ -192,7 +192,7 @@ def plan_git(source: SyncSource, index: ServedIndex | None, recorded: dict[str, 
     for path, data in _blobs(repo, new, wanted):
         rel = rel_of[path]
         docs = list(read_data(data, rel, max_document_bytes=max_document_bytes, dataset=source.dataset or None,
-                              source=prefix + rel))
+                              source=prefix + rel, bounds=source.read_bounds))
         plan.upserts.extend(docs)
         kept = {d.id for d in docs if isinstance(d, Document)}
         if not any(not isinstance(d, Document | IngestWarning) for d in docs):  # no error: its old ids go

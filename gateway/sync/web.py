@@ -234,10 +234,11 @@ def _page(http: Fetcher, source: SyncSource, url: str, lastmod: str, was: dict[s
     rel = page_id_path(url)
     if html:
         items = read_data(_page_markdown(text, got.url).encode("utf-8"), rel, media_type="text/markdown",
-                          max_document_bytes=limit, dataset=source.dataset or None, source=url)
+                          max_document_bytes=limit, dataset=source.dataset or None, source=url,
+                          bounds=source.read_bounds)
     else:
         items = read_data(got.body, rel, media_type=got.media_type or None, max_document_bytes=limit,
-                          dataset=source.dataset or None, source=url)
+                          dataset=source.dataset or None, source=url, bounds=source.read_bounds)
     docs = list(items)
     for d in docs:
         if isinstance(d, IngestError):

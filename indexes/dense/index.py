@@ -29,6 +29,7 @@ from tantivy import Query
 from ..hits import make_hit
 from ..ingest.chunking import DEFAULT_MAX_CHARS
 from ..readonly import Shadow
+from ..schema import refuse_read_only
 from ..search import build_query, ideal_score, question_of
 from ..store import IndexStore, KnowledgeIndex
 from ..synonyms import analysed
@@ -287,6 +288,7 @@ class HybridStore(IndexStore):
         folder = self.folder(name)
         if name not in self.remote and not (folder / "meta.json").is_file() and \
                 self.dense_for(name, creating=True) is not None:
+            refuse_read_only(folder, name)  # IndexReadOnlyError naming the folder, not the mkdir's OSError
             (folder / DENSE_DIR).mkdir(parents=True, exist_ok=True)
         return super().create_or_open_for_write(name, chunk_chars=chunk_chars)
 

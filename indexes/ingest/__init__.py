@@ -14,6 +14,10 @@ Two checks come before any parsing (issue 9: ingest never silently drops or rewr
   `--max-document-bytes`; default DEFAULT_MAX_DOCUMENT_BYTES);
 - an empty file (0 bytes, or only whitespace) is an `IngestWarning` and yields no document.
 
+A file that is not JSON Lines is then converted in a reader process within `ReadBounds`
+(`indexes.ingest.bounds`: nesting and markup counted before parsing; `indexes.ingest.confine`:
+memory and CPU limits of the process), every refusal naming its config key.
+
 Inside a folder, symlinks are followed only to targets inside that folder: one pointing
 outside it (`docs/link.txt -> /etc/passwd`), dangling, or looping is reported and skipped.
 A file is read once, under its real path: a symlink to a file or folder the walk reads
@@ -46,7 +50,6 @@ Document identity (issue 16). A document is known by its dataset and a stable so
 
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -55,15 +58,19 @@ from pathlib import Path
 from ..invisible import name_problem
 from ..paths import document_problem
 from ..types import Document, IngestError, IngestWarning
+from .bounds import DEFAULT_READ_BOUNDS, ReadBounds
 from .chunking import DEFAULT_MAX_CHARS, chunk
 from .clean import clean_document
+from .confine import confined_read
 from .fields import dataset_problem, length_problem
-from .formats import FORMATS, read_bytes, supported
 from .jsonl import read_jsonl, too_large
+from .walk import SUFFIXES, _inside, _walk, walk
 
 __all__ = [
+    "DEFAULT_READ_BOUNDS",
     "DEFAULT_MAX_CHARS",
     "DEFAULT_MAX_DOCUMENT_BYTES",
+    "ReadBounds",
     "SUFFIXES",
     "chunk",
     "delete_missing_problem",
@@ -74,7 +81,6 @@ __all__ = [
     "walk",
 ]
 
-SUFFIXES = frozenset({".jsonl", *(s for f in FORMATS for s in f.suffixes)})
 MIB = 1024 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 10 * MIB
 """Largest document accepted by default: 25 times the largest page of the TiDB docs
@@ -93,13 +99,16 @@ def document_id(dataset: str, path: str) -> str:
 
 
 def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
-              dataset: str | None = None, url_base: str | None = None) -> Iterator[ReadItem]:
+              dataset: str | None = None, url_base: str | None = None,
+              bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """`_read_file`, each document cleaned for callers (`indexes.ingest.clean.clean_document`:
     page URLs http(s) only, relative ones resolved against `url_base`; control characters out;
     titles bounded), every change reported as an IngestWarning after its document. Each
-    document's `source` is the real path of `path`."""
+    document's `source` is the real path of `path`. bounds: what its reading may take
+    (`indexes.ingest.bounds`; a file not JSON Lines is read in a child process,
+    `indexes.ingest.confine`)."""
     source = os.path.realpath(path)
-    for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset):
+    for item in _read_file(path, rel_path, max_document_bytes=max_document_bytes, dataset=dataset, bounds=bounds):
         if isinstance(item, Document):
             item, notes = clean_document(replace(item, source=source), url_base)
             yield item
@@ -109,7 +118,7 @@ def read_file(path: Path, rel_path: str, *, max_document_bytes: int = DEFAULT_MA
 
 
 def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
-               dataset: str | None) -> Iterator[ReadItem]:
+               dataset: str | None, bounds: ReadBounds) -> Iterator[ReadItem]:
     """Documents of one file; rel_path (forward slashes, relative to the run's root) is its path
     for tree formats, and its id with the dataset (`document_id`).
 
@@ -136,19 +145,21 @@ def _read_file(path: Path, rel_path: str, *, max_document_bytes: int,
                 row = replace(row, dataset=dataset)
             yield row
         return
-    yield from _identified(read_bytes(data, rel_path, max_document_bytes=max_document_bytes), rel_path, dataset)
+    yield from _identified(iter(confined_read(data, rel_path, max_document_bytes=max_document_bytes, bounds=bounds)),
+                           rel_path, dataset)
 
 
 def read_data(data: bytes, rel_path: str, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
               media_type: str | None = None, dataset: str | None = None, url_base: str | None = None,
-              source: str = "") -> Iterator[ReadItem]:
+              source: str = "", bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """One file's bytes (not JSON Lines) as `read_file` reads a file: the format from
     `media_type` or the suffix of `rel_path` (`indexes.ingest.formats.read_bytes`), the id
     from `dataset` and `rel_path` (`document_id`), cleaned for callers (`clean_document`).
     For bytes that are no file here: a sync source's page or Git blob, an upload.
-    source: what the document remembers it was read from (a URL, 'git:REPO@PATH'), '' for none."""
-    items = _identified(read_bytes(data, rel_path, media_type=media_type, max_document_bytes=max_document_bytes),
-                        rel_path, dataset)
+    source: what the document remembers it was read from (a URL, 'git:REPO@PATH'), '' for none.
+    bounds: see `read_file` (the bytes are read in a child process)."""
+    items = _identified(iter(confined_read(data, rel_path, media_type=media_type,
+                                           max_document_bytes=max_document_bytes, bounds=bounds)), rel_path, dataset)
     for item in items:
         if isinstance(item, Document):
             item, notes = clean_document(replace(item, source=source) if source else item, url_base)
@@ -186,134 +197,9 @@ def _identified(items: Iterator[ReadItem], rel_path: str, dataset: str | None) -
         yield item
 
 
-def _inside(target: str, root: str) -> bool:
-    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
-    """The files `read_paths` reads under `folder`, and a report for each it skips (`_walk`)."""
-    return _walk(folder)
-
-
-def _walk(folder: Path) -> Iterator[Path | IngestError | IngestWarning]:
-    """Files under `folder` with a known suffix (depth first, sorted by name), and an item
-    (path relative to `folder`) for each symlink not followed.
-
-    A symlink (to a file or a folder) is followed only when its resolved target lies inside
-    `folder` (itself resolved, so a folder given as a symlink is walked as usual); one pointing
-    outside, dangling, or looping back to a folder being walked is an IngestError, not read.
-    Why: a docs folder with `link.txt -> /etc/passwd` must not put /etc/passwd in an index.
-    A dangling or looping symlink whose name has no suffix we read (it might have been a
-    folder) is an IngestWarning: every symlink skipped is reported, by name.
-
-    Each file inside is read once, under its real path: a symlink whose target the walk reads
-    under its own path (a file with a known suffix, or a folder, outside hidden folders) is an
-    IngestWarning naming that path, not a second document with the same text. A target the
-    walk does not reach by itself (inside a hidden folder) is read under the first symlink's
-    path (in walk order); a further symlink to it is an IngestWarning naming that one.
-    """
-    root = os.path.realpath(folder)
-    yield from _walk_dir(folder, folder, root, (root,), {}, False)
-
-
-def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], linked: dict[str, str],
-              via_link: bool) -> Iterator[Path | IngestError | IngestWarning]:
-    """linked: real path → the path (relative to `folder`) it was first reached by through a
-    symlink, for files and folders the walk does not reach by themselves; via_link: `here`
-    was entered through a symlink (so what it holds goes into `linked` too)."""
-    try:
-        with os.scandir(here) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError as exc:
-        yield IngestError(here.relative_to(folder).as_posix(), f"cannot read folder: {exc.strerror or exc}")
-        return
-    for e in entries:
-        if e.name.startswith("."):
-            continue  # .git, .DS_Store, editor files: not documents, never entered (nor reported)
-        p = here / e.name
-        rel = p.relative_to(folder).as_posix()
-        wanted = p.suffix.lower() in SUFFIXES  # a file we would read (a folder is always walked)
-        try:
-            is_dir, is_file = e.is_dir(), e.is_file()  # both follow symlinks
-        except OSError:
-            is_dir = is_file = False
-        if not e.is_symlink():
-            if not is_dir and not (is_file and wanted):
-                yield IngestWarning(rel, _unsupported(p) if is_file else "not a regular file: skipped")
-                continue
-            real = os.path.realpath(p) if is_dir or via_link else ""
-            if via_link:
-                if real in linked:
-                    what = "folder " if is_dir else ""
-                    yield IngestWarning(rel, f"{what}{_rel(real, root)} (through a symlink), already read as "
-                                             f"{linked[real]}: skipped")
-                    continue
-                linked[real] = rel
-            if is_dir:
-                yield from _walk_dir(folder, p, root, (*ancestors, real), linked, via_link)
-            else:
-                yield p
-            continue
-        target = os.path.realpath(p)
-        if not is_dir and not is_file:  # dangling, looping, or not a regular file (fifo, device)
-            reason = "symlink loop" if _loops(p) else "symlink target does not exist or is not a file"
-            if wanted:
-                yield IngestError(rel, reason)
-            else:
-                yield IngestWarning(rel, f"{reason}: skipped")
-        elif not _inside(target, root):
-            if is_dir or wanted:
-                yield IngestError(rel, "symlink points outside the ingested folder")
-        elif is_dir and target in ancestors:
-            yield IngestError(rel, "symlink loop: points back to a folder being walked")
-        elif not is_dir and not wanted:
-            yield IngestWarning(rel, _unsupported(p))
-        elif _walked_directly(target, root, is_dir):
-            what = "folder " if is_dir else ""
-            yield IngestWarning(rel, f"symlink to {what}{_rel(target, root)}, which is read under its own path: "
-                                     "skipped")
-        elif target in linked:
-            what = "folder " if is_dir else ""
-            yield IngestWarning(rel, f"symlink to {what}{_rel(target, root)}, already read as {linked[target]}: "
-                                     "skipped")
-        else:
-            linked[target] = rel
-            if is_dir:
-                yield from _walk_dir(folder, p, root, (*ancestors, target), linked, True)
-            else:
-                yield p
-
-
-def _unsupported(p: Path) -> str:
-    """The reason a file inside a folder is skipped for its type (issue 16: every file skipped
-    is reported, so a folder of PDFs never reads as a quiet "0 added")."""
-    return f"unsupported file type {p.suffix.lower() or '(none)'!r}: skipped (kbgate reads {supported()})"
-
-
-def _rel(target: str, root: str) -> str:
-    return Path(os.path.relpath(target, root)).as_posix()
-
-
-def _walked_directly(target: str, root: str, is_dir: bool) -> bool:
-    """Does the walk of `root` reach `target` (a real path inside it) without a symlink: no
-    hidden part on the way, and for a file a suffix we read?"""
-    parts = Path(os.path.relpath(target, root)).parts
-    if any(part.startswith(".") for part in parts):
-        return False
-    return is_dir or Path(target).suffix.lower() in SUFFIXES
-
-
-def _loops(p: Path) -> bool:
-    try:
-        os.stat(p)
-    except OSError as exc:
-        return exc.errno == errno.ELOOP
-    return False
-
-
 def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
                root: Path | str | None = None, dataset: str | None = None,
-               url_base: str | None = None) -> Iterator[ReadItem]:
+               url_base: str | None = None, bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """Documents, errors and warnings from files and folders, in order.
 
     paths: files and folders as given (a symlink given here is followed, whatever its target).
@@ -325,7 +211,7 @@ def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT
     inside a folder that points outside it, dangles or loops; a symlink to what the walk
     reads anyway is an IngestWarning (see `_walk`). Never raises
     for a bad file: errors are items of the stream. max_document_bytes: see the module
-    docstring.
+    docstring. bounds: see `read_file`.
     """
     if dataset and (problem := dataset_problem(dataset)) is not None:
         yield IngestError("--dataset", f"dataset name {dataset!r} {problem}: nothing read")
@@ -348,10 +234,11 @@ def read_paths(paths: Iterable[Path | str], *, max_document_bytes: int = DEFAULT
                     yield _under(p, top, rel_to)
                 else:
                     yield from read_file(p, p.relative_to(rel_to).as_posix(), max_document_bytes=max_document_bytes,
-                                         dataset=dataset, url_base=url_base)
+                                         dataset=dataset, url_base=url_base, bounds=bounds)
         elif top.is_file():
             rel = top.relative_to(base).as_posix() if base is not None else top.name
-            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset, url_base=url_base)
+            yield from read_file(top, rel, max_document_bytes=max_document_bytes, dataset=dataset, url_base=url_base,
+                                 bounds=bounds)
         else:
             yield IngestError(str(given), "no such file or folder")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ..types import Document, IngestError, IngestWarning
+from .bounds import DEFAULT_READ_BOUNDS, ReadBounds, markup_problem, nesting_problem
 from .html import parse_html
 from .jsonl import too_large
 from .markdown import parse_markdown_kept
@@ -139,7 +140,7 @@ def supported() -> str:
 
 
 def read_bytes(data: bytes, rel_path: str, *, media_type: str | None = None,
-               max_document_bytes: int) -> Iterator[ReadItem]:
+               max_document_bytes: int, bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> Iterator[ReadItem]:
     """The Document of one file's bytes (id = path = rel_path) and its notes, or the
     IngestErrors / IngestWarnings saying why there is none. Never raises for bad input.
 
@@ -147,6 +148,10 @@ def read_bytes(data: bytes, rel_path: str, *, media_type: str | None = None,
     `format_of`). max_document_bytes: larger files are refused (too_large), and so is a
     document whose text, once converted, is larger (an Office file expands when unzipped).
     An empty file (0 bytes; for text formats also only whitespace) is an IngestWarning.
+    bounds: nesting and markup are checked before a converter parses anything
+    (`indexes.ingest.bounds`: a reStructuredText file nested too deep, an Office package of too
+    many XML elements is refused unparsed, too_large naming the limit). This runs in the
+    calling process: `indexes.ingest.confine` runs it in a child within memory and CPU limits.
     An unexpected exception of a converter library refuses the file as corrupt: one bad file
     never stops a run.
     """
@@ -165,6 +170,10 @@ def read_bytes(data: bytes, rel_path: str, *, media_type: str | None = None,
     if fmt.text and not data.decode("utf-8", "replace").lstrip("\ufeff").strip():
         yield IngestWarning(rel_path, "empty file (only whitespace): skipped")
         return
+    problem = _structure_problem(fmt, data, rel_path, max_document_bytes, bounds)
+    if problem is not None:
+        yield problem
+        return
     try:
         for item in fmt.read(data, rel_path, max_document_bytes):
             if isinstance(item, Document) and not fmt.text:
@@ -174,6 +183,23 @@ def read_bytes(data: bytes, rel_path: str, *, media_type: str | None = None,
                                                 f"from {fmt.name})", kind="too_large")
                     return
             yield item
+    except MemoryError:  # out of the reader's memory (indexes.ingest.confine): not the file's fault alone
+        raise
     except Exception as exc:  # a library's own failure on a malformed file: that file only
         yield IngestError(rel_path, f"corrupt {fmt.name} file: {type(exc).__name__}: {str(exc)[:160]}",
                           kind="corrupt")
+
+
+_OFFICE_KINDS = {"docx": "Word", "pptx": "PowerPoint", "xlsx": "Excel"}
+
+
+def _structure_problem(fmt: Format, data: bytes, rel_path: str, limit: int, bounds: ReadBounds) -> IngestError | None:
+    """Why a file of `fmt` is refused before its converter runs (`indexes.ingest.bounds`), or None."""
+    if fmt.name == "rst":
+        return nesting_problem(data.decode("utf-8", "replace"), rel_path, bounds)
+    kind = _OFFICE_KINDS.get(fmt.name)
+    if kind is None:
+        return None
+    from .office import office_problem
+
+    return office_problem(data, rel_path, kind, limit) or markup_problem(data, rel_path, kind, bounds)

@@ -100,6 +100,8 @@ async def test_search_never_returns_hidden_config_state_or_working_docs(env: Env
         body = ok(await e.search(q), "bailing.agent-knowledge-search.v1")
         titles = {h["title"] for h in body["hints"]}
         assert titles.isdisjoint({"密钥轮换配置", "密钥轮换状态", "密钥轮换草稿", "密钥轮换内部"}), (q, titles)
+        # hints did come back: the visible pages that share the question's words, and only those
+        assert titles == {"密钥轮换", "部署与密钥"}, (q, titles)
 
 
 async def test_search_route_filter_narrows(env: EnvFactory) -> None:

@@ -19,6 +19,7 @@ from gateway.core.config import load_config, parse_config
 from gateway.core.errors import ConfigError
 from tests.support.callbacks import body, signed
 from tests.support.configs import ADMIN_TOKEN, ENV, SECRET_ACME, SECRET_BETA, SECRETS, two_tenants
+from tests.support.console import login, logout
 
 pytestmark = pytest.mark.anyio
 AUTH = {"authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -139,16 +140,16 @@ async def test_bearer_shows_the_delivery_row(client: Any) -> None:
 async def test_login_form_sets_strict_httponly_cookie(client: Any) -> None:
     c = await client()
     await send(c)
-    bad = await c.post("/admin/login", data={"token": "not-the-token-at-all"})
-    assert bad.status_code == 401 and "set-cookie" not in bad.headers
-    r = await c.post("/admin/login", data={"token": ADMIN_TOKEN})
+    bad = await login(c, token="not-the-token-at-all")
+    assert bad.status_code == 401 and "kbgate_admin=" not in bad.headers.get("set-cookie", "")
+    r = await login(c)
     assert r.status_code == 303 and r.headers["location"] == "/admin/"
     cookie = r.headers["set-cookie"]
     for flag in ("kbgate_admin=", "HttpOnly", "SameSite=strict", "Path=/admin", "Max-Age=28800"):
         assert flag.lower() in cookie.lower(), cookie
     page = await c.get("/admin/deliveries")  # the client keeps the cookie
     assert page.status_code == 200 and '<td data-label="FirstLevelId">tech</td>' in page.text
-    out = await c.post("/admin/logout")
+    out = await logout(c)
     assert out.status_code == 303
     assert (await c.get("/admin/deliveries")).status_code == 401
 

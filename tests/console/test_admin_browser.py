@@ -74,7 +74,8 @@ def test_admin_page_lists_a_delivery_just_sent(browser: object, tmp_path: Path, 
             expect(bad_row.locator("td.ret")).to_have_text("40105")
             expect(page.locator('section[data-tenant="beta"] td', has_text="产品")).to_be_visible()
             cookies = page.context.cookies()
-            assert [(c["name"], c["httpOnly"], c["sameSite"]) for c in cookies] == [("kbgate_admin", True, "Strict")]
+            assert sorted((c["name"], c["httpOnly"], c["sameSite"]) for c in cookies) == [
+                ("kbgate_admin", True, "Strict"), ("kbgate_device", True, "Strict"), ("kbgate_login", True, "Strict")]
             assert page.evaluate("document.cookie") == ""  # HttpOnly: not readable by scripts
 
             ARTIFACTS.mkdir(exist_ok=True)

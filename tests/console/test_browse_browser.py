@@ -212,3 +212,32 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
                 assert "新旧两把密钥" in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
         finally:
             page.close()
+
+
+def test_an_admin_creates_an_index_by_keyboard(browser: object, tmp_path: Path, private_index: Path,
+                                               redis_url: str) -> None:
+    """Uploads never create an index: the Indexes page's Create index form does, by keyboard,
+    and the page fits at 390 and 1280 px with it."""
+    from playwright.sync_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    port = free_port()
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=private_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-create-{port}",
+                  admin_token=ADMIN_TOKEN, audit={"sink": "off"})
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            log_in(page, srv.base, ADMIN_TOKEN)
+            assert_fits_both(page, srv.base + "/admin/indexes")
+            page.goto(srv.base + "/admin/indexes")
+            _tab_to_selector(page, "#new-index")
+            page.keyboard.type("handbook")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            assert page.url == srv.base + "/admin/indexes/handbook"
+            assert (private_index / "handbook" / "meta.json").is_file()
+            page.goto(srv.base + "/admin/indexes")
+            expect(page.locator('tr[data-index="handbook"]')).to_have_count(1)
+        finally:
+            page.close()

@@ -22,6 +22,7 @@ from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
 from tests.support.callbacks import body, signed
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, SECRET_ACME, config, tenant, write
+from tests.support.console import login
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +50,7 @@ async def _app(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: py
 
 async def _login(c: httpx.AsyncClient, token: str = ADMIN_TOKEN, user: str = "") -> str:
     """Log `c` in; the session cookie it got (what its forms' csrf values are keyed by)."""
-    r = await c.post("/admin/login", data={"user": user, "token": token})
+    r = await login(c, user, token)
     assert r.status_code == 303, r.text
     return r.cookies["kbgate_admin"]
 

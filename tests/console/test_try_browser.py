@@ -131,7 +131,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
                     "a_second": "software"}
             assert page.request.post(srv.base + "/admin/try", form=form).status == 403
             assert page.request.post(srv.base + "/admin/try", form={**form, "csrf": "0" * 64}).status == 403
-            csrf = page.locator('input[name="csrf"]').get_attribute("value") or ""
+            csrf = page.locator('#main input[name="csrf"]').get_attribute("value") or ""
             assert len(csrf) == 64
             assert page.request.post(srv.base + "/admin/try", form={**form, "csrf": csrf},
                                      headers={"origin": "https://evil.example"}).status == 403

@@ -21,6 +21,7 @@ from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import load_config, parse_config
 from gateway.core.errors import ConfigError
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import login
 from tests.support.harness import kbgate
 
 pytestmark = pytest.mark.anyio
@@ -76,8 +77,16 @@ def test_a_bad_user_entry_is_refused_naming_the_key_never_echoing_it(tmp_path: P
 def test_kbgate_users_add_list_remove(tmp_path: Path) -> None:
     path = tmp_path / "gateway.toml"
     path.write_text('[indexes]\ndir = "indexes"\n\n[audit]\nsink = "stdout"\n', "utf-8")
+    before = path.read_text("utf-8")
+    for missing in ("docs", "../docs"):  # an owner of an index that does not exist: refused, nothing written
+        refused = kbgate("users", "add", "ann", "--role", "owner", "--index", missing, "--config", str(path))
+        assert refused.returncode == 2 and "admin.users.ann.indexes" in refused.stderr, refused.stderr
+        assert "which no index is" in refused.stderr and path.read_text("utf-8") == before
+    assert kbgate("index", "create", "--config", str(path), "--index", "docs").returncode == 0
+    path.chmod(0o644)
     added = kbgate("users", "add", "ann", "--role", "owner", "--index", "docs", "--config", str(path))
     assert added.returncode == 0, added.stderr
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds a credential hash now: its owner's only
     credential = added.stdout.split("shown once, give it to ann through your secret store): ")[1].split()[0]
     text = path.read_text("utf-8")
     assert credential not in text and "[admin.users.ann]" in text
@@ -138,9 +147,10 @@ async def test_roles_through_the_app(tmp_path: Path, docs_index: Path, start_app
     owner = {"authorization": f"Bearer otto:{OWNER}"}
 
     # Login by user and credential through the form; a wrong one is refused, no cookie.
-    bad = await c.post("/admin/login", data={"user": "otto", "token": VIEWER})
-    assert bad.status_code == 401 and "set-cookie" not in bad.headers and "do not match" in bad.text
-    ok = await c.post("/admin/login", data={"user": "otto", "token": OWNER})
+    bad = await login(c, "otto", VIEWER)
+    assert bad.status_code == 401 and "kbgate_admin=" not in bad.headers.get("set-cookie", "") \
+        and "do not match" in bad.text
+    ok = await login(c, "otto", OWNER)
     assert ok.status_code == 303 and ok.headers["location"] == "/admin/"
     page = await c.get("/admin/gaps")
     assert page.status_code == 200 and "otto (owner of docs)" in page.text
@@ -193,3 +203,53 @@ def test_kbgate_users_add_on_a_missing_config_says_no_such_file(tmp_path: Path) 
     # It said "cannot be read as UTF-8" (check-config says "No such file").
     r = kbgate("users", "add", "x", "--role", "viewer", "--config", str(tmp_path / "nonexist.toml"))
     assert r.returncode == 2 and "No such file or directory" in r.stderr and "UTF-8" not in r.stderr, r.stderr
+
+
+async def test_the_users_form_makes_owners_only_of_indexes_that_exist(tmp_path: Path, docs_index: Path,
+                                                                      start_app: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # index.nope=1 made an owner of an index nobody has.
+    c, _ = await _app(tmp_path, docs_index, start_app, monkeypatch)
+    admin = {"authorization": f"Bearer {ADMIN_TOKEN}"}
+    before = (tmp_path / "gateway.toml").read_text("utf-8")
+    html = (await c.get("/admin/users", headers=admin)).text
+    assert 'name="index.docs"' in html and 'name="index.kb"' in html and 'name="index.nope"' not in html
+    for index in ("nope", "../docs"):
+        r = await c.post("/admin/users", headers=admin, data={"name": "nina", "role": "owner", f"index.{index}": "1"})
+        assert r.status_code == 400 and "which no index is" in r.json()["error"], r.text
+    assert (tmp_path / "gateway.toml").read_text("utf-8") == before
+    r = await c.post("/admin/users", headers=admin, data={"name": "nina", "role": "owner", "index.docs": "1"})
+    assert r.status_code == 200 and r.json()["indexes"] == ["docs"], r.text
+
+
+async def test_a_gap_mark_is_kept_only_for_the_markers_own_indexes(tmp_path: Path, docs_index: Path, start_app: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # One question asked of docs (otto's) and kb (kira's): otto's "resolved" resolved it for kira too.
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    kira = new_credential()
+    data = users_config(tmp_path, docs_index)
+    data["admin"]["users"]["kira"] = {"role": "owner", "indexes": ["kb"], "credential": _hash(kira)}
+    c, gw, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    question = "火星基地的氧气配额是多少"
+    await _miss(c, "support", question)
+    await _miss(c, "other", question)
+    await gw.gaps.flush()
+    who = {"otto": {"authorization": f"Bearer otto:{OWNER}"}, "kira": {"authorization": f"Bearer kira:{kira}"},
+           "admin": {"authorization": f"Bearer {ADMIN_TOKEN}"}}
+
+    async def seen(name: str) -> tuple[str, str]:
+        [g] = (await c.get("/admin/gaps.json", headers=who[name])).json()["groups"]
+        return g["index"], g["status"]
+
+    [group] = (await c.get("/admin/gaps.json", headers=who["admin"])).json()["groups"]
+    r = await c.post("/admin/gaps/mark", headers=who["otto"], json={"group": group["id"], "mark": "resolved"})
+    assert r.status_code == 200, r.text
+    assert await seen("otto") == ("docs", "resolved") and await seen("kira") == ("kb", "open")
+    assert r.json()["indexes"] == ["docs"]
+    r = await c.post("/admin/gaps/mark", headers=who["kira"], json={"group": group["id"], "mark": "ignored"})
+    assert r.status_code == 200 and r.json()["indexes"] == ["kb"]
+    assert await seen("otto") == ("docs", "resolved") and await seen("kira") == ("kb", "ignored")
+    r = await c.post("/admin/gaps/mark", headers=who["admin"], json={"group": group["id"], "mark": "open"})
+    assert r.status_code == 200 and r.json()["indexes"] == ["docs", "kb"]  # an admin marks every index of it
+    assert await seen("otto") == ("docs", "open") and await seen("kira") == ("kb", "open")

@@ -63,6 +63,10 @@ async def test_audit_never_holds_tokens_keys_queries_or_text(env: EnvFactory) ->
     ok(await e.read(ref), "bailing.agent-knowledge-read.v1")
     await e.search(SECRET_TEXT, token=TOKEN_CAROL)
     raw = (e.root / "audit.jsonl").read_text("utf-8")
+    # the three calls were audited (an empty file would hold no leak either)
+    assert [(x["tool"], x["outcome"], x["principal"]["id"]) for x in e.audit_lines()] == [
+        ("knowledge.search", "passed", "alice"), ("knowledge.read", "passed", "alice"),
+        ("knowledge.search", "passed", "carol")]
     for leak in (TOKEN_ALICE, TOKEN_BOB, TOKEN_CAROL, REF_KEY, SECRET_TEXT, "密钥轮换", ref, "新旧两把密钥"):
         assert leak not in raw, leak
 

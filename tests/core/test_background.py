@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from gateway.core.background import BackgroundWriter
+from tests.support.loop_clock import held_loop_clock, settle
 
 pytestmark = pytest.mark.anyio
 
@@ -35,34 +35,44 @@ def anyio_backend() -> str:
 
 
 async def test_lingering_writer_gathers_the_work_of_many_requests_into_one_write() -> None:
-    r = Recorder(linger=0.05)
-    for i in range(3):
-        r.add(i)
-        await asyncio.sleep(0.005)  # three requests answered while the writer lingers
-    assert r.batches == []
-    await asyncio.sleep(0.1)
-    assert r.batches == [[0, 1, 2]]
-    await r.writer.close()
+    with held_loop_clock() as clock:  # the linger runs on the loop's clock: the test moves it
+        r = Recorder(linger=0.05)
+        for i in range(3):
+            r.add(i)
+            await settle()  # the writer is up and lingering; the next request comes 10 ms later
+            clock.advance(0.01)
+        clock.advance(0.019)  # 49 ms after the first request: still lingering
+        await settle()
+        assert r.batches == []
+        clock.advance(0.002)  # 51 ms: the linger is over, one write for the three
+        await settle()
+        assert r.batches == [[0, 1, 2]]
+        await r.writer.close()
 
 
 async def test_without_linger_each_wake_up_writes_what_is_queued() -> None:
-    r = Recorder(linger=0.0)
-    r.add(1)
-    await asyncio.sleep(0.01)
-    r.add(2)
-    await asyncio.sleep(0.01)
-    assert r.batches == [[1], [2]]
-    await r.writer.close()
+    with held_loop_clock():  # no time passes: each write follows its wake-up alone
+        r = Recorder(linger=0.0)
+        r.add(1)
+        await settle()
+        r.add(2)
+        await settle()
+        assert r.batches == [[1], [2]]
+        await r.writer.close()
 
 
 async def test_flush_writes_at_once_whatever_the_linger() -> None:
-    r = Recorder(linger=30.0)
-    r.add(1)
-    started = time.monotonic()
-    await r.writer.flush(timeout=5.0)
-    assert r.batches == [[1]] and time.monotonic() - started < 1.0
-    r.add(2)  # after a flush the writer lingers again
-    await asyncio.sleep(0.05)
-    assert r.batches == [[1]]
-    await r.writer.close(timeout=5.0)
-    assert r.batches == [[1], [2]]
+    with held_loop_clock() as clock:  # the 30 s linger never elapses unless the test says so
+        r = Recorder(linger=30.0)
+        r.add(1)
+        flushing = asyncio.ensure_future(r.writer.flush(timeout=5.0))
+        await settle()
+        assert flushing.done() and r.batches == [[1]]
+        r.add(2)  # after a flush the writer lingers again
+        await settle()
+        clock.advance(29.9)
+        await settle()
+        assert r.batches == [[1]]
+        closing = asyncio.ensure_future(r.writer.close(timeout=5.0))  # close flushes at once
+        await settle()
+        assert closing.done() and r.batches == [[1], [2]]

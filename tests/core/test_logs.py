@@ -27,6 +27,7 @@ from gateway.core.logs import setup_logging
 from gateway.serve.app import create_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ADMIN_TOKEN, ENV, SECRET_ACME, SECRET_ACME_OLD, SECRET_BETA, SECRETS, two_tenants
+from tests.support.console import login
 from tests.support.harness import serve
 
 QUERY = "如何轮换密钥"
@@ -58,8 +59,8 @@ async def exercise(c: httpx.AsyncClient) -> list[str]:
         headers = signed(secret, raw) if secret else {"content-type": "application/json"}
         r = await c.post(f"/volcengine/{tenant}", content=raw, headers=headers)
         ids.append(r.headers["x-request-id"])
-    await c.post("/admin/login", data={"token": "wrong-" + ADMIN_TOKEN})
-    await c.post("/admin/login", data={"token": ADMIN_TOKEN})
+    await login(c, token="wrong-" + ADMIN_TOKEN)
+    await login(c)
     await c.get("/admin/", headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
     await c.get("/metrics")
     return ids

@@ -13,6 +13,7 @@ from gateway.core import retrieve
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
 from gateway.core.scope import Grant, Principal, ScopeRequest, effective_scope
+from indexes.types import Hit, SearchFilter
 from tests.support.configs import config, parse
 
 P = Principal("agent_client", "tester")
@@ -52,9 +53,30 @@ async def test_floor_drops_hits_and_never_replaces_them(rt: Runtime) -> None:
 
 @pytest.mark.anyio
 async def test_every_hit_is_rechecked_against_the_scope(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retrieve, "allows", lambda eff, path, dataset, visible, names=(): path.startswith("guide/"))
-    hits = (await retrieve.search(rt, scope(), "密钥轮换", 10, summary_chars=50, content_chars=1)).hits
-    assert hits and all(h.path.startswith("guide/") for h in hits)
+    """An index whose filter let through everything (the re-check is defence in depth): the
+    re-check as written (`scope.allows`) keeps only the hits inside the scope, refusing each of
+    a dataset outside it, a path outside its globs and an excluded tree (config/, state/, working/)."""
+    idx = rt.index("docs")
+    answer = idx.answer
+
+    def leaky(query: str, limit: int, *, filter: SearchFilter, **kw: Any) -> tuple[list[Hit], int | None]:
+        return answer(query, limit, filter=SearchFilter(), **kw)
+
+    monkeypatch.setattr(idx, "answer", leaky)
+    query = "密钥轮换 随机串"
+    leaked, _ = leaky(query, 20, filter=SearchFilter(), one_per_document=True, summary_chars=50, content_chars=1)
+    paths = {(h.path, h.dataset) for h in leaked}
+    assert ("guide/replay.md", "internal") in paths and ("ops/deploy.md", "public") in paths
+    assert {"config/secrets.md", "state/manifest.md", "working/draft.md"} <= {p for p, _ in paths}
+    excluded = ("config/", "state/", "working/")
+    for inside, rule in ((scope(datasets=("public",), path_globs=("guide/**",)),
+                          lambda h: h.dataset == "public" and h.path.startswith("guide/")),
+                         (scope(datasets=("public",)),
+                          lambda h: h.dataset == "public" and not h.path.startswith(excluded))):
+        kept = [h.id for h in leaked if rule(h)]
+        assert kept and len(kept) < len(leaked)
+        hits = (await retrieve.search(rt, inside, query, 20, summary_chars=50, content_chars=1)).hits
+        assert [h.id for h in hits] == kept, inside.filter
 
 
 @pytest.mark.anyio

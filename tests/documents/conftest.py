@@ -2,7 +2,7 @@
 route tech/software and agent route 'support'), four clients, the app in-process
 (`docs_app`) with audit lines in a file, and the checks every answer passes.
 
-Clients: WRITER (documents.write on kb and fresh, every dataset, plus search), NARROW
+Clients: WRITER (documents.write on kb, fresh and LONG, every dataset, plus search), NARROW
 (documents.write on kb, dataset 'public' only), READER (search only: no grant), OTHER
 (documents.write on 'other' only).
 """
@@ -29,6 +29,7 @@ READER = "docs-reader-token-0123456789abcd"
 OTHER = "docs-other-token-01234567890abcd"
 TOKENS = (WRITER, NARROW, READER, OTHER)
 EVERYTHING = {"datasets": ["*"], "path_globs": ["**"]}
+LONG = "l" * 70  # a write_indexes name the config takes (up to 128) but no index may have (the store's 64)
 BASE = "/documents/v1/indexes"
 
 
@@ -41,7 +42,7 @@ def documents_config(root: Path, indexes: Path, *, documents: dict[str, Any] | N
         "routes": {"support": {"index": "kb"}, "fresh": {"index": "fresh"}},
         "clients": {
             "writer": client("w1", WRITER, ["support", "fresh"], ["documents.write", "search"],
-                             write_indexes=["kb", "fresh"], **EVERYTHING),
+                             write_indexes=["kb", "fresh", LONG], **EVERYTHING),
             "narrow": client("n1", NARROW, ["support"], ["documents.write"], write_indexes=["kb"],
                              datasets=["public"], path_globs=["**"]),
             "reader": client("r1", READER, ["support"], ["search"], **EVERYTHING),

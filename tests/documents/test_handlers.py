@@ -15,8 +15,9 @@ import pytest
 
 from indexes.records import document_revision
 from indexes.stats import read_generation
+from indexes.store import IndexStore
 from indexes.types import Document, Section
-from tests.documents.conftest import NARROW, OTHER, READER, DocsApp, refused, result
+from tests.documents.conftest import BASE, LONG, NARROW, OTHER, READER, WRITER, DocsApp, refused, result
 
 pytestmark = pytest.mark.anyio
 
@@ -65,13 +66,25 @@ async def test_delete_then_its_retry_then_get_is_not_found(docs_app: Start) -> N
     assert "faq-7" not in await app.search("退款政策")
 
 
-async def test_a_delete_on_an_index_not_made_yet_creates_nothing(docs_app: Start) -> None:
+async def test_no_write_to_an_index_not_made_yet_creates_it(docs_app: Start) -> None:
+    # A PUT to a mistyped index made a new, empty index holding that one document.
     app = await docs_app()
     data = result(await app.delete("fresh", "x"))["data"]
     assert data["documents"] == [{"id": "x", "change": "absent", "revision": None}] and data["commit"] is None
     assert not (app.indexes / "fresh").exists()
     refused(await app.get("fresh", "x"), 404, "documents.not_found")
-    data = result(await app.put("fresh", "x", {"title": "新索引", "content": "第一篇文档建立了这个索引。"}))["data"]
+    doc = {"title": "新索引", "content": "第一篇文档建立了这个索引。"}
+    [error] = refused(await app.put("fresh", "x", doc), 404, "documents.index_not_found")
+    assert "'fresh'" in error["message"] and "kbgate index create fresh" in error["message"]
+    refused(await app.batch("fresh", {"upserts": [{"id": "x", **doc}]}), 404, "documents.index_not_found")
+    assert not (app.indexes / "fresh").exists()
+    # a granted name no index may have answered 500 (IndexStoreError): now an index that does not exist
+    assert result(await app.delete(LONG, "x"))["data"]["documents"][0]["change"] == "absent"
+    refused(await app.get(LONG, "x"), 404, "documents.not_found")
+    refused(await app.put(LONG, "x", doc), 404, "documents.index_not_found")
+    refused(await app.batch(LONG, {"upserts": [{"id": "x", **doc}]}), 404, "documents.index_not_found")
+    IndexStore(app.indexes).create_or_open_for_write("fresh").close()  # made on purpose (kbgate index create)
+    data = result(await app.put("fresh", "x", doc))["data"]
     assert data["documents"][0]["change"] == "added" and (app.indexes / "fresh" / "meta.json").is_file()
 
 
@@ -410,3 +423,18 @@ async def test_a_file_refused_for_its_path_names_path_and_says_what_is_wrong(doc
                      400, "documents.request_invalid")
     message = errors[0]["message"]
     assert "'guide/ok.md'" in message and "not 'okid2'" in message and "send it to 'guide/ok.md'" in message, message
+
+
+@pytest.mark.parametrize("where", ["batch", "put"])
+async def test_json_nested_past_the_limit_is_a_400_naming_it(docs_app: Start, where: str) -> None:
+    # 300 levels: orjson read it, then could not write it back (over 255): a 500.
+    app = await docs_app()
+    deep = b"[" * 300 + b"]" * 300
+    doc = b'{"id": "a", "title": "t", "content": "x", "extra": ' + deep + b"}"
+    headers = {"authorization": f"Bearer {WRITER}", "content-type": "application/json"}
+    if where == "batch":
+        r = await app.http.post(f"{BASE}/kb/batch", content=b'{"upserts": [' + doc + b"]}", headers=headers)
+    else:
+        r = await app.http.put(f"{BASE}/kb/documents/a", content=doc, headers=headers)
+    [error] = refused(r, 400, "documents.request_invalid")
+    assert "64 levels" in error["message"] and "limit" in error["message"], error

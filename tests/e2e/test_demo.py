@@ -95,3 +95,35 @@ async def test_the_demo_token_reaches_mcp(demo: tuple[Server, str]) -> None:
         assert found and found[0]["url"].endswith("/ops/rotation")  # the page's front-matter url
         page = payload(await c.call_tool("fetch", {"id": found[0]["id"]}))
         assert "密钥" in page["text"]
+
+
+def test_make_run_again_keeps_documents_added_from_the_console(tmp_path: Path) -> None:
+    # `make run` a second time said "6 unchanged, 2 deleted": its --delete-missing took the
+    # documents added from the console.
+    from indexes.store import IndexStore
+    from indexes.types import Document, Section
+
+    subprocess.run([sys.executable, str(ROOT / "deploy" / "demo" / "configure.py"), str(tmp_path)], check=True)
+    cfg = tmp_path / "gateway.toml"
+    assert cfg.stat().st_mode & 0o777 == 0o600  # it holds the admin token's hash
+    assert (tmp_path / "session-key").stat().st_mode & 0o777 == 0o600
+    with cfg.open("a") as f:
+        f.write('\n[indexes.demo-docs]\ndense = "none"\n')  # lexical: what is kept does not depend on vectors
+    shown = subprocess.run(["make", "-n", "demo", f"DEMO={cfg}"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout
+    [line] = [x for x in shown.splitlines() if " index add " in x]
+
+    def demo() -> str:
+        r = subprocess.run(line, shell=True, cwd=ROOT, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    demo()
+    index = IndexStore(tmp_path / "indexes").create_or_open_for_write("demo-docs")
+    index.ingest([Document("leave.md", "年假", (Section("", "提前三天申请年假。"),), path="leave.md",
+                           source="document-api")], progress=False)  # as the console's upload writes it
+    index.close()
+    again = demo()
+    assert "deleted" not in again or " 0 deleted" in again, again
+    reader = IndexStore(tmp_path / "indexes").open("demo-docs")
+    assert "leave.md" in reader.revisions()

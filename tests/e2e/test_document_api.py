@@ -28,7 +28,8 @@ from tests.support.configs import ACME_KEYS, ENV, client, config, tenant, write
 from tests.support.files import docx_bytes, encrypted_pdf, guide_pdf
 from tests.support.harness import Server, free_port, kbgate, kbgate_argv, serve
 from tests.support.mcp_env import connect, payload
-from tests.support.readonly_mount import mount_problem, read_only_argv
+from tests.support.polling import after_promise, after_promise_async
+from tests.support.readonly_mount import read_only_argv
 
 CMS = "cms-webhook-token-0123456789abcdef"
 READER = "reader-only-token-0123456789abcdef"  # search, no documents.write
@@ -100,9 +101,19 @@ def test_callbacks_never_fail_nor_see_a_torn_batch_while_the_api_writes(live: Se
     holds the ten pages of one version (a batch is one commit: never half of one)."""
     with httpx.Client(base_url=live.base, timeout=30) as c:
         data = _write(c, "POST", f"{BASE}/batch", _batch(0))
+    answered = time.monotonic()
     # the other worker may show the seed-only index until visibleWithinSeconds passed (its reader
     # checks for a new commit at most every 0.5 s); from then on a version is only ever replaced whole
-    time.sleep(data["visibleWithinSeconds"] + 0.1)
+
+    def every_worker_has_the_batch() -> bool:
+        for _ in range(6):  # new connections: both workers answer some of them
+            with httpx.Client(timeout=30) as c:
+                if sorted(_callback_ids(c, live.base, TORN_QUERY)[0]) != sorted(f"torn-{i}" for i in range(10)):
+                    return False
+        return True
+
+    after_promise(answered, data["visibleWithinSeconds"], every_worker_has_the_batch,
+                  what="the ten pages of the first batch, on every worker")
     stop = threading.Event()
     seen: list[set[str]] = []
     failures: list[str] = []
@@ -147,14 +158,21 @@ async def test_a_change_is_seen_by_every_caller_after_one_commit(live: Server) -
     word = "蓝鲸退货政策"
     with httpx.Client(base_url=live.base, timeout=30) as c:
         data = _write(c, "PUT", f"{BASE}/documents/faq-77", {"title": word, "content": f"{word}：七天内可退。"})
+        answered = time.monotonic()
         assert data["documents"][0]["change"] == "added"
-        time.sleep(data["visibleWithinSeconds"] + 0.1)
-        assert await _found_by_all(live, word) == {"volcengine": True, "tools": True, "knowledge": True,
-                                                   "dify": True, "mcp": True}
+        everyone = {"volcengine": True, "tools": True, "knowledge": True, "dify": True, "mcp": True}
+
+        async def found_by(want: dict[str, bool]) -> bool:
+            return await _found_by_all(live, word) == want
+
+        await after_promise_async(answered, data["visibleWithinSeconds"], lambda: found_by(everyone),
+                                  what=f"every caller finds the page: {everyone}")
         data = _write(c, "DELETE", f"{BASE}/documents/faq-77")
+        answered = time.monotonic()
         assert data["documents"][0]["change"] == "deleted"
-        time.sleep(data["visibleWithinSeconds"] + 0.1)
-        assert set((await _found_by_all(live, word)).values()) == {False}
+        nobody = dict.fromkeys(everyone, False)
+        await after_promise_async(answered, data["visibleWithinSeconds"], lambda: found_by(nobody),
+                                  what=f"no caller finds the page: {nobody}")
 
 
 async def _found_by_all(srv: Server, word: str) -> dict[str, bool]:
@@ -241,8 +259,12 @@ def test_office_and_pdf_files_over_http_are_found_by_their_headings(live: Server
         assert data["documents"][0]["change"] == "added" and data["committed"]
         r = c.put(f"{BASE}/documents/guide.pdf", files={"file": ("guide.pdf", guide_pdf(), "application/pdf")},
                   headers=AUTH)
+        answered = time.monotonic()
         assert r.status_code == 200 and r.json()["data"]["documents"][0]["change"] == "added", r.text
-        time.sleep(data["visibleWithinSeconds"] + 0.1)
+        after_promise(answered, r.json()["data"]["visibleWithinSeconds"],
+                      lambda: (_callback_ids(c, live.base, "证书续期 回滚办法", limit=3)[0][:1] == ["ops/cert.docx"]
+                               and _callback_ids(c, live.base, "TOML 配置文件", limit=3)[0][:1] == ["guide.pdf"]),
+                      what="both files found by their headings")
         ids, contents = _callback_ids(c, live.base, "证书续期 回滚办法", limit=3)
         assert ids[0] == "ops/cert.docx" and "回滚办法\n新证书出错时恢复备份的旧证书。" in contents[0], (ids, contents)
         ids, contents = _callback_ids(c, live.base, "TOML 配置文件", limit=3)
@@ -369,7 +391,6 @@ def test_kbgate_index_add_runs_beside_the_api(tmp_path: Path, live: Server) -> N
     assert {f"api-{i}" for i in range(puts)} <= set(held)
 
 
-@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
 def test_a_write_to_a_read_only_index_folder_is_refused_and_searches_go_on(tmp_path: Path, redis_url: str) -> None:
     indexes = tmp_path / "indexes"
     _seed(indexes)

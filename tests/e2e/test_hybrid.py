@@ -37,6 +37,7 @@ from tests.support.embedding_server import running as embedding_server
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 from tests.support.paths import ROOT
+from tests.support.polling import until
 
 LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
 
@@ -122,8 +123,8 @@ def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
 
 def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -> None:
     """No dense setting anywhere: `kbgate index add` embeds a new index with the embedded model
-    and prints what the build cost; a first PUT through the document API creates index 'notes'
-    hybrid too; the Volcengine callback, the knowledge protocol, the tool API, Dify and MCP all
+    and prints what the build cost; index 'notes', made by `kbgate index create` (a PUT before
+    that is a 404), is hybrid too; the Volcengine callback, the knowledge protocol, the tool API, Dify and MCP all
     find the page a paraphrase shares no word with (BM25 alone cannot: see the lexical index)."""
     from indexes.dense.vectors import load_current
 
@@ -166,8 +167,13 @@ def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -
         assert eventually(tool, "pw") == "pw"
         assert eventually(dify, "pw") == "pw"
         assert eventually(lambda: anyio.run(_mcp_first_title, srv.base), "账号管理") == "账号管理"
-        # the document API's first PUT creates index 'notes', hybrid by default
+        # a write never creates an index: 'notes' is a 404 until `kbgate index create`, then hybrid by default
         page = {"title": "远程办公", "content": "在家连接公司内网：先启动客户端，再输入动态口令。"}
+        r = client.put(f"{srv.base}/documents/v1/indexes/notes/documents/vpn", content=orjson.dumps(page),
+                       headers=auth)
+        assert r.status_code == 404 and r.json()["errors"][0]["code"] == "documents.index_not_found", r.text
+        made = harness.kbgate("index", "create", "--config", str(cfg), "--index", "notes")
+        assert made.returncode == 0, made.stderr
         r = client.put(f"{srv.base}/documents/v1/indexes/notes/documents/vpn", content=orjson.dumps(page),
                        headers=auth)
         assert r.status_code == 200, r.text
@@ -235,8 +241,9 @@ def test_an_index_built_lexical_keeps_serving_and_says_how_to_add_vectors(tmp_pa
 
 def test_callback_answers_lexically_within_the_deadline_when_the_embedding_service_dies(tmp_path: Path) -> None:
     port, emb_port = free_port(), free_port()
+    deadline = 0.8  # seconds: the query embedding's deadline
     dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings",
-             "query_timeout_ms": 800, "breaker_failures": 2, "breaker_reset_seconds": 600}
+             "query_timeout_ms": int(deadline * 1000), "breaker_failures": 2, "breaker_reset_seconds": 600}
     cfg = write_site(tmp_path, dense, port)
     srv: Server | None = None
     try:
@@ -245,21 +252,23 @@ def test_callback_answers_lexically_within_the_deadline_when_the_embedding_servi
             assert built.returncode == 0, built.stderr
             srv = server(cfg, port).start()
             assert first_ids(callback(client, srv.base, PARAPHRASE))[0] == "pw"
-        # The embedding service is gone now: every callback is still answered, lexically, in time.
+        # The embedding service is gone now: every callback is still answered, lexically, in time
+        # (its deadline, with what a loaded machine adds).
         with httpx.Client(timeout=30) as client:
             for query in ("备份到 S3", "慢日志 语句", "集群 节点"):
                 t0 = time.monotonic()
                 answer = callback(client, srv.base, query)
-                assert time.monotonic() - t0 < 2.0
+                assert time.monotonic() - t0 < deadline + 3.0
                 assert answer["Ret"] == 0 and answer["Result"], answer
             assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"
-            # The breaker is open (2 failures): an answer without any wait for the dead service.
-            t0 = time.monotonic()
+            # The breaker is open (2 failures): this answer does not call (nor wait for) the dead
+            # service at all; the search says so in its outcome.
+            before = hybrid_searches(client.get(f"{srv.base}/metrics").text, "breaker_open")
+            assert before >= 1
             assert callback(client, srv.base, "集群扩容")["Ret"] == 0
-            assert time.monotonic() - t0 < 0.5
             metrics = client.get(f"{srv.base}/metrics").text
+            assert hybrid_searches(metrics, "breaker_open") == before + 1
             assert hybrid_searches(metrics, "hybrid") == 1
-            assert hybrid_searches(metrics, "breaker_open") >= 1
             assert hybrid_searches(metrics, "timeout") + hybrid_searches(metrics, "error") == 2  # opened it
     finally:
         if srv is not None:
@@ -291,12 +300,14 @@ def test_check_config_says_whether_the_vectors_of_the_latest_commit_are_publishe
 
 
 def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_worker(tmp_path: Path) -> None:
-    """One worker; a hybrid callback waits ~2 s for its query embedding (the real embeddings
-    server, slowed): meanwhile callbacks to a lexical index of the same worker are answered at
-    once. Before searches that may wait ran off the event loop, each of them waited behind it."""
+    """One worker; a hybrid callback waits ~4.5 s for its query embedding (the real embeddings
+    server, slowed): meanwhile callbacks to a lexical index of the same worker are all answered.
+    Before searches that may wait ran off the event loop, each of them waited behind it (and so
+    could only be answered after it)."""
+    slow_s = 4.5  # the embedding's delay: far longer than five lexical callbacks on a loaded machine
     port, emb_port = free_port(), free_port()
     dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings",
-             "query_timeout_ms": 4000, "breaker_failures": 100}
+             "query_timeout_ms": 9000, "breaker_failures": 100}
     cfg = write_site(tmp_path, dense, port, lexical=True)
     with embedding_server(emb_port) as emb:
         assert index_add(cfg, tmp_path).returncode == 0
@@ -304,21 +315,19 @@ def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_work
                       str(tmp_path / "kb")).returncode == 0
         with server(cfg, port) as srv, httpx.Client(timeout=30) as client, ThreadPoolExecutor(1) as pool:
             assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"  # hybrid, fast: warm
-            httpx.post(f"{emb}/control", json={"delay": 2.0}).raise_for_status()
+            asked = httpx.get(f"{emb}/stats").json()["requests"]
+            httpx.post(f"{emb}/control", json={"delay": slow_s}).raise_for_status()
             t0 = time.monotonic()
-            slow = pool.submit(callback, httpx.Client(timeout=30), srv.base, PARAPHRASE)
-            time.sleep(0.3)  # the hybrid callback is waiting for its embedding now
-            waits = []
+            slow = pool.submit(callback, httpx.Client(timeout=60), srv.base, PARAPHRASE)
+            until(lambda: httpx.get(f"{emb}/stats").json()["requests"] > asked, within=30,
+                  what="the hybrid callback asked for its embedding")  # it is waiting for it now
             for query in ("密钥轮换", "重放攻击", "软件安装", "密钥", "随机串"):
-                t1 = time.monotonic()
                 r = post(client, srv.base, SECRET_ACME, second="kb", query=query, limit=3)
-                waits.append(time.monotonic() - t1)
                 assert r.status_code == 200 and orjson.loads(r.content)["Result"], r.text
             assert not slow.done()  # all answered while the hybrid one still waited
             answer = slow.result()
             took = time.monotonic() - t0
-    assert took >= 2.0 and first_ids(answer)[0] == "pw"  # it did wait, and got the vectors' answer
-    assert max(waits) < 0.5, waits  # blocked behind it, each would have taken ~1.7 s or more
+    assert took >= slow_s and first_ids(answer)[0] == "pw"  # it did wait, and got the vectors' answer
 
 
 def test_the_document_api_embeds_what_it_writes_and_writes_nothing_when_the_provider_fails(tmp_path: Path) -> None:

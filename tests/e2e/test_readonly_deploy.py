@@ -29,10 +29,8 @@ from tests.support.callbacks import post, ret
 from tests.support.configs import text
 from tests.support.harness import Server, free_port
 from tests.support.paths import ROOT
-from tests.support.readonly_mount import container_argv, mount_problem
+from tests.support.readonly_mount import container_argv, require_read_only_mounts
 
-PROBLEM = mount_problem()
-pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"read-only bind mounts: {PROBLEM}")
 USER = 10001  # deploy/Dockerfile's kbgate user, the compose services' `user`
 SECRET = "compose-secret-Xr7bN2qL9vK4"
 
@@ -47,7 +45,9 @@ def shipped() -> dict[str, Any]:
 def _box(redis_url: str, key_prefix: str) -> Iterator[Path]:
     """A folder user 10001 may enter (pytest's tmp_path lies under a folder only root may enter),
     holding the shipped config with this machine's addresses, its secret file and the demo
-    documents; removed afterwards."""
+    documents; removed afterwards. Fails first, naming why, on a machine that cannot make the
+    container's mounts."""
+    require_read_only_mounts()
     box = Path(tempfile.mkdtemp(prefix="kbgate-deploy-"))
     try:
         box.chmod(0o755)

@@ -31,6 +31,7 @@ from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ENV, client, config, tenant, write
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
+from tests.support.polling import after_promise
 
 CMS = "cms-robust-token-0123456789abcdefg"
 AUTH = {"authorization": f"Bearer {CMS}", "content-type": "application/json"}
@@ -95,20 +96,25 @@ def _expected() -> dict[tuple[str, str], str]:
             for caller in CALLERS for q, doc in QUESTIONS.items()}
 
 
-def _write(srv: Server, method: str, path: str, *, content: bytes, content_type: str) -> None:
+def _write(srv: Server, method: str, path: str, *, content: bytes, content_type: str, shows: str) -> None:
+    """The write, answered and committed; returns once the index the callers search holds
+    document `shows` (its GET answers 200), so what is asked next is asked of the new commit."""
     r = httpx.request(method, srv.base + path, content=content, timeout=300,
                       headers={"authorization": AUTH["authorization"], "content-type": content_type})
+    answered = time.monotonic()
     assert r.status_code == 200, r.text
     data = r.json()["data"]
     assert data["committed"], data
-    time.sleep(data["visibleWithinSeconds"] + 0.1)
+    after_promise(answered, data["visibleWithinSeconds"],
+                  lambda: httpx.get(f"{srv.base}{BASE}/documents/{shows}", headers=AUTH, timeout=30).status_code == 200,
+                  what=f"document {shows} is served")
 
 
 def test_a_9_mib_document_of_one_character_silences_no_question_on_any_caller(live: Server) -> None:
     assert anyio.run(_tops, live) == _expected()
     big = ("# 测试\n\n" + "啊" * (9 * 1024 * 1024 // 3 - 8)).encode()
     assert 9 * 1024 * 1024 - 16 <= len(big) <= 9 * 1024 * 1024
-    _write(live, "PUT", f"{BASE}/documents/big.md", content=big, content_type="text/markdown")
+    _write(live, "PUT", f"{BASE}/documents/big.md", content=big, content_type="text/markdown", shows="big.md")
     assert anyio.run(_tops, live) == _expected()
 
 
@@ -120,5 +126,6 @@ def test_a_large_body_of_latin_pages_silences_no_chinese_question_on_any_caller(
     pages = [{"id": f"en/{i}.md", "title": f"Page {i}",
               "content": "\n\n".join(f"## Part {j}\n\n" + " ".join(rnd.choice(words) for _ in range(120)) + "."
                                      for j in range(11))} for i in range(300)]
-    _write(live, "POST", f"{BASE}/batch", content=orjson.dumps({"upserts": pages}), content_type="application/json")
+    _write(live, "POST", f"{BASE}/batch", content=orjson.dumps({"upserts": pages}), content_type="application/json",
+           shows="en/299.md")
     assert anyio.run(_tops, live) == _expected()

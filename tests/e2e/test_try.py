@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 import pytest
@@ -30,6 +31,7 @@ from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect
+from tests.support.polling import until
 
 pytestmark = pytest.mark.anyio
 
@@ -63,14 +65,19 @@ def _try(srv: Server, **fields: Any) -> dict[str, Any]:
     return out
 
 
+PAIRS = 10  # pairs tried before giving up; each starts at the top of a clock second
+
+
 async def _same(real: Callable[[], Awaitable[bytes]], tried: Callable[[], bytes]) -> tuple[bytes, bytes]:
-    """(real body, try body) of the first pair sent within one clock second (at most 3 pairs)."""
-    for _ in range(3):
+    """(real body, try body) of the first pair sent within one clock second. Each pair starts
+    just after a second begins, so only a pair slower than a second straddles one; at most PAIRS."""
+    for _ in range(PAIRS):
+        await anyio.sleep(1.0 - time.time() % 1.0)
         second = int(time.time())
         got, again = await real(), tried()
         if int(time.time()) == second:
             return got, again
-    raise AssertionError("three pairs straddled a second: the machine is too slow for this test")
+    raise AssertionError(f"{PAIRS} pairs each took more than a second: the machine is too slow for this test")
 
 
 def _post(srv: Server, path: str, body: dict[str, Any]) -> bytes:
@@ -117,9 +124,8 @@ async def test_try_answers_byte_identical_to_every_wing(srv: Server) -> None:
         return str(_try(srv, caller="dify", client="alice", route="support", limit=3,
                         metadata_condition=condition)["body"]).encode()
 
-    async def mcp() -> bytes:
-        async with connect(srv.base + "/mcp", TOKEN_ALICE) as m:
-            result = await m.call_tool("search", {"query": QUERY})
+    async def mcp() -> bytes:  # on the session opened below: a pair is the tool call and the try alone
+        result = await session.call_tool("search", {"query": QUERY})
         text = result.content[0].text  # type: ignore[union-attr]
         return text.encode("utf-8")
 
@@ -128,37 +134,40 @@ async def test_try_answers_byte_identical_to_every_wing(srv: Server) -> None:
 
     before = httpx.get(srv.base + "/admin/deliveries.json", headers=ADMIN).json()["deliveries"]
     aud = re.compile(rb'"auditRef":"aud_[0-9a-f]{32}"')
-    for name, real, tried in (("volcengine", volcengine, volcengine_try), ("knowledge", knowledge, knowledge_try),
-                              ("tools", tools, tools_try), ("dify", dify, dify_try), ("mcp", mcp, mcp_try)):
-        got, again = await _same(real, tried)
-        if name == "tools":
-            assert len(aud.findall(got)) == len(aud.findall(again)) == 1
-            got, again = aud.sub(b'"auditRef":"-"', got), aud.sub(b'"auditRef":"-"', again)
-        assert got == again, (name, got, again)
-        assert b"\xe5\xaf\x86\xe9\x92\xa5" in got  # 密钥: every wing found the page (not an empty answer)
+    async with connect(srv.base + "/mcp", TOKEN_ALICE) as session:
+        for name, real, tried in (("volcengine", volcengine, volcengine_try), ("knowledge", knowledge, knowledge_try),
+                                  ("tools", tools, tools_try), ("dify", dify, dify_try), ("mcp", mcp, mcp_try)):
+            got, again = await _same(real, tried)
+            if name == "tools":
+                assert len(aud.findall(got)) == len(aud.findall(again)) == 1
+                got, again = aud.sub(b'"auditRef":"-"', got), aud.sub(b'"auditRef":"-"', again)
+            assert got == again, (name, got, again)
+            assert b"\xe5\xaf\x86\xe9\x92\xa5" in got  # 密钥: every wing found the page (not an empty answer)
     dify_answer = orjson.loads(dify_try())
     assert {r["metadata"]["path"] for r in dify_answer["records"]} == {"guide/key-rotation.md"}  # the condition applied
 
-    # The real callbacks are deliveries; the tries (the volcengine one included) are not.
-    deadline = time.monotonic() + 5
-    while True:
-        after = httpx.get(srv.base + "/admin/deliveries.json", headers=ADMIN).json()["deliveries"]
+    # The real callbacks are deliveries; the tries (the volcengine one included) are not. One
+    # more real callback comes last: the one worker's record is written in the order answered,
+    # so once it shows, any try recorded would show too.
+    await volcengine()
+
+    def recorded() -> list[Any]:
+        after = httpx.get(srv.base + "/admin/deliveries.json", headers=ADMIN, timeout=30).json()["deliveries"]
         new = [d["request_id"] for d in after if d not in before]
-        if len(new) >= len(sent) or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    time.sleep(0.3)  # a try recorded late would show up now
-    after = httpx.get(srv.base + "/admin/deliveries.json", headers=ADMIN).json()["deliveries"]
-    assert sorted(d["request_id"] for d in after if d not in before) == sorted(sent)
+        return new if sent[-1] in new else []
+
+    assert sorted(until(recorded, within=30, what="the last callback is recorded")) == sorted(sent)
 
 
 def test_a_try_explains_and_is_audited_as_the_admins(srv: Server) -> None:
     out = _try(srv, caller="dify", client="alice", route="support", limit=1)
     [search] = out["searches"]
-    assert search["index"] == "docs" and search["limit"] == 1 and search["cache"] in ("hit", "miss")
+    # No real caller asked this question with this limit: the answer cache does not hold it.
+    assert search["index"] == "docs" and search["limit"] == 1 and search["cache"] == "miss"
     [kept] = search["kept"]
     assert kept["doc_id"] == "guide/key-rotation.md" and {"密钥", "轮换"} <= set(kept["terms"])
-    assert kept["scores"] == {"bm25": None, "dense": None, "fused": None, "rerank": None} or kept["scores"]["bm25"]
+    scores = kept["scores"]  # a lexical index without a reranker: BM25 alone
+    assert scores["bm25"] > 0 and (scores["dense"], scores["fused"], scores["rerank"]) == (None, None, None), scores
     reasons = {d["reason"] for d in search["dropped"]}
     assert "limit" in reasons and "outside_scope" in reasons  # ops/deploy.md ranked 2nd; config/** is never served
     assert {"index", "floor_and_scope", "request_and_shaping"} <= set(out["stages_ms"])

@@ -21,7 +21,7 @@ from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.support.documents import KB_DOCS
 from tests.support.paths import ROOT
-from tests.support.readonly_mount import mount_problem, read_only_argv
+from tests.support.readonly_mount import read_only_argv
 
 
 def doc(i: int) -> Document:
@@ -142,7 +142,6 @@ def test_manifest_problems_named(change: dict[str, object], words: str) -> None:
     assert problem is not None and words in problem
 
 
-@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
 def test_an_index_folder_mounted_read_only_is_published(writer: IndexStore, tmp_path: Path) -> None:
     code = ("import sys\nfrom pathlib import Path\nfrom indexes.generations import publish\n"
             "print(publish(Path(sys.argv[1]), 'kb', Path(sys.argv[2])).commit)")

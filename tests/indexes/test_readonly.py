@@ -24,10 +24,7 @@ from indexes.store import IndexStore
 from indexes.types import Document, Section
 from tests.support.documents import HYBRID_DOCS, PARAPHRASE
 from tests.support.paths import ROOT
-from tests.support.readonly_mount import mount_problem, read_only_argv
-
-PROBLEM = mount_problem()
-needs_mount = pytest.mark.skipif(PROBLEM is not None, reason=f"read-only bind mounts: {PROBLEM}")
+from tests.support.readonly_mount import read_only_argv
 
 # The reader: one line of JSON in (an op), one line of JSON out, in the read-only namespace.
 READER = r"""
@@ -108,7 +105,6 @@ def _reader(tmp_path: Path) -> Iterator[tuple[IndexStore, Reader]]:
         reader.stop()
 
 
-@needs_mount
 def test_a_read_only_folder_is_searched_checked_and_follows_every_new_commit(
         reader: tuple[IndexStore, Reader]) -> None:
     store, ro = reader
@@ -133,7 +129,6 @@ def test_a_read_only_folder_is_searched_checked_and_follows_every_new_commit(
     assert not list((store.root / "kb").glob("*.tmp"))
 
 
-@needs_mount
 def test_a_write_on_a_read_only_folder_is_refused_naming_it(reader: tuple[IndexStore, Reader]) -> None:
     store, ro = reader
     for name, where in (("kb", store.root / "kb"), ("new", store.root / "new")):
@@ -145,7 +140,6 @@ def test_a_write_on_a_read_only_folder_is_refused_naming_it(reader: tuple[IndexS
     assert ro.ask(op="search", q="苹果")["ids"] == ["a"]  # still served
 
 
-@needs_mount
 def test_a_hybrid_index_is_served_from_a_read_only_folder(tmp_path: Path) -> None:
     use = DenseConfig(provider="local", model="use-multilingual-v3", query_timeout_ms=20_000)
     writer = HybridStore(tmp_path, dense={"kb": use}).create_or_open_for_write("kb")

@@ -74,3 +74,35 @@ def docx_bytes(title: str, sections: list[tuple[str, str]]) -> bytes:
     out = io.BytesIO()
     d.save(out)
     return out.getvalue()
+
+
+def deep_rst(levels: int) -> bytes:
+    """A reStructuredText file of ever deeper block quotes: line i is 'x' indented i spaces,
+    a paragraph of its own (levels=3000: 4.5 MB)."""
+    return "".join(" " * i + "x\n\n" for i in range(levels)).encode("ascii")
+
+
+def empty_runs_docx(runs: int) -> bytes:
+    """A DOCX (python-docx's template) whose one paragraph holds `runs` empty runs (<w:r/>):
+    no text at all, a few tens of KB on disk, 6 x `runs` bytes of markup unzipped."""
+    import zipfile
+
+    d = docx.Document()
+    d.add_paragraph("x")
+    template = io.BytesIO()
+    d.save(template)
+    src = zipfile.ZipFile(io.BytesIO(template.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst:
+        for info in src.infolist():
+            if info.filename != "word/document.xml":
+                dst.writestr(info.filename, src.read(info))
+                continue
+            head, rest = src.read(info).decode("utf-8").split("<w:body>", 1)
+            with dst.open(info.filename, "w", force_zip64=True) as part:
+                part.write((head + "<w:body><w:p>").encode("utf-8"))
+                for _ in range(runs // 10_000):
+                    part.write(b"<w:r/>" * 10_000)
+                part.write(b"<w:r/>" * (runs % 10_000))
+                part.write(("</w:p>" + rest[rest.index("<w:sectPr"):]).encode("utf-8"))
+    return out.getvalue()

@@ -132,7 +132,8 @@ class Server:
             return False
 
     def workers(self) -> list[int]:
-        """Worker process ids (the server's children but multiprocessing's resource tracker);
+        """Worker process ids (the server's children but multiprocessing's resource tracker and a
+        document reader, indexes.ingest.confine);
         the server's own pid when it has no workers of its own."""
         assert self.proc is not None
         out = []
@@ -141,7 +142,7 @@ class Server:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"resource_tracker" not in cmd:
+            if b"resource_tracker" not in cmd and b"indexes.ingest.confine" not in cmd:  # nor a reader
                 out.append(pid)
         return out or [self.proc.pid]
 

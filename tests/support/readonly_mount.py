@@ -6,7 +6,9 @@ inode is behind both views, so what a writer commits outside is what the command
 
     subprocess.run(read_only_argv(folder, [sys.executable, "-c", CODE]))
 
-Needs root (or CAP_SYS_ADMIN) and util-linux `unshare`; `mount_problem()` says why not.
+Needs root (or CAP_SYS_ADMIN) and util-linux `unshare`: on a machine without them the argv
+builders fail the test, naming why (`mount_problem()`), as tests/support/full_disk.py does; a
+requirement of the deployment is never skipped.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 _WRAP = 'set -e; mount --bind {f} {f}; mount -o remount,bind,ro {f}; exec "$@"'
 
 
 def read_only_argv(folder: Path, argv: Sequence[str], *, user: int | None = None) -> list[str]:
     """`argv` run in a new private mount namespace where `folder` is a read-only bind mount of
     itself. user: a uid (and gid) to run `argv` as, after the mount (setpriv), e.g. the
-    image's 10001."""
+    image's 10001. Fails the test, naming why, when this machine cannot make the mount
+    (`require_read_only_mounts`)."""
+    require_read_only_mounts()
     run_as = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--"] if user is not None else []
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             _WRAP.format(f=shlex.quote(str(folder))), "sh", *run_as, *argv]
@@ -41,6 +47,14 @@ def mount_problem() -> str | None:
     if probe.returncode != 0:
         return f"unshare --mount is refused here: {probe.stderr.decode(errors='replace').strip()}"
     return None
+
+
+def require_read_only_mounts() -> None:
+    """Fails the test (pytest.fail), naming why, when this machine cannot make a read-only bind
+    mount in a mount namespace; returns None when it can."""
+    problem = mount_problem()
+    if problem is not None:
+        pytest.fail(f"read-only bind mounts: {problem}")
 
 
 def is_read_only_inside(folder: Path) -> bool:
@@ -60,7 +74,9 @@ def container_argv(argv: Sequence[str], *, read_only: Sequence[Path], tmpfs: Pat
     folder only root may enter (pyenv under /root): that folder is then covered by a tmpfs
     holding a bind mount of the installation alone, which `stage` (an empty folder) carries
     across. tmpfs None: the root file system stays writable (the compose `indexer` service).
-    Nothing outside the namespace changes."""
+    Nothing outside the namespace changes. Fails the test, naming why, when this machine cannot
+    make the mounts (`require_read_only_mounts`)."""
+    require_read_only_mounts()
     q = shlex.quote
     steps = ["set -e"]
     for f in read_only:

@@ -10,11 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.support.harness import kbgate
 from tests.support.paths import ROOT
-from tests.support.readonly_mount import mount_problem, read_only_argv
+from tests.support.readonly_mount import read_only_argv
 from tests.sync.helpers import counts, generation, ids, search_ids, sync, write_config
 
 
@@ -119,7 +117,6 @@ def test_a_document_indexed_from_elsewhere_is_reported_the_rest_applied_and_trie
     assert search_ids(cfg, "密钥") == ["ds:a.md"] and search_ids(cfg, "副本") == []
 
 
-@pytest.mark.skipif(mount_problem() is not None, reason=f"read-only bind mounts: {mount_problem()}")
 def test_a_sync_into_a_read_only_index_folder_is_refused_naming_it(tmp_path: Path) -> None:
     docs = _folder(tmp_path)
     cfg = write_config(tmp_path, f'name = "local"\ntype = "folder"\npath = "{docs}"\ndataset = "ds"')

@@ -3,7 +3,9 @@
 One table keyed by (kind, dedupe_key): `create` is INSERT … ON CONFLICT DO NOTHING and
 then reads the row back, so even two processes without Redis never file one record
 twice. Calls run in a worker thread (sqlite3 is blocking), one short connection each,
-WAL mode and a busy timeout so several workers can share the file.
+WAL mode and a busy timeout so several workers can share the file. The file and its folder
+are made at the first call, not when the tracker is built: a folder that cannot be written
+(a read-only mount) fails that call with StoreUnavailable, never the worker's other tools.
 """
 
 from __future__ import annotations
@@ -37,28 +39,42 @@ CREATE TABLE IF NOT EXISTS records (
 """
 
 
+class StoreUnavailable(ToolError):
+    """The SQLite file could not be opened or written (access.tool_failed, retryable). path:
+    the file; problem: the reason as SQLite or the OS says it. The message keeps both from
+    tool callers; the console names them to its admins."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__("access.tool_failed", "the feedback store is unavailable", retryable=True)
+        self.path, self.problem = path, problem
+
+
 class SqliteTracker:
-    """IssueTracker over a SQLite file. path: the database file (parent created);
-    clock: the app clock (created_at in unix seconds)."""
+    """IssueTracker over a SQLite file. path: the database file (parent created at the first
+    call); clock: the app clock (created_at in unix seconds)."""
 
     name = "sqlite"
 
     def __init__(self, path: Path, clock: Clock = SYSTEM_CLOCK) -> None:
         self.path = path
         self._clock = clock
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(_SCHEMA)
+        self._ready = False
 
     def _connect(self) -> sqlite3.Connection:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with sqlite3.connect(self.path, timeout=5.0, isolation_level=None) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+            self._ready = True
         return sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         try:
             return await asyncio.to_thread(fn, *args)
-        except sqlite3.Error:
-            raise ToolError("access.tool_failed", "the feedback store is unavailable", retryable=True) from None
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailable(self.path, str(exc) if isinstance(exc, sqlite3.Error)
+                                   else exc.strerror or type(exc).__name__) from None
 
     def _row(self, db: sqlite3.Connection, kind: str, key: str) -> TrackedIssue | None:
         row = db.execute("SELECT count, created_at, rowid FROM records WHERE kind = ? AND dedupe_key = ?",

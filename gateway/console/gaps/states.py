@@ -1,11 +1,15 @@
 """What the owners did with a gap group: filed (an improvement task), resolved, ignored; and the
 rule that reopens a resolved group asked again.
 
-A group's state is kept by its id (the key of its first question: `gateway.console.gaps.groups`),
-one JSON object a group: {"state": "filed" | "resolved" | "ignored" | "open", "index": the index
-the group is about ('' when none), "record": the tracker's record id ('' before a filing),
+A group's state is kept per index it was asked of, under `state_key(group, index)`: 'GROUP@INDEX'
+(the group's id, the key of its first question: `gateway.console.gaps.groups`), or the group's id
+alone for a group of no configured index (and for states written before marks were per index).
+So an owner's mark or filing is about their own index only: a group asked of two owners'
+indexes is resolved for one and still open for the other. One JSON object a state:
+{"state": "filed" | "resolved" | "ignored" | "open", "index": the index it is about ('' when none),
+"record": the tracker's record id ('' before a filing),
 "filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who)}. Never
-question text. Redis: HASH {prefix}:gaps:s (group id → JSON), shared by every worker; else this
+question text. Redis: HASH {prefix}:gaps:s (state key → JSON), shared by every worker; else this
 process's memory. Bounded: an entry whose group no longer exists and whose last change is older
 than keep_days is dropped at the next change, and at most MAX_STATES are kept (oldest change
 first out).
@@ -55,6 +59,21 @@ class GroupState:
             return None
 
 
+def state_key(group: str, index: str) -> str:
+    """The key of `group`'s state for `index` (module doc); '' index: the group's id alone."""
+    return f"{group}@{index}" if index else group
+
+
+def group_of(key: str) -> str:
+    """The group id of a state key."""
+    return key.split("@", 1)[0]
+
+
+def state_of(states: dict[str, GroupState], group: str, index: str) -> GroupState | None:
+    """`group`'s state for `index`: its own, else one written for the whole group (no index)."""
+    return states.get(state_key(group, index)) or states.get(group)
+
+
 def status(state: GroupState | None, last_asked: float) -> str:
     """The group's status (module doc): `last_asked` is its newest question's time (unix s)."""
     if state is None or state.state == "open":
@@ -84,7 +103,7 @@ def marked(state: GroupState | None, mark: str, *, index: str, who: str, now: fl
 
 def _prune(states: dict[str, GroupState], live: set[str], now: float, keep_days: int) -> dict[str, GroupState]:
     horizon = now - keep_days * DAY
-    kept = {g: s for g, s in states.items() if g in live or s.at >= horizon}
+    kept = {k: s for k, s in states.items() if group_of(k) in live or s.at >= horizon}
     if len(kept) > MAX_STATES:
         kept = dict(sorted(kept.items(), key=lambda kv: -kv[1].at)[:MAX_STATES])
     return kept
@@ -93,7 +112,8 @@ def _prune(states: dict[str, GroupState], live: set[str], now: float, keep_days:
 class StateStore(Protocol):
     async def all(self) -> dict[str, GroupState]: ...
 
-    async def put(self, group: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None: ...
+    async def put(self, key: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
+        """Keep `state` under `key` (`state_key`); live: the ids of the groups that exist now."""
 
 
 class MemoryStates:
@@ -105,9 +125,9 @@ class MemoryStates:
     async def all(self) -> dict[str, GroupState]:
         return dict(self._s)
 
-    async def put(self, group: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
-        self._s[group] = state
-        self._s = _prune(self._s, live | {group}, now, keep_days)
+    async def put(self, key: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
+        self._s[key] = state
+        self._s = _prune(self._s, live | {group_of(key)}, now, keep_days)
 
 
 class RedisStates:
@@ -131,14 +151,14 @@ class RedisStates:
                 out[k.decode() if isinstance(k, bytes) else str(k)] = s
         return out
 
-    async def put(self, group: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
+    async def put(self, key: str, state: GroupState, live: set[str], now: float, keep_days: int) -> None:
         states = await self.all()
-        states[group] = state
-        gone = set(states) - set(_prune(states, live | {group}, now, keep_days))
+        states[key] = state
+        gone = set(states) - set(_prune(states, live | {group_of(key)}, now, keep_days))
         try:
             async with asyncio.timeout(self._timeout * 3):
                 pipe = self.client.pipeline(transaction=False)
-                pipe.hset(self._key, group, orjson.dumps(asdict(state)))
+                pipe.hset(self._key, key, orjson.dumps(asdict(state)))
                 if gone:
                     pipe.hdel(self._key, *gone)
                 await pipe.execute()

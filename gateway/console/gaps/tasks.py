@@ -7,8 +7,11 @@ GET  /admin/tasks       the filed groups: record, when and by whom, times filed,
                         status now (gateway.console.gaps.states.status)
 GET  /admin/tasks.json  the same as JSON
 
-Who may mark a group: whoever may file its task (users.can 'file_gap' on the group's index).
-Owners see the tasks of their indexes only. CSRF: form label 'gaps' (the gaps page's forms).
+Who may mark a group: whoever may file its task (users.can 'file_gap' on the group's index), and
+the mark is kept for each index of the group they may file for, only those
+(gateway.console.gaps.states.state_key): an owner marks their own indexes' part of a group asked
+of several owners' indexes, never another's; an admin marks every index of it. Owners see the
+tasks of their indexes only. CSRF: form label 'gaps' (the gaps page's forms).
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.gaps.groups import Group, group
-from gateway.console.gaps.owners import visible_groups
+from gateway.console.gaps.owners import group_indexes, route_indexes, visible_groups
 from gateway.console.gaps.record import GapRecorder
-from gateway.console.gaps.states import MARKS, GroupState, marked, status
+from gateway.console.gaps.states import MARKS, GroupState, group_of, marked, state_key, state_of, status
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -84,20 +87,28 @@ async def mark(request: Request) -> Response:
             return refusal(request, user, as_json=by_tool, status=404, active="gaps",
                            text="no such gap group (it may have expired)")
         index = about[found.id]
-        if not can(user, "file_gap", index or None):
+        names = group_indexes(found, route_indexes(rt.config))
+        targets = [n for n in names if can(user, "file_gap", n)] or \
+            ([""] if not names and can(user, "file_gap", None) else [])
+        if not targets:
             audit_change(rt.config, user.name, "mark_gap", index or found.id, status=403, group=found.id, mark=how)
             return refusal(request, user, as_json=by_tool, status=403, active="gaps",
                            text=f"Your role ({user.role_label}) does not allow marking this gap "
                                 f"(index {index or 'unknown'}); ask an admin or the index's owner.")
         now = rt.clock.now()
-        done = marked((await rec.states.all()).get(found.id), how, index=index, who=user.name, now=now)
-        await rec.states.put(found.id, done, {g.id for g in groups}, now, rt.config.gaps.keep_days)
+        states = await rec.states.all()
+        done: dict[str, GroupState] = {}
+        for target in targets:  # `index` is one of them (visible_groups picks one the user may file for)
+            done[target] = marked(state_of(states, found.id, target), how, index=target, who=user.name, now=now)
+            await rec.states.put(state_key(found.id, target), done[target], {g.id for g in groups}, now,
+                                 rt.config.gaps.keep_days)
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text="the gaps record (Redis) is not answering; try again shortly")
-    audit_change(rt.config, user.name, "mark_gap", index or found.id, group=found.id, mark=how)
+    audit_change(rt.config, user.name, "mark_gap", ",".join(targets) or found.id, group=found.id, mark=how)
     if by_tool:
-        return json_answer({"group": found.id, "status": status(done, found.last)})
+        return json_answer({"group": found.id, "status": status(done.get(index), found.last),
+                            "indexes": [t for t in targets if t]})
     return see_other(f"/admin/gaps?marked={how}#g-{found.id}")
 
 
@@ -108,7 +119,8 @@ async def _tasks(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
     by_id = {g.id: g for g in groups}
     states: dict[str, GroupState] = await rec.states.all()
     rows = []
-    for gid, s in states.items():
+    for key, s in states.items():
+        gid = group_of(key)
         if not s.record or not can(user, "view_gaps", s.index or None) or \
                 (user.role == "owner" and not s.index):
             continue

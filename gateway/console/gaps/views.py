@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.agent.feedback.sqlite import StoreUnavailable
 from gateway.agent.tools.clients import LazyClients
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
@@ -27,7 +28,7 @@ from gateway.console.gaps.filing import file_group
 from gateway.console.gaps.groups import MIN_GROUP_PREFIX, Group, group
 from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
-from gateway.console.gaps.states import GroupState, filed, status
+from gateway.console.gaps.states import GroupState, filed, state_key, state_of, status
 from gateway.console.gaps.store import days_back
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
@@ -64,10 +65,11 @@ def _filed(request: Request) -> dict[str, Any] | None:
 
 async def _shown(request: Request, user: ConsoleUser) -> tuple[list[Group], dict[str, str], dict[str, GroupState]]:
     """The groups `user` may see, open ones first (then resolved, then ignored), the index of
-    each, and their states. Raises DependencyUnavailable."""
+    each, and their states for that index (group id → state). Raises DependencyUnavailable."""
     rt, rec = _state(request)
     groups, about = visible_groups(user, await _groups(request), rt.config)
-    states = await rec.states.all()
+    kept = await rec.states.all()
+    states = {g.id: s for g in groups if (s := state_of(kept, g.id, about[g.id])) is not None}
     rank = {"open": 0, "reopened": 0, "filed": 0, "resolved": 1, "ignored": 2}
     groups.sort(key=lambda g: rank[status(states.get(g.id), g.last)])
     return groups, about, states
@@ -164,7 +166,14 @@ async def file_task(request: Request) -> Response:
     try:
         result = await file_group(clients.get(), found, show_queries=rt.config.admin.show_queries,
                                   labels=rt.config.access.labels)
+    except StoreUnavailable as exc:
+        audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
+        return refusal(request, user, as_json=by_tool, status=503, active="gaps",
+                       text=f"the task was not filed: the feedback store {exc.path} cannot be opened or written "
+                            f"({exc.problem}); its folder {exc.path.parent} must be writable by kbgate "
+                            "(access.sqlite_path)")
     except ToolError as exc:
+        audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
                        text=f"the tracker did not take the task ({exc.code})")
     audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, group=found.id,
@@ -172,9 +181,10 @@ async def file_task(request: Request) -> Response:
     try:
         rec = _state(request)[1].states
         now = rt.clock.now()
-        done = filed((await rec.all()).get(found.id), index=about[found.id], record=str(result.get("recordId") or ""),
-                     who=user.name, now=now)
-        await rec.put(found.id, done, {g.id for g in groups}, now, rt.config.gaps.keep_days)
+        index = about[found.id]
+        done = filed(state_of(await rec.all(), found.id, index), index=index,
+                     record=str(result.get("recordId") or ""), who=user.name, now=now)
+        await rec.put(state_key(found.id, index), done, {g.id for g in groups}, now, rt.config.gaps.keep_days)
     except DependencyUnavailable:
         pass  # the task is filed; its mark on the page waits for Redis (the tracker deduplicates a refiling)
     if by_tool:

@@ -9,6 +9,7 @@ from gateway.core.config.load import (
     load_indexer_config,
     load_indexes,
     load_indexes_dir,
+    load_read_bounds,
     load_sync_config,
     parse_config,
 )
@@ -39,7 +40,8 @@ __all__ = [
     "AccessConfig", "AdminConfig", "AgentClient", "AgentConfig", "AgentPolicy", "AgentRoute", "AgentToken",
     "AuditConfig", "Config", "DifyConfig", "DocumentsConfig", "GapsConfig", "McpConfig", "ReplayConfig", "Route",
     "SearchConfig", "SecretKey", "ServerConfig", "Tenant", "floor_of",
-    "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "load_sync_config", "parse_config",
+    "load_config", "load_indexer_config", "load_indexes", "load_indexes_dir", "load_read_bounds", "load_sync_config",
+    "parse_config",
     "read_secret",
     "read_signing_key", "report_state",
 ]

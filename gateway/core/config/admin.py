@@ -1,6 +1,8 @@
 """`[admin]`: the console and the deliveries record (AdminConfig documents each key).
 
-    [admin]              token_sha256, show_queries, keep_deliveries, keep_deleted_days
+    [admin]              token_sha256, show_queries, keep_deliveries, keep_deleted_days,
+                         session_secret_env | session_secret_file (what sessions are signed with),
+                         state_file (a server without Redis: the console's record across restarts)
     [admin.users.NAME]   role = "viewer" | "owner" | "admin", indexes = [...] (an owner's),
                          credential = "scrypt$N$r$p$SALT$HASH" (`kbgate users add` writes it)
 
@@ -11,11 +13,14 @@ Every problem raises ConfigError naming the key; a digest or credential value is
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
 
-from gateway.core.config.fields import INDEX_NAME, SHA256_HEX
+from gateway.core.config.fields import INDEX_NAME, SHA256_HEX, read_secret, secret_ref, shorter_than
 from gateway.core.config.model import AdminConfig
 from gateway.core.config.owners import CONSOLE_ROLES, ConsoleUserConfig
 from gateway.core.errors import ConfigError
+from gateway.core.types import Secret
 from gateway.core.validate import Fields
 
 USER_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -24,9 +29,14 @@ CREDENTIAL_HASH = re.compile(r"scrypt\$[1-9][0-9]{0,7}\$[1-9][0-9]?\$[1-9][0-9]?
                              r"\$[A-Za-z0-9_-]{16,64}\$[A-Za-z0-9_-]{32,128}")
 
 
-def parse_admin(t: Fields) -> AdminConfig:
-    """The [admin] table → AdminConfig. Raises ConfigError naming the key."""
-    t.only({"token_sha256", "show_queries", "keep_deliveries", "keep_deleted_days", "users"})
+MIN_SESSION_SECRET_CHARS = 32
+
+
+def parse_admin(t: Fields, base_dir: Path, env: Mapping[str, str]) -> AdminConfig:
+    """The [admin] table → AdminConfig. base_dir: where a relative session_secret_file is;
+    env: where session_secret_env is looked up. Raises ConfigError naming the key."""
+    t.only({"token_sha256", "show_queries", "keep_deliveries", "users", "session_secret_env", "session_secret_file",
+            "state_file", "keep_deleted_days"})
     digest = t.data.get("token_sha256")
     if digest is not None and (not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest)):
         raise ConfigError("admin.token_sha256", "must be 64 lower-case hex characters: the SHA-256 of the "
@@ -34,7 +44,32 @@ def parse_admin(t: Fields) -> AdminConfig:
     users = t.table("users")
     parsed = tuple(_user(users, name) for name in users.data)
     return AdminConfig(digest, t.boolean("show_queries", False), t.integer("keep_deliveries", 200, lo=1, hi=10_000),
-                       parsed, t.integer("keep_deleted_days", 7, lo=0, hi=365))
+                       parsed, _session_secret(t, base_dir, env),
+                       base_dir / t.string("state_file") if "state_file" in t else None,
+                       t.integer("keep_deleted_days", 7, lo=0, hi=365))
+
+
+def _session_secret(t: Fields, base_dir: Path, env: Mapping[str, str]) -> Secret | None:
+    """`admin.session_secret_env` | `admin.session_secret_file`: at least 32 characters; a file
+    must be readable by its owner only (mode 600 or 400), since whoever reads it can sign a
+    session. None when neither is given. Raises ConfigError naming the key, never the value."""
+    ref = secret_ref(t, "session_secret_env", "session_secret_file", required=False)
+    if ref is None:
+        return None
+    source, key = ref
+    if source.startswith("file:"):
+        fp = Path(source[5:]) if Path(source[5:]).is_absolute() else base_dir / source[5:]
+        try:
+            mode = fp.stat().st_mode & 0o777
+        except OSError:
+            mode = 0  # read_secret names the missing file
+        if mode & 0o077:
+            raise ConfigError(key, f"names file {source[5:]}, which others may read (mode {mode:o}): whoever reads "
+                                   "it can sign a console session; chmod 600 it")
+    secret = read_secret(source, key, base_dir, env)
+    if shorter_than(secret, MIN_SESSION_SECRET_CHARS):
+        raise ConfigError(key, f"is shorter than {MIN_SESSION_SECRET_CHARS} characters")
+    return secret
 
 
 def _user(users: Fields, name: str) -> ConsoleUserConfig:

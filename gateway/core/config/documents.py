@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gateway.core.types import KIB, MIB, SECONDS
 from gateway.core.validate import Fields
-from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_READ_BOUNDS, ReadBounds
 
 __all__ = ["DocumentsConfig", "parse_documents"]
 
@@ -30,6 +30,7 @@ class DocumentsConfig:
         answered documents.writer_busy (nothing written).
     body_timeout_seconds: the whole body must arrive within it (else documents.body_timeout).
     max_document_bytes: one document (its JSON, or the file), `indexes.max_document_bytes`.
+    read_bounds: what reading one file may take (`indexes.max_nesting`, ...: indexes.ingest.bounds).
     """
 
     max_body_bytes: int = 16 * MIB
@@ -37,10 +38,13 @@ class DocumentsConfig:
     write_timeout_seconds: float = 30.0 * SECONDS
     body_timeout_seconds: float = 60.0 * SECONDS
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    read_bounds: ReadBounds = DEFAULT_READ_BOUNDS
 
 
-def parse_documents(t: Fields, max_document_bytes: int) -> DocumentsConfig:
-    """The [documents] table → DocumentsConfig; max_document_bytes: `indexes.max_document_bytes`.
+def parse_documents(t: Fields, max_document_bytes: int,
+                    read_bounds: ReadBounds = DEFAULT_READ_BOUNDS) -> DocumentsConfig:
+    """The [documents] table → DocumentsConfig; max_document_bytes: `indexes.max_document_bytes`;
+    read_bounds: the [indexes] table's reader bounds.
     Raises ConfigError naming the key (unknown keys, bounds out of range)."""
     t.only({"max_body_bytes", "max_batch_documents", "write_timeout_seconds", "body_timeout_seconds"})
     return DocumentsConfig(
@@ -49,4 +53,5 @@ def parse_documents(t: Fields, max_document_bytes: int) -> DocumentsConfig:
         write_timeout_seconds=t.number("write_timeout_seconds", 30.0, lo=0.0, hi=600.0),
         body_timeout_seconds=t.number("body_timeout_seconds", 60.0, lo=0.1, hi=3600.0),
         max_document_bytes=max_document_bytes,
+        read_bounds=read_bounds,
     )

@@ -1,6 +1,8 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
-    [indexes]                 dir, max_document_bytes
+    [indexes]                 dir, max_document_bytes; how far a reader may go on one file
+                              (indexes.ingest.bounds): max_nesting, max_markup_elements,
+                              reader_memory_bytes, reader_cpu_seconds
     [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config;
                               dense = "none" (lexical) or an embedded model (hybrid is the default)
     [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
@@ -35,13 +37,14 @@ from indexes.dense.config import (
     DenseConfig,
     default_dense,
 )
-from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES
+from indexes.ingest import DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_READ_BOUNDS, ReadBounds
 from indexes.rerank.config import PROVIDERS as RERANK_PROVIDERS
 from indexes.rerank.config import RerankConfig
 from indexes.synonyms import SynonymError, Synonyms
 from indexes.synonyms import load as load_synonyms
 
-INDEXER_KEYS = ("dir", "max_document_bytes")
+BOUNDS_KEYS = ("max_nesting", "max_markup_elements", "reader_memory_bytes", "reader_cpu_seconds")
+INDEXER_KEYS = ("dir", "max_document_bytes", *BOUNDS_KEYS)
 DENSE_KEYS = ("provider", "model", "url", "api_key_env", "api_key_file", "dimensions", "query_prefix",
               "passage_prefix", "batch_size", "max_input_chars", "timeout_seconds", "retries", "backoff_seconds",
               "query_timeout_ms", "breaker_failures", "breaker_reset_seconds", "candidates", "fusion", "rrf_k",
@@ -65,7 +68,21 @@ def parse_indexer(idx: Fields, base_dir: Path) -> tuple[Path, int]:
             raise ConfigError(idx.key(name), "is not a known key (a typo?); per-index settings are tables, "
                                              f"e.g. [indexes.{name}.dense]")
     limit = idx.integer("max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES, lo=1, hi=2**40)
+    parse_read_bounds(idx)  # refused here too
     return base_dir / idx.string("dir", "data/indexes"), limit
+
+
+def parse_read_bounds(idx: Fields) -> ReadBounds:
+    """The [indexes] table's reader bounds (`indexes.ingest.bounds.ReadBounds`): max_nesting
+    (levels, 2-10,000), max_markup_elements (1,000-10^9), reader_memory_bytes (64 MiB-1 TiB),
+    reader_cpu_seconds (1-3,600). Raises ConfigError naming the key."""
+    d = DEFAULT_READ_BOUNDS
+    return ReadBounds(
+        max_nesting=idx.integer("max_nesting", d.max_nesting, lo=2, hi=10_000),
+        max_markup_elements=idx.integer("max_markup_elements", d.max_markup_elements, lo=1000, hi=10**9),
+        memory_bytes=idx.integer("reader_memory_bytes", d.memory_bytes, lo=64 * 1024 * 1024, hi=2**40),
+        cpu_seconds=idx.integer("reader_cpu_seconds", d.cpu_seconds, lo=1, hi=3600),
+    )
 
 
 def parse_dense(idx: Fields, base_dir: Path, env: Mapping[str, str]) -> DenseChoices:

@@ -9,6 +9,7 @@ the config file, so a config means the same thing whatever the working directory
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -25,7 +26,14 @@ from gateway.core.config.dify import parse_dify
 from gateway.core.config.documents import parse_documents
 from gateway.core.config.fields import SecretsUnread, section
 from gateway.core.config.gaps import parse_gaps
-from gateway.core.config.indexes import index_tables, parse_dense, parse_indexer, parse_rerank, parse_synonyms
+from gateway.core.config.indexes import (
+    index_tables,
+    parse_dense,
+    parse_indexer,
+    parse_read_bounds,
+    parse_rerank,
+    parse_synonyms,
+)
 from gateway.core.config.mcp import parse_mcp
 from gateway.core.config.model import (
     DEFAULT_ANSWER_CACHE_ENTRIES,
@@ -50,6 +58,7 @@ from gateway.core.redis_clients import url_problem
 from gateway.core.types import KIB
 from gateway.core.validate import Fields
 from indexes.dense.config import DenseChoices
+from indexes.ingest import ReadBounds
 from indexes.types import DEFAULT_BOUNDS, NO_DIALS, Dials, MilvusConfig
 
 SECTIONS = ("server", "replay", "indexes", "search", "tenants", "log", "admin", "agent", "audit", "access", "dify",
@@ -101,6 +110,12 @@ def load_indexer_config(path: str | os.PathLike[str]) -> tuple[Path, int]:
     return parse_indexer(section(read_toml(p)).table("indexes"), p.resolve().parent)
 
 
+def load_read_bounds(path: str | os.PathLike[str]) -> ReadBounds:
+    """The reader bounds of `[indexes]` (`parse_read_bounds`), for `kbgate index add` and
+    `kbgate sync`, like `load_indexer_config`."""
+    return parse_read_bounds(section(read_toml(Path(path))).table("indexes"))
+
+
 def load_indexes(path: str | os.PathLike[str], env: Mapping[str, str] | None = None,
                  ) -> tuple[Path, DenseChoices]:
     """`indexes.dir` (resolved against the file's folder) and the hybrid settings of each index
@@ -135,7 +150,7 @@ def load_sync_config(path: str | os.PathLike[str], env: Mapping[str, str] | None
     idx = section(read_toml(p)).table("indexes")
     folder, max_bytes = parse_indexer(idx, base)
     return (folder, parse_dense(idx, base, os.environ if env is None else env),
-            parse_sources(index_tables(idx), base, max_bytes))
+            parse_sources(index_tables(idx), base, max_bytes, parse_read_bounds(idx)))
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, str] | None = None,
@@ -164,6 +179,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
     agent = parse_agent(top.table("agent"), base_dir, env, tenants, search.max_chunks_per_query)
     dense, rerank = parse_dense(indexes, base_dir, env), parse_rerank(indexes, base_dir, env)
     check_dials(_route_dials(tenants, agent), dense, rerank)
+    admin = parse_admin(top.table("admin"), base_dir, env)
     return Config(
         server=server,
         replay=replay,
@@ -173,7 +189,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         source=source,
         log_level=log.choice("level", LOG_LEVELS, "info"),
         paths=paths,
-        admin=parse_admin(top.table("admin")),
+        admin=admin,
         agent=agent,
         audit=parse_audit(top.table("audit"), base_dir),
         access=parse_access(top.table("access"), base_dir, env),
@@ -183,7 +199,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path, env: Mapping[str, s
         gaps=parse_gaps(top.table("gaps"), base_dir, env),
         dify=parse_dify(top.table("dify"), paths),
         mcp=parse_mcp(top.table("mcp"), paths),
-        documents=parse_documents(top.table("documents"), max_document_bytes),
+        documents=parse_documents(top.table("documents"), max_document_bytes, parse_read_bounds(indexes)),
         remote=parse_backends(indexes, base_dir, env),
     )
 
@@ -198,7 +214,7 @@ def _route_dials(tenants: Mapping[str, Tenant], agent: AgentConfig) -> Iterator[
 
 def _server(t: Fields) -> ServerConfig:
     t.only({"bind", "workers", "max_body_bytes", "body_timeout_seconds", "graceful_timeout", "keep_alive_seconds",
-            "readiness", "public_url"})
+            "readiness", "public_url", "trusted_proxies"})
     bind = t.string("bind", "127.0.0.1:8080")
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -212,7 +228,23 @@ def _server(t: Fields) -> ServerConfig:
         keep_alive_seconds=t.number("keep_alive_seconds", 10.0, lo=1.0, hi=300.0),
         readiness=t.choice("readiness", READINESS_MODES, "any"),
         public_url=_public_url(t.data.get("public_url")),
+        trusted_proxies=_networks(t),
     )
+
+
+def _networks(t: Fields) -> tuple[str, ...]:
+    """`server.trusted_proxies`: each an IP address or network ('10.0.0.0/8'), kept normalised.
+    Raises ConfigError naming the entry."""
+    out: list[str] = []
+    if t.data.get("trusted_proxies") == []:
+        return ()
+    for i, value in enumerate(t.strings("trusted_proxies") or ()):
+        try:
+            out.append(str(ipaddress.ip_network(value.strip(), strict=False)))
+        except ValueError:
+            raise ConfigError(f"server.trusted_proxies[{i}]", "must be an IP address or network, e.g. "
+                                                              "10.0.0.0/8 or 127.0.0.1") from None
+    return tuple(out)
 
 
 def _public_url(value: object) -> str | None:

@@ -13,6 +13,10 @@ from pathlib import Path
 
 from gateway.core.config.documents import DocumentsConfig
 from gateway.core.config.owners import ConsoleUserConfig, GapsConfig
+from gateway.core.config.services import AccessConfig as AccessConfig
+from gateway.core.config.services import AuditConfig as AuditConfig
+from gateway.core.config.services import DifyConfig as DifyConfig
+from gateway.core.config.services import McpConfig as McpConfig
 from gateway.core.types import KIB, SECONDS, Secret
 from indexes.dense.config import DenseConfig
 from indexes.rerank.config import RerankConfig
@@ -118,6 +122,10 @@ class ServerConfig:
     readiness: when /readyz answers 200 (gateway/serve/readiness.py): "any" (default), Redis
         answers and one route can serve; "all", every enabled route's index opens (docs/configuration.md).
     public_url: where callers reach this gateway ('https://kb.example.com', no trailing '/') or None.
+    trusted_proxies: the addresses and networks (ip_network strings, '10.0.0.0/8', '127.0.0.1')
+        of the reverse proxies in front of the server: only a request whose peer is one of them
+        has its X-Forwarded-Proto and X-Forwarded-For read (the console: the cookie's Secure
+        flag, the address failed logins count against). Empty: those headers are never read.
     """
 
     bind: str = "127.0.0.1:8080"
@@ -128,6 +136,7 @@ class ServerConfig:
     keep_alive_seconds: float = 10.0
     readiness: str = "any"
     public_url: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
 
 
 READINESS_MODES = ("any", "all")
@@ -197,6 +206,13 @@ class AdminConfig:
     token_sha256: lower-case hex SHA-256 of the admin token (the token itself is never
         stored); it logs in as the admin 'admin'. With neither it nor users, `/admin/` is 404.
     users: the console's users (`[admin.users.NAME]`), each with a role and a credential hash.
+    session_secret: what console sessions are signed with (`session_secret_env` or
+        `session_secret_file`, a file no other user may read), or None: a key file beside the
+        config, made once (gateway.console.sessions).
+    state_file: where a server without Redis keeps the console's record across restarts (the
+        gap record, marks and filings, questions per day, session revocations:
+        gateway.console.keep), resolved against the config's folder; None: in memory only. Not
+        used with replay.redis_url (Redis keeps that record).
     show_queries: keep and show the callback's Query text (off: query text is personal data).
     keep_deliveries: ring size per tenant of the deliveries record (entries).
     keep_deleted_days: days a document deleted from the console stays restorable (0: not kept).
@@ -206,6 +222,8 @@ class AdminConfig:
     show_queries: bool = False
     keep_deliveries: int = 200
     users: tuple[ConsoleUserConfig, ...] = ()
+    session_secret: Secret | None = None
+    state_file: Path | None = None
     keep_deleted_days: int = 7
 
 
@@ -280,83 +298,6 @@ class AgentConfig:
     clients: Mapping[str, AgentClient] = field(default_factory=dict)
     ref_key: Secret | None = None
 
-
-@dataclass(frozen=True, slots=True)
-class AuditConfig:
-    """sink: 'stdout' | 'file' | 'off'; path: the JSON-lines file for 'file'."""
-
-    sink: str = "stdout"
-    path: Path | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AccessConfig:
-    """The Agent Access tool API (seed 002). Durations in seconds, sizes in UTF-8 bytes.
-
-    tracker: 'sqlite' (embedded default, works without GitHub) or 'github'.
-    github_token: only for 'github'. answer_url: None → extractive `ask`.
-    Retention of idempotency records: seed 002 §16 leaves it open; 24 h by default.
-    """
-
-    tracker: str = "sqlite"
-    sqlite_path: Path = Path("data/feedback.sqlite3")
-    idempotency_ttl_seconds: int = 24 * 3600 * SECONDS
-    dedupe_ttl_seconds: int = 7 * 24 * 3600 * SECONDS
-    labels: tuple[str, ...] = ("kbgate",)
-    page_max_bytes: int = 8 * KIB
-    context_max_pages: int = 5
-    context_max_bytes_per_page: int = 2 * KIB
-    context_max_total_bytes: int = 8 * KIB
-    github_repo: str | None = None
-    github_token: Secret | None = None
-    github_api_url: str = "https://api.github.com"
-    github_map_path: Path = Path("data/github-issue-map.sqlite3")
-    answer_url: str | None = None
-    answer_timeout_seconds: float = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class DifyConfig:
-    """[dify]: Dify's External Knowledge API (issue 11). Lengths in characters.
-
-    prefix: the endpoint Dify is given; it POSTs to prefix + '/retrieval' ('' = the root;
-        needs a restart). max_top_k: a top_k above it is clamped to it (a top_k below
-        1 or fractional is refused; some Dify versions send it stuck at a default). default_top_k: when top_k is
-        absent or null. content_chars: bound of a record's content. max_query_chars: a longer
-        query is refused. A record's score is the hit's relevance (gateway.dify.records).
-    """
-
-    prefix: str = "/dify"
-    max_top_k: int = 10
-    default_top_k: int = 5
-    content_chars: int = 1500
-    max_query_chars: int = 2000
-
-    @property
-    def path(self) -> str:
-        """The retrieval endpoint's path: prefix + '/retrieval'."""
-        return self.prefix + "/retrieval"
-
-
-@dataclass(frozen=True, slots=True)
-class McpConfig:
-    """[mcp]: the MCP server (Streamable HTTP) for the clients of [agent].
-
-    path: the endpoint (also answered with a trailing '/'); a restart changes it.
-    allowed_origins: browser Origins allowed (exact, or 'scheme://host:*' for any port); a
-        request with an Origin outside the list is 403, one without an Origin is allowed.
-    allowed_hosts: Host header values allowed ('host:*' for any port); empty = Host not
-        checked (behind a proxy the Host is the proxy's choice: list what it forwards).
-    max_results: search results per call. fetch_max_bytes: UTF-8 bytes of one fetched text.
-    max_body_bytes: one JSON-RPC request body.
-    """
-
-    path: str = "/mcp"
-    allowed_origins: tuple[str, ...] = ()
-    allowed_hosts: tuple[str, ...] = ()
-    max_results: int = 10
-    fetch_max_bytes: int = 128 * KIB
-    max_body_bytes: int = 64 * KIB
 
 # ---------------------------------------------------------------- the whole file
 

@@ -19,12 +19,14 @@ path is checked for form here, reached only by `kbgate sync`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.core.config.fields import WHITESPACE, table_of
 from gateway.core.errors import ConfigError
 from gateway.core.validate import Fields
+from indexes.ingest import DEFAULT_READ_BOUNDS, ReadBounds
 from indexes.ingest.fields import dataset_problem
 
 __all__ = ["SOURCE_TYPES", "SyncSource", "parse_sources"]
@@ -63,6 +65,7 @@ class SyncSource:
     timeout_seconds: float = 20.0
     user_agent: str = "kbgate-sync"
     max_document_bytes: int | None = None
+    read_bounds: ReadBounds = DEFAULT_READ_BOUNDS
 
     @property
     def key(self) -> str:
@@ -115,10 +118,12 @@ def _source(t: Fields, index: str, base_dir: Path, max_document_bytes: int) -> S
 
 
 def parse_sources(tables: list[tuple[str, Fields]], base_dir: Path,
-                  max_document_bytes: int) -> dict[str, tuple[SyncSource, ...]]:
+                  max_document_bytes: int, read_bounds: ReadBounds = DEFAULT_READ_BOUNDS,
+                  ) -> dict[str, tuple[SyncSource, ...]]:
     """Index name → its sync sources, from each `[indexes.NAME]` table's `sources` (an array of
     tables). base_dir: where relative paths start. max_document_bytes: the default bound of a
-    web page. Raises ConfigError naming the key (`indexes.docs.sources[0].max_pages`)."""
+    web page. read_bounds: what reading one file may take (the [indexes] table's). Raises
+    ConfigError naming the key (`indexes.docs.sources[0].max_pages`)."""
     out: dict[str, tuple[SyncSource, ...]] = {}
     for index, t in tables:
         if "sources" not in t:
@@ -128,7 +133,8 @@ def parse_sources(tables: list[tuple[str, Fields]], base_dir: Path,
             t.fail("sources", "type", "must be an array of tables ([[indexes.NAME.sources]])")
         found: list[SyncSource] = []
         for i, item in enumerate(raw):
-            found.append(_source(table_of(item, f"{t.key('sources')}[{i}]"), index, base_dir, max_document_bytes))
+            found.append(dataclasses.replace(_source(table_of(item, f"{t.key('sources')}[{i}]"), index, base_dir,
+                                                     max_document_bytes), read_bounds=read_bounds))
         names = [s.name for s in found]
         for i, name in enumerate(names):
             if name in names[:i]:

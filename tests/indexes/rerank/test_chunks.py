@@ -19,7 +19,11 @@ from indexes.types import Document, Section
 from tests.support.harness import free_port
 from tests.support.rerank_server import PATHS, running
 
-USE = DenseConfig(provider="local", model="use-multilingual-v3", query_timeout_ms=10_000)
+# The deadlines below are not what these tests check (the slow and down cases set their own):
+# they are long enough for the first query to wait out the model's load, and a rerank call to
+# answer, on a loaded machine (a load of 8 on 2 cores).
+USE = DenseConfig(provider="local", model="use-multilingual-v3", query_timeout_ms=120_000)
+RERANK_TIMEOUT_MS = 60_000
 # Five documents that all match 备份, each more often than the next: BM25 ranks d0 first.
 DOCS = [Document(f"d{i}", f"第{i}篇", (Section("", "备份 " * (6 - i) + "其他内容" * (i + 1)),)) for i in range(5)]
 
@@ -37,6 +41,7 @@ def _reverse(server: str) -> None:
 
 
 def store(root: Path, server: str, *, hybrid: bool = False, **kw: object) -> HybridStore:
+    kw.setdefault("timeout_ms", RERANK_TIMEOUT_MS)
     rerank = RerankConfig(provider="cohere", url=server + PATHS["cohere"], model="m", **kw)  # type: ignore[arg-type]
     dense = {"kb": USE} if hybrid else None
     HybridStore(root, dense=dense).create_or_open_for_write("kb").ingest(DOCS, progress=False)
