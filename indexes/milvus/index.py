@@ -27,7 +27,7 @@ from ..analysis import QueryTerms
 from ..errors import IndexNotFoundError
 from ..hits import chunk_fold, make_hit
 from ..relevance import Question, content_units, question
-from ..search import DEFAULT_BOOSTS
+from ..search import COMMON_TERM_MIN_CHUNKS, COMMON_TERM_RATIO, DEFAULT_BOOSTS
 from ..synonyms import Synonyms, analysed
 from ..types import (
     DEFAULT_BOUNDS,
@@ -145,6 +145,19 @@ class MilvusIndex:
 
         return question(terms.text, documents_with, self._profile.expected, terms.expansions)
 
+    def _common(self, terms: QueryTerms) -> frozenset[str]:
+        """The question's words and Latin words held by more than COMMON_TERM_RATIO of the
+        documents (and more than COMMON_TERM_MIN_CHUNKS of them): `indexes.search`'s rule, counted
+        in documents (what the writer keeps) rather than chunks."""
+        keys = {t: f"w:{t}" for t in terms.words} | {t: f"l:{t}" for t in terms.latin}
+        missing = [k for k in keys.values() if k not in self._freqs]
+        if missing:
+            got = term_counts(self.coll, missing)
+            self._freqs.update({k: got.get(k, 0) for k in missing})
+        documents = self._profile.documents if self._profile is not None else 0
+        cutoff = max(COMMON_TERM_RATIO * documents, COMMON_TERM_MIN_CHUNKS)
+        return frozenset(t for t, k in keys.items() if self._freqs[k] > cutoff)
+
     def search(self, query: str, limit: int = 10, *, filter: SearchFilter | None = None, one_per_document: bool = True,
                summary_chars: int = 200, content_chars: int = 1500, where: MetaFilter | None = None,
                floor: float = 0.0, dials: Dials = NO_DIALS) -> list[Hit]:
@@ -161,10 +174,10 @@ class MilvusIndex:
         self.maybe_reload()
         terms = analysed(query, self.synonyms)
         fetch = min(max(limit * FETCH_PER_RESULT, 50), self.bounds.max_chunks_per_query)
-        scores = candidates(self.coll, terms, expression(filter), fetch, DEFAULT_BOOSTS)
+        asked = self._question(terms)
+        scores = candidates(self.coll, terms, expression(filter), fetch, DEFAULT_BOOSTS, self._common(terms))
         if not scores:
             return []
-        asked = self._question(terms)
         folded: dict[str, str] = {}
         keep_more = self.bounds.max_chunks_per_document - 1 if one_per_document else 0
         docs = grouped(scores, keep_more) if one_per_document else [

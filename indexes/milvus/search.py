@@ -35,8 +35,12 @@ class Candidate:
         return self.scores[0]
 
 
-def field_queries(terms: QueryTerms, boosts: Boosts = DEFAULT_BOOSTS) -> Iterator[tuple[str, str, float]]:
-    """(field, whitespace-joined terms, weight) of each search a question makes."""
+def field_queries(terms: QueryTerms, boosts: Boosts = DEFAULT_BOOSTS,
+                  common: frozenset[str] = frozenset()) -> Iterator[tuple[str, str, float, bool]]:
+    """(field, whitespace-joined terms, weight, adds only) of each search a question makes. A
+    common word or Latin word (`common`: in more than COMMON_TERM_RATIO of the documents, the
+    rule of `indexes.search.query_plan`) selects no chunk on the body fields: its search only
+    adds `boosts.common` of its score to chunks a rarer term found (unless every term is common)."""
     fields = (("words", terms.words, boosts.body_words), ("latin", terms.latin, boosts.body_latin),
               ("chars", (*terms.bigrams, *terms.chars), boosts.body_bigrams),
               ("titles", (*terms.words, *terms.latin, *terms.bigrams), boosts.title))
@@ -45,21 +49,27 @@ def field_queries(terms: QueryTerms, boosts: Boosts = DEFAULT_BOOSTS) -> Iterato
             continue
         own = [t for t in tokens if t not in terms.expanded]
         added = [t for t in tokens if t in terms.expanded]
-        if own:
-            yield name, " ".join(own), boost
+        rare = [t for t in own if t not in common] if name in ("words", "latin") else own
+        if rare:
+            yield name, " ".join(rare), boost, False
+        if len(rare) < len(own):
+            yield name, " ".join(t for t in own if t in common), boost * boosts.common, bool(rare)
         if added:
-            yield name, " ".join(added), boost * EXPANSION_WEIGHT
+            yield name, " ".join(added), boost * EXPANSION_WEIGHT, False
 
 
 def candidates(c: Collection, terms: QueryTerms, expr: str, fetch: int,
-               boosts: Boosts = DEFAULT_BOOSTS) -> dict[str, float]:
+               boosts: Boosts = DEFAULT_BOOSTS, common: frozenset[str] = frozenset()) -> dict[str, float]:
     """chunk id → fused score of the best `fetch` chunks of each field search within `expr`."""
     scores: dict[str, float] = {}
-    for name, text, weight in field_queries(terms, boosts):
+    queries = sorted(field_queries(terms, boosts, common), key=lambda q: q[3])  # adding-only searches last
+    for name, text, weight, adds_only in queries:
         found = c.read("search", c.chunks, data=[text], anns_field=f"{name}_bm25", limit=fetch, filter=expr,
                        output_fields=[], search_params={"metric_type": "BM25"})
         for hit in found[0] if found else ():
             key = str(hit["id"])
+            if adds_only and key not in scores:
+                continue
             scores[key] = scores.get(key, 0.0) + weight * abs(float(hit["distance"]))
     return scores
 
