@@ -178,9 +178,11 @@ def huge_document_costs(chunks: int = 35_000, queries: int = 200, workdir: Path 
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         store = IndexStore(Path(tmp))
         normal = store.create_or_open_for_write("normal")
+        assert isinstance(normal, KnowledgeIndex)  # a Tantivy index: its collapse is measured here
         normal.ingest(docs, progress=False)
         huge = _huge(docs, chunks, normal.chunk_chars)
         big = store.create_or_open_for_write("huge")
+        assert isinstance(big, KnowledgeIndex)
         started = time.perf_counter()
         report = big.ingest([*docs, huge], progress=False)
         print(f"huge document: {report.chunks - normal.stats().chunks} chunks, index built in "

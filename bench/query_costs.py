@@ -66,7 +66,7 @@ def measure(corpus: str, limit: int, passes: int, max_queries: int) -> dict[str,
     from indexes.hits import collapse, make_hit
     from indexes.ingest import read_paths
     from indexes.search import build_query
-    from indexes.store import IndexStore
+    from indexes.store import IndexStore, KnowledgeIndex
     from indexes.types import DEFAULT_BOUNDS, Document, SearchFilter
 
     docs_path, query_files = _corpus(corpus)
@@ -77,6 +77,7 @@ def measure(corpus: str, limit: int, passes: int, max_queries: int) -> dict[str,
         store.create_or_open_for_write(corpus).ingest(
             [d for d in read_paths([docs_path]) if isinstance(d, Document)], progress=False, workers=1)
         ki = store.open(corpus)
+        assert isinstance(ki, KnowledgeIndex)  # a Tantivy index: its parts are measured here
         searcher = ki._index.searcher()
         schema = ki._schema
         filters = ki._filter_parts(flt)
