@@ -115,7 +115,7 @@ def _walk_dir(folder: Path, here: Path, root: str, ancestors: tuple[str, ...], l
 
 
 def _unsupported(p: Path) -> str:
-    """The reason a file inside a folder is skipped for its type (issue 16: every file skipped
+    """The reason a file inside a folder is skipped for its type (every file skipped
     is reported, so a folder of PDFs never reads as a quiet "0 added")."""
     return f"unsupported file type {p.suffix.lower() or '(none)'!r}: skipped (kbgate reads {supported()})"
 

@@ -21,11 +21,11 @@ class AuditConfig:
 
 @dataclass(frozen=True, slots=True)
 class AccessConfig:
-    """The Agent Access tool API (seed 002). Durations in seconds, sizes in UTF-8 bytes.
+    """The Agent Access tool API (its spec in ../shared/seeds). Durations in seconds, sizes in UTF-8 bytes.
 
     tracker: 'sqlite' (embedded default, works without GitHub) or 'github'.
     github_token: only for 'github'. answer_url: None → extractive `ask`.
-    Retention of idempotency records: seed 002 §16 leaves it open; 24 h by default.
+    Retention of idempotency records: the tool API spec leaves it open; 24 h by default.
     """
 
     tracker: str = "sqlite"
@@ -47,7 +47,7 @@ class AccessConfig:
 
 @dataclass(frozen=True, slots=True)
 class DifyConfig:
-    """[dify]: Dify's External Knowledge API (issue 11). Lengths in characters.
+    """[dify]: Dify's External Knowledge API. Lengths in characters.
 
     prefix: the endpoint Dify is given; it POSTs to prefix + '/retrieval' ('' = the root;
         needs a restart). max_top_k: a top_k above it is clamped to it (a top_k below
