@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from gateway.console import i18n
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.links import document_url
 from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
@@ -91,7 +92,9 @@ def num(v: Any, digits: int = 4) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=visible,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             extensions=["jinja2.ext.i18n"])
+    env.install_gettext_callables(i18n._, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
     env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
     return env
