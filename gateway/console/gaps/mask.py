@@ -21,8 +21,8 @@ _D = "0-9\uff10-\uff19"  # ASCII and full-width digits
 _S = " \\-\uff0d"  # a space, '-' or a full-width '-' between groups
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+[@\uff20][A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _ID = re.compile(rf"(?<![{_D}])[{_D}]{{17}}[{_D}Xx\uff38\uff58](?![{_D}A-Za-z])")
-_CARD = re.compile(rf"(?<![{_D}])(?:[{_D}]{{16,19}}|[{_D}]{{4}}([{_S}])[{_D}]{{4}}(?:\1[{_D}]{{4}}){{2}}(?:\1[{_D}]{{1,3}})?)"
-                   rf"(?![{_D}])")
+_CARD = re.compile(rf"(?<![{_D}])(?:[{_D}]{{16,19}}"
+                   rf"|[{_D}]{{4}}([{_S}])[{_D}]{{4}}(?:\1[{_D}]{{4}}){{2}}(?:\1[{_D}]{{1,3}})?)(?![{_D}])")
 _PHONE = re.compile(rf"(?<![{_D}+\uff0b])(?:[+\uff0b]?[8\uff18][6\uff16][{_S}]?)?[1\uff11][3-9\uff13-\uff19][{_D}]"
                     rf"([{_S}]?)[{_D}]{{4}}\1[{_D}]{{4}}(?![{_D}])")
 _ANY = re.compile(rf"[{_D}@\uff20]")
