@@ -31,6 +31,7 @@ from starlette.templating import Jinja2Templates
 from gateway.console import i18n
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.links import document_url
+from gateway.console.scores import score_text
 from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
 from gateway.console.sessions import SessionsUnavailable
 from gateway.console.text import visible
@@ -95,7 +96,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              extensions=["jinja2.ext.i18n"])
     env.install_gettext_callables(i18n._, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
-    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
+    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr, score=score_text)
     env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
     return env
 

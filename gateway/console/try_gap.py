@@ -3,9 +3,10 @@ the server, never by its question text in a URL.
 
 The form is prefilled with the group's most frequent caller and route (`Asker` labels:
 'volcengine:acme' with 'acme/tech/software'; 'dify:alice' with 'support'; the tool API's wing
-'agent' is the try's caller 'tools'). When question text is kept (admin.show_queries on) the
-group's newest example is the question and the try runs at once; when it is not, there is no
-text anywhere to prefill: the owner types the question, and the try says whether it belongs to
+'agent' is the try's caller 'tools'). When question text is kept (gaps.keep_text, the default) and
+the user may read it (admins and the index's owners: gateway.console.gaps.owners.reads_text),
+the group's newest example is the question and the try runs at once; when it is not, there is no
+text to prefill: the owner types the question, and the try says whether it belongs to
 the group (`belongs`: the question keyed and grouped with the group's questions by the
 recorder's own rules, `gateway.console.gaps.keys` and `groups`).
 """
@@ -54,7 +55,7 @@ async def _groups(request: Request, user: ConsoleUser, *, with_examples: bool) -
     return shown, about, questions
 
 
-def prefilled(g: Group, show_queries: bool) -> dict[str, str]:
+def prefilled(g: Group) -> dict[str, str]:
     """The try form's fields for group `g` (module doc); 'query' only when its text is kept."""
     form: dict[str, str] = {"gap": g.id}
     caller = g.callers.most_common(1)[0][0] if g.callers else ""
@@ -70,7 +71,7 @@ def prefilled(g: Group, show_queries: bool) -> dict[str, str]:
         form["a_client"] = name
         if "," not in label:
             form["a_route"] = label
-    if show_queries and g.examples:
+    if g.examples:
         form["query"] = g.examples[0]
     return form
 
@@ -78,15 +79,14 @@ def prefilled(g: Group, show_queries: bool) -> dict[str, str]:
 async def resolve(request: Request, user: ConsoleUser, group_id: str) -> FromGap:
     """The prefilled try of the group `group_id` that `user` may see (module doc)."""
     rt, _ = _state(request)
-    show = rt.config.admin.show_queries
     try:
-        shown, about, _ = await _groups(request, user, with_examples=show)
+        shown, about, _ = await _groups(request, user, with_examples=rt.config.gaps.keep_text)
     except DependencyUnavailable:
         return FromGap(group_id, problem="The gaps record (Redis) is not answering; try again shortly.")
     g = next((x for x in shown if x.id == group_id), None)
     if g is None:
         return FromGap(group_id, problem="No such gap group (it may have expired).")
-    form = prefilled(g, show)
+    form = prefilled(g)
     return FromGap(g.id, about[g.id], form, "query" in form)
 
 

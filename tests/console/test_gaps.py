@@ -12,6 +12,7 @@ import pytest
 from gateway.console.gaps.groups import group
 from gateway.console.gaps.keys import normalized, question_key
 from gateway.console.gaps.record import GapRecorder, classify
+from gateway.console.gaps.states import GroupState
 from gateway.console.gaps.store import DAY, GapStore, MemoryGapStore, RedisGapStore
 from gateway.core.config import Config, GapsConfig
 from gateway.core.events import Asker, SearchAnswered, Served
@@ -149,8 +150,35 @@ async def test_the_recorder_counts_keeps_gaps_and_served_hits(tmp_path: Path, st
     [g] = group(await store.questions(cfg.gaps, NOW, with_examples=True))
     assert (g.count, g.no_answer, g.low_score, g.questions) == (2, 1, 1, 1)
     assert g.callers == {"volcengine:acme": 2} and g.days == {"2027-01-15": 2}
-    assert [h["doc_id"] for h in g.best] == ["leave.md"] and g.examples == []  # show_queries off
+    assert [h["doc_id"] for h in g.best] == ["leave.md"]
+    assert g.examples == ["年假 怎么算？", "年假怎么算"]  # kept by default (gaps.keep_text), newest first
     assert await store.served("kb", ["2027-01-15"]) == {"leave.md": 2}
+
+
+async def test_one_config_line_keeps_no_text_at_all(tmp_path: Path, store: GapStore) -> None:
+    cfg = _config(tmp_path, keep_text=False)
+    rec = GapRecorder(lambda: cfg, Clock(), store)
+    rec.observe(_asked("年假怎么算"))
+    await rec.flush()
+    [g] = group(await store.questions(cfg.gaps, NOW, with_examples=True))
+    assert g.count == 1 and g.examples == []
+
+
+async def test_identifiers_are_masked_before_the_text_is_stored(tmp_path: Path, store: GapStore,
+                                                                redis_url: str, key_prefix: str) -> None:
+    cfg = _config(tmp_path)
+    rec = GapRecorder(lambda: cfg, Clock(), store)
+    rec.observe(_asked("我的手机13812345678和身份证11010519491231002X怎么改"))
+    await rec.flush()
+    [g] = group(await store.questions(cfg.gaps, NOW, with_examples=True))
+    assert g.examples == ["我的手机[phone]和身份证[id]怎么改"]
+    if isinstance(store, RedisGapStore):  # nothing of the numbers is anywhere in Redis
+        client = store.client
+        for name in await client.keys(f"{key_prefix}:gaps:*"):
+            kind = await client.type(name)
+            raw = repr(await client.lrange(name, 0, -1) if kind == b"list" else
+                       await client.hgetall(name) if kind == b"hash" else await client.dump(name))
+            assert "13812345678" not in raw and "11010519491231002X" not in raw
 
 
 async def test_served_counts_split_the_top_answer_from_lower_ranks(tmp_path: Path, store: GapStore) -> None:
@@ -166,9 +194,8 @@ async def test_served_counts_split_the_top_answer_from_lower_ranks(tmp_path: Pat
     assert await store.served("kb", day, top=True) == {"leave.md": 1, "travel.md": 1}
 
 
-async def test_texts_are_kept_only_when_opted_in_bounded_in_count_and_time(tmp_path: Path,
-                                                                           store: GapStore) -> None:
-    cfg = _config(tmp_path, show=True, max_examples=2, query_retention_seconds=3600)
+async def test_texts_are_bounded_in_count_and_time(tmp_path: Path, store: GapStore) -> None:
+    cfg = _config(tmp_path, max_examples=2, query_retention_seconds=3600)
     clock = Clock()
     rec = GapRecorder(lambda: cfg, clock, store)
     for text in ("年假怎么算", "年假怎么算?", "年假怎么算！"):
@@ -179,6 +206,45 @@ async def test_texts_are_kept_only_when_opted_in_bounded_in_count_and_time(tmp_p
     assert g.examples == ["年假怎么算！", "年假怎么算?"]  # newest first, at most max_examples
     [old] = group(await store.questions(cfg.gaps, clock.t + 3601, with_examples=True))
     assert old.examples == [] and old.count == 3  # past the retention: counts stay, text is gone
+
+
+async def test_text_older_than_keep_days_is_dropped_while_the_counts_stay(tmp_path: Path, store: GapStore) -> None:
+    cfg = _config(tmp_path, keep_days=2)
+    clock = Clock()
+    rec = GapRecorder(lambda: cfg, clock, store)
+    rec.observe(_asked("年假怎么算"))
+    await rec.flush()
+    clock.t += DAY + 3600
+    rec.observe(_asked("年假怎么算？"))
+    await rec.flush()
+    [g] = group(await store.questions(cfg.gaps, clock.t, with_examples=True))
+    assert g.examples == ["年假怎么算？", "年假怎么算"]
+    [later] = group(await store.questions(cfg.gaps, NOW + 2 * DAY + 60, with_examples=True))
+    assert later.count == 2 and later.examples == ["年假怎么算？"]  # the first text passed keep_days
+
+
+async def test_a_flood_evicts_unfiled_unmarked_groups_before_filed_or_marked_ones(tmp_path: Path,
+                                                                                 store: GapStore) -> None:
+    """One token holder asking max_questions new questions cannot push out what owners work on."""
+    cfg = _config(tmp_path, max_questions=10)
+    clock = Clock()
+    rec = GapRecorder(lambda: cfg, clock, store)
+    for text in ("年假怎么算", "出差怎么报销", "加班费怎么算"):
+        rec.observe(_asked(text))
+        clock.t += 1
+    await rec.flush()
+    keys = {q.examples[0]: q.key for q in await store.questions(cfg.gaps, clock.t, with_examples=True)}
+    for text, mark in (("年假怎么算", "filed"), ("出差怎么报销", "resolved")):
+        await rec.states.put(keys[text], dataclasses.replace(GroupState(), state=mark, record="r"), set(keys.values()),
+                             clock.t, cfg.gaps.keep_days)
+    flood = dataclasses.replace(VOLC, caller="flood")
+    for n in range(30):
+        rec.observe(_asked(f"第{n}号机器的型号是什么", asker=flood))
+        clock.t += 1
+        await rec.flush()
+    kept = {q.key for q in await store.questions(cfg.gaps, clock.t, with_examples=False)}
+    assert len(kept) == 10 and {keys["年假怎么算"], keys["出差怎么报销"]} <= kept
+    assert keys["加班费怎么算"] not in kept  # unmarked: the oldest went first
 
 
 async def test_the_record_keeps_at_most_max_questions_and_keep_days(tmp_path: Path, store: GapStore) -> None:

@@ -1,6 +1,7 @@
-"""gateway.console.try_gap through the app: a try from a gap group by its id, with and without
-kept question text, whether a typed question belongs to the group, and an owner of another
-index refused the group."""
+"""gateway.console.try_gap and the gap pages through the app: a try from a gap group by its id,
+with and without kept question text, whether a typed question belongs to the group, an owner of
+another index refused the group, and who reads a group's question text (admins and the owners of
+its index; a viewer and another index's owner never)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,29 @@ import pytest
 
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import load_config
-from tests.console.test_users import OWNER, users_config
+from tests.console.test_users import OWNER, VIEWER, _hash, users_config
 from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE, write
 
 pytestmark = pytest.mark.anyio
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 MISSED = "火星基地的氧气配额是多少"
+KB_OWNER = "kim-credential-0123456789abcdef"
+KIM = {"authorization": f"Bearer kim:{KB_OWNER}"}
+VERA = {"authorization": f"Bearer vera:{VIEWER}"}
+OTTO = {"authorization": f"Bearer otto:{OWNER}"}
 
 
 async def _app_with_gap(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch, *,
-                        show: bool) -> tuple[Any, str]:
+                        keep: bool, query: str = MISSED) -> tuple[Any, str]:
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)
     data = users_config(tmp_path, docs_index, audit={"sink": "off"})
     data["gaps"]["flush_seconds"] = 0.05
-    data["admin"]["show_queries"] = show
+    data["gaps"]["keep_text"] = keep
+    data["admin"]["users"]["kim"] = {"role": "owner", "indexes": ["kb"], "credential": _hash(KB_OWNER)}
     c, _, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
     r = await c.post("/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},
-                     json={"knowledge_id": "other", "query": MISSED,
+                     json={"knowledge_id": "other", "query": query,
                            "retrieval_setting": {"top_k": 3, "score_threshold": 0}})
     assert r.json()["records"] == []
     for _ in range(100):
@@ -42,7 +48,7 @@ async def _app_with_gap(tmp_path: Path, docs_index: Path, start_app: Any, monkey
 
 async def test_with_texts_kept_the_groups_question_is_tried_at_once(
         tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, show=True)
+    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, keep=True)
     page = (await c.get(f"/admin/try?gap={gid}", headers=ADMIN)).text
     assert "Its newest question is tried below." in page and MISSED in page
     assert 'name="a_caller"' in page and '<option value="dify" selected>' in page and 'value="other"' in page
@@ -53,11 +59,30 @@ async def test_with_texts_kept_the_groups_question_is_tried_at_once(
 
 async def test_without_texts_the_owner_types_it_and_is_told_whether_it_belongs(
         tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, show=False)
+    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, keep=False)
     page = (await c.get(f"/admin/try?gap={gid}", headers=ADMIN)).text
-    assert "not kept" in page and "火星" not in page and 'class="member"' not in page
+    assert "gaps.keep_text = false" in page and "火星" not in page and 'class="member"' not in page
     form = {"gap": gid, "a_caller": "dify", "a_client": "alice", "a_route": "other"}
     same = (await c.post("/admin/try", headers=ADMIN, data={**form, "query": "火星基地氧气配额是多少？"})).text
     assert 'data-member="yes"' in same
     other = (await c.post("/admin/try", headers=ADMIN, data={**form, "query": "木星探测器的燃料"})).text
     assert 'data-member="no"' in other
+
+
+async def test_the_index_owner_and_admins_read_the_question_masked_others_never(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = "火星基地的氧气配额是多少，我的手机13812345678"
+    c, gid = await _app_with_gap(tmp_path, docs_index, start_app, monkeypatch, keep=True, query=asked)
+    kept = "火星基地的氧气配额是多少，我的手机[phone]"
+    for who in (ADMIN, KIM):
+        [g] = (await c.get("/admin/gaps.json", headers=who)).json()["groups"]
+        assert g["examples"] == [kept]
+        assert kept in (await c.get("/admin/gaps", headers=who)).text
+        assert f'value="{kept}"' in (await c.get(f"/admin/try?gap={gid}", headers=who)).text
+    [seen] = (await c.get("/admin/gaps.json", headers=VERA)).json()["groups"]  # a viewer sees the group...
+    assert seen["id"] == gid and seen["examples"] == []  # ...never its text
+    for who in (VERA, OTTO):  # otto owns docs, not kb: the group is not even shown to him
+        for path in ("/admin/gaps", "/admin/gaps.json", f"/admin/try?gap={gid}", "/admin/tasks"):
+            body = (await c.get(path, headers=who)).text
+            assert "火星" not in body and "13812345678" not in body and "[phone]" not in body, path
+    assert "not shown: only admins" in (await c.get("/admin/gaps", headers=VERA)).text

@@ -1,6 +1,7 @@
 """Knowledge gaps and hit statistics: what callers asked that the knowledge could not answer,
 which documents were served, and the owner's pages and improvement tasks for them.
 
+mask     personal identifiers masked before a question's text is kept
 record   the observer of the core's SearchAnswered events (off the request path)
 keys     normalized form and keyed hashes of a question
 groups   exact repeats and near-duplicates joined into groups
@@ -21,6 +22,7 @@ from gateway.console.gaps.states import make_states
 from gateway.console.gaps.store import make_gap_store
 from gateway.console.gaps.tasks import ROUTES as TASK_ROUTES
 from gateway.console.gaps.views import ROUTES as VIEW_ROUTES
+from gateway.core.explain import analysis_of
 from gateway.core.runtime import Runtime
 
 ROUTES = [*VIEW_ROUTES, *TASK_ROUTES]
@@ -35,4 +37,15 @@ def make_recorder(rt: Runtime, count: Callable[[str, str], None] | None = None) 
     store = make_gap_store(cfg.replay.redis_url, cfg.replay.key_prefix, cfg.replay.timeout_seconds)
     states = make_states(cfg.replay.redis_url, cfg.replay.key_prefix, cfg.replay.timeout_seconds)
     return GapRecorder(lambda: rt.config, rt.clock.now, store, count,
-                       lambda index, query: [u.text for u in rt.index(index).question(query).units], states)
+                       lambda index, query: [u.text for u in rt.index(index).question(query).units], states,
+                       lambda index, doc_id, query: unmatched_words(rt, index, doc_id, query))
+
+
+def unmatched_words(rt: Runtime, index: str, doc_id: str, query: str) -> list[str]:
+    """The content words of `query` (as `index` analyses it) that document `doc_id` does not hold
+    in its title or text (`gateway.core.explain.analysis_of`); [] when the document is gone."""
+    idx = rt.index(index)
+    doc = idx.get_document(doc_id, include_hidden=True)
+    if doc is None:
+        return []
+    return [t.word for t in analysis_of(idx.question(query), [doc.title, doc.text]) if t.matched == "unmatched"]

@@ -25,7 +25,7 @@ MAX_POSTING = 50
 class Question:
     """One kept question: its key, term hashes and counters (times are unix seconds; days
     'YYYY-MM-DD' UTC). best: the hits it got last ({index, doc_id, title, path, relevance,
-    revision}); examples: its texts (only when admin.show_queries was on), newest first."""
+    revision}); examples: its texts (masked; only with gaps.keep_text), newest first."""
 
     key: str
     terms: tuple[str, ...] = ()

@@ -3,7 +3,9 @@
 A group counts its questions per route label (gateway.console.gaps.record.route_label: route
 ids joined by ','): an agent route's name, or 'TENANT/FIRST/SECOND' for a Volcengine route.
 Each configured route id names one index; a label of routes no longer configured names none
-(only a viewer or an admin sees such a group).
+(only a viewer or an admin sees such a group). A group's question texts are for the people
+who own the questions: admins and the owners of one of its indexes (`reads_text`); anyone else
+gets the group without them.
 """
 
 from __future__ import annotations
@@ -26,10 +28,17 @@ def group_indexes(group: Group, routes: dict[str, str]) -> list[str]:
     return sorted({routes[rid] for label in group.routes for rid in label.split(",") if rid in routes})
 
 
+def reads_text(user: ConsoleUser, indexes: list[str]) -> bool:
+    """True when `user` may read the question texts of a group asked of `indexes`: an admin, or
+    an owner of one of them (a viewer never; a group of no configured index: admins only)."""
+    return user.role == "admin" or (user.role == "owner" and any(n in user.indexes for n in indexes))
+
+
 def visible_groups(user: ConsoleUser, groups: list[Group], config: Config) -> tuple[list[Group], dict[str, str]]:
     """The groups `user` may see (users.can 'view_gaps' on one of a group's indexes; viewers and
     admins see all), and for each the index a filing would be about (one the user may file for
-    when there is one, else the group's first index, else '')."""
+    when there is one, else the group's first index, else ''). A group whose texts `user` may
+    not read (`reads_text`) comes without them (its `examples` emptied)."""
     routes = route_indexes(config)
     shown: list[Group] = []
     about: dict[str, str] = {}
@@ -37,6 +46,9 @@ def visible_groups(user: ConsoleUser, groups: list[Group], config: Config) -> tu
         names = group_indexes(g, routes)
         if user.role == "owner" and not any(can(user, "view_gaps", n) for n in names):
             continue
+        if not reads_text(user, names):  # the texts, and the question's words a near miss lacks
+            g.examples = []
+            g.best = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.best]
         shown.append(g)
         about[g.id] = next((n for n in names if can(user, "file_gap", n)), names[0] if names else "")
     return shown, about

@@ -8,8 +8,9 @@ under the route's gap threshold: `GapsConfig.threshold_of`) or 'answered' — co
 Prometheus (`kbgate_questions_total{route,outcome}`) and appends it to a bounded queue: no
 I/O, no Redis round trip. Every `gaps.flush_seconds` a background task of the worker's event
 loop drains the queue: it hashes each gap question (`gateway.console.gaps.keys`, in a worker thread:
-the analysis is CPU), aggregates repeats, and writes one batch to the store (Redis pipeline or
-memory). A store that fails drops that batch with one warning line per WARN_EVERY seconds; the
+the analysis is CPU), masks the text it keeps (gaps.keep_text; `gateway.console.gaps.mask`),
+aggregates repeats, and writes one batch to the store (Redis pipeline or memory; filed or
+marked groups are evicted last). A store that fails drops that batch with one warning line per WARN_EVERY seconds; the
 callers' answers left long before. An operator's try (`Asker.probe`) and a search whose every
 index failed are not recorded.
 """
@@ -27,19 +28,23 @@ from redis.exceptions import RedisError
 
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.keys import question_key
-from gateway.console.gaps.states import MemoryStates, RedisStates
+from gateway.console.gaps.mask import mask
+from gateway.console.gaps.states import MemoryStates, RedisStates, group_of
 from gateway.console.gaps.store import TOP, Example, GapStore, Served, day_of
+from gateway.console.scores import cut
 from gateway.core.config import Config
+from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Asker, SearchAnswered
 
 log = logging.getLogger("kbgate.gaps")
 
 MAX_PENDING = 20_000  # questions waiting for the flush before new ones are dropped
 MAX_BEST = 3  # near-miss hits kept per question
+MAX_WORDS = 12  # unmatched words kept per near miss
 WARN_EVERY = 10.0
 OUTCOMES = ("answered", "no_answer", "low_score")
 
-Pending = tuple[SearchAnswered, float, bool, str]  # (event, unix s, keep its text, outcome)
+Pending = tuple[SearchAnswered, float, bool, str, float]  # (event, unix s, keep its text, outcome, threshold)
 
 
 def verdict(relevances: Iterable[float], threshold: float) -> str:
@@ -71,6 +76,9 @@ def route_label(e: SearchAnswered) -> str:
 
 Words = Callable[[str, str], Sequence[str]]
 """(index name, raw question) → the question's content words as that index analyses them."""
+Missing = Callable[[str, str, str], Sequence[str]]
+"""(index name, document id, masked question) → the question's content words that document
+(title and text) does not hold, as the index analyses them (`gateway.core.explain.analysis_of`)."""
 
 
 class GapRecorder:
@@ -78,12 +86,14 @@ class GapRecorder:
     clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter;
     words: the index's analysis of a question (`Words`, the question key's; run in the flush's
     worker thread; what it raises counts as no words); states: the groups' states (filed,
-    resolved, ignored: `gateway.console.gaps.states`), this process's memory when None."""
+    resolved, ignored: `gateway.console.gaps.states`), this process's memory when None; missing:
+    a near miss's unmatched words (`Missing`, in the flush's thread; kept only with the text)."""
 
     def __init__(self, config: Callable[[], Config], now: Callable[[], float], store: GapStore,
                  count: Callable[[str, str], None] | None = None, words: Words | None = None,
-                 states: MemoryStates | RedisStates | None = None) -> None:
+                 states: MemoryStates | RedisStates | None = None, missing: Missing | None = None) -> None:
         self._words = words
+        self._missing = missing
         self.states = states if states is not None else MemoryStates()
         self._config = config
         self._now = now
@@ -100,13 +110,14 @@ class GapRecorder:
         if e.asker.probe or (e.failed and not e.hits):
             return
         cfg = self._config()
-        outcome = classify(e, cfg.gaps.threshold_of(e.asker.routes))
+        threshold = cfg.gaps.threshold_of(e.asker.routes)
+        outcome = classify(e, threshold)
         self._count(route_label(e), outcome)
         if len(self._pending) >= MAX_PENDING:
             self.dropped += 1
             self._warn("gaps record: flush behind, question dropped")
             return
-        self._pending.append((e, self._now(), cfg.admin.show_queries, outcome))
+        self._pending.append((e, self._now(), cfg.gaps.keep_text, outcome, threshold))
 
     async def run(self) -> None:
         """Flush every gaps.flush_seconds until cancelled."""
@@ -126,9 +137,14 @@ class GapRecorder:
             return
         batch = [self._pending.popleft() for _ in range(len(self._pending))]
         cfg = self._config()
-        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key, self._analysed)
+        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key, self._analysed,
+                                                                self._unmatched)
         try:
-            await self.store.apply(questions, examples, served, cfg.gaps, self._now())
+            protected = frozenset(group_of(k) for k in await self.states.all())
+        except DependencyUnavailable:
+            protected = frozenset()  # the states cannot be read: plain least-recently-seen eviction
+        try:
+            await self.store.apply(questions, examples, served, cfg.gaps, self._now(), protected)
         except (RedisError, OSError, TimeoutError) as exc:
             self.dropped += len(batch)
             self._warn(f"gaps record: write failed ({type(exc).__name__}), {len(batch)} question(s) dropped")
@@ -153,6 +169,15 @@ class GapRecorder:
         except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
             return ()
 
+    def _unmatched(self, index: str, doc_id: str, masked: str) -> list[str]:
+        """`Missing` of a near miss; [] when unknown (no analysis at hand, an index failing)."""
+        if self._missing is None:
+            return []
+        try:
+            return list(self._missing(index, doc_id, masked))
+        except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
+            return []
+
     def _warn(self, message: str) -> None:
         now = time.monotonic()
         if now - self._last_warning >= WARN_EVERY:
@@ -167,14 +192,17 @@ class GapRecorder:
             await self.states.close()
 
 
-def _aggregate(batch: list[Pending], key: bytes,
-               words: Callable[[SearchAnswered], Sequence[str]]) -> tuple[list[Question], list[Example], Served]:
+def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered], Sequence[str]],
+               unmatched: Callable[[str, str, str], list[str]] | None = None,
+               ) -> tuple[list[Question], list[Example], Served]:
     """Queued questions → (one delta per question key, texts to keep, served counts: every hit
-    under (index, day), the top answer (rank 1) also under (index, day, TOP))."""
+    under (index, day), the top answer (rank 1) also under (index, day, TOP)). A near miss (best
+    hit) carries the threshold it was judged under and, with the text kept, the question's
+    words it does not hold ('unmatched', from the masked text)."""
     questions: dict[str, Question] = {}
     examples: list[Example] = []
     served: Served = {}
-    for e, ts, keep_text, outcome in batch:
+    for e, ts, keep_text, outcome, threshold in batch:
         day = day_of(ts)
         for rank, h in enumerate(e.hits, 1):
             served.setdefault((h.index, day), Counter())[h.doc_id] += 1
@@ -193,9 +221,14 @@ def _aggregate(batch: list[Pending], key: bytes,
         q.days[day] += 1
         q.callers[f"{e.asker.wing}:{e.asker.caller}"] += 1
         q.routes[route_label(e)] += 1
+        masked = mask(e.query) if keep_text else ""
         if e.hits:
             q.best = [{"index": h.index, "doc_id": h.doc_id, "title": h.title, "path": h.path,
-                       "relevance": round(h.relevance, 4), "revision": h.revision} for h in e.hits[:MAX_BEST]]
+                       "relevance": cut(h.relevance, 6), "revision": h.revision, "threshold": threshold}
+                      for h in e.hits[:MAX_BEST]]
+            if keep_text and unmatched is not None:
+                for b in q.best:
+                    b["unmatched"] = unmatched(b["index"], b["doc_id"], masked)[:MAX_WORDS]
         if keep_text:
-            examples.append((qk.key, ts, e.query))
+            examples.append((qk.key, ts, masked))
     return list(questions.values()), examples, served

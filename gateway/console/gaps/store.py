@@ -4,13 +4,14 @@ recorder's background flush (gateway.console.gaps.record), never on a request.
 
 Redis keys (prefix = replay.key_prefix):
   {p}:gaps:key              the server key questions are hashed with (random, SET NX once)
-  {p}:gaps:q                ZSET question key → last seen (unix s); trimmed to max_questions
-                            and to keep_days
+  {p}:gaps:q                ZSET question key → last seen (unix s); trimmed to keep_days and to
+                            max_questions: the least recently seen first, but a question that
+                            is a filed or marked group's id only once every other is gone
   {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, d:{day}, c:{caller},
                             r:{route}; expires keep_days after its last write
-  {p}:gaps:x:{key}          LIST of {"t": unix s, "q": text} newest first, at most max_examples,
-                            expires query_retention_seconds after its last write (and older
-                            entries are never shown): only written when admin.show_queries is on
+  {p}:gaps:x:{key}          LIST of {"t": unix s, "q": masked text} newest first, at most
+                            max_examples, expires GapsConfig.text_seconds after its last write
+                            (older entries are never read back): written only with gaps.keep_text
   {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
   {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
 """
@@ -45,7 +46,8 @@ class GapStore(Protocol):
     async def key(self) -> bytes: ...
 
     async def apply(self, questions: list[Question], examples: list[Example], served: Served,
-                    cfg: GapsConfig, now: float) -> None: ...
+                    cfg: GapsConfig, now: float, protected: frozenset[str] = frozenset()) -> None:
+        """Add one batch; protected: question keys evicted for max_questions only last."""
 
     async def questions(self, cfg: GapsConfig, now: float, *, with_examples: bool) -> list[Question]: ...
 
@@ -92,7 +94,7 @@ class MemoryGapStore:
         return self._key
 
     async def apply(self, questions: list[Question], examples: list[Example], served: Served,
-                    cfg: GapsConfig, now: float) -> None:
+                    cfg: GapsConfig, now: float, protected: frozenset[str] = frozenset()) -> None:
         for d in questions:
             _add(self._q.setdefault(d.key, Question(d.key)), d)
         for key, ts, text in examples:
@@ -100,7 +102,8 @@ class MemoryGapStore:
         for k, counts in served.items():
             self._served.setdefault(k, Counter()).update(counts)
         horizon = now - cfg.keep_days * DAY
-        kept = sorted((q for q in self._q.values() if q.last >= horizon), key=lambda q: -q.last)[:cfg.max_questions]
+        kept = sorted((q for q in self._q.values() if q.last >= horizon), key=lambda q: (q.key in protected, q.last),
+                      reverse=True)[:cfg.max_questions]
         self._q = {q.key: q for q in kept}
         self._x = {k: v for k, v in self._x.items() if k in self._q}
         live = set(days_back(now, cfg.keep_days))
@@ -112,7 +115,7 @@ class MemoryGapStore:
             copy = Question(q.key, q.terms, q.count, q.no_answer, q.low_score, q.first, q.last, Counter(q.days),
                             Counter(q.callers), Counter(q.routes), list(q.best))
             if with_examples:
-                copy.examples = [t for ts, t in self._x.get(q.key, []) if ts >= now - cfg.query_retention_seconds]
+                copy.examples = [t for ts, t in self._x.get(q.key, []) if ts >= now - cfg.text_seconds]
             out.append(copy)
         return out
 
@@ -147,7 +150,7 @@ class RedisGapStore:
         return got if isinstance(got, bytes) else str(got).encode()
 
     async def apply(self, questions: list[Question], examples: list[Example], served: Served,
-                    cfg: GapsConfig, now: float) -> None:
+                    cfg: GapsConfig, now: float, protected: frozenset[str] = frozenset()) -> None:
         keep = cfg.keep_days * DAY
         zset = f"{self.p}:gaps:q"
         async with asyncio.timeout(self._timeout * 3):
@@ -171,7 +174,7 @@ class RedisGapStore:
                 x = f"{self.p}:gaps:x:{key}"
                 pipe.lpush(x, orjson.dumps({"t": ts, "q": text}))
                 pipe.ltrim(x, 0, cfg.max_examples - 1)
-                pipe.expire(x, cfg.query_retention_seconds)
+                pipe.expire(x, cfg.text_seconds)
             for (index, day, *top), counts in served.items():
                 s = f"{self.p}:{'top' if top else 'served'}:{index}:{day}"
                 for doc, n in counts.items():
@@ -180,10 +183,13 @@ class RedisGapStore:
             pipe.zremrangebyscore(zset, "-inf", now - keep)
             pipe.zcard(zset)
             *_, size = await pipe.execute()
-            if size > cfg.max_questions:  # the least recently seen go first
-                gone = await self.client.zpopmin(zset, size - cfg.max_questions)
-                names = [g[0].decode() if isinstance(g[0], bytes) else g[0] for g in gone]
+            if size > cfg.max_questions:  # the least recently seen go first, filed or marked ones last
+                excess = size - cfg.max_questions
+                oldest = await self.client.zrange(zset, 0, excess + len(protected) - 1)
+                names = [n.decode() if isinstance(n, bytes) else str(n) for n in oldest]
+                names = ([n for n in names if n not in protected] + [n for n in names if n in protected])[:excess]
                 if names:
+                    await self.client.zrem(zset, *names)
                     await self.client.delete(*[f"{self.p}:gaps:{k}:{n}" for n in names for k in ("q", "x")])
 
     async def questions(self, cfg: GapsConfig, now: float, *, with_examples: bool) -> list[Question]:
@@ -208,7 +214,7 @@ class RedisGapStore:
                 continue
             q = _question(name, h)
             if with_examples:
-                horizon = now - cfg.query_retention_seconds
+                horizon = now - cfg.text_seconds
                 for item in got[i * step + 1]:
                     rec = orjson.loads(item)
                     if isinstance(rec, dict) and rec.get("t", 0) >= horizon and isinstance(rec.get("q"), str):

@@ -50,8 +50,7 @@ def _state(request: Request) -> tuple[Runtime, GapRecorder]:
 async def _groups(request: Request) -> list[Group]:
     rt, rec = _state(request)
     cfg = rt.config
-    show = cfg.admin.show_queries
-    questions = await rec.store.questions(cfg.gaps, rt.clock.now(), with_examples=show)
+    questions = await rec.store.questions(cfg.gaps, rt.clock.now(), with_examples=cfg.gaps.keep_text)
     return group(questions, cfg.gaps.max_examples)
 
 
@@ -95,6 +94,7 @@ async def gaps_html(request: Request) -> Response:
     scoped = sorted(user.indexes) if user.role == "owner" else None
     return page(request, user, "gaps.html", active="gaps", title="Gaps", groups=groups, shared=rec.store.shared,
                 threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=scoped,
+                keep_text=rt.config.gaps.keep_text, text_days=rt.config.gaps.text_seconds // 86400 or 1,
                 group_index=about, states=states, gap_status=status, marked=request.query_params.get("marked", "")[:16])
 
 
@@ -164,8 +164,7 @@ async def file_task(request: Request) -> Response:
                        active="gaps")
     clients: LazyClients = request.app.state.gap_clients
     try:
-        result = await file_group(clients.get(), found, show_queries=rt.config.admin.show_queries,
-                                  labels=rt.config.access.labels)
+        result = await file_group(clients.get(), found, labels=rt.config.access.labels)
     except StoreUnavailable as exc:
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",

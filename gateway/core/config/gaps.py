@@ -1,6 +1,6 @@
 """`[gaps]`: knowledge gaps and hit statistics (gateway/console/gaps; GapsConfig documents each key).
 
-    [gaps]               threshold, keep_days, max_questions, query_retention_seconds,
+    [gaps]               threshold, keep_days, keep_text, max_questions, query_retention_seconds,
                          max_examples, key_env | key_file, flush_seconds
     [gaps.thresholds]    "ROUTE" = 0..1, the gap threshold of one route
 
@@ -22,8 +22,8 @@ MIN_KEY_CHARS = 16  # an HMAC key shorter than this lets a dictionary of questio
 
 def parse_gaps(t: Fields, base_dir: Path, env: Mapping[str, str]) -> GapsConfig:
     """The [gaps] table → GapsConfig. Raises ConfigError naming the key."""
-    t.only({"threshold", "thresholds", "keep_days", "max_questions", "query_retention_seconds", "max_examples",
-            "key_env", "key_file", "flush_seconds"})
+    t.only({"threshold", "thresholds", "keep_days", "keep_text", "max_questions", "query_retention_seconds",
+            "max_examples", "key_env", "key_file", "flush_seconds"})
     thresholds: dict[str, float] = {}
     table = t.table("thresholds")
     for route in table.data:
@@ -39,7 +39,9 @@ def parse_gaps(t: Fields, base_dir: Path, env: Mapping[str, str]) -> GapsConfig:
         thresholds=thresholds,
         keep_days=t.integer("keep_days", 30, lo=1, hi=366),
         max_questions=t.integer("max_questions", 5000, lo=10, hi=100_000),
-        query_retention_seconds=t.integer("query_retention_seconds", 7 * 24 * 3600, lo=60, hi=366 * 24 * 3600),
+        query_retention_seconds=t.integer("query_retention_seconds", 0, lo=60, hi=366 * 24 * 3600)
+        if "query_retention_seconds" in t else None,
+        keep_text=t.boolean("keep_text", True),
         max_examples=t.integer("max_examples", 5, lo=1, hi=50),
         key=key,
         flush_seconds=t.number("flush_seconds", 2.0, lo=0.05, hi=300.0),

@@ -27,8 +27,11 @@ class GapsConfig:
         over several routes uses the lowest of theirs.
     keep_days: retention window of gap groups and hit counts (whole UTC days).
     max_questions: distinct questions (normalized) kept at most; the least recently seen go first.
-    query_retention_seconds: how long a question's text is kept when admin.show_queries is on.
-    max_examples: question texts kept per distinct question when admin.show_queries is on.
+    keep_text: keep each gap question's text (its personal identifiers masked:
+        gateway/console/gaps/mask.py), shown only to admins and the owners of its index; False:
+        keyed hashes and counts only, no text anywhere.
+    query_retention_seconds: how long a question's text is kept (None: keep_days; never longer).
+    max_examples: question texts kept per distinct question.
     key: the HMAC key questions and terms are hashed with (`key_env` / `key_file`); None: a
         random key kept in Redis ('{replay.key_prefix}:gaps:key', made once) or, without
         Redis, in this process.
@@ -39,10 +42,17 @@ class GapsConfig:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     keep_days: int = 30
     max_questions: int = 5000
-    query_retention_seconds: int = 7 * 24 * 3600 * SECONDS
+    query_retention_seconds: int | None = None
+    keep_text: bool = True
     max_examples: int = 5
     key: Secret | None = None
     flush_seconds: float = 2.0
+
+    @property
+    def text_seconds(self) -> int:
+        """How long a kept question text lives (seconds): query_retention_seconds, at most keep_days."""
+        days = self.keep_days * 86400 * SECONDS
+        return min(self.query_retention_seconds, days) if self.query_retention_seconds is not None else days
 
     def threshold_of(self, routes: tuple[str, ...]) -> float:
         """The gap threshold of a question searched over `routes` (the lowest of theirs)."""
