@@ -162,6 +162,8 @@ async def test_one_config_line_keeps_no_text_at_all(tmp_path: Path, store: GapSt
     await rec.flush()
     [g] = group(await store.questions(cfg.gaps, NOW, with_examples=True))
     assert g.count == 1 and g.examples == []
+    if isinstance(store, RedisGapStore):
+        assert await store.client.keys(f"{store.p}:gaps:x:*") == []  # no text kept anywhere
 
 
 async def test_identifiers_are_masked_before_the_text_is_stored(tmp_path: Path, store: GapStore,

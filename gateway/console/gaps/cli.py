@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import orjson
 
+from gateway.console.scores import score_text
 from gateway.console.gaps.groups import MIN_GROUP_PREFIX
 
 TOKEN_ENV = "KBGATE_ADMIN_TOKEN"
@@ -97,7 +98,7 @@ def cmd_gaps(args: argparse.Namespace) -> int:
             print(f"{'':14}“{q}”")
         for h in g.get("best_hits", []):
             print(f"{'':14}near miss: {h.get('title') or h['doc_id']} ({h.get('path', '')}, "
-                  f"relevance {h.get('relevance', 0):.2f})")
+                  f"relevance {score_text(h.get('relevance', 0))})")
     return 0
 
 
