@@ -40,6 +40,7 @@ from gateway.core.runtime import Runtime
 from gateway.core.scope import resolve_callback
 from gateway.core.validate import Problem
 from gateway.volcengine.keyuse import KeyUsage, make_key_usage
+from gateway.volcengine.probe_mark import is_probe
 from gateway.volcengine.signing import Verdict, signing_headers, verify
 from gateway.volcengine.wire import error_body, parse_body, success_body
 from indexes.types import NO_DIALS
@@ -161,12 +162,14 @@ class VolcengineWing:
         _check_media(scope["headers"], cfg.server.max_body_bytes)
         body = await read_limited(asgi_chunks(receive), cfg.server.max_body_bytes, cfg.server.body_timeout_seconds,
                                   _body_problem)
-        verdict = verify(tenant, signing_headers(scope["headers"]), body, rt.clock.now(), cfg.replay.tolerance_seconds)
+        signed = signing_headers(scope["headers"])
+        verdict = verify(tenant, signed, body, rt.clock.now(), cfg.replay.tolerance_seconds)
         _record(d, verdict)
+        probe = is_probe(tenant, verdict.key_id, signed.signature, scope["headers"])
         if verdict.refusal is not None:
             raise verdict.refusal
         if verdict.claim is None:
-            return await self._search(cfg, tenant, body, d)
+            return await self._search(cfg, tenant, body, d, probe)
         ts, nonce = verdict.claim
         key = nonce_key(cfg.replay.key_prefix, tenant.name, ts, nonce)
         # The next ASGI message after the body is http.disconnect: a caller that gave up (its own
@@ -175,14 +178,16 @@ class VolcengineWing:
         gone = asyncio.ensure_future(receive())
         try:
             return await answer_once(rt.nonces, key, claim_expiry(int(ts), cfg.replay.tolerance_seconds),
-                                     lambda: self._search(cfg, tenant, body, d), lambda: _hung_up(gone))
+                                     lambda: self._search(cfg, tenant, body, d, probe), lambda: _hung_up(gone))
         finally:
             gone.cancel()
             if gone.done() and not gone.cancelled():
                 gone.exception()  # retrieved, so asyncio does not log it as lost
 
-    async def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery) -> bytes:
-        return await answer(self.rt, cfg, tenant, body, d, asker=Asker("volcengine", tenant.name, (), "callback"))
+    async def _search(self, cfg: Config, tenant: Tenant, body: bytes, d: Delivery, probe: bool = False) -> bytes:
+        """The answer; probe: kbgate's own connectivity test (`probe_mark`), no caller's question."""
+        return await answer(self.rt, cfg, tenant, body, d,
+                            asker=Asker("volcengine", tenant.name, (), "callback", probe=probe))
 
 
 async def answer(rt: Runtime, cfg: Config, tenant: Tenant, body: bytes, d: Delivery,

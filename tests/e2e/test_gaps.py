@@ -191,3 +191,31 @@ async def test_filing_a_group_by_fewer_than_8_characters_asks_for_8(srv: Server)
     assert "at least its first 8 characters" in short.stderr and "no such gap group" not in short.stderr
     r = httpx.post(srv.base + "/admin/gaps/file", headers=ADMIN, json={"group": group["id"][:6]}, timeout=10)
     assert r.status_code == 400 and "at least its first 8 characters" in r.json()["error"]
+
+
+async def test_a_connectivity_test_is_no_question_and_a_forged_probe_mark_is_one(srv: Server) -> None:
+    """The console's connectivity test and `kbgate probe` send kbgate's signed probe mark: no gap,
+    no question counted. The same header with a wrong value is an ordinary caller's question."""
+    from gateway.ops.probe import probe
+    from gateway.volcengine.probe_mark import HEADER
+    from gateway.volcengine.signing import sign_headers
+
+    before = {g["id"]: g["count"] for g in _groups(srv, 0)}
+    metric = 'kbgate_questions_total{outcome="no_answer",route="acme/tech/software"}'
+
+    def counted() -> float:
+        line = next((x for x in httpx.get(srv.base + "/metrics").text.splitlines() if x.startswith(metric)), "")
+        return float(line.split()[-1]) if line else 0.0
+
+    n = counted()
+    done = probe(srv.base + "/volcengine/acme", secret=ENV["ACME_SECRET"], first="tech", second="software",
+                 query="连通性测试", timeout=10)
+    assert done.ok and done.envelope is not None and done.envelope["Result"] == []
+    body = orjson.dumps({"FirstLevelId": "tech", "SecondLevelId": "software", "Query": "连通性测试", "Limit": 3})
+    headers = sign_headers(ENV["ACME_SECRET"], body, int(time.time()))
+    forged = httpx.post(srv.base + "/volcengine/acme", content=body, headers={**headers, HEADER: "0" * 64})
+    assert forged.json()["Ret"] == 0
+    groups = _groups(srv, sum(before.values()) + 1)
+    new = [g for g in groups if g["count"] > before.get(g["id"], 0)]
+    assert len(new) == 1 and new[0]["count"] - before.get(new[0]["id"], 0) == 1  # the forged one only
+    assert counted() == n + 1
