@@ -9,6 +9,7 @@ store    Redis (shared) or memory, bounded
 filing   a group → one improvement task (create_improvement_task's path), deduplicated
 states   filed / resolved / ignored per group, and the reopen rule
 tasks    /admin/tasks: what was filed (templates/tasks.html)
+task_life a task's assignee, open → doing → done, closing document; /admin/tasks.csv
 views    /admin/gaps, /admin/documents (templates/gaps.html, documents.html)
 """
 
@@ -20,12 +21,13 @@ from gateway.agent.tools.clients import LazyClients
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import make_states
 from gateway.console.gaps.store import make_gap_store
+from gateway.console.gaps.task_life import ROUTES as LIFE_ROUTES
 from gateway.console.gaps.tasks import ROUTES as TASK_ROUTES
 from gateway.console.gaps.views import ROUTES as VIEW_ROUTES
 from gateway.core.explain import analysis_of
 from gateway.core.runtime import Runtime
 
-ROUTES = [*VIEW_ROUTES, *TASK_ROUTES]
+ROUTES = [*VIEW_ROUTES, *TASK_ROUTES, *LIFE_ROUTES]
 
 __all__ = ["ROUTES", "GapRecorder", "LazyClients", "make_recorder"]
 

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import orjson
 
-from gateway.console.scores import score_text
 from gateway.console.gaps.groups import MIN_GROUP_PREFIX
+from gateway.console.scores import score_text
 
 TOKEN_ENV = "KBGATE_ADMIN_TOKEN"
 

@@ -8,11 +8,14 @@ So an owner's mark or filing is about their own index only: a group asked of two
 indexes is resolved for one and still open for the other. One JSON object a state:
 {"state": "filed" | "resolved" | "ignored" | "open", "index": the index it is about ('' when none),
 "record": the tracker's record id ('' before a filing),
-"filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who)}. Never
-question text. Redis: HASH {prefix}:gaps:s (state key → JSON), shared by every worker; else this
-process's memory. Bounded: an entry whose group no longer exists and whose last change is older
-than keep_days is dropped at the next change, and at most MAX_STATES are kept (oldest change
-first out).
+"filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who),
+"task": the filed task's own state (open → doing → done; '' before a filing), "assignee" (a
+console user's name, '' none), "document" (the id of the document changed to close it, in
+"index")}. Never question text. A task moved to done resolves the group (so a question asked
+after reopens it); moved back to open or doing, the group is filed again. Redis: HASH
+{prefix}:gaps:s (state key → JSON), shared by every worker; else this process's memory.
+Bounded: an entry whose group no longer exists and whose last change is older than keep_days
+is dropped at the next change, and at most MAX_STATES are kept (oldest change first out).
 
 `status(state, last_asked)`: 'open' (nothing done), 'filed', 'ignored', 'resolved', or
 'reopened' — resolved, then asked again after it was marked (the group's last question is later
@@ -33,6 +36,7 @@ from gateway.core.redis_clients import async_client
 
 MAX_STATES = 10_000
 MARKS = ("resolved", "ignored", "open")  # what an owner may set by hand; 'filed' comes from a filing
+TASK_STATES = ("open", "doing", "done")
 DAY = 86400
 
 
@@ -48,6 +52,9 @@ class GroupState:
     filed_by: str = ""
     at: float = 0.0
     by: str = ""
+    task: str = ""
+    assignee: str = ""
+    document: str = ""
 
     @staticmethod
     def of(raw: Any) -> GroupState | None:
@@ -87,7 +94,19 @@ def filed(state: GroupState | None, *, index: str, record: str, who: str, now: f
     """The state after a filing by `who` at `now` (record: the tracker's id)."""
     s = state or GroupState()
     return replace(s, state="filed", index=index or s.index, record=record or s.record, filed=s.filed + 1,
-                   filed_at=now, filed_by=who, at=now, by=who)
+                   filed_at=now, filed_by=who, at=now, by=who, task="open" if s.task in ("", "done") else s.task)
+
+
+def tasked(state: GroupState, task: str, *, assignee: str, document: str, who: str, now: float) -> GroupState:
+    """The state after `who` moves a filed group's task to `task` (one of TASK_STATES) at `now`,
+    assigned to `assignee` ('' nobody), closed by `document` ('' none). Raises ValueError for
+    another task state or a group never filed."""
+    if task not in TASK_STATES:
+        raise ValueError(f"a task is one of {', '.join(TASK_STATES)}")
+    if not state.record:
+        raise ValueError("the group has no filed task")
+    group_state = "resolved" if task == "done" else "filed"
+    return replace(state, state=group_state, task=task, assignee=assignee, document=document, at=now, by=who)
 
 
 def marked(state: GroupState | None, mark: str, *, index: str, who: str, now: float) -> GroupState:

@@ -4,7 +4,9 @@ POST /admin/gaps/mark   form `group`, `mark` (resolved | ignored | open), `csrf`
                         /admin/gaps?marked=MARK#g-GROUP (a refresh changes nothing); a Bearer
                         POST sends the JSON {"group", "mark"} and gets {"group", "status"}
 GET  /admin/tasks       the filed groups: record, when and by whom, times filed, the group's
-                        status now (gateway.console.gaps.states.status)
+                        status now (gateway.console.gaps.states.status), its questions (for
+                        admins and the index's owners), near misses, and the task's life
+                        (assignee, open → doing → done, closing document: gaps.task_life)
 GET  /admin/tasks.json  the same as JSON
 
 Who may mark a group: whoever may file its task (users.can 'file_gap' on the group's index), and
@@ -28,10 +30,12 @@ from gateway.console.changes import audit_change
 from gateway.console.gaps.groups import Group, group
 from gateway.console.gaps.owners import group_indexes, route_indexes, visible_groups
 from gateway.console.gaps.record import GapRecorder
-from gateway.console.gaps.states import MARKS, GroupState, group_of, marked, state_key, state_of, status
+from gateway.console.gaps.states import MARKS, TASK_STATES, GroupState, group_of, marked, state_key, state_of, status
+from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
+from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
@@ -40,13 +44,21 @@ from gateway.core.validate import ProblemError
 FORM = "gaps"
 
 
+def task_life_assignees(config: Config, index: str) -> list[str]:
+    """`gateway.console.gaps.task_life.assignees` (imported late: that module builds on this one)."""
+    from gateway.console.gaps.task_life import assignees
+
+    return assignees(config, index)
+
+
 def _state(request: Request) -> tuple[Runtime, GapRecorder]:
     return request.app.state.runtime, request.app.state.gaps
 
 
-async def _visible(request: Request, user: ConsoleUser) -> tuple[list[Group], dict[str, str]]:
+async def _visible(request: Request, user: ConsoleUser, *, with_examples: bool = False,
+                   ) -> tuple[list[Group], dict[str, str]]:
     rt, rec = _state(request)
-    questions = await rec.store.questions(rt.config.gaps, rt.clock.now(), with_examples=False)
+    questions = await rec.store.questions(rt.config.gaps, rt.clock.now(), with_examples=with_examples)
     return visible_groups(user, group(questions, rt.config.gaps.max_examples), rt.config)
 
 
@@ -112,10 +124,12 @@ async def mark(request: Request) -> Response:
     return see_other(f"/admin/gaps?marked={how}#g-{found.id}")
 
 
-async def _tasks(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
-    """The filed groups `user` may see, newest filing first. Raises DependencyUnavailable."""
-    _, rec = _state(request)
-    groups, _ = await _visible(request, user)
+async def task_rows(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
+    """The filed groups `user` may see, newest filing first: group, index, record, filed,
+    filed_at, filed_by, status, asked, last_asked, task, assignee, document, questions (the
+    group's texts `user` may read), best (its near misses). Raises DependencyUnavailable."""
+    rt, rec = _state(request)
+    groups, _ = await _visible(request, user, with_examples=rt.config.gaps.keep_text)
     by_id = {g.id: g for g in groups}
     states: dict[str, GroupState] = await rec.states.all()
     rows = []
@@ -128,7 +142,9 @@ async def _tasks(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
         rows.append({"group": gid, "index": s.index or None, "record": s.record, "filed": s.filed,
                      "filed_at": s.filed_at, "filed_by": s.filed_by,
                      "status": status(s, g.last) if g is not None else "expired",
-                     "asked": g.count if g is not None else None, "last_asked": g.last if g is not None else None})
+                     "asked": g.count if g is not None else None, "last_asked": g.last if g is not None else None,
+                     "task": s.task or "open", "assignee": s.assignee, "document": s.document,
+                     "questions": list(g.examples) if g is not None else [], "best": list(g.best) if g else []})
     return sorted(rows, key=lambda r: -r["filed_at"])
 
 
@@ -139,10 +155,13 @@ async def tasks_html(request: Request) -> Response:
         return user
     error = None
     try:
-        rows = await _tasks(request, user)
+        rows = await task_rows(request, user)
     except DependencyUnavailable:
-        rows, error = [], "The gaps record (Redis) is not answering; try again shortly."
-    return page(request, user, "tasks.html", active="tasks", title="Tasks", rows=rows, error=error)
+        rows, error = [], _("The gaps record (Redis) is not answering; try again shortly.")
+    rt, _rec = _state(request)
+    people = {r["index"] or "": task_life_assignees(rt.config, r["index"] or "") for r in rows}
+    return page(request, user, "tasks.html", active="tasks", title=_("Tasks"), rows=rows, error=error,
+                assignees=people, task_states=TASK_STATES, updated=request.query_params.get("updated", "")[:64])
 
 
 async def tasks_json(request: Request) -> Response:
@@ -152,7 +171,7 @@ async def tasks_json(request: Request) -> Response:
     if isinstance(user, Response):
         return user
     try:
-        return json_answer({"tasks": await _tasks(request, user)})
+        return json_answer({"tasks": await task_rows(request, user)})
     except DependencyUnavailable:
         return json_answer({"error": "gaps record unavailable"}, 503)
 
