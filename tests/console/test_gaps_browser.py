@@ -2,7 +2,7 @@
 
 A real `kbgate serve` (Redis) gets misses from a Volcengine callback and a Dify retrieval; the
 browser logs in, sees one group whose numbers are what was sent and no question text
-(admin.show_queries off), files the group's improvement task twice through the button (created,
+(gaps.keep_text = false), files the group's improvement task twice through the button (created,
 then updated: one record), is refused a POST without the page's CSRF field, and reads the
 documents page. Screenshots go to docs/img/ (small PNGs for the owners' docs).
 """
@@ -43,7 +43,7 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
                   indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-gapsui-{port}",
                   admin_token=ADMIN_TOKEN, show_queries=False, agent=agent, audit={"sink": "off"},
-                  gaps={"flush_seconds": 0.1, "threshold": 0.0},
+                  gaps={"flush_seconds": 0.1, "threshold": 0.0, "keep_text": False},
                   access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
         with httpx.Client(timeout=10) as c:
@@ -79,7 +79,7 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
                 page.set_viewport_size({"width": width, "height": 560})
                 assert_fits(page, f"gaps at {width} px")
             html = page.content()
-            assert not any(q in html for q in MISSES) and "火星" not in html  # show_queries off
+            assert not any(q in html for q in MISSES) and "火星" not in html  # gaps.keep_text = false
 
             bad = page.request.post(srv.base + "/admin/gaps/file", form={"group": row.get_attribute("data-group")
                                                                          or "", "csrf": "forged"})

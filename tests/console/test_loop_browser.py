@@ -1,5 +1,5 @@
 """The owner's loop in a real headless Chromium on a real `kbgate serve` (Redis), with
-admin.show_queries off, driven with the keyboard alone: a question two callers missed (two
+gaps.keep_text = false, driven with the keyboard alone: a question two callers missed (two
 wordings, one group through the index's analysis) → its Try button (the group's key, no text: the
 owner types the question, the try says it belongs to the group, shows the gap threshold and
 verdict and how each word was analysed) → the index's synonyms page (a refused line shown inline
@@ -77,7 +77,7 @@ def test_the_gap_loop_closed_with_the_keyboard(browser: Any, tmp_path: Path, doc
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], ["dify.retrieval"], **EVERYTHING)}}
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS)], indexes=docs_index, port=port,
                   redis_url=redis_url, key_prefix=f"kbgate-loop-{port}", admin_token=ADMIN_TOKEN, show_queries=False,
-                  agent=agent, audit={"sink": "stdout"}, gaps={"flush_seconds": 0.1},
+                  agent=agent, audit={"sink": "stdout"}, gaps={"flush_seconds": 0.1, "keep_text": False},
                   access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
     data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}

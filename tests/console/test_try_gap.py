@@ -78,7 +78,8 @@ async def test_the_index_owner_and_admins_read_the_question_masked_others_never(
         [g] = (await c.get("/admin/gaps.json", headers=who)).json()["groups"]
         assert g["examples"] == [kept]
         assert kept in (await c.get("/admin/gaps", headers=who)).text
-        assert f'value="{kept}"' in (await c.get(f"/admin/try?gap={gid}", headers=who)).text
+        tried = (await c.get(f"/admin/try?gap={gid}", headers=who)).text
+        assert f'value="{kept}"' in tried and 'data-member="yes"' in tried  # the masked text keys as kept
     [seen] = (await c.get("/admin/gaps.json", headers=VERA)).json()["groups"]  # a viewer sees the group...
     assert seen["id"] == gid and seen["examples"] == []  # ...never its text
     for who in (VERA, OTTO):  # otto owns docs, not kb: the group is not even shown to him

@@ -1,5 +1,7 @@
 """What a question becomes before it is kept: a normalized form, a keyed hash of it, and keyed
-hashes of its analysed terms (for near-duplicates), so nothing of the text is kept by default.
+hashes of its analysed terms (for near-duplicates). The recorder keys the question with its
+personal identifiers masked (`gateway.console.gaps.mask`), as its text is kept, so a try of the
+kept text keys the same and two askers' phone numbers do not split one question.
 
 question key: the question as the index analysed it. When the index's relevance finds content
 words in it (`indexes.store.KnowledgeIndex.question`: its jieba words without stop words and

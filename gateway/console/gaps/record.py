@@ -21,6 +21,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, deque
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Sequence
 
 from anyio import to_thread
@@ -210,7 +211,8 @@ def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered
                 served.setdefault((h.index, day, TOP), Counter())[h.doc_id] += 1
         if outcome == "answered":
             continue
-        qk = question_key(key, e.query, words(e))
+        masked = mask(e.query)  # keyed as kept: the same question with another phone number is one
+        qk = question_key(key, masked, words(replace(e, query=masked)))
         q = questions.get(qk.key)
         if q is None:
             q = questions[qk.key] = Question(qk.key, qk.terms, first=ts)
@@ -221,7 +223,6 @@ def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered
         q.days[day] += 1
         q.callers[f"{e.asker.wing}:{e.asker.caller}"] += 1
         q.routes[route_label(e)] += 1
-        masked = mask(e.query) if keep_text else ""
         if e.hits:
             q.best = [{"index": h.index, "doc_id": h.doc_id, "title": h.title, "path": h.path,
                        "relevance": cut(h.relevance, 6), "revision": h.revision, "threshold": threshold}
