@@ -130,7 +130,7 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             assert row.get_attribute("data-status") == "open"
             box = row.bounding_box()
             small_shot(page, IMG / "owner-gap-question.png",
-                       clip={"x": 0, "y": max(0, box["y"] - 40), "width": 1280, "height": min(box["height"] + 60, 420)},
+                       clip={"x": 0, "y": max(0, box["y"] - 70), "width": 1280, "height": min(box["height"] + 90, 420)},
                        full_page=True)
             page.set_viewport_size({"width": 390, "height": 900})
             assert_fits(page)
