@@ -1,17 +1,7 @@
 """Servers side by side on the same callbacks, alternating: what `make bench` compares kbgate with
-the minimal gateway by, and a developer's A/B of two kbgate checkouts (issue 19).
+the minimal gateway by, and a developer's A/B of two kbgate checkouts.
 
-`alternate` runs R rounds; in each, every server in turn (the order rotated each round, so a
-drift of the machine's load falls on each alike) gets a closed loop (wrk) on that round's
-bodies. Figures per server: each round's row and the medians of server CPU per callback (from
-/proc: steadier than req/s on a shared machine), req/s and p99. `make bench` calls it per
-corpus with kbgate (answer cache off: every callback searched) and bench.minimal.
-
-    python -m bench.versus --against /path/to/other/checkout [--corpus tidb-docs-cn] [--rounds 3]
-
-builds each corpus's index with this checkout and with the other one (each checkout's own
-indexer: a schema change shows), the minimal gateway's index, starts the three servers (2
-workers each, the answer cache off, a throwaway Redis) and prints the medians and ratios.
+Rationale: docs/design-notes.md, "bench/versus.py".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The docs a fresh reader follows: README.md is the front door (short), every relative link in
 it and in docs/ (and the bench/ and deploy/ READMEs) reaches an existing file and, when it names
-one, an existing heading; every docs/ file can be reached from README.md (issue 16, item 6)."""
+one, an existing heading; every docs/ file can be reached from README.md."""
 
 from __future__ import annotations
 

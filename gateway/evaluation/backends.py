@@ -1,13 +1,7 @@
 """`kbgate eval --milvus URI`: the shared sets on an index served by Milvus against the same
 pages in a Tantivy folder (docs/scaling.md, "Milvus": parity).
 
-For each corpus both indexes are built from the same documents, then every question of every
-set is asked of both with the same arguments a callback uses (10 hits, the default relevance
-floor, Summary and content budgets), at the index (`ServedIndex.search`, no HTTP: the
-wings shape both alike, tests/e2e/test_milvus.py shows their answers byte for byte). Printed per
-set: MRR@10 and answer-hit@5 on each backend and their difference, the questions each backend
-wins (a higher MRR@10), and for the off-topic set the share answered (any hit). The collection
-is dropped after each corpus. Milvus Lite is not a performance figure: no latency is printed.
+Rationale: docs/design-notes.md, "gateway/evaluation/backends.py".
 """
 
 from __future__ import annotations

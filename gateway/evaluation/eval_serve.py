@@ -1,14 +1,7 @@
 """The served side of `kbgate eval`: a real `kbgate serve` per column, questions as signed
 Volcengine callbacks, and the stand-in reranker beside it (`gateway.evaluation.rerank_standin`).
 
-A loaded machine must not change what a run measures (docs/search-quality.md, "make eval"):
-- every wait for a process to come up (`ready_seconds`) and the client's wait for one answer
-  (`CLIENT_TIMEOUT_S`) are long, and a process that exits is reported at once, so a long wait
-  costs nothing on an idle machine;
-- each set's searches that a column answered without its stage (a hybrid search answered
-  lexically, a rerank call whose order was not used: the server's /metrics outcomes) are counted
-  per set into `Served.fallbacks`, and the run prints them: a column with fallbacks measured
-  something else than its configuration.
+Rationale: docs/design-notes.md, "gateway/evaluation/eval_serve.py".
 """
 
 from __future__ import annotations

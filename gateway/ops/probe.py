@@ -1,10 +1,6 @@
 """`kbgate probe`: send one request exactly as the Volcengine console does, explain the answer.
 
-The body is compact JSON with the seed 003 field names, signed over the exact bytes sent.
-After the answer the probe reads the same gateway's /readyz and says what it says about the
-probed route: a route answered from the copy a worker opened before its index went missing
-or damaged on disk answers now but not after a restart, so the probe is not OK then. Last it
-prints a curl line that sends the same body again, freshly signed (a nonce is used once).
+Rationale: docs/design-notes.md, "gateway/ops/probe.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The ASGI application: the composition root where core, wings and operators' tools meet.
 
-`create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
-it (Volcengine callbacks, the agent knowledge protocol, the agent tool API, Dify's External
-Knowledge API, MCP, the document API), and subscribes the operators' observers (metrics, the deliveries record) to
-its events. Tenant callback
-paths come from the config (and may change on reload), so the top-level app dispatches them
-itself before handing everything else to a Starlette router (health, readiness, metrics,
-admin, agent endpoints). A new caller's wing is added here: its `routes(rt)`.
+Rationale: docs/design-notes.md, "gateway/serve/app.py".
 """
 
 from __future__ import annotations
@@ -163,7 +157,7 @@ class Gateway:
 
 def _no_store(send: Send) -> Send:
     """Wrap `send` so every response carries Cache-Control: no-store (404s and 405s too):
-    nothing this gateway serves may be cached (seed 000: 响应均 no-store)."""
+    nothing this gateway serves may be cached (Agent知识按需搜索与读取: 响应均 no-store)."""
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":

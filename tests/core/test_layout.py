@@ -1,10 +1,6 @@
 """The layout's rules, read from the code: one core, thin wings (docs/architecture.md).
 
-Every import of every module under gateway/ is read with `ast` (top-level and inside
-functions alike, so a lazy import counts too) and resolved to the project module it names.
-The tests fail on an import cycle among project modules, on the core importing a wing, an
-operators' module or the server, on a wing importing another wing, and on a module over 400
-lines in gateway/ or indexes/, and on a module of indexes/ that no gateway module reaches.
+Rationale: docs/design-notes.md, "tests/core/test_layout.py".
 """
 
 from __future__ import annotations
@@ -153,7 +149,7 @@ def test_no_module_over_400_lines(package: str) -> None:
 
 def test_every_index_module_serves_the_gateway() -> None:
     """indexes/ holds only what serving and ingest use: every module there is reached from
-    gateway/'s imports (measuring programs live in bench/, issue 16)."""
+    gateway/'s imports (measuring programs live in bench/)."""
     g = graph()
     seen: set[str] = set()
     todo = [m for m in g if m.startswith("gateway")]

@@ -52,7 +52,7 @@ def raw(port: int, data: bytes) -> bytes:
 
 
 def test_trickled_headers_are_cut_off_in_bounded_time(server: tuple[Server, int]) -> None:
-    # Issue 9 item 6: one header byte every 0.3 s used to hold the connection for 75 s.
+    # one header byte every 0.3 s used to hold the connection for 75 s.
     _, port = server
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         t0 = time.monotonic()

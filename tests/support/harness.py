@@ -1,15 +1,7 @@
 """The one real-server harness: a server command on a free loopback port, for the end-to-end
 tests and for `bench/` (the gateway and bench's floor alike).
 
-    with Server(kbgate_argv(config), port, log_path=tmp / "serve.log", workers=2) as srv:
-        httpx.get(srv.base + "/readyz")
-
-`start` runs the command in its own process group with stdout and stderr appended to
-`log_path`, then waits until GET /readyz answers 200 and the log shows `workers` hypercorn
-workers listening ("Running on http"). `workers()` lists the worker processes (children of
-the server, without multiprocessing's resource tracker); `logs()` / `log_records()` /
-`wait_log()` read the log; `stop` sends SIGTERM (hypercorn's graceful shutdown), then
-SIGKILL to the group after `grace` seconds.
+Rationale: docs/design-notes.md, "tests/support/harness.py".
 """
 
 from __future__ import annotations
