@@ -1,5 +1,5 @@
 """`kbgate eval --milvus URI`: the shared sets on an index served by Milvus against the same
-pages in a Tantivy folder (docs/scaling.md, "Milvus": parity).
+pages in a Tantivy folder (docs/scaling.md, "3. One index past one machine": parity).
 
 Rationale: docs/design-notes.md, "gateway/evaluation/backends.py".
 """
