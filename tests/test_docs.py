@@ -161,3 +161,8 @@ def test_the_map_reader_reads_packages_and_modules() -> None:
     text = "x\n## Module map\n\n```\ngateway/   the gateway\n  cli.py    commands\n  core/\n    scope.py\n  ops.py\n```\n"
     assert mapped_modules(text) == {"gateway/__init__.py", "gateway/cli.py", "gateway/core/__init__.py",
                                     "gateway/core/scope.py", "gateway/ops.py"}
+
+
+def test_where_to_read_next_is_on_the_readmes_first_screen() -> None:
+    lines = (ROOT / "README.md").read_text("utf-8").splitlines()
+    assert lines.index("## Where to read next") < 60
