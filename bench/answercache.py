@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["CacheSwitch"]
 

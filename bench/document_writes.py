@@ -20,7 +20,7 @@ import orjson
 
 from bench.corpus import CORPORA
 from bench.stack import CALLBACK_PATH, FIRST_LEVEL_ID, gateway_argv, throwaway_redis, write_routes_config
-from tests.support.harness import Server, free_port, kbgate
+from gateway.ops.processes import Server, free_port, kbgate
 
 
 def _ms(values: list[float]) -> str:

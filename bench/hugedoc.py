@@ -15,7 +15,7 @@ import orjson
 
 from bench.corpus import huge_document
 from bench.wings import WINGS
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 if TYPE_CHECKING:
     from bench.workload import Stream

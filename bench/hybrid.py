@@ -18,7 +18,7 @@ from bench.phases import run_phase
 from bench.versus import medians
 from bench.wings import WINGS
 from bench.workload import Stream, write_bodies
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["EMBEDDED_MODEL", "GUARD_MS", "HYBRID_ROUTE", "OPEN_P99_MS", "build_hybrid", "lexical_beside_hybrid",
            "hybrid_share", "need", "outcomes", "wait_until_hybrid"]

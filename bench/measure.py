@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.procfs import cpu_seconds, memory_kib, system_busy_seconds
 from bench.wrk import run_wrk
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["closed_loop", "open_loop", "with_cpu"]
 

@@ -28,7 +28,7 @@ from bench.wings import WINGS, Wing, served_grants
 from bench.workload import CORPUS_SOURCES, Stream, repeat_share, write_bodies
 from bench.wrk import run_wrk
 from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
-from tests.support.harness import Server, free_port
+from gateway.ops.processes import Server, free_port
 
 __all__ = ["add_arguments", "run_corpora"]
 

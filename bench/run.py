@@ -25,7 +25,7 @@ from bench.realcorpora import embedding_cache
 from bench.report import render
 from bench.stack import CALLBACK_PATH, LEXICAL, gateway_argv, throwaway_redis, write_config
 from bench.workload import callback_body, write_bodies
-from tests.support.harness import Server, free_port
+from gateway.ops.processes import Server, free_port
 
 __all__ = ["main", "plan", "run"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from tests.support.harness import free_port, kbgate_argv
+from gateway.ops.processes import free_port, kbgate_argv
 
 __all__ = ["CALLBACK_PATH", "LEXICAL", "CorpusConfig", "dense_lines", "floor_argv", "gateway_argv",
            "lexical_keyword", "throwaway_redis", "write_config", "write_routes_config"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.measure import closed_loop
 from bench.workload import CORPUS_SOURCES, Stream, write_bodies
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["alternate", "medians", "minimal_argv", "minimal_env"]
 
@@ -78,7 +78,7 @@ def _build(args: argparse.Namespace, work: Path, corpus: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from bench.stack import CALLBACK_PATH, gateway_argv, throwaway_redis, write_routes_config
-    from tests.support.harness import free_port
+    from gateway.ops.processes import free_port
 
     p = argparse.ArgumentParser(prog="python -m bench.versus", description=__doc__.split("\n\n")[0])
     p.add_argument("--against", required=True, help="another kbgate checkout (its own indexer and server)")

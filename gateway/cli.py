@@ -141,13 +141,16 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.ops.commands import register as register_ops
 
     register_ops(sub)
+    from gateway.console.gaps.cli import register as register_gaps
+
+    register_gaps(sub)
     from gateway.console.try_cli import register as register_try
 
     register_try(sub)
     from gateway.console.users_cli import register as register_users
 
     register_users(sub)
-    from gateway.ops.deleted_cli import register as register_deleted
+    from gateway.console.deleted_cli import register as register_deleted
 
     register_deleted(sub)
     return p

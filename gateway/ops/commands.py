@@ -20,10 +20,7 @@ USAGE_UNKNOWN = 3  # `secrets list` exit code: the table was printed, but Redis 
 
 
 def register(sub: Any) -> None:
-    """Add `secrets`, `onboard`, `gaps` and `documents` to the `kbgate` subparsers `sub`."""
-    from gateway.console.gaps.cli import register as register_gaps
-
-    register_gaps(sub)
+    """Add `secrets`, `onboard` and `documents` to the `kbgate` subparsers `sub`."""
     s = sub.add_parser("secrets", help="rotate a tenant's signing keys (add, retire, list)")
     ss = s.add_subparsers(dest="secrets_command")
 

@@ -152,7 +152,7 @@ class IndexCollector(Collector):
 
 
 # One route's readiness at scrape time: (kind "tenant" | "agent", route, index, ready); a
-# disabled agent route is left out (gateway.serve.readiness.RouteState).
+# disabled agent route is left out (gateway.core.readiness.RouteState).
 RouteReady = tuple[str, str, str, bool]
 
 

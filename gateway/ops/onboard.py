@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.console.deliveries import DeliveryReader
+from gateway.ops.deliveries import DeliveryReader
 from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import config_lock, write_atomically

@@ -6,7 +6,6 @@ Rationale: docs/design-notes.md, "gateway/ops/probe.py".
 from __future__ import annotations
 
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -174,22 +173,3 @@ def _send(url: str, secret: str | None, first: str, second: str, query: str, lim
     except (orjson.JSONDecodeError, ValueError) as exc:
         return ProbeOutcome(url, r.status_code, None, elapsed, str(exc), headers)
     return ProbeOutcome(url, r.status_code, env, elapsed, None, headers)
-
-
-def wait_ready(base: str, proc: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
-    """Wait until `base`/readyz answers 200 (a `kbgate serve` we started as `proc`).
-
-    Raises RuntimeError when the process exits first or `seconds` pass.
-    """
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"kbgate serve exited with code {proc.returncode}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("kbgate serve did not become ready in time")
-

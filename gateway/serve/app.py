@@ -18,7 +18,7 @@ from gateway import dify, documents
 from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.asked import make_counts
-from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
+from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.console.keep import keeper_of
 from gateway.console.once import make_once
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
@@ -36,7 +36,7 @@ from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
 from gateway.serve.health import healthz, readyz
-from gateway.serve.readiness import route_states
+from gateway.core.readiness import route_states
 from gateway.serve.reload import Reloader
 from gateway.volcengine.handler import VolcengineWing
 
@@ -92,7 +92,7 @@ class Gateway:
             counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
             purger = asyncio.get_running_loop().create_task(purge_every(rt), name="kbgate-purge-deleted")
             # Open every routed index now, so a hybrid index's model loads and answers once before
-            # the first question (/readyz waits for it: gateway.serve.readiness "warming").
+            # the first question (/readyz waits for it: gateway.core.readiness "warming").
             opening = asyncio.get_running_loop().run_in_executor(None, rt.open_routed)
             keeping = asyncio.get_running_loop().create_task(self.keeper.run(), name="kbgate-keep") \
                 if self.keeper is not None else None

@@ -17,6 +17,16 @@ WINGS = ("gateway.volcengine", "gateway.agent", "gateway.dify", "gateway.mcp", "
 # the operator's CLI, the console (owners and admins), content sync, evaluation, the server, the command line
 OUTER = ("gateway.ops", "gateway.console", "gateway.sync", "gateway.evaluation", "gateway.serve", "gateway.cli")
 MAX_LINES = 400
+# Lowest first: a module imports only from its own layer or below (docs/architecture.md).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("indexes",),
+    ("gateway.core",),
+    WINGS,
+    ("gateway.ops", "gateway.sync", "gateway.evaluation"),
+    ("gateway.console",),
+    ("gateway.serve",),
+    ("gateway.cli",),
+)
 
 
 def modules() -> dict[str, Path]:
@@ -117,6 +127,27 @@ def test_no_import_cycle_among_project_modules() -> None:
 
 def test_the_cycle_finder_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def layer(module: str) -> int:
+    """The index in LAYERS of `module`'s layer; the bare `gateway` package (its version) is 0."""
+    if module == "gateway":
+        return 0
+    return next(i for i, prefixes in enumerate(LAYERS) if _within(module, prefixes))
+
+
+def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import from a lower layer to a higher one."""
+    return sorted((m, t) for m, ts in g.items() for t in ts if layer(t) > layer(m))
+
+
+def test_every_import_points_down() -> None:
+    assert upward(graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    g = {"gateway.ops.onboard": {"gateway.console.x", "gateway.core.y"}, "gateway.console.x": {"gateway.ops.z"}}
+    assert upward(g) == [("gateway.ops.onboard", "gateway.console.x")]
 
 
 def test_core_imports_no_wing_ops_or_server() -> None:

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from gateway.agent.idempotency import IdempotencyStore, dedupe_redis_key, idempotency_redis_key
-from gateway.console.deliveries import DeliveryReader, RedisDeliveryLog
+from gateway.ops.deliveries import DeliveryReader, RedisDeliveryLog
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.store import RedisGapStore
 from gateway.core.config import GapsConfig

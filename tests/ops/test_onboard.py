@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from gateway.console.deliveries import RedisDeliveryLog
+from gateway.ops.deliveries import RedisDeliveryLog
 from gateway.core.config import load_config
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml

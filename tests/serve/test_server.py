@@ -99,7 +99,8 @@ def test_oversized_headers_get_the_servers_bare_431(server: tuple[Server, int]) 
               + b"\r\nContent-Length: 2\r\n\r\n{}")
     # More than one read: h11 holds an incomplete header block over 16 KiB and refuses it.
     assert big.startswith(b"HTTP/1.1 431"), big[:100]
-    assert big.partition(b"\r\n\r\n")[2] == b""  # the server's own answer (docs/volcengine-console.md, "Decisions where the callback spec is silent")
+    # the server's own answer (docs/volcengine-console.md, "Decisions where the callback spec is silent")
+    assert big.partition(b"\r\n\r\n")[2] == b""
 
 
 def test_large_headers_below_the_servers_limit_get_the_envelope(server: tuple[Server, int]) -> None:

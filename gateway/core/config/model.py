@@ -119,7 +119,7 @@ class ServerConfig:
     keep_alive_seconds: a connection with no request in progress (idle between requests, or
         still sending a request's headers) is closed after this; hypercorn has no separate
         header timeout, so this is what bounds a client trickling headers.
-    readiness: when /readyz answers 200 (gateway/serve/readiness.py): "any" (default), Redis
+    readiness: when /readyz answers 200 (gateway/core/readiness.py): "any" (default), Redis
         answers and one route can serve; "all", every enabled route's index opens (docs/configuration.md).
     public_url: where callers reach this gateway ('https://kb.example.com', no trailing '/') or None.
     trusted_proxies: the addresses and networks (ip_network strings, '10.0.0.0/8', '127.0.0.1')

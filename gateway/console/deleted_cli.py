@@ -1,7 +1,7 @@
 """`kbgate deleted list|restore|purge`: the documents deleted from the console, on the server
 (gateway/documents/deleted.py keeps them for `admin.keep_deleted_days`).
 
-Rationale: docs/design-notes.md, "gateway/ops/deleted_cli.py".
+Rationale: docs/design-notes.md, "gateway/console/deleted_cli.py".
 """
 
 from __future__ import annotations

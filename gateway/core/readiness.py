@@ -1,6 +1,6 @@
 """What each route of this worker can serve, and whether the replica is ready.
 
-Rationale: docs/design-notes.md, "gateway/serve/readiness.py".
+Rationale: docs/design-notes.md, "gateway/core/readiness.py".
 """
 
 from __future__ import annotations
