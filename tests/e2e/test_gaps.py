@@ -1,10 +1,7 @@
-"""Knowledge gaps and hit statistics end to end (issue 18, items 2 and 3): one real `kbgate serve`
-with Redis; questions that find nothing reach the gap view from a Volcengine callback, a Dify
-retrieval, an MCP search (the official SDK client), the tool API and the knowledge protocol,
-grouped as near-duplicates; filing the group twice makes one record in the SQLite tracker
-that carries the questions; the question's text is kept (gaps.keep_text, the default) only
-masked, in Redis and for the admin, and never reaches metrics or the log; a connectivity test
-(kbgate's own signed probe) is no question; served documents are counted per index.
+"""Knowledge gaps and hit statistics end to end (a real `kbgate serve` with Redis): questions
+that find nothing reach the gap view from every caller, grouped; filing twice makes one record
+carrying the questions; the text is kept masked and never reaches metrics or the log; a
+connectivity test (kbgate's signed probe) is no question; served documents are counted.
 """
 
 from __future__ import annotations
