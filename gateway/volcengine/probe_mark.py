@@ -3,9 +3,8 @@ so their question is counted as no caller's: no gap, no hit, no question metric.
 
 X-Kbgate-Probe: hex HMAC-SHA-256(the signing key, 'kbgate-probe' U+001F + the request's
 X-Content-Signature). It is bound to the one signed request (its signature covers timestamp,
-nonce and body), so it cannot be moved to another, and only a holder of the tenant's key can
-make it: the worst a tenant can do with it is keep its own questions out of its own gap record.
-An unsigned request (report mode) or a mark that does not verify is an ordinary question.
+nonce and body), and only a holder of the tenant's key can make it (who could at worst keep
+their own questions out of their gap record). Unsigned or not verifying: an ordinary question.
 """
 
 from __future__ import annotations

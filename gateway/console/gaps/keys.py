@@ -1,7 +1,5 @@
 """What a question becomes before it is kept: a normalized form, a keyed hash of it, and keyed
-hashes of its analysed terms (for near-duplicates). The recorder keys the question with its
-personal identifiers masked (`gateway.console.gaps.mask`), as its text is kept, so a try of the
-kept text keys the same and two askers' phone numbers do not split one question.
+hashes of its analysed terms (for near-duplicates); the recorder keys it masked (`gaps.mask`).
 
 question key: the question as the index analysed it. When the index's relevance finds content
 words in it (`indexes.store.KnowledgeIndex.question`: its jieba words without stop words and
@@ -50,7 +48,9 @@ def normalized(query: str) -> str:
 
 
 def question_key(secret: bytes, query: str, words: Sequence[str] = ()) -> QuestionKey:
-    """The `QuestionKey` of raw question text under the server key `secret` (module doc).
+    """The `QuestionKey` of question text under the server key `secret` (module doc). The recorder
+    passes the text masked (`gateway.console.gaps.mask`), as it is kept: a try of the kept text
+    keys the same, and two askers' phone numbers do not split one question.
     words: the question's content words as the index analysed it (empty: not known)."""
     keyed = b"w:" + "\x1f".join(sorted(set(words))).encode("utf-8") if words else \
         b"q:" + normalized(query).encode("utf-8")

@@ -4,8 +4,7 @@
 numbers (17 digits then a digit or X: [id]), Luhn-valid bank card numbers of 16-19 digits, plain
 or in groups of four split by a space or '-' ([card]), and mainland mobile numbers (1[3-9] + 9
 digits, optionally +86/86 first, plain or split 3-4-4: [phone]). A number glued to further digits
-is none of these (an order number stays). Full-width digits, ＠, ＋ and － count as ASCII ones.
-Placeholders are ASCII on purpose: kept text is data, shown as asked, in either language.
+is none of these. Full-width digits, ＠, ＋ and － count; placeholders are ASCII (kept text is data).
 """
 
 from __future__ import annotations

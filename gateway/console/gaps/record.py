@@ -7,12 +7,11 @@ classifies the question — 'no_answer' (no hit), 'low_score' (the best hit's re
 under the route's gap threshold: `GapsConfig.threshold_of`) or 'answered' — counts it for
 Prometheus (`kbgate_questions_total{route,outcome}`) and appends it to a bounded queue: no
 I/O, no Redis round trip. Every `gaps.flush_seconds` a background task of the worker's event
-loop drains the queue: it hashes each gap question (`gateway.console.gaps.keys`, in a worker thread:
-the analysis is CPU), masks the text it keeps (gaps.keep_text; `gateway.console.gaps.mask`),
-aggregates repeats, and writes one batch to the store (Redis pipeline or memory; filed or
-marked groups are evicted last). A store that fails drops that batch with one warning line per WARN_EVERY seconds; the
-callers' answers left long before. An operator's try (`Asker.probe`) and a search whose every
-index failed are not recorded.
+loop drains the queue: it masks and hashes each gap question (`gaps.mask`, `gaps.keys`, in a
+worker thread), aggregates repeats, and writes one batch to the store. A store that fails drops
+that batch with one warning line per WARN_EVERY seconds; the callers' answers left long before.
+A probe (`Asker.probe`: a try, kbgate's connectivity test) and a search whose every index
+failed are not recorded.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ import asyncio
 import logging
 import time
 from collections import Counter, deque
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from anyio import to_thread
 from redis.exceptions import RedisError

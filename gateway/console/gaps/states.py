@@ -8,11 +8,8 @@ So an owner's mark or filing is about their own index only: a group asked of two
 indexes is resolved for one and still open for the other. One JSON object a state:
 {"state": "filed" | "resolved" | "ignored" | "open", "index": the index it is about ('' when none),
 "record": the tracker's record id ('' before a filing),
-"filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who),
-"task": the filed task's own state (open → doing → done; '' before a filing), "assignee" (a
-console user's name, '' none), "document" (the id of the document changed to close it, in
-"index")}. Never question text. A task moved to done resolves the group (so a question asked
-after reopens it); moved back to open or doing, the group is filed again. Redis: HASH
+"filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who), and the
+task's "task", "assignee", "document" (`tasked`)}. Never question text. Redis: HASH
 {prefix}:gaps:s (state key → JSON), shared by every worker; else this process's memory.
 Bounded: an entry whose group no longer exists and whose last change is older than keep_days
 is dropped at the next change, and at most MAX_STATES are kept (oldest change first out).
@@ -42,7 +39,9 @@ DAY = 86400
 
 @dataclass(frozen=True, slots=True)
 class GroupState:
-    """One group's state (module doc for the fields)."""
+    """One group's state (module doc for the fields). task: the filed task's own state (open →
+    doing → done; '' before a filing); assignee: a console user's name ('' none); document: the
+    id of the document changed to close it, in `index` ('' none)."""
 
     state: str = "open"
     index: str = ""
@@ -99,7 +98,8 @@ def filed(state: GroupState | None, *, index: str, record: str, who: str, now: f
 
 def tasked(state: GroupState, task: str, *, assignee: str, document: str, who: str, now: float) -> GroupState:
     """The state after `who` moves a filed group's task to `task` (one of TASK_STATES) at `now`,
-    assigned to `assignee` ('' nobody), closed by `document` ('' none). Raises ValueError for
+    assigned to `assignee` ('' nobody), closed by `document` ('' none). Done resolves the group
+    (a question asked after reopens it); open or doing files it again. Raises ValueError for
     another task state or a group never filed."""
     if task not in TASK_STATES:
         raise ValueError(f"a task is one of {', '.join(TASK_STATES)}")

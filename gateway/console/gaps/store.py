@@ -4,14 +4,12 @@ recorder's background flush (gateway.console.gaps.record), never on a request.
 
 Redis keys (prefix = replay.key_prefix):
   {p}:gaps:key              the server key questions are hashed with (random, SET NX once)
-  {p}:gaps:q                ZSET question key → last seen (unix s); trimmed to keep_days and to
-                            max_questions: the least recently seen first, but a question that
-                            is a filed or marked group's id only once every other is gone
+  {p}:gaps:q                ZSET question key → last seen (unix s); trimmed to keep_days and
+                            max_questions (least recent first; filed or marked groups last)
   {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, d:{day}, c:{caller},
                             r:{route}; expires keep_days after its last write
-  {p}:gaps:x:{key}          LIST of {"t": unix s, "q": masked text} newest first, at most
-                            max_examples, expires GapsConfig.text_seconds after its last write
-                            (older entries are never read back): written only with gaps.keep_text
+  {p}:gaps:x:{key}          LIST of {"t": unix s, "q": masked text} newest first, max_examples,
+                            gaps.keep_text only; expires (and is read back) for text_seconds
   {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
   {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
 """

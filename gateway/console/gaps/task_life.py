@@ -1,18 +1,10 @@
-"""A filed task's life: who works on it, open → doing → done, the document changed to close it,
-and every task as CSV.
+"""A filed task's life: an assignee, open → doing → done (done resolves the group), the document
+changed to close it, and every task as CSV.
 
-POST /admin/tasks/update  form `group`, `task` (open | doing | done), `assignee` (a console user
-                          who may file for the index, '' nobody), `document` (a document id of
-                          the task's index, '' none), `csrf` (form label 'tasks') → 303 to
-                          /admin/tasks?updated=GROUP#t-GROUP; a Bearer POST sends JSON with the
-                          same keys and gets {"group", "task", "status"}
-GET  /admin/tasks.csv     the tasks the user may see (gateway.console.gaps.tasks), as an
-                          attachment; a cell starting with = + - @ (or a tab or CR) is written
-                          with a leading ' so a spreadsheet never runs it
+POST /admin/tasks/update  form or Bearer JSON: group, task, assignee, document (`update`)
+GET  /admin/tasks.csv     the tasks the user may see, an attachment safe from formulas (`export`)
 
-Who may change a task: whoever may file for its index (users.can 'file_gap'). Done resolves the
-group (gateway.console.gaps.states.tasked). Question texts in the CSV only as the tasks page
-shows them (admins and the index's owners).
+Who may change a task: whoever may file for its index (users.can 'file_gap').
 """
 
 from __future__ import annotations
@@ -56,7 +48,8 @@ def assignees(config: Config, index: str) -> list[str]:
 
 
 def safe_cell(value: Any) -> str:
-    """`value` as a CSV cell a spreadsheet shows and never evaluates (module doc)."""
+    """`value` as a CSV cell a spreadsheet shows and never evaluates: one starting with = + - @
+    (or a tab or CR) gets a leading ' (OWASP, CSV injection)."""
     text = "" if value is None else str(value)
     return "'" + text if text.startswith(_RISKY) else text
 
@@ -78,7 +71,11 @@ async def _fields(request: Request, by_tool: bool, user: Any) -> dict[str, str] 
 
 
 async def update(request: Request) -> Response:
-    """POST /admin/tasks/update (module doc)."""
+    """POST /admin/tasks/update: form `group`, `task` (open | doing | done), `assignee` (a user of
+    `assignees`, '' nobody), `document` (a document id of the task's index, '' none), `csrf`
+    (form label 'tasks') → 303 to /admin/tasks?updated=GROUP#t-GROUP. With a Bearer token the
+    same keys as JSON → {"group", "task", "status"}. 400 for a bad value (named), 403 for a role
+    that may not file for the index, 404 for a task not seen, 503 when Redis does not answer."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view_gaps", as_json=by_tool, active="tasks")
     if isinstance(user, Response):
@@ -145,7 +142,9 @@ def _document_exists(request: Request, index: str, doc_id: str) -> bool:
 
 
 async def export(request: Request) -> Response:
-    """GET /admin/tasks.csv (module doc)."""
+    """GET /admin/tasks.csv: the tasks the user may see (`task_rows`: question texts only for
+    admins and the index's owners), UTF-8 with a BOM, as an attachment; every cell through
+    `safe_cell`."""
     user = await gate(request, "view_gaps", active="tasks")
     if isinstance(user, Response):
         return user

@@ -4,9 +4,7 @@ POST /admin/gaps/mark   form `group`, `mark` (resolved | ignored | open), `csrf`
                         /admin/gaps?marked=MARK#g-GROUP (a refresh changes nothing); a Bearer
                         POST sends the JSON {"group", "mark"} and gets {"group", "status"}
 GET  /admin/tasks       the filed groups: record, when and by whom, times filed, the group's
-                        status now (gateway.console.gaps.states.status), its questions (for
-                        admins and the index's owners), near misses, and the task's life
-                        (assignee, open → doing → done, closing document: gaps.task_life)
+                        status now, questions, near misses and the task's life (gaps.task_life)
 GET  /admin/tasks.json  the same as JSON
 
 Who may mark a group: whoever may file its task (users.can 'file_gap' on the group's index), and
