@@ -156,7 +156,10 @@ class VolcengineWing:
         signed = signing_headers(scope["headers"])
         verdict = verify(tenant, signed, body, rt.clock.now(), cfg.replay.tolerance_seconds)
         _record(d, verdict)
-        probe = is_probe(tenant, verdict.key_id, signed.signature, scope["headers"])
+        # kbgate's own probe, or (report mode) a request whose signature did not verify: the
+        # platform's onboarding test, or anyone's; no caller's question either way
+        probe = verdict.signature != "verified" or is_probe(tenant, verdict.key_id, signed.signature,
+                                                            scope["headers"])
         if verdict.refusal is not None:
             raise verdict.refusal
         if verdict.claim is None:

@@ -168,3 +168,20 @@ async def test_report_mode_past_its_end_enforces(start_app: Factory, docs_index:
     assert ready.json()["tenants"] == [{"tenant": "acme", "verify": "report", "mode": "enforce",
                                         "report_until": end.strftime("%Y-%m-%dT%H:%M:%SZ")}]
     assert (await last(app)).outcome == "header_missing"
+
+
+@pytest.mark.anyio
+async def test_report_counts_only_a_verified_callback_as_a_question(gateway: Factory) -> None:
+    """An unverified callback (the platform's onboarding test, or anyone's) is answered but no
+    gap and no question; the same question signed with a live key is one."""
+    c, app = await gateway("report")
+    raw = body_of(Query="火星基地的氧气配额是多少")
+    assert (await _post(c, {"Content-Type": "application/json"}, raw)).status_code == 200
+    assert (await _post(c, sign_headers("wrong-secret-0123456789", raw, int(NOW)), raw)).status_code == 200
+    await app.gaps.flush()
+    cfg = app.runtime.config.gaps
+    assert await app.gaps.store.questions(cfg, NOW, with_examples=False) == []
+    assert (await _post(c, sign_headers(SECRET_NEW, raw, int(NOW)), raw)).status_code == 200
+    await app.gaps.flush()
+    [q] = await app.gaps.store.questions(cfg, NOW, with_examples=False)
+    assert q.count == 1 and q.no_answer == 1
