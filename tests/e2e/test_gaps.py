@@ -1,6 +1,6 @@
 """Knowledge gaps and hit statistics end to end (a real `kbgate serve` with Redis): questions
 that find nothing reach the gap view from every caller, grouped; filing twice makes one record
-carrying the questions; the text is kept masked and never reaches metrics or the log; a
+(no question text in the tracker); the text is kept masked and never reaches metrics or the log; a
 connectivity test (kbgate's signed probe) is no question; served documents are counted.
 """
 
@@ -106,7 +106,7 @@ async def test_misses_of_every_caller_are_one_group_and_filing_twice_is_one_reco
     finally:
         db.close()
     assert len(rows) == 1 and rows[0][0] == f"gap:{g['id']}" and rows[0][1] == 2
-    assert any(q in rows[0][2] for q in MISSES.values())  # the task carries its questions
+    assert not any(q in rows[0][2] for q in MISSES.values())  # the tracker gets no text (show_queries off)
 
 
 async def test_question_text_is_kept_masked_and_never_reaches_metrics_or_the_log(srv: Server,

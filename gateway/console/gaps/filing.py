@@ -4,9 +4,9 @@ when replay.redis_url is set (idempotency and dedupe records), else the tracker'
 find-or-create by dedupe key. Deduplicated by the group: the dedupe key is 'gap:{group id}',
 so filing a group twice bumps the count of the one record instead of filing a second.
 
-Evidence: the group's example questions (masked, kept with gaps.keep_text, and only those
-the filer may read: gateway.console.gaps.owners.reads_text), one note with its counts, callers
-and routes, and the near-miss hits it got as citations (seed 002 §9.6: "如果来自 no-answer，可包含问题和相关 citation").
+Evidence: the group's example questions (only when admin.show_queries is on and they are
+kept), one note with its counts, callers and routes, and the near-miss hits it got as
+citations (seed 002 §9.6: "如果来自 no-answer，可包含问题和相关 citation").
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ def dedupe_key(group: Group) -> str:
     return f"gap:{group.id}"
 
 
-def task_payload(group: Group) -> dict[str, Any]:
-    """The ImprovementTaskRequest for `group` (gateway/agent/schemas/ImprovementTaskRequest.json);
-    its questions are the group's examples as the filer sees them (module doc)."""
-    examples = group.examples
+def task_payload(group: Group, *, show_queries: bool) -> dict[str, Any]:
+    """The ImprovementTaskRequest for `group` (gateway/agent/schemas/ImprovementTaskRequest.json)."""
+    examples = group.examples if show_queries else []
     what = f"“{examples[0]}”" if examples else f"gap group {group.id[:12]}"
     routes = ", ".join(group.routes) or "-"
     goal = (f"Answer questions the knowledge base could not ({group.count}× on {routes}): {what}")[:500]
@@ -49,11 +48,11 @@ def task_payload(group: Group) -> dict[str, Any]:
     return {"goal": goal, "scope": scope, "evidence": evidence[:20], "priority": "normal"}
 
 
-async def file_group(clients: Clients, group: Group, *,
+async def file_group(clients: Clients, group: Group, *, show_queries: bool,
                      labels: tuple[str, ...] = ("kbgate",)) -> dict[str, Any]:
     """File (or bump) the group's task (labels: access.labels). Returns the WriteResult dict plus `deduped` and
     `count`. Raises ToolError('access.tool_failed') when the store or tracker fails."""
-    payload = task_payload(group)
+    payload = task_payload(group, show_queries=show_queries)
     key = dedupe_key(group)
     if clients.bridge is not None:
         done = await clients.bridge.submit(tool=TOOL, caller_id=CALLER, idempotency_key=None, dedupe_key=key,

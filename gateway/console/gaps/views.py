@@ -164,7 +164,8 @@ async def file_task(request: Request) -> Response:
                        active="gaps")
     clients: LazyClients = request.app.state.gap_clients
     try:
-        result = await file_group(clients.get(), found, labels=rt.config.access.labels)
+        result = await file_group(clients.get(), found, show_queries=rt.config.admin.show_queries,
+                                  labels=rt.config.access.labels)
     except StoreUnavailable as exc:
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
