@@ -28,6 +28,15 @@ def group_indexes(group: Group, routes: dict[str, str]) -> list[str]:
     return sorted({routes[rid] for label in group.routes for rid in label.split(",") if rid in routes})
 
 
+def assignees(config: Config, index: str) -> list[str]:
+    """The console users a task of `index` may be given to: every admin (the admin token's
+    'admin' too, when set) and the owners of `index`; sorted."""
+    names = {u.name for u in config.admin.users if u.role == "admin" or (u.role == "owner" and index in u.indexes)}
+    if config.admin.token_sha256:
+        names.add("admin")
+    return sorted(names)
+
+
 def reads_text(user: ConsoleUser, indexes: list[str]) -> bool:
     """True when `user` may read the question texts of a group asked of `indexes`: an admin, or
     an owner of one of them (a viewer never; a group of no configured index: admins only)."""

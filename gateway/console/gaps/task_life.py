@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
+from gateway.console.gaps.owners import assignees
 from gateway.console.gaps.states import TASK_STATES, state_key, status, tasked
 from gateway.console.gaps.tasks import task_rows
 from gateway.console.i18n import _
@@ -27,7 +28,6 @@ from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, read_form,
 from gateway.console.scores import score_text
 from gateway.console.users import can
 from gateway.core.bodies import read_limited
-from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.validate import ProblemError
 
@@ -36,15 +36,6 @@ MAX_DOCUMENT_ID = 512
 _RISKY = ("=", "+", "-", "@", "\t", "\r")
 COLUMNS = ("record", "group", "index", "task", "assignee", "document", "status", "filed_at", "filed_by", "filed",
            "asked", "questions", "near_misses")
-
-
-def assignees(config: Config, index: str) -> list[str]:
-    """The console users a task of `index` may be given to: every admin (the admin token's
-    'admin' too, when set) and the owners of `index`; sorted."""
-    names = {u.name for u in config.admin.users if u.role == "admin" or (u.role == "owner" and index in u.indexes)}
-    if config.admin.token_sha256:
-        names.add("admin")
-    return sorted(names)
 
 
 def safe_cell(value: Any) -> str:

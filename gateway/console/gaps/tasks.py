@@ -26,27 +26,19 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.gaps.groups import Group, group
-from gateway.console.gaps.owners import group_indexes, route_indexes, visible_groups
+from gateway.console.gaps.owners import assignees, group_indexes, route_indexes, visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import MARKS, TASK_STATES, GroupState, group_of, marked, state_key, state_of, status
 from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
-from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 
 FORM = "gaps"
-
-
-def task_life_assignees(config: Config, index: str) -> list[str]:
-    """`gateway.console.gaps.task_life.assignees` (imported late: that module builds on this one)."""
-    from gateway.console.gaps.task_life import assignees
-
-    return assignees(config, index)
 
 
 def _state(request: Request) -> tuple[Runtime, GapRecorder]:
@@ -157,7 +149,7 @@ async def tasks_html(request: Request) -> Response:
     except DependencyUnavailable:
         rows, error = [], _("The gaps record (Redis) is not answering; try again shortly.")
     rt, _rec = _state(request)
-    people = {r["index"] or "": task_life_assignees(rt.config, r["index"] or "") for r in rows}
+    people = {r["index"] or "": assignees(rt.config, r["index"] or "") for r in rows}
     return page(request, user, "tasks.html", active="tasks", title=_("Tasks"), rows=rows, error=error,
                 assignees=people, task_states=TASK_STATES, updated=request.query_params.get("updated", "")[:64])
 
