@@ -87,3 +87,31 @@ async def test_the_index_owner_and_admins_read_the_question_masked_others_never(
             body = (await c.get(path, headers=who)).text
             assert "火星" not in body and "13812345678" not in body and "[phone]" not in body, path
     assert "not shown: only admins" in (await c.get("/admin/gaps", headers=VERA)).text
+
+
+async def test_a_near_miss_says_why_it_missed_to_those_who_read_the_question(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A low score: the near miss keeps the threshold it was judged under and the question's words
+    the page lacks (words of the question: for admins and the index's owners only)."""
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    data = users_config(tmp_path, docs_index, audit={"sink": "off"})
+    data["gaps"].update(flush_seconds=0.05, threshold=0.99)
+    data["admin"]["users"]["kim"] = {"role": "owner", "indexes": ["kb"], "credential": _hash(KB_OWNER)}
+    c, _, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    r = await c.post("/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},
+                     json={"knowledge_id": "other", "query": "密钥轮换的报销审批",
+                           "retrieval_setting": {"top_k": 3, "score_threshold": 0}})
+    assert r.json()["records"], r.text  # answered, but under the 0.99 gap threshold
+    for _ in range(100):
+        if groups := (await c.get("/admin/gaps.json", headers=ADMIN)).json()["groups"]:
+            break
+        await asyncio.sleep(0.05)
+    [g] = groups
+    best = g["best_hits"][0]
+    assert best["doc_id"] == "kb-1" and best["threshold"] == 0.99 and best["relevance"] < 0.99
+    assert "报销" in best["unmatched"] and "密钥" not in best["unmatched"]
+    page = (await c.get("/admin/gaps", headers=KIM)).text
+    assert "under the gap threshold 0.990" in page and "报销" in page
+    [seen] = (await c.get("/admin/gaps.json", headers=VERA)).json()["groups"]
+    assert "unmatched" not in seen["best_hits"][0] and "报销" not in (await c.get("/admin/gaps", headers=VERA)).text
