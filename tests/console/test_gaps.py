@@ -163,7 +163,7 @@ async def test_one_config_line_keeps_no_text_at_all(tmp_path: Path, store: GapSt
     [g] = group(await store.questions(cfg.gaps, NOW, with_examples=True))
     assert g.count == 1 and g.examples == []
     if isinstance(store, RedisGapStore):
-        assert await store.client.keys(f"{store.p}:gaps:x:*") == []  # no text kept anywhere
+        assert await store.client.keys(f"{store.p}:gaps:[tx]:*") == []  # no text kept anywhere
 
 
 async def test_identifiers_are_masked_before_the_text_is_stored(tmp_path: Path, store: GapStore,
@@ -178,7 +178,7 @@ async def test_identifiers_are_masked_before_the_text_is_stored(tmp_path: Path, 
         client = store.client
         for name in await client.keys(f"{key_prefix}:gaps:*"):
             kind = await client.type(name)
-            raw = repr(await client.lrange(name, 0, -1) if kind == b"list" else
+            raw = repr(await client.zrange(name, 0, -1) if kind == b"zset" else
                        await client.hgetall(name) if kind == b"hash" else await client.dump(name))
             assert "13812345678" not in raw and "11010519491231002X" not in raw
 
@@ -223,6 +223,11 @@ async def test_text_older_than_keep_days_is_dropped_while_the_counts_stay(tmp_pa
     assert g.examples == ["年假怎么算？", "年假怎么算"]
     [later] = group(await store.questions(cfg.gaps, NOW + 2 * DAY + 60, with_examples=True))
     assert later.count == 2 and later.examples == ["年假怎么算？"]  # the first text passed keep_days
+    if isinstance(store, RedisGapStore):  # dropped, not only hidden
+        [texts] = [await store.client.zrange(k, 0, -1) for k in await store.client.keys(f"{store.p}:gaps:t:*")]
+        assert len(texts) == 1 and "年假怎么算？".encode() in texts[0]
+    else:
+        assert [t for _, t in next(iter(store._x.values()))] == ["年假怎么算？"]
 
 
 async def test_a_flood_evicts_unfiled_unmarked_groups_before_filed_or_marked_ones(tmp_path: Path,

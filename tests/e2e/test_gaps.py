@@ -120,8 +120,8 @@ async def test_question_text_is_kept_masked_and_never_reaches_metrics_or_the_log
     _groups(srv, 10)
     r = redis.Redis.from_url(redis_url)
     try:
-        kept = [orjson.loads(x)["q"] for k in r.scan_iter(f"{srv.prefix}:gaps:x:*")  # type: ignore[attr-defined]
-                for x in r.lrange(k, 0, -1)]
+        kept = [orjson.loads(x)["q"] for k in r.scan_iter(f"{srv.prefix}:gaps:t:*")  # type: ignore[attr-defined]
+                for x in r.zrange(k, 0, -1)]
         dumped = b"".join(orjson.dumps([k.decode(), str(r.dump(k))])
                           for k in r.scan_iter(f"{srv.prefix}:*"))  # type: ignore[attr-defined]
     finally:

@@ -8,8 +8,9 @@ Redis keys (prefix = replay.key_prefix):
                             max_questions (least recent first; filed or marked groups last)
   {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, d:{day}, c:{caller},
                             r:{route}; expires keep_days after its last write
-  {p}:gaps:x:{key}          LIST of {"t": unix s, "q": masked text} newest first, max_examples,
-                            gaps.keep_text only; expires (and is read back) for text_seconds
+  {p}:gaps:t:{key}          ZSET {"t": unix s, "q": masked text} → t, the newest max_examples,
+                            gaps.keep_text only; older than text_seconds: dropped at each read
+                            and write (the key expires text_seconds after its last write)
   {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
   {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
 """
@@ -95,8 +96,10 @@ class MemoryGapStore:
                     cfg: GapsConfig, now: float, protected: frozenset[str] = frozenset()) -> None:
         for d in questions:
             _add(self._q.setdefault(d.key, Question(d.key)), d)
+        text_horizon = now - cfg.text_seconds
         for key, ts, text in examples:
             self._x[key] = [(ts, text), *self._x.get(key, [])][:cfg.max_examples]
+        self._drop_texts(text_horizon)
         for k, counts in served.items():
             self._served.setdefault(k, Counter()).update(counts)
         horizon = now - cfg.keep_days * DAY
@@ -107,8 +110,14 @@ class MemoryGapStore:
         live = set(days_back(now, cfg.keep_days))
         self._served = {k: v for k, v in self._served.items() if k[1] in live}
 
+    def _drop_texts(self, horizon: float) -> None:
+        """Drop every kept text older than `horizon` (unix s), and lists left empty."""
+        self._x = {k: texts for k, v in self._x.items() if (texts := [(t, q) for t, q in v if t >= horizon])}
+
     async def questions(self, cfg: GapsConfig, now: float, *, with_examples: bool) -> list[Question]:
         out = []
+        if with_examples:
+            self._drop_texts(now - cfg.text_seconds)
         for q in self._q.values():
             copy = Question(q.key, q.terms, q.count, q.no_answer, q.low_score, q.first, q.last, Counter(q.days),
                             Counter(q.callers), Counter(q.routes), list(q.best))
@@ -168,10 +177,11 @@ class RedisGapStore:
                         pipe.hincrby(h, prefix + name, n)
                 pipe.expire(h, keep)
                 pipe.zadd(zset, {d.key: d.last})
-            for key, ts, text in examples:
-                x = f"{self.p}:gaps:x:{key}"
-                pipe.lpush(x, orjson.dumps({"t": ts, "q": text}))
-                pipe.ltrim(x, 0, cfg.max_examples - 1)
+            for n, (key, ts, text) in enumerate(examples):  # n: a batch's own order breaks a tie in time
+                x = f"{self.p}:gaps:t:{key}"
+                pipe.zadd(x, {orjson.dumps({"t": ts, "q": text, "n": n}): ts + n * 1e-6})
+                pipe.zremrangebyscore(x, "-inf", f"({now - cfg.text_seconds}")
+                pipe.zremrangebyrank(x, 0, -(cfg.max_examples + 1))
                 pipe.expire(x, cfg.text_seconds)
             for (index, day, *top), counts in served.items():
                 s = f"{self.p}:{'top' if top else 'served'}:{index}:{day}"
@@ -188,7 +198,7 @@ class RedisGapStore:
                 names = ([n for n in names if n not in protected] + [n for n in names if n in protected])[:excess]
                 if names:
                     await self.client.zrem(zset, *names)
-                    await self.client.delete(*[f"{self.p}:gaps:{k}:{n}" for n in names for k in ("q", "x")])
+                    await self.client.delete(*[f"{self.p}:gaps:{k}:{n}" for n in names for k in ("q", "t", "x")])
 
     async def questions(self, cfg: GapsConfig, now: float, *, with_examples: bool) -> list[Question]:
         try:
@@ -196,14 +206,16 @@ class RedisGapStore:
                 raw = await self.client.zrevrange(f"{self.p}:gaps:q", 0, cfg.max_questions - 1)
                 names = [n.decode() if isinstance(n, bytes) else n for n in raw]
                 pipe = self.client.pipeline(transaction=False)
+                horizon = now - cfg.text_seconds
                 for n in names:
                     pipe.hgetall(f"{self.p}:gaps:q:{n}")
-                    if with_examples:
-                        pipe.lrange(f"{self.p}:gaps:x:{n}", 0, cfg.max_examples - 1)
+                    if with_examples:  # expired text is dropped here, not only hidden
+                        pipe.zremrangebyscore(f"{self.p}:gaps:t:{n}", "-inf", f"({horizon}")
+                        pipe.zrevrange(f"{self.p}:gaps:t:{n}", 0, cfg.max_examples - 1)
                 got = await pipe.execute() if names else []
         except (RedisError, OSError, TimeoutError):
             raise DependencyUnavailable("replay_store_unavailable", "the gaps record is unavailable") from None
-        step = 2 if with_examples else 1
+        step = 3 if with_examples else 1
         out = []
         for i, name in enumerate(names):
             assert isinstance(name, str)
@@ -212,8 +224,7 @@ class RedisGapStore:
                 continue
             q = _question(name, h)
             if with_examples:
-                horizon = now - cfg.text_seconds
-                for item in got[i * step + 1]:
+                for item in got[i * step + 2]:
                     rec = orjson.loads(item)
                     if isinstance(rec, dict) and rec.get("t", 0) >= horizon and isinstance(rec.get("q"), str):
                         q.examples.append(rec["q"])
