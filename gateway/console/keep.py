@@ -6,7 +6,7 @@ worker, as `make run`'s demo) they live in the worker's memory; with `admin.stat
 `Keeper` loads them from that file at start and writes them back, whole, every SAVE_SECONDS
 when something changed and once more at shutdown: one JSON object (FORMAT) written to a
 temporary file in the same folder, fsynced and renamed over the old one, mode 600 (it holds the
-gap record's HMAC key and, with admin.show_queries on, question text). A file that cannot be
+gap record's HMAC key and, with gaps.keep_text on, masked question text). A file that cannot be
 read or parsed is reported once and the worker starts empty: it never stops a start. The
 sessions' key is not in it (gateway.console.sessions.session_key).
 """
