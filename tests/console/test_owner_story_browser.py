@@ -27,7 +27,7 @@ import orjson
 import pytest
 
 from gateway.console.credentials import hash_credential, new_credential
-from tests.support.browser import _browser, assert_fits, log_in, small_shot  # noqa: F401
+from tests.support.browser import _browser, assert_fits, assert_keyboard, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.harness import free_port, serve
@@ -196,6 +196,7 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             assert_fits(page)
             small_shot(page, IMG / "owner-task-done-390.png", clip={"x": 0, "y": 0, "width": 390, "height": 900})
             page.set_viewport_size({"width": 1280, "height": 900})
+            assert_keyboard(page)  # every control of the Tasks page by Tab, ringed, named apart
             csv = page.locator("#tasks-csv")
             assert csv.get_attribute("href") == "/admin/tasks.csv"
             with page.expect_download() as got:
