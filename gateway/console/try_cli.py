@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway.console.callers import CALLERS
+from gateway.console.scores import score_text
 from gateway.console.try_view import dials_text
 
 if TYPE_CHECKING:
@@ -117,6 +118,11 @@ def _n(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
+def _cut(v: float | None) -> str:
+    """A relevance cut to 4 places (`gateway.console.scores`): never rounded up past a threshold."""
+    return "-" if v is None else score_text(v, 4)
+
+
 def cosine_line_text(line: dict[str, Any], index: str) -> str:
     """One line saying the cosine line a hybrid search judged on, where it came from, and for a
     line not measured for the index how to measure it (`kbgate index calibrate`)."""
@@ -150,7 +156,7 @@ def render(result: dict[str, Any]) -> str:
         for h in s["kept"]:
             sc = h["scores"]
             heading = f" [{h['heading']}]" if h["heading"] else ""
-            lines.append(f"  {h['rank']:<2} {_n(h['score']):<9} {_n(h['relevance']):<9} {_n(sc['bm25']):<9} "
+            lines.append(f"  {h['rank']:<2} {_n(h['score']):<9} {_cut(h['relevance']):<9} {_n(sc['bm25']):<9} "
                          f"{_n(sc['dense']):<9} {_n(sc['fused']):<9} {_n(sc['rerank']):<9} {h['id']}{heading} "
                          + " · ".join(h["terms"]))
         if not s["kept"]:
