@@ -279,3 +279,32 @@ async def test_redis_down_loses_no_answer_and_never_raises(tmp_path: Path) -> No
     await rec.flush()  # the write fails: dropped, counted, nothing raises
     assert rec.dropped == 1
     await dead.close()
+
+
+async def test_a_no_hit_question_keeps_its_nearest_pages_and_why_it_did_not_get_them(
+        tmp_path: Path, store: GapStore) -> None:
+    """Under the route's floor, or over it (so the caller's scope or conditions left it out); the
+    question's words a page lacks only with the text kept."""
+    pages = [{"index": "kb", "doc_id": "a.md", "title": "A", "path": "a.md", "relevance": 0.05, "unmatched": ["报销"]},
+             {"index": "kb", "doc_id": "b.md", "title": "B", "path": "b.md", "relevance": 0.6, "unmatched": []}]
+    asked: list[tuple[str, str]] = []
+
+    def nearest(index: str, query: str, limit: int) -> list[dict[str, object]]:
+        asked.append((index, query))
+        return [dict(p) for p in pages[:limit]]
+
+    for keep in (True, False):
+        cfg = _config(tmp_path, keep_text=keep)
+        rec = GapRecorder(lambda: cfg, Clock(), store, nearest=nearest)  # type: ignore[arg-type]
+        rec.observe(_asked("出差报销找谁审批，电话13812345678" if keep else "年终奖什么时候发放"))
+        await rec.flush()
+    assert all("13812345678" not in q for _, q in asked)  # the index is asked the masked text
+    kept = {q.examples[0] if q.examples else "": q for q in await store.questions(cfg.gaps, NOW, with_examples=True)}
+    with_text = kept["出差报销找谁审批，电话[phone]"]
+    floor = cfg.search.relevance_floor
+    assert [(n["doc_id"], n["why"], n["floor"]) for n in with_text.near] == [("a.md", "floor", floor),
+                                                                               ("b.md", "scope", floor)]
+    assert with_text.near[0]["unmatched"] == ["报销"]
+    [group_of_it] = [g for g in group(list(kept.values())) if "出差报销找谁审批，电话[phone]" in g.examples]
+    assert group_of_it.public()["near_misses"] == with_text.near
+    assert all("unmatched" not in n for n in kept[""].near)  # the text not kept: nor its words

@@ -115,3 +115,28 @@ async def test_a_near_miss_says_why_it_missed_to_those_who_read_the_question(
     assert "under the gap threshold 0.990" in page and "报销" in page
     [seen] = (await c.get("/admin/gaps.json", headers=VERA)).json()["groups"]
     assert "unmatched" not in seen["best_hits"][0] and "报销" not in (await c.get("/admin/gaps", headers=VERA)).text
+
+
+async def test_a_question_the_floor_left_unanswered_names_its_nearest_page_and_the_floor(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    data = users_config(tmp_path, docs_index, audit={"sink": "off"})
+    data["gaps"]["flush_seconds"] = 0.05
+    data["agent"]["routes"]["other"]["relevance_floor"] = 0.95
+    data["admin"]["users"]["kim"] = {"role": "owner", "indexes": ["kb"], "credential": _hash(KB_OWNER)}
+    c, _, _ = await start_app(load_config(write(tmp_path / "gateway.toml", data)), clock=SYSTEM_CLOCK)
+    r = await c.post("/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},
+                     json={"knowledge_id": "other", "query": "密钥轮换的报销审批",
+                           "retrieval_setting": {"top_k": 3, "score_threshold": 0}})
+    assert r.json()["records"] == [], r.text  # the page is there, under the route's floor
+    for _ in range(100):
+        if groups := (await c.get("/admin/gaps.json", headers=KIM)).json()["groups"]:
+            break
+        await asyncio.sleep(0.05)
+    [g] = groups
+    assert g["best_hits"] == [] and g["no_answer"] == 1
+    near = g["near_misses"][0]
+    assert (near["doc_id"], near["why"], near["floor"]) == ("kb-1", "floor", 0.95) and "报销" in near["unmatched"]
+    page = (await c.get("/admin/gaps", headers=KIM)).text
+    assert "under the route's floor 0.950; words it lacks: 报销" in page and 'data-why="floor"' in page

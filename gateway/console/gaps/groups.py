@@ -39,6 +39,7 @@ class Question:
     routes: Counter[str] = field(default_factory=Counter)
     best: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+    near: list[dict[str, Any]] = field(default_factory=list)  # a no-hit question's nearest pages, with why
 
 
 @dataclass(slots=True)
@@ -59,13 +60,15 @@ class Group:
     best: list[dict[str, Any]]
     examples: list[str]
     keys: tuple[str, ...] = ()  # its questions' keys
+    near: list[dict[str, Any]] = field(default_factory=list)  # nearest pages of its latest no-hit question
 
     def public(self) -> dict[str, Any]:
         """The group as JSON (days sorted, callers and routes most frequent first)."""
         return {"id": self.id, "questions": self.questions, "count": self.count, "no_answer": self.no_answer,
                 "low_score": self.low_score, "first_seen": self.first, "last_seen": self.last,
                 "days": dict(sorted(self.days.items())), "callers": dict(self.callers.most_common()),
-                "routes": dict(self.routes.most_common()), "best_hits": self.best, "examples": self.examples}
+                "routes": dict(self.routes.most_common()), "best_hits": self.best, "examples": self.examples,
+                "near_misses": self.near}
 
 
 def jaccard(a: tuple[str, ...], b: tuple[str, ...]) -> float:
@@ -117,4 +120,5 @@ def _merge(members: list[Question], max_examples: int) -> Group:
         examples += [e for e in q.examples if e not in examples]
     return Group(first.key, len(members), sum(q.count for q in members), sum(q.no_answer for q in members),
                  sum(q.low_score for q in members), first.first, latest.last, days, callers, routes,
-                 latest.best, examples[:max_examples], tuple(q.key for q in members))
+                 latest.best, examples[:max_examples], tuple(q.key for q in members),
+                 next((q.near for q in sorted(members, key=lambda q: -q.last) if q.near), []))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from gateway.console.gaps.groups import Group
 from gateway.console.users import ConsoleUser, can
 from gateway.core.config import Config
+from gateway.core.config.dials import floor_of
 
 
 def route_indexes(config: Config) -> dict[str, str]:
@@ -21,6 +22,15 @@ def route_indexes(config: Config) -> dict[str, str]:
            for t, tenant in config.tenants.items() for r in tenant.routes}
     out.update({name: r.index for name, r in config.agent.routes.items()})
     return out
+
+
+def route_floor(config: Config, routes: tuple[str, ...]) -> float:
+    """The relevance floor a question searched over `routes` (route ids) was answered under: the
+    lowest of theirs (`floor_of`: a route's own, else search.relevance_floor)."""
+    floors = {f"{t}/{r.first_level_id}/{r.second_level_id}": r.relevance_floor
+              for t, tenant in config.tenants.items() for r in tenant.routes}
+    floors.update({name: r.relevance_floor for name, r in config.agent.routes.items()})
+    return min((floor_of(floors.get(r), config.search) for r in routes), default=floor_of(None, config.search))
 
 
 def group_indexes(group: Group, routes: dict[str, str]) -> list[str]:
@@ -58,6 +68,7 @@ def visible_groups(user: ConsoleUser, groups: list[Group], config: Config) -> tu
         if not reads_text(user, names):  # the texts, and the question's words a near miss lacks
             g.examples = []
             g.best = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.best]
+            g.near = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.near]
         shown.append(g)
         about[g.id] = next((n for n in names if can(user, "file_gap", n)), names[0] if names else "")
     return shown, about

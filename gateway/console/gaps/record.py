@@ -22,6 +22,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from anyio import to_thread
 from redis.exceptions import RedisError
@@ -29,6 +30,7 @@ from redis.exceptions import RedisError
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.keys import question_key
 from gateway.console.gaps.mask import mask
+from gateway.console.gaps.owners import route_floor
 from gateway.console.gaps.states import MemoryStates, RedisStates, group_of
 from gateway.console.gaps.store import TOP, Example, GapStore, Served, day_of
 from gateway.console.scores import cut
@@ -41,6 +43,7 @@ log = logging.getLogger("kbgate.gaps")
 MAX_PENDING = 20_000  # questions waiting for the flush before new ones are dropped
 MAX_BEST = 3  # near-miss hits kept per question
 MAX_WORDS = 12  # unmatched words kept per near miss
+MAX_EXPLAINED = 20  # no-hit questions per flush whose nearest pages are looked up (a search each)
 WARN_EVERY = 10.0
 OUTCOMES = ("answered", "no_answer", "low_score")
 
@@ -76,6 +79,9 @@ def route_label(e: SearchAnswered) -> str:
 
 Words = Callable[[str, str], Sequence[str]]
 """(index name, raw question) → the question's content words as that index analyses them."""
+Nearest = Callable[[str, str, int], list[dict[str, Any]]]
+"""(index name, masked question, limit) → the index's nearest pages for it, unscoped and with no
+floor: {index, doc_id, title, path, relevance, unmatched} each (`gaps.nearest_pages`)."""
 Missing = Callable[[str, str, str], Sequence[str]]
 """(index name, document id, masked question) → the question's content words that document
 (title and text) does not hold, as the index analyses them (`gateway.core.explain.analysis_of`)."""
@@ -91,9 +97,11 @@ class GapRecorder:
 
     def __init__(self, config: Callable[[], Config], now: Callable[[], float], store: GapStore,
                  count: Callable[[str, str], None] | None = None, words: Words | None = None,
-                 states: MemoryStates | RedisStates | None = None, missing: Missing | None = None) -> None:
+                 states: MemoryStates | RedisStates | None = None, missing: Missing | None = None,
+                 nearest: Nearest | None = None) -> None:
         self._words = words
         self._missing = missing
+        self._nearest = nearest
         self.states = states if states is not None else MemoryStates()
         self._config = config
         self._now = now
@@ -137,8 +145,9 @@ class GapRecorder:
             return
         batch = [self._pending.popleft() for _ in range(len(self._pending))]
         cfg = self._config()
-        questions, examples, served = await to_thread.run_sync(_aggregate, batch, self._key, self._analysed,
-                                                                self._unmatched)
+        questions, examples, served = await to_thread.run_sync(
+            _aggregate, batch, self._key, self._analysed, self._unmatched,
+            lambda e: self._near(e, route_floor(cfg, e.asker.routes)))
         try:
             protected = frozenset(group_of(k) for k in await self.states.all())
         except DependencyUnavailable:
@@ -178,6 +187,18 @@ class GapRecorder:
         except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
             return []
 
+    def _near(self, e: SearchAnswered, floor: float) -> list[dict[str, Any]]:
+        """A no-hit question's nearest pages (`Nearest`, on its first index), each with why the
+        caller did not get it: 'floor' (its relevance under the route's floor) or 'scope' (over
+        the floor: outside the caller's scope or conditions); [] when unknown."""
+        if self._nearest is None or not e.indexes:
+            return []
+        try:
+            pages = self._nearest(e.indexes[0], e.query, MAX_BEST)
+        except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
+            return []
+        return [{**p, "floor": floor, "why": "floor" if p.get("relevance", 0) < floor else "scope"} for p in pages]
+
     def _warn(self, message: str) -> None:
         now = time.monotonic()
         if now - self._last_warning >= WARN_EVERY:
@@ -194,14 +215,17 @@ class GapRecorder:
 
 def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered], Sequence[str]],
                unmatched: Callable[[str, str, str], list[str]] | None = None,
+               near: Callable[[SearchAnswered], list[dict[str, Any]]] | None = None,
                ) -> tuple[list[Question], list[Example], Served]:
     """Queued questions → (one delta per question key, texts to keep, served counts: every hit
     under (index, day), the top answer (rank 1) also under (index, day, TOP)). A near miss (best
     hit) carries the threshold it was judged under and, with the text kept, the question's
-    words it does not hold ('unmatched', from the masked text)."""
+    words it does not hold ('unmatched', from the masked text). A no-hit question (the first
+    MAX_EXPLAINED of a batch) gets its nearest pages and why it did not get them (`near`)."""
     questions: dict[str, Question] = {}
     examples: list[Example] = []
     served: Served = {}
+    explained = 0
     for e, ts, keep_text, outcome, threshold in batch:
         day = day_of(ts)
         for rank, h in enumerate(e.hits, 1):
@@ -229,6 +253,10 @@ def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered
             if keep_text and unmatched is not None:
                 for b in q.best:
                     b["unmatched"] = unmatched(b["index"], b["doc_id"], masked)[:MAX_WORDS]
+        if outcome == "no_answer" and near is not None and not q.near and explained < MAX_EXPLAINED:
+            explained += 1
+            q.near = [p if keep_text else {k: v for k, v in p.items() if k != "unmatched"}
+                      for p in near(replace(e, query=masked))]
         if keep_text:
             examples.append((qk.key, ts, masked))
     return list(questions.values()), examples, served

@@ -6,7 +6,7 @@ Redis keys (prefix = replay.key_prefix):
   {p}:gaps:key              the server key questions are hashed with (random, SET NX once)
   {p}:gaps:q                ZSET question key → last seen (unix s); trimmed to keep_days and
                             max_questions (least recent first; filed or marked groups last)
-  {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, d:{day}, c:{caller},
+  {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, near, d:{day}, c:{caller},
                             r:{route}; expires keep_days after its last write
   {p}:gaps:t:{key}          ZSET {"t": unix s, "q": masked text} → t, the newest max_examples,
                             gaps.keep_text only; older than text_seconds: dropped at each read
@@ -76,6 +76,7 @@ def _add(into: Question, d: Question) -> None:
     into.routes.update(d.routes)
     into.terms = d.terms or into.terms
     into.best = d.best or into.best
+    into.near = d.near or into.near
 
 
 class MemoryGapStore:
@@ -120,7 +121,7 @@ class MemoryGapStore:
             self._drop_texts(now - cfg.text_seconds)
         for q in self._q.values():
             copy = Question(q.key, q.terms, q.count, q.no_answer, q.low_score, q.first, q.last, Counter(q.days),
-                            Counter(q.callers), Counter(q.routes), list(q.best))
+                            Counter(q.callers), Counter(q.routes), list(q.best), near=list(q.near))
             if with_examples:
                 copy.examples = [t for ts, t in self._x.get(q.key, []) if ts >= now - cfg.text_seconds]
             out.append(copy)
@@ -172,6 +173,8 @@ class RedisGapStore:
                 pipe.hset(h, "terms", orjson.dumps(d.terms))
                 if d.best:
                     pipe.hset(h, "best", orjson.dumps(d.best))
+                if d.near:
+                    pipe.hset(h, "near", orjson.dumps(d.near))
                 for prefix, counts in (("d:", d.days), ("c:", d.callers), ("r:", d.routes)):
                     for name, n in counts.items():
                         pipe.hincrby(h, prefix + name, n)
@@ -259,6 +262,7 @@ def _question(name: str, h: dict[str, Any]) -> Question:
     q = Question(name, tuple(orjson.loads(h.get("terms", b"[]"))), int(h.get("n", 0)), int(h.get("no", 0)),
                  int(h.get("low", 0)), float(h.get("first", 0)), float(h.get("last", 0)))
     q.best = orjson.loads(h["best"]) if "best" in h else []
+    q.near = orjson.loads(h["near"]) if "near" in h else []
     for field, v in h.items():
         for prefix, counts in (("d:", q.days), ("c:", q.callers), ("r:", q.routes)):
             if field.startswith(prefix):

@@ -148,7 +148,8 @@ async def export(request: Request) -> Response:
     w = csv.writer(out, lineterminator="\r\n")
     w.writerow(COLUMNS)
     for r in rows:
-        misses = " | ".join(f"{h.get('doc_id', '')} {score_text(h.get('relevance', 0))}" for h in r["best"])
+        misses = " | ".join(f"{h.get('doc_id', '')} {score_text(h.get('relevance', 0))}"
+                            + (f" ({h['why']})" if h.get("why") else "") for h in r["best"] or r["near"])
         values = {**r, "questions": " | ".join(r["questions"]), "near_misses": misses}
         w.writerow([safe_cell(values.get(c)) for c in COLUMNS])
     return Response("\ufeff" + out.getvalue(), media_type="text/csv; charset=utf-8",

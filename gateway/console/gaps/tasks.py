@@ -134,7 +134,8 @@ async def task_rows(request: Request, user: ConsoleUser) -> list[dict[str, Any]]
                      "status": status(s, g.last) if g is not None else "expired",
                      "asked": g.count if g is not None else None, "last_asked": g.last if g is not None else None,
                      "task": s.task or "open", "assignee": s.assignee, "document": s.document,
-                     "questions": list(g.examples) if g is not None else [], "best": list(g.best) if g else []})
+                     "questions": list(g.examples) if g is not None else [], "best": list(g.best) if g else [],
+                     "near": list(g.near) if g else []})
     return sorted(rows, key=lambda r: -r["filed_at"])
 
 
