@@ -295,7 +295,7 @@ async def test_a_no_hit_question_keeps_its_nearest_pages_and_why_it_did_not_get_
 
     for keep in (True, False):
         cfg = _config(tmp_path, keep_text=keep)
-        rec = GapRecorder(lambda: cfg, Clock(), store, nearest=nearest)  # type: ignore[arg-type]
+        rec = GapRecorder(lambda c=cfg: c, Clock(), store, nearest=nearest)  # type: ignore[arg-type]
         rec.observe(_asked("出差报销找谁审批，电话13812345678" if keep else "年终奖什么时候发放"))
         await rec.flush()
     assert all("13812345678" not in q for _, q in asked)  # the index is asked the masked text
