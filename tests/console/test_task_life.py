@@ -36,7 +36,7 @@ async def _filed(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: 
 
 async def _task(c: Any, who: dict[str, str], gid: str) -> dict[str, Any]:
     [row] = [t for t in (await c.get("/admin/tasks.json", headers=who)).json()["tasks"] if t["group"] == gid]
-    return row
+    return dict(row)
 
 
 async def test_a_task_moves_open_doing_done_with_its_assignee_and_closing_document(
