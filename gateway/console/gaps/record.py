@@ -197,7 +197,8 @@ class GapRecorder:
             pages = self._nearest(e.indexes[0], e.query, MAX_BEST)
         except Exception:  # an index closed or failing must not lose the batch  # noqa: BLE001
             return []
-        return [{**p, "floor": floor, "why": "floor" if p.get("relevance", 0) < floor else "scope"} for p in pages]
+        return [{**p, "unmatched": list(p.get("unmatched", ()))[:MAX_WORDS], "floor": floor,
+                 "why": "floor" if p.get("relevance", 0) < floor else "scope"} for p in pages[:MAX_BEST]]
 
     def _warn(self, message: str) -> None:
         now = time.monotonic()
