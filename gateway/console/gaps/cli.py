@@ -98,8 +98,19 @@ def cmd_gaps(args: argparse.Namespace) -> int:
             print(f"{'':14}“{q}”")
         for h in g.get("best_hits", []):
             print(f"{'':14}near miss: {h.get('title') or h['doc_id']} ({h.get('path', '')}, "
-                  f"relevance {score_text(h.get('relevance', 0))})")
+                  f"relevance {score_text(h.get('relevance', 0))}){_lacks(h)}")
+        for h in g.get("near_misses", []):
+            why = (f"under the floor {score_text(h.get('floor', 0))}" if h.get("why") == "floor"
+                   else "outside the caller's scope")
+            print(f"{'':14}nearest: {h.get('title') or h['doc_id']} ({h.get('path', '')}, "
+                  f"relevance {score_text(h.get('relevance', 0))}, {why}){_lacks(h)}")
     return 0
+
+
+def _lacks(h: dict[str, Any]) -> str:
+    """'; lacks W1, W2' for a near miss with the question's words it lacks, else ''."""
+    words = h.get("unmatched") or []
+    return f"; lacks {', '.join(map(str, words))}" if words else ""
 
 
 def cmd_documents(args: argparse.Namespace) -> int:
