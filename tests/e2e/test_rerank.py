@@ -14,12 +14,15 @@ import httpx
 import orjson
 
 from indexes.types import Document, Section
+from tests.support import harness
 from tests.support.callbacks import answered, result_ids
 from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, SECRET_ACME, TOKEN_ALICE, client, config, tenant, write
 from tests.support.documents import as_jsonl
-from tests.support.harness import free_port
+from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
-from tests.support.rerank_server import PATHS, reversed_site
+from tests.support.paths import ROOT
+from tests.support.rerank_server import PATHS
+from tests.support.rerank_server import running as rerank_server
 
 # Five documents that all match 备份, each more often than the next: BM25 ranks d0 first.
 DOCS = [Document(f"d{i}", f"第{i}篇", (Section("", "备份 " * (6 - i) + "其他内容" * (i + 1)),), dataset="public")
@@ -96,27 +99,37 @@ def test_every_caller_gets_the_reranked_order_and_answers_when_the_reranker_is_s
     rerank = {"provider": "cohere", "url": f"http://127.0.0.1:{rr_port}{PATHS['cohere']}", "model": "stand-in",
               "timeout_ms": 400, "breaker_failures": 3, "breaker_reset_seconds": 600}
     cfg = write_site(tmp_path, port, rerank)
-    with reversed_site(cfg, port, rr_port, ENV) as (rr, srv), httpx.Client(timeout=30) as c:
-        assert callback_ids(c, srv.base, "备份", 5) == LEXICAL[::-1]  # reversed: the rerank ran
-        got = every_caller(c, srv.base, "备份", 3)  # the knowledge protocol's limit is at most 3
-        assert got == dict.fromkeys(got, LEXICAL[::-1][:3]), got  # and for every caller
-        metrics = c.get(f"{srv.base}/metrics").text
-        assert rerank_calls(metrics, "reranked") == 6
-        assert "kbgate_rerank_duration_seconds_count" in metrics
-        # Slow: past timeout_ms every caller answers in the lexical order, in time.
-        httpx.post(f"{rr}/control", json={"delay": 3.0}).raise_for_status()
-        t0 = time.monotonic()
-        assert callback_ids(c, srv.base, "备份", 4) == LEXICAL[:4]
-        assert time.monotonic() - t0 < 1.5
-        assert rerank_calls(c.get(f"{srv.base}/metrics").text, "timeout") == 1
-    # Down: the rerank server is gone; the breaker opens after 3 failures, answers go on.
-    with httpx.Client(timeout=30) as c:
-        for limit in (3, 2, 1):  # another text than above: not answered from the answer cache
+    built = harness.kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress",
+                           str(tmp_path / "docs"), env=ENV, timeout=300)
+    assert built.returncode == 0, built.stderr
+    srv: Server | None = None
+    try:
+        with rerank_server(rr_port) as rr, httpx.Client(timeout=30) as c:
+            httpx.post(f"{rr}/control", json={"mode": "reverse"}).raise_for_status()
+            srv = serve(cfg, port=port, env=ENV, cwd=ROOT).start()
+            assert callback_ids(c, srv.base, "备份", 5) == LEXICAL[::-1]  # reversed: the rerank ran
+            got = every_caller(c, srv.base, "备份", 3)  # the knowledge protocol's limit is at most 3
+            assert got == dict.fromkeys(got, LEXICAL[::-1][:3]), got  # and for every caller
+            metrics = c.get(f"{srv.base}/metrics").text
+            assert rerank_calls(metrics, "reranked") == 6
+            assert "kbgate_rerank_duration_seconds_count" in metrics
+            # Slow: past timeout_ms every caller answers in the lexical order, in time.
+            httpx.post(f"{rr}/control", json={"delay": 3.0}).raise_for_status()
             t0 = time.monotonic()
-            assert callback_ids(c, srv.base, "备份？", limit) == LEXICAL[:limit]
+            assert callback_ids(c, srv.base, "备份", 4) == LEXICAL[:4]
             assert time.monotonic() - t0 < 1.5
-        got = every_caller(c, srv.base, "备份！", 3)
-        assert got == dict.fromkeys(got, LEXICAL[:3]), got  # the lexical order, none failed
-        metrics = c.get(f"{srv.base}/metrics").text
-        assert rerank_calls(metrics, "timeout") + rerank_calls(metrics, "error") == 3  # they opened it
-        assert rerank_calls(metrics, "breaker_open") >= 5
+            assert rerank_calls(c.get(f"{srv.base}/metrics").text, "timeout") == 1
+        # Down: the rerank server is gone; the breaker opens after 3 failures, answers go on.
+        with httpx.Client(timeout=30) as c:
+            for limit in (3, 2, 1):  # another text than above: not answered from the answer cache
+                t0 = time.monotonic()
+                assert callback_ids(c, srv.base, "备份？", limit) == LEXICAL[:limit]
+                assert time.monotonic() - t0 < 1.5
+            got = every_caller(c, srv.base, "备份！", 3)
+            assert got == dict.fromkeys(got, LEXICAL[:3]), got  # the lexical order, none failed
+            metrics = c.get(f"{srv.base}/metrics").text
+            assert rerank_calls(metrics, "timeout") + rerank_calls(metrics, "error") == 3  # they opened it
+            assert rerank_calls(metrics, "breaker_open") >= 5
+    finally:
+        if srv is not None:
+            srv.stop()
