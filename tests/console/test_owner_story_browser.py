@@ -1,18 +1,11 @@
 """The owner story, on a real `kbgate serve` with Redis, in a real headless Chromium.
 
-A knowledge owner (console user `otto`, role owner of index kb; question texts kept, the
-default) logs in → a signed Volcengine callback asks about 带薪年休假 and misses → otto uploads
-the page in the index browser → finds it with the path filter → the same callback finds it → a
-Dify app asks 公休能休多久, which no word of the index answers → the gap group on the gaps page
-shows the question → otto files its task → adds the
-synonym on the index's synonyms page → Try from the gap: the question filled in, answered, 公休
-matched through the synonym → on the Tasks page the task is assigned to otto and moved to done
-with the page that closed it → the group is resolved. At 1280 px and at 390 px, with the
-keyboard alone after the file is chosen; every control found by id, name or href (never by
-its words, so the story holds in any language of the console).
-
-Screenshots (for docs/knowledge-owners.md) go to test-artifacts/ (gitignored), and with
-KBGATE_DOCS_SCREENSHOTS=1 to docs/img/, so that `make test` leaves the work tree as it found it.
+Owner `otto` of index kb (texts kept): a callback misses → otto uploads the page, finds it by
+path → the callback finds it → a Dify question no word answers is a gap shown with its question
+→ otto files its task, adds the synonym, tries from the gap (question filled in, answered) and
+moves the task to done with the page that closed it. At 1280 and 390 px, by keyboard, every
+control found by id, name or href (never its words: the story holds in any language).
+Screenshots: test-artifacts/, or docs/img/ with KBGATE_DOCS_SCREENSHOTS=1 (docs/knowledge-owners.md).
 """
 
 from __future__ import annotations

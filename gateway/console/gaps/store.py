@@ -8,9 +8,8 @@ Redis keys (prefix = replay.key_prefix):
                             max_questions (least recent first; filed or marked groups last)
   {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, near, d:{day}, c:{caller},
                             r:{route}; expires keep_days after its last write
-  {p}:gaps:t:{key}          ZSET {"t": unix s, "q": masked text} → t, the newest max_examples,
-                            gaps.keep_text only; older than text_seconds: dropped at each read
-                            and write (the key expires text_seconds after its last write)
+  {p}:gaps:t:{key}          ZSET {"t", "q": masked text} → t: the newest max_examples (keep_text);
+                            older than text_seconds dropped at each read and write, and expiry
   {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
   {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
 """
