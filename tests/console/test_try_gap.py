@@ -140,3 +140,26 @@ async def test_a_question_the_floor_left_unanswered_names_its_nearest_page_and_t
     assert (near["doc_id"], near["why"], near["floor"]) == ("kb-1", "floor", 0.95) and "报销" in near["unmatched"]
     page = (await c.get("/admin/gaps", headers=KIM)).text
     assert "under the route's floor 0.950; words it lacks: 报销" in page and 'data-why="floor"' in page
+
+
+def test_an_owner_reads_only_the_texts_asked_of_an_index_they_own(tmp_path: Path, docs_index: Path) -> None:
+    """A group joins near-duplicates across indexes: kim (kb) reads the wording asked of kb, otto
+    (docs) the one asked of docs, an admin both, a viewer none."""
+    from collections import Counter
+
+    from gateway.console.gaps.groups import Question, group
+    from gateway.console.gaps.owners import visible_groups
+    from gateway.console.users import ConsoleUser
+    from tests.support.configs import parse
+
+    cfg = parse(users_config(tmp_path, docs_index), tmp_path)
+    terms = ("t1", "t2", "t3", "t4")
+    asked = [Question("a" * 32, terms, 1, 1, 0, 1.0, 1.0, routes=Counter({"other": 1}), examples=["问在kb"]),
+             Question("b" * 32, terms[:3], 1, 1, 0, 2.0, 2.0, routes=Counter({"support": 1}), examples=["问在docs"])]
+    assert len(group(asked)) == 1  # one group of two questions
+    for user, texts in ((ConsoleUser("kim", "owner", frozenset({"kb"})), ["问在kb"]),
+                        (ConsoleUser("otto", "owner", frozenset({"docs"})), ["问在docs"]),
+                        (ConsoleUser("admin", "admin"), ["问在docs", "问在kb"]),
+                        (ConsoleUser("vera", "viewer"), [])):
+        [g], _ = visible_groups(user, group(asked), cfg)
+        assert g.examples == texts, user.name

@@ -61,6 +61,7 @@ class Group:
     examples: list[str]
     keys: tuple[str, ...] = ()  # its questions' keys
     near: list[dict[str, Any]] = field(default_factory=list)  # nearest pages of its latest no-hit question
+    example_routes: list[tuple[str, ...]] = field(default_factory=list)  # each example's question's route labels
 
     def public(self) -> dict[str, Any]:
         """The group as JSON (days sorted, callers and routes most frequent first)."""
@@ -113,12 +114,17 @@ def _merge(members: list[Question], max_examples: int) -> Group:
     callers: Counter[str] = Counter()
     routes: Counter[str] = Counter()
     examples: list[str] = []
+    example_routes: list[tuple[str, ...]] = []
     for q in sorted(members, key=lambda q: -q.last):
         days.update(q.days)
         callers.update(q.callers)
         routes.update(q.routes)
-        examples += [e for e in q.examples if e not in examples]
+        for e in q.examples:
+            if e not in examples:
+                examples.append(e)
+                example_routes.append(tuple(q.routes))
     return Group(first.key, len(members), sum(q.count for q in members), sum(q.no_answer for q in members),
                  sum(q.low_score for q in members), first.first, latest.last, days, callers, routes,
                  latest.best, examples[:max_examples], tuple(q.key for q in members),
-                 next((q.near for q in sorted(members, key=lambda q: -q.last) if q.near), []))
+                 next((q.near for q in sorted(members, key=lambda q: -q.last) if q.near), []),
+                 example_routes[:max_examples])

@@ -38,6 +38,11 @@ def group_indexes(group: Group, routes: dict[str, str]) -> list[str]:
     return sorted({routes[rid] for label in group.routes for rid in label.split(",") if rid in routes})
 
 
+def _indexes_of(labels: tuple[str, ...], routes: dict[str, str]) -> list[str]:
+    """The indexes of route `labels` (route ids joined by ',')."""
+    return sorted({routes[rid] for label in labels for rid in label.split(",") if rid in routes})
+
+
 def assignees(config: Config, index: str) -> list[str]:
     """The console users a task of `index` may be given to: every admin (the admin token's
     'admin' too, when set) and the owners of `index`; sorted."""
@@ -57,7 +62,8 @@ def visible_groups(user: ConsoleUser, groups: list[Group], config: Config) -> tu
     """The groups `user` may see (users.can 'view_gaps' on one of a group's indexes; viewers and
     admins see all), and for each the index a filing would be about (one the user may file for
     when there is one, else the group's first index, else ''). A group whose texts `user` may
-    not read (`reads_text`) comes without them (its `examples` emptied)."""
+    not read (`reads_text`) comes without them (its `examples` emptied); an owner gets only the
+    texts of questions asked of an index they own (a group joins near-duplicates across indexes)."""
     routes = route_indexes(config)
     shown: list[Group] = []
     about: dict[str, str] = {}
@@ -65,8 +71,12 @@ def visible_groups(user: ConsoleUser, groups: list[Group], config: Config) -> tu
         names = group_indexes(g, routes)
         if user.role == "owner" and not any(can(user, "view_gaps", n) for n in names):
             continue
+        if reads_text(user, names) and user.role == "owner":  # a near-duplicate asked of another's index
+            kept = [(e, r) for e, r in zip(g.examples, g.example_routes, strict=False)
+                    if reads_text(user, _indexes_of(r, routes))]
+            g.examples, g.example_routes = [e for e, _ in kept], [r for _, r in kept]
         if not reads_text(user, names):  # the texts, and the question's words a near miss lacks
-            g.examples = []
+            g.examples, g.example_routes = [], []
             g.best = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.best]
             g.near = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.near]
         shown.append(g)
