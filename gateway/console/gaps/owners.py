@@ -10,6 +10,8 @@ gets the group without them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateway.console.gaps.groups import Group
 from gateway.console.users import ConsoleUser, can
 from gateway.core.config import Config
@@ -36,6 +38,11 @@ def route_floor(config: Config, routes: tuple[str, ...]) -> float:
 def group_indexes(group: Group, routes: dict[str, str]) -> list[str]:
     """The indexes `group`'s questions were asked of, sorted."""
     return sorted({routes[rid] for label in group.routes for rid in label.split(",") if rid in routes})
+
+
+def _words_if(hit: dict[str, Any], keep: bool) -> dict[str, Any]:
+    """A near miss with the question's words it lacks ('unmatched') only when `keep`."""
+    return hit if keep else {k: v for k, v in hit.items() if k != "unmatched"}
 
 
 def _indexes_of(labels: tuple[str, ...], routes: dict[str, str]) -> list[str]:
@@ -75,10 +82,12 @@ def visible_groups(user: ConsoleUser, groups: list[Group], config: Config) -> tu
             kept = [(e, r) for e, r in zip(g.examples, g.example_routes, strict=False)
                     if reads_text(user, _indexes_of(r, routes))]
             g.examples, g.example_routes = [e for e, _ in kept], [r for _, r in kept]
+            g.best = [_words_if(h, h.get("index") in user.indexes) for h in g.best]
+            g.near = [_words_if(h, h.get("index") in user.indexes) for h in g.near]
         if not reads_text(user, names):  # the texts, and the question's words a near miss lacks
             g.examples, g.example_routes = [], []
-            g.best = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.best]
-            g.near = [{k: v for k, v in h.items() if k != "unmatched"} for h in g.near]
+            g.best = [_words_if(h, False) for h in g.best]
+            g.near = [_words_if(h, False) for h in g.near]
         shown.append(g)
         about[g.id] = next((n for n in names if can(user, "file_gap", n)), names[0] if names else "")
     return shown, about
