@@ -29,6 +29,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from gateway.console import i18n
+from gateway.console.config_state import rejected
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.links import document_url
 from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
@@ -120,6 +121,7 @@ def page(request: Request, user: ConsoleUser | None, template: str, *, active: s
         "csrf": lambda form: page_token(request, form),
         "show_queries": runtime(request).config.admin.show_queries,
         "can": lambda action, index=None: can(user, action, index),
+        "config_rejected": rejected(request) if user is not None else None,
     }
     return templates.TemplateResponse(request, template, {**shared, **context}, status_code=status,
                                       headers=SECURITY_HEADERS, media_type="text/html; charset=utf-8")
