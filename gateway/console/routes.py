@@ -11,6 +11,7 @@ from gateway.console import (
     overview,
     placeholders,
     synonyms_page,
+    synonyms_start,
     tenants_actions,
     tenants_page,
     try_page,
@@ -19,5 +20,5 @@ from gateway.console import (
 from gateway.console.gaps import ROUTES as GAP_ROUTES
 
 ROUTES: list[BaseRoute] = [*login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES,
-                           *GAP_ROUTES, *synonyms_page.ROUTES, *users_page.ROUTES, *browse.ROUTES, *tenants_page.ROUTES,
+                           *GAP_ROUTES, *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_page.ROUTES, *browse.ROUTES, *tenants_page.ROUTES,
                            *tenants_actions.ROUTES, *placeholders.ROUTES]
