@@ -34,8 +34,8 @@ from starlette.routing import Route
 from gateway.console import synonyms_file as sf
 from gateway.console.changes import audit_change
 from gateway.console.csrf import post_ok
-from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.i18n import _
+from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.synonyms_start import start_page
 from gateway.console.synonyms_try import tried
 from gateway.console.users import ConsoleUser, can

@@ -39,7 +39,7 @@ async def test_the_first_save_creates_the_file_and_names_it_in_the_config(tmp_pa
     assert '[indexes.docs]\nsynonyms = "synonyms/docs.txt"' in path.read_text("utf-8")
     assert before.splitlines()[0] in path.read_text("utf-8")  # the rest of the file kept
     assert len(load_config(path).synonyms["docs"].rules) == 2  # two-way: one rule each way
-    assert len(gw.runtime.config.synonyms["docs"].rules) == 2  # two-way: one rule each way  # applied in this worker at once
+    assert len(gw.runtime.config.synonyms["docs"].rules) == 2  # applied in this worker at once
     assert gw.reloader.reload("file") == "reloaded"
     page = await c.get("/admin/synonyms/docs", headers=AS_OWNER)
     assert "synonyms/docs.txt" in page.text and 'id="synonyms-start"' not in page.text
