@@ -15,12 +15,13 @@ from gateway.console import (
     tenants_actions,
     tenants_page,
     try_page,
+    users_edit,
     users_page,
 )
 from gateway.console.gaps import ROUTES as GAP_ROUTES
 
 ROUTES: list[BaseRoute] = [
     *login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
-    *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_page.ROUTES, *browse.ROUTES, *tenants_page.ROUTES,
-    *tenants_actions.ROUTES, *placeholders.ROUTES,
+    *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES, *browse.ROUTES,
+    *tenants_page.ROUTES, *tenants_actions.ROUTES, *placeholders.ROUTES,
 ]
