@@ -13,6 +13,7 @@ from gateway.console import (
     synonyms_page,
     synonyms_start,
     tenants_actions,
+    tenants_edit,
     tenants_page,
     try_page,
     users_edit,
@@ -23,5 +24,5 @@ from gateway.console.gaps import ROUTES as GAP_ROUTES
 ROUTES: list[BaseRoute] = [
     *login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
     *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES, *browse.ROUTES,
-    *tenants_page.ROUTES, *tenants_actions.ROUTES, *placeholders.ROUTES,
+    *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *placeholders.ROUTES,
 ]
