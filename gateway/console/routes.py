@@ -7,6 +7,7 @@ from starlette.routing import BaseRoute
 from gateway.console import (
     browse,
     deliveries_view,
+    index_manage,
     login,
     overview,
     placeholders,
@@ -23,6 +24,7 @@ from gateway.console.gaps import ROUTES as GAP_ROUTES
 
 ROUTES: list[BaseRoute] = [
     *login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
-    *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES, *browse.ROUTES,
+    *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES,
+    *index_manage.ROUTES, *browse.ROUTES,
     *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *placeholders.ROUTES,
 ]
