@@ -66,7 +66,7 @@ async def test_an_index_an_owner_owns_is_not_deleted(tmp_path: Path, private_ind
     c, _, path = await admin_app(tmp_path, private_index, start_app, monkeypatch)
     text = path.read_text("utf-8")
     path.write_text(text.replace('[[tenants.acme.routes]]\nfirst_level_id = "tech"\nsecond_level_id = "software"\n'
-                                 'index = "docs"\n', "").replace('[agent.routes.support]\nindex = "docs"', 
+                                 'index = "docs"\n', "").replace('[agent.routes.support]\nindex = "docs"',
                                                                  '[agent.routes.support]\nindex = "kb"'), "utf-8")
     r = await c.post("/admin/indexes/docs/drop", headers=ADMIN)
     assert r.status_code == 409 and "admin.users.otto.indexes" in r.json()["error"], r.text
