@@ -16,6 +16,7 @@ from gateway.console import (
     tenants_actions,
     tenants_edit,
     tenants_page,
+    tenants_reveal,
     try_page,
     users_edit,
     users_page,
@@ -26,5 +27,5 @@ ROUTES: list[BaseRoute] = [
     *login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
     *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES,
     *index_manage.ROUTES, *browse.ROUTES,
-    *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *placeholders.ROUTES,
+    *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *tenants_reveal.ROUTES, *placeholders.ROUTES,
 ]
