@@ -1,16 +1,6 @@
 """Neighbouring chunks appended to a hit (a route's `neighbours` dial, `indexes.types.Dials`).
 
-A hit's content is normally its chunk followed by further *matching* chunks of its document
-(`indexes.hits.make_hit`). With `neighbours = N` it is instead the hit's chunk with up to N
-chunks before and N after it in the same document, in document order, read back as
-`indexes.documents.read_document` reads a document: a chunk's overlap with the chunk before
-it is not repeated, and a section's heading is written once, where the section starts.
-
-Bounds: the content stays within the caller's `content_chars`; neighbours are taken nearest
-first (before, after, before, ...), and the first that would not fit ends the widening, so a
-hit never loses its own chunk. No chunk appears twice in one answer: a neighbour that is itself
-a hit, or that an earlier (better) hit already took, is left out (the window stops there on
-that side). Work: one Tantivy search per hit, of at most 2N + 1 chunks by (doc_id, chunk) terms.
+Rationale: docs/design-notes.md, "indexes/neighbours.py".
 """
 
 from __future__ import annotations

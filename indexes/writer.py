@@ -1,9 +1,7 @@
 """The single writer of an index: the upsert loop of `ingest`, and the change sets of
 `indexes.changes` (`apply_index`).
 
-`ingest` upserts documents by id in one Tantivy commit (readers see all of it or none of
-it); their analysis into Tantivy documents, in this process or in worker processes, is
-`indexes.analyser`'s. A run that changes nothing makes no commit.
+Rationale: docs/design-notes.md, "indexes/writer.py".
 """
 
 from __future__ import annotations
@@ -94,7 +92,7 @@ def ingest(
     delete_missing deletes in every dataset). A document
     whose id the index holds in another dataset, or an earlier document of this run holds in
     another dataset, is refused (an error naming both datasets): a run never replaces another
-    dataset's document (issue 16). Nor, unless `replace`, one the index holds from another
+    dataset's document. Nor, unless `replace`, one the index holds from another
     source file (both `Document.source`s known and different: an error naming both); with
     `replace` each such replacement is a warning naming the old source. delete_missing only
     deletes documents of the datasets this run read documents of, and is not run when it read
@@ -102,7 +100,7 @@ def ingest(
     A document whose id comes again later in the same run is replaced by the later one (the
     last wins) and each override is a warning naming both origins; the counts compare each
     id's final document with the index before the run, so a re-run of unchanged input reports
-    0 changes and writes nothing (issue 9). Documents are queued in batches of
+    0 changes and writes nothing. Documents are queued in batches of
     INGEST_BATCH_DOCS ids; a copy still queued is replaced without being written.
     deletes: ids deleted in the same commit (before the upserts; an id the index does not hold
     is 'absent'), each only when its dataset is one of `datasets` (None: any). atomic: a change

@@ -1,42 +1,6 @@
 """The one scoped retrieval every caller uses: search inside an effective scope, read one document of it.
 
-A wing resolves *who* asks and *what they may see* into an `EffectiveScope`
-(gateway.core.scope); from there it never touches an index itself. Every hit and every
-document handed back is re-checked against the scope with `scope.allows` (the same rule
-the index filter applies: defence in depth), and a search never lowers its bar to fill a
-list: hits whose relevance is under the route's `floor` are dropped, in the index before the
-hits are shaped one per document, and here again after any later stage (seed 000 §独立搜索:
-"不为凑满数量降低路由阈值"). Every hit and document is also cleaned for callers
-(`indexes.safe_text`: no control characters, bounded titles, http(s) page URLs only), so an
-index built before those ingest rules serves nothing they would refuse; an index whose writer
-cleaned every document (`KnowledgeIndex.clean_at_ingest`) serves its hits as stored, which
-are already so (issue 19: 15-50 us a hit on the callback's path).
-
-Relevance: every hit carries `Hit.relevance`, one 0..1 scale whatever the index kind
-(`indexes.relevance`: lexical, hybrid, or the reranker's where `Hit.scores.rerank` is set);
-wings show it, floors compare it, and `search_many` merges several routes by it, never by raw
-scores (which are comparable within one search only).
-
-Units: limits and lengths are counts (hits) and Unicode characters (summary, content);
-relevance and floors are 0..1;
-`generation` is the index's commit opstamp, which grows with every commit; times are
-milliseconds. An index that cannot be
-opened, searched or read raises `DependencyUnavailable('index_unavailable')`; no other
-error leaves this module.
-
-A search is answered from the answer cache when the same question was asked in the same
-scope of the same commit (`gateway.core.answers`: `search.answer_cache_entries`, off at 0);
-the search runs on the query with its whitespace normalized (`answers.normalize_query`),
-cache or not, so a cached answer is exactly what searching again would give. `generation`
-is the cheap label of the index's reader (`KnowledgeIndex.generation`), never a count.
-
-`search` and `search_many` are coroutines (await them); `read`, `find` and `generation` are
-plain calls. A search may wait: an index configured hybrid (`indexes.dense`) waits up to its
-`query_timeout_ms` for a query embedding, from a served model over HTTP or the in-process one.
-Such a search runs in a worker thread (anyio's default thread limiter), so the worker's event
-loop keeps answering every other request meanwhile; a lexical index, which never waits on
-anything but its own CPU, is searched inline, without a thread hop: the coroutine adds about
-0.3 µs of CPU to a ~220 µs search (`python -m bench.offload`). Reads never touch embeddings.
+Rationale: docs/design-notes.md, "gateway/core/retrieve.py".
 """
 
 from __future__ import annotations

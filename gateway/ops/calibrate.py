@@ -1,9 +1,7 @@
 """`kbgate index calibrate --config FILE --index NAME`: measure and store the cosine line of a
-hybrid index's vectors (`indexes.dense.calibration`; docs/hybrid-retrieval.md, "The cosine
-line"). Building vectors measures it already; this is for vectors built before it was measured,
-or to measure again. Exit codes: 0 measured (or too small to measure: said so), 1 the index is
-lexical, has no vectors for its latest commit, or the embedding provider failed; 2 another
-writer holds the index.
+hybrid index's vectors (docs/hybrid-retrieval.md, "The cosine line"), for vectors built before
+it was measured. Exit codes: 0 measured (or too small, said so), 1 lexical, no vectors or the
+provider failed, 2 another writer holds the index.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """`kbgate index add|list|stats`: build and inspect indexes (registered by gateway/cli.py).
 
-kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--url-base URL]
-                 [--delete-missing [--force]] [--replace] [--allow-empty] [--max-document-bytes N]
-                 [--wait SECONDS] PATH...
-kbgate index embed --config FILE --index NAME [--wait SECONDS] [--no-progress]
-kbgate index list|stats --config FILE [--index NAME]
-kbgate index publish|fetch ... (see gateway/ops/replicas.py)
-
-Exit codes: 0 ok; 1 a file or record was refused (unsupported content, encrypted, scanned
-without text, too large, corrupt), or nothing was indexed (unless --allow-empty; a run that
-indexed nothing says so on stderr whatever the flags); 2 a usage problem (a refused root, a
-missing PATH...). The rules are in docs/indexes.md. Every report line names files and ids as
-`indexes.invisible.shown` writes them: a control character (ESC, a line break) as a visible escape.
+Rationale: docs/design-notes.md, "gateway/ops/index_commands.py".
 """
 
 from __future__ import annotations

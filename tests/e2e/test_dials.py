@@ -1,12 +1,6 @@
-"""Per-route retrieval dials end to end: a real `kbgate serve` over one lexical index
-(`dense = "none"`) with a rerank stage pointing at the real rerank server
-(tests/support/rerank_server.py, "reverse" mode: a reranked answer comes in the reverse of the
-lexical order, so the order tells whether and over how many candidates the rerank ran). Routes
-on that one index differ only by their dials, and every caller — a signed Volcengine callback,
-Dify's External Knowledge API, the knowledge protocol, the tool API and the MCP server — answers
-each route as its dials say: rerank off, fewer candidates, a rerank threshold apart from the
-relevance floor, neighbouring chunks appended. A hybrid index's dense share:
-tests/e2e/test_dials_hybrid.py."""
+"""Per-route retrieval dials end to end: one real `kbgate serve` over one lexical index with a
+rerank stage (the real rerank server in "reverse" mode), every caller answering each route as its
+dials say. A hybrid index's dense share: tests/e2e/test_dials_hybrid.py."""
 
 from __future__ import annotations
 

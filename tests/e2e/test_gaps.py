@@ -1,9 +1,6 @@
-"""Knowledge gaps and hit statistics end to end (issue 18, items 2 and 3): one real `kbgate serve`
-with Redis; questions that find nothing reach the gap view from a Volcengine callback, a Dify
-retrieval, an MCP search (the official SDK client), the tool API and the knowledge protocol,
-grouped as near-duplicates; filing the group twice makes one record in the SQLite tracker;
-the question's text is kept nowhere (gap view, Redis, metrics, log) while admin.show_queries
-is off; served documents are counted per index.
+"""Knowledge gaps and hit statistics end to end (a real `kbgate serve` with Redis): questions
+that find nothing reach the gap view from every caller, grouped; filing twice makes one record;
+the text is kept nowhere while admin.show_queries is off; served documents are counted.
 """
 
 from __future__ import annotations

@@ -331,7 +331,7 @@ def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_work
 
 
 def test_the_document_api_embeds_what_it_writes_and_writes_nothing_when_the_provider_fails(tmp_path: Path) -> None:
-    """A PUT to a hybrid index (issue 20): its chunks are embedded before the commit and the
+    """A PUT to a hybrid index: its chunks are embedded before the commit and the
     vectors of that commit are published before the answer, so a paraphrase finds it at once;
     with the embedding service failing, the PUT is a retryable 502 and nothing is written."""
     from indexes.dense.vectors import load_current

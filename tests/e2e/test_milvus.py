@@ -1,10 +1,6 @@
-"""An index served by Milvus end to end: `kbgate index add` writes a collection of a real Milvus
-Lite server, and a real `kbgate serve` answers a signed Volcengine callback, the knowledge
-protocol, the tool API, Dify, MCP and the document API from it, with the same answers as a
-Tantivy index of the same pages (analysis, relevance and Summaries are kbgate's on both). With
-Milvus stopped, every callback gets the documented retryable 503 Ret 50302 index_unavailable
-within the request budget, /readyz reports the route; with Milvus back, answers come back
-without a restart of kbgate."""
+"""An index served by Milvus end to end (a real Milvus Lite server, a real `kbgate serve`): every
+caller answers as from a Tantivy index of the same pages; with Milvus stopped, a retryable 503
+Ret 50302 within the budget; with it back, answers without a restart."""
 
 from __future__ import annotations
 

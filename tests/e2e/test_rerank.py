@@ -1,10 +1,6 @@
-"""The rerank stage end to end: a real `kbgate serve` over an index with `[indexes.docs.rerank]`
-pointing at the real rerank server (tests/support/rerank_server.py) answers a signed Volcengine
-callback, Dify's External Knowledge API, the MCP server, the tool API and the knowledge protocol
-in the reranked order (the server in "reverse" mode scores the last candidate highest, so the
-order is the reverse of the lexical one: the rerank ran); with the rerank server slow, then
-down, every caller still answers, in the lexical order, within its deadline, and /metrics
-counts each fallback."""
+"""The rerank stage end to end: every caller answers in the reranked order (the real rerank
+server in "reverse" mode); with it slow, then down, every caller answers in the lexical order
+within its deadline and /metrics counts each fallback."""
 
 from __future__ import annotations
 

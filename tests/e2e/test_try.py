@@ -1,17 +1,7 @@
-"""`try` answers exactly what the caller gets (issue 18: "try and the real callers must give
+"""`try` answers exactly what the caller gets ("try and the real callers must give
 byte-identical answer bodies for the same question, scope and index commit").
 
-One real `kbgate serve` (hypercorn on a free port, Redis). For every wing the real request is
-sent as its platform sends it — a signed Volcengine callback, the knowledge protocol and the
-tool API with a Bearer token, Dify's retrieval, MCP through the official SDK client — and then
-`POST /admin/try.json` for the same caller, route and question; the bodies are compared byte
-for byte. Per-call values: the knowledge protocol's and MCP's refs carry an expiry in whole
-seconds (a pair straddling a second is sent again, at most three times); the tool API's
-auditRef is minted anew for every call by definition (both are set to one placeholder, every
-other byte compared) and its requestId is the caller's own (the same in both).
-
-A try is not a delivery: the deliveries record and /metrics do not move, and the try is in the
-audit file as the admin's `admin.try` without the question.
+Rationale: docs/design-notes.md, "tests/e2e/test_try.py".
 """
 
 from __future__ import annotations

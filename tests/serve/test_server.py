@@ -52,7 +52,7 @@ def raw(port: int, data: bytes) -> bytes:
 
 
 def test_trickled_headers_are_cut_off_in_bounded_time(server: tuple[Server, int]) -> None:
-    # Issue 9 item 6: one header byte every 0.3 s used to hold the connection for 75 s.
+    # one header byte every 0.3 s used to hold the connection for 75 s.
     _, port = server
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         t0 = time.monotonic()
@@ -99,7 +99,8 @@ def test_oversized_headers_get_the_servers_bare_431(server: tuple[Server, int]) 
               + b"\r\nContent-Length: 2\r\n\r\n{}")
     # More than one read: h11 holds an incomplete header block over 16 KiB and refuses it.
     assert big.startswith(b"HTTP/1.1 431"), big[:100]
-    assert big.partition(b"\r\n\r\n")[2] == b""  # the server's own answer (docs/volcengine-console.md, "Decisions")
+    # the server's own answer (docs/volcengine-console.md, "Decisions where the callback spec is silent")
+    assert big.partition(b"\r\n\r\n")[2] == b""
 
 
 def test_large_headers_below_the_servers_limit_get_the_envelope(server: tuple[Server, int]) -> None:

@@ -17,7 +17,7 @@ from tests.support.configs import ACME_KEYS, REPORT_UNTIL, SECRETS, config, pars
 
 
 def body(first: str = "tech", second: str = "software", query: str = "密钥轮换", limit: int = 3) -> bytes:
-    """A compact Body with the seed 003 field names."""
+    """A compact Body with the 联网问答Agent callback spec field names."""
     return orjson.dumps({"FirstLevelId": first, "SecondLevelId": second, "Query": query, "Limit": limit})
 
 

@@ -1,12 +1,7 @@
 """The one config builder of the tests: a gateway config as a dict, parsed in-process or
 written as a TOML file (tomlkit) for a real `kbgate serve`.
 
-    data = config(root, tenants=[ACME, BETA], redis_url=url, key_prefix=prefix, admin_token=ADMIN_TOKEN)
-    cfg = parse(data, root)                      # in-process
-    path = write(root / "gateway.toml", data)    # for the CLI and real servers
-
-Secrets are read from env (ENV) or files, never written inline: every secret of the suite is
-defined here once, so tests can grep logs and answers for all of them (SECRETS).
+Rationale: docs/design-notes.md, "tests/support/configs.py".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The one set of test documents, indexed once per session (tests/conftest.py `docs_index`).
 
-Two groups, one index each, so that neither's ranking depends on the other: KB_DOCS, index
-'kb', the knowledge base a Volcengine tenant asks about (a document with URL, publish time
-and cover image, one in Traditional Chinese, one about replay); AGENT_DOCS, index 'docs',
-what agent clients read (datasets 'public' and 'internal', paths in trees, the
-always-excluded config/ and state/ trees, a working draft, a hidden document, a long manual
-and three wide ones for byte budgets).
-
-HYBRID_DOCS, for hybrid retrieval (indexes/dense): PARAPHRASE shares no word with the page that
-answers it ('pw'), so BM25 misses it and only the vectors find it; one internal page, one hidden.
-CALIBRATION_DOCS: twelve one-chunk pages on twelve topics, enough documents for an index's
-cosine line to be measured (indexes/dense/calibration.py).
-`as_jsonl` writes documents as the JSONL `kbgate index add` reads.
+Rationale: docs/design-notes.md, "tests/support/documents.py".
 """
 
 from __future__ import annotations

