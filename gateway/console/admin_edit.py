@@ -1,12 +1,7 @@
 """What every admin change of the config file from the console shares (users, tenants, routes,
 indexes): who may (a 403 naming the role, audited), whether a tool asks (Bearer: JSON answers,
 no confirmation page), and the answer to a refused edit, naming the config key, never a 500.
-
-    who = await admin_of(request, "manage_users", "users.remove", name, active="users")
-    if isinstance(who, Response): return who
-    user, by_tool = who
-    ... edit_config(source_of(rt.config), mutate, base=fields.get("base") or None) ...
-    except ConfigError as err: return refused_edit(request, user, by_tool, err, _("User not removed"), ...)
+Usage: docs/design-notes.md, "gateway/console/admin_edit.py".
 """
 
 from __future__ import annotations

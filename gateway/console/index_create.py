@@ -1,14 +1,9 @@
-"""Creating an index from the console: the one way an index comes to be besides `kbgate index
-create` and `kbgate index add` (an upload, an edit or the document API never creates one, so a
-mistyped index URL is a 404 naming it, not a new empty index).
-
-POST /admin/indexes/create   name, kind (hybrid: the default embedded model, as `kbgate index create`;
-                             lexical: words only), csrf → 303 to the new index's page; admins only
-                             (users.can 'manage_indexes'), audited as 'indexes.create'
-
-A name that is not one an index may have is a 400 naming the rule; an index that exists
-already is a 409 (nothing changed); an indexes folder this process cannot write (mounted
-read-only) is a 503 naming it.
+"""Creating an index from the console (besides `kbgate index create` and `index add`, the one way
+an index comes to be: an upload never makes one, so a mistyped index URL is a 404 naming it).
+POST /admin/indexes/create   name, kind (hybrid: the embedded model, as `kbgate index create`;
+                             lexical: words only), csrf → 303 to the new index's page; admins only,
+                             audited 'indexes.create'. A bad name is 400 naming the rule, an index
+                             that exists 409, an indexes folder this process cannot write 503.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""An index's upkeep from its console page (admins only: users.can 'manage_indexes'), each a
-CSRF-checked POST answered with a redirect, or JSON for a tool (Bearer):
-
-POST /admin/indexes/{index}/embed      give the index vectors of its model (`kbgate index embed`'s
-                                       code, gateway/ops/index_commands.embed_index); served hybrid
-                                       after the next restart
-POST /admin/indexes/{index}/calibrate  measure its cosine line again (`kbgate index calibrate`'s code)
-POST /admin/indexes/{index}/drop       confirm: without confirm=1 a browser gets the confirmation
-                                       page; refused (409) while a route or an owner names it,
-                                       naming that key. The folder moves to
-                                       `<indexes.dir>/.removed-indexes/<index>.<unix s>` (restorable
-                                       by moving it back), never erased here.
-
-Audited as 'indexes.embed' | 'indexes.calibrate' | 'indexes.delete'. Embedding runs in the
-request (in a worker thread): a large index takes minutes, as on the command line.
+"""An index's upkeep from its console page, admins only, CSRF-checked, audited, JSON for a tool:
+POST /admin/indexes/{index}/embed       vectors of its model (`kbgate index embed`'s code)
+POST /admin/indexes/{index}/calibrate   its cosine line measured again (`kbgate index calibrate`'s)
+POST /admin/indexes/{index}/drop        confirmed first; refused 409 while a route or an owner names
+                                        it (naming the key); the folder moves to .removed-indexes/
+Why and how: docs/design-notes.md, "gateway/console/index_manage.py".
 """
 
 from __future__ import annotations

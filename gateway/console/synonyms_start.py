@@ -1,14 +1,8 @@
-"""Starting an index's synonyms from the browser: the first save of an index the config names
-no synonyms file for creates the file and names it in the config, in one serialised config edit.
-
-POST /admin/synonyms/{index}/start   text, csrf (form 'synonyms') → 303 to the index's synonyms page
-    (users.can 'edit_synonyms' on the index: its owner, an admin; audited 'synonyms.start')
-
-Where: `synonyms/<index>.txt` beside the config file (DEFAULT_DIR), named relative to it, as the
-config resolves `[indexes.NAME] synonyms`: it lives with the config (and in its Git), not in the
-index's folder, which `kbgate index fetch` replaces whole and a Milvus-served index lacks.
-Refusals (nothing written): lines the format refuses (400), a config already naming a file or
-a file already there (409), a config that came from no file or cannot be written (409/503).
+"""Starting an index's synonyms from the browser: the first save of an index with no synonyms
+file creates `synonyms/<index>.txt` beside the config and names it as `[indexes.NAME] synonyms`,
+in one serialised config edit (POST /admin/synonyms/{index}/start: text; its owner or an admin).
+Refused (nothing written): refused lines 400, a file already named or there 409, unwritable 503.
+Where the file goes and why: docs/design-notes.md, "gateway/console/synonyms_start.py".
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ from gateway.console.changes import audit_change
 from gateway.console.i18n import _
 from gateway.console.on_disk import conflict_text
 from gateway.console.render import gate, message, page, read_form, runtime, see_other
+from gateway.console.users import ConsoleUser, can
 from gateway.core.config.edit import ConfigConflict, edit_config
 from gateway.core.errors import ConfigError
 from indexes.synonyms import Synonyms
@@ -108,9 +103,9 @@ async def start_post(request: Request) -> Response:
     if not request.app.state.document_writes.exists(index):
         return message(request, user, _("No such index"), _("No index is named %(index)s.", index=index),
                        status=404, active="synonyms")
+    source = rt.config.source
     try:
-        rules = await to_thread.run_sync(lambda: start(rt.config.source, index, text, who=user.name,
-                                                       now=rt.clock.now()))
+        rules = await to_thread.run_sync(lambda: start(source, index, text, who=user.name, now=rt.clock.now()))
     except sf.SynonymsRefused as exc:
         audit_change(rt.config, user.name, "synonyms.start", index, status=400, refused=len(exc.lines))
         return start_page(request, user, index, text=text, refused=exc.lines, status=400,
@@ -136,17 +131,15 @@ async def start_post(request: Request) -> Response:
     return see_other(f"/admin/synonyms/{index}?done=start")
 
 
-def start_page(request: Request, user: object, index: str, *, text: str = "",
+def start_page(request: Request, user: ConsoleUser, index: str, *, text: str = "",
                refused: list[tuple[int, str]] | None = None, status: int = 200, error: str = "") -> Response:
     """The page of an index with no synonyms file: where the first save puts it, and the editor."""
     lines = text.splitlines()
     marked = [{"line": n, "text": lines[n - 1] if 0 < n <= len(lines) else "", "problem": p}
               for n, p in (refused or [])]
-    from gateway.console.users import can
-
-    return page(request, user, "synonyms_start.html", active="synonyms",  # type: ignore[arg-type]
-                title=_("Synonyms of %(index)s", index=index), status=status, index=index, text=text, marked=marked,
-                error=error, file=default_file(index), editable=can(user, "edit_synonyms", index))  # type: ignore[arg-type]
+    return page(request, user, "synonyms_start.html", active="synonyms", title=_("Synonyms of %(index)s", index=index),
+                status=status, index=index, text=text, marked=marked, error=error, file=default_file(index),
+                editable=can(user, "edit_synonyms", index))
 
 
 ROUTES = [Route("/admin/synonyms/{index}/start", start_post, methods=["POST"])]

@@ -3,8 +3,7 @@ Volcengine console admin pastes, each key's state and last use, and where rotati
 
     {"name", "path", "callback_url", "url_from": "server.public_url" | "request",
      "test_url", "mode": "enforce" | "report", "report_until", "routes": [{first, second, index}],
-     "keys": [{id, state: live | retiring | retired, not_after, last_used, count, loaded,
-               showable: never shown, its value in a file the console may show once (tenants_reveal)}],
+     "keys": [{id, state, not_after, last_used, count, loaded, showable (tenants_reveal)}],
      "newest": id or None, "older_live": [ids], "newest_used": bool, "usage_error": bool}
 
 Keys are read from the config file as it is now (an edit shows at once, before the workers'

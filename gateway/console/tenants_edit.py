@@ -1,18 +1,9 @@
-"""Adding tenants and routes from the console (admins only), each through the serialised config
-edit (gateway/core/config/edit.py), CSRF-checked, audited; a tool (Bearer) gets JSON:
-
-POST /admin/tenants                  name, base: `[tenants.NAME]` (path /volcengine/NAME) and a generated
-                                     signing key with verify = enforce (gateway/ops/secrets.add_key),
-                                     shown once on the tenant's page → 303 /admin/tenants/NAME?shown=ID
-POST /admin/tenants/{name}/routes    first, second, index, base: one `[[tenants.NAME.routes]]`
-                                     (FirstLevelId / SecondLevelId → index) → 303 /admin/tenants/NAME#paste
-POST /admin/agent/routes             route, index, client (optional), base: `[agent.routes.ROUTE]`
-                                     and, with a client, the route in `agent.clients.CLIENT.routes`
-                                     → 303 /admin/tenants#agent
-
-A route names only an index that exists (a mistyped name is refused, naming the key); every other
-rule is the config's own (`parse_config`), and its refusal names the key. Nothing is half-done:
-a tenant whose key could not be added is removed again.
+"""Adding tenants and routes from the console, admins only, through the serialised config edit:
+POST /admin/tenants                 name: `[tenants.NAME]` with a generated key, shown once on its page
+POST /admin/tenants/{name}/routes   first, second, index: one `[[tenants.NAME.routes]]`
+POST /admin/agent/routes            route, index, client?: `[agent.routes.ROUTE]`, listed for the client
+Each takes `base` (409 when stale); a route names only an index that exists; refusals name the key.
+More: docs/design-notes.md, "gateway/console/tenants_edit.py".
 """
 
 from __future__ import annotations

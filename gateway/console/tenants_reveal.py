@@ -1,15 +1,8 @@
-"""Showing once a key the console never showed: a signing key whose value sits in a file that
-kbgate did not write (the demo's `data/demo/secret`, made by `make run`; a file an operator put
-there), so the tenant page's "shown once" holds for it too.
-
-POST /admin/tenants/{name}/keys/{key_id}/reveal   csrf (form 'tenant-reveal:NAME:KEY') → 303 to the
-    tenant page, which shows the value once (?shown=ID, as for a generated key); admins only,
-    audited as 'tenants.reveal_key' (the key id, never the value).
-
-Once: the showing creates `<file>.shown` beside the key's file (O_EXCL, mode 0600, empty), so
-one showing wins across workers and restarts; a folder that cannot take it (a read-only mount)
-is refused 503 and nothing is shown. Keys from value_env, and files kbgate wrote (shown when
-they were made), are never offered.
+"""Showing once a key the console never showed (its value in a file kbgate did not write, as the
+demo's `data/demo/secret`), so the tenant page's "shown once" holds for it too:
+POST /admin/tenants/{name}/keys/{key_id}/reveal → the tenant page shows the value once (?shown=ID).
+`<file>.shown` beside the key's file (O_EXCL) makes it once across workers and restarts.
+More: docs/design-notes.md, "gateway/console/tenants_reveal.py".
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Changing and removing console users from the Users page (admins only), each through the
-serialised config edit (gateway/core/config/edit.py), CSRF-checked, audited:
-
-POST /admin/users/role     name, role (viewer | owner | admin), index.NAME=1 per index an owner
-                           owns (any index that exists, routed or not), base → 303 /admin/users
-POST /admin/users/remove   name, base, confirm: without confirm=1 a browser gets the confirmation
-                           page first; a tool (Bearer) removes at once → 303 /admin/users
-
-base: the config file's SHA-256 when the page was drawn (409 when it changed since). An admin
-never changes or removes themselves here (another admin does: no one locks themselves out).
-Refusals name the config key (`admin.users.NAME...`); a removed user's sessions end at the
-workers' next reload, as with `kbgate users remove`.
+"""Changing and removing console users from the Users page, admins only, through the serialised
+config edit, CSRF-checked, audited (`base`: 409 when the page is stale):
+POST /admin/users/role     name, role, index.NAME=1 per index an owner owns (any index that exists)
+POST /admin/users/remove   name; a browser confirms first (confirm=1), a tool (Bearer) does not
+An admin never changes or removes themselves here. Refusals name the key `admin.users.NAME...`.
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ from gateway.console.changes import audit_change
 from gateway.console.confirm import confirm_page, confirmed
 from gateway.console.i18n import _
 from gateway.console.render import json_answer, read_form, refusal, runtime, see_other
+from gateway.console.users import ConsoleUser
 from gateway.console.users_cli import missing_indexes, remove_user
 from gateway.core.config import Config
 from gateway.core.config.edit import edit_config
@@ -61,9 +55,9 @@ def set_role(path: Path, name: str, role: str, indexes: list[str], *, base: str 
     return edit_config(path, mutate, base=base)
 
 
-def _self_refusal(request: Request, user: object, tool: bool, name: str) -> Response | None:
-    if getattr(user, "name", None) == name:
-        return refusal(request, user, as_json=tool, status=409, active="users",  # type: ignore[arg-type]
+def _self_refusal(request: Request, user: ConsoleUser, tool: bool, name: str) -> Response | None:
+    if user.name == name:
+        return refusal(request, user, as_json=tool, status=409, active="users",
                        text=_("You cannot change or remove yourself: another admin does. Nothing was changed."))
     return None
 

@@ -1,18 +1,11 @@
-"""The admin story, on a real `kbgate serve` with Redis, in a real headless Chromium.
-
-`make run`'s config (deploy/demo/configure.py into a temporary folder; the admin token read from
-its admin-token file, the way `make run` prints it), with Redis for replay and the console's
-records and an audit file. The admin logs in → creates index `hr` (lexical) from the Indexes page
-and uploads its first page → routes hr/leave → hr for tenant demo → opens the tenant page → runs
-the connectivity test (by keyboard) → adds a key (shown once: never in the redirect, the server
-log, the audit file or the page after a refresh) → sees it verify and retires the old key (by
-keyboard) → tests the new route → adds `ann`, owner of only `hr`, from the Users page (by
-keyboard); the owner logs in and cannot touch demo-docs' documents or the tenant (clear refusals
-naming her role, nothing changed), and her menu has no Users link. New controls are found by
-ids, names and hrefs, so the story holds in any language of the pages.
-
-Screenshots go to test-artifacts/ (gitignored), and with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/
-(for docs/volcengine-console.md), so that `make test` leaves the work tree as it found it.
+"""The admin story, on a real `kbgate serve` with Redis (`make run`'s config, its admin token read
+as `make run` prints it), in a real headless Chromium, at 390 and 1280 px, by keyboard: create
+index hr and upload its page → route hr/leave → hr for tenant demo → the connectivity test → add
+a key (shown once: never in a redirect, the log, the audit or a refreshed page) → retire the old
+one → test the new route → add ann, owner of only hr; she cannot touch demo-docs or the tenant
+(refusals naming her role, nothing changed) and has no Users link. New controls are found by
+ids, names and hrefs, so the story holds in any language of the pages. Screenshots go to
+test-artifacts/ (gitignored), with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/ (docs/volcengine-console.md).
 """
 
 from __future__ import annotations
