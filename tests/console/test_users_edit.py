@@ -12,7 +12,7 @@ import pytest
 from gateway.core.config import load_config
 from gateway.core.config.edit import file_digest
 from indexes.store import IndexStore
-from tests.support.admin_app import ADMIN, AS_OWNER, OWNER, admin_app
+from tests.support.admin_app import ADMIN, AS_OWNER, OWNER, VIEWER, admin_app
 from tests.support.console import login
 
 pytestmark = pytest.mark.anyio
@@ -74,3 +74,19 @@ async def test_removing_a_user_is_confirmed_first_in_the_browser(tmp_path: Path,
     assert (await c.get("/admin/gaps", headers={"authorization": f"Bearer otto:{OWNER}"})).status_code == 401
     r = await c.post("/admin/users/remove", headers=ADMIN, data={"name": "nobody"})
     assert r.status_code == 400 and "admin.users.nobody" in r.json()["error"]
+
+
+async def test_an_admin_never_changes_or_removes_themselves(tmp_path: Path, private_index: Path, start_app: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    c, gw, path = await admin_app(tmp_path, private_index, start_app, monkeypatch)
+    r = await c.post("/admin/users/role", headers=ADMIN, data={"name": "vera", "role": "admin"})
+    assert r.status_code == 200 and gw.reloader.reload("file") == "reloaded"
+    vera = {"authorization": f"Bearer vera:{VIEWER}"}
+    before = path.read_text("utf-8")
+    for url, data in (("/admin/users/role", {"name": "vera", "role": "viewer"}),
+                      ("/admin/users/remove", {"name": "vera"})):
+        r = await c.post(url, headers=vera, data=data)
+        assert r.status_code == 409 and "another admin" in r.json()["error"], r.text
+    assert path.read_text("utf-8") == before
+    r = await c.post("/admin/users/remove", headers=vera, data={"name": "otto"})  # another user: done
+    assert r.status_code == 200 and "otto" not in _users(path)
