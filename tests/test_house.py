@@ -47,7 +47,7 @@ def test_the_finder_finds_history() -> None:
 def test_no_issue_stop_or_seed_numbers_outside_the_changelog() -> None:
     found = {}
     for path in tracked():
-        if path.name == "CHANGELOG.md" or path.suffix not in TEXT_SUFFIXES or not path.is_file():
+        if path.name in ("CHANGELOG.md", "test_house.py") or path.suffix not in TEXT_SUFFIXES or not path.is_file():
             continue
         hits = history_references(path.read_text("utf-8", errors="replace"))
         if hits:

@@ -239,6 +239,16 @@ def _cluster_kwargs(t: ClusterTarget, timeout: float) -> dict[str, Any]:
             "socket_connect_timeout": timeout, "health_check_interval": HEALTH_CHECK_INTERVAL}
 
 
+def _sentinel_primary(url: str, timeout: float, sentinel_class: Any, redis_class: Any, retry_class: Any) -> Any:
+    """The client of a `redis+sentinel://` URL's current primary, built from the asyncio or the
+    blocking twins (`sentinel_class`, `redis_class`, `retry_class`): the sentinels asked with
+    no retry, the primary's commands retried once."""
+    t = parse_sentinel_url(url)
+    sentinel = sentinel_class(list(t.sentinels), sentinel_kwargs=_sentinel_kwargs(timeout, retry_class(NoBackoff(), 0)))
+    return sentinel.master_for(t.service, redis_class=redis_class, db=t.db, username=t.username,
+                               password=t.password, retry=retry_class(NoBackoff(), 1), **_common(timeout))
+
+
 def async_client(url: str, timeout: float) -> AsyncRedis:
     """An asyncio client for `url` (see the module docstring for forms, timeouts, retry).
 
@@ -250,18 +260,10 @@ def async_client(url: str, timeout: float) -> AsyncRedis:
         c = parse_cluster_url(url)
         return _AsyncCluster(startup_nodes=[aiocluster.ClusterNode(h, p) for h, p in c.nodes],
                              retry=AsyncRetry(NoBackoff(), 1), **_cluster_kwargs(c, timeout))
-    kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
-        t = parse_sentinel_url(url)
-        sentinel = AsyncSentinel(
-            list(t.sentinels),
-            sentinel_kwargs=_sentinel_kwargs(timeout, AsyncRetry(NoBackoff(), 0)),
-        )
-        client: aioredis.Redis = sentinel.master_for(
-            t.service, redis_class=_SentinelRedis, db=t.db, username=t.username, password=t.password,
-            retry=AsyncRetry(NoBackoff(), 1), **kwargs)
+        client: aioredis.Redis = _sentinel_primary(url, timeout, AsyncSentinel, _SentinelRedis, AsyncRetry)
         return client
-    return aioredis.Redis.from_url(url, retry=AsyncRetry(NoBackoff(), 1), **kwargs)
+    return aioredis.Redis.from_url(url, retry=AsyncRetry(NoBackoff(), 1), **_common(timeout))
 
 
 class _SyncSentinelRedis(redis.Redis):
@@ -287,15 +289,7 @@ def sync_client(url: str, timeout: float) -> SyncRedis:
             return _SyncCluster(startup_nodes=nodes, retry=Retry(NoBackoff(), 1), **_cluster_kwargs(c, timeout))
         except RedisClusterException as exc:
             raise RedisConnectionError(f"redis cluster: {exc}") from exc
-    kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
-        t = parse_sentinel_url(url)
-        sentinel = Sentinel(
-            list(t.sentinels),
-            sentinel_kwargs=_sentinel_kwargs(timeout, Retry(NoBackoff(), 0)),
-        )
-        client: redis.Redis = sentinel.master_for(
-            t.service, redis_class=_SyncSentinelRedis, db=t.db, username=t.username, password=t.password,
-            retry=Retry(NoBackoff(), 1), **kwargs)
+        client: redis.Redis = _sentinel_primary(url, timeout, Sentinel, _SyncSentinelRedis, Retry)
         return client
-    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 1), **kwargs)
+    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 1), **_common(timeout))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gateway.core.config.model import DEFAULT_RELEVANCE_FLOOR, SUMMARY_CHARS
 from gateway.evaluation.eval_serve import LIMIT, doc_id_of
-from gateway.evaluation.evaluate import Corpus, default_corpora, parse_corpus
+from gateway.evaluation.evaluate import Corpus, present_corpora
 from gateway.evaluation.evaluation import QueryScore, load_queries, score_queries, summarize
 from gateway.ops.processes import free_port, listening, stop, wait_until
 from indexes.ingest import read_paths
@@ -99,12 +99,9 @@ def run_parity(corpora: list[str], max_queries: int, workdir: Path, uri: str) ->
     if uri == "lite":
         with _lite(workdir / "backends") as started:
             return run_parity(corpora, max_queries, workdir, started)
-    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
-    for c in chosen:
-        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
-        if missing:
-            print(f"kbgate: corpus {c.name}: missing {', '.join(missing)}", file=sys.stderr)
-            return 2
+    chosen = present_corpora(corpora)
+    if chosen is None:
+        return 2
     workdir = workdir / "backends"
     for c in chosen:
         for line in _one(c, max_queries, workdir / c.name, uri):

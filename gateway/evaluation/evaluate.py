@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +113,18 @@ def default_corpora(root: Path = SHARED_CORPORA) -> list[Corpus]:
     ]
 
 
+def present_corpora(corpora: Sequence[str]) -> list[Corpus] | None:
+    """The corpora named (NAME=DOCS:SETS…; none: the shared ones), or None after saying on stderr
+    which files of one are missing."""
+    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
+    for c in chosen:
+        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
+        if missing:
+            print(f"kbgate eval: corpus {c.name} not found: {', '.join(missing)}", file=sys.stderr)
+            return None
+    return chosen
+
+
 def parse_corpus(spec: str) -> Corpus:
     """'NAME=DOCS_PATH:QUERIES_FILE' → Corpus with one question set. Raises ValueError for
     another shape."""
@@ -133,12 +146,9 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
     started server, the stand-in or a hybrid server's model (`eval_serve`). Returns 0 when lexical is ahead of the
     baseline on both figures for every whole on-topic question set, 1 otherwise, 2 when a corpus
     or `against` is missing."""
-    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
-    for c in chosen:
-        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
-        if missing:
-            print(f"kbgate eval: corpus {c.name} not found: {', '.join(missing)}", file=sys.stderr)
-            return 2
+    chosen = present_corpora(corpora)
+    if chosen is None:
+        return 2
     if against is not None and not against.is_file():
         print(f"kbgate eval: --against {against}: no such saved run", file=sys.stderr)
         return 2

@@ -212,10 +212,10 @@ def wait_until(ready: Callable[[], bool], proc: subprocess.Popen[bytes], seconds
     raise RuntimeError(f"{what} was not ready within {seconds:g} s")
 
 
-def answers(url: str) -> bool:
-    """True when a GET of `url` answers 200 within a second."""
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """True when a GET of `url` answers 200 within `timeout` seconds."""
     try:
-        return httpx.get(url, timeout=1.0).status_code == 200
+        return httpx.get(url, timeout=timeout).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import EmbeddingError, EmbeddingResponseError, EmbeddingUnavailable
+from ..service_client import service_client
 from .config import LOCAL_MODELS, DenseConfig
 
 __all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "make_embedder", "normalise"]
@@ -81,11 +82,7 @@ class OpenAIEmbedder:
         self.config = config
         self.fingerprint = config.fingerprint
         self._sleep = sleep
-        headers = {"Accept": "application/json"}
-        if config.api_key is not None:
-            headers["Authorization"] = f"Bearer {config.api_key.reveal()}"
-        self._client = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
-                                    limits=httpx.Limits(max_connections=16, max_keepalive_connections=8))
+        self._client = service_client(config.api_key, transport)
 
     def _inputs(self, texts: Sequence[str], prefix: str) -> list[str]:
         limit = self.config.max_input_chars

@@ -122,6 +122,16 @@ def _key_line(text: str, key: str) -> int | None:
     return None
 
 
+def _enter(above: list[tuple[int, str]], level: int, heading: str) -> str:
+    """Enter a heading of `level`: close the open headings at or below it in `above` (the
+    stack of (level, text)), push it, and return the trail of its parents above level 1."""
+    while above and above[-1][0] >= level:
+        above.pop()
+    trail = " / ".join(t for lvl, t in above if lvl > 1)
+    above.append((level, heading))
+    return trail
+
+
 def _finish(lines: list[str]) -> str:
     text = "\n".join(_SPACES.sub(" ", ln).strip() for ln in lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
@@ -159,11 +169,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
         if h:
             sections.append(Section(heading, _finish(buf), trail))
             heading = strip_inline(_HEADING_ANCHOR.sub("", h.group(2))).strip()
-            level = len(h.group(1))
-            while above and above[-1][0] >= level:
-                above.pop()
-            trail = " / ".join(t for lvl, t in above if lvl > 1)
-            above.append((level, heading))
+            trail = _enter(above, len(h.group(1)), heading)
             first_heading = first_heading or heading
             buf = []
             continue
@@ -173,11 +179,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
             # "Title\n=====": the previous line was a heading.
             sections.append(Section(heading, _finish(buf[:-1]), trail))
             heading = buf[-1].strip()
-            level = 1 if raw.lstrip()[:1] == "=" else 2
-            while above and above[-1][0] >= level:
-                above.pop()
-            trail = " / ".join(t for lvl, t in above if lvl > 1)
-            above.append((level, heading))
+            trail = _enter(above, 1 if raw.lstrip()[:1] == "=" else 2, heading)
             first_heading = first_heading or heading
             buf = []
             continue

@@ -13,6 +13,7 @@ import httpx
 
 from ..dense.providers import RETRY_STATUSES
 from ..errors import RerankResponseError, RerankUnavailable
+from ..service_client import service_client
 from .config import RerankConfig
 
 __all__ = ["CohereReranker", "DashScopeReranker", "HttpReranker", "Reranker", "TeiReranker", "make_reranker"]
@@ -44,11 +45,7 @@ class HttpReranker:
 
     def __init__(self, config: RerankConfig, *, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
-        headers = {"Accept": "application/json"}
-        if config.api_key is not None:
-            headers["Authorization"] = f"Bearer {config.api_key.reveal()}"
-        self._client = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
-                                    limits=httpx.Limits(max_connections=16, max_keepalive_connections=8))
+        self._client = service_client(config.api_key, transport)
 
     def body(self, query: str, documents: list[str]) -> dict[str, Any]:
         raise NotImplementedError

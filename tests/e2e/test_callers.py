@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import ENV, TOKEN_ALICE, every_caller, write
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 
@@ -31,11 +31,7 @@ QUESTIONS = ("密钥轮换", "重放攻击的随机串能用几次", "部署时�
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("callers")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-callers-{port}",
-                  agent=agent, audit={"sink": "off"})
+    data = every_caller(root, docs_index, port=port, redis_url=redis_url, name="callers", grants=GRANTS)
     with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
         yield s
 

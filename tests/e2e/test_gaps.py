@@ -17,7 +17,13 @@ import pytest
 import redis
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import (
+    ADMIN_TOKEN,
+    ENV,
+    TOKEN_ALICE,
+    every_caller,
+    write,
+)
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 
@@ -34,13 +40,10 @@ ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("gaps")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-gaps-{port}",
-                  admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"},
-                  gaps={"flush_seconds": 0.1, "threshold": 0.0},  # "no hit" only: low scores in tests/ops
-                  access={"sqlite_path": str(root / "feedback.sqlite3")})
+    data = every_caller(root, docs_index, port=port, redis_url=redis_url, name="gaps", grants=GRANTS,
+                        admin_token=ADMIN_TOKEN,
+                        gaps={"flush_seconds": 0.1, "threshold": 0.0},  # "no hit" only: low scores in tests/ops
+                        access={"sqlite_path": str(root / "feedback.sqlite3")})
     with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
         s.root = root  # type: ignore[attr-defined]
         s.prefix = f"kbgate-gaps-{port}"  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ import httpx
 import orjson
 
 from tests.support import harness
-from tests.support.callbacks import post
+from tests.support.callbacks import answered, post, result_ids
 from tests.support.configs import (
     ACME_KEYS,
     EMBEDDING_KEY,
@@ -82,14 +82,10 @@ def index_add(cfg: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
 
 
 def callback(client: httpx.Client, base: str, query: str) -> dict[str, Any]:
-    r = post(client, base, SECRET_ACME, second="docs", query=query, limit=3)
-    assert r.status_code == 200, r.text
-    answer: dict[str, Any] = orjson.loads(r.content)
-    return answer
+    return answered(client, base, SECRET_ACME, second="docs", query=query, limit=3)
 
 
-def first_ids(answer: dict[str, Any]) -> list[str]:
-    return [item["Id"] for item in answer["Result"]]
+first_ids = result_ids
 
 
 def hybrid_searches(metrics: str, outcome: str) -> float:

@@ -15,7 +15,7 @@ import httpx
 import orjson
 
 from tests.support import harness
-from tests.support.callbacks import post
+from tests.support.callbacks import answered, post, result_ids
 from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, SECRET_ACME, TOKEN_ALICE, client, config, tenant, write
 from tests.support.documents import HYBRID_DOCS, as_jsonl
 from tests.support.harness import Server, free_port, serve
@@ -57,14 +57,10 @@ def callback(c: httpx.Client, base: str, query: str, second: str = "docs") -> ht
 
 
 def answer(c: httpx.Client, base: str, query: str, second: str = "docs") -> dict[str, Any]:
-    r = callback(c, base, query, second)
-    assert r.status_code == 200, r.text
-    got: dict[str, Any] = orjson.loads(r.content)
-    return got
+    return answered(c, base, SECRET_ACME, second=second, query=query, limit=3)
 
 
-def ids(got: dict[str, Any]) -> list[str]:
-    return [item["Id"] for item in got["Result"]]
+ids = result_ids
 
 
 def server(cfg: Path, port: int) -> Server:

@@ -15,7 +15,7 @@ import orjson
 
 from indexes.types import Document, Section
 from tests.support import harness
-from tests.support.callbacks import post
+from tests.support.callbacks import answered, result_ids
 from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, SECRET_ACME, TOKEN_ALICE, client, config, tenant, write
 from tests.support.documents import as_jsonl
 from tests.support.harness import Server, free_port, serve
@@ -44,11 +44,9 @@ def write_site(tmp: Path, port: int, rerank: dict[str, Any]) -> Path:
 
 
 def callback_ids(c: httpx.Client, base: str, query: str, limit: int) -> list[str]:
-    r = post(c, base, SECRET_ACME, second="docs", query=query, limit=limit)
-    assert r.status_code == 200, r.text
-    answer = orjson.loads(r.content)
-    assert answer["Ret"] == 0, answer
-    return [item["Id"] for item in answer["Result"]]
+    got = answered(c, base, SECRET_ACME, second="docs", query=query, limit=limit)
+    assert got["Ret"] == 0, got
+    return result_ids(got)
 
 
 def dify_ids(c: httpx.Client, base: str, query: str, top_k: int) -> list[str]:

@@ -18,7 +18,13 @@ import orjson
 import pytest
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import (
+    ADMIN_TOKEN,
+    ENV,
+    TOKEN_ALICE,
+    every_caller,
+    write,
+)
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect
 from tests.support.polling import until
@@ -37,11 +43,8 @@ CONFIG: dict[int, Path] = {}  # server port → its config file
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("try")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-try-{port}",
-                  agent=agent, admin_token=ADMIN_TOKEN, audit={"sink": "file", "path": str(root / "audit.jsonl")})
+    data = every_caller(root, docs_index, port=port, redis_url=redis_url, name="try", grants=GRANTS,
+                        admin_token=ADMIN_TOKEN, audit={"sink": "file", "path": str(root / "audit.jsonl")})
     AUDIT[port], CONFIG[port] = root / "audit.jsonl", write(root / "gateway.toml", data)
     with serve(CONFIG[port], port=port, env=ENV) as s:
         yield s

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.support.configs import acme_toml
-from tests.support.harness import Server, free_port, kbgate_argv, serve
+from tests.support.harness import Server, acme_server, free_port, kbgate_argv
 
 SECRET = "server-test-secret-Lq83Nz0p"
 
@@ -23,14 +23,9 @@ SECRET = "server-test-secret-Lq83Nz0p"
 @pytest.fixture(name="server", scope="module")
 def _server(tmp_path_factory: pytest.TempPathFactory, docs_index: Path,
             redis_url: str) -> Iterator[tuple[Server, int]]:
-    tmp = tmp_path_factory.mktemp("server")
-    (tmp / "secret").write_text(SECRET)
-    port = free_port()
-    cfg = tmp / "gateway.toml"
-    cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=f"kbgate-server-{port}", workers=1,
-                             secrets=[("k1", "secret")], server={"keep_alive_seconds": 2.0}), "utf-8")
-    with serve(cfg, port=port, workers=1) as gw:
-        yield gw, port
+    with acme_server(tmp_path_factory.mktemp("server"), docs_index, redis_url=redis_url, secret=SECRET, name="server",
+                     server={"keep_alive_seconds": 2.0}) as gw:
+        yield gw, gw.port
 
 
 def raw(port: int, data: bytes) -> bytes:

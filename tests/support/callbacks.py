@@ -43,6 +43,19 @@ def post(client: httpx.Client, base: str, secret: str | None, *, tenant: str = "
     return client.post(f"{base}/volcengine/{tenant}", content=raw, headers=signed(secret, raw))
 
 
+def answered(client: httpx.Client, base: str, secret: str, **fields: Any) -> dict[str, Any]:
+    """The parsed answer of one callback (`post`'s arguments), asserted to be HTTP 200."""
+    r = post(client, base, secret, **fields)
+    assert r.status_code == 200, r.text
+    got: dict[str, Any] = orjson.loads(r.content)
+    return got
+
+
+def result_ids(got: dict[str, Any]) -> list[str]:
+    """The `Id` of each Result item of a callback answer, in order."""
+    return [item["Id"] for item in got["Result"]]
+
+
 def ret(r: httpx.Response) -> int:
     """The Ret of a callback answer."""
     return int(orjson.loads(r.content)["Ret"])

@@ -19,6 +19,11 @@ LONG_TEXT = "\n".join(
 SECRET_TEXT = "配置里的密钥轮换口令绝不可外泄"
 
 
+def one_section(doc_id: str, text: str, **kw: Any) -> Document:
+    """A Document of one untitled section; title 标题{doc_id} unless `title` is given."""
+    return Document(doc_id, kw.pop("title", f"标题{doc_id}"), (Section("", text),), **kw)
+
+
 def _doc(doc_id: str, title: str, text: str, **kw: Any) -> Document:
     return Document(doc_id, title, (Section("", text),), path=kw.pop("path", doc_id), **kw)
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from gateway.ops.processes import LISTENING, Server, children, free_port, kbgate, kbgate_argv
+from tests.support.configs import acme_toml
 
-__all__ = ["LISTENING", "Server", "children", "free_port", "kbgate", "kbgate_argv", "serve"]
+__all__ = ["LISTENING", "Server", "children", "free_port", "kbgate", "kbgate_argv", "serve", "acme_server"]
 
 
 def serve(config: Path, *, port: int | None = None, workers: int = 1, env: Mapping[str, str | None] | None = None,
@@ -21,3 +23,15 @@ def serve(config: Path, *, port: int | None = None, workers: int = 1, env: Mappi
     port = port or free_port()
     return Server(kbgate_argv(config, bind=f"127.0.0.1:{port}", workers=workers), port,
                   log_path=log_path or config.parent / f"serve-{port}.log", env=env, cwd=cwd, workers=workers)
+
+
+def acme_server(tmp: Path, docs_index: Path, *, redis_url: str, secret: str, name: str, **over: Any) -> Server:
+    """One worker of `kbgate serve` for tenant acme signing with `secret` (key k1, its file in
+    `tmp`) over `docs_index`, Redis keys under kbgate-NAME-PORT; `over`: more of acme_toml's
+    arguments. Not started yet."""
+    (tmp / "secret").write_text(secret)
+    port = free_port()
+    cfg = tmp / "gateway.toml"
+    cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=f"kbgate-{name}-{port}", workers=1,
+                             secrets=[("k1", "secret")], **over), "utf-8")
+    return serve(cfg, port=port, workers=1)

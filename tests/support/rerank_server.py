@@ -7,10 +7,16 @@ Rationale: docs/design-notes.md, "tests/support/rerank_server.py".
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.support import local_server
+from tests.support.harness import Server, kbgate, serve
+from tests.support.paths import ROOT
 
 STATE: dict[str, Any] = {}
 DASHSCOPE_PATH = "/api/v1/services/rerank/text-rerank/text-rerank"
@@ -113,6 +119,20 @@ PATHS = {"cohere": "/v1/rerank", "tei": "/rerank", "dashscope": DASHSCOPE_PATH}
 def running(port: int) -> AbstractContextManager[str]:
     """This server on 127.0.0.1:port in a subprocess (`tests.support.local_server.running`)."""
     return local_server.running("tests.support.rerank_server", port)
+
+
+@contextmanager
+def reversed_site(config: Path, port: int, rr_port: int, env: Mapping[str, str]) -> Iterator[tuple[str, Server]]:
+    """Index `config`'s site (`kbgate index add` of its docs/ folder into index `docs`), then this
+    server on `rr_port` in "reverse" mode and a `kbgate serve` of `config` on `port`; yields
+    (the rerank server's base URL, the gateway) and stops both."""
+    built = kbgate("index", "add", "--config", str(config), "--index", "docs", "--no-progress",
+                   str(config.parent / "docs"), env=env, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with running(rr_port) as rr:
+        httpx.post(f"{rr}/control", json={"mode": "reverse"}).raise_for_status()
+        with serve(config, port=port, env=env, cwd=ROOT) as srv:
+            yield rr, srv
 
 
 if __name__ == "__main__":
