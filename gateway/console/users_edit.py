@@ -64,13 +64,12 @@ def _self_refusal(request: Request, user: ConsoleUser, tool: bool, name: str) ->
 
 async def role_post(request: Request) -> Response:
     """POST /admin/users/role (module doc)."""
-    rt = runtime(request)
-    fields_max = 8 + len(rt.indexes.names())
     who = await admin_of(request, "manage_users", "users.role", "", active="users")
     if isinstance(who, Response):
         return who
     user, tool = who
-    fields = await read_form(request, user, ROLE_FORM, max_fields=fields_max)
+    rt = runtime(request)
+    fields = await read_form(request, user, ROLE_FORM, max_fields=8 + len(rt.indexes.names()))
     if isinstance(fields, Response):
         return fields
     name, role = fields.get("name", "").strip(), fields.get("role", "")
