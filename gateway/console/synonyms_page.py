@@ -34,7 +34,9 @@ from starlette.routing import Route
 from gateway.console import synonyms_file as sf
 from gateway.console.changes import audit_change
 from gateway.console.csrf import post_ok
+from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
+from gateway.console.synonyms_start import start_page
 from gateway.console.synonyms_try import tried
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -65,7 +67,7 @@ def _shown(rt: Runtime, path: Path) -> str:
 
 
 def _indexes(rt: Runtime) -> list[str]:
-    names = set(rt.routed_indexes()) | set(rt.config.synonyms)
+    names = set(rt.routed_indexes()) | set(rt.config.synonyms) | set(rt.indexes.names())  # a new index too
     return sorted(names)
 
 
@@ -134,10 +136,11 @@ async def _index_page(request: Request, user: ConsoleUser, index: str, *, status
         d = _detail(rt, index)
     except sf.NotWritable as exc:
         return refusal(request, user, as_json=False, status=503, text=str(exc), active="synonyms")
-    if d is None:
-        return refusal(request, user, as_json=False, status=404, active="synonyms",
-                       text=f"index {index!r} has no synonyms file: add synonyms = \"synonyms/{index}.txt\" under "
-                            f"[indexes.{index}] in the config (the file may start empty)")
+    if d is None:  # no file yet: the first save creates one (gateway/console/synonyms_start.py)
+        if not request.app.state.document_writes.exists(index):
+            return refusal(request, user, as_json=False, status=404, active="synonyms",
+                           text=_("No index is named %(index)s.", index=index))
+        return start_page(request, user, index)
     submitted = text if text is not None else d["text"]
     lines = submitted.splitlines()
     marked = [{"line": n, "text": lines[n - 1] if 0 < n <= len(lines) else "", "problem": p}
