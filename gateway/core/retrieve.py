@@ -70,6 +70,22 @@ class Searched:
 
 
 @dataclass(frozen=True, slots=True)
+class Options:
+    """What one search asks besides its question and scope: at most `limit` hits; Summary and
+    content bounds in characters; one hit per document or not; the route's relevance floor
+    (0..1); the index generation wanted or not; metadata conditions; the route's dials."""
+
+    limit: int
+    summary_chars: int
+    content_chars: int
+    one_per_document: bool = True
+    floor: float = 0.0
+    with_generation: bool = False
+    where: MetaFilter | None = None
+    dials: Dials = NO_DIALS
+
+
+@dataclass(frozen=True, slots=True)
 class Target(Generic[K]):
     """One scope of a search over several: `key` names it for the caller (a route, say),
     `floor` is that route's relevance floor (0..1), `dials` its retrieval dials."""
@@ -121,12 +137,11 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     While an admin's try explains (`gateway.core.explain.EXPLAIN` set) the answer is computed
     the same way, the cache only peeked at and never filled, and a trace is appended.
     """
-    summary_chars = dials.summary_chars or summary_chars  # a route's budget wins over the caller's
+    opts = Options(limit, dials.summary_chars or summary_chars,  # a route's budget wins over the caller's
+                   content_chars, one_per_document, floor, with_generation, where, dials)
     ex = EXPLAIN.get()
     if ex is not None:
-        return await _explained(indexes, ex, scope, query, limit, summary_chars=summary_chars,
-                                content_chars=content_chars, one_per_document=one_per_document,
-                                floor=floor, with_generation=with_generation, where=where, dials=dials)
+        return await _explained(indexes, ex, scope, query, opts)
     idx = indexes.index(scope.index)
     text = normalize_query(query)
     cache = indexes.answers()
@@ -134,28 +149,22 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     incarnation = idx.incarnation  # read before the search, as the label (KnowledgeIndex.incarnation)
     if cache is not None and label is not None:
         started = time.perf_counter()
-        hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
-                              floor, where, incarnation, dials))
+        hits = cache.get(_key(scope, label, text, opts, incarnation))
         if hits is not None:
             if asker is not None:
                 _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in hits])
             return Searched(hits, (time.perf_counter() - started) * 1000.0, label if with_generation else None,
                             cached=True)
-    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
-                  one_per_document=one_per_document, floor=floor, with_generation=with_generation,
-                  where=where, dials=dials)
+    run = partial(_search, idx, scope, text, opts)
     found, reusable = await to_thread.run_sync(run) if idx.search_may_wait else run()
     if cache is not None and reusable is not None:
-        cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, floor,
-                       where, incarnation, dials), found.hits)
+        cache.put(_key(scope, reusable, text, opts, incarnation), found.hits)
     if asker is not None:
         _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in found.hits])
     return found
 
 
-async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, limit: int, *,
-                     summary_chars: int, content_chars: int, one_per_document: bool, floor: float,
-                     with_generation: bool, where: MetaFilter | None, dials: Dials) -> Searched:
+async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, opts: Options) -> Searched:
     """`search` for a try (gateway.core.explain): the same `_search`, never from the cache nor
     into it; the cache's outcome is peeked at (`AnswerCache.holds`) without being counted."""
     idx = indexes.index(ex.index_for(scope.index))
@@ -164,15 +173,14 @@ async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query
     label = idx.generation
     outcome = "off"
     if cache is not None:
-        key = _key(scope, label, text, limit, summary_chars, content_chars, one_per_document, floor, where,
-                   idx.incarnation, dials) if label is not None else None
+        key = _key(scope, label, text, opts, idx.incarnation) if label is not None else None
         outcome = "hit" if key is not None and cache.holds(key) else "miss"
-    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
-                  one_per_document=one_per_document, floor=floor, with_generation=with_generation,
-                  where=where, dials=dials, explain=ex)
-    found, _ = await to_thread.run_sync(run) if idx.search_may_wait else run()
+    found, _ = await to_thread.run_sync(partial(_search, idx, scope, text, opts, ex)) if idx.search_may_wait \
+        else _search(idx, scope, text, opts, ex)
     ex.traces[-1].cache = outcome
     return found
+
+
 def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, ...],
               hits: Sequence[tuple[str, Hit]], failed: bool = False) -> None:
     """Publish what `asker`'s question got: (index, hit) pairs best first."""
@@ -180,11 +188,10 @@ def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, .
         Served(index, h.doc_id, h.title, h.path, h.relevance, h.score, h.revision) for index, h in hits), failed))
 
 
-def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
-         one_per_document: bool, floor: float, where: MetaFilter | None, incarnation: int,
-         dials: Dials) -> AnswerKey:
-    return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
-                     content_chars, one_per_document, floor, incarnation, dials)
+def _key(scope: EffectiveScope, generation: int, text: str, opts: Options, incarnation: int) -> AnswerKey:
+    return AnswerKey(scope.index, generation, text, opts.limit, scope.filter, where_key(opts.where),
+                     opts.summary_chars, opts.content_chars, opts.one_per_document, opts.floor, incarnation,
+                     opts.dials)
 
 
 def search_now(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
@@ -193,26 +200,25 @@ def search_now(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, 
                dials: Dials = NO_DIALS) -> Searched:
     """`search` on an opened index, in the calling thread (it may block: see `search`), never
     from the answer cache. For measurements (bench/offload.py); a wing awaits `search`."""
-    return _search(idx, scope, normalize_query(query), limit, summary_chars=dials.summary_chars or summary_chars,
-                   content_chars=content_chars, one_per_document=one_per_document, floor=floor,
-                   with_generation=with_generation, where=where, dials=dials)[0]
+    return _search(idx, scope, normalize_query(query), Options(
+        limit, dials.summary_chars or summary_chars, content_chars, one_per_document, floor, with_generation,
+        where, dials))[0]
 
 
-def _search(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
-            content_chars: int, one_per_document: bool, floor: float, with_generation: bool,
-            where: MetaFilter | None, dials: Dials = NO_DIALS,
+def _search(idx: ServedIndex, scope: EffectiveScope, query: str, opts: Options,
             explain: Explain | None = None) -> tuple[Searched, int | None]:
     """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`);
     with `explain`, its trace appended there (gateway.core.explain.trace). A hit the reranker
     scored passes the route's rerank threshold when it sets one (the index judged the floor
     before the reranker then), any other its floor; neighbours are read for the kept hits."""
+    limit, floor, dials, where = opts.limit, opts.floor, opts.dials, opts.where
     with _index_calls(scope):
         started = time.perf_counter()
-        hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
-                                    summary_chars=summary_chars, content_chars=content_chars, where=where,
-                                    floor=floor, dials=dials)
+        hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=opts.one_per_document,
+                                    summary_chars=opts.summary_chars, content_chars=opts.content_chars,
+                                    where=where, floor=floor, dials=dials)
         took = (time.perf_counter() - started) * 1000.0
-        gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
+        gen = (reusable if reusable is not None else _generation(idx)) if opts.with_generation else None
     checked = time.perf_counter()
     judged = (h if h.scores.rerank is None else replace(h, relevance=relevance.of(h.scores, h.relevance))
               for h in hits)
@@ -223,7 +229,7 @@ def _search(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, 
             and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
     if dials.neighbours:
         with _index_calls(scope):
-            kept = idx.with_neighbours(kept, dials.neighbours, content_chars)
+            kept = idx.with_neighbours(kept, dials.neighbours, opts.content_chars)
     kept = [clean(h) for h in kept]
     if explain is not None:
         with _index_calls(scope):

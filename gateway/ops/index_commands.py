@@ -18,7 +18,7 @@ from indexes.errors import IndexStoreError
 from indexes.invisible import shown
 from indexes.types import IngestReport
 
-__all__ = ["cmd_index_add", "cmd_index_embed", "cmd_index_list", "register"]
+__all__ = ["EmbedRefused", "cmd_index_add", "cmd_index_embed", "cmd_index_list", "embed_index", "register"]
 
 
 def register(sub: Any) -> None:
@@ -168,30 +168,48 @@ def cmd_index_embed(args: argparse.Namespace) -> int:
     vectors of another model) and publish them for its current commit; the index is hybrid from
     then on (a running server serves it hybrid after a restart). Nothing of the Tantivy index
     changes. Exit 2 when the index is configured `dense = "none"` or does not exist."""
-    from indexes.dense import HybridStore
-    from indexes.dense.config import DenseChoices, default_dense
-
     indexes_dir = load_indexer_config(args.config)[0]
     dense = load_indexes(args.config)[1]
-    if args.index in dense.lexical:
-        print(f'kbgate: index {args.index} is configured dense = "none" in {args.config}: remove that line first',
-              file=sys.stderr)
-        return 2
-    chosen = dense.configured.get(args.index) or dense.default or default_dense()
-    store = HybridStore(indexes_dir, dense=DenseChoices({**dense.configured, args.index: chosen},
-                                                        lexical=dense.lexical, default=dense.default))
-    if not (store.folder(args.index) / "meta.json").is_file():
-        print(f"kbgate: no index {args.index} under {indexes_dir}: build it with kbgate index add "
-              f"(a new index is hybrid by default)", file=sys.stderr)
-        return 2
-    index = store.create_or_open_for_write(args.index)
     started = time.perf_counter()
-    _ingest_waiting(index, iter(()), args, progress=not args.no_progress)
-    report = index.last_dense_report  # type: ignore[attr-defined]
+    try:
+        report, chosen = embed_index(indexes_dir, dense, args.index, wait=args.wait, progress=not args.no_progress,
+                                     config=args.config)
+    except EmbedRefused as exc:
+        print(f"kbgate: {exc}", file=sys.stderr)
+        return 2
     print(report.line(args.index))
     print(f"index {args.index}: hybrid ({chosen.provider} {chosen.model}) in {time.perf_counter() - started:.1f} s; "
           "restart kbgate serve to serve it hybrid")
     return 0
+
+
+class EmbedRefused(ValueError):
+    """An index `embed_index` does not embed: configured `dense = "none"`, or not there."""
+
+
+def embed_index(indexes_dir: Path, dense: Any, name: str, *, wait: float, progress: bool = False,
+                config: str = "the config") -> tuple[Any, Any]:
+    """Embed every chunk of index `name` that lacks vectors of its model (blocking; what `kbgate
+    index embed` and the console's re-embed run). dense: the config's DenseChoices. Returns (the
+    dense report, the DenseConfig used). Raises EmbedRefused, IndexLockedError past `wait`
+    seconds, EmbeddingError."""
+    from indexes.dense import HybridStore
+    from indexes.dense.config import DenseChoices, default_dense
+
+    if name in dense.lexical:
+        raise EmbedRefused(f'index {name} is configured dense = "none" in {config}: remove that line first')
+    chosen = dense.configured.get(name) or dense.default or default_dense()
+    store = HybridStore(indexes_dir, dense=DenseChoices({**dense.configured, name: chosen},
+                                                        lexical=dense.lexical, default=dense.default))
+    if not (store.folder(name) / "meta.json").is_file():
+        raise EmbedRefused(f"no index {name} under {indexes_dir}: build it with kbgate index add "
+                           "(a new index is hybrid by default)")
+    index = store.create_or_open_for_write(name)
+    try:
+        _ingest_waiting(index, iter(()), argparse.Namespace(wait=wait, index=name), progress=progress)
+        return index.last_dense_report, chosen  # type: ignore[attr-defined]
+    finally:
+        index.close()
 
 
 def cmd_index_create(args: argparse.Namespace) -> int:
