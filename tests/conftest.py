@@ -19,6 +19,7 @@ import httpx
 import pytest
 import redis
 from asgi_lifespan import LifespanManager
+from hypothesis import HealthCheck, settings
 
 from gateway.core.clock import FixedClock
 from gateway.core.config import Config
@@ -31,6 +32,11 @@ from tests.support.documents import INDEXES
 from tests.support.harness import free_port
 from tests.support.milvus_server import MilvusLite
 from tests.support.redis_procs import RedisClusterProcs
+
+# Generated inputs are judged by what the code does with them, not by how fast a loaded machine
+# draws them: no deadline and no "too slow" health check, whatever else runs beside the suite.
+settings.register_profile("kbgate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kbgate")
 
 # The agent endpoints' fixtures (env, root) for the modules that use them.
 pytest_plugins = ("tests.support.agent_env",)

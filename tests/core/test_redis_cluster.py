@@ -182,7 +182,7 @@ def test_replay_claims_waiting_at_once_go_alone_on_a_cluster(redis_cluster: Redi
     # read the slot map first (redis_clients._AsyncCluster), a few of 60 claims lost their
     # connection, were re-sent after they had run, and came back "pending".
     async def burst(round_: int) -> tuple[list[str], list[str], int]:
-        store = RedisNonceStore(redis_cluster.url, 2.0)  # a fresh client, as a new worker has
+        store = RedisNonceStore(redis_cluster.url, 10.0)  # a fresh client, as a new worker has
         try:
             now = int(time.time())
             keys = [nonce_key(key_prefix, "acme", str(now), f"Batch{round_}-{i:06d}") for i in range(60)]
