@@ -30,6 +30,7 @@ from starlette.templating import Jinja2Templates
 
 from gateway.console import i18n
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
+from gateway.console.language import links as language_links
 from gateway.console.links import document_url
 from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
 from gateway.console.sessions import SessionsUnavailable
@@ -94,7 +95,9 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=visible,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              extensions=["jinja2.ext.i18n"])
-    env.install_gettext_callables(i18n._, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
+    # new-style: the template's values are escaped into the translated text, never the text itself
+    env.install_gettext_callables(i18n.gettext_raw, i18n.ngettext_raw, newstyle=True)  # type: ignore[attr-defined]
+    env.policies["ext.i18n.trimmed"] = True  # a {% trans %} block's msgid is its text with whitespace collapsed
     env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
     env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
     return env
@@ -116,7 +119,9 @@ def page(request: Request, user: ConsoleUser | None, template: str, *, active: s
     show_queries, can(action, index)."""
     shared = {
         "user": user, "title": title, "active": active,
-        "nav": [{"key": k, "label": label, "href": href} for k, label, href in NAV],
+        "nav": [{"key": k, "label": i18n._(label), "href": href} for k, label, href in NAV],
+        "lang": i18n.current_tag(), "languages": language_links(request.url.path + (
+            "?" + request.url.query if request.url.query else "")),
         "csrf": lambda form: page_token(request, form),
         "show_queries": runtime(request).config.admin.show_queries,
         "can": lambda action, index=None: can(user, action, index),

@@ -7,6 +7,7 @@ from starlette.routing import BaseRoute
 from gateway.console import (
     browse,
     deliveries_view,
+    language,
     login,
     overview,
     placeholders,
@@ -18,6 +19,6 @@ from gateway.console import (
 )
 from gateway.console.gaps import ROUTES as GAP_ROUTES
 
-ROUTES: list[BaseRoute] = [*login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES,
+ROUTES: list[BaseRoute] = [*login.ROUTES, *language.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES,
                            *GAP_ROUTES, *synonyms_page.ROUTES, *users_page.ROUTES, *browse.ROUTES, *tenants_page.ROUTES,
                            *tenants_actions.ROUTES, *placeholders.ROUTES]
