@@ -31,10 +31,11 @@ from starlette.templating import Jinja2Templates
 from gateway.console import i18n
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.language import links as language_links
-from gateway.console.links import document_url
+from gateway.console.links import document_url, index_url
 from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
 from gateway.console.sessions import SessionsUnavailable
 from gateway.console.text import visible
+from gateway.console.words import word
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.runtime import Runtime
@@ -98,8 +99,9 @@ def _environment() -> jinja2.Environment:
     # new-style: the template's values are escaped into the translated text, never the text itself
     env.install_gettext_callables(i18n.gettext_raw, i18n.ngettext_raw, newstyle=True)  # type: ignore[attr-defined]
     env.policies["ext.i18n.trimmed"] = True  # a {% trans %} block's msgid is its text with whitespace collapsed
-    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
+    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr, word=word)
     env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
+    env.globals["index_url"] = index_url  # every link to an index's page
     return env
 
 
