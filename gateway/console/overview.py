@@ -2,7 +2,8 @@
 
 GET /admin/                       the overview (HTML)
 GET /admin/overview.json          the same values (gateway.console.overview_data)
-GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG)
+GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG;
+                                  ?narrow=1: the phone's drawing)
 
 An old deliveries link (/admin/?tenant=…&outcome=…&n=…) is redirected to /admin/deliveries.
 """
@@ -57,7 +58,8 @@ async def chart_svg(request: Request) -> Response:
     if isinstance(user, Response):
         return user
     values = await _values(request)
-    return Response(questions_svg(values["questions"]), media_type="image/svg+xml; charset=utf-8",
+    narrow = request.query_params.get("narrow") == "1"
+    return Response(questions_svg(values["questions"], narrow), media_type="image/svg+xml; charset=utf-8",
                     headers=SECURITY_HEADERS)
 
 
