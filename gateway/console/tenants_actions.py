@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
+from gateway.console.i18n import N_, _
 from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
@@ -49,7 +50,7 @@ TEST_LIMIT = 3  # results the connectivity test asks for
 TEST_TIMEOUT = 10.0  # seconds the test waits for the callback's answer
 LOAD_WAIT = 3.0  # seconds the test waits for this worker to load a key just added
 GRACE = {"now": 0, "3600": 3600, "86400": 86400}
-GRACE_WORDS = {"now": "now", "3600": "in 1 hour", "86400": "in 24 hours"}
+GRACE_WORDS = {"now": N_("now"), "3600": N_("in 1 hour"), "86400": N_("in 24 hours")}
 
 
 async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser, bool, Tenant] | Response:
@@ -67,7 +68,7 @@ async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser,
                             "admin does. Nothing was changed.")
     tenant = rt.config.tenants.get(name)
     if tenant is None:
-        return refusal(request, user, as_json=by_tool, status=404, active="tenants", text="No such tenant.")
+        return refusal(request, user, as_json=by_tool, status=404, active="tenants", text=_("No such tenant."))
     return user, by_tool, tenant
 
 
@@ -80,7 +81,7 @@ async def _signing_key(request: Request, name: str, wanted: str) -> tuple[str, s
     """(key id, secret) this worker verifies with: `wanted`, or the newest live key; waits up to
     LOAD_WAIT for a key just added to be loaded. Else what is wrong, in words."""
     rt = runtime(request)
-    for _ in range(int(LOAD_WAIT * 10) + 1):
+    for _attempt in range(int(LOAD_WAIT * 10) + 1):
         now = rt.clock.now()
         tenant = rt.config.tenants.get(name)  # a reload may have removed it meanwhile
         live = [k for k in tenant.secrets if k.live(now)] if tenant is not None else []
@@ -116,7 +117,8 @@ async def test_tenant(request: Request) -> Response:
     number = fields.get("route", "0")
     query = fields.get("query", "").strip() or DEFAULT_QUERY
     if not number.isdigit() or int(number) >= len(tenant.routes):
-        return refusal(request, user, as_json=by_tool, status=400, active="tenants", text="Choose one of the routes.")
+        return refusal(request, user, as_json=by_tool, status=400, active="tenants",
+                       text=_("Choose one of the routes."))
     if len(query) > rt.config.search.max_query_chars:
         return refusal(request, user, as_json=by_tool, status=400, active="tenants",
                        text=f"The question is longer than search.max_query_chars ({rt.config.search.max_query_chars}).")
@@ -246,7 +248,7 @@ async def _confirm_retire(request: Request, user: ConsoleUser, name: str, key_id
     problem = retirement_problem(name, key_id, [k for k in keys if k.id != key_id], when=now + GRACE[when],
                                  was=was, now=now)  # said before the question; the edit checks it again
     return page(request, user, "tenant_retire.html", active="tenants", title=f"Retire key {key_id}?", name=name,
-                key_id=key_id, when=when, when_words=GRACE_WORDS[when], stops_at=now + GRACE[when],
+                key_id=key_id, when=when, when_words=_(GRACE_WORDS[when]), stops_at=now + GRACE[when],
                 others=others, last_used=mine.last if mine else None, usage_known=used is not None,
                 base=base or await run_in_threadpool(file_base, rt.config), problem=problem,
                 status=409 if problem else 200)

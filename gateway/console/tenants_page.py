@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.console.i18n import _
 from gateway.console.on_disk import file_base, file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, message, page, runtime
@@ -113,7 +114,7 @@ async def tenant_html(request: Request) -> Response:
     base = await run_in_threadpool(file_base, runtime(request).config)  # before the page reads the file
     views = await _views(request, [name])
     if not views:
-        return message(request, user, "No such tenant", "No tenant of that name is configured.", status=404,
+        return message(request, user, _("No such tenant"), _("No tenant of that name is configured."), status=404,
                        back="/admin/tenants", active="tenants")
     shown, test, error = await _notes(request, name)
     rt = runtime(request)
