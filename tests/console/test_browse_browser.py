@@ -21,6 +21,7 @@ from gateway.console.links import document_url
 from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.files import docx_bytes, guide_pdf
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
@@ -137,7 +138,7 @@ def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path:
             expect(row).to_have_class(re.compile(r"\bdisabled\b"))
             expect(row.locator(".tag")).to_have_text("disabled")
             expect(page.locator(".hidden-count")).to_have_text(str(hidden_before + 1))
-            with httpx.Client(timeout=10) as c:
+            with httpx.Client(timeout=10, headers=ENGLISH) as c:
                 assert "新旧两把密钥" not in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
             page.screenshot(path=str(IMG / "admin-index-disabled.png"))
             # the login cookie without the page's csrf value changes nothing
@@ -208,7 +209,7 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
                 page.keyboard.press("Enter")
             assert page.url == srv.base + document_url("docs", TOP)
             expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("restored")
-            with httpx.Client(timeout=10) as c:
+            with httpx.Client(timeout=10, headers=ENGLISH) as c:
                 assert "新旧两把密钥" in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
         finally:
             page.close()

@@ -24,6 +24,7 @@ from tests.support.browser import (
 )
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, serve
 from tests.support.paths import ROOT
 
@@ -59,7 +60,7 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
                   access={"sqlite_path": str(tmp / "feedback.sqlite3")})
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["docs"], "credential": hash_credential(OWNER)}}
     with serve(write(tmp / "gateway.toml", data), port=port, env=ENV) as s:
-        with httpx.Client(timeout=10) as c:
+        with httpx.Client(timeout=10, headers=ENGLISH) as c:
             callback(c, s.base, ENV["ACME_SECRET"], query="密钥轮换")
             callback(c, s.base, ENV["ACME_SECRET"], query="火星基地的氧气配额是多少")
             callback(c, s.base, ENV["ACME_SECRET"], second=LONG, query="x")  # route_unknown, a long cell

@@ -25,6 +25,7 @@ from gateway.console.credentials import hash_credential, new_credential
 from tests.support.browser import _browser, assert_fits, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
 
@@ -63,7 +64,8 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
                   agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1})
     data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, httpx.Client(timeout=10) as c:
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, \
+            httpx.Client(timeout=10, headers=ENGLISH) as c:
         def volcengine() -> list[dict[str, Any]]:
             r = callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED)
             assert r.status_code == 200, r.text
