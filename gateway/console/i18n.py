@@ -16,9 +16,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
-
 LOCALES = ("zh_CN", "en")
 DEFAULT = "zh_CN"
 TAGS = {"zh_CN": "zh-CN", "en": "en"}  # BCP 47, for <html lang> and the language cookie
@@ -31,6 +28,9 @@ _current: ContextVar[str] = ContextVar("console_locale", default=DEFAULT)
 def translations(locale: str) -> gettext.NullTranslations:
     """The catalog of `locale` (one of LOCALES), read from its .po file once; the msgid
     itself for an entry without a translation. Raises KeyError for another locale."""
+    from babel.messages.mofile import write_mo  # only where a page is answered: `kbgate try` stays light
+    from babel.messages.pofile import read_po
+
     if locale not in LOCALES:
         raise KeyError(locale)
     with (CATALOGS / locale / "LC_MESSAGES" / "messages.po").open("rb") as f:

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.console.chart import questions_svg
+from gateway.console.i18n import _
 from gateway.console.overview_data import overview
 from gateway.console.render import SECURITY_HEADERS, gate, json_answer, page, runtime, see_other
 from gateway.core.methods import json_route
@@ -41,7 +42,7 @@ async def overview_html(request: Request) -> Response:
         return user
     if any(k in request.query_params for k in LEGACY_FILTERS):
         return see_other("/admin/deliveries?" + str(request.query_params))
-    return page(request, user, "overview.html", active="overview", title="Overview", o=await _values(request))
+    return page(request, user, "overview.html", active="overview", title=_("Overview"), o=await _values(request))
 
 
 async def overview_json(request: Request) -> Response:

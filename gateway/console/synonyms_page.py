@@ -34,6 +34,7 @@ from starlette.routing import Route
 from gateway.console import synonyms_file as sf
 from gateway.console.changes import audit_change
 from gateway.console.csrf import post_ok
+from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.synonyms_try import tried
 from gateway.console.users import ConsoleUser, can
@@ -97,7 +98,7 @@ async def list_html(request: Request) -> Response:
         return user
     rt = runtime(request)
     rows = [_summary(rt, n) for n in _indexes(rt)]
-    return page(request, user, "synonyms.html", active="synonyms", title="Synonyms", rows=rows)
+    return page(request, user, "synonyms.html", active="synonyms", title=_("Synonyms"), rows=rows)
 
 
 async def list_json(request: Request) -> Response:
@@ -142,7 +143,8 @@ async def _index_page(request: Request, user: ConsoleUser, index: str, *, status
     lines = submitted.splitlines()
     marked = [{"line": n, "text": lines[n - 1] if 0 < n <= len(lines) else "", "problem": p}
               for n, p in (refused or [])]
-    return page(request, user, "synonyms_index.html", active="synonyms", title=f"Synonyms of {index}", status=status,
+    return page(request, user, "synonyms_index.html", active="synonyms", title=_("Synonyms of %(index)s",
+                                                                                 index=index), status=status,
                 d=d, text=submitted, marked=marked, error=error, try_result=try_result, query=query,
                 editable=can(user, "edit_synonyms", index) and d["editable"],
                 note=request.query_params.get("done", "")[:16])

@@ -247,7 +247,8 @@ async def _confirm_retire(request: Request, user: ConsoleUser, name: str, key_id
     was = next(k.not_after for k in keys if k.id == key_id)
     problem = retirement_problem(name, key_id, [k for k in keys if k.id != key_id], when=now + GRACE[when],
                                  was=was, now=now)  # said before the question; the edit checks it again
-    return page(request, user, "tenant_retire.html", active="tenants", title=f"Retire key {key_id}?", name=name,
+    return page(request, user, "tenant_retire.html", active="tenants", title=_("Retire key %(key)s?", key=key_id),
+                name=name,
                 key_id=key_id, when=when, when_words=_(GRACE_WORDS[when]), stops_at=now + GRACE[when],
                 others=others, last_used=mine.last if mine else None, usage_known=used is not None,
                 base=base or await run_in_threadpool(file_base, rt.config), problem=problem,

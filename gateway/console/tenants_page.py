@@ -51,7 +51,7 @@ async def tenants_html(request: Request) -> Response:
     user = await gate(request, "view", active="tenants")
     if isinstance(user, Response):
         return user
-    return page(request, user, "tenants.html", active="tenants", title="Tenants", tenants=await _views(request))
+    return page(request, user, "tenants.html", active="tenants", title=_("Tenants"), tenants=await _views(request))
 
 
 async def tenants_json(request: Request) -> Response:
@@ -118,7 +118,8 @@ async def tenant_html(request: Request) -> Response:
                        back="/admin/tenants", active="tenants")
     shown, test, error = await _notes(request, name)
     rt = runtime(request)
-    return page(request, user, "tenant.html", active="tenants", title=f"Tenant {name}", t=views[0], shown=shown,
+    return page(request, user, "tenant.html", active="tenants", title=_("Tenant %(name)s", name=name), t=views[0],
+                shown=shown,
                 test=test, error=error, advice=ADVICE, default_query=DEFAULT_QUERY,
                 public_url=rt.config.server.public_url, base=base or "")
 

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.credentials import new_credential
+from gateway.console.i18n import _
 from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
@@ -61,7 +62,7 @@ async def users_html(request: Request) -> Response:
         except DependencyUnavailable:
             error = "The console's notes (Redis) are not answering: the new credential cannot be shown."
         added = added or {"gone": True}
-    return page(request, user, "users.html", active="users", title="Users", added=added, error=error,
+    return page(request, user, "users.html", active="users", title=_("Users"), added=added, error=error,
                 roles=CONSOLE_ROLES, indexes=runtime(request).indexes.names(), **(await _users(request)))
 
 
