@@ -137,8 +137,9 @@ async def _index_page(request: Request, user: ConsoleUser, index: str, *, status
         return refusal(request, user, as_json=False, status=503, text=str(exc), active="synonyms")
     if d is None:
         return refusal(request, user, as_json=False, status=404, active="synonyms",
-                       text=f"index {index!r} has no synonyms file: add synonyms = \"synonyms/{index}.txt\" under "
-                            f"[indexes.{index}] in the config (the file may start empty)")
+                       text=_("index %(name)s has no synonyms file: add synonyms = \"synonyms/%(index)s.txt\" under "
+                              "[indexes.%(index)s] in the config (the file may start empty)", name=repr(index),
+                              index=index))
     submitted = text if text is not None else d["text"]
     lines = submitted.splitlines()
     marked = [{"line": n, "text": lines[n - 1] if 0 < n <= len(lines) else "", "problem": p}
@@ -209,12 +210,12 @@ async def change_html(request: Request) -> Response:
             current = sf.read(_files(rt)[index], "").text
             text = current + ("" if not current or current.endswith("\n") else "\n") + fields.get("line", "") + "\n"
         return await _index_page(request, user, index, status=400, text=text, refused=exc.lines,
-                                 error="Nothing was changed: fix the refused lines below and save again.")
+                                 error=_("Nothing was changed: fix the refused lines below and save again."))
     except (sf.Stale, sf.NotWritable) as exc:
         audit_change(rt.config, user.name, f"synonyms.{action}", index, status=409, reason=type(exc).__name__)
         return await _index_page(request, user, index, status=409 if isinstance(exc, sf.Stale) else 503,
                                  text=fields.get("text") if action == "save" else None,
-                                 error=f"Nothing was changed: {exc}")
+                                 error=_("Nothing was changed: %(problem)s", problem=exc))
     apply(rt, index, rules)
     audit_change(rt.config, user.name, f"synonyms.{done}", index, rules=len(rules.rules))
     return see_other(f"/admin/synonyms/{index}?done={done}")
@@ -234,7 +235,7 @@ async def try_html(request: Request) -> Response:
     try:
         result = await tried(rt, index, query) if query.strip() else None
     except DependencyUnavailable:
-        return await _index_page(request, user, index, status=503, error="The index cannot be opened now.")
+        return await _index_page(request, user, index, status=503, error=_("The index cannot be opened now."))
     audit_change(rt.config, user.name, "synonyms.try", index, hits=len(result["hits"]) if result else 0)
     return await _index_page(request, user, index, try_result=result, query=query)
 
