@@ -58,7 +58,7 @@ def test_the_printed_admin_token_opens_the_console_at_its_overview(demo: tuple[S
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
-            page = b.new_page(viewport={"width": 390, "height": 800})
+            page = b.new_page(viewport={"width": 390, "height": 800}, locale="zh-CN")
             r = page.goto(srv.base + "/admin/")
             assert r is not None and r.status == 401  # the login form, not a 404
             log_in(page, srv.base, admin)
