@@ -172,13 +172,14 @@ def _change(rt: Runtime, index: str, fields: dict[str, str], who: str) -> tuple[
     if action == "add":
         line = " ".join(fields.get("line", "").split())
         if not line:
-            raise sf.SynonymsRefused([(current.count("\n") + 1, "is empty: write a rule such as 'a, b' or 'a => b'")])
+            raise sf.SynonymsRefused([(current.count("\n") + 1,
+                                       _("is empty: write a rule such as 'a, b' or 'a => b'"))])
         text = current + ("" if not current or current.endswith("\n") else "\n") + line + "\n"
     elif action == "remove":
         lines = current.splitlines(keepends=True)
         n = int(fields.get("number", "0")) if fields.get("number", "").isdigit() else 0
         if not 0 < n <= len(lines) or lines[n - 1].strip() != fields.get("line", "").strip():
-            raise sf.Stale(f"line {n} is not that rule any more: open the page again")
+            raise sf.Stale(_("line %(n)s is not that rule any more: open the page again", n=n))
         text = "".join(lines[:n - 1] + lines[n:])
     else:
         text = fields.get("text", "").replace("\r\n", "\n")

@@ -100,8 +100,8 @@ async def _notes(request: Request, name: str) -> tuple[dict[str, Any] | None, di
             if test is not None and test.get("tenant") != name:
                 test = None
     except DependencyUnavailable:
-        return None, None, ("The console's notes (Redis) are not answering: the new key or the test's answer "
-                            "cannot be shown.")
+        return None, None, _("The console's notes (Redis) are not answering: the new key or the test's answer "
+                             "cannot be shown.")
     return shown, test, None
 
 
