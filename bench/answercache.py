@@ -1,11 +1,6 @@
 """The answer cache in the corpus phases: switched on and off in a running server, its lookups counted.
 
-A closed loop on the Zipf mix runs twice on the same server, with the cache off and on
-(`[search] answer_cache_entries` rewritten in the config file; every worker's reloader picks
-it up within about a second, and `switch` waits for each worker's "config reloaded" line), so
-the two rows differ in nothing else. `measured` wraps one load run and adds to its row the
-cache state and the share of lookups answered from memory, read from the server's own
-/metrics (`kbgate_answer_cache_lookups_total`, summed over the workers) before and after it.
+Rationale: docs/design-notes.md, "bench/answercache.py".
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["CacheSwitch"]
 

@@ -1,9 +1,6 @@
 """The bm25s + rjieba baseline, on the same chunks as the index.
 
-Uses `gateway.evaluation.evaluation.Bm25sBaseline`, the recipe `kbgate eval` compares against: text
-normalized with `indexes.analysis.normalize`, tokenized with `rjieba.cut`, bm25s BM25 with
-default parameters, top-k chunks returned. Each of our chunks is given as its own document with a
-chunk size larger than any chunk, so bm25s sees exactly the chunks Tantivy indexes.
+Rationale: docs/design-notes.md, "bench/baseline.py".
 """
 
 from __future__ import annotations

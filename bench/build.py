@@ -1,19 +1,6 @@
 """`python -m bench.build`: what building an index costs, side by side with the one-thread rate.
 
-    python -m bench.build                          # 100k chunks to Tantivy, 2,000 embedded
-    python -m bench.build --chunks 5000 --embed 200   # a small sample: shows it works, in a minute
-
-Prints a Markdown table (and, with --json, the figures as JSON):
-- the embedded default model (use-multilingual-v3) embedding a sample of the scaled corpus
-  (`bench.corpus.documents`: real chunks of cmrc2018 and tidb-docs-cn, topped up with synthetic
-  ones), on one thread in process, then on a pool of N processes (`indexes.dense.parallel`, N =
-  the cores this process may use), timed after the pool started (its start is printed apart):
-  chunks/s each, the ratio (target: at least 1.8x on 2 cores), and CPU-s per 1,000 chunks;
-- the vectors of that sample published as a build publishes them, with their disk and per-worker
-  memory per 100k chunks (`indexes.dense.costs`, extrapolated linearly from the sample);
-- the Tantivy build of `--chunks` chunks in its own process (`bench.phases index`): chunks/s
-  (target: at least 7,000 at 100k chunks).
-Figures depend on the machine's load: the load average is printed with them.
+Rationale: docs/design-notes.md, "bench/build.py".
 """
 
 from __future__ import annotations

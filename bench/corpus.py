@@ -1,16 +1,6 @@
 """The benchmark corpus: the real shared passages plus a deterministic scale-up.
 
-`documents(n_chunks, seed)` yields `Document`s whose chunks (by `indexes.ingest.chunk`,
-the indexer's own chunker) add up to exactly `n_chunks`:
-
-1. real documents of ../shared/corpora (cmrc2018 docs.jsonl and the tidb-docs-cn Markdown
-   tree, read with `indexes.ingest.read_paths`), in a seeded shuffled order, while they fit;
-2. then synthetic documents with new ids (`syn-0000001`, ...): 1-4 sections, each section
-   built from sentences drawn at random from the real chunks until a length drawn from
-   the real chunk-length distribution (so each section is one chunk).
-
-Nothing is written to the repository: the text exists only in the running process.
-Queries are the real questions of both corpora's queries.jsonl.
+Rationale: docs/design-notes.md, "bench/corpus.py".
 """
 
 from __future__ import annotations
@@ -153,7 +143,7 @@ def corpus_documents(relative: str, limit: int | None = None, root: Path = CORPO
 def huge_document(n_chunks: int, texts: list[str], seed: int = 35_000, doc_id: str = "huge/manual.md") -> Document:
     """One document of about `n_chunks` chunks built from sentences of `texts` (real chunk
     texts): sections of 330-580 characters, so no two sections merge into one chunk and
-    none is split (issue 9's "one oversized document", made at run time). Its title and
+    none is split ("one oversized document", made at run time). Its title and
     headings hold the word 合订本, which no shared corpus text has. The exact
     count is `len(chunk(doc))`; callers report that. Raises ValueError when `texts` has
     no sentence."""

@@ -1,15 +1,7 @@
 """What one huge document costs a search: `python -m bench.costs [--chunks 35000]`
 (`python -m bench.costs queries`: where an ordinary search spends its time, bench.query_costs).
 
-Issue 9 / issue 13: a 50 MB Markdown page became 35,818 chunks of one document, and every
-callback matching it took 250–300 ms (about 3 ms otherwise). This program builds two indexes
-of the same passages (the cmrc2018 corpus from ../shared/corpora, or generated text when it is
-absent), the second with one extra document of `--chunks` chunks made of those passages
-repeated, so that every query matches thousands of its chunks. It then times the same queries
-on both (`KnowledgeIndex.search`, Limit 10, one result per document, in this process) and
-prints the median and p99 per query, the ratio, the stored chunks loaded per search, and the
-same figures for the former collapse (load every hit until `limit` documents are seen) as a
-baseline in the same run. Figures, not assertions: the machine is shared and noisy.
+Rationale: docs/design-notes.md, "bench/costs.py".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """What the document API's writes cost, and what they cost the callbacks served meanwhile
-(issue 20): `python -m bench.document_writes [--writes N] [--seconds S] [--workers W]`.
+: `python -m bench.document_writes [--writes N] [--seconds S] [--workers W]`.
 
-One `kbgate serve` (W workers, default 2; a throwaway Redis, `bench.stack`) over the
-tidb-docs-cn Markdown tree (1,204 pages) indexed by `kbgate index add`, then:
-
-1. **Write latency**, one client, one request at a time, from sending to the answer (which
-   comes after the commit): N PUTs of new pages ('added'), the same N again ('unchanged': no
-   commit), N changed ('updated'), N DELETEs; then N/10 batches of 100 new pages. Median,
-   p95 and max in ms.
-2. **Callbacks during writes**: C threads of signed callbacks (the corpus's 80 real
-   questions, round robin) for S seconds with no write ("idle"), then S seconds while one
-   client PUTs pages back to back ("writing"), twice, alternating: each phase's requests,
-   errors, median and p99 in ms. A write runs in a worker thread of the worker it reaches,
-   so callbacks of that worker share its CPU (2 cores shared by the server's workers, this
-   program and Redis: compare the phases of one run, never runs of two machines).
-
-Prints a table; asserts nothing (the tests do: tests/e2e/test_document_api.py).
+Rationale: docs/design-notes.md, "bench/document_writes.py".
 """
 
 from __future__ import annotations
@@ -34,7 +20,7 @@ import orjson
 
 from bench.corpus import CORPORA
 from bench.stack import CALLBACK_PATH, FIRST_LEVEL_ID, gateway_argv, throwaway_redis, write_routes_config
-from tests.support.harness import Server, free_port, kbgate
+from gateway.ops.processes import Server, free_port, kbgate
 
 
 def _ms(values: list[float]) -> str:

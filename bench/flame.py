@@ -1,19 +1,6 @@
 """Summaries of py-spy `--format raw` (collapsed stacks) profiles.
 
-Each line is `frame;frame;...;frame COUNT`, outermost first; a frame reads
-`function (file.py:line)`. `summarize` returns three tables:
-
-- the innermost *project* line of each sample (`gateway/` or `indexes/`, with its line
-  number): where the app's own code was when the sample was taken, everything it called
-  (libraries, Tantivy's Rust, syscalls) included. Samples with no project frame below the
-  worker's start are hypercorn/uvloop's own work (parsing, scheduling);
-- the functions with the largest inclusive share (anywhere on the stack, once per sample),
-  leaving out the frames on (nearly) every sample (process start, the event loop);
-- the largest self shares (top of the stack).
-
-py-spy counts a thread as busy while it is runnable, so on a loaded machine the time a
-worker waits for a CPU after a wake-up (a socket write waking the client) is counted where
-it was preempted.
+Rationale: docs/design-notes.md, "bench/flame.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The floor: a bare Starlette endpoint on the same hypercorn settings as `kbgate serve`.
 
-`python -m bench.floor --config GATEWAY.toml --bind HOST:PORT --workers N` takes the
-hypercorn settings from `gateway.serve.server.hypercorn_config` (uvloop workers, keep-alive,
-graceful timeout, no access log) and only swaps the application for `bench.floor:app`:
-every POST reads its body and answers the fixed bytes of `$BENCH_FLOOR_BODY` (a file
-holding a real gateway answer captured in the same run, so both sides send the same
-response size). GET /readyz answers 200.
+Rationale: docs/design-notes.md, "bench/floor.py".
 """
 
 from __future__ import annotations

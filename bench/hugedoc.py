@@ -1,9 +1,6 @@
 """One huge document against a normal index: the same queries through the callback.
 
-The TiDB index with and without one document of `--huge-chunks` chunks (bench.corpus.
-huge_document, indexed under route HUGE_ROUTE by bench.realcorpora), queried one callback
-at a time on one keep-alive connection (latency is per callback, not queueing), with the
-server's CPU read from /proc around each pass.
+Rationale: docs/design-notes.md, "bench/hugedoc.py".
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import orjson
 
 from bench.corpus import huge_document
 from bench.wings import WINGS
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 if TYPE_CHECKING:
     from bench.workload import Stream
@@ -91,7 +88,7 @@ def huge_queries(stream: Stream, n: int, huge_chunks: int) -> dict[str, list[str
     fragments); they match some of the huge document's chunks (it is made of the same
     sentences) but rarely return it. "aimed": a word of its title plus 24 characters of one
     of its sections (built again here, deterministically, from the same texts), so its chunks
-    rank first and the one-per-document collapse has to get past them (the path issue 9
+    rank first and the one-per-document collapse has to get past them (the path once
     measured at 250-300 ms)."""
     half = n // 2
     ordinary = (stream.real + stream.take(max(0, half - len(stream.real))))[:half]

@@ -1,26 +1,6 @@
 """The hybrid path beside the lexical one, in the same run: what hybrid costs over its parts.
 
-On the TiDB docs, one `kbgate serve` (the run's, answer cache off: every callback searched)
-routes the same corpus twice: `tidb-docs-cn` to the lexical index (config `dense = "none"`
-where the gateway knows it, else no dense line: lexical was the default before) and
-`tidb-docs-cn-hybrid` to an index built with the embedded model and configured
-`dense = MODEL`, so neither depends on what the gateway's default is.
-
-- `--versus-rounds` rounds of `--versus-seconds` alternate a closed loop (wrk,
-  `--hybrid-connections`, default one callback per worker: few enough that no query embedding
-  waits behind others past its deadline, which 8 connections on a loaded machine did) on each path
-  (the order rotated each round), both on the same unique questions of that round (a separate
-  slice warms each up: the query-vector memory of a hybrid index never answers a measured
-  question); per path, the medians of server CPU per callback (/proc), req/s and p99, and, for
-  hybrid, the share of searches answered hybrid (`kbgate_hybrid_searches_total` of /metrics:
-  a search past its embedding deadline answers lexically and would look cheap);
-- the query embedding alone, in its own process (`python -m bench.phases embed`), on the
-  questions the hybrid rounds sent: CPU per question of the model as the server runs it;
-- the guard: hybrid ≤ lexical + embedding + `GUARD_MS`, its figure = hybrid − lexical −
-  embedding;
-- the open loop (bench.openloop) at 50% of each path's own closed-loop req/s of those rounds
-  (at so few connections a lower bound of its capacity), lexical then hybrid, on fresh
-  questions: p50/p99 beside the 15 ms target, and the share answered hybrid.
+Rationale: docs/design-notes.md, "bench/hybrid.py".
 """
 
 from __future__ import annotations
@@ -38,7 +18,7 @@ from bench.phases import run_phase
 from bench.versus import medians
 from bench.wings import WINGS
 from bench.workload import Stream, write_bodies
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["EMBEDDED_MODEL", "GUARD_MS", "HYBRID_ROUTE", "OPEN_P99_MS", "build_hybrid", "lexical_beside_hybrid",
            "hybrid_share", "need", "outcomes", "wait_until_hybrid"]
@@ -47,7 +27,7 @@ HYBRID_ROUTE = "tidb-docs-cn-hybrid"
 LEXICAL_ROUTE = "tidb-docs-cn"
 EMBEDDED_MODEL = "use-multilingual-v3"
 GUARD_MS = 0.5
-"""Issue 28: hybrid's server CPU per cold callback ≤ lexical's + the query embedding's + this."""
+"""Hybrid's server CPU per cold callback ≤ lexical's + the query embedding's + this."""
 OPEN_P99_MS = 15.0
 OPEN_FRACTION = 0.5
 EMBED_QUESTIONS = 2_000

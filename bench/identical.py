@@ -1,14 +1,6 @@
 """Are kbgate's answers byte for byte what another checkout gives? `python -m bench.identical --against TREE`.
 
-Issue 19 asks for a cheaper callback with every answer byte kept. For each shared corpus
-(tidb-docs-cn: its real and colloquial questions; cmrc2018, laws-cn: their questions; and the
-offtopic questions asked of each) this program
-indexes the corpus (once when both checkouts have the same schema version, else with each
-checkout's own indexer: `bench.phases index`), then answers every question as the Volcengine
-callback does (the route's scope from `resolve_callback`, `retrieve.search_now`, Limit 5, the
-gateway's default search settings, `wire.success_body`) in a process of each checkout, and
-compares the answer bodies. It prints how many differ per corpus and the first differences;
-exit status 1 when any differs.
+Rationale: docs/design-notes.md, "bench/identical.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """One load run against a running server, with the CPU it cost on each side.
 
-`closed_loop` (wrk) and `open_loop` (bench.openloop in its own process) return the
-generator's result dict (see bench.wrk, bench.openloop) plus, from /proc:
-server_cpu_s (the server process and its workers), server_cpu_ms_per_req (per request
-the server answered in that run, warm-up included for the open loop: an upper bound),
-loadgen_cpu_pct and other_cpu_pct (percent of all CPUs over the run: the generator's own
-share and that of processes other than ours: the server, its Redis, the generator),
-redis_cpu_s. A busy machine shows up in other_cpu_pct; nothing is corrected for it.
+Rationale: docs/design-notes.md, "bench/measure.py".
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from typing import Any
 
 from bench.procfs import cpu_seconds, memory_kib, system_busy_seconds
 from bench.wrk import run_wrk
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["closed_loop", "open_loop", "with_cpu"]
 

@@ -1,18 +1,6 @@
-"""The minimal correct gateway (issue 19): what a newcomer could hand-build for the callback alone.
+"""The minimal correct gateway: what a newcomer could hand-build for the callback alone.
 
-Starlette on the same hypercorn settings as `kbgate serve` (`python -m bench.minimal --config
-GATEWAY.toml --bind HOST:PORT --workers N`, as bench.floor), answering the Volcengine callback
-with: the three signing headers checked, the timestamp tolerance, HMAC-SHA256 with
-`hmac.compare_digest`, one Redis `SET NX EX` for the nonce, orjson, a route map
-(SecondLevelId → index), one tantivy-py BM25 query over rjieba `cut_for_search` words of
-heading-sized chunks (`build_index`: one chunk per section of the same documents kbgate
-indexes), the first 5 distinct documents, Summary = the chunk's first 200 characters,
-KnowledgeContent = the chunk up to 1,500. Nothing else: no scope, no excerpts, no
-bookkeeping. It is a yardstick in `make bench`, not a product.
-
-Environment: BENCH_MINIMAL_SECRET (file of the signing key), BENCH_MINIMAL_REDIS (URL),
-BENCH_MINIMAL_INDEXES (folder of `build_index` folders, one per route, named as the route),
-BENCH_MINIMAL_PREFIX (of its Redis keys; default "minimal").
+Rationale: docs/design-notes.md, "bench/minimal.py".
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """`python -m bench.offload`: what `gateway.core.retrieve.search` costs now that it is a coroutine.
 
-A search of an index that may wait (hybrid: its query embedding) runs in a worker thread so
-the event loop keeps serving; a lexical one runs inline. This measures, in-process on a uvloop
-event loop, the CPU time of the whole process (every thread, so other processes of a shared
-machine do not count) per call in microseconds, over the same lexical index and queries:
-- `inline (before)`: `Runtime.index` + `retrieve.search_now`: the synchronous search every
-  wing called before (the same code, without the coroutine);
-- `await, lexical (now)`: `await retrieve.search(...)` on that index: what every lexical
-  search pays now; the difference to the row above is the coroutine's cost;
-- `await, thread hop`: the same index marked `search_may_wait` (as a HybridIndex is): the
-  search in anyio's worker thread, i.e. what the hop adds to a hybrid search (its embedding
-  and nearest-neighbour search not included);
-- `bare thread hop`: `await anyio.to_thread.run_sync(noop)`;
-- `bare coroutine`: awaiting an `async def` that returns at once: the coroutine's own cost,
-  which the lexical row adds to the inline one (below the noise of a whole search).
-Rounds alternate between the variants; each figure is the median over rounds of a round's mean,
-and each difference the median over rounds of (variant − inline) within one round, with quartiles.
-
-    python -m bench.offload [--docs PATH] [--rounds 15] [--calls 400]
-
-Default documents: deploy/demo/docs (the overhead does not depend on the index's size).
-Prints a Markdown table; nothing is asserted.
+Rationale: docs/design-notes.md, "bench/offload.py".
 """
 
 from __future__ import annotations

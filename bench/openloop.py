@@ -1,27 +1,6 @@
 """An open-loop HTTP/1.1 load generator: `python -m bench.openloop ...`, in its own process.
 
-Requests are *scheduled* at a fixed offered rate: request i is due at t0 + i / rate,
-whether or not earlier ones were answered (the arrival process of real users, unlike a
-closed loop, where a slow answer delays the next question and hides the wait: "coordinated
-omission"). Each due request takes an idle keep-alive connection, or opens a new one (at
-most `--max-connections`; beyond that it waits, and the wait counts). Latency is measured
-from the request's *intended* send time to the last byte of its answer, so time spent
-queued anywhere, including in this generator, is in the figure; `lag` (when the
-generator got round to the request − intended) shows how much of it was the generator's
-own; `service` (last byte − actual send) leaves out both the lag and any wait for a
-connection slot.
-
-Every request is built from the next line of `--bodies` (one JSON body per line) and
-signed fresh: `--mode hmac` Volcengine signing (X-Content-Timestamp / -Nonce /
--Signature = hex HMAC-SHA256(key, timestamp + nonce + body), seed 003), `--mode bearer`
-an Authorization: Bearer token read from `--secret-file`; `--header` adds others.
-
-Prints one JSON object: offered_rps, achieved_rps (2xx answers per second of the measured
-window), scheduled, requests (answered), ok, non_2xx, errors (connect/read failures and
-requests unanswered `--timeout` s after the schedule ended), p50_ms, p99_ms, p999_ms,
-max_ms (from the intended time), service_p50_ms, service_p99_ms (from the actual send),
-lag_p99_ms, lag_max_ms, connections_opened, sent (warm-up included), wrapped (sends past
-the end of the bodies), cpu_s (this process's CPU seconds from the first scheduled request on).
+Rationale: docs/design-notes.md, "bench/openloop.py".
 """
 
 from __future__ import annotations
@@ -53,7 +32,7 @@ def _pct(values: list[float], p: float) -> float:
 class RequestBuilder:
     """Raw HTTP/1.1 POST requests from body lines, each freshly signed.
 
-    mode 'hmac': seed 003 signing with `secret` (nonce = per-run random prefix + counter,
+    mode 'hmac': the 联网问答Agent callback spec signing with `secret` (nonce = per-run random prefix + counter,
     letters and digits, ≤ 32); mode 'bearer': `Authorization: Bearer <secret>`.
     Raises ValueError for another mode or no bodies."""
 

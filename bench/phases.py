@@ -1,37 +1,6 @@
 """Measured phases, each run in its own process: `python -m bench.phases PHASE ...`.
 
-Each prints one JSON object on stdout (figures below), so the orchestrator's own memory
-and threads never mix into a measurement.
-
-index     build `--index` under `--dir` with the indexer's real path
-          (`IndexStore.create_or_open_for_write(...).ingest`) from the scaled corpus
-          (`--chunks N`) or one real corpus (`--corpus cmrc2018|tidb-docs-cn`, optionally
-          `--huge-chunks N`: plus one document of N chunks made from that corpus's text):
-          chunks, documents, seconds, chunks_per_s, size_bytes, rss_before_kib (corpus
-          materialized), hwm_kib (peak), huge_chunks (chunks of the huge document, 0 if none),
-          cpu_s (user + sys of this process and its children), dense_bytes (the vectors' share
-          of size_bytes). `--dense MODEL` builds it hybrid with that embedded model
-          (`indexes.dense.HybridStore`: chunks embedded before the commit, vectors published
-          after it), the embedding cache in `--cache-dir` (default `<dir>/.embedding-cache`): a
-          build stopped half way and started again embeds only what the cache lacks; then
-          also embedded / cached (vectors computed vs found) and dense_seconds (publish).
-minimal-index  the minimal gateway's own index (bench.minimal.build_index) of one real corpus's
-          documents under `--dir`/`--index`, one chunk per section: chunks, documents, seconds.
-search    `KnowledgeIndex.search` with the route's filter from `gateway.core.scope.resolve_callback`
-          (analysis, query with scope filter, doc fetch, excerpts: what a callback runs) for
-          `--seconds` per thread count: per count qps, p50_ms, p99_ms.
-embed     the query embedding alone: `--model`'s `embed_query` (one BLAS thread, as a server
-          runs it) on each question of `--questions` (JSON strings, one a line), after one
-          unmeasured call that loads the model: questions, cpu_ms_per_query (process CPU
-          ÷ questions), p50_ms / p99_ms (wall, per question).
-parts     hybrid's cost beside its parts, in one process, no HTTP: per question, in rotating
-          order, `--lexical` index's search, `--hybrid` index's search (built with `--model`)
-          and the model's own `embed_query` (another instance, so the index's query-vector
-          memory never answers it), over `--questions` (JSON strings): process CPU ms per
-          question of each (lexical_ms, hybrid_ms, embedding_ms), over_ms = hybrid − lexical −
-          embedding, and outcomes (the hybrid searches' answers: all "hybrid" or the figure lies).
-baseline  bm25s + rjieba on the same chunks: build_seconds, chunks_per_s, hwm_kib, and the
-          same search figures.
+Rationale: docs/design-notes.md, "bench/phases.py".
 """
 
 from __future__ import annotations

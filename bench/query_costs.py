@@ -1,21 +1,6 @@
 """Where one search spends its time: `python -m bench.costs queries [--against TREE]`.
 
-Issue 13: a callback's own work is mostly `KnowledgeIndex.search`. This program indexes a
-shared corpus (tidb-docs-cn by default, with the indexer's real path) and runs its real
-questions through the stages of a search, timing each in this process:
-
-- analysis: `query_terms` (folding, jieba, bigrams, stop words);
-- query: `build_query` (document frequencies, term queries, the callback's scope filter);
-- tantivy: `hits.collapse` (the Tantivy searches and the doc_key fast field);
-- loads: the stored chunks read (`Searcher.doc`: each result's best chunk, then further
-  chunks while its content has room);
-- hits: building each Hit from them (excerpts, bounded content, stored fields);
-- search: `KnowledgeIndex.search` end to end, timed separately (about the sum).
-
-With `--against TREE` (another checkout, e.g. ../main), the same measurement also runs with
-that tree's `indexes` package, in alternating subprocesses, and both columns print side by
-side: a before/after in one run, on a machine that is shared and noisy. Only functions both
-trees have are called, so the program works against older code. Figures, not assertions.
+Rationale: docs/design-notes.md, "bench/query_costs.py".
 """
 
 from __future__ import annotations

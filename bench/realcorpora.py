@@ -1,30 +1,6 @@
-"""The phases on the real corpora (issue 13): what users run, beside the floor, in one run.
+"""The phases on the real corpora: what users run, beside the floor, in one run.
 
-1. Index cmrc2018 passages, the tidb-docs-cn Markdown tree, and the TiDB tree plus one
-   document of `--huge-chunks` chunks (made at run time from TiDB text), each in its own
-   process (`bench.phases index --corpus`).
-2. One `kbgate serve` (`--workers` hypercorn workers, the run's Redis) routing a signed
-   Volcengine callback to each index (SecondLevelId = corpus), and per corpus:
-   - closed loop with wrk (`--connections`, 2 threads) on the unique mix (the answer cache on, at
-     `--answer-cache` entries: the cold cost, each query a miss), then the Zipf mix twice, the
-     cache switched off and on by a config reload between the two (`bench.answercache`);
-   - open loop (bench.openloop) at each `--open-rates` fraction of the unique closed-loop req/s;
-   - the floor (bench.floor on the same hypercorn settings, answering that corpus's real
-     answer bytes) under the same closed loop and the same offered rates.
-   Every request is a fresh signed callback; no query repeats in the unique mix across the
-   whole server lifetime (each phase takes its own slice of the corpus's unique stream).
-   - kbgate beside the minimal gateway (issue 19, bench.minimal on the same hypercorn settings,
-     its own index of the same documents): `--versus-rounds` rounds alternating the two on the
-     same unique callbacks with kbgate's answer cache off (the cold path: every callback
-     searched), then the minimal on the Zipf mix kbgate's cache-on row was measured on; server
-     CPU per callback per target is the headline (bench.versus).
-3. The open-loop generator's own ceiling against the floor (`--ceiling-rates`, rising).
-4. The huge document: the same TiDB queries (half ordinary, half aimed at it), sequentially
-   on one connection, routed to the index without and with it: latency and server CPU per
-   callback, ratio (the answer cache off: its rounds repeat the queries).
-5. Every served wing of bench.wings on the TiDB index (closed + open loop), so the Bearer
-   wings print beside the callback.
-6. `--profile`: py-spy on one worker during a TiDB closed loop.
+Rationale: docs/design-notes.md, "bench/realcorpora.py".
 """
 
 from __future__ import annotations
@@ -52,7 +28,7 @@ from bench.wings import WINGS, Wing, served_grants
 from bench.workload import CORPUS_SOURCES, Stream, repeat_share, write_bodies
 from bench.wrk import run_wrk
 from gateway.core.config.model import DEFAULT_ANSWER_CACHE_ENTRIES
-from tests.support.harness import Server, free_port
+from gateway.ops.processes import Server, free_port
 
 __all__ = ["add_arguments", "run_corpora"]
 

@@ -1,10 +1,6 @@
 """Markdown of one benchmark run, and the targets checked against it.
 
-`render(result)` takes the JSON-able dict built by bench.run and returns Markdown: the
-targets (issue 13's first, then the scale study's), the real-corpus tables
-(bench.report_corpora), then the scale study: index build, search alone (kbgate beside
-bm25s), kbgate under the closed loop, worker memory; the py-spy summary when taken.
-Figures are printed as measured; nothing is smoothed.
+Rationale: docs/design-notes.md, "bench/report.py".
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ __all__ = ["TARGETS", "check_targets", "render"]
 MB = 1024  # KiB per MiB
 
 TARGETS = {
-    # The scale study's targets (an earlier issue); issue 13's are in bench.report_corpora.
+    # The scale study's targets (an earlier issue); are in bench.report_corpora.
     "search_vs_bm25s": 5.0,   # search alone ≥ 5× the bm25s baseline's queries/s
     "worker_rss_mib": 300.0,  # VmHWM per worker at 100k chunks
     "latency_1m_over_10k": 3.0,

@@ -1,10 +1,6 @@
-"""Markdown tables of the real-corpus phases (bench.realcorpora) and issue 13's targets.
+"""Markdown tables of the real-corpus phases (bench.realcorpora) and targets.
 
-`corpora_tables(c)` renders the closed loop (kbgate beside the floor, both mixes, the Zipf
-mix with the answer cache off and on, each kbgate row naming the cache state), the open
-loop (kbgate and the floor at the same offered rates), the open-loop generator's ceiling,
-the huge-document comparison, every wing, and worker memory. `corpora_targets(result)`
-checks issue 13's targets against them. Figures are printed as measured.
+Rationale: docs/design-notes.md, "bench/report_corpora.py".
 """
 
 from __future__ import annotations
@@ -143,7 +139,7 @@ def corpora_tables(c: dict[str, Any]) -> list[str]:
             f"{k}: {v['real']:,} real questions, {v['unique']:,} unique in all, {v['used']:,} sent"
             + (f", {v['reused']:,} handed out twice (the stream ran short)" if v.get("reused") else "")
             for k, v in s.items()) + "."]
-    out += ["", "Quality is measured by `make eval` (every set, every style), not here: issue 13 asks for no loss "
+    out += ["", "Quality is measured by `make eval` (every set, every style), not here: the target is no loss "
                 "there (within 0.01 on every set)."]
     return out
 
@@ -172,12 +168,12 @@ def _cache_summary(c: dict[str, Any]) -> list[str]:
 
 
 def _versus(c: dict[str, Any]) -> list[str]:
-    """The kbgate ÷ minimal gateway table (issue 19): server CPU per callback per target first."""
+    """The kbgate ÷ minimal gateway table: server CPU per callback per target first."""
     v = c.get("versus")
     if not v:
         return []
     st = c["settings"]
-    out = ["", f"### kbgate beside the minimal gateway (issue 19; server CPU per callback from /proc, the median of "
+    out = ["", f"### kbgate beside the minimal gateway (server CPU per callback from /proc, the median of "
                f"{st.get('versus_rounds', '?')} alternating rounds of {st.get('versus_seconds', 0):g} s on the same "
                "unique callbacks, kbgate's answer cache off; Zipf: one run each on the same requests, kbgate's cache "
                "on)", "",
@@ -241,12 +237,12 @@ def _wings(c: dict[str, Any]) -> list[str]:
 
 
 def corpora_targets(result: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(target, measured, 'yes' | 'NO' | 'not run' | note) rows of issue 13."""
+    """(target, measured, 'yes' | 'NO' | 'not run' | note) rows of the real-corpus targets."""
     rows: list[tuple[str, str, str]] = []
     c = result.get("corpora")
     for corpus in ("tidb-docs-cn", "cmrc2018"):
         want19 = TARGETS_19["cpu_vs_minimal"]
-        name = f"server CPU per cold callback ≤ {want19:g} × the minimal gateway's ({corpus}, issue 19)"
+        name = f"server CPU per cold callback ≤ {want19:g} × the minimal gateway's ({corpus})"
         ratio19 = _cpu_ratio(c, corpus)
         if ratio19 is None:
             rows.append((name, "-", "not run"))

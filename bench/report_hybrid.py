@@ -1,9 +1,6 @@
 """Markdown of the hybrid phase (bench.hybrid) and its targets: the guard and the open-loop rows, docs/performance.md.
 
-`hybrid_table(c)`: server CPU per cold callback of the lexical and hybrid paths (the medians of
-the alternating rounds), the query embedding alone in its own column, the guard's figure, the
-share of searches answered hybrid, and the open loop at 50% of each path's capacity.
-`hybrid_targets(result)`: the guard and the two open-loop p99 rows for the targets table.
+Rationale: docs/design-notes.md, "bench/report_hybrid.py".
 """
 
 from __future__ import annotations

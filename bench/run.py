@@ -1,30 +1,6 @@
 """`python -m bench` / `make bench`: the whole benchmark in one run, printed as Markdown.
 
-    python -m bench                     # the real corpora (issue 13) + the 100k scale study
-    python -m bench --quick             # the same phases, shorter loads (about 5 minutes)
-    python -m bench --profile           # adds py-spy on one worker under the TiDB closed loop
-    python -m bench --scale 10k --scale 1m --no-corpora   # the scale study alone, at 10k and 1M
-    python -m bench --scale             # the curve alone: lexical at 100k and 1M, hybrid at 100k
-
-Real corpora (bench.realcorpora): cmrc2018 and tidb-docs-cn routed through real signed
-Volcengine callbacks to one `kbgate serve` (--workers hypercorn workers), closed loop (wrk,
-32 connections) on a unique-query and a Zipf mix, open loop at 50% and 80% of the measured
-capacity, each beside the floor (bench.floor) on the same hypercorn settings; one huge
-document against a normal one; every served wing (bench.wings).
-
-Build costs (bench.build): the embedded model's rate on one thread and on every core, the
-vectors' disk and memory per 100k chunks, the Tantivy build at 100k chunks.
-
-Scale study, per --scale (default 100k): index build in its own process, search alone (1
-and 2 threads), the bm25s baseline on the same chunks (up to --baseline-max), and `kbgate
-serve` on that index under the same closed loop (answer cache off). `--hybrid-scale N` does
-the same for an index of N chunks built hybrid with --hybrid's model (its embeddings cached
-in --embedding-cache between runs, so a stopped build resumes where it stopped). `--scale`
-alone is the curve to a million (CURVE): those phases only, no real-corpus phases, and a
-table of build time, disk, memory per worker and search p50/p99 per size and path.
-
-Redis: a throwaway redis-server on a free port (bench.stack), or $REDIS_URL when set.
-Results: stdout, and bench-results/bench-<time>.md and .json (bench-results/ is git-ignored).
+Rationale: docs/design-notes.md, "bench/run.py".
 """
 
 from __future__ import annotations
@@ -49,7 +25,7 @@ from bench.realcorpora import embedding_cache
 from bench.report import render
 from bench.stack import CALLBACK_PATH, LEXICAL, gateway_argv, throwaway_redis, write_config
 from bench.workload import callback_body, write_bodies
-from tests.support.harness import Server, free_port
+from gateway.ops.processes import Server, free_port
 
 __all__ = ["main", "plan", "run"]
 

@@ -1,19 +1,6 @@
 """What the corpus phases serve from: a throwaway Redis and one gateway config for many routes.
 
-`throwaway_redis()` starts `redis-server` on a free loopback port (no persistence) for the
-load runs, so a benchmark never writes its hundred thousand nonces into the machine's
-shared Redis nor measures other people's traffic on it; with `$REDIS_URL` set, or no
-redis-server binary, it yields that URL (or 127.0.0.1:6379) instead and the config's
-per-run key prefix keeps the keys apart. It never stops or flushes a Redis it did not start.
-
-`write_routes_config` writes a gateway TOML serving several indexes at once:
-- a callback tenant `bench` with one (FirstLevelId, SecondLevelId) = ("bench", ROUTE) per
-  index, signed with a fresh random key (file `bench.secret`, mode 600);
-- the agent knowledge protocol's route of the same name for each index and one client
-  `bench` holding the given tool grants (default `knowledge.search`) with a fresh Bearer
-  token (file `bench.token`): the Bearer side of `bench.wings`.
-Search settings are the gateway's defaults (Limit 5, excerpts, one result per document),
-but for `answer_cache_entries` when given (`bench.answercache` switches it in a running server).
+Rationale: docs/design-notes.md, "bench/stack.py".
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from tests.support.harness import free_port, kbgate_argv
+from gateway.ops.processes import free_port, kbgate_argv
 
 __all__ = ["CALLBACK_PATH", "LEXICAL", "CorpusConfig", "dense_lines", "floor_argv", "gateway_argv",
            "lexical_keyword", "throwaway_redis", "write_config", "write_routes_config"]

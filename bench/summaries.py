@@ -1,21 +1,6 @@
 """What the agent's model reads, against the Summary budget: `python -m bench.summaries`.
 
-Builds each shared corpus hybrid with the default settings (the embedded model; vectors cached in
-`<workdir>/indexes/.embedding-cache`, as `make eval` keeps them), then answers every question of
-each set in process as the Volcengine callback does (the route's scope, `retrieve.search_now`,
-Limit 5, the default search settings but `summary_chars`) once per budget, and prints per set and
-budget: MRR@5, answer-hit@5 over Summary and KnowledgeContent, the answer in the 5 Summaries (and
-that share of answer-hit@5), in the first Summary, the mean Summary in characters and the
-searches answered lexically (0 unless the model missed its 10 s deadline). The curve behind
-search.summary_chars (docs/search-quality.md, "The Summary").
-
-    python -m bench.summaries [--budgets 200,520,1000] [--sets tidb20,laws] [--cmrc 400] [--workdir .eval]
-    python -m bench.summaries --cost [--sets ...]
-
-`--cost` instead times, in the same run and process, the Summary selection of every callback
-(`indexes.passages.passage` over the hits' chunks, at search.summary_chars) beside the window it
-replaced (`indexes.search.excerpt` of each hit's chunk, 200 characters), on the lexical and the
-hybrid path: CPU ms per callback (process time, Limit 5) and the difference.
+Rationale: docs/design-notes.md, "bench/summaries.py".
 """
 
 from __future__ import annotations

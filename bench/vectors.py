@@ -1,22 +1,6 @@
 """`python -m bench.vectors`: nearest-neighbour libraries measured for hybrid retrieval.
 
-Candidates (all installable here, all with wheels): usearch 2.26.6, hnswlib 0.8.0,
-faiss-cpu 1.15.1 (HNSW), beside exact search (numpy matrix product, the ground truth).
-Each builds an HNSW graph with the same parameters (M = 16 links, ef_construction = 128,
-cosine on L2-normalised float32) on one thread, in its own process (so memory figures do not
-mix), over:
-- 13k: the real vectors of every tidb-docs-cn chunk, as kbgate indexes it (600-character
-  chunks, title + heading + text), from the local model "use-multilingual-v3" (512 dims),
-  read from the embedding cache (computed once, then cached like `kbgate index add` does);
-- 100k: those plus synthetic vectors (two real chunk vectors mixed, plus noise, normalised):
-  a realistic distribution at a size the corpora do not reach.
-Queries: the real questions of the three tidb-docs-cn query files, embedded by the same
-model, plus chunk vectors with noise up to 1,000 queries. Reported per library and size:
-build seconds, resident memory added by the built index (VmRSS delta), file size, load time
-(usearch: `view`, memory-mapped), single-query latency p50/p99 at ef_search 64 and 128
-(k = 50, what a hybrid search asks), and recall@10 / recall@50 against exact search.
-
-Prints a Markdown table; nothing is asserted (figures, not tests). Takes ~5 minutes on 2 cores.
+Rationale: docs/design-notes.md, "bench/vectors.py".
 """
 
 from __future__ import annotations

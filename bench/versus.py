@@ -1,17 +1,7 @@
 """Servers side by side on the same callbacks, alternating: what `make bench` compares kbgate with
-the minimal gateway by, and a developer's A/B of two kbgate checkouts (issue 19).
+the minimal gateway by, and a developer's A/B of two kbgate checkouts.
 
-`alternate` runs R rounds; in each, every server in turn (the order rotated each round, so a
-drift of the machine's load falls on each alike) gets a closed loop (wrk) on that round's
-bodies. Figures per server: each round's row and the medians of server CPU per callback (from
-/proc: steadier than req/s on a shared machine), req/s and p99. `make bench` calls it per
-corpus with kbgate (answer cache off: every callback searched) and bench.minimal.
-
-    python -m bench.versus --against /path/to/other/checkout [--corpus tidb-docs-cn] [--rounds 3]
-
-builds each corpus's index with this checkout and with the other one (each checkout's own
-indexer: a schema change shows), the minimal gateway's index, starts the three servers (2
-workers each, the answer cache off, a throwaway Redis) and prints the medians and ratios.
+Rationale: docs/design-notes.md, "bench/versus.py".
 """
 
 from __future__ import annotations
@@ -27,7 +17,7 @@ from typing import Any
 
 from bench.measure import closed_loop
 from bench.workload import CORPUS_SOURCES, Stream, write_bodies
-from tests.support.harness import Server
+from gateway.ops.processes import Server
 
 __all__ = ["alternate", "medians", "minimal_argv", "minimal_env"]
 
@@ -88,7 +78,7 @@ def _build(args: argparse.Namespace, work: Path, corpus: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from bench.stack import CALLBACK_PATH, gateway_argv, throwaway_redis, write_routes_config
-    from tests.support.harness import free_port
+    from gateway.ops.processes import free_port
 
     p = argparse.ArgumentParser(prog="python -m bench.versus", description=__doc__.split("\n\n")[0])
     p.add_argument("--against", required=True, help="another kbgate checkout (its own indexer and server)")

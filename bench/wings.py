@@ -1,15 +1,6 @@
 """Every caller's wing timed the same way, printed beside the Volcengine callback.
 
-A `Wing` says how to send one question to the running server: the path, the auth
-(`hmac` = Volcengine signing, `bearer` = the agent client's token), the JSON body built
-from (route, query), any extra headers, and the tool grants its client needs. `bench.run`
-times every wing marked `served` with the same closed loop (wrk, 32 connections) and the
-same open loop (bench.openloop at the callback's 50% rate) against the same index, and
-prints one row each; a wing not yet served prints "not served" with the issue that adds it.
-
-Adding a wing (issue 11: Dify, MCP) is one edit here: set `served=True`, check the body
-and headers against what the wing really expects, and put its grant in `grants` (the bench
-config gives its client every grant of the served wings). Nothing else in the bench changes.
+Rationale: docs/design-notes.md, "bench/wings.py".
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """What the load generators send: per-corpus query streams and the request bodies built from them.
 
-Two mixes, reported apart so an answer cache can never hide the cold cost (issue 13):
-
-unique       no query repeats within a run. The corpus's real questions first (seeded
-             shuffle), then questions synthesized at run time from the corpus's own chunk
-             text: a sentence cut to a length drawn from the real questions' lengths
-             (so the number of analysed terms per query stays like the real ones), deduplicated.
-zipf         repeat-heavy: queries drawn with P(rank k) ∝ 1 / k^s from the first
-             `pool` queries of the unique stream (s = 1.1, pool = 1,000 by default, seeded),
-             the shape of a real question log where a few questions dominate.
-
-Bodies are written one JSON document per line (orjson never emits a raw newline), the
-form `bench/wrk_signed.lua` and `bench.openloop` read. Nothing of the corpora is written into
-the repository: body files live in the run's scratch folder.
+Rationale: docs/design-notes.md, "bench/workload.py".
 """
 
 from __future__ import annotations
@@ -115,7 +103,7 @@ def repeat_share(stream: Sequence[str]) -> float:
 
 
 def callback_body(first: str, second: str, query: str, limit: int = 5) -> bytes:
-    """A Volcengine callback body (seed 003 field names), compact JSON bytes."""
+    """A Volcengine callback body (the 联网问答Agent callback spec field names), compact JSON bytes."""
     return orjson.dumps({"FirstLevelId": first, "SecondLevelId": second, "Query": query, "Limit": limit})
 
 

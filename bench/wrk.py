@@ -1,16 +1,6 @@
 """Closed-loop load with wrk (Debian's `wrk` package), every request freshly signed.
 
-`run_wrk` runs `wrk -t THREADS -c CONNECTIONS -d SECONDS` with `bench/wrk_signed.lua`,
-which builds each request from the next unused line of a bodies file and signs it
-(Volcengine HMAC, or a Bearer token), then parses the JSON line the script prints. wrk is
-C with a LuaJIT request builder: its cost per request is a fraction of the server's, so the
-floor it measures is the server's, not the generator's (the generator's CPU share is still
-reported). wrk keeps connections alive and reconnects when the server closes one.
-
-Result dict: requests, ok (requests without an HTTP status ≥ 400), non_2xx, errors
-(connect + read + write + timeouts), seconds, rps (ok per second), p50_ms, p99_ms,
-p999_ms, max_ms, mean_ms, wrapped (requests past the end of the bodies file: 0 means no
-body was sent twice), cpu_s (wrk's user + system CPU seconds).
+Rationale: docs/design-notes.md, "bench/wrk.py".
 """
 
 from __future__ import annotations

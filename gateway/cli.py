@@ -1,21 +1,8 @@
-"""`kbgate`: the command line of operators and admins.
+"""`kbgate`: the command line of operators and admins (`kbgate --help` lists the commands).
 
-kbgate serve --config FILE [--bind HOST:PORT] [--workers N]
-kbgate check-config --config FILE
-kbgate index add|list|stats|publish|fetch ... (see gateway/ops/index_commands.py, replicas.py)
-kbgate sync --config FILE [--index NAME] [--dry-run] [--every DURATION] (see gateway/sync/run.py)
-kbgate sign --secret-env VAR [--timestamp TS] [--nonce N] (--body JSON | --body-file F) [--url URL]
-kbgate probe URL --config FILE --tenant T --first A --second B --query Q [--limit N]
-kbgate admin-token            print a new admin token and the admin.token_sha256 line for it
-kbgate eval --queries FILE ... (see gateway/evaluation/evaluate.py)
-kbgate secrets add|retire|list, kbgate onboard (see gateway/ops/commands.py)
-kbgate try --config FILE --caller CALLER ... --query Q (see gateway/console/try_cli.py)
-kbgate users add|list|remove  the console's users and roles (see gateway/console/users_cli.py)
-kbgate deleted list|restore|purge  documents deleted from the console (see gateway/ops/deleted_cli.py)
-
-Exit codes: 0 ok, 1 the operation failed (probe answered non-zero Ret, bad files skipped),
-2 usage or configuration error, 3 `secrets list` printed without key usage (Redis unreachable),
-141 stdout was closed by its reader (`| head`), said nowhere.
+Exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error, 3 `secrets list`
+without key usage (Redis unreachable), 141 stdout closed by its reader. Rationale:
+docs/design-notes.md, "gateway/cli.py".
 """
 
 from __future__ import annotations
@@ -154,13 +141,16 @@ def _parser() -> argparse.ArgumentParser:
     from gateway.ops.commands import register as register_ops
 
     register_ops(sub)
+    from gateway.console.gaps.cli import register as register_gaps
+
+    register_gaps(sub)
     from gateway.console.try_cli import register as register_try
 
     register_try(sub)
     from gateway.console.users_cli import register as register_users
 
     register_users(sub)
-    from gateway.ops.deleted_cli import register as register_deleted
+    from gateway.console.deleted_cli import register as register_deleted
 
     register_deleted(sub)
     return p
@@ -303,7 +293,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
 
 
 def _signing_input_problem(secret: str, timestamp: int, nonce: str | None) -> str | None:
-    """Why a request signed with these would be refused by the gateway (seed 003), or None."""
+    """Why a request signed with these would be refused by the gateway (the 联网问答Agent callback spec), or None."""
     if not 10**9 <= timestamp < 10**10:
         return "--timestamp must be unix seconds of exactly 10 digits"
     if nonce is not None and not NONCE_PATTERN.fullmatch(nonce):

@@ -1,11 +1,7 @@
 """The writer's analysis of documents into Tantivy documents: in this process, or pipelined
 through a pool of worker processes (`Analyser`, used by `indexes.writer.ingest`).
 
-The analysis of each document (`indexes.records.chunk_fields`) runs in this process for
-small runs and in a pool of spawned worker processes once more than PARALLEL_MIN_DOCS
-documents need indexing. Batches are pipelined: while the workers analyse the next
-batches, the writer's process hands the finished ones to Tantivy's indexing threads, so on
-two cores the two analysis processes, that process and Tantivy's threads all stay busy.
+Rationale: docs/design-notes.md, "indexes/analyser.py".
 """
 
 from __future__ import annotations

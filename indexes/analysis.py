@@ -1,29 +1,6 @@
 """Text analysis shared by indexing and querying.
 
-Every indexed token and every query term goes through the same two steps:
-
-1. `normalize`: invisible characters removed (`ZERO_WIDTH`: format characters, Hangul
-   fillers), Unicode NFKC (full-width →
-   half-width, compatibility forms), case folding, then Traditional → Simplified Chinese with
-   OpenCC's `t2s` profile.
-   Traditional and Simplified text therefore meet on the same tokens, in both
-   directions. Text holding no character that NFKC or case folding would turn into
-   other word characters skips the NFKC pass (see `normalize`): that pass cost more
-   than the rest of the analysis together and changes only punctuation there.
-2. Three token streams (indexes.schema names the fields and registers the Rust
-   analyzers):
-   - words: jieba words of the CJK runs (rjieba `cut_for_search`, so long compounds
-     also yield their sub-words), space-joined for a whitespace-tokenized field;
-   - Latin words: letter/digit runs (`tidb`, `v8`, `8048`) and whole identifiers with
-     underscores (`tidb_mem_quota_query` and its parts), space-joined, in a field of
-     their own so that a code or identifier is matched exactly;
-   - CJK runs, each a value of a field that Tantivy splits in Rust into every single
-     character and every character bigram (`Tokenizer.ngram(1, 2)`; values are
-     tokenized apart, so no bigram spans two runs). Building the bigrams in Rust is what
-     makes indexing fast (tantivy-py notes: ~2.3x over Python-built bigrams).
-
-`query_terms` applies the same analysis to a query, removes duplicates and drops stop
-words (stopwords-iso's Chinese list) that carry no topical signal.
+Rationale: docs/design-notes.md, "indexes/analysis.py".
 """
 
 from __future__ import annotations
@@ -62,7 +39,7 @@ and Tantivy rejects terms over 65,530 bytes (indexed tokens are cut by the analy
 length filter, indexes.schema)."""
 
 ZERO_WIDTH = FOLDED_OUT
-"""Removed before any other folding, in indexed text and queries alike (issue 16: `ZW\u200bMARKER`
+"""Removed before any other folding, in indexed text and queries alike (`ZW\u200bMARKER`
 was not found by `ZWMARKER`, and a query of Hangul fillers or soft hyphens found nothing yet was
 not refused as empty): every format character (Cf: zero-width space, non-joiner and joiner, word
 joiner, the BOM, the Mongolian vowel separator, the soft hyphen, bidi controls, tag
@@ -255,7 +232,7 @@ class QueryTerms:
     bigrams: CJK character bigrams, from the query with stop words blanked out.
     chars: the CJK characters that stand alone in the query (a one-character run once stop
         words are blanked, e.g. 钥 in "钥"): no word or bigram of the index holds 钥 when the
-        text says 密钥, so they are searched as characters (issue 9).
+        text says 密钥, so they are searched as characters.
     joins: the bigrams that span two jieba words of the query.
     expanded: the terms added by the index's synonyms, not typed by the user (weighed less);
     expansions: which synonym rule fired, as (the question's term, the synonym it added)

@@ -1,21 +1,6 @@
 """How everyday a word is in general Chinese, whatever the corpus: its background probability.
 
-The lexical relevance (`indexes.relevance.Question`) weighs each word of a question by how much
-it says about a topic and asks whether a corpus uses it more than general language does. Both
-need the word's frequency in general text, independent of any index: an index's own statistics
-cannot tell an everyday word it happens to lack (天气 in the TiDB docs) from a domain word.
-
-Source: jieba's dictionary (dict.txt: about 349,000 words with their counts in about 60 million
-tokens of general Chinese), which ships compiled inside the rjieba wheel (jieba-rs); nothing is
-downloaded or vendored. `rjieba.suggest_freq(w)` is a word's count + 1 when the dictionary holds
-it, and for another string the count that the product of its parts' probabilities implies
-(jieba-rs `Jieba::suggest_freq`), so an unknown compound (充电宝, 溏心蛋) gets a small count, as
-rare words should. Checked against the dictionary's total (tests/indexes/test_relevance.py): two
-dictionary words a and b give suggest_freq(ab) - 1 ≈ f(a) f(b) / DICT_TOTAL.
-
-Words jieba's dictionary has no entry for by nature: numbers (7, 38, 2024) count at
-NUMBER_PROBABILITY, an everyday word's probability; Latin words (tidb, iphone, wifi) take what
-suggest_freq gives (the dictionary holds almost none: they count as rare words).
+Rationale: docs/design-notes.md, "indexes/background.py".
 """
 
 from __future__ import annotations

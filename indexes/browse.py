@@ -1,9 +1,7 @@
 """An index's documents and chunks as an owner browses them, and a stored document put back
 into the `Document` the writer takes (to change only its visibility).
 
-Every function takes a searcher and the schema (`KnowledgeIndex.reader()`), so a caller reads
-one consistent commit. Hidden documents (qa_visible=0) are included: this is the owner's view,
-never a caller's (callers read through `gateway.core.retrieve`, which filters them).
+Rationale: docs/design-notes.md, "indexes/browse.py".
 """
 
 from __future__ import annotations

@@ -2,39 +2,7 @@
 primitive besides `kbgate index add`'s stream (the document API, `kbgate sync`), and what a
 sync reads back (`ids_from_source`).
 
-    index = store.create_or_open_for_write("kb")
-    report = apply_changes(index, ChangeSet(upserts=(doc,), deletes=("old-id",)), wait_seconds=30)
-    report.changes   # [Change('faq-7', 'added', '3f…'), Change('old-id', 'deleted', None)]
-    report.commit    # the commit made (None: nothing changed, or refused)
-
-- **One commit or none.** Every upsert and delete of a set lands in one Tantivy commit, which
-  readers see whole or not at all. A document the writer refuses (its id held by another
-  dataset; indexed from another source, unless `replace`; a value the index cannot store) or a
-  delete outside `ChangeSet.datasets` refuses the whole set (`ChangeReport.refused` names each)
-  and nothing is written. The documents' own rules (sizes, publish_time, metadata, ids, paths,
-  URLs, control characters) are the readers' (`indexes.ingest`): validate before building a set.
-- **Idempotent by id and content hash.** An upsert whose revision (`indexes.records.
-  document_revision`, SHA-256 over everything indexed) equals the indexed one is 'unchanged',
-  a delete of an id the index does not hold is 'absent', and a set that changes nothing makes
-  no commit: its retry is answered with the commit that already holds it.
-- **The single writer.** Tantivy allows one writer per index, across processes (an flock on
-  its lock file, released when the holder dies, kill -9 included); a hybrid index's writers
-  also hold `dense/LOCK`. `apply_changes` retries for up to `wait_seconds` while another
-  writer (`kbgate index add`, a sync, another server worker) holds it, then raises
-  IndexLockedError. Each write reads what the latest commit holds for the ids it touches once
-  the lock is its own (`indexes.writer.apply_index`), so it never decides on a stale reader.
-- **Crashes.** Tantivy's commit writes and fsyncs the new segments, then swaps meta.json
-  atomically (fsynced); a writer killed before the swap leaves the previous commit as it was
-  (its new segment files are never referenced), one killed after it leaves the new commit whole
-  and durable. So a caller answered after `apply_changes` returned never loses its change, and
-  a set whose caller got no answer is whole or absent; a retry answers 'unchanged' or applies it.
-- **Hybrid indexes** embed the new chunks before the commit and publish the vectors after it
-  (`indexes.dense.index.HybridIndex.apply`).
-- **When.** Each change committed here is recorded (id → revision, commit, unix seconds) in
-  `<index>/CHANGES_DB` after the commit; `document_head` reports it while that revision is the
-  indexed one. A document last written by `kbgate index add`, or whose record a crash between
-  the commit and the record lost, has no time (None); the record is a convenience, never the
-  authority (the index is).
+Rationale: docs/design-notes.md, "indexes/changes.py".
 """
 
 from __future__ import annotations

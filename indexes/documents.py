@@ -7,7 +7,7 @@ a caller reads one consistent commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import tantivy
@@ -62,22 +62,10 @@ def document_of(chunks: Sequence[Any], doc_id: str, *, include_hidden: bool = Fa
     visible = first.get_first("qa_visible") == 1
     if not visible and not include_hidden:
         return None
-    parts: list[str] = []
-    section = None
-    for c in chunks:
-        body = (stored_str(c, "text") or "")[c.get_first("overlap") or 0:]
-        if c.get_first("section") != section:
-            section = c.get_first("section")
-            heading = c.get_first("heading")
-            if heading:
-                parts.append(str(heading))
-            parts.append(body)
-        else:
-            parts[-1] += body
     return StoredDocument(
         doc_id=doc_id,
         title=first.get_first("title") or "",
-        text="\n".join(p for p in parts if p),
+        text=joined_text(dict(enumerate(chunks)), range(len(chunks))),
         revision=first.get_first("revision") or "",
         url=first.get_first("url") or None,
         summary=stored_str(first, "summary") or None,
@@ -148,3 +136,25 @@ def heads(searcher: tantivy.Searcher, schema: tantivy.Schema, ids: Iterable[str]
             out[doc_id] = DocumentHead(doc_id, str(d.get_first("revision") or ""), str(d.get_first("dataset") or ""),
                                        str(d.get_first("path") or ""), str(d.get_first("source") or ""))
     return out
+
+
+def joined_text(numbered: Mapping[int, Any], chunks: Iterable[int]) -> str:
+    """The text of `chunks` (numbers into `numbered`: chunk number → stored chunk) in document
+    order: a heading where its section starts (or where the text starts), a chunk's overlap
+    dropped after the chunk it overlaps; parts joined by newlines."""
+    parts: list[str] = []
+    section, previous = None, None
+    for c in sorted(chunks):
+        doc = numbered[c]
+        text = stored_str(doc, "text") or ""
+        body = text[doc.get_first("overlap") or 0:] if previous == c - 1 else text
+        if doc.get_first("section") != section or previous != c - 1:
+            section = doc.get_first("section")
+            heading = doc.get_first("heading")
+            if heading:
+                parts.append(str(heading))
+            parts.append(body)
+        else:
+            parts[-1] += body
+        previous = c
+    return "\n".join(p for p in parts if p)

@@ -1,25 +1,6 @@
 """Errors raised by the index layer.
 
-    IndexStoreError                 base; `name` is the index name, `reason` one short word or two
-    ├── IndexNotFoundError          no such index under the store root
-    ├── SchemaVersionError          index built by another schema version (rebuild it)
-    ├── IndexCorruptError           Tantivy cannot open the files (damaged, truncated or missing)
-    ├── IndexLockedError            another writer holds the index (Tantivy LockBusy)
-    ├── IndexReadOnlyError          a write asked of a folder this process cannot write (a read-only mount)
-    ├── DiskFullError               a write found no space left on the index's device (ENOSPC,
-    │                               EDQUOT): nothing of it was committed
-    ├── GenerationError             a published generation could not be written or installed
-    │                               (`indexes.generations`, `indexes.fetch`)
-    └── IndexUnavailableError       the engine serving an index (`indexes.milvus`) is down, slow or
-                                    refusing: retryable, nothing of a write was lost
-
-    EmbeddingError                  an embedding provider gave no usable vectors (`indexes.dense`)
-    ├── EmbeddingUnavailable        down, slow, overloaded or refusing (retryable)
-    └── EmbeddingResponseError      answered, but not with usable embeddings (not retryable)
-
-    RerankError                     a reranker gave no usable scores (`indexes.rerank`)
-    ├── RerankUnavailable           down, slow, overloaded or refusing
-    └── RerankResponseError         answered, but not with usable scores
+Rationale: docs/design-notes.md, "indexes/errors.py".
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """Install a published generation (`indexes.generations`) into a replica's index folder, the
 way a Tantivy commit lands: new immutable files first, the commit point (meta.json) last, by
 rename, so running readers pick it up through their usual reload (`KnowledgeIndex.
-maybe_reload`, within 0.5 s) and never see a torn commit (issue 20, item 4).
+maybe_reload`, within 0.5 s) and never see a torn commit.
 
-`fetch(source, root, name)`:
-
-1. reads `<index>/LATEST` and the manifest it names; the manifest's SHA-256 must be the one
-   LATEST states, its schema version this kbgate's (`generations.manifest_problem`);
-2. downloads every file the live folder does not hold already (same path, size and SHA-256;
-   the hash of a file fetch installed itself is taken from its record, `.kbgate-fetch.json`,
-   while its size, mtime and inode are unchanged) into a staging folder
-   (`<root>/.fetch/<index>/`, on the same file system), checking each file's size and SHA-256
-   against the manifest as it streams. Any mismatch, missing object or read error stops here:
-   the live folder is untouched, the replica keeps serving its commit;
-3. under the index's writer locks (no local writer may interleave), renames the staged files
-   into the live folder: files new to it first, then replaced ones (kbgate-index.json,
-   .managed.json), then a hybrid index's dense/CURRENT, then meta.json: the one rename that
-   switches the commit. Directories are fsynced;
-4. deletes what the new commit does not use, holding Tantivy's meta lock (a reader holds it
-   while it opens a commit's segments, so none is between reading the old meta.json and
-   mapping its files; readers that mapped them keep them: unlinked files stay readable while
-   mapped). The vectors folder of the previous commit is kept, as the dense writer keeps it.
-
-An interrupted fetch (killed while downloading) leaves the live folder as it was; the next
-fetch clears the staging folder. Killed between the renames of step 3, the old commit keeps
-serving (a hybrid index answers lexically until the next fetch completes). One fetch per
-index at a time (`<root>/.fetch/<index>.lock`).
+Rationale: docs/design-notes.md, "indexes/fetch.py".
 """
 
 from __future__ import annotations

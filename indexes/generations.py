@@ -1,27 +1,8 @@
 """Index generations for replicas: one commit of an index as immutable, checksummed files in a
 shared store, written by the one writer (`publish`) and installed by every replica
-(`indexes.fetch`), so no replica builds an index itself (issue 20, item 4).
+(`indexes.fetch`), so no replica builds an index itself.
 
-The store is a folder (a shared volume, or one served as is over HTTP(S) or synced to and
-from an object store: docs/indexes.md, "Publishing to replicas"):
-
-    <store>/<index>/objects/<2 hex>/<sha256>    one file of the index folder, named by its SHA-256
-    <store>/<index>/generations/<commit>.json   the manifest of one commit, written after its objects
-    <store>/<index>/LATEST                      {"commit", "manifest_sha256"}, replaced last
-
-The manifest (JSON): {"format": 1, "index", "commit" (`indexes.stats.commit_label`),
-"opstamp", "schema_version", "published" (unix s), "files": {path: {"sha256", "size"}}}, paths
-relative to the index folder with '/'. The files are the whole index folder: Tantivy's segment
-files, meta.json and .managed.json, kbgate's sidecar (kbgate-index.json), a hybrid index's
-vectors (dense/CURRENT and the one generation folder it names), and anything else there but
-lock files and leftovers of interrupted writers.
-
-Every file is written under a temporary name and renamed, so a reader of the store never sees
-half an object; LATEST is replaced after the manifest, the manifest after its objects, so the
-store never names a generation not wholly written. The writer's locks are held while the
-folder is read, so no commit lands meanwhile. A publish keeps the newest `keep` generations
-and deletes the objects no kept generation uses (a replica fetching an older one then fails
-cleanly and fetches LATEST again).
+Rationale: docs/design-notes.md, "indexes/generations.py".
 """
 
 from __future__ import annotations

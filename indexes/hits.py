@@ -1,21 +1,6 @@
 """Running a built query on a searcher and shaping its results into `Hit`s.
 
-One Tantivy document per chunk. With `one_per_document`, `collapse` keeps the best chunk of
-each document and up to `SearchBounds.max_chunks_per_document - 1` further matching chunks
-of it (best first), which `make_hit` appends to the result's content (the Volcengine
-`KnowledgeContent`) while its bound allows: each as its best-matching window of at most
-CONTEXT_WINDOW_CHARS characters (the whole chunk when it is that short).
-
-Per-query work does not grow with the number of chunks one document has (issue 9, issue 13):
-- hits are grouped by `doc_key`, a fast field read for all hits of a round in one call, so
-  no stored document is loaded to find out which document a hit belongs to;
-- when a round's hits came from fewer than `limit` documents, the next round runs the same
-  query with those documents excluded (MustNot on doc_key), so a document of 35,000 matching
-  chunks costs one round, not 35,000 hits; exclusion does not change any other score, so the
-  order is that of collapsing one unbounded hit list;
-- stored chunks are loaded only for the results returned, and context chunks only while the
-  content has room: at most limit × max_chunks_per_document loads per search;
-- at most MAX_ROUNDS Tantivy searches and `max_chunks_per_query` hits per search call.
+Rationale: docs/design-notes.md, "indexes/hits.py".
 """
 
 from __future__ import annotations

@@ -1,33 +1,7 @@
-"""Characters a reader does not see, and the rules built on them (issue 16: what looks empty
+"""Characters a reader does not see, and the rules built on them (what looks empty
 is empty, what looks like `config/x` is `config/x`, an identity holds no hidden character).
 
-Sets, as Unicode general categories (Unicode 14.0, the database of Python 3.11; a test keeps
-the tables below in step with `unicodedata`):
-- control (Cc): U+0000..U+001F, U+007F..U+009F;
-- format (Cf): zero-width space/joiners, the word joiner, the BOM, the soft hyphen U+00AD,
-  bidi embeddings and overrides (U+202A..U+202E, U+2066..U+2069), tag characters
-  (U+E0001, U+E0020..U+E007F), prepended concatenation marks... (`FORMAT_RANGES`);
-- separators (Z*: Zs, Zl, Zp): spaces of every width, U+2028, U+2029 (`SEPARATOR_RANGES`);
-- the Hangul fillers U+115F, U+1160, U+3164, U+FFA0: letters (Lo) that render as nothing.
-
-Rules:
-- `blank(text)`: nothing left once separators, format, control characters and the Hangul
-  fillers are removed (every wing refuses such a query as empty);
-- `FOLDED_OUT`: format characters and the Hangul fillers, removed from indexed text and
-  queries by `indexes.analysis.normalize` (control characters and separators need no removal
-  there: they already break words, on both sides);
-- `name_problem(name)`: why a document id, path or dataset name cannot be one: it holds a
-  control or format character or a non-character (an identity is never rewritten, so such a
-  name is refused at ingest and a hit carrying one is not served);
-- `readable_name(name)`: a name as a person reads it, for matching the never-readable trees:
-  control and format characters and the fillers removed, NFKC (full-width `ｃｏｎｆｉｇ` is
-  `config`), leading whitespace stripped.
-- `shown(text, lines=False)`: text as an operator may see it, on the admin pages and in every
-  CLI report line (`kbgate index add`, `kbgate sync`): each control character (ESC, so no
-  escape sequence or OSC title reaches a terminal; line breaks, so no name forges a report
-  line), format character, line or paragraph separator, non-character and lone surrogate (a
-  file name that is not UTF-8) written as a visible escape: 'a\x1bb' → 'a\\x1bb', U+202E →
-  '\\u202e'. lines=True (a page) keeps tab, line feed and carriage return.
+Rationale: docs/design-notes.md, "indexes/invisible.py".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """`KnowledgeIndex`: one opened Tantivy index: search, read back, reload, and the single writer.
 
-`IndexStore(root)` holds one folder per index (`root/<name>/`, a Tantivy index plus the schema
-sidecar). The server only reads (`open`, cached); the indexer writes (`create_or_open_for_write` +
-`KnowledgeIndex.ingest`). Tantivy commits are atomic for readers; `maybe_reload` lets a reader pick
-up a new commit without reopening. One writer per index (a second one: `IndexLockedError`).
-
-`KnowledgeIndex` is the facade; the work lives beside it: `indexes.hits` (running a query and
-shaping Hits), `indexes.filters` (scope), `indexes.documents` (reading documents back),
-`indexes.stats`, `indexes.writer` (upserts; `indexes.analyser` the analysis), `indexes.records` (a
-chunk's fields), `indexes.schema` (opening and creating an index folder)."""
+Rationale: docs/design-notes.md, "indexes/knowledge.py".
+"""
 
 from __future__ import annotations
 

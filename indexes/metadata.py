@@ -1,40 +1,7 @@
 """Document metadata in the index: the terms every chunk carries, and the Tantivy query of a
-`MetaFilter` (Dify's `metadata_condition`, issue 11).
+`MetaFilter` (Dify's `metadata_condition`).
 
-A filter is evaluated inside the index, as one more constant-score clause of the search
-query: a search fills its limit from documents that match, and nothing is filtered after it.
-
-Names. Built-in, for every document that has them (`indexes.ingest.metadata.BUILTIN_NAMES`):
-`document_id`, `path`, `dataset`, `title`, `url` (strings) and `publish_time` (unix seconds).
-Beside them, the fields kept at ingest (`indexes.ingest.metadata`).
-
-Terms (untokenized, on every chunk of the document; ␟ is U+001F, which no name holds):
-    meta_keys   name                each name with a value
-    meta_text   name ␟ text         each string value (each item of a list)
-    meta_num    name ␟ 16 hex       each number, and each string that is an ISO-8601 date or
-                                    date-time (as unix seconds; naive = UTC); publish_time
-`encode_number` orders like the numbers (IEEE 754 bits with the sign flipped), so a range
-is a regex over fixed-width terms (`_range`).
-
-Operators (v: the condition's value; "a value": the document's value or one item of its list):
-    is             a value equals v: text equality for a string v, numeric for a number v
-    =              as `is`, but a string v that reads as a number or an ISO date compares as a number
-    contains, start with, end with
-                   a string value contains / starts with / ends with v (case-sensitive, like
-                   Dify's own SQL LIKE); a number v is taken as its decimal text
-    in             a value equals one of v's items (text or numeric per item, as `is`)
-    >, <, ≥, ≤    a numeric value compares so with v (a number, a numeric string or an ISO date)
-    before, after  a time value is earlier / later than v (unix seconds, or an ISO date or
-                   date-time; naive = UTC): `<` and `>` on times
-    empty          the document has no value for the name
-    not empty      it has one
-    not contains, is not, ≠, not in
-                   the document has a value for the name and none of its values satisfies
-                   contains, is, =, in (a document without the name matches none of these, as
-                   in Dify's SQL filter, where a missing key compares as NULL)
-A name that no document of the index holds (other than a built-in) matches nothing, whatever
-the operator, `empty` included. A v that the operator cannot use (a list for `contains`, a
-word for `>`) matches nothing.
+Rationale: docs/design-notes.md, "indexes/metadata.py".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Neighbouring chunks appended to a hit (a route's `neighbours` dial, `indexes.types.Dials`).
 
-A hit's content is normally its chunk followed by further *matching* chunks of its document
-(`indexes.hits.make_hit`). With `neighbours = N` it is instead the hit's chunk with up to N
-chunks before and N after it in the same document, in document order, read back as
-`indexes.documents.read_document` reads a document: a chunk's overlap with the chunk before
-it is not repeated, and a section's heading is written once, where the section starts.
-
-Bounds: the content stays within the caller's `content_chars`; neighbours are taken nearest
-first (before, after, before, ...), and the first that would not fit ends the widening, so a
-hit never loses its own chunk. No chunk appears twice in one answer: a neighbour that is itself
-a hit, or that an earlier (better) hit already took, is left out (the window stops there on
-that side). Work: one Tantivy search per hit, of at most 2N + 1 chunks by (doc_id, chunk) terms.
+Rationale: docs/design-notes.md, "indexes/neighbours.py".
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
-from .documents import stored_str
+from .documents import joined_text
 from .search import bounded
 from .types import Hit
 
@@ -58,12 +48,12 @@ def widened(hits: Sequence[Hit], n: int, content_chars: int, window_of: Callable
             for side in list(sides):
                 c = next(side, None)
                 if c is None or c not in window or (h.doc_id, c) in taken or \
-                        len(_render(window, kept | {c})) > content_chars:
+                        len(joined_text(window, kept | {c})) > content_chars:
                     sides.remove(side)
                     continue
                 kept.add(c)
         taken |= {(h.doc_id, c) for c in kept}
-        out.append(dataclasses.replace(h, content=bounded(_render(window, kept), content_chars)))
+        out.append(dataclasses.replace(h, content=bounded(joined_text(window, kept), content_chars)))
     return out
 
 
@@ -76,24 +66,3 @@ def _window(searcher: tantivy.Searcher, schema: tantivy.Schema, hit: Hit, n: int
     ])
     docs = (searcher.doc(a) for _, a in searcher.search(q, len(numbers), count=False).hits)
     return {int(d.get_first("chunk") or 0): d for d in docs}
-
-
-def _render(window: dict[int, Any], chunks: set[int]) -> str:
-    """The text of `chunks` in document order: a heading where its section starts (or where
-    the text starts), a chunk's overlap dropped after the chunk it overlaps."""
-    parts: list[str] = []
-    section, previous = None, None
-    for c in sorted(chunks):
-        doc = window[c]
-        text = stored_str(doc, "text") or ""
-        body = text[doc.get_first("overlap") or 0:] if previous == c - 1 else text
-        if doc.get_first("section") != section or previous != c - 1:
-            section = doc.get_first("section")
-            heading = doc.get_first("heading")
-            if heading:
-                parts.append(str(heading))
-            parts.append(body)
-        else:
-            parts[-1] += body
-        previous = c
-    return "\n".join(p for p in parts if p)

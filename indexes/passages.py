@@ -1,22 +1,6 @@
 """The passage that answers a question: what every caller's snippet is (the Volcengine `Summary`).
 
-Candidates are sentence-aligned windows of a hit's chunks: its own chunk first, then the further
-chunks of its document that its content carries (`indexes.hits.make_hit`). Sentences end at
-。！？； (with a closing quote or bracket), at a line end (a list item, a table row, a code line is
-one unit) and at a Latin . ! ? ; before a space, so nothing is cut inside a word, a number, a
-version string or a code span; a single unit longer than the budget is cut by
-`indexes.search.bounded`.
-
-A window scores the question's content words it holds (`indexes.relevance.Question`: each word its
-specificity times its domain weight, as the lexical relevance weighs it; a CJK word of more than
-two characters counts bigram by bigram, so 默认值 is half found in 默认为; a synonym counts as its
-word), plus the words held by one of its first two sentences and the sentence after it (answers
-sit next to the question's words, and a window that starts there reads on to them). A window of another chunk
-than the hit's own counts OTHER_CHUNK of its score: the ranking chose the hit's chunk. Ties go to
-the earliest window. The window leads with its section heading unless it starts with it. When
-room is left, the next best window elsewhere (any chunk, not overlapping) fills it, after
-SEPARATOR; when further chunks are there to fill it, the first window takes at most FIRST_SHARE of
-the budget. docs/search-quality.md, "The Summary", has the measurements behind each rule.
+Rationale: docs/design-notes.md, "indexes/passages.py".
 """
 
 from __future__ import annotations

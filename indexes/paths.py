@@ -1,24 +1,6 @@
 """The shape of a document's path and id: what a scope rule reads is what the name says.
 
-A scope matches tree paths with globs (`config/**`, a policy's `path_globs`): a path
-`a/../config/x` is `config/x` to whoever reads it, but no glob of `config/**` matches it. So:
-
-- `path_problem(path)`: a document path ('' is none) is relative and `/`-separated, no segment
-  `.` or `..`, no leading `/` (a glob `guide/**` never matches `/guide/a.md`: refused rather
-  than silently outside every route), no backslash (a Windows separator: `a\\..\\config`
-  reads as a walk too). Empty segments stay (`a//b`, a page `docs.example.com/guide/`): they
-  walk nowhere, `config/**` holds `config//x`. Checked on the path as given and as read (NFKC:
-  full-width `．．` and `／` are `..` and `/`).
-- `id_problem(doc_id)`: an id holds no `.` or `..` segment between `/` or `\\` (an id is a
-  name the scope matches too, and the default path of an uploaded file); other shapes stay
-  (ids are often URLs: `https://x/a`).
-- `document_problem(doc_id, path)`: both, as every way in (JSONL, `kbgate index add`, the
-  document API, a sync) checks it: such a document is refused, never rewritten (a rewritten
-  id could merge two documents).
-- `normal_name(name)`: a name with its walk resolved (`\\` as `/`, empty and `.` segments out,
-  `..` dropping the segment before, none above the top, NFKC), for judging a document an
-  index built before these checks still holds (`gateway.core.scope`): it is inside a scope only
-  when both its name and its normal name are.
+Rationale: docs/design-notes.md, "indexes/paths.py".
 """
 
 from __future__ import annotations

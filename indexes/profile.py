@@ -2,18 +2,7 @@
 document can swing it (`indexes.relevance.domain`; the bound and its derivation are in
 docs/search-quality.md, "One document moves a word's weight by little").
 
-- `documents_with(searcher, field, term)`: the documents (not chunks) holding a term, the
-  distinct `doc_key`s of the chunks that hold it: a document counts once however often it
-  repeats the word.
-- `Profile.expected(p)`: how many documents would hold a word of background probability p if
-  the index were general Chinese of its own shape: Σ over documents of 1 − (1 − p)^(n_d × L),
-  n_d the document's chunks, L the median CJK words of a chunk over up to SAMPLE_DOCUMENTS
-  documents (one chunk each, the middle one). Each document adds less than 1, however long it
-  is; Latin text holds no CJK words, so a body of Latin pages does not make a Chinese word look
-  rare (L counts CJK words only).
-
-Built once per commit loaded (`indexes.search.DocFreqs`), a few ms; nothing here raises for an
-empty index (a Profile of no documents expects nothing).
+Rationale: docs/design-notes.md, "indexes/profile.py".
 """
 
 from __future__ import annotations

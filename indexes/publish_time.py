@@ -1,20 +1,6 @@
 """publish_time: unix seconds (UTC) that a `datetime` can hold, and how other values are read.
 
-The one rule for a document's publish time, at ingest and wherever it is read back:
-
-- The unit is **seconds since the epoch** (1970-01-01T00:00:00Z), an integer.
-- Kept: EARLIEST..LATEST, 0001-01-01T00:00:00Z..9999-12-31T23:59:59Z, the range of Python's
-  `datetime` (so every wing can render it, e.g. as RFC 3339) and well inside Tantivy's i64.
-- **Milliseconds**: a number of exactly 13 integer digits, MS_LOW..MS_HIGH - 1
-  (2001-09-09T01:46:40Z..2286-11-20T17:46:39Z as milliseconds), is read as milliseconds and
-  divided by 1000 (rounded down). Why this range: it is what `Date.now()` / Java's
-  `currentTimeMillis()` exports of this century hold, and read as seconds every one of these
-  values lies after the year 9999 (33658 onwards), so no real time in seconds is ever taken
-  for milliseconds. At ingest the conversion is a warning naming both values
-  (`indexes.ingest.fields`); a 12-digit value (1973..2001 in milliseconds) is not guessed at.
-- Anything else (beyond the range, not finite, not a number) cannot be a publish time: ingest
-  refuses the record (`from_number` raises), and a stored value read back (an index built
-  before this rule) is left out (`stored` gives None) rather than failing an answer.
+Rationale: docs/design-notes.md, "indexes/publish_time.py".
 """
 
 from __future__ import annotations

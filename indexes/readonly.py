@@ -2,19 +2,7 @@
 Kubernetes `readOnly: true`) or a folder of another user (rationale: docs/indexes.md,
 "Read-only index folders").
 
-Tantivy takes a lock file (`.tantivy-meta.lock`, opened for writing, created when absent)
-in the index folder whenever a reader opens a commit's segments, so it cannot open a
-read-only folder at all. `Shadow` gives it a private writable folder instead: one symlink
-per file of the index folder, `meta.json` a copy, and Tantivy's own lock files. The shadow's
-`meta.json` is replaced only after the files it names are linked (`Shadow.refresh`: the
-commit's `meta.json` is read first, and a writer writes a commit's files before its
-`meta.json`), so a reload never sees a commit whose files are not there yet; the source's
-own reader lock is held meanwhile when the file system grants it (`Shadow.reload`). The shadow
-lives in the temporary folder (`TMPDIR`), is removed when its index is closed or its process
-exits, and shadows of dead processes are swept when a new one is made.
-
-`read_only(folder)` tells whether a folder needs one; a writer refuses such a folder
-(`IndexReadOnlyError`, raised by `indexes.schema.open_or_create`).
+Rationale: docs/design-notes.md, "indexes/readonly.py".
 """
 
 from __future__ import annotations

@@ -1,51 +1,6 @@
-"""One relevance scale, 0..1, for every hit of every index kind (issue 17).
+"""One relevance scale, 0..1, for every hit of every index kind.
 
-Raw scores have no common scale: BM25 grows with the length of the question and differs
-per index, a cosine lives in its model's band, a fused score depends on the fusion rule. The
-relevance of a hit is computed here, so that a floor, a Dify `score_threshold` or a merge of two
-indexes compares like with like:
-
-- lexical: how much of what the question is *about* one chunk covers (`Question.about`):
-  the question's content words (its own jieba segmentation without stop words, question words
-  and A-not-A forms such as 能不能), each weighted by its specificity in general Chinese
-  (`indexes.background`: 天气 10 nats, 红烧肉 13.9, an unknown word 17.9), and each match
-  discounted by how much the corpus's own vocabulary it is (`domain`):
-
-      relevance = Σ_{u matched in the chunk} w(u) × d(u)  /  Σ_u w(u)
-
-  d(u) = (D + PRIOR) / (D + E + 2 × PRIOR): D the index's documents holding u, E the documents
-  that would hold it if the index were general Chinese of its own shape (`indexes.profile`:
-  Σ_d 1 − (1 − P_background(u))^(n_d × L), n_d a document's chunks, L the median CJK words of a
-  chunk), PRIOR documents of general Chinese added to both sides. d = 0.5 when the corpus uses u
-  exactly as often as general Chinese does, → 1 for the corpus's own terms (劳动仲裁 in laws,
-  索引 in the TiDB docs), → 0 for everyday words it barely uses (天气, 咖啡): the posterior that u
-  was drawn from the corpus rather than from general language. Documents, not chunks or
-  occurrences, and the prior: one document added moves D by at most 1 and E by less than 1, so
-  d by at most 1 / (D + E + 2 × PRIOR) <= 1 / (2 × PRIOR), however large or degenerate it is
-  (docs/search-quality.md has the derivation). Nothing here is tuned per corpus. Why: an
-  off-topic question (weather, cooking) is answered by chunks that share its everyday words (今天,
-  时间, 推荐); matching them says little, while the words that make it specific (红烧肉, 充电宝)
-  are unknown to the corpus and weigh most. The earlier rule (BM25 over the question's IDF mass)
-  weighed a word by its rarity *in the corpus*, where everyday words are rare too: off-topic and
-  on-topic best hits
-  overlapped (docs/search-quality.md, "What we tried").
-- `lexical(bm25, ideal)`: BM25 over the question's IDF mass (`indexes.search.ideal_score`),
-  unclamped above: not a relevance any more, but the lexical side of the hybrid fusion
-  (`indexes.dense.fusion.calibrated`), which needs BM25's margins.
-- dense: `(cos - DENSE_ZERO) / (DENSE_ONE - DENSE_ZERO)` clamped to 0..1, a line through the
-  embedded model's (use-multilingual-v3) cosines read off the shared sets: on laws-cn, the
-  nearest chunk of an off-topic question lies at 0.13–0.29 (median 0.22), that of an on-topic
-  one at 0.24–0.67 (median 0.48, the top at 0.67); so 0.30 (above every off-topic question's
-  nearest chunk) → 0 and 0.65 → 1. Until issue 17's second pass the zero was 0.25, inside the
-  off-topic band.
-- hybrid: `LEXICAL_SHARE × lexical relevance + (1 − LEXICAL_SHARE) × dense`, the two judges
-  weighed alike (docs/search-quality.md has the figures). The fusion (`indexes.dense.fusion`)
-  uses the same dense line.
-- rerank: the reranker's own relevance where one ran (`Scores.rerank`), clamped to 0..1: a
-  cross-encoder reads question and chunk together and is the better judge.
-
-The lexical relevance is not monotonic in BM25: a floor drops the hits under it wherever they
-rank, and never replaces them. Pure functions and immutable values; nothing here raises.
+Rationale: docs/design-notes.md, "indexes/relevance.py".
 """
 
 from __future__ import annotations

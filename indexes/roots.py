@@ -1,13 +1,7 @@
 """The root of a run's tree documents: the folder their paths and ids are relative to
-(`indexes.ingest`, document identity; issue 16).
+(`indexes.ingest`, document identity).
 
-`choose_root` is the rule `kbgate index add` applies; `read_roots` / `remember_root` keep the
-root of each dataset in the index's sidecar (`indexes.schema.SIDECAR`, key "roots"). The
-rule never re-keys a document silently: once a dataset has a root, a run without `--root`
-may only name folders and files inside it; a wider or a sibling folder is refused with the
-command that does what was meant (docs/indexes.md, "Document identity"). The recorded root
-is an absolute path of the machine that ran the indexer: on another checkout it is not a
-folder, and a run must name the new place with `--root`.
+Rationale: docs/design-notes.md, "indexes/roots.py".
 """
 
 from __future__ import annotations

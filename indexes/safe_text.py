@@ -1,30 +1,7 @@
 """What a document may carry to a caller: text without control characters, bounded titles,
-page URLs that are http(s) (issue 16: "nothing unchecked reaches a caller").
+page URLs that are http(s) ("nothing unchecked reaches a caller").
 
-Applied twice, with the same rules: at ingest (`indexes.ingest.clean`, which reports each
-change) and when serving (`clean_hit`, `clean_stored`, called by `gateway.core.retrieve` on
-every hit and document it hands a wing), so an index built before these rules serves clean
-text too. Each function returns its input object itself when there is nothing to change,
-after one regex search (a few microseconds for a 1,500-character excerpt).
-
-- Control characters: C0 (U+0000..U+001F) but tab, line feed and carriage return; DEL and C1
-  (U+007F..U+009F); ANSI escape sequences as a whole (`ESC [ 31 m`, an OSC title up to its
-  BEL or ST), so no `[31m` is left behind; Unicode non-characters (U+FDD0..U+FDEF and the
-  last two code points of every plane, U+FFFE, U+FFFF, U+1FFFE...). Removed. A lone surrogate
-  cannot reach here: the writer refuses it (`indexes.writer`).
-- Titles: control characters removed, every run of whitespace (line breaks included) one
-  space, at most MAX_TITLE_CHARS characters (cut with '…'): a 100,000-character JSONL title
-  went whole into every callback Result, Dify record and tool answer.
-- Page URLs (`Url`, MCP `url`, Dify `metadata.url`): `http://` or `https://` then a host,
-  no userinfo (`user:pass@`, even an empty `@`), a port (when given) of 1..65535, no whitespace,
-  control character nor an ASCII character RFC 3986 allows nowhere (`"<>\\^`{|}`), at most
-  MAX_URL_CHARS; the host and port must be what the WHATWG URL parser (the browsers' rule, by
-  the `ada-url` package) accepts (`a<b.com`, `1.2.3.999`, port 99999 are not), `javascript:`,
-  `data:`, `file:` and the rest are not served. The URL served is the one given, unrewritten.
-  A relative URL is resolved against a base when one is given at ingest (`kbgate index add
-  --url-base`), else dropped (with a report at ingest).
-- Cover image URLs (the callback's `CoverImage.Url`): the same rule as page URLs, never
-  resolved (a relative cover is dropped); a cover whose URL may not be served is not served.
+Rationale: docs/design-notes.md, "indexes/safe_text.py".
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """The Tantivy schema of a kbgate index, its analyzer registration and version sidecar, and
 opening or creating an index folder with them (`open_index`, `open_or_create`).
 
-One Tantivy document per chunk. Stored fields carry what a `Hit` needs. The analysis
-fields (see `indexes.analysis`) are:
-- `body_words`, `title_words`: jieba words (and, for titles, Latin words) joined by spaces,
-  split by `TOKENIZER` (whitespace, with a length guard);
-- `body_latin`: Latin words and identifiers joined by spaces, `TOKENIZER` too;
-- `body_chars`, `title_chars`: the CJK runs of the text, one field value per run, split in
-  Rust by `CHARS_TOKENIZER` into every character and every character bigram of the run.
-  Single characters let a one-character query find every chunk holding it (issue 9).
-`doc_key` (a 64-bit hash of doc_id, indexed and a fast field) lets a search collapse hits
-per document and exclude documents without loading stored documents. Text that is only
-read back (title, heading, text...) is stored in text fields analysed by
-`STORED_TOKENIZER`, which yields no token: nothing of it reaches the term dictionary.
-Tantivy does not persist tokenizer registrations, so `register_analyzers` must run after
-every `Index(...)`/`Index.open(...)` (/work/shared/notes/tantivy-py-0.27.md).
-
-`SCHEMA_VERSION` is written to `SIDECAR` (JSON) in the index folder; opening an
-index of another version raises `SchemaVersionError`. Bump it whenever fields
-or the analysis change.
+Rationale: docs/design-notes.md, "indexes/schema.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """Query building and excerpts (pure functions over a Tantivy schema); scope filters are
 `indexes.filters` (re-exported here).
 
-Query = Must(OR of term queries over the analysis fields) ∧ Must(const-score
-filter, score 0) ∧ MustNot(excluded paths). The terms come from
-`indexes.analysis.query_terms`, the same analysis as indexing: raw Chinese is
-never given to `parse_query`, which would turn an unspaced run into one phrase
-(tantivy-py notes: MRR 0.89 → 0.01). Filters are wrapped in
-`Query.const_score_query(q, 0.0)` so that they never change a score.
+Rationale: docs/design-notes.md, "indexes/search.py".
 """
 
 from __future__ import annotations
@@ -82,7 +77,7 @@ term: it selects no document by itself and only adds its score (times `Boosts.co
 chunks that match a rarer term of the query, unless every term of the query is common. The
 cutoff-frequency rule of Lucene's CommonTermsQuery. Why: corpus-specific stop words ("tidb",
 "数据", "使用" in the TiDB docs) whose many weak matches outweighed a question's one rare term
-(issue 12). Ratios 0.05, 0.1, 0.15, 0.2, 0.3 compared on make eval; see the commit message."""
+. Ratios 0.05, 0.1, 0.15, 0.2, 0.3 compared on make eval; see the commit message."""
 
 
 
@@ -156,7 +151,7 @@ class QueryPlan:
 def query_plan(terms: QueryTerms, searcher: tantivy.Searcher, boosts: Boosts = DEFAULT_BOOSTS,
                doc_freqs: DocFreqs | None = None) -> QueryPlan:
     """The scored clauses of `terms` on `searcher` (`QueryPlan`): what `terms_query` builds and
-    `ideal_score` sums; a search computes it once and hands it to both (issue 19)."""
+    `ideal_score` sums; a search computes it once and hands it to both."""
     df = (doc_freqs or DocFreqs()).get
     chunks = searcher.num_docs
     body = [(field, tok, boost) for field, tokens, boost in (("body_words", terms.words, boosts.body_words),

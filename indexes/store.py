@@ -99,6 +99,14 @@ class IndexStore:
         while self._checked:
             self._checked.popitem()[1].close()
 
+    def forget(self, name: str) -> None:
+        """Close the opened index `name` and drop it from the cache (its folder is going away); a
+        later `open` opens afresh (and finds nothing)."""
+        with self._lock:
+            opened = self._open.pop(name, None)
+        if opened is not None:
+            opened.close()
+
     def create_or_open_for_write(self, name: str, *, chunk_chars: int = DEFAULT_MAX_CHARS) -> ServedIndex:
         """Open `name` for `ingest`, creating the folder, schema and sidecar if absent. chunk_chars applies to
         a new index; an existing one keeps the size in its sidecar. Raises SchemaVersionError for an index

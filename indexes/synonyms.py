@@ -1,26 +1,6 @@
 """Synonyms the knowledge owner curates: a file per index, applied to the analysed query.
 
-Format (the Solr / Elasticsearch synonym format, `solr.SynonymGraphFilterFactory`), UTF-8,
-one rule a line:
-
-    # a comment (a line whose first non-blank character is '#'); blank lines are skipped
-    年假, 带薪年休假, 年休假          two-way: any of them in a question adds the others
-    辞退, 开除 => 解除劳动合同         one-way: 辞退 or 开除 adds 解除劳动合同 (not the reverse)
-
-Unlike Solr's one-way rule, the user's own words are kept (the rule adds, never replaces):
-a page that says 辞退 must still be found. A rule fires when one of its left-hand terms occurs
-in the question after the index's own normalization (`indexes.analysis.normalize`: NFKC,
-case folding, traditional → simplified), as a substring of a CJK run or as whole Latin words;
-its other terms are analysed like a query (`query_terms`) and their terms added to the
-question's, marked as expansions. An expansion weighs `EXPANSION_WEIGHT` of the same term
-typed by the user (`indexes.search.terms_query`), so a page that matches the question's own
-words still ranks above one that matches only a synonym. A term the question already holds
-keeps its full weight.
-
-Applied at query time, per search (no rebuild): the file is read with the config
-(gateway.core.config) and reloaded with it. A file that cannot be read, a term longer than
-MAX_TERM_CHARS, an empty term, a rule with two '=>', a two-way rule with one term, or more
-than MAX_RULES rules is refused with `SynonymError` naming file:line.
+Rationale: docs/design-notes.md, "indexes/synonyms.py".
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The single writer of an index: the upsert loop of `ingest`, and the change sets of
 `indexes.changes` (`apply_index`).
 
-`ingest` upserts documents by id in one Tantivy commit (readers see all of it or none of
-it); their analysis into Tantivy documents, in this process or in worker processes, is
-`indexes.analyser`'s. A run that changes nothing makes no commit.
+Rationale: docs/design-notes.md, "indexes/writer.py".
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import tantivy
@@ -94,7 +93,7 @@ def ingest(
     delete_missing deletes in every dataset). A document
     whose id the index holds in another dataset, or an earlier document of this run holds in
     another dataset, is refused (an error naming both datasets): a run never replaces another
-    dataset's document (issue 16). Nor, unless `replace`, one the index holds from another
+    dataset's document. Nor, unless `replace`, one the index holds from another
     source file (both `Document.source`s known and different: an error naming both); with
     `replace` each such replacement is a warning naming the old source. delete_missing only
     deletes documents of the datasets this run read documents of, and is not run when it read
@@ -102,7 +101,7 @@ def ingest(
     A document whose id comes again later in the same run is replaced by the later one (the
     last wins) and each override is a warning naming both origins; the counts compare each
     id's final document with the index before the run, so a re-run of unchanged input reports
-    0 changes and writes nothing (issue 9). Documents are queued in batches of
+    0 changes and writes nothing. Documents are queued in batches of
     INGEST_BATCH_DOCS ids; a copy still queued is replaced without being written.
     deletes: ids deleted in the same commit (before the upserts; an id the index does not hold
     is 'absent'), each only when its dataset is one of `datasets` (None: any). atomic: a change
@@ -117,11 +116,9 @@ def ingest(
     report = IngestReport()
     analyser = Analyser(writer, chunk_chars, workers)
     before = dict(known)
-    origins: dict[str, str] = {}  # doc_id → origin of the copy kept so far, in first-seen order
     batch: dict[str, tuple[Document, str]] = {}
     held = holders if holders is not None else {}
-    moved: set[str] = set()  # ids whose source this run changes (with replace)
-    run_datasets: dict[str, str] = {}  # doc_id → dataset of the copy kept so far in this run
+    run = _Run(report, held, replace)
     try:
         _delete(writer, deletes, known, held, datasets, report)
         bar = tqdm(documents, unit="doc", file=sys.stderr,
@@ -133,85 +130,20 @@ def ingest(
             if isinstance(item, IngestWarning):
                 report.warnings.append((item.where, item.reason))
                 continue
-            # What the index holds is what may be served (indexes.safe_text): readers clean
-            # already (no change, no note again); a Document built in code is cleaned here.
-            item, notes = clean_document(item)
-            report.warnings += [(n.where, n.reason) for n in notes]
-            origin = item.origin or f"document {item.id!r}"
-            if (problem := document_problem(item.id, item.path)) is not None:
-                # Readers refuse these first (indexes.paths); a Document built in code is refused here.
-                report.errors.append((origin, f"{problem}: refused"))
-                report.refused[item.id] = "invalid"
+            admitted = run.admit(item)
+            if admitted is None:
                 continue
-            if not _storable_time(item.publish_time):
-                # Readers never make one (indexes.publish_time); a Document built in code may:
-                # refuse it alone instead of failing the whole commit.
-                report.errors.append((origin, f"publish_time {item.publish_time!r} is not a 64-bit integer"))
-                report.refused[item.id] = "invalid"
-                continue
-            try:
-                revision = document_revision(item)
-            except TypeError:  # orjson: a str holding a lone surrogate ("\ud800" in JSON) is no UTF-8
-                report.errors.append((origin, "a text field holds a lone surrogate (an escape such as \\ud800 "
-                                              "with no pair): not Unicode text, record refused"))
-                report.refused[item.id] = "invalid"
-                continue
-            indexed_as = held.get(item.id)
-            other = run_datasets.get(item.id, indexed_as[0] if indexed_as is not None else None)
-            if other is not None and other != item.dataset:
-                report.errors.append((origin, f"id {item.id!r} is a document of dataset {other!r}"
-                                              f"{' in this run' if item.id in run_datasets else ' in the index'}, "
-                                              f"not {item.dataset!r}: refused, it would replace that document "
-                                              "(give each dataset its own ids)"))
-                report.refused[item.id] = "dataset"
-                continue
-            old_source = indexed_as[1] if indexed_as is not None else ""
-            if old_source and item.source and old_source != item.source and item.id not in run_datasets:
-                if not replace:
-                    report.errors.append((origin, f"id {item.id!r} was indexed from {old_source}, this one comes "
-                                                  f"from {item.source}: refused, it would replace that document "
-                                                  "(pass --replace to replace it, or give it another id)"))
-                    report.refused[item.id] = "source"
-                    continue
-                report.warnings.append((origin, f"replaces {item.id!r} from {old_source} (--replace)"))
-                moved.add(item.id)
-            run_datasets[item.id] = item.dataset
-            earlier = origins.get(item.id)
-            if earlier is not None:
-                report.warnings.append((origin, f"duplicate id {item.id!r} overrides {earlier} "
-                                                "(the last record with an id is indexed)"))
-            origins[item.id] = origin
             batch.pop(item.id, None)  # a queued earlier copy is never written
-            batch[item.id] = (item, revision)
+            batch[item.id] = admitted
             if len(batch) >= INGEST_BATCH_DOCS:
-                _queue(analyser, batch, known, moved)
+                _queue(analyser, batch, known, run.moved)
                 batch = {}
-        _queue(analyser, batch, known, moved)
+        _queue(analyser, batch, known, run.moved)
         report.chunks = analyser.finish()
         bar.close()
-        for doc_id in origins:
-            previous = before.get(doc_id)
-            change = "added" if previous is None else (
-                "updated" if previous != known[doc_id] or doc_id in moved else "unchanged")
-            setattr(report, change, getattr(report, change) + 1)
-            report.changes[doc_id] = change
+        _count(run, before, known)
         if delete_missing:
-            seen = set(run_datasets.values())
-            if not origins:
-                report.warnings.append(("--delete-missing", "not run: this run read no document, so no "
-                                                            "document was deleted"))
-            elif report.errors:
-                n = len(report.errors)
-                report.warnings.append(
-                    ("--delete-missing", f"not run because of {n} input error{'s' if n != 1 else ''}: "
-                                         "no document was deleted"))
-            else:
-                for doc_id in sorted(set(before) - set(origins)):
-                    if holders is not None and held.get(doc_id, ("", ""))[0] not in seen:
-                        continue  # another dataset's document: not this run's to delete
-                    writer.delete_documents_by_term("doc_id", doc_id)
-                    report.deleted += 1
-                    report.changes[doc_id] = "deleted"
+            _delete_missing(writer, run, before, holders is not None)
         if (atomic and report.errors) or not (report.added or report.updated or report.deleted):
             writer.rollback()  # refused whole, or nothing to change: no commit, readers keep theirs
         else:
@@ -223,6 +155,40 @@ def ingest(
         analyser.close()
         writer.wait_merging_threads()
     return report
+
+
+def _count(run: _Run, before: dict[str, str], known: dict[str, str]) -> None:
+    """Each id the run kept as added, updated or unchanged against the index `before` it."""
+    report = run.report
+    for doc_id in run.origins:
+        previous = before.get(doc_id)
+        change = "added" if previous is None else (
+            "updated" if previous != known[doc_id] or doc_id in run.moved else "unchanged")
+        setattr(report, change, getattr(report, change) + 1)
+        report.changes[doc_id] = change
+
+
+def _delete_missing(writer: tantivy.IndexWriter, run: _Run, before: dict[str, str], checked: bool) -> None:
+    """`--delete-missing`: delete what the index held `before` and the run did not read, in the
+    datasets the run read (every dataset when holders were not `checked`); not at all when the
+    run read nothing or had an input error (a warning says why)."""
+    report = run.report
+    seen = set(run.run_datasets.values())
+    if not run.origins:
+        report.warnings.append(("--delete-missing", "not run: this run read no document, so no "
+                                                    "document was deleted"))
+    elif report.errors:
+        n = len(report.errors)
+        report.warnings.append(
+            ("--delete-missing", f"not run because of {n} input error{'s' if n != 1 else ''}: "
+                                 "no document was deleted"))
+    else:
+        for doc_id in sorted(set(before) - set(run.origins)):
+            if checked and run.held.get(doc_id, ("", ""))[0] not in seen:
+                continue  # another dataset's document: not this run's to delete
+            writer.delete_documents_by_term("doc_id", doc_id)
+            report.deleted += 1
+            report.changes[doc_id] = "deleted"
 
 
 def _delete(writer: tantivy.IndexWriter, deletes: Collection[str], known: dict[str, str],
@@ -299,3 +265,70 @@ def _disk_full_named(name: str, path: str) -> Iterator[None]:
         if is_disk_full(exc, path):
             raise DiskFullError(name, path) from None
         raise
+
+@dataclass
+class _Run:
+    """One `ingest` run's bookkeeping: its report, what the index holds (doc_id → (dataset,
+    source)), whether sources may be replaced, and what the run kept so far: each id's origin and
+    dataset, and the ids whose source it changes."""
+
+    report: IngestReport
+    held: dict[str, tuple[str, str]]
+    replace: bool
+    origins: dict[str, str] = field(default_factory=dict)  # in first-seen order
+    run_datasets: dict[str, str] = field(default_factory=dict)
+    moved: set[str] = field(default_factory=set)
+
+    def admit(self, item: Document) -> tuple[Document, str] | None:
+        """(the document as it will be indexed, its revision), or None after recording in the
+        report why it is refused; an override of an earlier copy is recorded as a warning."""
+        report = self.report
+        # What the index holds is what may be served (indexes.safe_text): readers clean
+        # already (no change, no note again); a Document built in code is cleaned here.
+        item, notes = clean_document(item)
+        report.warnings += [(n.where, n.reason) for n in notes]
+        origin = item.origin or f"document {item.id!r}"
+        if (problem := document_problem(item.id, item.path)) is not None:
+            # Readers refuse these first (indexes.paths); a Document built in code is refused here.
+            report.errors.append((origin, f"{problem}: refused"))
+            report.refused[item.id] = "invalid"
+            return None
+        if not _storable_time(item.publish_time):
+            # Readers never make one (indexes.publish_time); a Document built in code may:
+            # refuse it alone instead of failing the whole commit.
+            report.errors.append((origin, f"publish_time {item.publish_time!r} is not a 64-bit integer"))
+            report.refused[item.id] = "invalid"
+            return None
+        try:
+            revision = document_revision(item)
+        except TypeError:  # orjson: a str holding a lone surrogate ("\ud800" in JSON) is no UTF-8
+            report.errors.append((origin, "a text field holds a lone surrogate (an escape such as \\ud800 "
+                                          "with no pair): not Unicode text, record refused"))
+            report.refused[item.id] = "invalid"
+            return None
+        indexed_as = self.held.get(item.id)
+        other = self.run_datasets.get(item.id, indexed_as[0] if indexed_as is not None else None)
+        if other is not None and other != item.dataset:
+            report.errors.append((origin, f"id {item.id!r} is a document of dataset {other!r}"
+                                          f"{' in this run' if item.id in self.run_datasets else ' in the index'}, "
+                                          f"not {item.dataset!r}: refused, it would replace that document "
+                                          "(give each dataset its own ids)"))
+            report.refused[item.id] = "dataset"
+            return None
+        old_source = indexed_as[1] if indexed_as is not None else ""
+        if old_source and item.source and old_source != item.source and item.id not in self.run_datasets:
+            if not self.replace:
+                report.errors.append((origin, f"id {item.id!r} was indexed from {old_source}, this one comes "
+                                              f"from {item.source}: refused, it would replace that document "
+                                              "(pass --replace to replace it, or give it another id)"))
+                report.refused[item.id] = "source"
+                return None
+            report.warnings.append((origin, f"replaces {item.id!r} from {old_source} (--replace)"))
+            self.moved.add(item.id)
+        self.run_datasets[item.id] = item.dataset
+        earlier = self.origins.get(item.id)
+        if earlier is not None:
+            report.warnings.append((origin, f"duplicate id {item.id!r} overrides {earlier} "
+                                            "(the last record with an id is indexed)"))
+        self.origins[item.id] = origin
+        return item, revision

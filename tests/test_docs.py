@@ -1,6 +1,6 @@
 """The docs a fresh reader follows: README.md is the front door (short), every relative link in
 it and in docs/ (and the bench/ and deploy/ READMEs) reaches an existing file and, when it names
-one, an existing heading; every docs/ file can be reached from README.md (issue 16, item 6)."""
+one, an existing heading; every docs/ file can be reached from README.md."""
 
 from __future__ import annotations
 
@@ -93,3 +93,77 @@ def test_the_demo_page_count_in_the_docs_is_the_demo_corpus() -> None:
     counts = {(doc.name, int(n)) for doc in (ROOT / "docs").glob("*.md")
               for n in re.findall(r"demo \((\d+) pages\)", prose(doc.read_text("utf-8")))}
     assert counts and all(n == pages for _, n in counts), (pages, counts)
+
+
+CITATION = re.compile(r"docs/([\w-]+\.md)[,:]?\s+\"([^\"]+)\"")
+BOLD_LABEL = re.compile(r"(?m)^\*\*(.+?)\*\*")
+HEADING = re.compile(r"(?m)^#{1,6} (.+?)\s*$")
+
+
+def sections(text: str) -> set[str]:
+    """A doc's citable sections: its headings and its bold paragraph labels ("**Reloading.** …"),
+    without code marks, emphasis or a final full stop."""
+    found = [m[1] for m in HEADING.finditer(FENCE.sub("", text))] + [m[1] for m in BOLD_LABEL.finditer(text)]
+    return {re.sub(r"[`*]", "", s).strip().rstrip(".") for s in found}
+
+
+def missing_sections(text: str, docs: dict[str, set[str]]) -> list[str]:
+    """Each `docs/NAME.md, "Section"` cited in `text` that names no doc or no section of it (a
+    cited section may be the start of a longer heading)."""
+    bad = []
+    for name, cited in CITATION.findall(text):
+        cited = " ".join(cited.split())
+        if not any(s == cited or s.startswith(cited) for s in docs.get(name, set())):
+            bad.append(f"{name}: {cited}")
+    return bad
+
+
+def test_every_cited_section_exists() -> None:
+    docs = {p.name: sections(p.read_text("utf-8")) for p in (ROOT / "docs").glob("*.md")}
+    citing = [p for part in ("gateway", "indexes", "bench", "tests") for p in (ROOT / part).rglob("*.py")]
+    citing += [*(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    bad = {str(p.relative_to(ROOT)): b for p in citing if (b := missing_sections(p.read_text("utf-8"), docs))}
+    assert bad == {}
+
+
+def test_the_citation_checker_finds_a_missing_section() -> None:
+    docs = {"a.md": sections("# A\n\n## The cosine line\n\n**Reloading.** Text.\n")}
+    text = 'see docs/a.md, "The cosine\n line"; docs/a.md "Reloading"; docs/a.md, "Gone"; docs/b.md, "X"'
+    assert missing_sections(text, docs) == ["a.md: Gone", "b.md: X"]
+
+
+def mapped_modules(text: str) -> set[str]:
+    """The module paths the first fenced block under "## Module map" lists: one entry per line,
+    two spaces of indent per level, a package as `name/` (its __init__.py), a module as `name.py`."""
+    section = text.split("\n## Module map\n", 1)[1]
+    block = section.split("```\n", 2)[1]
+    out: set[str] = set()
+    stack: list[str] = []
+    for line in block.splitlines():
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.split()[0]
+        del stack[depth:]
+        if name.endswith("/"):
+            stack.append(name)
+            out.add("".join(stack) + "__init__.py")
+        else:
+            out.add("".join(stack) + name)
+    return out
+
+
+def test_the_architecture_map_lists_every_module() -> None:
+    tree = {str(p.relative_to(ROOT)) for part in ("gateway", "indexes") for p in (ROOT / part).rglob("*.py")}
+    mapped = mapped_modules((ROOT / "docs" / "architecture.md").read_text("utf-8"))
+    assert sorted(tree - mapped) == [] and sorted(mapped - tree) == []
+
+
+def test_the_map_reader_reads_packages_and_modules() -> None:
+    text = ("x\n## Module map\n\n```\ngateway/   the gateway\n  cli.py    commands\n  core/\n    scope.py\n"
+            "  ops.py\n```\n")
+    assert mapped_modules(text) == {"gateway/__init__.py", "gateway/cli.py", "gateway/core/__init__.py",
+                                    "gateway/core/scope.py", "gateway/ops.py"}
+
+
+def test_where_to_read_next_is_on_the_readmes_first_screen() -> None:
+    lines = (ROOT / "README.md").read_text("utf-8").splitlines()
+    assert lines.index("## Where to read next") < 60

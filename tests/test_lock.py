@@ -1,4 +1,4 @@
-"""requirements.lock, the one dependency set every install takes (Makefile, docs/operators.md
+"""requirements.lock, the one dependency set every install takes (Makefile, docs/architecture.md,
 "The lock file"): each requirement of pyproject.toml (and of its dev extra) is pinned there to a
 release its range admits, every pin carries hashes, and a changed lock reinstalls the venv."""
 

@@ -1,40 +1,6 @@
-"""Idempotency and dedupe records of the write-controlled tools, in Redis (seed 002 §10).
+"""Idempotency and dedupe records of the write-controlled tools, in Redis (Agent Access API 技术设计 §10).
 
-Two keys, never mixed (seed 002 §10 "两者不能混用"):
-
-- idempotencyKey — the *caller's* retry handle. Stored under
-  `{prefix}:{access}:idem:{sha256(caller id, tool, key)}`, so two callers' equal keys never
-  meet. It remembers the payload hash: the same key with the same payload returns the same
-  result; with a different payload it is `access.idempotency_conflict`.
-- dedupeKey — the *record's* identity, without the caller id (seed 002 §9.5, §10): two
-  calls with the same dedupeKey are one record, whoever sends them. Stored under
-  `{prefix}:{access}:dedupe:{tool}:{sha256(key)}`; a second call gets the existing record back
-  (`access.feedback_deduped`) and raises its count; its own input is not filed.
-  The recommended key is the canonical payload hash (`canonical_dedupe_key`, 'sha256:' + 64
-  hex): equal feedback from any agent then dedupes, and different feedback never does. The
-  'sha256:' prefix is reserved for it: such a key must be the hash of the call's own input.
-  A client may instead send a key of its own (8-128 of A-Z a-z 0-9 . _ : -, without that
-  prefix), e.g. to group differently worded reports of one problem; equal keys then dedupe
-  whatever the content, including two clients' keys that collide by accident — so a
-  client's own keys should carry its own namespace ('<client>:<topic>').
-
-Every decision is one Lua script (`begin`), so two workers racing on the same keys
-cannot both be told "new": exactly one becomes the owner of a *pending* record and
-writes to the tracker; the others see "pending" and wait for `finish` (or retry after
-`abandon`). Nothing is written twice under concurrency.
-
-Retention (documented, configurable): idempotency records 24 h after the result
-(`IDEMPOTENCY_TTL`); dedupe records 7 days (`DEDUPE_TTL`) — after that the tracker itself
-stays the authority (the SQLite tracker's unique key, GitHub's body marker plus the local
-key→issue map), so a late duplicate still finds its record; a pending record lives 30 s
-(`PENDING_TTL`) so a crashed owner never blocks a key for long.
-
-Both keys carry the hash tag `{access}` (the braces are literal): each script touches the
-two keys of one call, and on Redis Cluster a script's keys must lie in one slot. So every
-record of the write tools lives in one slot, i.e. on one primary: their volume is that of
-the feedback filed, far below what one primary serves. (kbgate before the tag used
-'{prefix}:access:…': records written then are not found after an upgrade, i.e. for at most
-IDEMPOTENCY_TTL / DEDUPE_TTL the trackers' own checks are the only dedupe.)
+Rationale: docs/design-notes.md, "gateway/agent/idempotency.py".
 """
 
 from __future__ import annotations
@@ -153,7 +119,7 @@ def canonical_dedupe_key(tool: str, payload: dict[str, Any]) -> str:
 
     tool: 'create_feedback' | 'create_improvement_task'. payload: the FeedbackRequest or
     ImprovementTaskRequest. Strings are NFKC-normalized, whitespace-collapsed and
-    case-folded, keys sorted; the caller id is never part of it (seed 002 §10), so the
+    case-folded, keys sorted; the caller id is never part of it (Agent Access API 技术设计 §10), so the
     same feedback from two agents dedupes. Clients may send a key of their own instead
     (module docstring: what happens when such keys collide).
     """

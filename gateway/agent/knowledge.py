@@ -1,18 +1,6 @@
-"""The agent knowledge protocol `bailing.agent-knowledge.v1` (seed 000), three endpoints:
+"""The agent knowledge protocol `bailing.agent-knowledge.v1` (Agent知识按需搜索与读取), three endpoints:
 
-    GET  /agent-api/v1/workspaces/{route}/knowledge/capabilities
-    POST /agent-api/v1/workspaces/{route}/knowledge/search   {query, limit, run_id?}
-    POST /agent-api/v1/workspaces/{route}/knowledge/read     {ref, run_id?, max_bytes?, cursor?}
-
-Each call runs in the Bearer-token frame (gateway.core.frame): principal → effective scope
-through the one scope engine (gateway.core.scope.resolve_agent) → the one scoped retrieval
-(gateway.core.retrieve) → a JSON body validated in tests against
-gateway/agent/schemas/*.json. Errors use `AGENT_CODES` in the protocol's error envelope and
-carry no internal address, credential or document text.
-
-Byte budgets are UTF-8 bytes of the whole response JSON: search ≤ 4096 (hints dropped
-from the lowest score, never cut), a read page ≤ max_bytes (content cut only between
-characters, gateway.agent.paging), a read chain ≤ 131072 content bytes.
+Rationale: docs/design-notes.md, "gateway/agent/knowledge.py".
 """
 
 from __future__ import annotations
@@ -45,7 +33,7 @@ from indexes.types import Hit
 
 PROTOCOL = "bailing.agent-knowledge.v1"
 PREFIX = "/agent-api/v1/workspaces/{route}/knowledge"
-# seed 000 "协商与兼容": the fixed limits object.
+# Agent知识按需搜索与读取 "协商与兼容": the fixed limits object.
 LIMITS: dict[str, int] = {
     "search_max_results": 3,
     "search_max_bytes": 4096,
@@ -104,7 +92,7 @@ def routes(rt: Runtime) -> list[Route]:
 
 def _resolve(call: Call, tool: str | None) -> tuple[AgentRoute, EffectiveScope]:
     """The route's effective scope; denials raise here, before any index is touched
-    (seed 002 §14 "不调用下游")."""
+    (Agent Access API 技术设计 §14 "不调用下游")."""
     route, eff = resolve_agent(call.cfg.agent, call.client, call.principal, call.event.route, tool)
     call.event.scope = eff.summary()
     return route, eff
@@ -115,7 +103,7 @@ def _revision(call: Call, route: AgentRoute, eff: EffectiveScope, generation: in
 
 
 def _head(schema_version: str, call: Call, run_id: str | None) -> dict[str, Any]:
-    """The fields every search/read answer starts with (seed 000): schema, protocol, route, run."""
+    """The fields every search/read answer starts with (Agent知识按需搜索与读取): schema, protocol, route, run."""
     head: dict[str, Any] = {"schema_version": schema_version, "protocol": PROTOCOL, "route": call.event.route}
     if run_id is not None:
         head["run_id"] = run_id
@@ -145,7 +133,7 @@ def _rfc3339(ts: int) -> str:
 
 
 async def capabilities(call: Call) -> dict[str, Any]:
-    """`bailing.agent-knowledge-capabilities.v1` for the route (seed 000 "协商与兼容")."""
+    """`bailing.agent-knowledge-capabilities.v1` for the route (Agent知识按需搜索与读取 "协商与兼容")."""
     route, eff = _resolve(call, None)
     generation: int | None = None
     try:
@@ -169,7 +157,7 @@ async def capabilities(call: Call) -> dict[str, Any]:
 
 
 async def search(call: Call) -> dict[str, Any]:
-    """`bailing.agent-knowledge-search.v1` (seed 000 "独立搜索")."""
+    """`bailing.agent-knowledge-search.v1` (Agent知识按需搜索与读取 "独立搜索")."""
     f = call.fields(await call.json_object())
     f.only({"query", "limit", "run_id"})
     query = f.string("query", non_blank=True, max_len=QUERY_MAX_CHARS)
@@ -192,7 +180,7 @@ async def search(call: Call) -> dict[str, Any]:
     out = _head("bailing.agent-knowledge-search.v1", call, run_id)
     out |= {"knowledge_scope_revision": revision, "trust": "reference_only", "status": status}
     signer = _signer(call) if hits else None
-    bound = configuration_revision(eff, agent_configuration(route, call.client))  # what a ref binds (seed 000)
+    bound = configuration_revision(eff, agent_configuration(route, call.client))  # what a ref binds
     hints = [_hint(call, signer, h, run_id, bound) for h in hits if signer is not None]
     truncated = False
     while True:
@@ -219,7 +207,7 @@ def _hint(call: Call, signer: RefSigner, h: Hit, run_id: str | None, bound: str)
 
 
 async def read(call: Call) -> dict[str, Any]:
-    """`bailing.agent-knowledge-read.v1` (seed 000 "按引用分页读取").
+    """`bailing.agent-knowledge-read.v1` (Agent知识按需搜索与读取 "按引用分页读取").
 
     Checks, in order: body → route/tool policy (401/403) → ref signature (400) →
     identity/route/run binding (400) → ref and cursor expiry (410) → route enabled (409

@@ -1,4 +1,4 @@
-"""One page of a read-by-reference answer (seed 000 "按引用分页读取"), cut to its byte budgets.
+"""One page of a read-by-reference answer (Agent知识按需搜索与读取 "按引用分页读取"), cut to its byte budgets.
 
 The budgets count UTF-8 bytes: the whole response JSON of one page is at most `max_bytes`,
 and one chain of pages (a ref and its cursors) delivers at most READ_CHAIN_MAX_BYTES of
@@ -14,7 +14,7 @@ import orjson
 
 from gateway.core.errors import AgentError
 
-READ_CHAIN_MAX_BYTES = 131072  # seed 000 limits.read_chain_max_bytes
+READ_CHAIN_MAX_BYTES = 131072  # Agent知识按需搜索与读取 limits.read_chain_max_bytes
 
 
 def page(base: dict[str, Any], text: str, offset: int, consumed: int, max_bytes: int,

@@ -1,16 +1,6 @@
-"""The `ask` tool's Answer API (seed 002 §9.2): an AnswerRequest → an AnswerResult.
+"""The `ask` tool's Answer API (Agent Access API 技术设计 §9.2): an AnswerRequest → an AnswerResult.
 
-Passages always come from kbgate's own search inside the effective scope; an upstream
-answer service (when `access.answer.url` is configured) only ever sees those passages,
-and any citation it returns outside them is dropped, so it cannot widen the scope.
-Without an upstream the answer is extractive: the top passages, each with its citation
-marker [n]. No passage → `answer: null`, `noAnswerReason` and suggested actions — a
-*passed* business result carrying an `answer.no_answer` info (seed 002 §12).
-
-Upstream contract (POST JSON, kbgate → service):
-    {"question": str, "passages": [{"id": "p1", "text": str, "citation": Citation}], "limit": int}
-Answer (service → kbgate):
-    {"answer": str | null, "citations": ["p1", ...], "noAnswerReason"?: str}
+Rationale: docs/design-notes.md, "gateway/agent/upstream_answer.py".
 """
 
 from __future__ import annotations
@@ -36,7 +26,7 @@ class Passage:
 
 
 def no_answer_actions(question: str, citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Suggested next steps for a no-answer (seed 002 §9.2, §9.6): rephrase, widen the
+    """Suggested next steps for a no-answer (Agent Access API 技术设计 §9.2, §9.6): rephrase, widen the
     scope, file feedback (no_answer), or propose an improvement task with the question
     as evidence."""
     return [

@@ -15,12 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console.deliveries import DeliveryLog
 from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, message, page, runtime
 from gateway.core.errors import RET_BY_REASON, DependencyUnavailable
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
+from gateway.ops.deliveries import DeliveryLog
 
 MAX_ROWS = 500
 DEFAULT_ROWS = 50

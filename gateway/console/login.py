@@ -130,6 +130,13 @@ async def logout(request: Request) -> Response:
     return resp
 
 
+async def login_page(request: Request) -> Response:
+    """GET /admin/login: the login form (200), where /admin/ sends a browser that is logged out."""
+    if not console_enabled(runtime(request).config):
+        return not_found()
+    return login_form(request, status=200)
+
+
 async def admin_root(request: Request) -> Response:
     """GET /admin → /admin/ (404 when the console is disabled)."""
     if not console_enabled(runtime(request).config):
@@ -140,5 +147,6 @@ async def admin_root(request: Request) -> Response:
 ROUTES = [
     Route("/admin", admin_root, methods=["GET"]),
     Route("/admin/login", login, methods=["POST"]),
+    Route("/admin/login", login_page, methods=["GET"]),
     Route("/admin/logout", logout, methods=["POST"]),
 ]

@@ -1,6 +1,6 @@
 """`/admin/`: the console's first page, an overview of every route.
 
-GET /admin/                       the overview (HTML)
+GET /admin/                       the overview (HTML); logged out, 303 to /admin/login
 GET /admin/overview.json          the same values (gateway.console.overview_data)
 GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG;
                                   ?narrow=1: the phone's drawing)
@@ -20,6 +20,7 @@ from gateway.console.chart import questions_svg
 from gateway.console.i18n import _
 from gateway.console.overview_data import overview
 from gateway.console.render import SECURITY_HEADERS, gate, json_answer, page, runtime, see_other
+from gateway.console.session import presented
 from gateway.core.methods import json_route
 
 LEGACY_FILTERS = ("tenant", "outcome", "n")  # /admin/?tenant=… was the deliveries page
@@ -36,9 +37,12 @@ async def _values(request: Request) -> dict[str, Any]:
 
 
 async def overview_html(request: Request) -> Response:
-    """GET /admin/."""
+    """GET /admin/ (no credential: 303 to the login page, GET /admin/login, so a monitor sees a
+    redirect; a credential that is not valid gets the login form, 401, saying so)."""
     user = await gate(request, "view", active="overview")
     if isinstance(user, Response):
+        if user.status_code == 401 and user.media_type != "application/json" and presented(request) is None:
+            return see_other("/admin/login")  # no credential at all: a monitor, a fresh browser
         return user
     if any(k in request.query_params for k in LEGACY_FILTERS):
         return see_other("/admin/deliveries?" + str(request.query_params))

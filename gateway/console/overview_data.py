@@ -28,12 +28,12 @@ from starlette.concurrency import run_in_threadpool
 
 from gateway.console.asked import QuestionCounts
 from gateway.console.browse import disabled_count
-from gateway.console.deliveries import DeliveryLog
 from gateway.console.i18n import _
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
+from gateway.core.readiness import RouteState, keyless_tenants, route_states
 from gateway.core.runtime import Runtime
-from gateway.serve.readiness import RouteState, keyless_tenants, route_states
+from gateway.ops.deliveries import DeliveryLog
 from gateway.volcengine.keyuse import KeyUsage
 
 HOUR = 3600.0

@@ -29,6 +29,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from gateway.console import i18n
+from gateway.console.config_state import rejected
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
 from gateway.console.i18n import N_, _
 from gateway.console.language import links as language_links
@@ -72,6 +73,9 @@ NAV: tuple[tuple[str, str, str], ...] = (
     ("deliveries", N_("Deliveries"), "/admin/deliveries"),
     ("users", N_("Users"), "/admin/users"),
 )
+
+
+NAV_NEEDS = {"users": "manage_users"}  # a nav entry's page asks this (users.can); others ask "view"
 
 
 def when_seconds(ts: Any) -> str:
@@ -127,12 +131,14 @@ def page(request: Request, user: ConsoleUser | None, template: str, *, active: s
     show_queries, can(action, index)."""
     shared = {
         "user": user, "title": title, "active": active,
-        "nav": [{"key": k, "label": i18n._(label), "href": href} for k, label, href in NAV],
+        "nav": [{"key": k, "label": i18n._(label), "href": href} for k, label, href in NAV
+                if user is None or can(user, NAV_NEEDS.get(k, "view"))],  # only what the user may open
         "lang": i18n.current_tag(), "languages": language_links(request.url.path + (
             "?" + request.url.query if request.url.query else "")),
         "csrf": lambda form: page_token(request, form),
         "show_queries": runtime(request).config.admin.show_queries,
         "can": lambda action, index=None: can(user, action, index),
+        "config_rejected": rejected(request) if user is not None else None,
     }
     return templates.TemplateResponse(request, template, {**shared, **context}, status_code=status,
                                       headers=SECURITY_HEADERS, media_type="text/html; charset=utf-8")
@@ -143,9 +149,18 @@ def not_found() -> Response:
     return Response("Not Found", status_code=404, media_type="text/plain", headers={"cache-control": "no-store"})
 
 
+def wants_json(request: Request) -> bool:
+    """Whether the client asks for JSON and not a page (Accept names application/json, not text/html)."""
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept and "text/html" not in accept
+
+
 def message(request: Request, user: ConsoleUser | None, heading: str, text: str, *, status: int,
             kind: str = "error", back: str = "", active: str = "") -> Response:
-    """A page in the layout holding one message (an error: role=alert; a note: role=status)."""
+    """A page in the layout holding one message (an error: role=alert; a note: role=status); for
+    a client that asks for JSON (`wants_json`), an error is {"error": text} with the same status."""
+    if kind == "error" and wants_json(request):
+        return json_answer({"error": text}, status)
     return page(request, user, "message.html", active=active, title=heading, status=status, heading=heading,
                 message=text, kind=kind, back=back)
 
@@ -173,6 +188,7 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
     needed when logged in without the right."""
     if not console_enabled(runtime(request).config):
         return not_found()
+    as_json = as_json or wants_json(request)
     try:
         user = await current_user(request)
     except Throttled as exc:

@@ -20,7 +20,6 @@ worker's reload within a second: no rebuild. Reads: every role; changes: users.c
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from gateway.console.changes import audit_change
 from gateway.console.csrf import post_ok
 from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
+from gateway.console.synonyms_start import start_page
 from gateway.console.synonyms_try import tried
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -66,14 +66,8 @@ def _shown(rt: Runtime, path: Path) -> str:
 
 
 def _indexes(rt: Runtime) -> list[str]:
-    names = set(rt.routed_indexes()) | set(rt.config.synonyms)
+    names = set(rt.routed_indexes()) | set(rt.config.synonyms) | set(rt.indexes.names())  # a new index too
     return sorted(names)
-
-
-def apply(rt: Runtime, index: str, rules: Synonyms) -> None:
-    """The new rules in this worker now (the config's synonyms, which each search reads through
-    `Runtime.index`); the file's reload brings the same to every worker."""
-    rt.config = dataclasses.replace(rt.config, synonyms={**rt.config.synonyms, index: rules})
 
 
 def _summary(rt: Runtime, name: str) -> dict[str, Any]:
@@ -135,11 +129,11 @@ async def _index_page(request: Request, user: ConsoleUser, index: str, *, status
         d = _detail(rt, index)
     except sf.NotWritable as exc:
         return refusal(request, user, as_json=False, status=503, text=str(exc), active="synonyms")
-    if d is None:
-        return refusal(request, user, as_json=False, status=404, active="synonyms",
-                       text=_("index %(name)s has no synonyms file: add synonyms = \"synonyms/%(index)s.txt\" under "
-                              "[indexes.%(index)s] in the config (the file may start empty)", name=repr(index),
-                              index=index))
+    if d is None:  # no file yet: the first save creates one (gateway/console/synonyms_start.py)
+        if not request.app.state.document_writes.exists(index):
+            return refusal(request, user, as_json=False, status=404, active="synonyms",
+                           text=_("No index is named %(index)s.", index=index))
+        return start_page(request, user, index)
     submitted = text if text is not None else d["text"]
     lines = submitted.splitlines()
     marked = [{"line": n, "text": lines[n - 1] if 0 < n <= len(lines) else "", "problem": p}
@@ -217,7 +211,7 @@ async def change_html(request: Request) -> Response:
         return await _index_page(request, user, index, status=409 if isinstance(exc, sf.Stale) else 503,
                                  text=fields.get("text") if action == "save" else None,
                                  error=_("Nothing was changed: %(problem)s", problem=exc))
-    apply(rt, index, rules)
+    sf.apply(rt, index, rules)
     audit_change(rt.config, user.name, f"synonyms.{done}", index, rules=len(rules.rules))
     return see_other(f"/admin/synonyms/{index}?done={done}")
 
@@ -276,7 +270,7 @@ async def index_json(request: Request) -> Response:
                                 "refused": [{"line": n, "problem": p} for n, p in exc.lines]}, 400)
         except (sf.Stale, sf.NotWritable) as exc:
             return json_answer({"error": str(exc)}, 409 if isinstance(exc, sf.Stale) else 503)
-        apply(rt, index, rules)
+        sf.apply(rt, index, rules)
         audit_change(rt.config, user.name, f"synonyms.{done}", index, rules=len(rules.rules))
     try:
         d = _detail(rt, index)

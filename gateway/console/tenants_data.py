@@ -3,7 +3,7 @@ Volcengine console admin pastes, each key's state and last use, and where rotati
 
     {"name", "path", "callback_url", "url_from": "server.public_url" | "request",
      "test_url", "mode": "enforce" | "report", "report_until", "routes": [{first, second, index}],
-     "keys": [{id, state: live | retiring | retired, not_after, last_used, count, loaded}],
+     "keys": [{id, state, not_after, last_used, count, loaded, showable (tenants_reveal)}],
      "newest": id or None, "older_live": [ids], "newest_used": bool, "usage_error": bool}
 
 Keys are read from the config file as it is now (an edit shows at once, before the workers'
@@ -21,6 +21,7 @@ from typing import Any
 from redis.exceptions import RedisError
 from starlette.requests import Request
 
+from gateway.console.tenants_reveal import showable
 from gateway.core.config import Config, SecretKey, Tenant
 from gateway.core.errors import DependencyUnavailable
 from gateway.volcengine.keyuse import KeyUsage
@@ -68,7 +69,8 @@ async def tenant_view(config: Config, on_disk: Config, request: Request, usage: 
     for k in tenant.secrets:
         u = used.get(k.id)
         keys.append({"id": k.id, "state": key_state(k, now), "not_after": k.not_after,
-                     "last_used": u.last if u else None, "count": u.count if u else 0, "loaded": k.id in loaded})
+                     "last_used": u.last if u else None, "count": u.count if u else 0, "loaded": k.id in loaded,
+                     "showable": showable(k)})
     live = [k for k in keys if k["state"] != "retired"]
     newest = live[-1] if live else None
     url, url_from = callback_url(config, request, tenant)

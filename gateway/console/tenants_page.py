@@ -51,7 +51,12 @@ async def tenants_html(request: Request) -> Response:
     user = await gate(request, "view", active="tenants")
     if isinstance(user, Response):
         return user
-    return page(request, user, "tenants.html", active="tenants", title=_("Tenants"), tenants=await _views(request))
+    rt = runtime(request)
+    base = await run_in_threadpool(file_base, rt.config)  # before the file is read
+    on_disk = await run_in_threadpool(file_config, rt.config)
+    return page(request, user, "tenants.html", active="tenants", title=_("Tenants"), tenants=await _views(request),
+                base=base or "", indexes=rt.indexes.names(), agent_clients=sorted(on_disk.agent.clients),
+                agent_routes=[{"name": n, "index": r.index} for n, r in sorted(on_disk.agent.routes.items())])
 
 
 async def tenants_json(request: Request) -> Response:
@@ -119,9 +124,9 @@ async def tenant_html(request: Request) -> Response:
     shown, test, error = await _notes(request, name)
     rt = runtime(request)
     return page(request, user, "tenant.html", active="tenants", title=_("Tenant %(name)s", name=name), t=views[0],
-                shown=shown,
-                test=test, error=error, advice={k: _(v) for k, v in ADVICE.items()}, default_query=DEFAULT_QUERY,
-                public_url=rt.config.server.public_url, base=base or "")
+                shown=shown, test=test, error=error, advice={k: _(v) for k, v in ADVICE.items()},
+                default_query=DEFAULT_QUERY, public_url=rt.config.server.public_url, base=base or "",
+                indexes=rt.indexes.names())
 
 
 ROUTES = [

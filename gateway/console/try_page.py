@@ -30,6 +30,7 @@ from gateway.console.csrf import post_ok
 from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
+from gateway.console.try_default import with_default_route
 from gateway.console.try_gap import FromGap
 from gateway.console.try_view import GAP_REASONS, MATCHED, REASONS, dials_text
 from gateway.console.users import ConsoleUser
@@ -127,6 +128,7 @@ def _words(words: Mapping[str, str]) -> dict[str, str]:
 async def _sides(request: Request, user: ConsoleUser,
                  form: Mapping[str, str]) -> list[tuple[str, dict[str, Any] | str]]:
     rt = runtime(request)
+    form = with_default_route(rt.config, user, form)  # a question alone runs on the user's first route
     query, limit = form.get("query", ""), form.get("limit", "")
     sides: list[tuple[str, dict[str, Any] | str]] = []
     for prefix in ("a_", "b_"):
@@ -150,7 +152,7 @@ async def page(request: Request) -> Response:
     if request.method == "GET":
         wanted = request.query_params.get("gap", "")[:64]
         if not wanted:
-            return _render(request, user, {}, [])
+            return _render(request, user, with_default_route(runtime(request).config, user, {}), [])
         prefilled = await try_gap.resolve(request, user, wanted)
         sides = await _sides(request, user, prefilled.form) if prefilled.question_kept else []
         return _render(request, user, prefilled.form, sides, prefilled, True if prefilled.question_kept else None)
@@ -158,6 +160,7 @@ async def page(request: Request) -> Response:
     if isinstance(form, Response):
         return form
     sides = await _sides(request, user, form)
+    form = with_default_route(runtime(request).config, user, form)  # shown as it ran
     from_gap: FromGap | None = None
     member: bool | None = None
     if form.get("gap"):

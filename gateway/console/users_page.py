@@ -62,7 +62,9 @@ async def users_html(request: Request) -> Response:
         except DependencyUnavailable:
             error = _("The console's notes (Redis) are not answering: the new credential cannot be shown.")
         added = added or {"gone": True}
+    changed, removed = request.query_params.get("changed", "")[:64], request.query_params.get("removed", "")[:64]
     return page(request, user, "users.html", active="users", title=_("Users"), added=added, error=error,
+                changed=changed, removed=removed,
                 roles=CONSOLE_ROLES, indexes=runtime(request).indexes.names(), **(await _users(request)))
 
 

@@ -1,33 +1,7 @@
 """The answer cache of scoped search: a question asked again inside the same scope of the same
-index commit is answered from memory (issue 13: repeat-heavy traffic, `make bench`'s Zipf mix).
+index commit is answered from memory (repeat-heavy traffic, `make bench`'s Zipf mix).
 
-An entry is the final answer of `gateway.core.retrieve.search` (hits already re-checked
-against the scope and cut at the relevance floor) under an `AnswerKey` holding everything that answer
-depends on: the index and the commit generation searched, the normalized query, the limit, the
-scope's filter, the metadata conditions, the excerpt bounds, one-per-document and the score
-bar. Two scopes share an entry only when their filters are equal (`EffectiveScope` applies
-nothing but its filter: `gateway.core.scope.allows`), so a narrower scope never sees the
-answer of a wider one.
-
-Invalidation: the generation and the reader's incarnation (`KnowledgeIndex.incarnation`: how
-many changed meta.json files it loaded) are part of the key, so a new commit makes every older
-entry unreachable (they age out of the LRU), and so does a folder rebuilt from scratch or
-restored from a backup, whose opstamps start again at values seen before; a config reload
-empties the cache (`Runtime.answers`: the search bounds, the entry count, anything that shapes
-an answer may have changed). The generation is the reader's label
-(`KnowledgeIndex.generation`): never newer than the commit searched, and moved at the reload
-that sees a new commit (within about 0.5 s of it), so an answer is served at most that long
-after a commit, as an uncached search would be. A hybrid index's lexical fallback (no vectors
-yet, deadline missed) is never stored: the next search may answer with the vectors.
-
-Bounds: at most `entries` answers (`search.answer_cache_entries`) and at most `max_bytes` of
-them (`search.answer_cache_mib`) per worker process, least recently used evicted first
-(cachetools' LRUCache sized by `answer_bytes`, guarded by a lock: hybrid searches finish in
-worker threads). An answer is a tuple of frozen `Hit`s; readers get a new list each time, so a
-caller changing its list never changes the cache. Memory: an answer of Limit 5 at the default
-excerpt bounds holds 10–14 KiB on average (cmrc2018, the TiDB docs; at most ~19 KiB) by
-CPython's count of its strings, so 2,048 entries take 20–40 MiB; the byte bound caps that
-whatever the excerpt bounds and Limit (an answer of Limit 20 with long contents is ~100 KiB).
+Rationale: docs/design-notes.md, "gateway/core/answers.py".
 """
 
 from __future__ import annotations

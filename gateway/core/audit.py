@@ -1,11 +1,7 @@
-"""Audit: one JSON line per call of a Bearer-token wing (passed, denied, failed, partial), seed 002 §13.
+"""Audit: one JSON line per call of a Bearer-token wing (passed, denied, failed, partial);
+Agent Access API 技术设计 §13.
 
-A line holds which wing (agent, dify, mcp, documents), who (principal), where (route), what (tool),
-the effective scope summary, the outcome, HTTP status, error code and duration — never a
-token, a secret, a query or document text. Sinks: 'stdout', 'file' (appended with one
-write per line, so several workers can share a file and log rotation needs no signal) or
-'off'. `record` writes the line and publishes the event on the Runtime's events, where the
-operators' observers (per-wing metrics) read it.
+Rationale: docs/design-notes.md, "gateway/core/audit.py".
 """
 
 from __future__ import annotations

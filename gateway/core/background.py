@@ -1,14 +1,7 @@
 """A background writer: work is queued without I/O on the request path and written by one
 task of the worker's event loop, in batches, after the response has left.
 
-Used for records that are bookkeeping (deliveries, key usage): the owner keeps the queue
-and knows how to write a batch; this module owns the task, its wake-up and its shutdown.
-
-`linger`: once woken, the task waits that long before writing, so that the work of every
-request answered meanwhile goes into the same batch (issue 19: under load, one Redis write per
-callback for each record cost more CPU than the callback's own replay claim; with 50 ms a busy
-worker writes each record about 20 times a second, whatever its request rate). `flush` and
-`close` write at once.
+Rationale: docs/design-notes.md, "gateway/core/background.py".
 """
 
 from __future__ import annotations

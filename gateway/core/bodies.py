@@ -1,11 +1,6 @@
 """Reading request bodies with a size cap and a deadline, for every endpoint.
 
-A client that sends too much, or too slowly (a stalled or slow-drip upload), must never
-hold a worker: the body is read as it arrives, the read stops as soon as the cap is
-passed, and the whole body must arrive within the deadline. Problems are raised through
-the caller's error factory (gateway.core.validate.Invalid), so each endpoint answers with
-its own documented code: Problem kinds 'media', 'too_large', 'timeout' (key 'body' or the
-header's name), then 'utf8', 'json', 'object' from `json_object`.
+Rationale: docs/design-notes.md, "gateway/core/bodies.py".
 """
 
 from __future__ import annotations

@@ -1,40 +1,6 @@
 """Every error kbgate answers with, its stable code and its HTTP status.
 
-Exception tree (each code is defined once, in the one table its branch reads)::
-
-    KbgateError                      code, status, message, retryable
-    ├── CallbackError                a Volcengine callback rejection: code = reason, `ret` from RET_TABLE
-    │   ├── MalformedRequest         400: headers or body not as seed 003 requires
-    │   ├── VerificationFailed       401: timestamp / signature problems
-    │   ├── NotFound                 404: unknown tenant path or knowledge route
-    │   ├── MethodNotAllowed         405
-    │   ├── BodyTimeout              408: the body did not arrive in time
-    │   ├── Replayed                 409: already answered, or being answered right now
-    │   ├── PayloadTooLarge          413
-    │   ├── UnsupportedMedia         415: Content-Type / Content-Encoding we do not accept
-    │   ├── ClientDisconnected       499: the caller left before the answer was ready (recorded, never sent)
-    │   └── DependencyUnavailable    503: replay store or index down
-    ├── AgentError                   a Bearer-token wing's rejection: code from AGENT_CODES
-    │   ├── AccessDenied             401/403: identity and policy (seed 002 "错误处理")
-    │   │   └── BadCredentials       401 access.unauthorized, telling a malformed header from an unknown token
-    │   ├── KnowledgeError           400/404/409/410/413/503: the knowledge protocol (seed 000)
-    │   ├── DifyError                Dify's External Knowledge API: code from DIFY_CODES, `error_code` from DIFY_TABLE
-    │   ├── ToolError                a tool call's failure (seed 002 §12): code from ACCESS_TOOL_CODES,
-    │   │                             retryable per call, retry_after seconds
-    │   ├── McpError                 the MCP server's own refusals: code from MCP_CODES
-    │   └── DocumentError            the document API's refusals: code from DOCUMENT_CODES
-    ├── ConfigError                  an invalid configuration: code 'config_invalid', naming the key
-    │   └── ConfigConflict           409 config_changed: an edit refused (gateway/core/config/edit.py)
-    └── TryInvalid                   an admin's try that cannot be run as asked: code 'try_invalid', naming the field
-
-One table per wire format, no code in two of them: RET_TABLE (the Volcengine envelope's Ret
-numbers, seed 003), AGENT_CODES (what the knowledge protocol and the tool API answer as
-errors: seed 000 and the denials of seed 002), ACCESS_TOOL_CODES (the tool API's own
-ErrorObject codes, seed 002 §12), DIFY_TABLE (Dify's `error_code` numbers), MCP_CODES (the MCP
-server's own), DOCUMENT_CODES (the document API's). A wing never invents a code: it raises one
-of these classes. A message is short and built once; it never carries a secret, a filesystem
-path or a stack trace. docs/volcengine-console.md copies RET_TABLE, docs/dify.md DIFY_TABLE and
-docs/document-api.md DOCUMENT_CODES (tests keep them in step).
+Rationale: docs/design-notes.md, "gateway/core/errors.py".
 """
 
 from __future__ import annotations
@@ -55,7 +21,7 @@ class RetCode:
     meaning: str
 
 
-# The Ret table (seed 003 "响应参数": Ret 0 = success, non-zero = failure with Msg).
+# The Ret table (the 联网问答Agent callback spec "响应参数": Ret 0 = success, non-zero = failure with Msg).
 # Codes are stable: never renumber, only add.
 RET_TABLE: tuple[RetCode, ...] = (
     RetCode(0, 200, "success", "answered; Result holds 0..Limit items"),
@@ -122,11 +88,11 @@ class CallbackError(KbgateError):
 
 
 class MalformedRequest(CallbackError):
-    """400: the request does not have the shape seed 003 describes."""
+    """400: the request does not have the shape the 联网问答Agent callback spec describes."""
 
 
 class VerificationFailed(CallbackError):
-    """401: the timestamp or signature does not verify (seed 003 "签名校验")."""
+    """401: the timestamp or signature does not verify (the 联网问答Agent callback spec "签名校验")."""
 
 
 class NotFound(CallbackError):
@@ -165,7 +131,8 @@ class DependencyUnavailable(CallbackError):
 
 # ------------------------------------------------------------------ agent endpoints
 
-# Agent error codes (seed 000 "按引用分页读取" for knowledge_*, seed 002 §12 for access.*).
+# Agent error codes (Agent知识按需搜索与读取 "按引用分页读取" for knowledge_*,
+# Agent Access API 技术设计 §12 for access.*).
 # code → (HTTP status, retryable, meaning). Names are the seeds' own; never rename, only add.
 AGENT_CODES: dict[str, tuple[int, bool, str]] = {
     "access.unauthorized": (401, False, "no valid Bearer token"),
@@ -221,7 +188,7 @@ class BadCredentials(AccessDenied):
 
 
 class KnowledgeError(AgentError):
-    """An error of the agent knowledge protocol (seed 000)."""
+    """An error of the agent knowledge protocol (Agent知识按需搜索与读取)."""
 
 
 # ------------------------------------------------------------------ Dify
@@ -297,12 +264,12 @@ class TryInvalid(KbgateError):
 
 # ================================================================ agent access tools
 #
-# The Agent Access tool API's own codes (seed 002 §12 "错误处理"): they travel as ErrorObject
+# The Agent Access tool API's own codes (Agent Access API 技术设计 §12 "错误处理"): they travel as ErrorObject
 # {code, message, retryable} inside an AgentToolResult, never as a Ret. The denial codes
 # of the same seed (access.unauthorized 401, access.forbidden_tool 403,
 # access.forbidden_scope 403, access.dataset_not_allowed 403) are AGENT_CODES, shared with
 # the knowledge protocol. Status 200 marks an *info* code: it rides along a passed result.
-# access.request_too_large is kbgate's own (seed 002 names no code for it): 413 as every other
+# access.request_too_large is kbgate's own (Agent Access API 技术设计 names no code for it): 413 as every other
 # caller answers an oversized body. docs/agent-developers.md copies this table (tests keep it).
 # code → (HTTP status, retryable, meaning). Never rename, only add.
 ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
@@ -319,7 +286,7 @@ ACCESS_TOOL_CODES: dict[str, tuple[int, bool, str]] = {
 
 
 class ToolError(AgentError):
-    """A failure of one agent tool call (seed 002 §12). code: a key of `ACCESS_TOOL_CODES`.
+    """A failure of one agent tool call (Agent Access API 技术设计 §12). code: a key of `ACCESS_TOOL_CODES`.
 
     retryable: overrides the table for access.tool_failed ("depends": a 5xx or a rate
     limit is retryable, a 4xx of the tracker is not). retry_after: seconds the caller

@@ -1,13 +1,6 @@
 """What happened, told to whoever listens: the one seam between request paths and observers.
 
-A request path (the Volcengine handler) publishes a `Delivery` after its response was sent,
-the indexes a `HybridSearched` for each search of a hybrid index, the answer cache an
-`AnswerLooked` for each lookup, the scoped retrieval (gateway.core.retrieve) a `SearchAnswered`
-for each question a caller's wing asked it (every wing, every route);
-observers subscribed at start-up (the log line, metrics, the deliveries record, key usage)
-each get it in turn. The core knows none of them: it only holds the list. An observer must
-not block and does no I/O wait; one that raises is logged and skipped, never failing the
-request or the other observers.
+Rationale: docs/design-notes.md, "gateway/core/events.py".
 """
 
 from __future__ import annotations

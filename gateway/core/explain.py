@@ -1,30 +1,6 @@
-"""Why a search answered what it did: the trace an admin's try reads (issue 18, item 1).
+"""Why a search answered what it did: the trace an admin's try reads.
 
-`gateway.core.retrieve.search` looks at `EXPLAIN` (a context variable, None unless a try set
-it: one `ContextVar.get` on the hot path, nothing else) and, when it holds an `Explain`,
-appends one `SearchTrace` per scoped search: the hits kept, the hits it dropped and why, the
-answer cache's outcome and the time of each stage. The answer itself is computed exactly as
-for any caller (same function, same arguments), so a try's answer is byte-identical to the
-caller's; what changes while explaining is only what is *observed*:
-
-- the answer cache is peeked at (`AnswerCache.holds`: no hit/miss counted, no LRU move) and
-  never filled, so a try neither counts in /metrics nor warms the cache for the caller;
-- after the search, explanation searches on the same index (`KnowledgeIndex.search`, chunk
-  by chunk, without the scope's filter and metadata conditions) tell the chunks that did not
-  make the answer apart: another chunk of a document already answered (one per document),
-  outside the caller's scope, excluded by a metadata condition, under the route's relevance floor, or
-  ranked after the last answer (the limit); a document not answered is listed once, by its
-  best chunk. Their time is reported apart, never in a stage.
-
-`Explain.successor` maps an index name to the index to search instead (an index and its
-rebuilt successor, side by side): only a try sets it.
-
-Reasons (`Dropped.reason`): 'no_match' (no content word of the question, nor a synonym of one,
-is in the chunk: `indexes.relevance.Question.matched`), 'floor' (it holds some, but its relevance
-is under the route's relevance floor), 'rerank_threshold' (the reranker's score under the route's
-rerank threshold), 'scope' (re-checked outside the scope), 'one_per_document', 'outside_scope',
-'metadata_condition', 'limit', 'merged' (the same document already answered by another route of a
-multi-route search).
+Rationale: docs/design-notes.md, "gateway/core/explain.py".
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The one request frame of every Bearer-token wing: from an HTTP request to one audited answer.
 
-It lives in the core because every Bearer-token wing (agent, dify, mcp) uses it and a wing may
-not import another wing.
-
-    method → Bearer token → (client, principal)          gateway.core.principals, never the body
-    → the wing's handler(call)                            reads its bounded JSON body through the call
-    → the wing's answer, or its refusal for any error     a `Wire` says how, in its own format
-    → Cache-Control: no-store, X-Request-Id, one audit line (gateway.core.audit), which also
-      reaches the Runtime's events (per-wing metrics observe it)
-
-A wing (the knowledge protocol, the tool API, Dify, next MCP) supplies a `Wire`: its name,
-its body cap, how a malformed request becomes its error code, and how it writes an answer
-and a refusal. Everything else lives here once. An unexpected exception is a 500 in the wing's
-own error shape, its trace in the log and never in the answer.
+Rationale: docs/design-notes.md, "gateway/core/frame.py".
 """
 
 from __future__ import annotations

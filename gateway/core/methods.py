@@ -1,10 +1,7 @@
 """A JSON 405 for the JSON endpoints that are not behind a wing's own envelope (`/healthz`,
 `/readyz`, `/admin/deliveries.json`).
 
-Starlette answers a method a route does not take with a plain-text "Method Not Allowed";
-these endpoints answer JSON everywhere else, so their 405 is JSON too:
-`{"error": "method_not_allowed", "message": "PUT is not allowed on /readyz", "allow": ["GET", "HEAD"]}`
-with the `Allow` header (RFC 9110 §15.5.6: a 405 must send Allow).
+Rationale: docs/design-notes.md, "gateway/core/methods.py".
 """
 
 from __future__ import annotations

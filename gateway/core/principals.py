@@ -1,11 +1,6 @@
-"""Agent principals: a Bearer token → (client, Principal), per seed 000 "协商与兼容".
+"""Agent principals: a Bearer token → (client, Principal), per Agent知识按需搜索与读取 "协商与兼容".
 
-Tokens are stored only as SHA-256 hex in the config (`agent.clients.ID.tokens`); the
-presented token is hashed and compared in constant time with every configured hash.
-The session and the end user an agent acts for come from two optional headers:
-`X-Agent-Session` (default: the token id) and `X-On-Behalf-Of`. Every malformed or
-repeated header is `access.unauthorized` (a `BadCredentials` saying whether the header was
-malformed or the token unknown), never a 500.
+Rationale: docs/design-notes.md, "gateway/core/principals.py".
 """
 
 from __future__ import annotations

@@ -1,36 +1,6 @@
 """Every Redis client kbgate uses, built in one place from `replay.redis_url`.
 
-The replay store, the idempotency records of the write tools, key usage, the deliveries
-record and the CLI's reads all connect through `async_client` / `sync_client`, so they
-share one URL syntax, one set of timeouts and one retry rule:
-
-- `timeout` seconds to connect and for each command (a hung Redis costs at most that);
-- one immediate retry on a broken connection (after a Redis restart or a failover every
-  pooled connection is dead and the first command on each would otherwise fail); a
-  timeout is never retried, so a caller's own deadline stays `timeout`.
-
-URL forms (`url_problem` validates them; the config names `replay.redis_url` on failure):
-
-- `redis://[[user]:password@]host[:port][/db]`, `rediss://…` (TLS), `unix:///path?db=N`:
-  one Redis, redis-py's own URL syntax.
-- `redis+sentinel://[[user]:password@]host:port[,host:port…]/service_name[/db]`: Redis
-  Sentinel (redis-py `redis.sentinel.Sentinel` / `redis.asyncio.sentinel.Sentinel`). Each
-  new connection asks the sentinels (in turn, `timeout` each) for the current primary of
-  `service_name`; a connection to a primary that died or was demoted fails, is dropped,
-  and the next one goes to the new primary — no restart. The credentials authenticate to
-  the primary; the sentinels are asked without credentials. `db` defaults to 0.
-- `redis+cluster://[[user]:password@]host:port[,host:port…]`: Redis Cluster (redis-py
-  `redis.cluster.RedisCluster` / `redis.asyncio.cluster.RedisCluster`). The nodes named are
-  where the client first asks for the slot map (any reachable one will do; name several).
-  A command goes to the primary of its key's slot; a refused connection or a timeout makes
-  the client read the slot map again (from the other nodes) and retry once, so after a
-  replica is promoted commands reach it without a restart. Database 0 only (Cluster's rule).
-  A Lua script's keys must share a slot: kbgate's multi-key scripts use keys with one hash
-  tag (gateway/agent/idempotency.py); every other user sends single-key commands, and its
-  pipelines are not transactions, so the cluster client splits them per node.
-
-Replication to a replica is asynchronous (Redis' own rule): a write acknowledged by a
-primary in the instant before it dies can be lost by the failover.
+Rationale: docs/design-notes.md, "gateway/core/redis_clients.py".
 """
 
 from __future__ import annotations
@@ -269,6 +239,16 @@ def _cluster_kwargs(t: ClusterTarget, timeout: float) -> dict[str, Any]:
             "socket_connect_timeout": timeout, "health_check_interval": HEALTH_CHECK_INTERVAL}
 
 
+def _sentinel_primary(url: str, timeout: float, sentinel_class: Any, redis_class: Any, retry_class: Any) -> Any:
+    """The client of a `redis+sentinel://` URL's current primary, built from the asyncio or the
+    blocking twins (`sentinel_class`, `redis_class`, `retry_class`): the sentinels asked with
+    no retry, the primary's commands retried once."""
+    t = parse_sentinel_url(url)
+    sentinel = sentinel_class(list(t.sentinels), sentinel_kwargs=_sentinel_kwargs(timeout, retry_class(NoBackoff(), 0)))
+    return sentinel.master_for(t.service, redis_class=redis_class, db=t.db, username=t.username,
+                               password=t.password, retry=retry_class(NoBackoff(), 1), **_common(timeout))
+
+
 def async_client(url: str, timeout: float) -> AsyncRedis:
     """An asyncio client for `url` (see the module docstring for forms, timeouts, retry).
 
@@ -280,18 +260,10 @@ def async_client(url: str, timeout: float) -> AsyncRedis:
         c = parse_cluster_url(url)
         return _AsyncCluster(startup_nodes=[aiocluster.ClusterNode(h, p) for h, p in c.nodes],
                              retry=AsyncRetry(NoBackoff(), 1), **_cluster_kwargs(c, timeout))
-    kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
-        t = parse_sentinel_url(url)
-        sentinel = AsyncSentinel(
-            list(t.sentinels),
-            sentinel_kwargs=_sentinel_kwargs(timeout, AsyncRetry(NoBackoff(), 0)),
-        )
-        client: aioredis.Redis = sentinel.master_for(
-            t.service, redis_class=_SentinelRedis, db=t.db, username=t.username, password=t.password,
-            retry=AsyncRetry(NoBackoff(), 1), **kwargs)
+        client: aioredis.Redis = _sentinel_primary(url, timeout, AsyncSentinel, _SentinelRedis, AsyncRetry)
         return client
-    return aioredis.Redis.from_url(url, retry=AsyncRetry(NoBackoff(), 1), **kwargs)
+    return aioredis.Redis.from_url(url, retry=AsyncRetry(NoBackoff(), 1), **_common(timeout))
 
 
 class _SyncSentinelRedis(redis.Redis):
@@ -317,15 +289,7 @@ def sync_client(url: str, timeout: float) -> SyncRedis:
             return _SyncCluster(startup_nodes=nodes, retry=Retry(NoBackoff(), 1), **_cluster_kwargs(c, timeout))
         except RedisClusterException as exc:
             raise RedisConnectionError(f"redis cluster: {exc}") from exc
-    kwargs = _common(timeout)
     if url.startswith(SENTINEL_SCHEME):
-        t = parse_sentinel_url(url)
-        sentinel = Sentinel(
-            list(t.sentinels),
-            sentinel_kwargs=_sentinel_kwargs(timeout, Retry(NoBackoff(), 0)),
-        )
-        client: redis.Redis = sentinel.master_for(
-            t.service, redis_class=_SyncSentinelRedis, db=t.db, username=t.username, password=t.password,
-            retry=Retry(NoBackoff(), 1), **kwargs)
+        client: redis.Redis = _sentinel_primary(url, timeout, Sentinel, _SyncSentinelRedis, Retry)
         return client
-    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 1), **kwargs)
+    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 1), **_common(timeout))

@@ -1,31 +1,7 @@
-"""Signed references and read cursors (seed 000 "按引用分页读取": self-contained, HMAC-signed
+"""Signed references and read cursors (Agent知识按需搜索与读取 "按引用分页读取": self-contained, HMAC-signed
 with a domain-separated key, 5 minutes), and the re-check of a read by reference.
 
-In the core because two wings hand refs out and take them back: the agent knowledge
-protocol (a search hint's `ref`, `knowledge/read`) and the MCP server (a search result's
-`id`, the `fetch` tool). A ref is bound to a `Holder` (client, session, end user, route,
-run) and to what was true when it was minted: the knowledge configuration
-(`scope.configuration_revision`) and the document's revision (SHA-256 of its title + text);
-`read_by_ref` re-checks all of it before any text leaves the index. A ref is not bound to the
-index generation: a commit that changed other documents leaves it readable, one that changed,
-removed or hid its document refuses it (409 knowledge_changed), as seed 000 says.
-
-Refs minted before that rule (issue 16) carry in `scope_revision` the generation-inclusive
-`scope.scope_revision` instead. They are not refused as invalid: they keep verifying under
-the binding they were minted with — while the index has not committed since — and expire
-within their 5 minutes like any other; no claim shape changed, so a worker of either version
-opens the other's refs (and answers 409 knowledge_scope_changed where its binding differs).
-
-Format: itsdangerous `URLSafeSerializer` (HMAC-SHA256, URL-safe base64 JSON) — a kept
-library, not a hand-rolled token. The signing keys are derived from the configured
-master key (`agent.ref_key_env` / `agent.ref_key_file`) with HMAC-SHA256 over a fixed
-label, one label for refs and one for cursors, so a ref never verifies as a cursor, and
-neither key equals any webhook secret (config also rejects a master key equal to one).
-
-Expiry is carried in the signed payload and compared against the injected clock, so
-tests move time exactly. Opening a token checks only signature and shape; callers check
-the identity binding first (400, `check_holder`), then expiry (410), per the seed's error
-order, then `read_by_ref` (409 / 503).
+Rationale: docs/design-notes.md, "gateway/core/refs.py".
 """
 
 from __future__ import annotations
@@ -52,7 +28,7 @@ from gateway.core.scope import (
 from gateway.core.types import SECONDS, Clock, Secret
 from indexes.types import StoredDocument
 
-REF_TTL = 300 * SECONDS  # seed 000: reference_ttl_seconds
+REF_TTL = 300 * SECONDS  # Agent知识按需搜索与读取: reference_ttl_seconds
 REF_LABEL = b"kbgate agent-knowledge ref v1"
 CURSOR_LABEL = b"kbgate agent-knowledge cursor v1"
 _MAX_TOKEN_CHARS = 2048
@@ -67,11 +43,11 @@ def derive_key(master: Secret, label: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class RefClaims:
-    """What a ref binds (seed 000): identity, route, run, knowledge configuration and document.
+    """What a ref binds (Agent知识按需搜索与读取): identity, route, run, knowledge configuration and document.
 
     session, on_behalf_of: from the Principal. scope_revision: SHA-256 hex of the knowledge
     configuration (`scope.configuration_revision`; the generation-inclusive
-    `scope.scope_revision` in refs minted before issue 16). revision: the document's, SHA-256
+    `scope.scope_revision` in refs of the older format). revision: the document's, SHA-256
     hex. expires_at: unix seconds (int).
     """
 
@@ -105,7 +81,7 @@ def holder(client: AgentClient, principal: Principal, route: str, run_id: str | 
 
 def check_holder(claims: RefClaims, who: Holder) -> None:
     """Raise KnowledgeError('knowledge_reference_invalid') unless `claims` were minted for `who`
-    (another client, session, end user, route or run may not use a ref: seed 000)."""
+    (another client, session, end user, route or run may not use a ref: Agent知识按需搜索与读取)."""
     if (claims.client, claims.session, claims.on_behalf_of, claims.route, claims.run_id) != (
             who.client, who.session, who.on_behalf_of, who.route, who.run_id):
         raise KnowledgeError("knowledge_reference_invalid", "the reference belongs to another identity, route or run")
@@ -214,7 +190,7 @@ def read_by_ref(indexes: retrieve.Indexes, route: AgentRoute, client: AgentClien
     route, eff: the ref's route and the caller's effective scope on it, resolved now
     (gateway.core.scope.resolve_agent: a client that lost the route or the tool is denied
     before this). Returns (the stored document, the current knowledge_scope_revision, which
-    covers the index generation). Checks, in order (seed 000 "按引用分页读取"): the route is
+    covers the index generation). Checks, in order (Agent知识按需搜索与读取 "按引用分页读取"): the route is
     enabled, else 409 'knowledge_scope_changed'; the index opens, else 503
     'knowledge_unavailable'; the document exists, is visible and has the ref's revision, else
     409 'knowledge_changed'; the knowledge configuration is the ref's (`bound`), else 409
@@ -240,6 +216,6 @@ def read_by_ref(indexes: retrieve.Indexes, route: AgentRoute, client: AgentClien
 
 def bound(claims: RefClaims, eff: EffectiveScope, configured: dict[str, object], current: str) -> bool:
     """Was the ref minted under the knowledge configuration in force now? Its scope_revision is
-    the configuration revision, or — a ref minted before issue 16 — the generation-inclusive
+    the configuration revision, or — a ref of the older format — the generation-inclusive
     scope revision `current` (module doc: such a ref verifies until the index commits)."""
     return claims.scope_revision in (configuration_revision(eff, configured), current)

@@ -1,46 +1,7 @@
 """Replay protection that never loses an answer: each delivery is answered at most once, and a
 delivery we failed to answer can be retried.
 
-A delivery is one (tenant, X-Content-Timestamp, X-Content-Nonce). Its record lives as long as
-that timestamp stays acceptable (`claim_expiry`: ts + tolerance + 1 s) and goes through three
-states, each change one atomic step (a Lua script in Redis, a dict under the event loop in
-memory):
-
-    (none) ──claim──▶ pending(owner, deadline) ──answered(owner)──▶ answered(owner)
-                        │  ▲                                          │
-          release(owner)│  └─claim, once now > deadline (take-over)   │ release(owner)
-                        ▼                                             ▼
-                      (none)                                        (none)
-
-- `claim` is made only after the signature verifies (an attacker cannot burn nonces). It
-  creates `pending` with a random owner token and a deadline `pending_seconds` after the
-  claim was *sent* (our clock, the one seam), or takes over a pending record whose deadline
-  passed. Otherwise it reports what is there: `answered` → the caller answers 409 40901
-  ("already delivered": a 200 went out), `pending` → 409 40902 (an identical delivery is
-  being answered right now; if that one fails, a retry after the deadline is answered).
-- `answered` is written by the owner after the 200 is built and just before it is sent,
-  only while the record is still its own pending claim. If another request took the claim
-  over meanwhile, the owner is told so and answers 409 instead: never two 200s.
-- `release` is sent by the owner when it answers anything but 200 (a 4xx, a 503, a client
-  that disconnected before the answer was ready, a bug); it deletes the record only while
-  it is still the owner's (pending *or* answered: the owner knows its 200 never left), so a
-  retry is answered. It is best effort: when it cannot reach Redis, the deadline frees the
-  claim.
-
-The pending deadline is `PENDING_SECONDS` (3 s) plus `timeout` (the `answered` write's own
-budget), 4 s by default, after the claim was sent. Why a pending state with a deadline, and
-why a late-landing write cannot block a retry: docs/architecture.md, "Replay".
-
-Stores behind the `NonceStore` interface (gateway.core.types):
-
-- `RedisNonceStore`: shared by every worker and replica. Fails closed: when Redis does
-  not answer within `timeout` seconds, or cannot be reached,
-  `DependencyUnavailable('replay_store_unavailable')`, whose message tells which (`redis_problem`).
-  The script calls of a worker's callbacks that wait at the same moment share one round trip
-  (`gateway.core.script_batch`); each is still its own atomic step.
-  Record values: 'p:<owner>:<deadline ms>' and 'a:<owner>'; any other value (the '1' of
-  older kbgate versions) counts as answered.
-- `MemoryNonceStore`: the embedded default when no Redis is configured; one process only.
+Rationale: docs/design-notes.md, "gateway/core/replay.py".
 """
 
 from __future__ import annotations
@@ -70,7 +31,7 @@ PENDING_SECONDS = 3 * SECONDS  # an owner's time from claim to answer, before a 
 def nonce_key(prefix: str, tenant: str, timestamp: str, nonce: str) -> str:
     """Redis key of one delivery: '{prefix}:nonce:{tenant}:{timestamp}:{nonce}'.
 
-    The nonce is case-sensitive (seed 003), so it is used as sent.
+    The nonce is case-sensitive (the 联网问答Agent callback spec), so it is used as sent.
     """
     return f"{prefix}:nonce:{tenant}:{timestamp}:{nonce}"
 

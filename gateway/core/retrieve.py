@@ -1,42 +1,6 @@
 """The one scoped retrieval every caller uses: search inside an effective scope, read one document of it.
 
-A wing resolves *who* asks and *what they may see* into an `EffectiveScope`
-(gateway.core.scope); from there it never touches an index itself. Every hit and every
-document handed back is re-checked against the scope with `scope.allows` (the same rule
-the index filter applies: defence in depth), and a search never lowers its bar to fill a
-list: hits whose relevance is under the route's `floor` are dropped, in the index before the
-hits are shaped one per document, and here again after any later stage (seed 000 §独立搜索:
-"不为凑满数量降低路由阈值"). Every hit and document is also cleaned for callers
-(`indexes.safe_text`: no control characters, bounded titles, http(s) page URLs only), so an
-index built before those ingest rules serves nothing they would refuse; an index whose writer
-cleaned every document (`KnowledgeIndex.clean_at_ingest`) serves its hits as stored, which
-are already so (issue 19: 15-50 us a hit on the callback's path).
-
-Relevance: every hit carries `Hit.relevance`, one 0..1 scale whatever the index kind
-(`indexes.relevance`: lexical, hybrid, or the reranker's where `Hit.scores.rerank` is set);
-wings show it, floors compare it, and `search_many` merges several routes by it, never by raw
-scores (which are comparable within one search only).
-
-Units: limits and lengths are counts (hits) and Unicode characters (summary, content);
-relevance and floors are 0..1;
-`generation` is the index's commit opstamp, which grows with every commit; times are
-milliseconds. An index that cannot be
-opened, searched or read raises `DependencyUnavailable('index_unavailable')`; no other
-error leaves this module.
-
-A search is answered from the answer cache when the same question was asked in the same
-scope of the same commit (`gateway.core.answers`: `search.answer_cache_entries`, off at 0);
-the search runs on the query with its whitespace normalized (`answers.normalize_query`),
-cache or not, so a cached answer is exactly what searching again would give. `generation`
-is the cheap label of the index's reader (`KnowledgeIndex.generation`), never a count.
-
-`search` and `search_many` are coroutines (await them); `read`, `find` and `generation` are
-plain calls. A search may wait: an index configured hybrid (`indexes.dense`) waits up to its
-`query_timeout_ms` for a query embedding, from a served model over HTTP or the in-process one.
-Such a search runs in a worker thread (anyio's default thread limiter), so the worker's event
-loop keeps answering every other request meanwhile; a lexical index, which never waits on
-anything but its own CPU, is searched inline, without a thread hop: the coroutine adds about
-0.3 µs of CPU to a ~220 µs search (`python -m bench.offload`). Reads never touch embeddings.
+Rationale: docs/design-notes.md, "gateway/core/retrieve.py".
 """
 
 from __future__ import annotations
@@ -106,6 +70,22 @@ class Searched:
 
 
 @dataclass(frozen=True, slots=True)
+class Options:
+    """What one search asks besides its question and scope: at most `limit` hits; Summary and
+    content bounds in characters; one hit per document or not; the route's relevance floor
+    (0..1); the index generation wanted or not; metadata conditions; the route's dials."""
+
+    limit: int
+    summary_chars: int
+    content_chars: int
+    one_per_document: bool = True
+    floor: float = 0.0
+    with_generation: bool = False
+    where: MetaFilter | None = None
+    dials: Dials = NO_DIALS
+
+
+@dataclass(frozen=True, slots=True)
 class Target(Generic[K]):
     """One scope of a search over several: `key` names it for the caller (a route, say),
     `floor` is that route's relevance floor (0..1), `dials` its retrieval dials."""
@@ -157,12 +137,11 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     While an admin's try explains (`gateway.core.explain.EXPLAIN` set) the answer is computed
     the same way, the cache only peeked at and never filled, and a trace is appended.
     """
-    summary_chars = dials.summary_chars or summary_chars  # a route's budget wins over the caller's
+    opts = Options(limit, dials.summary_chars or summary_chars,  # a route's budget wins over the caller's
+                   content_chars, one_per_document, floor, with_generation, where, dials)
     ex = EXPLAIN.get()
     if ex is not None:
-        return await _explained(indexes, ex, scope, query, limit, summary_chars=summary_chars,
-                                content_chars=content_chars, one_per_document=one_per_document,
-                                floor=floor, with_generation=with_generation, where=where, dials=dials)
+        return await _explained(indexes, ex, scope, query, opts)
     idx = indexes.index(scope.index)
     text = normalize_query(query)
     cache = indexes.answers()
@@ -170,28 +149,22 @@ async def search(indexes: Indexes, scope: EffectiveScope, query: str, limit: int
     incarnation = idx.incarnation  # read before the search, as the label (KnowledgeIndex.incarnation)
     if cache is not None and label is not None:
         started = time.perf_counter()
-        hits = cache.get(_key(scope, label, text, limit, summary_chars, content_chars, one_per_document,
-                              floor, where, incarnation, dials))
+        hits = cache.get(_key(scope, label, text, opts, incarnation))
         if hits is not None:
             if asker is not None:
                 _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in hits])
             return Searched(hits, (time.perf_counter() - started) * 1000.0, label if with_generation else None,
                             cached=True)
-    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
-                  one_per_document=one_per_document, floor=floor, with_generation=with_generation,
-                  where=where, dials=dials)
+    run = partial(_search, idx, scope, text, opts)
     found, reusable = await to_thread.run_sync(run) if idx.search_may_wait else run()
     if cache is not None and reusable is not None:
-        cache.put(_key(scope, reusable, text, limit, summary_chars, content_chars, one_per_document, floor,
-                       where, incarnation, dials), found.hits)
+        cache.put(_key(scope, reusable, text, opts, incarnation), found.hits)
     if asker is not None:
         _answered(indexes, asker, query, (scope.index,), [(scope.index, h) for h in found.hits])
     return found
 
 
-async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, limit: int, *,
-                     summary_chars: int, content_chars: int, one_per_document: bool, floor: float,
-                     with_generation: bool, where: MetaFilter | None, dials: Dials) -> Searched:
+async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query: str, opts: Options) -> Searched:
     """`search` for a try (gateway.core.explain): the same `_search`, never from the cache nor
     into it; the cache's outcome is peeked at (`AnswerCache.holds`) without being counted."""
     idx = indexes.index(ex.index_for(scope.index))
@@ -200,15 +173,14 @@ async def _explained(indexes: Indexes, ex: Explain, scope: EffectiveScope, query
     label = idx.generation
     outcome = "off"
     if cache is not None:
-        key = _key(scope, label, text, limit, summary_chars, content_chars, one_per_document, floor, where,
-                   idx.incarnation, dials) if label is not None else None
+        key = _key(scope, label, text, opts, idx.incarnation) if label is not None else None
         outcome = "hit" if key is not None and cache.holds(key) else "miss"
-    run = partial(_search, idx, scope, text, limit, summary_chars=summary_chars, content_chars=content_chars,
-                  one_per_document=one_per_document, floor=floor, with_generation=with_generation,
-                  where=where, dials=dials, explain=ex)
-    found, _ = await to_thread.run_sync(run) if idx.search_may_wait else run()
+    found, _ = await to_thread.run_sync(partial(_search, idx, scope, text, opts, ex)) if idx.search_may_wait \
+        else _search(idx, scope, text, opts, ex)
     ex.traces[-1].cache = outcome
     return found
+
+
 def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, ...],
               hits: Sequence[tuple[str, Hit]], failed: bool = False) -> None:
     """Publish what `asker`'s question got: (index, hit) pairs best first."""
@@ -216,11 +188,10 @@ def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, .
         Served(index, h.doc_id, h.title, h.path, h.relevance, h.score, h.revision) for index, h in hits), failed))
 
 
-def _key(scope: EffectiveScope, generation: int, text: str, limit: int, summary_chars: int, content_chars: int,
-         one_per_document: bool, floor: float, where: MetaFilter | None, incarnation: int,
-         dials: Dials) -> AnswerKey:
-    return AnswerKey(scope.index, generation, text, limit, scope.filter, where_key(where), summary_chars,
-                     content_chars, one_per_document, floor, incarnation, dials)
+def _key(scope: EffectiveScope, generation: int, text: str, opts: Options, incarnation: int) -> AnswerKey:
+    return AnswerKey(scope.index, generation, text, opts.limit, scope.filter, where_key(opts.where),
+                     opts.summary_chars, opts.content_chars, opts.one_per_document, opts.floor, incarnation,
+                     opts.dials)
 
 
 def search_now(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
@@ -229,26 +200,25 @@ def search_now(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, 
                dials: Dials = NO_DIALS) -> Searched:
     """`search` on an opened index, in the calling thread (it may block: see `search`), never
     from the answer cache. For measurements (bench/offload.py); a wing awaits `search`."""
-    return _search(idx, scope, normalize_query(query), limit, summary_chars=dials.summary_chars or summary_chars,
-                   content_chars=content_chars, one_per_document=one_per_document, floor=floor,
-                   with_generation=with_generation, where=where, dials=dials)[0]
+    return _search(idx, scope, normalize_query(query), Options(
+        limit, dials.summary_chars or summary_chars, content_chars, one_per_document, floor, with_generation,
+        where, dials))[0]
 
 
-def _search(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, summary_chars: int,
-            content_chars: int, one_per_document: bool, floor: float, with_generation: bool,
-            where: MetaFilter | None, dials: Dials = NO_DIALS,
+def _search(idx: ServedIndex, scope: EffectiveScope, query: str, opts: Options,
             explain: Explain | None = None) -> tuple[Searched, int | None]:
     """(the search's answer, the generation it may be cached under or None: `KnowledgeIndex.answer`);
     with `explain`, its trace appended there (gateway.core.explain.trace). A hit the reranker
     scored passes the route's rerank threshold when it sets one (the index judged the floor
     before the reranker then), any other its floor; neighbours are read for the kept hits."""
+    limit, floor, dials, where = opts.limit, opts.floor, opts.dials, opts.where
     with _index_calls(scope):
         started = time.perf_counter()
-        hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=one_per_document,
-                                    summary_chars=summary_chars, content_chars=content_chars, where=where,
-                                    floor=floor, dials=dials)
+        hits, reusable = idx.answer(query, limit, filter=scope.filter, one_per_document=opts.one_per_document,
+                                    summary_chars=opts.summary_chars, content_chars=opts.content_chars,
+                                    where=where, floor=floor, dials=dials)
         took = (time.perf_counter() - started) * 1000.0
-        gen = (reusable if reusable is not None else _generation(idx)) if with_generation else None
+        gen = (reusable if reusable is not None else _generation(idx)) if opts.with_generation else None
     checked = time.perf_counter()
     judged = (h if h.scores.rerank is None else replace(h, relevance=relevance.of(h.scores, h.relevance))
               for h in hits)
@@ -259,7 +229,7 @@ def _search(idx: ServedIndex, scope: EffectiveScope, query: str, limit: int, *, 
             and allows(scope, h.path, h.dataset, True, names=(h.doc_id,))]
     if dials.neighbours:
         with _index_calls(scope):
-            kept = idx.with_neighbours(kept, dials.neighbours, content_chars)
+            kept = idx.with_neighbours(kept, dials.neighbours, opts.content_chars)
     kept = [clean(h) for h in kept]
     if explain is not None:
         with _index_calls(scope):

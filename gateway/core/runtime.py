@@ -1,10 +1,6 @@
 """What one worker holds while serving: config, clock, replay store, indexes, events.
 
-`config` may be swapped whole by a reload (gateway/serve/reload.py); request paths read
-it once per request, so an in-flight request finishes with the config it began with.
-Everything a caller's wing or an operator's tool adds (key usage, metrics, the deliveries
-record, the agent tools' clients) is built beside the Runtime by gateway/serve/app.py and
-registered here only to be closed (`on_close`).
+Rationale: docs/design-notes.md, "gateway/core/runtime.py".
 """
 
 from __future__ import annotations

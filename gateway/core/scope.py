@@ -1,23 +1,6 @@
 """The scope engine: what may this caller see?
 
-Every endpoint asks here, whoever the caller is. A request names a knowledge route
-and may narrow it (datasets, path globs, working docs); the caller's principal carries
-grants (the route's own filter, the client's policy); the effective scope is their
-intersection, never wider than any of them, and an empty intersection is a denial, not
-an empty result (seed 002 §8 "授权与 effective scope"). `effective_scope` is the one
-function that computes it; `resolve_callback` (Volcengine tenants, seed 003) and
-`resolve_agent` (agent clients, seed 000 and 002) only gather its inputs.
-
-Never visible, whatever a grant says: `config/**` and `state/**` (seed 002 §8; `state/**`
-appears only as index manifest summaries such as generation and counts, never as
-documents). `working/**` (working docs) only when the request and every grant say so.
-These exclusions hold for every name a document can be reached by — its tree path and its
-id (a JSONL record with id `config/secret.md` and no path is as hidden as a Markdown file
-at that path) — in any case and with any leading '/' or './' (`excluded`); the index
-filter applies the same rule (indexes.search.exclusion_regex), so searches are not
-thinned after the fact. A name that walks a tree (`a/../config/x`; refused at ingest,
-`indexes.paths`, but an index built before may hold one) is judged as given and as walked
-(`indexes.paths.normal_name`): inside a scope only when both forms are.
+Rationale: docs/design-notes.md, "gateway/core/scope.py".
 """
 
 from __future__ import annotations
@@ -43,9 +26,9 @@ from indexes.types import SearchFilter
 
 log = logging.getLogger("kbgate.scope")
 
-# Never searchable or readable through any route, whatever a policy says (seed 002).
+# Never searchable or readable through any route, whatever a policy says (Agent Access API 技术设计).
 ALWAYS_EXCLUDED: tuple[str, ...] = ("config/**", "state/**")
-# Working documents: hidden unless the request and every grant include them (seed 002 §8).
+# Working documents: hidden unless the request and every grant include them (Agent Access API 技术设计 §8).
 WORKING_DOCS: tuple[str, ...] = ("working/**",)
 
 
@@ -154,7 +137,7 @@ def _intersect_datasets(a: tuple[str, ...] | None, b: tuple[str, ...] | None) ->
 
 def effective_scope(principal: Principal, route: tuple[str, ...], index: str,
                     grants: Sequence[Grant], request: ScopeRequest) -> EffectiveScope:
-    """request ∩ every grant → EffectiveScope, or a denial (seed 002 §8).
+    """request ∩ every grant → EffectiveScope, or a denial (Agent Access API 技术设计 §8).
 
     Raises AccessDenied: 'access.dataset_not_allowed' when the request names a dataset
     outside the grants or the grants share none; 'access.forbidden_scope' when no path
@@ -215,7 +198,7 @@ def allows(eff: EffectiveScope, path: str, dataset: str, qa_visible: bool, *, na
 def _judged(f: SearchFilter, path: str, dataset: str, qa_visible: bool,
             names: tuple[str, ...]) -> tuple[str | None, bool]:
     """(the name problem that keeps the document out, or None; whether it is inside `f`): a pure
-    function of its arguments, remembered (issue 19: the same documents come back callback after
+    function of its arguments, remembered (the same documents come back callback after
     callback, and the check's name folding and glob matching cost ~14 us a hit)."""
     for n in (path, dataset, *names):
         problem = name_problem(n)
@@ -265,7 +248,7 @@ def route_grant(route: Route | AgentRoute) -> Grant:
     """The grant of a configured route (callback or agent): its datasets and path globs.
 
     A route does not decide about working docs: the caller's policy and the request do
-    (seed 002: both must opt in), so a route grant never vetoes them.
+    (Agent Access API 技术设计: both must opt in), so a route grant never vetoes them.
     """
     return Grant(datasets=route.datasets, path_globs=route.path_globs, include_working_docs=True)
 
@@ -273,7 +256,7 @@ def route_grant(route: Route | AgentRoute) -> Grant:
 def resolve_callback(tenant: Tenant, first_level_id: str, second_level_id: str, key_id: str | None) -> EffectiveScope:
     """Resolve a Volcengine callback's knowledge path to an effective scope.
 
-    first_level_id, second_level_id: the Body fields as strings (seed 003).
+    first_level_id, second_level_id: the Body fields as strings (the 联网问答Agent callback spec).
     key_id: the id of the key that verified the request, None in report mode unsigned.
     Raises NotFound('route_unknown') naming the pair when the tenant has no such route.
     The tenant's policy is its routes; the request is the whole route.
@@ -301,14 +284,14 @@ def policy_grant(client: AgentClient) -> Grant:
 
 def require_tool(client: AgentClient, tool: str) -> None:
     """Raise AccessDenied('access.forbidden_tool') unless the client's policy grants `tool`
-    (seed 002 §8: tools a policy does not name are denied)."""
+    (Agent Access API 技术设计 §8: tools a policy does not name are denied)."""
     if tool not in client.policy.tools:
         raise AccessDenied("access.forbidden_tool", f"tool {tool!r} is not allowed for this client")
 
 
 def resolve_agent(agent: AgentConfig, client: AgentClient, principal: Principal, route_name: str,
                   tool: str | None, request: ScopeRequest = ScopeRequest()) -> tuple[AgentRoute, EffectiveScope]:
-    """Resolve an agent client's request on a workspace route (seed 002 §8).
+    """Resolve an agent client's request on a workspace route (Agent Access API 技术设计 §8).
 
     tool: the tool being called ('knowledge.search', 'knowledge.read'), None for
     capabilities (route access only). Raises AccessDenied: 'access.forbidden_scope' for a
@@ -332,7 +315,7 @@ def resolve_agent(agent: AgentConfig, client: AgentClient, principal: Principal,
 def resolve_agent_routes(agent: AgentConfig, client: AgentClient, principal: Principal, tool: str,
                          request: ScopeRequest, named: tuple[str, ...] | None = None,
                          ) -> list[tuple[AgentRoute, EffectiveScope]]:
-    """Resolve a request over several routes (seed 002 §8): each route's effective scope.
+    """Resolve a request over several routes (Agent Access API 技术设计 §8): each route's effective scope.
 
     named: the routes the caller asked for (each must resolve, else its denial is raised);
     None = every route of the client's policy, where a route the request cannot use is
@@ -360,7 +343,7 @@ def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], genera
 
     It covers the effective scope (index, datasets, globs, exclusions), the configuration
     it came from (`configured`: e.g. the route and policy as dicts) and the index
-    generation, so it changes whenever any of them changes (issue 4).
+    generation, so it changes whenever any of them changes.
     """
     payload = {
         "v": 1,
@@ -374,7 +357,7 @@ def scope_revision(eff: EffectiveScope, configured: Mapping[str, object], genera
 
 
 def configuration_revision(eff: EffectiveScope, configured: Mapping[str, object]) -> str:
-    """What a ref binds of the knowledge configuration (seed 000 "引用绑定…完整知识配置及文档
+    """What a ref binds of the knowledge configuration (Agent知识按需搜索与读取 "引用绑定…完整知识配置及文档
     标题/正文SHA256修订"): SHA-256 hex over the effective scope and the configuration it came
     from — `scope_revision` without the index generation, so that a commit that changed other
     documents leaves a ref readable (the ref's document revision guards its own document).

@@ -1,20 +1,6 @@
 """Redis script calls of one worker sent together: one round trip for the calls that wait at once.
 
-A callback waits on Redis twice (the replay claim, then `answered`: gateway.core.replay); under
-load many callbacks of one worker wait at the same moment, each paying a round trip of its
-own (the client's connection checkout, a write, a wake-up, a read: in issue 19's profile Redis
-was 16% of a callback's CPU, against one SET of a hand-built gateway). `ScriptBatcher.call`
-sends a call at once while fewer than MAX_IN_FLIGHT round trips are on the wire, as before;
-calls made while that many are on the wire wait for one of them and then leave together in
-one pipeline (no transaction: each script stays its own atomic step, in the order the calls
-were made), so a busy worker pays one round trip for many calls and an idle one pays nothing
-more. Two on the wire, not one: a slow Redis reply then holds back only the calls that came
-after both (a call waits at most for one round trip before its own leaves). Nothing about a call changes but when it
-is written: each caller gets its own script's reply or error, and its own timeout (the
-caller's `asyncio.timeout`) still bounds its wait.
-
-On Redis Cluster every call goes alone: redis-py's cluster pipeline refuses EVALSHA, and the
-keys of one batch would lie on several shards anyway (tests/core/test_redis_cluster.py).
+Rationale: docs/design-notes.md, "gateway/core/script_batch.py".
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from indexes.types.secret import Secret as Secret  # the one secret holder, re-exported for the gateway
+
 SECONDS = 1
 KIB = 1024
 MIB = 1024 * KIB
@@ -56,30 +58,3 @@ class NonceStore(Protocol):
     def shared(self) -> bool:
         """True when several processes see the same claims (Redis)."""
         ...
-
-
-class Secret:
-    """A secret string whose repr/str never shows the value (starlette's habit).
-
-    value: the raw secret (str). Use `.reveal()` only where the HMAC key is needed.
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('**********')"
-
-    def __str__(self) -> str:
-        return "**********"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)

@@ -1,17 +1,6 @@
 """Typed reads of untrusted objects: one helper set for config, the Volcengine body and agent requests.
 
-Every caller reads a JSON or TOML object (a config table, a callback body, an agent request)
-and must turn each malformed field into *its own* documented error: `ConfigError` naming the
-key, a Volcengine `MalformedRequest` with its Ret reason, an agent `access.request_invalid`
-or `knowledge_request_invalid`. So the getters here never raise an error of their own: on a
-problem they build a `Problem` (which field, what kind of problem, a safe sentence) and raise
-whatever the caller's error factory `invalid(problem)` returns.
-
-    f = Fields(table, "server", config_invalid)
-    workers = f.integer("workers", 1, lo=1, hi=64)      # → ConfigError('server.workers', ...)
-
-A problem's text never quotes the offending value (it may be a secret pasted in the wrong
-place, or an attacker's bytes); it names the field, clipped to 40 characters.
+Rationale: docs/design-notes.md, "gateway/core/validate.py".
 """
 
 from __future__ import annotations
@@ -143,7 +132,7 @@ def blank(text: str) -> bool:
     format characters (Cf: zero-width, BOM, soft hyphen, bidi controls, tag characters), control
     characters (Cc) and the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0)? Such a query finds
     nothing (`indexes.analysis` folds the same characters out or breaks words on them), so every
-    wing refuses it as empty (`Fields.string(non_blank=True)`; issue 16: queries of zero-width
+    wing refuses it as empty (`Fields.string(non_blank=True)`; queries of zero-width
     spaces, then of Hangul fillers and soft hyphens, were answered 200 with no results).
     The set: `indexes.invisible`."""
     return invisible_blank(text)

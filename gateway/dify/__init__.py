@@ -1,16 +1,6 @@
-"""Dify's External Knowledge API (issue 11): a thin wing on the core.
+"""Dify's External Knowledge API: a thin wing on the core.
 
-Dify POSTs `{endpoint}/retrieval` with `Authorization: Bearer <API key>`; the admin pastes
-`https://HOST{dify.prefix}` (default `/dify`) as the endpoint. The key is an agent client's
-token whose policy grants `dify.retrieval`; `knowledge_id` names one of the client's agent
-routes. Everything else is the core's: principals, the scope engine, the scoped retrieval,
-the audit line (wing 'dify') and the per-wing metrics that observe it.
-
-    wire.py        the frame's Wire: 64 KiB bodies, DIFY_TABLE codes, {error_code, error_msg}
-    request.py     Dify's request as Dify sends it → Retrieval (metadata_condition → MetaFilter)
-    retrieval.py   the handler: grant → body → scope → search → records
-    records.py     hits → records; the score normalization
-    schemas/       JSON Schemas of the request, the answer and the error
+Rationale: docs/design-notes.md, "gateway/dify/__init__.py".
 """
 
 from __future__ import annotations

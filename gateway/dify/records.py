@@ -1,17 +1,6 @@
 """Hits as Dify reads them: `{"content", "score", "title", "metadata"}` records.
 
-Score. Dify compares `score` with its `score_threshold` in 0..1 (a cosine similarity in its own
-knowledge bases). A record's score is the hit's relevance (`Hit.relevance`, rounded to 6
-places): the one 0..1 scale the core gives every hit of every index kind, lexical, hybrid or
-reranked (`indexes.relevance`; docs/search-quality.md says what 0.3 or 0.7 means, with the
-figures), so a threshold means the same on every knowledge base and in every answer. The
-threshold is applied to these scores, after the route's relevance floor, and never lowered to
-fill the list.
-
-Metadata is always an object with a non-empty string `document_id` (Dify ≥ 1.13 fails the
-workflow's retrieval node without one; issues #32585, #32611), then `path`, `url`,
-`dataset`, `publish_time` (unix seconds) when known, and the document's kept metadata
-fields (indexes.ingest.metadata).
+Rationale: docs/design-notes.md, "gateway/dify/records.py".
 """
 
 from __future__ import annotations

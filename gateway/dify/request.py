@@ -1,26 +1,6 @@
 """Dify's retrieval request, read as Dify sends it (api/services/external_knowledge_service.py):
 
-    {"knowledge_id": str, "query": str,
-     "retrieval_setting": {"top_k": int, "score_threshold": float 0..1},
-     "metadata_condition": null | {"logical_operator": "and" | "or",
-                                   "conditions": [{"name", "comparison_operator", "value"}]}}
-
-Tolerant where Dify varies between versions, strict where a value would change the answer:
-- fields we do not know are ignored (later Dify versions add some);
-- `retrieval_setting` absent or null, `top_k` absent or null → [dify] default_top_k; `top_k`
-  above [dify] max_top_k is clamped to it (some versions send it stuck at a default, #25439);
-  `score_threshold` absent or null → 0;
-- `metadata_condition` null, or `conditions` null or [] → no narrowing; `logical_operator`
-  absent or null → "and" (Dify's default);
-- a condition whose value is null is skipped, as Dify's own metadata filter skips it (except
-  `empty` / `not empty`, which take none); the count is in the audit line;
-- the ASCII spellings `!=`, `>=`, `<=` Dify's own filter accepts are read as `≠`, `≥`, `≤`;
-- for `in` / `not in` a string value is a comma-separated list of items.
-Every other departure is 400 `request_invalid` naming the field, e.g.
-`metadata_condition.conditions[1].value`: a wrong type, a `top_k` that is not a positive
-integer (0, -1, 2.5, true; 5.0 is 5), a `score_threshold` outside 0..1 (2 would refuse every
-record, -1 none: neither is what a caller meant), an unknown operator, a value the operator
-cannot use (a word, or a number beyond a double such as "1e309", for `>`).
+Rationale: docs/design-notes.md, "gateway/dify/request.py".
 """
 
 from __future__ import annotations

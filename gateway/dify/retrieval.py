@@ -1,14 +1,6 @@
 """The one endpoint: `POST {dify.prefix}/retrieval`, Dify's External Knowledge API.
 
-One straight path, in the Bearer-token frame (gateway.core.frame):
-
-    Bearer API key → (agent client, principal)       gateway.core.principals (1001 / 1002)
-    the client's policy grants dify.retrieval        gateway.core.scope.require_tool (1002)
-    no body → 400 body_empty                         Dify's registration check: the key is valid
-    body → Retrieval                                 gateway.dify.request (4000)
-    knowledge_id → (agent route, effective scope)    gateway.core.scope.resolve_agent (2001)
-    search inside the scope, narrowed by metadata    gateway.core.retrieve.search (5030)
-    hits → records, normalized scores ≥ threshold    gateway.dify.records
+Rationale: docs/design-notes.md, "gateway/dify/retrieval.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Dify's side of the Bearer-token frame: its body cap, its error codes and its envelopes.
 
-    answer   200 {"records": [...]}                          (gateway.dify.records)
-    error    4xx/5xx {"error_code": int, "error_msg": str}   (DIFY_TABLE in gateway.core.errors)
-
-Dify does not read error bodies (any non-200 becomes "no results" in a chat and an error in
-retrieval testing), so every refusal is also an audit line with the wing 'dify' and its code,
-and a count in `kbgate_wing_errors_total{wing="dify"}`.
+Rationale: docs/design-notes.md, "gateway/dify/wire.py".
 """
 
 from __future__ import annotations

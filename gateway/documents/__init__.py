@@ -1,25 +1,6 @@
-"""The document API (issue 20): pipelines and CMS webhooks writing an index, a wing of its own.
+"""The document API: pipelines and CMS webhooks writing an index, a wing of its own.
 
-    PUT    /documents/v1/indexes/{index}/documents/{id}    a document (JSON, or a file of a type kbgate reads)
-    DELETE /documents/v1/indexes/{index}/documents/{id}
-    GET    /documents/v1/indexes/{index}/documents/{id}    its revision, commit, when applied
-    POST   /documents/v1/indexes/{index}/batch             upserts and deletes in one commit, or none
-    any other path under /documents/v1                     404 documents.endpoint_not_found
-
-Every answer under /documents/v1 is the API's JSON envelope: the id takes any characters, a
-line break included (`AnyConvertor`), and a path no endpoint serves is refused in it too.
-
-Why a wing and not a tool of the Agent Access API: that API never writes content (seed 002
-§3, §15: agents file feedback and tasks, content changes go through review), and its callers
-are agents; these callers are pipelines and CMSs writing what is already published. They share
-the agent clients' Bearer tokens and policies (gateway.core.principals, the grant
-'documents.write' and the policy's `write_indexes`), the frame, the audit line (wing
-'documents') and its metrics, as Dify and MCP do.
-
-    wire.py       the frame's Wire: the tool API's envelope, DOCUMENT_CODES, Retry-After, Allow
-    reading.py    JSON documents and uploaded files → Documents, by the readers of `index add`
-    writes.py     one write at a time per index in a worker, through the index's one writer
-    handlers.py   grant → index → body → documents → one commit → what changed
+Rationale: docs/design-notes.md, "gateway/documents/__init__.py".
 """
 
 from __future__ import annotations

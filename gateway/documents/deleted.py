@@ -1,17 +1,6 @@
 """Documents deleted from the console, kept restorable for `admin.keep_deleted_days`, then purged.
 
-    <indexes.dir>/.deleted/<index>/<sha256(id)[:24]>-<deleted at, ms>.json   (0600, written atomically)
-    {"index", "id", "deleted_at": unix s, "by": who, "document": the Document as stored}
-
-A delete keeps the document (`indexes.browse.as_document`: its sections, metadata, url, path,
-dataset and visibility as stored) before its commit, and drops the entry again when the commit
-fails; a restore writes it back as an upsert through the same writer, then drops the entry.
-Each deletion is its own entry (deleting, re-uploading and deleting again keeps both). An
-entry older than the window is never offered and is removed by `purge`: at each listing,
-delete and restore, every `PURGE_EVERY` seconds in each worker, and by `kbgate documents purge`.
-'.deleted' is no index name (`indexes.store` names start with a letter or digit). The files
-hold the documents' text: they sit beside the indexes, with the same readers and backups.
-The rationale: docs/console.md, "Deleting and restoring documents".
+Rationale: docs/design-notes.md, "gateway/documents/deleted.py".
 """
 
 from __future__ import annotations

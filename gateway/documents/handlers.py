@@ -1,18 +1,6 @@
 """The document API's handlers: grant → index → body → documents → one commit → what changed.
 
-    PUT    …/documents/{id}   a JSON document (a JSONL record) or a file (raw body with its
-                              Content-Type, or multipart/form-data with one part `file`);
-                              query: replace=true, and for files dataset=, path=
-    DELETE …/documents/{id}   query: none
-    GET    …/documents/{id}   its revision, the commit the answer was read at, when it was applied
-    POST   …/batch            {"upserts": [JSON documents], "deletes": [ids], "replace": false}
-
-Denials first, before any body is read or any index opened: the grant 'documents.write'
-(access.forbidden_tool), the index among the policy's `write_indexes`
-(access.forbidden_scope), then each document's dataset among the policy's `datasets`
-(access.dataset_not_allowed; a delete's from the index, checked again under the writer's
-lock). Every write is one change set (`indexes.changes`): applied in one commit or refused
-whole, answered after the commit with what became of each id.
+Rationale: docs/design-notes.md, "gateway/documents/handlers.py".
 """
 
 from __future__ import annotations

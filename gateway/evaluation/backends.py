@@ -1,20 +1,13 @@
 """`kbgate eval --milvus URI`: the shared sets on an index served by Milvus against the same
-pages in a Tantivy folder (docs/scaling.md, "Milvus": parity).
+pages in a Tantivy folder (docs/scaling.md, "3. One index past one machine": parity).
 
-For each corpus both indexes are built from the same documents, then every question of every
-set is asked of both with the same arguments a callback uses (10 hits, the default relevance
-floor, Summary and content budgets), at the index (`ServedIndex.search`, no HTTP: the
-wings shape both alike, tests/e2e/test_milvus.py shows their answers byte for byte). Printed per
-set: MRR@10 and answer-hit@5 on each backend and their difference, the questions each backend
-wins (a higher MRR@10), and for the off-topic set the share answered (any hit). The collection
-is dropped after each corpus. Milvus Lite is not a performance figure: no latency is printed.
+Rationale: docs/design-notes.md, "gateway/evaluation/backends.py".
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gateway.core.config.model import DEFAULT_RELEVANCE_FLOOR, SUMMARY_CHARS
-from gateway.evaluation.eval_serve import LIMIT, doc_id_of, free_port
-from gateway.evaluation.evaluate import Corpus, default_corpora, parse_corpus
+from gateway.evaluation.eval_serve import LIMIT, doc_id_of
+from gateway.evaluation.evaluate import Corpus, present_corpora
 from gateway.evaluation.evaluation import QueryScore, load_queries, score_queries, summarize
+from gateway.ops.processes import free_port, listening, stop, wait_until
 from indexes.ingest import read_paths
 from indexes.store import IndexStore
 from indexes.types import Document, MilvusConfig, ServedIndex
@@ -93,18 +87,10 @@ def _lite(workdir: Path) -> Iterator[str]:
         proc = subprocess.Popen([exe, "server", "--data-dir", str(workdir / "milvus-data"), "--host", "127.0.0.1",
                                  "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"milvus-lite server did not start (see {workdir / 'milvus-lite.log'})")
-            time.sleep(0.2)
+        wait_until(lambda: listening(port), proc, 60, f"milvus-lite server (see {workdir / 'milvus-lite.log'})")
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop(proc, grace=30)
 
 
 def run_parity(corpora: list[str], max_queries: int, workdir: Path, uri: str) -> int:
@@ -113,12 +99,9 @@ def run_parity(corpora: list[str], max_queries: int, workdir: Path, uri: str) ->
     if uri == "lite":
         with _lite(workdir / "backends") as started:
             return run_parity(corpora, max_queries, workdir, started)
-    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
-    for c in chosen:
-        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
-        if missing:
-            print(f"kbgate: corpus {c.name}: missing {', '.join(missing)}", file=sys.stderr)
-            return 2
+    chosen = present_corpora(corpora)
+    if chosen is None:
+        return 2
     workdir = workdir / "backends"
     for c in chosen:
         for line in _one(c, max_queries, workdir / c.name, uri):

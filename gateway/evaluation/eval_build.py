@@ -1,5 +1,5 @@
 """What hybrid retrieval costs to build, for `kbgate eval`: CPU time to embed chunks with a local
-model (issue 17: "build time per 1,000 chunks"). An index's vectors are computed once at ingest and
+model ("build time per 1,000 chunks"). An index's vectors are computed once at ingest and
 cached by content; this is what the first run, or a changed chunk, pays."""
 
 from __future__ import annotations

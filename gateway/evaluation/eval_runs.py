@@ -1,24 +1,6 @@
 """Per-question results of `kbgate eval` runs, saved and compared: the wins/losses rule.
 
-Every run saves what each system scored on each question of each set to
-`<workdir>/runs/<UTC time>-<git rev>.json` (`save`), and compares itself with the previous saved
-run (`latest`, or a file given with `kbgate eval --against FILE`): per set and system, how many
-questions it wins and loses (`compare`). A question of an on-topic set is won when its
-reciprocal rank rises, or stays and its answer-hit rises; lost the other way round. A question
-of an off-topic set (no relevant document, no answer: ../shared/corpora/offtopic) is won when
-it was answered with a result and is not any more, lost the other way round. The rule (issue
-17): a ranking change lands only when no set loses more questions than it wins
-(`Verdict.holds`); the command prints each set's figures and whether the rule holds, for the
-commit message.
-
-File shape: {"rev": str, "when": str (ISO 8601 UTC), "sets": {"<corpus>/<set label>":
-{"<system>": {"<query id>": [mrr, hit, results(, in the 5 Summaries, in the first)]}}},
-"fallbacks": {"<corpus>/<set label>":
-{"<system>": int | null}}} ("fallbacks": searches a column answered without its hybrid or rerank
-stage, `gateway.evaluation.eval_serve`; absent in runs saved before it was counted). Nothing here
-holds question text. With `summaries=True`, `compare` judges the Summaries instead: a question is
-won when the answer enters the 5 Summaries, or stays there and enters the first Summary; lost the
-other way round (questions saved without Summary figures are not compared).
+Rationale: docs/design-notes.md, "gateway/evaluation/eval_runs.py".
 """
 
 from __future__ import annotations

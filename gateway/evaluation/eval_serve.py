@@ -1,21 +1,13 @@
 """The served side of `kbgate eval`: a real `kbgate serve` per column, questions as signed
 Volcengine callbacks, and the stand-in reranker beside it (`gateway.evaluation.rerank_standin`).
 
-A loaded machine must not change what a run measures (docs/search-quality.md, "make eval"):
-- every wait for a process to come up (`ready_seconds`) and the client's wait for one answer
-  (`CLIENT_TIMEOUT_S`) are long, and a process that exits is reported at once, so a long wait
-  costs nothing on an idle machine;
-- each set's searches that a column answered without its stage (a hybrid search answered
-  lexically, a rerank call whose order was not used: the server's /metrics outcomes) are counted
-  per set into `Served.fallbacks`, and the run prints them: a column with fallbacks measured
-  something else than its configuration.
+Rationale: docs/design-notes.md, "gateway/evaluation/eval_serve.py".
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +21,7 @@ import orjson
 from gateway.evaluation.cpu import tree_cpu_seconds
 from gateway.evaluation.eval_table import Served
 from gateway.evaluation.evaluation import EvalQuery, score_queries
-from gateway.ops.probe import wait_ready
+from gateway.ops.processes import free_port, stop, wait_ready
 from gateway.volcengine.signing import sign_headers
 
 __all__ = ["CLIENT_TIMEOUT_S", "READY_SECONDS", "Standin", "by_callback", "doc_id_of", "fallbacks", "free_port",
@@ -55,24 +47,6 @@ def doc_id_of(result_id: str) -> str:
     """'{doc_id}#{chunk}' or '{doc_id}' → doc_id (the chunk suffix is digits)."""
     head, sep, tail = result_id.rpartition("#")
     return head if sep and tail.isdigit() else result_id
-
-
-def free_port() -> int:
-    """A free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process we started: SIGTERM, then SIGKILL when it has not exited 15 s later (a
-    loaded machine can keep a worker finishing its requests)."""
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(15)
 
 
 @contextmanager

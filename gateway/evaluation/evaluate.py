@@ -1,35 +1,6 @@
 """`kbgate eval` / `make eval`: retrieval quality over real signed callbacks, beside a baseline.
 
-For each corpus: build an index with the same ingest as `kbgate index add`, start a real
-`kbgate serve` on a free loopback port, send every query of each question set as a signed
-Volcengine callback (fresh nonce each, Limit 10) and score the answers:
-- MRR@10 by document (Ids' document part; Markdown ids are paths);
-- answer-hit@5: an answer string occurs in a returned Summary or KnowledgeContent.
-Per question set, and per question style when the set labels its questions (`style`:
-colloquial | paraphrase | keyword in tidb-docs-cn/queries.colloquial.jsonl). Beside it, in
-the same run, the bm25s + rjieba baseline over 300-character chunks of the same documents
-(gateway.evaluation.evaluation.Bm25sBaseline), the callback latency seen by the client (p50 / p99) and
-the server's CPU time per callback (run time of the server's processes and threads, from
-/proc schedstat, over the set, divided by its callbacks). Prints one table.
-
-Systems are columns: `lexical` (kbgate as configured by default), `hybrid` (the same index
-served hybrid, docs/hybrid-retrieval.md: vectors of the embedded model `--hybrid MODEL`,
-default use-multilingual-v3, computed at ingest and kept in `<workdir>/indexes/.embedding-cache`
-so only the first run embeds the corpora; `--hybrid none` leaves the column empty) and `bm25s`.
-The hybrid server runs with a 10 s query deadline (the rerank stage too) so that every question
-is answered with its column's stage on a loaded machine; the run counts and prints, per set and
-column, the searches that still fell back (`gateway.evaluation.eval_serve`): a run with any is not
-comparable. Its callback latency and CPU per callback are columns of their own, so the cost hybrid
-adds per callback is read beside the lexical one.
-
-The shared sets (`default_corpora`): cmrc2018, tidb-docs-cn (first 20 questions, colloquial
-set), laws-cn dev, and the off-topic set on each documentation and laws route (tidb-docs-cn,
-laws-cn): questions no document answers, whose figure is the share answered with any result
-(column "answered"; the right answer is none, README "Search quality").
-
-Each run saves its per-question results under `<workdir>/runs/` and prints each set's wins and
-losses against the previous saved run, or the one `--against FILE` names (`gateway.evaluation.eval_runs`):
-a ranking change lands only when no set loses more questions than it wins.
+Rationale: docs/design-notes.md, "gateway/evaluation/evaluate.py".
 """
 
 from __future__ import annotations
@@ -37,6 +8,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,6 +113,18 @@ def default_corpora(root: Path = SHARED_CORPORA) -> list[Corpus]:
     ]
 
 
+def present_corpora(corpora: Sequence[str]) -> list[Corpus] | None:
+    """The corpora named (NAME=DOCS:SETS…; none: the shared ones), or None after saying on stderr
+    which files of one are missing."""
+    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
+    for c in chosen:
+        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
+        if missing:
+            print(f"kbgate eval: corpus {c.name} not found: {', '.join(missing)}", file=sys.stderr)
+            return None
+    return chosen
+
+
 def parse_corpus(spec: str) -> Corpus:
     """'NAME=DOCS_PATH:QUERIES_FILE' → Corpus with one question set. Raises ValueError for
     another shape."""
@@ -162,12 +146,9 @@ def run_eval(corpora: list[str], max_queries: int, workdir: Path, hybrid_model: 
     started server, the stand-in or a hybrid server's model (`eval_serve`). Returns 0 when lexical is ahead of the
     baseline on both figures for every whole on-topic question set, 1 otherwise, 2 when a corpus
     or `against` is missing."""
-    chosen = [parse_corpus(c) for c in corpora] if corpora else default_corpora()
-    for c in chosen:
-        missing = [str(p) for p in (c.docs, *(s.path for s in c.sets)) if not p.exists()]
-        if missing:
-            print(f"kbgate eval: corpus {c.name} not found: {', '.join(missing)}", file=sys.stderr)
-            return 2
+    chosen = present_corpora(corpora)
+    if chosen is None:
+        return 2
     if against is not None and not against.is_file():
         print(f"kbgate eval: --against {against}: no such saved run", file=sys.stderr)
         return 2

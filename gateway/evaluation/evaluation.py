@@ -1,24 +1,7 @@
 """Retrieval quality metrics and the bm25s baseline, shared by tests and `kbgate eval` (moved
 here from indexes/, which holds serving and ingest code only).
 
-Metrics (per query, averaged by `evaluate`):
-- MRR@k over documents: 1/rank of the first relevant document id among the first k
-  distinct document ids, 0 when none.
-- answer-hit@k: 1 when any expected answer string occurs in any of the first k
-  returned texts. Both sides are compared after `normalize` with whitespace,
-  backticks and `*` removed, because the TiDB answers are quoted from raw
-  Markdown ("取值范围是 `1` 到 `15`") while indexed text has the markup stripped.
-- answer in the 5 Summaries / in the first Summary (served systems only): an answer string
-  occurs in the `Summary` of one of the first 5 results / of the first, the text the agent's
-  model answers from; and the mean Summary length in characters.
-- answered: 1 when the answer held any result at all. On an off-topic set (questions no
-  document answers: ../shared/corpora/offtopic) the right answer is none, so its share of
-  answered questions is the figure to keep low.
-
-Baseline (`Bm25sBaseline`): what a Python developer would otherwise write —
-bm25s BM25 over fixed 300-character chunks of each document's plain text,
-tokenized with rjieba.cut after the same `normalize`. bm25s is a dev dependency,
-imported lazily.
+Rationale: docs/design-notes.md, "gateway/evaluation/evaluation.py".
 """
 
 from __future__ import annotations

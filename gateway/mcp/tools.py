@@ -1,23 +1,7 @@
 """The MCP server's two tools, `search` and `fetch`, in the shape ChatGPT connectors and deep
 research expect (../shared/notes/mcp.md "Tools a knowledge server offers"):
 
-    search(query[, route]) → {"results": [{"id", "title", "url", "text"}]}  (text: the passage that answers)
-    fetch(id)              → {"id", "title", "text", "url", "metadata"}
-
-each as the JSON text of one content item, mirrored in `structuredContent`. An `id` is a
-signed ref of the knowledge protocol (gateway.core.refs), bound to the client, its session
-and end user, the route, its knowledge configuration and the document's revision (never the
-index generation: a commit that changed other documents leaves it readable), so `fetch`
-re-checks scope and document revision exactly as `knowledge/read` does. `url` is the
-document's URL when the index holds one, else the stable `kbgate://{route}/{document id}`
-(percent-encoded), so every result can be cited.
-
-A tool is offered to a client holding its grant (`mcp.search`, `mcp.fetch` in the client's
-`tools`); scope comes only from the core (resolve_agent_routes / resolve_agent), retrieval
-only from gateway.core.retrieve. Names, descriptions and input schemas are the whole user
-interface of a model, so they say what to send and what comes back, with Chinese examples.
-A problem of the call itself (bad arguments, a refused id, an index down) is a `ToolFailure`
-that the server turns into a tool result with isError true and this message.
+Rationale: docs/design-notes.md, "gateway/mcp/tools.py".
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """The MCP endpoint as an ASGI app: everything kbgate checks before the MCP SDK sees a request,
 and the audit line and metrics event after it answered.
 
-    Origin (403) → method (POST; GET, DELETE … 405) → Bearer token (401, gateway.core.principals)
-    → Host (421, when mcp.allowed_hosts is set: `host_allowed`; after the token, so the
-      refusal's audit line names the caller)
-    → body: application/json, ≤ mcp.max_body_bytes, within server.body_timeout_seconds (415/413/408)
-    → shape: no batch (a JSON array), an id that is a string or an integer (400, -32600)
-    → the SDK's session manager (stateless, JSON)
-    → x-request-id, Cache-Control: no-store, CORS for an allowed Origin
-    → one audit line (wing "mcp") per tool call or refused request (gateway.core.audit.record);
-      every request's AuditEvent reaches rt.events, so the per-wing metrics count them all
-
-The same app answers `mcp.path` and `mcp.path + '/'` (two routes, so neither redirects).
-The body is read once, bounded, and replayed to the SDK; its JSON-RPC method (and tool
-name) only labels the audit line and metrics: the SDK parses and validates it itself. A
-refusal here is a JSON-RPC error with id null, the kbgate code in `error.data.code`
-(gateway.core.errors MCP_CODES, AGENT_CODES for access.unauthorized).
+Rationale: docs/design-notes.md, "gateway/mcp/transport.py".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """What `kbgate check-config` prints under a routed index that would not open: the next step
 for each state, with the config file the operator ran it on filled in.
 
-    [MISSING]                          → the `kbgate index add` command that builds it
-    [DAMAGED]                          → restore the folder, or delete it and rebuild (indexes.errors)
-    [BUILT BY ANOTHER SCHEMA VERSION]  → delete the folder and rebuild (indexes.errors)
-    [LOCKED BY A WRITER]               → wait for the writer (indexes.errors)
-    [READ-ONLY], [UNREADABLE]          → a writable TMPDIR, read access for the server's user
-                                         (a read-only folder alone opens: indexes.readonly)
-
-and, for a route's retrieval dial its index cannot honour as built, a warning (`inert_dials`).
+Rationale: docs/design-notes.md, "gateway/ops/check_steps.py".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The operators' and admins' subcommands of `kbgate` (registered by gateway/cli.py).
 
-kbgate secrets add    --config FILE --tenant T [--id ID] [--value-env VAR | --value-file F |
-                      --value-stdin] [--not-after WHEN]
-kbgate secrets retire --config FILE --tenant T --id ID [--at WHEN | --remove] [--force]
-kbgate secrets list   --config FILE --tenant T   (exit 3: Redis unreachable, usage unknown)
-kbgate onboard        --config FILE --tenant T --url PUBLIC_BASE [--route A/B=INDEX]...
-                      [--secret-stdin] [--wait SECONDS]
-kbgate gaps           --url BASE [--file GROUP] [--json]   (gateway/console/gaps/cli.py)
-kbgate documents      --url BASE [--json]
-
-WHEN: 'now', unix seconds, or 2026-12-31T00:00:00Z. A running `kbgate serve` picks every
-edit up within a second (gateway/serve/reload.py); `kill -HUP` the master to force it.
+Rationale: docs/design-notes.md, "gateway/ops/commands.py".
 """
 
 from __future__ import annotations
@@ -30,10 +20,7 @@ USAGE_UNKNOWN = 3  # `secrets list` exit code: the table was printed, but Redis 
 
 
 def register(sub: Any) -> None:
-    """Add `secrets`, `onboard`, `gaps` and `documents` to the `kbgate` subparsers `sub`."""
-    from gateway.console.gaps.cli import register as register_gaps
-
-    register_gaps(sub)
+    """Add `secrets`, `onboard` and `documents` to the `kbgate` subparsers `sub`."""
     s = sub.add_parser("secrets", help="rotate a tenant's signing keys (add, retire, list)")
     ss = s.add_subparsers(dest="secrets_command")
 

@@ -1,17 +1,6 @@
 """`kbgate index add|list|stats`: build and inspect indexes (registered by gateway/cli.py).
 
-kbgate index add --config FILE --index NAME [--dataset D] [--root DIR] [--url-base URL]
-                 [--delete-missing [--force]] [--replace] [--allow-empty] [--max-document-bytes N]
-                 [--wait SECONDS] PATH...
-kbgate index embed --config FILE --index NAME [--wait SECONDS] [--no-progress]
-kbgate index list|stats --config FILE [--index NAME]
-kbgate index publish|fetch ... (see gateway/ops/replicas.py)
-
-Exit codes: 0 ok; 1 a file or record was refused (unsupported content, encrypted, scanned
-without text, too large, corrupt), or nothing was indexed (unless --allow-empty; a run that
-indexed nothing says so on stderr whatever the flags); 2 a usage problem (a refused root, a
-missing PATH...). The rules are in docs/indexes.md. Every report line names files and ids as
-`indexes.invisible.shown` writes them: a control character (ESC, a line break) as a visible escape.
+Rationale: docs/design-notes.md, "gateway/ops/index_commands.py".
 """
 
 from __future__ import annotations
@@ -29,7 +18,7 @@ from indexes.errors import IndexStoreError
 from indexes.invisible import shown
 from indexes.types import IngestReport
 
-__all__ = ["cmd_index_add", "cmd_index_embed", "cmd_index_list", "register"]
+__all__ = ["EmbedRefused", "cmd_index_add", "cmd_index_embed", "cmd_index_list", "embed_index", "register"]
 
 
 def register(sub: Any) -> None:
@@ -179,30 +168,48 @@ def cmd_index_embed(args: argparse.Namespace) -> int:
     vectors of another model) and publish them for its current commit; the index is hybrid from
     then on (a running server serves it hybrid after a restart). Nothing of the Tantivy index
     changes. Exit 2 when the index is configured `dense = "none"` or does not exist."""
-    from indexes.dense import HybridStore
-    from indexes.dense.config import DenseChoices, default_dense
-
     indexes_dir = load_indexer_config(args.config)[0]
     dense = load_indexes(args.config)[1]
-    if args.index in dense.lexical:
-        print(f'kbgate: index {args.index} is configured dense = "none" in {args.config}: remove that line first',
-              file=sys.stderr)
-        return 2
-    chosen = dense.configured.get(args.index) or dense.default or default_dense()
-    store = HybridStore(indexes_dir, dense=DenseChoices({**dense.configured, args.index: chosen},
-                                                        lexical=dense.lexical, default=dense.default))
-    if not (store.folder(args.index) / "meta.json").is_file():
-        print(f"kbgate: no index {args.index} under {indexes_dir}: build it with kbgate index add "
-              f"(a new index is hybrid by default)", file=sys.stderr)
-        return 2
-    index = store.create_or_open_for_write(args.index)
     started = time.perf_counter()
-    _ingest_waiting(index, iter(()), args, progress=not args.no_progress)
-    report = index.last_dense_report  # type: ignore[attr-defined]
+    try:
+        report, chosen = embed_index(indexes_dir, dense, args.index, wait=args.wait, progress=not args.no_progress,
+                                     config=args.config)
+    except EmbedRefused as exc:
+        print(f"kbgate: {exc}", file=sys.stderr)
+        return 2
     print(report.line(args.index))
     print(f"index {args.index}: hybrid ({chosen.provider} {chosen.model}) in {time.perf_counter() - started:.1f} s; "
           "restart kbgate serve to serve it hybrid")
     return 0
+
+
+class EmbedRefused(ValueError):
+    """An index `embed_index` does not embed: configured `dense = "none"`, or not there."""
+
+
+def embed_index(indexes_dir: Path, dense: Any, name: str, *, wait: float, progress: bool = False,
+                config: str = "the config") -> tuple[Any, Any]:
+    """Embed every chunk of index `name` that lacks vectors of its model (blocking; what `kbgate
+    index embed` and the console's re-embed run). dense: the config's DenseChoices. Returns (the
+    dense report, the DenseConfig used). Raises EmbedRefused, IndexLockedError past `wait`
+    seconds, EmbeddingError."""
+    from indexes.dense import HybridStore
+    from indexes.dense.config import DenseChoices, default_dense
+
+    if name in dense.lexical:
+        raise EmbedRefused(f'index {name} is configured dense = "none" in {config}: remove that line first')
+    chosen = dense.configured.get(name) or dense.default or default_dense()
+    store = HybridStore(indexes_dir, dense=DenseChoices({**dense.configured, name: chosen},
+                                                        lexical=dense.lexical, default=dense.default))
+    if not (store.folder(name) / "meta.json").is_file():
+        raise EmbedRefused(f"no index {name} under {indexes_dir}: build it with kbgate index add "
+                           "(a new index is hybrid by default)")
+    index = store.create_or_open_for_write(name)
+    try:
+        _ingest_waiting(index, iter(()), argparse.Namespace(wait=wait, index=name), progress=progress)
+        return index.last_dense_report, chosen  # type: ignore[attr-defined]
+    finally:
+        index.close()
 
 
 def cmd_index_create(args: argparse.Namespace) -> int:

@@ -1,14 +1,7 @@
 """`kbgate index copy --config FILE --index NAME --to milvus`: a Tantivy index's documents into
 the Milvus collection the config names for it (docs/scaling.md, step 3).
 
-The source is the Tantivy folder `indexes.dir/NAME` (what it served until now); the target is
-`[indexes.NAME] backend = "milvus"` of the same config. Every document is read back whole
-(`ServedIndex.as_document`: sections, metadata, url, cover, summary, path, dataset, visibility
-and source as stored) and written through the Milvus index's one writer, in batches; a document
-already there with the same revision is left as it is, so a copy interrupted and run again
-finishes the rest. Then both indexes are counted: the command fails unless they hold the same
-documents with the same revisions. The folder is left as it was: switch the routes by keeping
-the backend table in the config (it is what the gateway opens), and delete the folder later.
+Rationale: docs/design-notes.md, "gateway/ops/index_copy.py".
 """
 
 from __future__ import annotations

@@ -1,34 +1,18 @@
 """Prometheus metrics, correct under several hypercorn workers.
 
-`kbgate serve` points PROMETHEUS_MULTIPROC_DIR at a fresh folder before the workers spawn
-(`prepare_multiprocess_dir`); each worker's prometheus-client then writes its counters
-and histograms to mmap files there, and a scrape of any worker sums all of them through
-`MultiProcessCollector` (counts of a worker that died or restarted stay in the total).
-Without that variable (tests, embedded use) each `Metrics` has its own registry.
-
-Index gauges are not kept in files: they are read at scrape time from the indexes the
-answering worker has open (`IndexCollector`), as every worker maps the same directories;
-so is `kbgate_route_ready{kind,route,index}` (`RouteCollector`, the states of /readyz).
-`kbgate_config_reload_total{outcome}` counts every load of a changed config file by every
-worker (each worker loads the file itself: one bad edit counts once per worker).
-
-The Bearer-token wings (agent, dify, mcp, documents) are counted per wing from their audit events
-(`observe_call`, subscribed to `gateway.core.audit.AuditEvent` on the Runtime's events): a
-wing gets its metrics by writing its audit line through `gateway.core.audit.record`.
-
-Labels carry only configured tenant names, key ids, outcome reasons (gateway.core.errors
-RET_TABLE), wing names, audit outcomes, error codes of gateway.core.errors' tables,
-signature states and index names: never a secret, header value or query text.
+Rationale: docs/design-notes.md, "gateway/ops/metrics.py".
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import ParamSpec
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -50,6 +34,19 @@ from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked
 from indexes.types import IndexStats
 
 log = logging.getLogger("kbgate.metrics")
+P = ParamSpec("P")
+
+
+def _never_raises(update: Callable[P, None]) -> Callable[P, None]:
+    """A metrics update that logs its own failure instead of raising: metrics never fail a
+    request, a search or a reload."""
+    @functools.wraps(update)
+    def quiet(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            update(*args, **kwargs)
+        except Exception:
+            log.warning("metrics update failed", exc_info=True)
+    return quiet
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -170,7 +167,7 @@ class IndexCollector(Collector):
 
 
 # One route's readiness at scrape time: (kind "tenant" | "agent", route, index, ready); a
-# disabled agent route is left out (gateway.serve.readiness.RouteState).
+# disabled agent route is left out (gateway.core.readiness.RouteState).
 RouteReady = tuple[str, str, str, bool]
 
 
@@ -271,36 +268,30 @@ class Metrics:
         if routes is not None:
             self._scrape.register(RouteCollector(routes))
 
+    @_never_raises
     def count_reload(self, outcome: str) -> None:
         """Count one config load of this worker ('reloaded' | 'rejected'). Never raises."""
-        try:
-            self.reloads.labels(outcome).inc()
-        except Exception:  # metrics must never stop a reload
-            log.warning("metrics update failed", exc_info=True)
+        self.reloads.labels(outcome).inc()
 
+    @_never_raises
     def observe(self, d: Delivery) -> None:
         """Count one callback (after its response was sent). Never raises."""
-        try:
-            t = d.tenant
-            self.callbacks.labels(t, d.outcome).inc()
-            self.signatures.labels(t, d.signature).inc()
-            self.latency.labels(t).observe(d.latency_ms / 1000.0)
-            if d.search_ms is not None:
-                self.search.labels(t).observe(d.search_ms / 1000.0)
-                self.results.labels(t).observe(d.results)
-            if d.key_id is not None and d.signature == "verified":
-                self.keys.labels(t, d.key_id).inc()
-            if d.outcome == "replay_store_unavailable":
-                self.nonce_errors.labels(t).inc()
-        except Exception:  # metrics must never fail a request
-            log.warning("metrics update failed", exc_info=True)
+        t = d.tenant
+        self.callbacks.labels(t, d.outcome).inc()
+        self.signatures.labels(t, d.signature).inc()
+        self.latency.labels(t).observe(d.latency_ms / 1000.0)
+        if d.search_ms is not None:
+            self.search.labels(t).observe(d.search_ms / 1000.0)
+            self.results.labels(t).observe(d.results)
+        if d.key_id is not None and d.signature == "verified":
+            self.keys.labels(t, d.key_id).inc()
+        if d.outcome == "replay_store_unavailable":
+            self.nonce_errors.labels(t).inc()
 
+    @_never_raises
     def observe_hybrid(self, e: HybridSearched) -> None:
         """Count one search of a hybrid index by its outcome (any thread). Never raises."""
-        try:
-            self.hybrid.labels(e.index, e.outcome).inc()
-        except Exception:  # metrics must never fail a search
-            log.warning("metrics update failed", exc_info=True)
+        self.hybrid.labels(e.index, e.outcome).inc()
 
     def hybrid_outcomes(self) -> dict[str, dict[str, int]]:
         """index → outcome ('hybrid', or why a search answered lexically: 'timeout', 'breaker_open',
@@ -316,38 +307,30 @@ class Metrics:
                     per[outcome] = per.get(outcome, 0) + int(sample.value)
         return out
 
+    @_never_raises
     def observe_rerank(self, e: Reranked) -> None:
         """Count one rerank call by its outcome, and its time (any thread). Never raises."""
-        try:
-            self.rerank.labels(e.index, e.outcome).inc()
-            self.rerank_latency.labels(e.index).observe(e.duration_ms / 1000.0)
-        except Exception:  # metrics must never fail a search
-            log.warning("metrics update failed", exc_info=True)
+        self.rerank.labels(e.index, e.outcome).inc()
+        self.rerank_latency.labels(e.index).observe(e.duration_ms / 1000.0)
 
+    @_never_raises
     def observe_answer(self, e: AnswerLooked) -> None:
         """Count one answer cache lookup by its outcome (any thread). Never raises."""
-        try:
-            self.answers.labels(e.index, e.outcome).inc()
-        except Exception:  # metrics must never fail a search
-            log.warning("metrics update failed", exc_info=True)
+        self.answers.labels(e.index, e.outcome).inc()
 
+    @_never_raises
     def observe_call(self, e: AuditEvent) -> None:
         """Count one call of a Bearer-token wing (after its audit line). Never raises."""
-        try:
-            self.wing_requests.labels(e.wing, e.outcome).inc()
-            self.wing_latency.labels(e.wing).observe(e.duration_ms / 1000.0)
-            if e.code is not None:
-                self.wing_errors.labels(e.wing, e.code).inc()
-        except Exception:  # metrics must never fail a request
-            log.warning("metrics update failed", exc_info=True)
+        self.wing_requests.labels(e.wing, e.outcome).inc()
+        self.wing_latency.labels(e.wing).observe(e.duration_ms / 1000.0)
+        if e.code is not None:
+            self.wing_errors.labels(e.wing, e.code).inc()
 
+    @_never_raises
     def count_question(self, route: str, outcome: str) -> None:
         """Count one caller's question (gateway.console.gaps.record: route ids joined by ',',
         configured names only; outcome 'answered' | 'no_answer' | 'low_score'). Never raises."""
-        try:
-            self.questions.labels(route, outcome).inc()
-        except Exception:  # metrics must never fail a search
-            log.warning("metrics update failed", exc_info=True)
+        self.questions.labels(route, outcome).inc()
 
     def drop(self, reason: str, count: int) -> None:
         """Count delivery records dropped for `reason` ('overflow' | 'redis_error')."""

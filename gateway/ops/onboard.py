@@ -1,35 +1,6 @@
 """`kbgate onboard`: connect a Volcengine knowledge base, following the console's own order.
 
-Seed 003 "接入流程": (2) the admin enters the callback path in 知识库配置, (3) presses
-测试 under 请求路径调试, which sends a request BEFORE the configuration is saved, so before
-any key exists, and (4) only after saving does 知识库配置 show the 鉴权密钥. So:
-
-1. print the callback URL to paste; put the tenant in report mode when it has no live key
-   (the test would otherwise be rejected for lacking a signature);
-2. wait for the test delivery in the deliveries record (gateway/console/deliveries.py, shared through
-   Redis with every worker) and show what arrived: FirstLevelId/SecondLevelId, Query (when
-   admin.show_queries keeps it), signature outcome, Ret;
-3. take the secret the console shows (hidden prompt, or one line of stdin), store it exactly
-   as `kbgate secrets add --value-stdin` does, switch the tenant to enforce;
-4. wait for the next delivery and confirm it verified with the new key.
-
-Every config edit goes through gateway/ops/secrets.py (validated, atomic); the running server
-reloads it by itself within a second (gateway/serve/reload.py). When onboard stops before the key
-is stored (no delivery in time, Ctrl-C, SIGHUP of a closed SSH session, SIGTERM, SIGQUIT, an
-error), it puts the config file back exactly as it found it, so a tenant it created or switched
-to report mode does not stay open to unsigned requests. What cannot be caught (kill -9, power
-loss) is bounded by the config itself: onboard's report mode carries `report_until`, the end of
-its own wait for the test delivery, after which the server verifies the tenant as enforcing
-whatever the file still says (gateway/volcengine/signing.py, `Tenant.mode`).
-
-Ctrl-C must stop onboard at once, wherever it waits (a pause, a Redis read, the secret prompt),
-so onboard is plain blocking code and Python's own SIGINT handler raises KeyboardInterrupt in
-the middle of any of them. Under `asyncio.run` a Ctrl-C only cancels the main task: it lands at
-the next `await`, never inside the blocking prompt, and on Python 3.11 a cancellation that
-arrives while redis-py sends a command is lost inside `asyncio.wait_for` (CPython gh-86296,
-fixed in 3.12), so onboard polled on until `--wait` ran out. The config edits themselves hold
-a Ctrl-C back until they are complete (`_whole`), so none is left half-made. SIGHUP, SIGTERM
-and SIGQUIT get the same treatment as Ctrl-C (`Stopped`), and exit 128 + the signal's number.
+Rationale: docs/design-notes.md, "gateway/ops/onboard.py".
 """
 
 from __future__ import annotations
@@ -45,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.console.deliveries import DeliveryReader
 from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import config_lock, write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
+from gateway.ops.deliveries import DeliveryReader
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
 

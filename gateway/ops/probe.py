@@ -1,16 +1,11 @@
 """`kbgate probe`: send one request exactly as the Volcengine console does, explain the answer.
 
-The body is compact JSON with the seed 003 field names, signed over the exact bytes sent.
-After the answer the probe reads the same gateway's /readyz and says what it says about the
-probed route: a route answered from the copy a worker opened before its index went missing
-or damaged on disk answers now but not after a restart, so the probe is not OK then. Last it
-prints a curl line that sends the same body again, freshly signed (a nonce is used once).
+Rationale: docs/design-notes.md, "gateway/ops/probe.py".
 """
 
 from __future__ import annotations
 
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,22 +181,3 @@ def _send(url: str, secret: str | None, first: str, second: str, query: str, lim
     except (orjson.JSONDecodeError, ValueError) as exc:
         return ProbeOutcome(url, r.status_code, None, elapsed, str(exc), headers)
     return ProbeOutcome(url, r.status_code, env, elapsed, None, headers)
-
-
-def wait_ready(base: str, proc: subprocess.Popen[bytes], seconds: float = 30.0) -> None:
-    """Wait until `base`/readyz answers 200 (a `kbgate serve` we started as `proc`).
-
-    Raises RuntimeError when the process exits first or `seconds` pass.
-    """
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"kbgate serve exited with code {proc.returncode}")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("kbgate serve did not become ready in time")
-

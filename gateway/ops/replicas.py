@@ -1,16 +1,9 @@
 """`kbgate index publish|fetch`: how a new commit reaches every replica without a rebuild on
-each (issue 20, item 4; registered by gateway/ops/index_commands.py). The generation format and
+each (registered by gateway/ops/index_commands.py). The generation format and
 the atomic install: indexes/generations.py, indexes/fetch.py; the steps: docs/indexes.md,
 "Publishing to replicas", and deploy/README.md, "How indexes reach replicas".
 
-kbgate index publish --config FILE --index NAME [--keep N] STORE
-kbgate index fetch --config FILE --index NAME [--every SECONDS] STORE
-
-STORE: a folder (a shared volume; the store's root, the same for every index), or for fetch
-also an http(s):// URL under which that folder is served (any static file server, an object
-store's website or gateway endpoint). Exit codes: 0 done (or nothing to do), 1 refused (a
-checksum, a missing object, a damaged or foreign manifest, a writer that did not finish: the
-replica keeps serving its commit), 2 usage.
+Rationale: docs/design-notes.md, "gateway/ops/replicas.py".
 """
 
 from __future__ import annotations

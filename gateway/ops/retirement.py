@@ -2,12 +2,7 @@
 `retire_key` (gateway/ops/secrets.py) on the config as the edit would leave it, under the
 config's lock, so two retirements at once cannot each count on the other's key.
 
-A retirement is refused when, after it,
-- no other key of the tenant is live now ("the only live key");
-- every other key stops verifying no later than the retired one (its grace outlasts them all);
-- every other key stops verifying before the retired key would have without this retirement
-  (they are all retiring themselves: the tenant would go dark when the last of them stops).
-Each reason names the keys and the times. docs/volcengine-console.md, "Rotating the key".
+Rationale: docs/design-notes.md, "gateway/ops/retirement.py".
 """
 
 from __future__ import annotations

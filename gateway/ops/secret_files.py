@@ -1,13 +1,7 @@
 """The secret files kbgate itself writes (`secrets add --value-stdin` or a generated key,
 `onboard`'s pasted key), and the record that tells them from files someone else made.
 
-A file is deleted by `secrets retire --remove` only when kbgate wrote it and nobody touched
-it since. `secrets/.kbgate-written` (JSON, mode 0600) records, per file name: device, inode,
-size, mtime_ns, and a keyed digest of the content kbgate wrote (HMAC-SHA256 keyed with a
-random 32-byte salt kept beside it in the record), never the secret itself. Every one of them
-must still match: a file made by hand at a path that looks generated (`secrets/<tenant>-<id>`),
-a generated file replaced since (an editor's rename gives a new inode) or rewritten in place
-(same inode, other content, size or mtime) is never deleted by its name alone.
+Rationale: docs/design-notes.md, "gateway/ops/secret_files.py".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Key rotation and tenant edits on the config file: `kbgate secrets add|retire|list`.
 
-Every edit goes through `gateway.core.config.edit.edit_config` (a tomlkit round trip that
-keeps comments, validated with the server's own `parse_config` before an atomic rename), and
-every rule about keys reads the parsed `Config` (`SecretKey.live`), never the raw TOML.
-
-Rotation (issue 3, "Key rotation"): add the new key next to the old one (both verify,
-`signing.match_key` tries every live key), switch the sender to the new key, watch
-`secrets list` until the old key's last-verified time stops moving, then retire it
-(`not_after = now`, or remove it).
+Rationale: docs/design-notes.md, "gateway/ops/secrets.py".
 """
 
 from __future__ import annotations

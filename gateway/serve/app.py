@@ -1,12 +1,6 @@
 """The ASGI application: the composition root where core, wings and operators' tools meet.
 
-`create_app` builds one worker's Runtime (gateway.core.runtime), then each caller's wing on
-it (Volcengine callbacks, the agent knowledge protocol, the agent tool API, Dify's External
-Knowledge API, MCP, the document API), and subscribes the operators' observers (metrics, the deliveries record) to
-its events. Tenant callback
-paths come from the config (and may change on reload), so the top-level app dispatches them
-itself before handing everything else to a Starlette router (health, readiness, metrics,
-admin, agent endpoints). A new caller's wing is added here: its `routes(rt)`.
+Rationale: docs/design-notes.md, "gateway/serve/app.py".
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ from gateway import dify, documents
 from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.asked import make_counts
-from gateway.console.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.console.keep import keeper_of
 from gateway.console.language import ConsoleLanguage
 from gateway.console.once import make_once
@@ -37,14 +30,15 @@ from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked, SearchAnswered
 from gateway.core.methods import json_route
+from gateway.core.readiness import route_states
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.documents.deleted import purge_every
 from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
+from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
-from gateway.serve.readiness import route_states
 from gateway.serve.reload import Reloader
 from gateway.volcengine.handler import VolcengineWing
 
@@ -100,7 +94,7 @@ class Gateway:
             counter = asyncio.get_running_loop().create_task(self.asked.run(), name="kbgate-asked")
             purger = asyncio.get_running_loop().create_task(purge_every(rt), name="kbgate-purge-deleted")
             # Open every routed index now, so a hybrid index's model loads and answers once before
-            # the first question (/readyz waits for it: gateway.serve.readiness "warming").
+            # the first question (/readyz waits for it: gateway.core.readiness "warming").
             opening = asyncio.get_running_loop().run_in_executor(None, rt.open_routed)
             keeping = asyncio.get_running_loop().create_task(self.keeper.run(), name="kbgate-keep") \
                 if self.keeper is not None else None
@@ -166,7 +160,7 @@ class Gateway:
 
 def _no_store(send: Send) -> Send:
     """Wrap `send` so every response carries Cache-Control: no-store (404s and 405s too):
-    nothing this gateway serves may be cached (seed 000: 响应均 no-store)."""
+    nothing this gateway serves may be cached (Agent知识按需搜索与读取: 响应均 no-store)."""
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -1,18 +1,6 @@
-"""One socket write per fixed-size HTTP/1.1 response, in kbgate's hypercorn workers (issue 19).
+"""One socket write per fixed-size HTTP/1.1 response, in kbgate's hypercorn workers.
 
-hypercorn writes a response's head when the app sends `http.response.start` and its body when
-the app sends `http.response.body`: two `write` system calls and two event-loop drains for a
-callback's answer, where one carries both (the py-spy profile of a callback put 18% of its
-samples in the send path). `install()` changes `hypercorn.protocol.h11.H11Protocol` so that
-the head of a response that declares its Content-Length is held until its first body bytes
-and leaves with them; an empty write (h11's end of a Content-Length body is b"") is skipped.
-
-Unchanged: the bytes on the wire (the same head and body, in the same order), a response
-without Content-Length (chunked, streamed: MCP's event streams, the console's pages; its head
-leaves at once, so a client sees it before the first event), informational responses, and
-HTTP/2. A head with Content-Length is never held past the next event of its connection: a
-body-less response (HEAD, 204, 304, Content-Length: 0) sends it on its end of message.
-Installed by `gateway.serve.master` in each worker before hypercorn starts serving.
+Rationale: docs/design-notes.md, "gateway/serve/coalesce.py".
 """
 
 from __future__ import annotations

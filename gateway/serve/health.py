@@ -1,5 +1,5 @@
 """`/healthz` (the process answers) and `/readyz` (this replica can serve: the rule of
-`server.readiness`, gateway/serve/readiness.py). Both `Cache-Control: no-store`."""
+`server.readiness`, gateway/core/readiness.py). Both `Cache-Control: no-store`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.core.config import Config
+from gateway.core.readiness import is_ready, keyless_tenants, problem_lines, route_states, vector_notes
 from gateway.core.runtime import Runtime
-from gateway.serve.readiness import is_ready, keyless_tenants, problem_lines, route_states, vector_notes
 from gateway.serve.reload import Reloader
 
 NO_STORE = {"cache-control": "no-store"}

@@ -1,20 +1,7 @@
 """Workers die with their master, and a start never serves beside another server's workers
 (rationale: docs/architecture.md, "The master").
 
-The master binds the listening sockets with SO_REUSEPORT (hypercorn does, for more than one
-worker), so workers left by a master killed with SIGKILL would keep accepting, and a new
-`kbgate serve` on the same port would bind beside them: the kernel would split connections
-between old and new code. Two guards:
-
-- `die_with_master` (in each worker, first thing): the kernel signals the worker when its
-  parent dies (`PR_SET_PDEATHSIG`, Linux; the master forks every worker from its main thread,
-  whose exit is the process's, so the signal means the master is gone), and a thread checks
-  `getppid()` every WATCH_SECONDS besides (other systems, and a master that died before the
-  signal was asked for). Either way the worker stops as on SIGTERM: it stops accepting, drains
-  for `graceful_timeout` seconds, and exits at the latest EXIT_MARGIN_SECONDS after that.
-- `port_in_use` (in the master, before it binds): a probe bind without SO_REUSEPORT fails
-  while any socket listens on the address, so a start refuses instead of sharing it, naming
-  the processes that hold it when /proc tells.
+Rationale: docs/design-notes.md, "gateway/serve/lifeline.py".
 """
 
 from __future__ import annotations

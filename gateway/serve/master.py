@@ -1,28 +1,7 @@
 """The process that starts hypercorn workers, replaces the ones that die, and turns SIGHUP
 into a reload, not a restart.
 
-kbgate's master supervises its workers the way gunicorn's arbiter and uvicorn's supervisor
-do (why not hypercorn's own: docs/architecture.md, "The master"):
-
-- spawn `workers` processes on the shared listening sockets;
-- a worker that exits while the service runs (killed by the OOM killer, a crash, a clean
-  exit) is logged as one JSON line ("worker died": pid, exitcode, signal, uptime) and
-  replaced at once by a new worker on the same sockets; the other workers keep serving;
-- a crash loop stops the service: when `CRASH_LOOP_DEATHS` workers have died, each within
-  `CRASH_LOOP_SECONDS` of its start, within `CRASH_LOOP_SECONDS` of each other, the master
-  logs "workers keep dying at start-up" (critical), stops the others and exits with
-  `CRASH_LOOP_EXIT` rather than spinning forever; a supervisor above it (systemd,
-  Kubernetes) then sees a failed service. A worker that served longer never counts;
-- SIGINT/SIGTERM → graceful shutdown (every worker drains for `graceful_timeout` seconds);
-- SIGHUP only bumps a shared counter that each worker's `Reloader` reads once per second.
-  Workers ignore SIGHUP themselves, so a hang-up sent to the whole process group cannot
-  kill them;
-- a master killed outright (SIGKILL) takes its workers with it: each one drains and exits
-  (`gateway.serve.lifeline`), so none keeps serving on the shared port.
-
-No worker shares a lock: each has its own shutdown event (hypercorn polls it every 0.1 s) and
-the generation counter is a lock-free shared integer written by the master alone (why:
-docs/architecture.md, "The master").
+Rationale: docs/design-notes.md, "gateway/serve/master.py".
 """
 
 from __future__ import annotations
@@ -64,7 +43,7 @@ def _worker(config: HypercornConfig, sockets: Sockets, shutdown_event: EventType
     set_fallback_config(app_config)
     from gateway.serve.coalesce import install
 
-    install()  # one write per sized response (issue 19)
+    install()  # one write per sized response
     if config.worker_class == "uvloop":
         from hypercorn.asyncio.run import uvloop_worker as run_worker
     else:

@@ -1,20 +1,6 @@
 """Live reload of tenants, secrets and routes in every worker, without a restart.
 
-Each worker runs one `Reloader` task (started by the app's lifespan). Once per
-`interval` (1 s) it takes a cheap fingerprint, stat() only, of the config file and of every
-`value_file` secret, and reads the reload generation that the master bumps on SIGHUP
-(`gateway.serve.master`). When either changed, it loads the file again and, when valid, swaps
-`Runtime.config` in one assignment: a request reads `rt.config` once when it starts, so an
-in-flight request finishes with the config it began with and none fails. An invalid file is
-rejected with one JSON log line naming the key (`ConfigError.key`); the old config keeps
-serving and the same file is not re-tried until it changes again. Every outcome is counted
-(`on_outcome`: kbgate_config_reload_total{outcome}) and the last refusal is kept
-(`Reloader.config_state`, shown in /readyz's body); its text, `problem`, is the
-`ConfigError.message` that `kbgate check-config` prints for the same file.
-
-Sections that need new sockets, processes, connections or opened indexes (server.*,
-replay.*, indexes.dir, indexes.*.dense, indexes.*.rerank) are kept from the running config; a
-change to them is logged as "needs a restart".
+Rationale: docs/design-notes.md, "gateway/serve/reload.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """A sync run's plans as one change set, applied through `indexes.changes.apply_changes`.
 
-Every write to an index outside `kbgate index add` goes through that one primitive (the document
-API too): one commit or none, idempotent by id and revision, waiting for the index's writer. A
-change set is refused whole when the writer refuses one of its documents (an id another dataset
-holds; one indexed from another source, without `--replace`), where a sync, like `index add`,
-reports that document and applies the rest: `apply_sync` applies the set again without the
-refused ids (the first attempt made no commit, so the run still makes one commit or none).
+Rationale: docs/design-notes.md, "gateway/sync/apply.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Polite HTTP for website sources: robots.txt, a rate limit, conditional GETs, bounded bodies.
 
-`Fetcher.get(url, etag, last_modified)` asks robots.txt first (RFC 9309, read with
-`urllib.robotparser`: a 4xx robots.txt allows everything, a 5xx or an unreachable one allows
-nothing, and its Crawl-delay lengthens the interval), waits for the rate limit (one request
-per 1/requests_per_second seconds per source, robots.txt included), sends If-None-Match /
-If-Modified-Since when it has them, does not follow a redirect (its target is a page of its own,
-asked with its own conditional headers: `Fetched.url` names it) and reads at most `max_bytes` of
-the body. httpx does the HTTP (the project's client).
+Rationale: docs/design-notes.md, "gateway/sync/fetch.py".
 """
 
 from __future__ import annotations

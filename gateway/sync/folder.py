@@ -1,16 +1,6 @@
 """A folder as a sync source: what changed since the last sync, by size, mtime and content hash.
 
-Why polling (not inotify through watchfiles): `kbgate sync --every 30s` polls, which works the
-same on local disks, NFS and bind mounts (where inotify sees nothing), needs no dependency,
-and shares the state, the single commit and the report with the Git and web sources. A poll
-stats each file (cheap) and reads only those whose size or mtime moved; a file whose content
-hash is the one recorded is not re-read into documents (a `touch`).
-
-The folder is walked exactly as `kbgate index add FOLDER` walks it (`indexes.ingest`: hidden
-files skipped, every unsupported file and odd symlink reported), with the folder as root, so ids
-are the ones `index add` gives. Each document's source is its file's real path, as there too:
-a document the index holds from a file under the folder that the walk no longer finds is
-deleted (and so is one a changed file no longer yields, a JSONL record removed).
+Rationale: docs/design-notes.md, "gateway/sync/folder.py".
 """
 
 from __future__ import annotations

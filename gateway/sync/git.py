@@ -1,24 +1,6 @@
 """A Git repository as a sync source, through the git CLI.
 
-Why the git CLI (not dulwich or pygit2): it is what the operator already uses, with their SSH
-keys, credential helpers and proxy settings; `git diff --name-status` and `git cat-file
---batch` give exactly what a sync needs; nothing to compile (pygit2 ships libgit2) and no
-pure-Python object walk (dulwich is several times slower on large trees).
-
-- A clone URL is mirrored into `<index folder>/sync/<source>.git` (a bare clone, fetched each
-  run); a local path is read in place (its working tree is never touched: files are read from
-  the commit, so uncommitted edits are not synced).
-- The commit synced is `branch` (default: HEAD). A first run (or a recorded commit the
-  repository no longer has, after a force-push) lists the whole tree (`git ls-tree`); later
-  runs take `git diff --raw --no-renames RECORDED NEW -- SUBDIR` (the name and status of each
-  changed file, with its mode; a rename is a delete and an add). Nothing changed since the
-  recorded commit: nothing is read.
-- Paths are relative to `subdir`, with the dataset: the ids `kbgate index add --dataset D
-  CHECKOUT/SUBDIR` gives for the same files (issue 16). Hidden files and folders are skipped,
-  as there; files of a type no converter reads, and symlinks, are reported.
-- Each document's source is 'git:REPO@BRANCH:SUBDIR/PATH'; a document of this source the
-  index still holds but the tree no longer has is deleted (`indexes.changes.ids_from_source`),
-  so a lost state never leaves a deleted file behind.
+Rationale: docs/design-notes.md, "gateway/sync/git.py".
 """
 
 from __future__ import annotations

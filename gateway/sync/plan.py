@@ -1,12 +1,6 @@
 """What one sync source would change (`Plan`), and the sync state it is computed against.
 
-The state of an index's sources lives beside its Tantivy files, in `kbgate-sync.json` of the
-index folder: {"version": 1, "sources": {NAME: the source's own record}} (a Git source: the
-commit synced; a website: per URL its ETag, Last-Modified, sitemap lastmod and content hash; a
-folder: per file its size, mtime and hash). It is written atomically (a temporary file, fsync,
-rename) only after the commit it describes, so a sync killed anywhere leaves either the old
-state (the next run recomputes the same changes, which upserts by revision make idempotent)
-or the new one.
+Rationale: docs/design-notes.md, "gateway/sync/plan.py".
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """`kbgate sync`: bring each index in step with its sources, once or every DURATION.
 
-kbgate sync --config FILE [--index NAME] [--source NAME] [--dry-run] [--every DURATION] [--replace]
-            [--wait SECONDS]
-
-One run, per index: read the sync state (`gateway.sync.plan`), ask each source what changed
-(`plan_git`, `plan_web`, `plan_folder`), apply every source's upserts and deletes in one commit
-through `indexes.changes.apply_changes` (`gateway.sync.apply`: readers see all of it or
-none of it; unchanged documents are not rewritten nor re-embedded; a document the writer
-refuses is reported and the rest applied), then write the new state. Killed anywhere, the
-next run completes the work: before the commit nothing was applied; after it, the old state
-makes the next run recompute the same changes, which are then no-ops.
-
-`--dry-run` asks the sources (conditional GETs and git reads included) and prints what would be
-added, updated and deleted, writing nothing: no commit, no state, no mirror clone of a URL
-source beyond what reading it needs. `--every 10m` runs again 10 minutes after each run
-started (a run that takes longer is followed at once); SIGTERM stops it after the run under way
-(or at once between runs, exit 0), Ctrl-C at once (a run under way is rolled back).
-
-Exit codes: 0 ok; 1 a source failed, or a file or page was refused; 2 a usage problem.
+Rationale: docs/design-notes.md, "gateway/sync/run.py".
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """A website as a sync source: its sitemap.xml, or a bounded crawl from a start URL.
 
-- Listing: a sitemap (a sitemap index is followed, same host) gives URLs with `lastmod`; a
-  crawl follows <a href> links of the same host, breadth first, to `max_depth` links from the
-  start URL, at most `max_pages` pages. A page not re-fetched (304) is crawled through the links
-  recorded for it.
-- Each page: robots.txt honoured, the rate limit, conditional GETs (`gateway.sync.fetch`).
-  A sitemap `lastmod` equal to the one recorded: not fetched at all. A 304, or a body whose
-  SHA-256 is the one recorded: not re-indexed. A 404/410, or a page robots.txt now disallows:
-  deleted. Any other failure (5xx, timeout, too large) is reported for that URL and the page
-  kept as indexed: one failing page never aborts the sync.
-- HTML is reduced to its main content by trafilatura in its precision mode (navigation,
-  headers, footers and comments dropped; headings kept as Markdown headings, so chunks keep
-  them; its default and recall modes fall back to the whole page's text on short pages, nav
-  and headings flattened), its title from the page's metadata; a page trafilatura finds
-  nothing in is read by the project's HTML reader. Other media types (a PDF, a DOCX...) go
-  through the format registry by their Content-Type (`indexes.ingest.formats`); a type no converter reads is reported.
-- Ids: the dataset and HOST/PATH (with '?QUERY' when there is one) of the page's URL; its
-  source is that URL. A URL that redirects (same host) is not indexed itself: the page it
-  redirects to is (crawled, or fetched when the sitemap does not list it). A redirect to another
-  host is reported.
-- A URL recorded by the last sync that this one's complete listing lacks is deleted; a crawl
-  that stopped at max_pages, or a sitemap that could not be read, deletes nothing that way.
+Rationale: docs/design-notes.md, "gateway/sync/web.py".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""The Volcengine knowledge callback (seed 003): one straight path per request, as an ASGI app.
+"""The Volcengine knowledge callback (the 联网问答Agent callback spec): one straight path per request, as an ASGI app.
 
-raw body + headers → media and size checks → `signing.verify` (a Verdict: formats →
-tolerance → HMAC over every live key, report or enforce) → replay claim → parse the Body
-(`wire.parse_body`) → scope (`resolve_callback`) → `retrieve.search` → envelope → replay
-`answered` → 200 (`replay.answer_once`: a delivery we failed to answer is answered when
-retried, one answered with a 200 never is). Any failure: the same envelope with a non-zero
-Ret and the HTTP status of its class (gateway.core.errors.RET_TABLE). No input produces a 500.
-
-After the response is sent, the `Delivery` is published on the runtime's events: the log
-line and key usage are this wing's observers; metrics and the deliveries record are the
-operators' (subscribed by gateway/serve/app.py).
+Rationale: docs/design-notes.md, "gateway/volcengine/handler.py".
 """
 
 from __future__ import annotations

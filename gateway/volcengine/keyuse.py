@@ -1,18 +1,6 @@
 """Key usage: when each signing key last verified a callback, and how often.
 
-Operators retire an old key once it has stopped being used (issue 3, "Key rotation"), so
-every worker notes each verified signature:
-
-- `RedisKeyUsage` when `replay.redis_url` is set: one hash per key,
-  '{prefix}:keyuse:{tenant}:{key_id}' with fields `count` (HINCRBY), `last` (unix seconds
-  of the newest use in the last batch written, HSET; workers' clocks agree to NTP accuracy) and
-  `w:{host}:{pid}` (HINCRBY per worker, so an operator sees which replica still uses a key).
-  The hash expires `KEEP` seconds after its last use. `kbgate secrets list` reads it
-  from another process, so the counts are those of ALL workers and replicas.
-- `MemoryKeyUsage` otherwise: this process only.
-
-Bookkeeping never slows or fails a callback: `note` does no I/O; a background task
-writes batches in one pipeline and fails open (a warning line at most every 10 s).
+Rationale: docs/design-notes.md, "gateway/volcengine/keyuse.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Verify and produce X-Content-Signature (seed 003, "签名校验").
+"""Verify and produce X-Content-Signature (the 联网问答Agent callback spec, "签名校验").
 
-signature = lowercase hex(HMAC-SHA256(secret_key, timestamp + nonce + body)),
-computed over the exact header strings and the raw body bytes as received:
-never over a re-serialized body (seed 003 "注意").
-
-Order of checks (cheapest and least informative to an attacker first):
-formats → tolerance (through the injected clock) → HMAC against every live key.
-`verify` runs them per the tenant's mode and returns a `Verdict`; the handler only records it.
+Rationale: docs/design-notes.md, "gateway/volcengine/signing.py".
 """
 
 from __future__ import annotations
@@ -28,7 +22,7 @@ SIGNING_HEADERS = (TIMESTAMP_HEADER, NONCE_HEADER, SIGNATURE_HEADER)
 
 # ASCII-only classes: \d would also accept other Unicode digits.
 _TIMESTAMP = re.compile(r"[0-9]{10}")
-NONCE_PATTERN = re.compile(r"[A-Za-z0-9]{6,32}")  # seed 003: 6-32 letters and digits
+NONCE_PATTERN = re.compile(r"[A-Za-z0-9]{6,32}")  # the 联网问答Agent callback spec: 6-32 letters and digits
 _NONCE = NONCE_PATTERN
 _SIGNATURE = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -87,7 +81,7 @@ def check_formats(h: SigningHeaders) -> tuple[str, str, str]:
     """Check presence and format of the signing headers; return (timestamp, nonce, signature).
 
     timestamp: exactly 10 ASCII digits (unix seconds); nonce: 6-32 ASCII letters and
-    digits, case-sensitive; signature: 64 hex characters (seed 003, "签名参数").
+    digits, case-sensitive; signature: 64 hex characters (the 联网问答Agent callback spec, "签名参数").
     Raises MalformedRequest('header_missing') or VerificationFailed(timestamp_invalid |
     nonce_invalid | signature_invalid).
     """
@@ -116,10 +110,10 @@ def _signature(value: str) -> str:
 
 
 def verify(tenant: Tenant, h: SigningHeaders, body: bytes, now: float, tolerance: int) -> Verdict:
-    """Verify one callback per the tenant's mode (seed 003 "签名校验"); the verdict says what to record.
+    """Verify one callback per the tenant's mode (callback spec, "签名校验"); the verdict says what to record.
 
     enforce: a signature that does not verify yields a verdict whose `refusal` must be answered.
-    report (seed 003 "接入流程" 3-4: the console's 测试 is sent before the key is shown): a
+    report (the 联网问答Agent callback spec "接入流程" 3-4: the console's 测试 is sent before the key is shown): a
     missing or failing signature is recorded ('unsigned' | 'failed') and the request goes on,
     but only while `now` is before the tenant's report_until: after it, whatever the file says,
     the tenant is verified as in enforce mode (`Tenant.mode`), so an onboarding killed before it
@@ -158,7 +152,7 @@ def check_tolerance(timestamp: str, now: float, tolerance: int) -> int:
     """Return the timestamp as int when |now − ts| ≤ tolerance (both directions).
 
     timestamp: 10 ASCII digits, unix seconds (already format-checked). now: unix seconds.
-    tolerance: seconds (seed 003: at most 3600). Raises VerificationFailed('timestamp_expired').
+    tolerance: seconds (the 联网问答Agent callback spec: at most 3600). Raises VerificationFailed('timestamp_expired').
     """
     ts = int(timestamp)
     if abs(now - ts) > tolerance:
@@ -167,7 +161,7 @@ def check_tolerance(timestamp: str, now: float, tolerance: int) -> int:
 
 
 def compute_signature(secret: str, timestamp: str, nonce: str, body: bytes) -> str:
-    """Lowercase hex HMAC-SHA256(secret, timestamp + nonce + body) (seed 003 "签名步骤").
+    """Lowercase hex HMAC-SHA256(secret, timestamp + nonce + body) (the 联网问答Agent callback spec "签名步骤").
 
     secret: the key as UTF-8 text; timestamp, nonce: header strings as sent; body: raw bytes.
     """
@@ -181,7 +175,7 @@ def compute_signature(secret: str, timestamp: str, nonce: str, body: bytes) -> s
 def match_key(keys: Iterable[SecretKey], timestamp: str, nonce: str, signature: str, body: bytes, now: float) -> str:
     """Return the id of the first live key whose HMAC equals `signature`.
 
-    Compares in constant time on bytes; every live key is tried (rotation: seed 003 has
+    Compares in constant time on bytes; every live key is tried (rotation: the 联网问答Agent callback spec has
     one key, a tenant here may hold several while rotating). Upper-case hex is accepted
     since it denotes the same digest.
     Raises VerificationFailed('no_live_key' | 'signature_mismatch').

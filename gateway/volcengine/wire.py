@@ -1,9 +1,6 @@
-"""The Volcengine knowledge callback's wire format (seed 003): parse the Body, shape the answer.
+"""The Volcengine knowledge callback's wire format (the 联网问答Agent callback spec): parse the Body, shape the answer.
 
-Request Body: {"FirstLevelId": string, "SecondLevelId": string, "Query": string, "Limit": number}.
-Response: {"Ret": number, "Msg": string, "Result": [item...]}, item fields Id, Title,
-Summary, PublishTime (unix s), Url, CoverImage {Height, Width, Url}, KnowledgeContent.
-Optional fields are omitted when unknown rather than faked.
+Rationale: docs/design-notes.md, "gateway/volcengine/wire.py".
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ LEVEL_IDS = ("FirstLevelId", "SecondLevelId")
 
 @dataclass(frozen=True, slots=True)
 class CallbackRequest:
-    """A parsed Volcengine knowledge query (seed 003, "Body").
+    """A parsed Volcengine knowledge query (the 联网问答Agent callback spec, "Body").
 
     first_level_id, second_level_id: the knowledge path as configured in the console
         (a JSON number is taken as its decimal string).
@@ -86,7 +83,7 @@ def _limit(f: Fields, search: SearchConfig) -> int:
 
 
 def result_item(hit: Hit) -> dict[str, Any]:
-    """One Result item (seed 003 "Result") from a search hit; unknown optional fields omitted."""
+    """One Result item (the 联网问答Agent callback spec "Result") from a search hit; unknown optional fields omitted."""
     # Summary on one line: the excerpt may span a heading and its paragraph.
     item: dict[str, Any] = {"Id": hit.id, "Title": hit.title, "Summary": " ".join(hit.summary.split())}
     if hit.publish_time is not None:
@@ -109,7 +106,7 @@ def success_body(hits: list[Hit]) -> bytes:
     seen: set[str] = set()
     items = []
     for h in hits:
-        # A repeated Id makes the agent drop content (seed 003 "Id: 不可重复").
+        # A repeated Id makes the agent drop content (the 联网问答Agent callback spec "Id: 不可重复").
         if h.id in seen:
             continue
         seen.add(h.id)

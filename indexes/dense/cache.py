@@ -1,12 +1,7 @@
 """Embedding cache: vectors of passages kept by content hash, so that re-runs, upserts and
 rebuilds never embed the same text twice.
 
-One SQLite file per vector space (`EmbeddingCache.path_for(folder, fingerprint)`), a table
-of (key, vector) where key = SHA-256 of the exact text given to the model (prefixes
-included) and vector = little-endian float32 bytes, L2-normalised. The file lives outside
-any index folder (`<indexes.dir>/.embedding-cache/` by default), so deleting an index to
-rebuild it keeps its embeddings. Concurrent writers (two `kbgate index add` of indexes
-sharing a model) are serialised by SQLite (WAL, busy timeout).
+Rationale: docs/design-notes.md, "indexes/dense/cache.py".
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The cosine line of one index's vectors: where its model's cosines lie for this corpus.
 
-A model's cosines live in a band of its own (USE 0.30–0.65, e5-small 0.87–0.95, each served
-model another), so the line that maps a cosine to the relevance scale, `(cosine − zero) / (one −
-zero)` clamped to 0..1 (`indexes.relevance.dense`, the "calibrated" fusion), is measured when
-the vectors are built with a model for the first time, and stored beside them
-(`dense/g-*/cosine_line.json`). Method and figures: docs/hybrid-retrieval.md, "The cosine line".
-
-Probes: up to PROBE_CHUNKS chunks, one per document, chosen by the BLAKE2b of their chunk id;
-each gives pseudo-questions (its page title and heading; the first sentence of its text), which
-are embedded as queries. Related: a probe's cosine with its own chunk. Unrelated: its cosine with
-the chunks of other documents among up to COMPARED chunks (the first by the same hash).
-zero = the ZERO_QUANTILE of the unrelated cosines, one = the ONE_QUANTILE of the related ones.
-Deterministic for a given set of chunks and model; costs two query embeddings per probe chunk
-and one matrix product.
-
-Sources (`CosineLine.source`): 'measured' (stored with the vectors), 'config' (the index's
-`cosine_zero` / `cosine_one`, which override a measured line), 'model' (the model's entry in
-`COSINE_LINES`, USE's for a served model: an index whose vectors predate measuring, or too small
-to measure: fewer than MIN_DOCUMENTS documents).
+Rationale: docs/design-notes.md, "indexes/dense/calibration.py".
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexes.types.secret import Secret
+
 __all__ = ["COSINE_LINES", "DEFAULT_MODEL", "DEFAULT_WEIGHTS", "FUSIONS", "LOCAL_MODELS", "NONE", "PROVIDERS", "ApiKey",
            "DenseChoices", "DenseConfig", "default_dense"]
 
@@ -38,27 +40,10 @@ LOCAL_MODELS = {
 }
 
 
-class ApiKey:
-    """An embedding service's API key; `repr`/`str` never show it (sent as a Bearer token)."""
+class ApiKey(Secret):
+    """An embedding or rerank service's API key, sent as a Bearer token."""
 
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "ApiKey('**********')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ApiKey) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,6 @@
 """What building an index's vectors costs, measured on the build itself and printed once.
 
-`BuildCosts.measure` takes what one publish did (chunks embedded, the CPU seconds and wall time
-the model spent on them, the processes it ran on) and the published generation folder, and
-extrapolates: CPU per 1,000 chunks embedded, and per 100k chunks the disk the vector set takes
-and the memory it takes to serve (each worker's private chunk tables, measured with tracemalloc
-while loading the set as a server does; the vector file is memory-mapped, shared by every
-worker of the machine, and counted once beside). Figures from a small build extrapolate
-linearly (the HNSW graph grows a little faster than linearly: `make bench` measures 100k).
+Rationale: docs/design-notes.md, "indexes/dense/costs.py".
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """Fusion of the BM25 ranking and the nearest-neighbour ranking into one list.
 
-Three rules, chosen per index (`DenseConfig.fusion`):
-- "calibrated" (the default, issue 17): a weighted sum of scores on fixed scales, not rescaled
-  per question: `lexical_weight × BM25 / ideal + dense_weight × relevance.dense(cosine)`, where
-  BM25 / ideal is the share of the question's IDF mass a chunk matches (`indexes.relevance.lexical`,
-  not clamped: repeats and title matches pass 1) and the cosine is mapped through the model's
-  calibration line (0.30 → 0, 0.65 → 1). Every candidate, BM25's and the neighbours', gets both
-  terms: the cosine of a BM25 candidate is read from the stored vectors. Why: min-max
-  normalisation ("mix") stretches whatever the question found to 0..1, so a question whose BM25
-  candidates are all weak lets a weak lexical margin decide as much as a strong one; on fixed
-  scales a strong lexical match keeps its lead and a weak one lets the model decide. Measured
-  against mix 0.7/0.3 over every shared set, wins/losses per question (docs/hybrid-retrieval.md).
-- "rrf", reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009):
-  score(c) = Σ_lists weight / (k + rank(c)), rank 1-based, absent → no term. It needs no
-  score calibration: BM25 scores have no fixed scale (they grow with query length and
-  vary per index) and cosine similarities of different models live in different bands, so
-  a rank-based rule keeps working when either changes. k = 60 is the paper's value.
-- "mix", a weighted sum of min-max normalised scores (BM25 over the lexical list, cosine
-  over the dense list; absent → 0). Uses score gaps that RRF ignores, but must be tuned
-  per model and corpus.
-All are pure functions of their inputs; ties keep the earlier-seen key first.
-
-"mix" at 0.7 / 0.3 was the default until issue 17: with the embedded model, RRF at weights 1 to
-0.3 cost cmrc2018 (questions that copy the passage's wording, where BM25 is nearly always right
-and sure of it) 0.05–0.08 MRR, because it gives the dense list's top rank as much say as BM25's
-most confident one. docs/hybrid-retrieval.md has the figures; RRF stays available for stronger
-served models.
+Rationale: docs/design-notes.md, "indexes/dense/fusion.py".
 """
 
 from __future__ import annotations

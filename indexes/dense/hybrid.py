@@ -1,24 +1,6 @@
 """Hybrid search of one index: BM25 and nearest neighbours, fused (the reader's side).
 
-`DenseSearch` is attached to a `KnowledgeIndex` opened for serving. It keeps a *state*: the
-Tantivy generation the index's reader shows and the vector set of that same generation (or
-None). The index calls `invalidate()` before each Tantivy reload and `reloaded(generation)`
-after it, so a search that took its Tantivy searcher while a reload was under way sees the
-state change and answers lexically: a search never combines vectors of one generation with
-the Tantivy commit of another (`indexes.dense.vectors` for the files, `indexes.dense.sync`
-for the writer). When the vectors of the new commit are not published yet, the state has no
-vectors and `CURRENT` is checked again every RECHECK_SECONDS.
-
-One search (`search`): the query embedding starts on the encoder's pool, with its per-query
-deadline, as soon as the BM25 query is built; the BM25 search runs meanwhile, taking `candidates` chunks; then the
-`candidates` nearest chunks are mapped back into the same Tantivy searcher with the scope
-filter applied (one query of constant-score `chunk_id` terms, score = rank, so no stored
-document is read to do it); the two lists are fused (`indexes.dense.fusion`) and the fused
-order is walked like a BM25 order (one hit per document, further chunks as context). The
-vector of a chunk whose document revision differs from the one the vectors were computed
-from is ignored (defence in depth: the generation check already excludes it).
-Returns None whenever the lexical answer must be given instead: no vectors for this
-generation, breaker open, deadline missed, provider failed.
+Rationale: docs/design-notes.md, "indexes/dense/hybrid.py".
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """`HybridIndex`: a `KnowledgeIndex` whose one search entry fuses BM25 with dense vectors.
 
-Every caller (the Volcengine callback, the knowledge protocol, the tool API, and the wings
-to come) searches through `KnowledgeIndex.search`; `HybridStore` (the `IndexStore` of a
-process that has hybrid settings) opens an index configured hybrid as this subclass, so
-they all get hybrid retrieval without a change of their own, and lexical answers whenever
-the dense side cannot answer in time (`indexes.dense.hybrid`).
-
-Differences from `KnowledgeIndex`:
-- the Tantivy reader reloads only when told (`reload_policy="manual"`), in `maybe_reload`,
-  which pins down the generation it loaded and pairs it with the vectors of that generation;
-- `search` tries the hybrid path first and falls back to the lexical one; `answer` says
-  which (only a hybrid answer may be reused: `gateway.core.answers`);
-- `ingest` embeds changed chunks before the commit and publishes the vectors after it, under
-  the index's dense lock (`indexes.dense.sync`); `last_dense_report` says what it did.
+Rationale: docs/design-notes.md, "indexes/dense/index.py".
 """
 
 from __future__ import annotations

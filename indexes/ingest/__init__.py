@@ -1,51 +1,6 @@
 """Ingest: read files of several formats into `Document`s, and chunk them.
 
-`read_paths` walks folders recursively in sorted order and reads each file through the one
-registry of formats (`indexes.ingest.formats`: Markdown, HTML, text, PDF, DOCX, PPTX, XLSX,
-reStructuredText, by suffix); JSON Lines is read as a stream of records. Inside a folder, each file of another type
-(.doc, .adoc, .json, .yaml...) and anything that is not a regular file is skipped with
-an IngestWarning naming it and why (issue 16); hidden files and folders (.git, .DS_Store) are
-not entered and not reported. A file that fails is
-reported as an `IngestError` item and skipped; the batch always continues.
-
-Two checks come before any parsing (issue 9: ingest never silently drops or rewrites):
-- a document over `max_document_bytes` (a file's size; for JSONL, one record's line) is an
-  `IngestError` naming the limit (config `indexes.max_document_bytes`, flag
-  `--max-document-bytes`; default DEFAULT_MAX_DOCUMENT_BYTES);
-- an empty file (0 bytes, or only whitespace) is an `IngestWarning` and yields no document.
-
-A file that is not JSON Lines is then converted in a reader process within `ReadBounds`
-(`indexes.ingest.bounds`: nesting and markup counted before parsing; `indexes.ingest.confine`:
-memory and CPU limits of the process), every refusal naming its config key.
-
-Inside a folder, symlinks are followed only to targets inside that folder: one pointing
-outside it (`docs/link.txt -> /etc/passwd`), dangling, or looping is reported and skipped.
-A file is read once, under its real path: a symlink to a file or folder the walk reads
-anyway is reported (a warning) and skipped (`_walk`).
-A path given directly (a file or folder named on the command line) may itself be a symlink.
-`delete_missing_problem` is the guard `kbgate index add --delete-missing` runs first.
-
-Document identity (issue 16). A document is known by its dataset and a stable source path:
-- a Markdown, HTML or text file's path is relative to the *root* of the run (`read_paths`'
-  `root`: `kbgate index add --root`, else the root the index recorded for the dataset, else the
-  folder named), so ingesting `docs/guide` after `docs` gives `guide/a.md` both times, never a
-  second `a.md`;
-- its id is that path, prefixed with its dataset when it has one (`document_id`:
-  `ds1:same.md`), so two datasets holding `same.md` are two documents. The Volcengine `Id` a
-  caller sees stays readable: `ds1:same.md#0`. The `path` (what scope path globs match) stays
-  `same.md`;
-- a JSONL record's id is its own `id`, as given (the record author chose it; ids referenced
-  elsewhere keep working): a record whose id another dataset holds is refused by the writer
-  (`indexes.writer.ingest`), never overwritten;
-- an id, path or dataset holding a control, format (zero-width, bidi override) or
-  non-character is refused, the file or record named (`indexes.invisible.name_problem`), and
-  so is a dataset holding ':' (`indexes.ingest.fields.dataset_problem`: 'a' + 'b:x.md' and
-  'a:b' + 'x.md' would be one id), from a record, front matter or `--dataset` (then nothing is
-  read): never rewritten, since a rewritten id could merge two documents;
-- an id, path or dataset over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes) is
-  refused the same way (Tantivy drops a longer term: such a document could never be replaced
-  or deleted), and so is an id or path that walks a tree (`indexes.paths`: a `.` or `..`
-  segment; for a path also a leading '/' or a backslash), here and again by the writer.
+Rationale: docs/design-notes.md, "indexes/ingest/__init__.py".
 """
 
 from __future__ import annotations
@@ -84,7 +39,7 @@ __all__ = [
 MIB = 1024 * 1024
 DEFAULT_MAX_DOCUMENT_BYTES = 10 * MIB
 """Largest document accepted by default: 25 times the largest page of the TiDB docs
-(system-variables.md, 393 kB); a 50 MB page made 35,818 chunks (issue 9)."""
+(system-variables.md, 393 kB); a 50 MB page made 35,818 chunks."""
 
 ReadItem = Document | IngestError | IngestWarning
 """One item of an ingest stream: a document, a skipped file or record, or a notice."""

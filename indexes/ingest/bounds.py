@@ -1,18 +1,6 @@
 """The bounds a document reader runs within, and the checks that refuse a file before parsing.
 
-`ReadBounds` holds the configurable limits (config `[indexes]`, gateway.core.config.indexes):
-- max_nesting: how deep a file's structure may nest. A reStructuredText file's nesting is its
-  stack of indentations plus the list markers that open a line (`rst_nesting`: docutils
-  parses each level by recursion, so a file of ever deeper block quotes exhausts the stack
-  after taking memory); an Office package's is the depth of its XML elements.
-- max_markup_elements: how many XML elements the parts of an Office package (DOCX, PPTX, XLSX)
-  may hold, counted while streaming, before any library builds its tree: a package of empty
-  runs holds no text, yet python-docx spends about 10 µs and 230 bytes per element.
-- memory_bytes, cpu_seconds: what the child process that parses one file may take beyond
-  what it held before (RLIMIT_AS, RLIMIT_CPU; indexes.ingest.confine).
-
-Each refusal is an IngestError of kind too_large whose reason names the limit's config key.
-The defaults and why: docs/indexes.md, "Readers within bounds".
+Rationale: docs/design-notes.md, "indexes/ingest/bounds.py".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Split a `Document` into `Chunk`s, the units that are indexed and returned.
 
-Rule: one chunk per section while the section fits in `max_chars` characters;
-a longer section is cut at sentence ends (。！？!? and newlines) into pieces of
-at most `max_chars` characters, each piece starting with the last sentence of
-the previous one when that sentence is at most `overlap_chars` long (so an
-answer that straddles a cut is still found whole in one chunk). A sentence
-longer than `max_chars` is cut hard at `max_chars`. Every chunk keeps its
-section heading and its page (PDF, PPTX: `Section.page`): short sections are merged only
-with sections of the same page, so a chunk's page holds all of it.
-Sizes are characters (str length), not bytes.
-
-The default size was chosen by measurement on CMRC 2018 and the TiDB docs
-(tests/indexes/test_search.py, docs/search-quality.md): see `DEFAULT_MAX_CHARS`.
+Rationale: docs/design-notes.md, "indexes/ingest/chunking.py".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The last step of every reader: a document as it may reach a caller (`indexes.safe_text`),
-with a report of each change (issue 16: nothing unchecked reaches a caller, nothing silently
+with a report of each change (nothing unchecked reaches a caller, nothing silently
 replaced).
 
-`clean_document` applies the rules of `indexes.safe_text` to one Document and returns the
-warnings an ingest prints: a page URL that is not http(s) (or relative, without a base) is
-not kept, nor a cover image URL that is not http(s) (`javascript:`, `data:`,
-relative), nor a cover height or width outside 1..MAX_COVER_PIXELS (`indexes.ingest.fields`),
-control characters and non-characters are removed from the title, summary, headings and text,
-a title is bounded to `MAX_TITLE_CHARS`. The document itself is always indexed.
+Rationale: docs/design-notes.md, "indexes/ingest/clean.py".
 """
 
 from __future__ import annotations

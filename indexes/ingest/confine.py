@@ -1,22 +1,6 @@
 """Read one file's bytes in a child process held to memory and CPU limits.
 
-`confined_read(data, rel_path, ...)` returns what `indexes.ingest.formats.read_bytes` yields for
-the file, computed in a reader process of this one: at most READERS at a time, each started once
-(`_main`, in a new interpreter) and reused for file after file, so a normal file costs a
-round trip through a pipe, not a new interpreter. Before each file the child sets its own
-RLIMIT_AS to what it holds now plus `bounds.memory_bytes`, and RLIMIT_CPU to the CPU it has used
-plus `bounds.cpu_seconds`; after it, both go back to unlimited.
-
-A file that passes a limit is refused as too_large, the reason naming the config key
-(indexes.reader_memory_bytes: the parse ran out of its address space; indexes.reader_cpu_seconds:
-the kernel ended the child with SIGXCPU, or it outlived WALL_FACTOR x its CPU seconds of wall
-time and was killed). A child that ended, ran out of memory, or grew by more than KEEP_GROWTH
-bytes over a file is replaced by a fresh one for the next file: what a file cost is given
-back with the process, and the calling worker's own memory never held the parse.
-
-Any failure of the machinery itself (the child cannot start, it died of a signal other than
-SIGXCPU) refuses that file with a reason; it never raises into the caller. Why a reused child
-and the overhead measured: docs/indexes.md, "Readers within bounds".
+Rationale: docs/design-notes.md, "indexes/ingest/confine.py".
 """
 
 from __future__ import annotations

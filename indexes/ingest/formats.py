@@ -1,16 +1,6 @@
 """The one registry of document formats: which converter reads a file, by suffix or media type.
 
-`read_bytes(data, rel_path, media_type=...)` is the entry point for one file's bytes, whether
-they come from a folder (`indexes.ingest.read_file`), a sync source or an upload (the document
-API): it picks the `Format` (`format_of`), checks the size, runs the converter and reports
-what it cannot read as an IngestError with its kind (`indexes.types.INGEST_ERROR_KINDS`). A
-converter's library is imported when the first file of its format is read, never at import
-time, so the CLI and the server start as fast as before (pypdf alone costs about 0.23 s).
-
-Formats: Markdown, HTML and text (the project's own readers), PDF (pypdf), Word .docx
-(python-docx), PowerPoint .pptx (python-pptx), Excel .xlsx (openpyxl), reStructuredText
-(docutils). JSON Lines is not here: one file holds many documents and is read as a stream
-(`indexes.ingest.jsonl`). The choice of libraries is measured in docs/indexes.md, "Formats".
+Rationale: docs/design-notes.md, "indexes/ingest/formats.py".
 """
 
 from __future__ import annotations

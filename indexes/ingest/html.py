@@ -1,9 +1,6 @@
 """HTML reader (stdlib `html.parser`): title, sections by h1–h3, plain text.
 
-Title: <title>, else the first <h1>, else the file stem. Text inside script,
-style, nav, head (except <title>), noscript, template and svg is dropped. Block
-elements end a line; h1–h3 start a new section with their text as heading.
-Document id and path are the path relative to the ingested folder.
+Rationale: docs/design-notes.md, "indexes/ingest/html.py".
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from ..types import Document, IngestError, Section
+from .text import read_utf8
 
 __all__ = ["parse_html", "read_html"]
 
@@ -96,9 +94,4 @@ def parse_html(text: str, rel_path: str) -> Document:
 
 def read_html(path: Path, rel_path: str) -> Iterator[Document | IngestError]:
     """One Document for an HTML file, or one IngestError (bad UTF-8, unreadable)."""
-    try:
-        yield parse_html(path.read_text(encoding="utf-8"), rel_path)
-    except UnicodeDecodeError as exc:
-        yield IngestError(rel_path, f"not UTF-8: {exc.reason} at byte {exc.start}")
-    except OSError as exc:
-        yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
+    return read_utf8(parse_html, path, rel_path)

@@ -1,23 +1,6 @@
 """JSON Lines reader: one document per line.
 
-Fields (all but `id` optional): id (str or int), title, content (alias text),
-url, summary, publish_time (int/float unix seconds, or an ISO-8601 date or
-date-time string; naive times are UTC; 13-digit milliseconds are converted with a warning,
-anything outside 0001..9999 refuses the record: `indexes.publish_time`), cover_image ({url, height, width} or a
-url string), path, dataset, qa_visible (bool). A url, summary or cover_image of the wrong type
-is not kept (a warning with the line), the record indexed; a wrong path, dataset or qa_visible
-refuses the record (they decide who may see it), and so does an id or path holding a control,
-format (zero-width, bidi) or non-character, or a dataset holding one or ':'
-(`indexes.ingest.fields.id_problem`, `indexes.ingest.fields.dataset_problem`): an identity is
-never rewritten, since rewriting could merge two documents; and so does an id, path or dataset
-over `indexes.ingest.fields.MAX_ID_BYTES` (1,024 UTF-8 bytes); and so does an id with a `.` or
-`..` segment, or a path with one, a leading '/' or a backslash (`indexes.paths`). The CMRC 2018 repackaging uses
-id/title/url/content. Every other field is kept as metadata when
-`indexes.ingest.metadata` allows (one IngestWarning, with the line, per field not kept).
-
-A record longer than `max_document_bytes` (its line, in UTF-8 bytes) is refused with an
-IngestError naming the limit. Records that repeat an `id` are all read; the ingest keeps
-the last one and reports each override (`indexes.writer`).
+Rationale: docs/design-notes.md, "indexes/ingest/jsonl.py".
 """
 
 from __future__ import annotations

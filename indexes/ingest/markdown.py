@@ -1,25 +1,6 @@
 """Markdown reader: YAML front matter, sections by heading, site markup stripped.
 
-Front matter (PyYAML `safe_load` between leading `---` lines): title, url,
-publish_time or date (the rule of `indexes.publish_time`: 13-digit milliseconds are converted
-with a warning naming the line, a value that is no time refuses the file), cover_image,
-summary, qa_visible, dataset. A url, summary or cover_image of the wrong type (`cover_image:
-5`) is not kept and reported, the page indexed; a wrong dataset or qa_visible refuses the page
-(`parse_markdown_kept`). Without a
-title the first heading is the title, else the file stem. Every other front-matter
-field is kept as metadata when `indexes.ingest.metadata` allows (a field it does not keep
-is reported as an IngestWarning).
-
-Document id and path are the file path relative to the ingested folder, with
-forward slashes ("dm/dm-safe-mode.md").
-
-Stripped (kept as plain text where it carries words), as met in the TiDB
-docs-cn tree (pingcap/docs-cn): HTML comments; HTML and JSX tags such as
-`<CustomContent platform="tidb">`, `<SimpleTab>`, `<span class=...>` (inner
-text kept); Hugo shortcodes `{{< copyable "sql" >}}` and template variables
-`{{{ .starter }}}`; links → link text; images → alt text; emphasis markers;
-inline-code backticks; blockquote and list markers; table pipes and separator
-rows. Fenced code keeps its text verbatim, fences dropped.
+Rationale: docs/design-notes.md, "indexes/ingest/markdown.py".
 """
 
 from __future__ import annotations
@@ -141,6 +122,16 @@ def _key_line(text: str, key: str) -> int | None:
     return None
 
 
+def _enter(above: list[tuple[int, str]], level: int, heading: str) -> str:
+    """Enter a heading of `level`: close the open headings at or below it in `above` (the
+    stack of (level, text)), push it, and return the trail of its parents above level 1."""
+    while above and above[-1][0] >= level:
+        above.pop()
+    trail = " / ".join(t for lvl, t in above if lvl > 1)
+    above.append((level, heading))
+    return trail
+
+
 def _finish(lines: list[str]) -> str:
     text = "\n".join(_SPACES.sub(" ", ln).strip() for ln in lines)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
@@ -178,11 +169,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
         if h:
             sections.append(Section(heading, _finish(buf), trail))
             heading = strip_inline(_HEADING_ANCHOR.sub("", h.group(2))).strip()
-            level = len(h.group(1))
-            while above and above[-1][0] >= level:
-                above.pop()
-            trail = " / ".join(t for lvl, t in above if lvl > 1)
-            above.append((level, heading))
+            trail = _enter(above, len(h.group(1)), heading)
             first_heading = first_heading or heading
             buf = []
             continue
@@ -192,11 +179,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
             # "Title\n=====": the previous line was a heading.
             sections.append(Section(heading, _finish(buf[:-1]), trail))
             heading = buf[-1].strip()
-            level = 1 if raw.lstrip()[:1] == "=" else 2
-            while above and above[-1][0] >= level:
-                above.pop()
-            trail = " / ".join(t for lvl, t in above if lvl > 1)
-            above.append((level, heading))
+            trail = _enter(above, 1 if raw.lstrip()[:1] == "=" else 2, heading)
             first_heading = first_heading or heading
             buf = []
             continue
@@ -210,7 +193,7 @@ def parse_markdown_kept(text: str, rel_path: str) -> tuple[Document, list[Ingest
     title = meta.get("title")
     title = str(title).strip() if title else first_heading or Path(rel_path).stem
     # A field of the wrong type that only shapes what a caller sees (url, summary, cover_image)
-    # is not kept and reported, the page indexed (issue 16); one that decides who may see the
+    # is not kept and reported, the page indexed; one that decides who may see the
     # page (dataset, qa_visible) or when it was published refuses the page, as before: guessing
     # there could show a page to callers it was not meant for.
     if meta.get("dataset") is not None and not isinstance(meta["dataset"], str):

@@ -1,15 +1,6 @@
 """reStructuredText reader (docutils).
 
-reStructuredText: docutils parses the file into its document tree; each section title starts a
-section (its trail: the titles above it), and the text of the paragraphs, lists, tables and
-literal blocks under it is its body. The title is docutils' document title (a lone top section
-title is promoted to it), else the first section title, else the file stem. Nothing outside
-the file is read: `include`, `raw` and file insertion are off, and docutils' own messages
-(a malformed table...) are not printed.
-
-AsciiDoc is not read: the one Python converter, asciidoc-py (10.2.1), fails on its own HTML5
-backend in safe mode ("ifeval invalid safe document"), and without safe mode a file can run
-system macros; an .adoc file is reported as an unsupported type (docs/indexes.md, "Formats").
+Rationale: docs/design-notes.md, "indexes/ingest/markup.py".
 """
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """Which front-matter (Markdown) and record (JSONL) fields a document keeps as metadata.
 
-Kept metadata is what a caller can filter on beside the built-in names (Dify's
-`metadata_condition`, issue 11; `indexes.metadata` indexes and queries it). The rule:
-
-- every field but the reader's own keys (`reserved`: title, url, dataset, ... which have their
-  own meaning) and the built-in names (BUILTIN_NAMES, filled from the document itself);
-- a name of 1..MAX_NAME_CHARS characters without control characters;
-- a string value without control characters or non-characters (`indexes.safe_text`);
-- a value that is a string (trimmed; 1..MAX_STRING_CHARS characters), a number (an integer of
-  at most 2**63 in size, or a finite float), a boolean (kept as the string 'true' / 'false'),
-  a date or date-time (YAML's `2024-05-01`, kept as its ISO-8601 string), or a list of up to
-  MAX_ITEMS such scalars;
-- at most MAX_FIELDS fields and MAX_BYTES bytes (names and values as UTF-8 JSON) per
-  document, the first fields of the source first.
-
-null, '' and [] mean "no value" and are not kept (a filter's `empty` matches them). Anything
-else (a nested object, a list holding an object, a string too long, a field past the bounds)
-is not kept, and each such field is reported as an `IngestWarning` naming it: ingest never
-drops what it read silently. The document itself is indexed either way.
+Rationale: docs/design-notes.md, "indexes/ingest/metadata.py".
 """
 
 from __future__ import annotations

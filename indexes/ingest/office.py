@@ -1,24 +1,6 @@
 """Word (.docx, python-docx) and PowerPoint (.pptx, python-pptx) readers.
 
-DOCX: paragraphs and tables in document order. A paragraph of style "Heading N" starts a
-section at level N (its trail: the headings above it), "Title" is the title unless the core
-properties name one (else the first heading, else the file stem). A table is one line per row,
-cells joined by " | " (a merged cell once). Word has no fixed pages: no page numbers.
-
-PPTX: one section per slide, its heading the slide's title placeholder, its text every other
-shape's text (groups and tables included) and the speaker notes; `Section.page` is the slide
-number. Title: the core properties' title, else the first slide's title, else the file stem.
-
-An Office file that is an OLE compound file instead of a ZIP package is what Office writes
-for a password-protected document: refused as encrypted. Anything the libraries cannot open
-is refused as corrupt.
-
-An Office file expands when unzipped, so the size limit of the run (`limit`, bytes of text) is
-kept while reading, never only after: a package whose parts unzip to over UNPACKED_FACTOR x
-`limit` bytes is refused before any is parsed (`unpacked_problem`, from the ZIP directory; the
-libraries read no more than a part's stated size); a DOCX's main part is first streamed and
-refused once its text passes `limit` (`docx_text_scan`), before python-docx parses it whole; a
-PPTX is refused once the text of its slides read so far passes `limit`.
+Rationale: docs/design-notes.md, "indexes/ingest/office.py".
 """
 
 from __future__ import annotations

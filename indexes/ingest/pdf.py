@@ -1,24 +1,7 @@
 """PDF reader (pypdf): the text layer page by page, headings from the outline, the page of
 each section.
 
-- Title: the document information `/Title`, else the first outline entry, else the first line
-  of text, else the file stem.
-- Headings: the outline (bookmarks: what Word, LibreOffice and Chromium export from a
-  document's headings). An entry starts a section where its title is found on its page (the
-  text before it stays with the previous heading); an entry whose title is not found on its
-  page starts its section at the top of that page. Its `trail` is the outline entries above it.
-  A PDF without an outline is one section per page, without heading.
-- Pages: a section never spans two pages; `Section.page` is its 1-based page, so each chunk
-  carries the page it starts on (`indexes.records.PAGE`).
-- Refused, each an IngestError with its kind (`indexes.types.INGEST_ERROR_KINDS`): a file pypdf
-  cannot parse (corrupt), an encrypted PDF that does not open with the empty password
-  (encrypted: a PDF with only an owner password opens and is read), no text on any page
-  (no_text: a scanned image without a text layer, said so when the pages hold images).
-  Pages of images without text in a PDF that has text elsewhere are one IngestWarning.
-
-Why pypdf: pure Python without dependencies, reads the outline, the information dictionary and
-encryption, and kept reading order and CJK text as well as pdfminer.six on the files compared
-(docs/indexes.md, "Formats").
+Rationale: docs/design-notes.md, "indexes/ingest/pdf.py".
 """
 
 from __future__ import annotations

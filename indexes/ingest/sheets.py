@@ -1,18 +1,6 @@
 """Excel reader (.xlsx, openpyxl in read-only mode, cached values instead of formulas).
 
-One section per worksheet, its heading the sheet's name, one line per non-empty row. When a
-sheet's first non-empty row holds only text in at least two cells, it is taken for a header:
-each later row reads "header: value; header: value" (empty cells left out), so a chunk cut
-from the middle of a long sheet still says what its numbers are. Otherwise cells are joined by
-" | ". Title: the workbook's title property, else the file stem. Numbers that are whole print
-without ".0"; dates print as ISO-8601.
-
-A workbook expands when unzipped: reading stops, and the file is refused as too large, once its
-text passes the document bound (`limit`, the size limit of the run; each row read, empty or
-not, counts at least 1), or before it is opened when its parts unzip to over
-UNPACKED_FACTOR x `limit` bytes (`office.unpacked_problem`). Every row of a sheet is read
-whatever its <dimension> tag says: read-only openpyxl trusts that tag, which may understate the
-sheet (a writer's bug or a file made to hide rows), so the sheets' dimensions are reset first.
+Rationale: docs/design-notes.md, "indexes/ingest/sheets.py".
 """
 
 from __future__ import annotations

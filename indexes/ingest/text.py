@@ -5,7 +5,7 @@ Document id and path are the path relative to the ingested folder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..types import Document, IngestError, Section
@@ -32,11 +32,17 @@ def parse_text(text: str, rel_path: str) -> Document:
     )
 
 
-def read_text(path: Path, rel_path: str) -> Iterator[Document | IngestError]:
-    """One Document for a .txt file, or one IngestError (bad UTF-8, unreadable)."""
+def read_utf8(parse: Callable[[str, str], Document], path: Path, rel_path: str) -> Iterator[Document | IngestError]:
+    """One Document `parse(text, rel_path)` makes of a UTF-8 file, or one IngestError (bad UTF-8,
+    unreadable)."""
     try:
-        yield parse_text(path.read_text(encoding="utf-8"), rel_path)
+        yield parse(path.read_text(encoding="utf-8"), rel_path)
     except UnicodeDecodeError as exc:
         yield IngestError(rel_path, f"not UTF-8: {exc.reason} at byte {exc.start}")
     except OSError as exc:
         yield IngestError(rel_path, f"cannot read: {exc.strerror or exc}")
+
+
+def read_text(path: Path, rel_path: str) -> Iterator[Document | IngestError]:
+    """One Document for a .txt file, or one IngestError (bad UTF-8, unreadable)."""
+    return read_utf8(parse_text, path, rel_path)

@@ -1,17 +1,6 @@
 """The Milvus collection of one index: its schema, and every call to Milvus behind one guard.
 
-One collection per index. One row per chunk, primary key '{doc_id}#{chunk}', holding what a
-Tantivy chunk stores (title, heading, text, its fold, path, dataset, visibility, metadata, …)
-plus four text fields of kbgate's own analysis (`indexes.analysis`), each whitespace-joined and
-read by Milvus's `standard` tokenizer (one token per word; a CJK run is one token), each feeding
-a BM25 function into a sparse field: `words` (jieba words of heading and text), `latin` (Latin
-words), `chars` (CJK characters and bigrams), `titles` (the title's words, Latin words and
-bigrams). A second collection '{collection}_terms' holds how many documents hold each word
-(`indexes.milvus.terms`), for the relevance's domain weight. The collection's property
-`kbgate.generation` is the generation: raised by one on every committed change.
-
-`guard` turns whatever the client raises (a gRPC deadline, a refused connection, a Milvus
-error status) into `IndexUnavailableError`: the core answers its retryable unavailable error.
+Rationale: docs/design-notes.md, "indexes/milvus/client.py".
 """
 
 from __future__ import annotations

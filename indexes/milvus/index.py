@@ -1,18 +1,6 @@
 """`MilvusIndex`: an index served by a Milvus collection, behind `indexes.types.ServedIndex`.
 
-What kbgate decides stays kbgate's: the question's analysis and candidates
-(`indexes.milvus.search`), the scope (`indexes.milvus.scope`), the 0..1 relevance of each hit
-(`indexes.relevance.Question.about` on the stored folded text, the question's words weighed by
-the document frequencies the writer keeps, `indexes.milvus.terms`), the floor, one hit per
-document with its further matching chunks, and the Summary (`indexes.hits.make_hit`, the same
-code a Tantivy hit is shaped by). Milvus holds the rows and the postings and answers BM25.
-
-Every call to Milvus is bounded by `MilvusConfig.timeout_seconds` and a failure raises
-`IndexUnavailableError` (the core's retryable unavailable answer); the next call connects
-afresh. The generation is the collection's `kbgate.generation` property, read at most every
-RELOAD_CHECK_SECONDS; what a search sees of a write just made is Milvus's consistency level.
-Not served yet on Milvus: dense vectors, reranking. Metadata conditions narrow the candidates
-(`indexes.milvus.where`) instead of the search.
+Rationale: docs/design-notes.md, "indexes/milvus/index.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """A document as Milvus rows, and a Milvus row read back as the stored chunk the shared code reads.
 
-`rows_of` builds one row per chunk from `indexes.records.chunk_fields` (the very fields a
-Tantivy index stores and analyses), so both backends index the same terms. `Row` gives a row
-the `get_first(name)` of a Tantivy document: `indexes.hits.make_hit`, `chunk_fold`, the
-passage selection, `indexes.documents` and `indexes.browse` read it unchanged. Optional values
-are stored as '' or -1 (Milvus Lite has no nullable fields) and read back as None.
+Rationale: docs/design-notes.md, "indexes/milvus/rows.py".
 """
 
 from __future__ import annotations

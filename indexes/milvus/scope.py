@@ -1,11 +1,6 @@
 """A scope (`SearchFilter`) as a Milvus filter expression, and the part of it checked after.
 
-Milvus filters on scalar fields: datasets (`dataset in [...]`), visibility
-(`qa_visible == true`) and path globs as `like` patterns ('*' and '**' → '%', '?' → '_').
-A `like` pattern cannot keep '*' inside one path segment, and Milvus has no case-insensitive
-match for excluded trees, so `allowed` checks every hit against the exact rules
-(`indexes.filters.glob_to_regex`, `exclusion_regex`) before it counts: the expression only
-narrows what Milvus returns, never widens what a caller sees.
+Rationale: docs/design-notes.md, "indexes/milvus/scope.py".
 """
 
 from __future__ import annotations

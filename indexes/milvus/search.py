@@ -1,12 +1,6 @@
 """A question's candidates from Milvus: kbgate's terms, one BM25 search per field, fused here.
 
-The question is analysed by kbgate (`indexes.synonyms.analysed`: jieba words, Latin words,
-CJK characters and bigrams, Traditional → Simplified, synonyms), and each field's terms reach
-Milvus as one whitespace-joined text, which the field's `standard` analyzer splits back into
-exactly those terms (docs/scaling.md, "Milvus"). A chunk's score is Σ over fields of the field's
-boost (`indexes.search.Boosts`: Latin words double, titles half) × its BM25 score there; a
-synonym's added terms are searched apart and weigh EXPANSION_WEIGHT, as on Tantivy. Milvus Lite
-returns BM25 as a negative distance, Milvus as a positive score: the magnitude is read.
+Rationale: docs/design-notes.md, "indexes/milvus/search.py".
 """
 
 from __future__ import annotations

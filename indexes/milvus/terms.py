@@ -1,17 +1,6 @@
 """Document frequencies kept at ingest, and the index's shape, for the relevance on Milvus.
 
-`indexes.relevance.question` weighs each word of a question by how many documents of the index
-hold it (`documents_with`) against how many would in general Chinese of the index's shape
-(`indexes.profile.Profile`). Tantivy answers both from its postings; on Milvus the writer keeps
-them in the collection '{collection}_terms':
-
-- 'w:{word}' / 'l:{word}' → n: documents holding the word in a body or title (CJK and every
-  word) / the Latin word in a body (`indexes.milvus.rows.rows_of`), as Tantivy counts them;
-- 'd:{doc_id}#{part}' → keys: the document's own keys, space-joined, in parts of at most
-  PART_BYTES (part 0's n: how many parts), so a rewrite or delete takes back exactly what the
-  document added.
-
-The shape (`profile`) is read from the chunk rows once per generation.
+Rationale: docs/design-notes.md, "indexes/milvus/terms.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Metadata conditions (`MetaFilter`, Dify's `metadata_condition`) on a Milvus index's candidates.
 
-The conditions mean exactly what they mean on Tantivy (`indexes.metadata`): each candidate
-document's metadata terms (`indexes.metadata.index_terms` of its stored metadata and built-in
-names) are put in a small in-memory Tantivy index and the same `indexes.metadata.filter_query`
-is run over it. What differs: on Milvus the conditions narrow the candidates after they were
-found (docs/scaling.md), so a search may return fewer than its limit when many of the best
-chunks fail them; and a name counts as held by the index when a candidate holds it.
+Rationale: docs/design-notes.md, "indexes/milvus/where.py".
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """The one writer of a Milvus index: upserts and deletes by document, then a new generation.
 
-The rules are the Tantivy writer's (`indexes.writer.ingest`): an unchanged revision is
-skipped; an id another dataset holds is refused, and one indexed from another source file
-unless `replace`; a change set (`apply`) with any refusal writes nothing; the last copy of an
-id read twice wins, with a warning. A written document's chunk rows are upserted (primary key
-'{doc_id}#{chunk}'), then its rows past its new last chunk deleted, then its word counts moved
-(`indexes.milvus.terms`); a deleted document's rows and counts go. When anything changed, the
-collection's generation property is raised by one: readers' answer caches move on.
-
-Milvus has no transactions: readers may see a change set's documents land one by one (each
-document's rows are upserted before its stale ones are deleted, so a document is never
-absent while it is rewritten), and a writer that dies midway leaves the documents it wrote
-written and the generation unraised; the retry finds them 'unchanged' and raises it. One
-writer per index across the processes of this machine (an flock beside its records); writers
-on several machines must be serialised by the operator (docs/scaling.md).
+Rationale: docs/design-notes.md, "indexes/milvus/writes.py".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Applying the rerank stage to a chunk order, before the one-per-document collapse.
 
-Two chunk orders exist: the lexical one (Tantivy's BM25 hits) and the hybrid one (the fused
-list of `indexes.dense.hybrid`). Both are reranked the same way (`RerankStage`): the first
-`candidates` chunks are loaded (the reranker needs their text: title, heading and body), put
-first in the reranker's order, and the collapse then walks the new order as it walks the old
-one, so a document's best *reranked* chunk becomes its hit and its other candidates its context.
-
-Each reranked hit carries `scores.rerank` (0..1) and `relevance` equal to it; `Hit.score`
-stays the stage before's score (BM25 or fused) of that chunk. Documents found only past the
-candidates follow the reranked ones, in the order of the stage before, with `scores.rerank`
-None. When the stage answers None (deadline, breaker, error) the order before is kept.
+Rationale: docs/design-notes.md, "indexes/rerank/chunks.py".
 """
 
 from __future__ import annotations

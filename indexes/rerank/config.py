@@ -1,9 +1,6 @@
 """Settings of one index's rerank stage (`[indexes.<name>.rerank]` in the gateway config).
 
-The gateway's config parser (`gateway/core/config/indexes.py`) validates the TOML keys and
-builds a `RerankConfig`; docs/hybrid-retrieval.md ("Rerank")
-and deploy/gateway.example.toml document each key. This module only holds
-the shape and the defaults.
+Rationale: docs/design-notes.md, "indexes/rerank/config.py".
 """
 
 from __future__ import annotations

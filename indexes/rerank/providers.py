@@ -1,28 +1,6 @@
 """Rerank wire formats: one HTTP client, three request and answer shapes.
 
-Each provider turns (query, documents) into relevance scores in the documents' order,
-clamped to 0..1, through one `POST {url}` with a JSON body and an optional
-`Authorization: Bearer <api key>` header:
-
-- `cohere`: `{"model", "query", "documents": [str], "top_n": n, "return_documents": false}`
-  → `{"results": [{"index", "relevance_score"}]}`, sorted by relevance;
-- `tei`: `{"query", "texts": [str], "raw_scores": false, "truncate": true}`
-  → a bare list `[{"index", "score"}]`, sorted by score;
-- `dashscope`: `{"model", "input": {"query", "documents"}, "parameters": {"top_n": n,
-  "return_documents": false}}` → `{"output": {"results": [{"index", "relevance_score"}]},
-  "usage", "request_id"}`.
-
-Sources: Cohere's rerank API reference (the shape Jina `/v1/rerank`, vLLM `/rerank`,
-Xinference `/v1/rerank`, LiteLLM, New API and OpenVINO model server also serve);
-huggingface/text-embeddings-inference's `/rerank` (raw_scores false: the model's sigmoid, 0..1);
-Alibaba Model Studio "文本排序" (`POST https://dashscope.aliyuncs.com/api/v1/services/rerank/
-text-rerank/text-rerank`, models gte-rerank-v2 and qwen3-rerank, at most 500 documents and
-4,000 tokens each). Answers sorted by relevance are mapped back by `index` (a known pitfall:
-reading scores in answer order); every index 0..n-1 must appear exactly once.
-
-Failures: connection errors, timeouts and HTTP 408/409/429/5xx are `RerankUnavailable`; any
-other answer that is not n usable scores is a `RerankResponseError`. No retry: a query has a
-deadline (`indexes.rerank.stage`). The API key is only put in the header: it is in no message.
+Rationale: docs/design-notes.md, "indexes/rerank/providers.py".
 """
 
 from __future__ import annotations
@@ -35,6 +13,7 @@ import httpx
 
 from ..dense.providers import RETRY_STATUSES
 from ..errors import RerankResponseError, RerankUnavailable
+from ..service_client import service_client
 from .config import RerankConfig
 
 __all__ = ["CohereReranker", "DashScopeReranker", "HttpReranker", "Reranker", "TeiReranker", "make_reranker"]
@@ -66,11 +45,7 @@ class HttpReranker:
 
     def __init__(self, config: RerankConfig, *, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
-        headers = {"Accept": "application/json"}
-        if config.api_key is not None:
-            headers["Authorization"] = f"Bearer {config.api_key.reveal()}"
-        self._client = httpx.Client(headers=headers, transport=transport, follow_redirects=False,
-                                    limits=httpx.Limits(max_connections=16, max_keepalive_connections=8))
+        self._client = service_client(config.api_key, transport)
 
     def body(self, query: str, documents: list[str]) -> dict[str, Any]:
         raise NotImplementedError

@@ -1,18 +1,6 @@
 """The rerank stage of one index: a deadline, a circuit breaker, counted outcomes.
 
-Stage order (ARCHITECTURE "Relevance"): lexical candidates → optional dense fusion → optional
-rerank → relevance + floor → one-per-document collapse → shaping by the wing. This stage takes
-the first `candidates` chunks of the stage before, in its order, asks the reranker for one
-relevance each, and puts those chunks first, best relevance first (ties keep the earlier
-chunk); chunks past them follow in the order of the stage before. `indexes.rerank.chunks`
-applies it to the lexical and the fused chunk orders, before the one-per-document collapse.
-
-A search never fails or waits longer because of the reranker, exactly as with the query
-embedding (`indexes.dense.query`, whose `Breaker` this reuses): the call runs on a small pool
-and is waited for at most `timeout_ms` from its start; a missed deadline, an error or an open
-breaker answers None and the search keeps the order of the stage before. `failures`
-consecutive failures (errors, or answers later than the deadline) open the breaker for
-`breaker_reset_seconds`; then one trial call is let through.
+Rationale: docs/design-notes.md, "indexes/rerank/stage.py".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Shapes shared by the index layer and its callers.
 
-The index layer knows nothing of HTTP: the gateway hands it a query string, a
-limit and a `SearchFilter`, and gets `Hit`s back. Ingest readers turn files into
-`Document`s; the chunker turns a `Document` into `Chunk`s; the store indexes
-chunks and answers searches.
-
-Field meanings follow the Volcengine knowledge callback result item (seed 003,
-"Result"): `Id`, `Title`, `Summary`, `PublishTime`, `Url`, `CoverImage`,
-`KnowledgeContent`.
-
-The shapes live in three modules by concern (documents, search, writes); import them from here.
+Rationale: docs/design-notes.md, "indexes/types/__init__.py".
 """
 
 from .documents import ChunkView, CoverImage, Document, DocumentRow, Metadata, MetaScalar, MetaValue, Section

@@ -12,7 +12,7 @@ __all__ = ["CONSISTENCY_LEVELS", "MilvusConfig"]
 
 CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 """Milvus's consistency levels: what a search sees of writes made just before it
-(docs/scaling.md, "Milvus"): Strong, every write acknowledged before the search; Bounded, up to
+(docs/scaling.md, "3. One index past one machine"): Strong, every write acknowledged before the search; Bounded, up to
 a few seconds behind; Session, the writes of the same client; Eventually, whatever has arrived."""
 
 

@@ -191,7 +191,7 @@ class SearchBounds:
     max_chunks_per_document: stored chunks loaded for one result: its best chunk and at
         most this many minus one more matching chunks for its content (KnowledgeContent).
     So one search loads at most limit × max_chunks_per_document stored chunks, however many
-    chunks one document has (issue 9: a 35,818-chunk document made every matching callback
+    chunks one document has (a 35,818-chunk document made every matching callback
     take 250–300 ms). Raises ValueError for a bound below 1.
     """
 

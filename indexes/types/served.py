@@ -1,11 +1,6 @@
 """`ServedIndex`: the surface of one index that the gateway uses, whatever serves it.
 
-The core (retrieve, answers, explain, runtime), the console, sync, readiness and the writer
-(`kbgate index add`, the document API) reach an index only through these members. Two
-implementations: `indexes.store.KnowledgeIndex` (Tantivy; `indexes.dense.HybridIndex` adds dense
-vectors) and `indexes.milvus.MilvusIndex` (a collection of a Milvus server, docs/scaling.md). The
-gateway never names either: `indexes.store.IndexStore` opens the one an index is configured with.
-Scores and relevance mean the same on both: analysis, relevance and Summaries are kbgate's.
+Rationale: docs/design-notes.md, "indexes/types/served.py".
 """
 
 from __future__ import annotations

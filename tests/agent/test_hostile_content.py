@@ -1,12 +1,8 @@
 """Hostile content through every wing: cover image URLs that are not http(s), document names
 holding control, format (zero-width, bidi override) characters, and queries of invisible
-characters alone (issue 16: nothing unchecked reaches a caller).
+characters alone (nothing unchecked reaches a caller).
 
-The records are ingested into a private copy of the test index as an index built before the
-ingest rules would hold them (the reader refuses such ids now: tests/indexes/test_ingest.py):
-cover images through the real JSONL reader without the cleaning step, names as Documents
-written by the real writer. Then the Volcengine callback (signed), Dify, the tool API and MCP
-are asked for them through the app.
+Rationale: docs/design-notes.md, "tests/agent/test_hostile_content.py".
 """
 
 from __future__ import annotations

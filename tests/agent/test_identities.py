@@ -1,12 +1,6 @@
-"""The never-readable trees (`config/**`, `state/**`, working docs without the opt-in: seed 002
-§8, §13) are applied to every name a document can be reached by, not only its tree path: a
-JSONL record whose `id` is `config/secret.md` and which has no `path` must stay as invisible
-as a Markdown file at config/secret.md, through every wing: the tool API (search, get_page,
-get_context), Dify, the knowledge protocol (search, read by ref) and MCP (search, fetch).
-
-The hostile records are read by the real JSONL reader and ingested into a private copy of the
-test index; refs for them are minted as an older gateway (before this rule) could have minted
-them, with the ref key of the suite, so that reading by reference is tested too.
+"""The never-readable trees (`config/**`, `state/**`; Agent Access API 技术设计 §8, §13) apply to
+every name a document can be reached by: a JSONL record whose `id` is `config/secret.md` stays
+invisible through every wing, refs minted in the older format included.
 """
 
 from __future__ import annotations

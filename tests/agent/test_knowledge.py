@@ -1,4 +1,4 @@
-"""gateway/agent/knowledge.py through the ASGI app: the protocol of seed 000, every
+"""gateway/agent/knowledge.py through the ASGI app: the protocol of Agent知识按需搜索与读取, every
 schema, every error code, ref binding and lifetime, read pages and the read chain.
 
 A real Tantivy index (a private copy per test), a real Redis nonce store, and the app's
@@ -468,9 +468,9 @@ async def test_ref_does_not_outlive_a_document_change(env: EnvFactory, change: s
 
 
 async def test_a_ref_and_its_cursor_outlive_a_commit_that_changed_other_documents(env: EnvFactory) -> None:
-    """Seed 000 binds a ref to the document's revision, not to the index generation: a commit
+    """Agent知识按需搜索与读取 binds a ref to the document's revision, not to the index generation: a commit
     that adds or changes another document keeps the ref and its cursors readable; the answer's
-    knowledge_scope_revision (which covers the generation) moves (issue 16)."""
+    knowledge_scope_revision (which covers the generation) moves."""
     e = await env()
     ref, found = await e.first_ref("运维手册")
     first = ok(await e.read(ref, max_bytes=4096), "bailing.agent-knowledge-read.v1")

@@ -1,5 +1,5 @@
 """gateway/agent/tools/ (the tool API) through the ASGI app: a real Tantivy index, a real Redis, the
-SQLite tracker, the shared scope engine. One test per row of seed 002 §14's table
+SQLite tracker, the shared scope engine. One test per row of Agent Access API 技术设计 §14's table
 (fixtures in tests/fixtures/access), every denial audited, a schema contract test per
 tool, and parallel writes that must file exactly once."""
 
@@ -139,7 +139,7 @@ def doc_ids(body: dict[str, Any]) -> list[str]:
     return [x["citation"]["docId"] for x in body["data"]["results"]]
 
 
-# ================================================================ seed 002 §14, one test per row
+# ================================================================ Agent Access API 技术设计 §14, one test per row
 
 
 @pytest.mark.anyio
@@ -431,7 +431,7 @@ async def test_get_context_pack_has_effective_scope_and_limits(env: Env) -> None
 
 @pytest.mark.anyio
 async def test_get_context_by_paths_returns_the_readable_pages_and_names_each_unreadable_path(env: Env) -> None:
-    """Seed 002 §12 partial: one unreadable path (outside the policy, never readable, absent)
+    """Agent Access API 技术设计 §12 partial: one unreadable path (outside the policy, never readable, absent)
     does not fail the call; each is a warning naming its path, the readable pages come back."""
     paths = ["guide/key-rotation.md", "config/secrets.md", "guide/no-such.md"]
     body = result(await env.call("get_context", req({"paths": paths})), 200, "partial")
@@ -631,8 +631,8 @@ async def test_a_canonical_dedupe_key_must_be_the_hash_of_its_own_input(env: Env
 
 @pytest.mark.anyio
 async def test_a_clients_own_dedupe_key_is_the_records_identity(env: Env) -> None:
-    # Seed 002 §9.5/§10: the dedupeKey is required and excludes the caller id; a client's own
-    # well-formed key is accepted as the identity (issue 9, item 6).
+    # Agent Access API 技术设计 §9.5/§10: the dedupeKey is required and excludes the caller id; a client's own
+    # well-formed key is accepted as the identity.
     first = {"kind": "no_answer", "message": "找不到退款窗口说明"}
     reworded = {"kind": "no_answer", "message": "退款窗口的说明在哪里？"}
     a = result(await env.call("create_feedback", req(first, dedupeKey="alice:refund-window"), "alice"), 200, "passed")

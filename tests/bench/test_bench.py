@@ -1,11 +1,6 @@
 """bench: the harness's pieces, and one tiny run end to end printing every table.
 
-A few documents of each corpus, 1-second loads, a 2,000-chunk scale study and a 300-chunk
-hybrid one: this proves the harness works (the real-corpus closed and open loops beside the
-floor with real Redis and real signatures, the Zipf mix, the huge document, every wing, the
-hybrid path beside the lexical one with the embedded model, the scale study, the targets),
-not how fast anything is, so no timing is asserted; figures only have to be positive, and
-every request must have been answered 2xx (a wrongly signed request would not be).
+Rationale: docs/design-notes.md, "tests/bench/test_bench.py".
 """
 
 from __future__ import annotations
@@ -125,7 +120,7 @@ def test_harness_prints_every_table_with_positive_figures(
     assert any("10,000 chunks/s at 100k" in n for n in names)
     assert any("document of 200 chunks" in n for n in names)
     assert any("make eval" in n for n in names)
-    assert sum("× the minimal gateway's" in n for n in names) == 2  # issue 19, per corpus
+    assert sum("× the minimal gateway's" in n for n in names) == 2  # one per corpus
     assert all(r[2] in ("yes", "NO", "not run", "see make eval", "not measured: fallbacks") for r in targets[1:])
     assert next(r for r in targets[1:] if "10,000 chunks/s" in r[0])[2] == "not run"  # no 100k in this run
 

@@ -1,4 +1,4 @@
-"""bench.flame: a py-spy profile of a callback's worker, by part of the callback (issue 19)."""
+"""bench.flame: a py-spy profile of a callback's worker, by part of the callback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""bench.minimal: the hand-built minimal gateway `make bench` compares kbgate with (issue 19).
+"""bench.minimal: the hand-built minimal gateway `make bench` compares kbgate with.
 
 Its figures mean something only if it does the work of a correct callback: it must answer a
 correctly signed callback with results from its own index, and refuse a replay of it and a

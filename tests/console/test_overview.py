@@ -89,7 +89,10 @@ async def test_the_overview_needs_a_login_and_any_role_reads_it(tmp_path: Path, 
     c, _ = await _app(tmp_path, docs_index, start_app, monkeypatch)
     assert (await c.get("/admin/overview.json")).status_code == 401
     assert (await c.get("/admin/overview/chart.svg")).status_code == 401
-    assert (await c.get("/admin/")).status_code == 401
+    r = await c.get("/admin/")
+    assert r.status_code == 303 and r.headers["location"] == "/admin/login"  # a monitor sees a redirect
+    assert (await c.get("/admin/login")).status_code == 200 and 'name="token"' in (await c.get("/admin/login")).text
+    assert (await c.get("/admin/", headers={"accept": "application/json"})).status_code == 401
     from tests.console.test_users import VIEWER
     viewer = {"authorization": f"Bearer vera:{VIEWER}"}
     assert (await c.get("/admin/overview.json", headers=viewer)).status_code == 200

@@ -1,17 +1,12 @@
-"""The admin story, on a real `kbgate serve` with Redis, in a real headless Chromium.
-
-`make run`'s config (deploy/demo/configure.py into a temporary folder; the admin token read from
-its admin-token file, the way `make run` prints it), with Redis for replay and the console's
-records, an audit file, and a second index `handbook` on an agent route of its own (so that an
-owner of one index has another one to be refused). The admin logs in → opens the tenant page →
-runs the connectivity test (by keyboard) → adds a key (shown once: never in the redirect, the
-server log, the audit file or the page after a refresh) → sees it verify and retires the old key
-(by keyboard) → adds an owner of `handbook` from the Users page; the owner logs in and cannot
-touch demo-docs' documents or the tenant (clear refusals naming her role, nothing changed).
-The browser asks for zh-CN: the story runs in Chinese, as an admin in China sees it.
-
-Screenshots go to test-artifacts/ (gitignored), and with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/
-(for docs/volcengine-console.md), so that `make test` leaves the work tree as it found it.
+"""The admin story, on a real `kbgate serve` with Redis (`make run`'s config, its admin token read
+as `make run` prints it), in a real headless Chromium, at 390 and 1280 px, by keyboard: create
+index hr and upload its page → route hr/leave → hr for tenant demo → the connectivity test → add
+a key (shown once: never in a redirect, the log, the audit or a refreshed page) → retire the old
+one → test the new route → add ann, owner of only hr; she cannot touch demo-docs or the tenant
+(refusals naming her role, nothing changed) and has no Users link. New controls are found by
+ids, names and hrefs, so the story holds in any language of the pages; the browser asks for zh-CN,
+so it runs in Chinese, as an admin in China sees it. Screenshots go to
+test-artifacts/ (gitignored), with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/ (docs/volcengine-console.md).
 """
 
 from __future__ import annotations
@@ -65,15 +60,10 @@ def _demo(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[
     doc["replay"]["key_prefix"] = f"kbgate-story-{os.getpid()}"  # type: ignore[index]
     doc["audit"] = {"sink": "file", "path": "audit.jsonl"}
     doc["gaps"] = {"flush_seconds": 0.1, "threshold": 0.0}
-    doc["agent"]["routes"]["handbook"] = {"index": "handbook"}  # type: ignore[index]
     cfg.write_text(tomlkit.dumps(doc), "utf-8")
-    pages = out / "handbook-pages"
-    pages.mkdir()
-    for name, text in HANDBOOK.items():
-        (pages / name).write_text(text, "utf-8")
-    for index, folder in (("demo-docs", ROOT / "deploy" / "demo" / "docs"), ("handbook", pages)):
-        r = kbgate("index", "add", "--config", str(cfg), "--index", index, "--no-progress", str(folder))
-        assert r.returncode == 0, r.stderr
+    r = kbgate("index", "add", "--config", str(cfg), "--index", "demo-docs", "--no-progress",
+               str(ROOT / "deploy" / "demo" / "docs"))
+    assert r.returncode == 0, r.stderr
     with serve(cfg) as srv:
         yield srv, out
 
@@ -128,7 +118,8 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
     try:
         log_in(page, srv.base, admin_token)
         expect(page.locator("h1")).to_have_text("概览")
-        page.get_by_role("navigation", name="控制台").get_by_role("link", name="租户").click()
+        _index_and_route(page, srv, out)
+        page.locator('nav.console a[href="/admin/tenants"]').click()
         page.wait_for_url(srv.base + "/admin/tenants")
         page.get_by_role("link", name="租户 demo").click()
         page.wait_for_url(tenant_url)
@@ -175,8 +166,8 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         _from_top(page)
         _press(page, "发送测试回调")
         expect(page.locator("#test-answer")).to_contain_text(f"用密钥 {key_id} 签名")
-        _reload_until(page, ".step3", "已验证 1 次回调")
-        expect(page.locator(".step3")).to_contain_text("已验证 1 次回调")
+        _reload_until(page, ".step3", "verified 1 callback(s)")
+        expect(page.locator(".step3")).to_contain_text("verified 1 callback(s)")
 
         # Two live keys: every control (the retire form's too) by Tab, with distinct names, at both widths.
         page.goto(tenant_url)
@@ -237,15 +228,36 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         assert secret not in srv.logs() and secret not in (out / "audit.jsonl").read_text("utf-8")
         assert "连通性测试" not in srv.logs() and "连通性测试" not in (out / "audit.jsonl").read_text("utf-8")
 
-        # An owner of one index, added from the Users page.
-        page.get_by_role("navigation", name="控制台").get_by_role("link", name="用户").click()
-        page.fill('input[name="name"]', "ann")
-        page.select_option('select[name="role"]', "owner")
-        page.check('input[name="index.handbook"]')
+        # The connectivity test on the new route (hr/leave → hr), by keyboard, signed with the new key.
+        page.goto(tenant_url)
+        _from_top(page)
+        _tab_to(page, 'select[name="route"]')
+        page.keyboard.type("hr")  # the select's type-ahead: option "hr/leave"
+        expect(page.locator('select[name="route"]')).to_have_value("1")
+        _tab_to(page, 'form[action$="/demo/test"] button[type="submit"]')
         with page.expect_navigation():
-            page.get_by_role("button", name="添加用户").click()
+            page.keyboard.press("Enter")
+        answer = page.locator("#test-answer")
+        expect(answer).to_contain_text("Ret 0")
+        expect(answer).to_contain_text(f"用密钥 {key_id} 签名")
+
+        # An owner of only the new index, added from the Users page by keyboard.
+        page.locator('nav.console a[href="/admin/users"]').click()
+        page.wait_for_url(srv.base + "/admin/users")
+        _from_top(page)
+        _tab_to(page, 'form[action="/admin/users"] input[name="name"]')
+        page.keyboard.type("ann")
+        _tab_to(page, 'form[action="/admin/users"] select[name="role"]')
+        page.keyboard.press("ArrowDown")  # from 查看者 (viewer) to 负责人 (owner)
+        expect(page.locator('form[action="/admin/users"] select[name="role"]')).to_have_value("owner")
+        _tab_to(page, 'form[action="/admin/users"] input[name="index.hr"]')
+        page.keyboard.press("Space")
+        _tab_to(page, 'form[action="/admin/users"] button[type="submit"]')
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
         credential = page.locator("code.credential").inner_text()
         expect(page.locator('tr[data-user="ann"] td.role')).to_have_text("负责人")
+        expect(page.locator('tr[data-user="ann"] td:nth-child(3)')).to_have_text("hr")  # only that index
         _shot(page, "users-added.png", mask=[page.locator("code.credential")])
         page.reload()
         assert credential not in page.content()
@@ -257,6 +269,63 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         context.close()
 
 
+def _index_and_route(page: Any, srv: Server, out: Path) -> None:
+    """The admin creates index hr (lexical) from the Indexes page, uploads its first page, and
+    routes hr/leave → hr for tenant demo from the tenant page: the keyboard alone for every
+    control but the file picker, stable selectors (ids, names, hrefs), at 390 and 1280 px."""
+    from playwright.sync_api import expect
+
+    page.locator('nav.console a[href="/admin/indexes"]').click()
+    page.wait_for_url(srv.base + "/admin/indexes")
+    assert_fits_both(page, srv.base + "/admin/indexes")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(srv.base + "/admin/indexes")
+    _from_top(page)
+    _tab_to(page, "#new-index")
+    page.keyboard.type("hr")
+    _tab_to(page, "#new-index-kind")
+    page.keyboard.press("ArrowDown")  # from 混合检索 (hybrid) to the lexical option
+    expect(page.locator("#new-index-kind")).to_have_value("lexical")
+    page.locator("#new-index").scroll_into_view_if_needed()
+    _shot(page, "index-create.png")
+    _tab_to(page, 'form[action="/admin/indexes/create"] button[type="submit"]')
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url == srv.base + "/admin/indexes/hr"
+    assert (out / "indexes" / "hr" / "meta.json").is_file() and not (out / "indexes" / "hr" / "dense").exists()
+    page.set_input_files('form.upload input[name="file"]', files=[{
+        "name": "leave.md", "mimeType": "text/markdown", "buffer": HANDBOOK["leave.md"].encode()}])
+    _tab_to(page, 'form.upload button[type="submit"]')
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert_fits_both(page, srv.base + "/admin/indexes/hr")
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    page.goto(srv.base + "/admin/tenants/demo")
+    _from_top(page)
+    _tab_to(page, "#route-first")
+    page.keyboard.type("hr")
+    _tab_to(page, "#route-second")
+    page.keyboard.type("leave")
+    _tab_to(page, "#route-index")
+    page.keyboard.type("hr")
+    expect(page.locator("#route-index")).to_have_value("hr")
+    page.locator("#route-add").scroll_into_view_if_needed()
+    _shot(page, "tenant-route-add.png")
+    _tab_to(page, '#route-add button[type="submit"]')
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    expect(page.locator("dl.paste")).to_contain_text("hr / leave → 知识库 hr")
+    config = (out / "gateway.toml").read_text("utf-8")
+    assert 'first_level_id = "hr"' in config and 'index = "hr"' in config
+    for _ in range(50):  # the worker serves the new route once it reloads the file (within a second)
+        routes = httpx.get(srv.base + "/readyz", timeout=10).json()["routes"]
+        if any(r.get("index") == "hr" for r in routes):
+            break
+        time.sleep(0.1)
+    assert any(r.get("index") == "hr" for r in routes), routes
+
+
 def _signed(secret: str, raw: bytes) -> dict[str, str]:
     from tests.support.callbacks import signed
 
@@ -264,7 +333,7 @@ def _signed(secret: str, raw: bytes) -> dict[str, str]:
 
 
 def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, credential: str) -> None:
-    """ann, owner of handbook, logs in: she may open handbook's edit form, but demo-docs' documents,
+    """ann, owner of hr, logs in: she may open hr's edit form, but demo-docs' documents,
     its gaps and the tenant are refused, and nothing changes."""
     from playwright.sync_api import expect
 
@@ -277,7 +346,7 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
     groups: list[dict[str, Any]] = []
     for _ in range(50):
         groups = httpx.get(srv.base + "/admin/gaps.json", headers=admin).json()["groups"]
-        if groups:
+        if any(g["index"] == "demo-docs" for g in groups):  # (the tests' own question may be a gap of hr)
             break
         time.sleep(0.1)
     other = next(g for g in groups if g["index"] == "demo-docs")
@@ -288,15 +357,16 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
     page = context.new_page()
     try:
         log_in(page, srv.base, credential, user="ann")
-        expect(page.locator("header .who span")).to_have_text("ann (handbook 的负责人)")
+        expect(page.locator("header .who span")).to_have_text("ann (hr 的负责人)")
+        assert page.locator('nav.console a[href="/admin/users"]').count() == 0  # not hers to open
         login = next(c["value"] for c in context.cookies() if c["name"] == "kbgate_admin")  # her session
-        mine = page.goto(srv.base + "/admin/indexes/handbook/edit?id=leave.md")
+        mine = page.goto(srv.base + "/admin/indexes/hr/edit?id=leave.md")
         assert mine is not None and mine.status == 200  # her own index: the edit form
 
         theirs = page.goto(srv.base + "/admin/indexes/demo-docs/edit?id=ops/rotation.md")
         assert theirs is not None and theirs.status == 403
         refused = page.locator("[role=alert]")
-        expect(refused).to_contain_text("您的角色（handbook 的负责人）不能修改知识库 demo-docs 的文档；未做任何修改")
+        expect(refused).to_contain_text("您的角色（hr 的负责人）不能修改知识库 demo-docs 的文档；未做任何修改")
         _shot(page, "owner-refused.png", clip={"x": 0, "y": 0, "width": 1280, "height": 240})
         deleted = page.request.post(srv.base + "/admin/indexes/demo-docs/delete",
                                     form={"id": "ops/rotation.md", "csrf": form_token(login, "documents")})
@@ -312,12 +382,12 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
         assert next(g for g in after if g["id"] == other["id"]) == other
 
         page.goto(srv.base + "/admin/tenants/demo")
-        expect(page.locator("p.note")).to_contain_text("您的角色（handbook 的负责人）可以查看本页")
+        expect(page.locator("p.note")).to_contain_text("您的角色（hr 的负责人）可以查看本页")
         r = page.request.post(srv.base + "/admin/tenants/demo/keys",
                               form={"csrf": form_token(login, "tenant-add-key:demo")})
         assert r.status == 403 and "不能修改或测试租户" in r.text()
         page.goto(srv.base + "/admin/users")
-        expect(page.locator("[role=alert]")).to_contain_text("您的角色（handbook 的负责人）不能")
+        expect(page.locator("[role=alert]")).to_contain_text("您的角色（hr 的负责人）不能")
         assert (out / "gateway.toml").read_text("utf-8") == config_before
         audit = {(a["tool"], a["principal"]["id"], a["outcome"])
                  for a in (orjson.loads(x) for x in (out / "audit.jsonl").read_text("utf-8").splitlines())}

@@ -66,7 +66,8 @@ def test_asgi_chunks_stop_at_last_part_and_disconnect() -> None:
 @pytest.mark.parametrize(("ctype", "ok"), [
     (None, True), ("application/json", True), ("TEXT/JSON", True), ("application/json; charset=utf-8", True),
     ("application/json; charset=UTF8", True), ('application/json; charset="utf-8"', True),
-    ("application/json; version=2", True),  # unknown parameters are ignored (docs/volcengine-console.md, "Decisions")
+    # unknown parameters are ignored (docs/volcengine-console.md, "Decisions where the callback spec is silent")
+    ("application/json; version=2", True),
     ("application/json; charset=latin-1", False), ("text/plain", False), ("application/jsonx", False),
 ])
 def test_json_media_rule_is_the_documented_one(ctype: str | None, ok: bool) -> None:

@@ -428,7 +428,7 @@ def test_answer_cache_mib_default_and_refused_naming_the_key(tmp_path: Path) -> 
         assert "must be an integer from 1 to 65536" in refused(data, "search.answer_cache_mib", tmp_path)
 
 
-# ---------------------------------------------------------------- relevance floors (issue 17)
+# ---------------------------------------------------------------- relevance floors
 
 
 def _agent_routes(**route: Any) -> dict[str, Any]:

@@ -1,10 +1,6 @@
 """The layout's rules, read from the code: one core, thin wings (docs/architecture.md).
 
-Every import of every module under gateway/ is read with `ast` (top-level and inside
-functions alike, so a lazy import counts too) and resolved to the project module it names.
-The tests fail on an import cycle among project modules, on the core importing a wing, an
-operators' module or the server, on a wing importing another wing, and on a module over 400
-lines in gateway/ or indexes/, and on a module of indexes/ that no gateway module reaches.
+Rationale: docs/design-notes.md, "tests/core/test_layout.py".
 """
 
 from __future__ import annotations
@@ -21,6 +17,16 @@ WINGS = ("gateway.volcengine", "gateway.agent", "gateway.dify", "gateway.mcp", "
 # the operator's CLI, the console (owners and admins), content sync, evaluation, the server, the command line
 OUTER = ("gateway.ops", "gateway.console", "gateway.sync", "gateway.evaluation", "gateway.serve", "gateway.cli")
 MAX_LINES = 400
+# Lowest first: a module imports only from its own layer or below (docs/architecture.md).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("indexes",),
+    ("gateway.core",),
+    WINGS,
+    ("gateway.ops", "gateway.sync", "gateway.evaluation"),
+    ("gateway.console",),
+    ("gateway.serve",),
+    ("gateway.cli",),
+)
 
 
 def modules() -> dict[str, Path]:
@@ -123,6 +129,27 @@ def test_the_cycle_finder_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def layer(module: str) -> int:
+    """The index in LAYERS of `module`'s layer; the bare `gateway` package (its version) is 0."""
+    if module == "gateway":
+        return 0
+    return next(i for i, prefixes in enumerate(LAYERS) if _within(module, prefixes))
+
+
+def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import from a lower layer to a higher one."""
+    return sorted((m, t) for m, ts in g.items() for t in ts if layer(t) > layer(m))
+
+
+def test_every_import_points_down() -> None:
+    assert upward(graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    g = {"gateway.ops.onboard": {"gateway.console.x", "gateway.core.y"}, "gateway.console.x": {"gateway.ops.z"}}
+    assert upward(g) == [("gateway.ops.onboard", "gateway.console.x")]
+
+
 def test_core_imports_no_wing_ops_or_server() -> None:
     bad = sorted((m, t) for m, ts in graph().items() if m.startswith("gateway.core")
                  for t in ts if _within(t, WINGS + OUTER))
@@ -153,7 +180,7 @@ def test_no_module_over_400_lines(package: str) -> None:
 
 def test_every_index_module_serves_the_gateway() -> None:
     """indexes/ holds only what serving and ingest use: every module there is reached from
-    gateway/'s imports (measuring programs live in bench/, issue 16)."""
+    gateway/'s imports (measuring programs live in bench/)."""
     g = graph()
     seen: set[str] = set()
     todo = [m for m in g if m.startswith("gateway")]

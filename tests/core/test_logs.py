@@ -1,9 +1,6 @@
 """Logs never hold a secret, and hold the query text only at debug level.
 
-Captured three ways: the app in-process (gateway.core.logs JSON lines into a buffer), a real
-`kbgate serve` (its stderr), and `kbgate` CLI config errors. Each run covers success,
-signature failure, report mode (unsigned and badly signed) and admin logins, then greps
-for every secret value and the admin token.
+Rationale: docs/design-notes.md, "tests/core/test_logs.py".
 """
 
 from __future__ import annotations

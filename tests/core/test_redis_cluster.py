@@ -1,12 +1,7 @@
 """Every Redis user of kbgate against a real Redis Cluster (`redis+cluster://`, three
 primaries and three replicas started by the test session: tests/support/redis_procs.py).
 
-Each user is driven through its own interface, with keys that spread over the slots of every
-primary: the replay claims (one key per script), the write tools' idempotency records (two
-keys per script: they work only because both carry the `{access}` hash tag), key usage (the
-workers' pipelines and the CLI's blocking read), the deliveries record (the async log and
-the CLI's blocking reader) and the gaps record (pipelines, trimming with a multi-key DEL).
-The failover of a primary under load: tests/e2e/test_cluster_failover.py.
+Rationale: docs/design-notes.md, "tests/core/test_redis_cluster.py".
 """
 
 from __future__ import annotations
@@ -18,13 +13,13 @@ from collections import Counter
 import pytest
 
 from gateway.agent.idempotency import IdempotencyStore, dedupe_redis_key, idempotency_redis_key
-from gateway.console.deliveries import DeliveryReader, RedisDeliveryLog
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.store import RedisGapStore
 from gateway.core.config import GapsConfig
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.redis_clients import async_client, sync_client
 from gateway.core.replay import RedisNonceStore, nonce_key
+from gateway.ops.deliveries import DeliveryReader, RedisDeliveryLog
 from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
 from tests.support.redis_procs import RedisClusterProcs
 

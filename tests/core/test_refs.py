@@ -191,7 +191,7 @@ def _setting(private_index: Path, tmp_path: Path) -> tuple[Runtime, Config]:
 
 def _minted(rt: Runtime, cfg: Config, doc_id: str = "guide/key-rotation.md", client: str = "alice",
             legacy: bool = False) -> tuple[AgentRoute, AgentClient, EffectiveScope, RefClaims]:
-    """A ref as search mints it; `legacy`: as a gateway before issue 16 minted it (bound to the
+    """A ref as search mints it; `legacy`: as the older ref format minted it (bound to the
     generation-inclusive scope revision)."""
     c = cfg.agent.clients[client]
     principal = Principal("agent_client", client, "t1", "token:t1")

@@ -245,7 +245,7 @@ def test_redis_blackhole_times_out_within_about_a_second() -> None:
 
 
 def test_a_claim_that_lands_late_does_not_block_the_retry(tmp_path: Path) -> None:
-    # Issue 9 item 1: Redis frozen longer than the timeout; the claim gives up (503) but its
+    # Redis frozen longer than the timeout; the claim gives up (503) but its
     # command is already in Redis' socket buffer and runs when Redis resumes. That record
     # must not turn the platform's retry into "already answered".
     server = RedisProc(tmp_path).start()

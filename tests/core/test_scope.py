@@ -1,9 +1,6 @@
-"""gateway/core/scope.py: the one scope engine (seed 002 §8).
+"""gateway/core/scope.py: the one scope engine (Agent Access API 技术设计 §8).
 
-Property tests (hypothesis): for random grants and requests the effective scope admits
-only documents that the request and every grant admit; denials raise before anything
-else. Plus: the callback and the agent endpoints resolve through the same function, the
-agent config section fails fast naming the key.
+Rationale: docs/design-notes.md, "tests/core/test_scope.py".
 """
 
 from __future__ import annotations
@@ -302,7 +299,7 @@ def test_a_name_that_walks_into_an_excluded_tree_or_out_of_the_globs_is_outside(
 
 def test_remembered_decisions_are_the_rules_decisions_and_a_name_problem_is_logged_each_time(
         caplog: pytest.LogCaptureFixture) -> None:
-    """`allows` remembers its decisions (issue 19): asked again it answers the same, for every
+    """`allows` remembers its decisions: asked again it answers the same, for every
     scope its own answer, and a document kept out for a name problem is still logged each time."""
     grant = Grant(datasets=("public",), path_globs=("guide/**",), include_working_docs=False)
     narrow_eff = effective_scope(Principal("agent_client", "c"), ("r",), "docs", [grant], ScopeRequest())

@@ -1,14 +1,6 @@
 """A client that calls kbgate the way Dify calls an external knowledge API.
 
-Facts from Dify's service code (api/services/external_knowledge_service.py; see
-../shared/notes/dify-external-knowledge.md), re-written here, not copied:
-- registration (an admin adds the API): `POST {endpoint}/retrieval` with only
-  `Authorization: Bearer <key>`, no body and no Content-Type; the registration fails on
-  502, 404 and 403 only;
-- retrieval: `POST {endpoint}/retrieval` with `Content-Type: application/json` and the
-  Bearer key, the body `json.dumps` of retrieval_setting {top_k, score_threshold (0.0 unless
-  thresholding is on)}, query, knowledge_id and metadata_condition (the pydantic model
-  dumped, or null); `records` is read from a 200 and anything else is "no records".
+Rationale: docs/design-notes.md, "tests/dify/client.py".
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 routes over it, three API keys (clients) and the [dify] section; the app in-process
 (`dify_app`) or a real `kbgate serve` on a free port (`dify_server`).
 
-Keys: DIFY_KEY (every route, dify.retrieval), NARROW_KEY (public guide/** only),
-NOGRANT_KEY (knowledge.search only, no dify.retrieval).
+Rationale: docs/design-notes.md, "tests/dify/conftest.py".
 """
 
 from __future__ import annotations

@@ -2,9 +2,7 @@
 route tech/software and agent route 'support'), four clients, the app in-process
 (`docs_app`) with audit lines in a file, and the checks every answer passes.
 
-Clients: WRITER (documents.write on kb, fresh and LONG, every dataset, plus search), NARROW
-(documents.write on kb, dataset 'public' only), READER (search only: no grant), OTHER
-(documents.write on 'other' only).
+Rationale: docs/design-notes.md, "tests/documents/conftest.py".
 """
 
 from __future__ import annotations

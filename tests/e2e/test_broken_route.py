@@ -1,12 +1,6 @@
-"""One broken route never takes the gateway out (issue 16, item 2).
+"""One broken route never takes the gateway out.
 
-One real `kbgate serve` with Redis: tenant acme routes tech/software → docs (built) and
-broken/route → notbuilt (never built); agent routes support → docs and broken → notbuilt.
-/readyz stays 200 and names the broken routes; their callers get their documented error (a
-callback 503 Ret 50302 index_unavailable, Dify 5030 knowledge_unavailable, MCP's isError
-mcp.unavailable) while the same callers on the other route get 200; /metrics has
-kbgate_route_ready per route; `check-config` names each broken route and exits 1. (The strict
-form, `server.readiness = "all"`: tests/serve/test_app.py.)
+Rationale: docs/design-notes.md, "tests/e2e/test_broken_route.py".
 """
 
 from __future__ import annotations

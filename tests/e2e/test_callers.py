@@ -1,12 +1,8 @@
-"""One grant model, whichever platform asks (issue 11): the same question through the five
+"""One grant model, whichever platform asks: the same question through the five
 callers — the Volcengine callback, the knowledge protocol, the tool API, Dify's External
 Knowledge API and MCP — finds the same top document when their scopes are the same.
 
-One real `kbgate serve` with Redis; tenant acme's route tech/software and agent client
-alice's route `support` both map to the test index `docs` with no dataset or path
-restriction, so the effective scopes are equal (the hidden trees config/**, state/** and
-working/** stay hidden for both). Each caller is driven as its platform drives it: a signed
-Body, Bearer JSON requests, Dify's retrieval body, and the official MCP SDK client.
+Rationale: docs/design-notes.md, "tests/e2e/test_callers.py".
 """
 
 from __future__ import annotations
@@ -20,8 +16,8 @@ import orjson
 import pytest
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
-from tests.support.harness import Server, free_port, serve
+from tests.support.configs import ENV, TOKEN_ALICE, every_caller, write
+from tests.support.harness import Server, bearer_json, free_port, serve
 from tests.support.mcp_env import connect, payload
 
 pytestmark = pytest.mark.anyio
@@ -35,20 +31,13 @@ QUESTIONS = ("密钥轮换", "重放攻击的随机串能用几次", "部署时�
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("callers")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-callers-{port}",
-                  agent=agent, audit={"sink": "off"})
+    data = every_caller(root, docs_index, port=port, redis_url=redis_url, name="callers", grants=GRANTS)
     with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
         yield s
 
 
 def _bearer(srv: Server, path: str, body: dict[str, Any]) -> Any:
-    r = httpx.post(srv.base + path, content=orjson.dumps(body), timeout=10,
-                   headers={"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"})
-    assert r.status_code == 200, r.text
-    return orjson.loads(r.content)
+    return bearer_json(srv.base + path, TOKEN_ALICE, body)
 
 
 async def _tops(srv: Server, query: str) -> dict[str, str]:

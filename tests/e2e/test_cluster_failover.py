@@ -1,15 +1,9 @@
-"""Redis Cluster failover under load (issue 20, item 4): kbgate with `replay.redis_url =
+"""Redis Cluster failover under load: kbgate with `replay.redis_url =
 "redis+cluster://…"` against a real cluster — three primaries and three replicas, six
 `redis-server` processes on free ports joined by `redis-cli --cluster create` — and a real
 `kbgate serve` (hypercorn, two workers).
 
-A stream of signed callbacks runs while one primary is killed (SIGKILL, its own PID); its
-replica is promoted after `cluster-node-timeout` (1 s here). The same checks as the Sentinel
-test (tests/support/failover.py): every answer a 200 or a fast 503 (bounded by the 1 s
-Redis timeout), never a 500 or a hang; answers again after the promotion from the same
-processes; every delivery answered exactly once, a re-sent one 409 40901; deliveries
-record, key usage (the CLI's blocking cluster client) and the idempotency records (two keys
-in one script: the hash tag) reach the promoted replica too.
+Rationale: docs/design-notes.md, "tests/e2e/test_cluster_failover.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Per-route retrieval dials end to end: a real `kbgate serve` over one lexical index
-(`dense = "none"`) with a rerank stage pointing at the real rerank server
-(tests/support/rerank_server.py, "reverse" mode: a reranked answer comes in the reverse of the
-lexical order, so the order tells whether and over how many candidates the rerank ran). Routes
-on that one index differ only by their dials, and every caller — a signed Volcengine callback,
-Dify's External Knowledge API, the knowledge protocol, the tool API and the MCP server — answers
-each route as its dials say: rerank off, fewer candidates, a rerank threshold apart from the
-relevance floor, neighbouring chunks appended. A hybrid index's dense share:
-tests/e2e/test_dials_hybrid.py."""
+"""Per-route retrieval dials end to end: one real `kbgate serve` over one lexical index with a
+rerank stage (the real rerank server in "reverse" mode), every caller answering each route as its
+dials say. A hybrid index's dense share: tests/e2e/test_dials_hybrid.py."""
 
 from __future__ import annotations
 
@@ -18,7 +12,6 @@ import httpx
 import orjson
 
 from indexes.types import Document, Section
-from tests.support import harness
 from tests.support.callbacks import post
 from tests.support.configs import (
     ACME_KEYS,
@@ -33,11 +26,9 @@ from tests.support.configs import (
     write,
 )
 from tests.support.documents import as_jsonl
-from tests.support.harness import Server, free_port, serve
+from tests.support.harness import free_port
 from tests.support.mcp_env import connect, payload
-from tests.support.paths import ROOT
-from tests.support.rerank_server import PATHS
-from tests.support.rerank_server import running as rerank_server
+from tests.support.rerank_server import PATHS, reversed_site
 
 # Five documents that all match 备份, each more often than the next: BM25 ranks d0 first.
 DOCS = [Document(f"d{i}", f"第{i}篇", (Section("", "备份 " * (6 - i) + "其他内容" * (i + 1)),), dataset="public")
@@ -128,48 +119,38 @@ def titles(doc_ids: list[str]) -> list[str]:
 def test_routes_on_one_index_answer_as_their_dials_say_through_every_caller(tmp_path: Path) -> None:
     port, rr_port = free_port(), free_port()
     cfg = write_site(tmp_path, port, rr_port)
-    built = harness.kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress",
-                           str(tmp_path / "docs"), env=ENV, timeout=300)
-    assert built.returncode == 0, built.stderr
-    srv: Server | None = None
-    try:
-        with rerank_server(rr_port) as rr, httpx.Client(timeout=30) as c:
-            httpx.post(f"{rr}/control", json={"mode": "reverse"}).raise_for_status()
-            srv = serve(cfg, port=port, env=ENV, cwd=ROOT).start()
-            base = srv.base
-            # Volcengine: one route per dial, one index.
-            assert ids(callback(c, base, "plain", "备份")) == LEXICAL[::-1]  # reranked: reversed
-            assert ids(callback(c, base, "norerank", "备份")) == LEXICAL  # rerank = false: BM25's order
-            assert ids(callback(c, base, "cand2", "备份")) == ["d1", "d0", "d2", "d3", "d4"]  # two reranked
-            # The reranker scores the five chunks 1/6 .. 5/6 (reverse mode): 0.5 keeps the last three,
-            # whatever their relevance before it (the route's floor, 0, judged that).
-            assert ids(callback(c, base, "thr", "备份")) == ["d4", "d3", "d2"]
-            # A floor alone judges the reranker's score (1/6 .. 5/6): the last three pass 0.5. With a
-            # rerank threshold the two bars are apart: the floor judges the relevance before the
-            # reranker (each page holds the whole question), the threshold the reranker's score.
-            assert ids(callback(c, base, "floor", "备份")) == ["d4", "d3", "d2"]
-            assert ids(callback(c, base, "apart", "备份")) == LEXICAL[::-1]
-            plain = callback(c, base, "plain", "演练")
-            near = callback(c, base, "near", "演练")
-            assert ids(plain) == ids(near) and ids(near)[0].startswith("runbook#")
-            alone, widened = plain[0]["KnowledgeContent"], near[0]["KnowledgeContent"]
-            assert "恢复演练" in alone  # the hit's chunk, with no other chunk appended (none other matches)
-            at = widened.index(alone)  # the same chunk, with the chunks before and after it, in order
-            assert at > 0 and len(widened) > at + len(alone) and widened.count("恢复演练") == 1
-            assert len(widened) <= 3 * 600  # one chunk (at most 600 characters) on each side only
-            # Dify: alice's knowledge (no dials) and bob's (rerank off, neighbours 1).
-            assert [r["metadata"]["document_id"] for r in dify(c, base, TOKEN_ALICE, "support", "备份")] == \
-                LEXICAL[::-1]
-            assert [r["metadata"]["document_id"] for r in dify(c, base, TOKEN_BOB, "support_lex", "备份")] == LEXICAL
-            assert dify(c, base, TOKEN_ALICE, "support", "演练")[0]["content"] == alone
-            assert dify(c, base, TOKEN_BOB, "support_lex", "演练")[0]["content"] == widened
-            # The knowledge protocol, the tool API and MCP reach the same agent routes.
-            assert knowledge_titles(c, base, TOKEN_ALICE, "support", "备份") == titles(LEXICAL[::-1][:3])
-            assert knowledge_titles(c, base, TOKEN_BOB, "support_lex", "备份") == titles(LEXICAL[:3])
-            assert tool_ids(c, base, TOKEN_ALICE, "备份") == LEXICAL[::-1]
-            assert tool_ids(c, base, TOKEN_BOB, "备份") == LEXICAL
-            assert anyio.run(_mcp_titles, base, TOKEN_ALICE, "备份")[:5] == titles(LEXICAL[::-1])
-            assert anyio.run(_mcp_titles, base, TOKEN_BOB, "备份")[:5] == titles(LEXICAL)
-    finally:
-        if srv is not None:
-            srv.stop()
+    with reversed_site(cfg, port, rr_port, ENV) as (rr, srv), httpx.Client(timeout=30) as c:
+        base = srv.base
+        # Volcengine: one route per dial, one index.
+        assert ids(callback(c, base, "plain", "备份")) == LEXICAL[::-1]  # reranked: reversed
+        assert ids(callback(c, base, "norerank", "备份")) == LEXICAL  # rerank = false: BM25's order
+        assert ids(callback(c, base, "cand2", "备份")) == ["d1", "d0", "d2", "d3", "d4"]  # two reranked
+        # The reranker scores the five chunks 1/6 .. 5/6 (reverse mode): 0.5 keeps the last three,
+        # whatever their relevance before it (the route's floor, 0, judged that).
+        assert ids(callback(c, base, "thr", "备份")) == ["d4", "d3", "d2"]
+        # A floor alone judges the reranker's score (1/6 .. 5/6): the last three pass 0.5. With a
+        # rerank threshold the two bars are apart: the floor judges the relevance before the
+        # reranker (each page holds the whole question), the threshold the reranker's score.
+        assert ids(callback(c, base, "floor", "备份")) == ["d4", "d3", "d2"]
+        assert ids(callback(c, base, "apart", "备份")) == LEXICAL[::-1]
+        plain = callback(c, base, "plain", "演练")
+        near = callback(c, base, "near", "演练")
+        assert ids(plain) == ids(near) and ids(near)[0].startswith("runbook#")
+        alone, widened = plain[0]["KnowledgeContent"], near[0]["KnowledgeContent"]
+        assert "恢复演练" in alone  # the hit's chunk, with no other chunk appended (none other matches)
+        at = widened.index(alone)  # the same chunk, with the chunks before and after it, in order
+        assert at > 0 and len(widened) > at + len(alone) and widened.count("恢复演练") == 1
+        assert len(widened) <= 3 * 600  # one chunk (at most 600 characters) on each side only
+        # Dify: alice's knowledge (no dials) and bob's (rerank off, neighbours 1).
+        assert [r["metadata"]["document_id"] for r in dify(c, base, TOKEN_ALICE, "support", "备份")] == \
+            LEXICAL[::-1]
+        assert [r["metadata"]["document_id"] for r in dify(c, base, TOKEN_BOB, "support_lex", "备份")] == LEXICAL
+        assert dify(c, base, TOKEN_ALICE, "support", "演练")[0]["content"] == alone
+        assert dify(c, base, TOKEN_BOB, "support_lex", "演练")[0]["content"] == widened
+        # The knowledge protocol, the tool API and MCP reach the same agent routes.
+        assert knowledge_titles(c, base, TOKEN_ALICE, "support", "备份") == titles(LEXICAL[::-1][:3])
+        assert knowledge_titles(c, base, TOKEN_BOB, "support_lex", "备份") == titles(LEXICAL[:3])
+        assert tool_ids(c, base, TOKEN_ALICE, "备份") == LEXICAL[::-1]
+        assert tool_ids(c, base, TOKEN_BOB, "备份") == LEXICAL
+        assert anyio.run(_mcp_titles, base, TOKEN_ALICE, "备份")[:5] == titles(LEXICAL[::-1])
+        assert anyio.run(_mcp_titles, base, TOKEN_BOB, "备份")[:5] == titles(LEXICAL)

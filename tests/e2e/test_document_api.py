@@ -1,4 +1,4 @@
-"""The document API end to end (issue 20, item 2): a real `kbgate serve` on a free port (two
+"""The document API end to end: a real `kbgate serve` on a free port (two
 workers, a real Redis), its answers while signed callbacks keep arriving, what every caller sees
 after one commit, a kill -9 mid-batch and a restart, and `kbgate index add` beside the server.
 

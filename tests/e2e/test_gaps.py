@@ -1,9 +1,6 @@
-"""Knowledge gaps and hit statistics end to end (issue 18, items 2 and 3): one real `kbgate serve`
-with Redis; questions that find nothing reach the gap view from a Volcengine callback, a Dify
-retrieval, an MCP search (the official SDK client), the tool API and the knowledge protocol,
-grouped as near-duplicates; filing the group twice makes one record in the SQLite tracker;
-the question's text is kept nowhere (gap view, Redis, metrics, log) while admin.show_queries
-is off; served documents are counted per index.
+"""Knowledge gaps and hit statistics end to end (a real `kbgate serve` with Redis): questions
+that find nothing reach the gap view from every caller, grouped; filing twice makes one record;
+the text is kept nowhere while admin.show_queries is off; served documents are counted.
 """
 
 from __future__ import annotations
@@ -20,9 +17,9 @@ import pytest
 import redis
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE, every_caller, write
 from tests.support.console import ENGLISH
-from tests.support.harness import Server, free_port, serve
+from tests.support.harness import Server, bearer_json, free_port, serve
 from tests.support.mcp_env import connect, payload
 
 pytestmark = pytest.mark.anyio
@@ -38,13 +35,10 @@ ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("gaps")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-gaps-{port}",
-                  admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"},
-                  gaps={"flush_seconds": 0.1, "threshold": 0.0},  # "no hit" only: low scores in tests/ops
-                  access={"sqlite_path": str(root / "feedback.sqlite3")})
+    data = every_caller(root, docs_index, port=port, redis_url=redis_url, name="gaps", grants=GRANTS,
+                        admin_token=ADMIN_TOKEN,
+                        gaps={"flush_seconds": 0.1, "threshold": 0.0},  # "no hit" only: low scores in tests/ops
+                        access={"sqlite_path": str(root / "feedback.sqlite3")})
     with serve(write(root / "gateway.toml", data), port=port, env=ENV) as s:
         s.root = root  # type: ignore[attr-defined]
         s.prefix = f"kbgate-gaps-{port}"  # type: ignore[attr-defined]
@@ -52,10 +46,7 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
 
 
 def _bearer(srv: Server, path: str, body: dict[str, Any]) -> Any:
-    r = httpx.post(srv.base + path, content=orjson.dumps(body), timeout=10,
-                   headers={"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"})
-    assert r.status_code == 200, r.text
-    return orjson.loads(r.content)
+    return bearer_json(srv.base + path, TOKEN_ALICE, body)
 
 
 async def _ask_every_caller(srv: Server, questions: dict[str, str]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import httpx
 import orjson
 
 from tests.support import harness
-from tests.support.callbacks import post
+from tests.support.callbacks import answered, post, result_ids
 from tests.support.configs import (
     ACME_KEYS,
     EMBEDDING_KEY,
@@ -37,7 +36,7 @@ from tests.support.embedding_server import running as embedding_server
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 from tests.support.paths import ROOT
-from tests.support.polling import until
+from tests.support.polling import eventually, until
 
 LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
 
@@ -82,14 +81,10 @@ def index_add(cfg: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
 
 
 def callback(client: httpx.Client, base: str, query: str) -> dict[str, Any]:
-    r = post(client, base, SECRET_ACME, second="docs", query=query, limit=3)
-    assert r.status_code == 200, r.text
-    answer: dict[str, Any] = orjson.loads(r.content)
-    return answer
+    return answered(client, base, SECRET_ACME, second="docs", query=query, limit=3)
 
 
-def first_ids(answer: dict[str, Any]) -> list[str]:
-    return [item["Id"] for item in answer["Result"]]
+first_ids = result_ids
 
 
 def hybrid_searches(metrics: str, outcome: str) -> float:
@@ -108,17 +103,6 @@ async def _mcp_first_title(base: str) -> str:
     async with connect(base + "/mcp", TOKEN_ALICE) as c:
         found = payload(await c.call_tool("search", {"query": PARAPHRASE}))["results"]
     return str(found[0]["title"])
-
-
-def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
-    """ask() until it returns `want` or `seconds` pass (the worker loads the model in the
-    background, and a search past its deadline is answered lexically); returns the last answer."""
-    deadline = time.monotonic() + seconds
-    got = ask()
-    while got != want and time.monotonic() < deadline:
-        time.sleep(0.5)
-        got = ask()
-    return got
 
 
 def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -> None:
@@ -331,7 +315,7 @@ def test_a_slow_embedding_service_never_holds_up_the_other_callbacks_of_the_work
 
 
 def test_the_document_api_embeds_what_it_writes_and_writes_nothing_when_the_provider_fails(tmp_path: Path) -> None:
-    """A PUT to a hybrid index (issue 20): its chunks are embedded before the commit and the
+    """A PUT to a hybrid index: its chunks are embedded before the commit and the
     vectors of that commit are published before the answer, so a paraphrase finds it at once;
     with the embedding service failing, the PUT is a retryable 502 and nothing is written."""
     from indexes.dense.vectors import load_current

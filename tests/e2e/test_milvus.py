@@ -1,16 +1,10 @@
-"""An index served by Milvus end to end: `kbgate index add` writes a collection of a real Milvus
-Lite server, and a real `kbgate serve` answers a signed Volcengine callback, the knowledge
-protocol, the tool API, Dify, MCP and the document API from it, with the same answers as a
-Tantivy index of the same pages (analysis, relevance and Summaries are kbgate's on both). With
-Milvus stopped, every callback gets the documented retryable 503 Ret 50302 index_unavailable
-within the request budget, /readyz reports the route; with Milvus back, answers come back
-without a restart of kbgate."""
+"""An index served by Milvus end to end (a real Milvus Lite server, a real `kbgate serve`): every
+caller answers as from a Tantivy index of the same pages; with Milvus stopped, a retryable 503
+Ret 50302 within the budget; with it back, answers without a restart."""
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +13,14 @@ import httpx
 import orjson
 
 from tests.support import harness
-from tests.support.callbacks import post
+from tests.support.callbacks import answered, post, result_ids
 from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, SECRET_ACME, TOKEN_ALICE, client, config, tenant, write
 from tests.support.documents import HYBRID_DOCS, as_jsonl
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 from tests.support.milvus_server import MilvusLite
 from tests.support.paths import ROOT
+from tests.support.polling import eventually
 
 QUESTIONS = ("备份到 S3", "集群添加存储节点", "慢日志 阈值", "重置管理员口令", "今天天气怎么样")
 AUTH = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
@@ -61,14 +56,10 @@ def callback(c: httpx.Client, base: str, query: str, second: str = "docs") -> ht
 
 
 def answer(c: httpx.Client, base: str, query: str, second: str = "docs") -> dict[str, Any]:
-    r = callback(c, base, query, second)
-    assert r.status_code == 200, r.text
-    got: dict[str, Any] = orjson.loads(r.content)
-    return got
+    return answered(c, base, SECRET_ACME, second=second, query=query, limit=3)
 
 
-def ids(got: dict[str, Any]) -> list[str]:
-    return [item["Id"] for item in got["Result"]]
+ids = result_ids
 
 
 def server(cfg: Path, port: int) -> Server:
@@ -116,16 +107,6 @@ def test_a_milvus_index_answers_every_caller_as_a_tantivy_index_does(milvus: Mil
         ready = c.get(f"{srv.base}/readyz").json()
         route = next(x for x in ready["routes"] if x["index"] == "docs")
         assert route["state"] == "ok" and route["commit"].endswith("-milvus"), ready
-
-
-def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
-    """ask() until it returns `want` or `seconds` pass; returns the last answer."""
-    deadline = time.monotonic() + seconds
-    got = ask()
-    while got != want and time.monotonic() < deadline:
-        time.sleep(0.2)
-        got = ask()
-    return got
 
 
 def test_milvus_down_answers_retryable_unavailable_and_recovers_without_a_restart(tmp_path: Path) -> None:

@@ -1,11 +1,6 @@
-"""The shipped deployment layout end to end, as far as this machine allows without a container
-engine: deploy/compose.yaml's gateway config and commands as shipped (only the addresses and
-the secret file's place changed), the one-shot indexer's `kbgate index add` run as the
-image's user 10001, then `kbgate serve` as user 10001 in a mount namespace where the indexes
-folder is mounted read-only (`:ro`, `readOnly: true`), the root file system is read-only
-(`read_only: true`) and /tmp is a tmpfs. Real signed Volcengine callbacks answer Ret 0, /readyz
-is 200, a re-index by the indexer reaches the running gateway, and a write from inside is
-refused naming the folder (tests/support/readonly_mount.py)."""
+"""The shipped deployment layout end to end (deploy/compose.yaml's config and commands): index
+as user 10001, then serve with the indexes folder and the root file system read-only; callbacks
+answer, a re-index reaches the gateway, a write from inside is refused naming the folder."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""One relevance scale through every wing, end to end (issue 17): a real `kbgate serve` with a
+"""One relevance scale through every wing, end to end: a real `kbgate serve` with a
 hybrid index ('docs': HYBRID_DOCS, the embedded model) and a lexical one ('manuals': pages of
 AGENT_DOCS), routes on both for the Volcengine tenant and the agent client.
 
-- An off-topic question (a cooking question that shares only 时间 with the pages) gets an empty
-  answer from the Volcengine callback, the knowledge protocol, the tool API, Dify and MCP, on
-  the lexical and the hybrid index alike (before: the lexical index answered it by 时间, the
-  hybrid one always, its nearest neighbour).
-- Dify's score_threshold 0.5 keeps the strong hit on either index (before: the hybrid index's
-  Dify score never reached 0.025).
-- A merge of the two indexes ranks the strong hit first (before: merged by raw score, a weak
-  BM25 match of the lexical index, scoring ~44, outranked the best fused hit, ≤ 1).
-- A route's own relevance_floor (0 here) overrides search.relevance_floor."""
+Rationale: docs/design-notes.md, "tests/e2e/test_relevance.py".
+"""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Many replicas without a rebuild on each (issue 20, item 4), with real processes only.
+"""Many replicas without a rebuild on each, with real processes only.
 
-The writer builds and publishes with the CLI (`kbgate index add`, `kbgate index publish` to a
-store folder). A second replica — its own config, its own empty indexes folder, a real
-`kbgate serve` with two workers on its own port — never runs the indexer: `kbgate index fetch`
-installs each commit, over HTTP from a real server serving the store folder, or from the
-folder itself. Shown in order, on the one running replica:
-
-1. the first fetch (HTTP): callbacks find the document; /readyz and check-config name the
-   commit the writer published;
-2. a new commit whose object was damaged in the store is refused by its checksum (exit 1,
-   the old commit named as still serving) and the replica keeps answering from it;
-3. publishing again repairs the object; a fetch killed (SIGKILL) in the middle of a download
-   (the server stops sending half-way through a file) leaves the replica on the old commit;
-4. the next fetch installs the new commit: the running workers serve it (callbacks find the
-   new document, /readyz names the new commit on every worker) without a restart.
+Rationale: docs/design-notes.md, "tests/e2e/test_replicas.py".
 """
 
 from __future__ import annotations

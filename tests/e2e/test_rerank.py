@@ -1,10 +1,6 @@
-"""The rerank stage end to end: a real `kbgate serve` over an index with `[indexes.docs.rerank]`
-pointing at the real rerank server (tests/support/rerank_server.py) answers a signed Volcengine
-callback, Dify's External Knowledge API, the MCP server, the tool API and the knowledge protocol
-in the reranked order (the server in "reverse" mode scores the last candidate highest, so the
-order is the reverse of the lexical one: the rerank ran); with the rerank server slow, then
-down, every caller still answers, in the lexical order, within its deadline, and /metrics
-counts each fallback."""
+"""The rerank stage end to end: every caller answers in the reranked order (the real rerank
+server in "reverse" mode); with it slow, then down, every caller answers in the lexical order
+within its deadline and /metrics counts each fallback."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ import orjson
 
 from indexes.types import Document, Section
 from tests.support import harness
-from tests.support.callbacks import post
+from tests.support.callbacks import answered, result_ids
 from tests.support.configs import ACME_KEYS, ENV, EVERYTHING, SECRET_ACME, TOKEN_ALICE, client, config, tenant, write
 from tests.support.documents import as_jsonl
 from tests.support.harness import Server, free_port, serve
@@ -48,11 +44,9 @@ def write_site(tmp: Path, port: int, rerank: dict[str, Any]) -> Path:
 
 
 def callback_ids(c: httpx.Client, base: str, query: str, limit: int) -> list[str]:
-    r = post(c, base, SECRET_ACME, second="docs", query=query, limit=limit)
-    assert r.status_code == 200, r.text
-    answer = orjson.loads(r.content)
-    assert answer["Ret"] == 0, answer
-    return [item["Id"] for item in answer["Result"]]
+    got = answered(c, base, SECRET_ACME, second="docs", query=query, limit=limit)
+    assert got["Ret"] == 0, got
+    return result_ids(got)
 
 
 def dify_ids(c: httpx.Client, base: str, query: str, top_k: int) -> list[str]:

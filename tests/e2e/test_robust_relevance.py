@@ -1,16 +1,8 @@
 """No single document, and no large body of other text, silences an index (the domain weight
 counted in documents with a background prior, indexes/profile.py; docs/search-quality.md).
 
-A real `kbgate serve` (one worker, a real Redis) on a lexical index 'live' of three short Chinese
-pages, written through the document API by client 'cms', asked through every caller: the signed
-Volcengine callback, the agent tool API, the knowledge protocol, Dify and MCP, at the default
-relevance floor.
-
-- One 9 MiB Markdown document of a single repeated character PUT through the document API: every
-  question answered before is answered after, with the same top page (before: 正文内容测试 and
-  部署指南 fell from relevance 0.99 to 0.03-0.06 and got success with no results on every caller).
-- 300 pages of Latin-letter text (3,300 chunks) added beside them in one batch, the "small
-  section in a large index" case: the same (before: relevance 0.02-0.10, under the floor)."""
+Rationale: docs/design-notes.md, "tests/e2e/test_robust_relevance.py".
+"""
 
 from __future__ import annotations
 

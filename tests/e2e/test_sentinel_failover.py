@@ -1,15 +1,8 @@
-"""Redis failover under load (issue 9, item 5): kbgate with `replay.redis_url =
+"""Redis failover under load: kbgate with `replay.redis_url =
 "redis+sentinel://…"` against real processes — a primary, a replica and three
 `redis-sentinel`s on free ports — and a real `kbgate serve` (hypercorn, two workers).
 
-A stream of signed callbacks runs while the primary is killed (SIGKILL, its own PID). Like
-the platform, the stream retries a delivery that got a 503. Asserted: every answer is a 200
-or a fast 503 (a retry may see 409 40902 while a claim made just before the kill waits out
-its deadline), never a 500 or a hang; after the failover callbacks are answered again by the
-same kbgate processes; every delivery is answered exactly once and a re-sent answered one is
-409 40901; the other Redis users (deliveries record, key usage, idempotency) reach the new
-primary too. The stream and the checks: tests/support/failover.py (shared with the Redis
-Cluster test).
+Rationale: docs/design-notes.md, "tests/e2e/test_sentinel_failover.py".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Synonyms end to end (issue 18, item 4): a real `kbgate serve`; a question that found nothing
+"""Synonyms end to end: a real `kbgate serve`; a question that found nothing
 finds its page on the next request once the owner adds a synonym to the index's file (the
 worker's reload picks the file up: no rebuild, no restart); a bad line is refused naming
 file:line and the synonyms before it keep serving."""
@@ -60,7 +60,7 @@ def test_a_synonym_added_to_the_file_finds_the_missed_page_on_the_next_request(t
         with synonyms.open("a", encoding="utf-8") as f:
             f.write("凭证 => 密钥\n更换, 轮换\n")
         assert _until(srv.base, ["kb-1"])[:1] == ["kb-1"]
-        # the owner's next try finds it too, and says which synonyms fired (issue 18: try → synonym → try)
+        # the owner's next try finds it too, and says which synonyms fired (try → synonym → try)
         ids, fired = _tried(srv.base)
         assert ids[:1] == ["kb-1"]
         assert {"term": "凭证", "synonym": "密钥"} in fired and {"term": "更换", "synonym": "轮换"} in fired, fired

@@ -1,17 +1,7 @@
-"""`try` answers exactly what the caller gets (issue 18: "try and the real callers must give
+"""`try` answers exactly what the caller gets ("try and the real callers must give
 byte-identical answer bodies for the same question, scope and index commit").
 
-One real `kbgate serve` (hypercorn on a free port, Redis). For every wing the real request is
-sent as its platform sends it — a signed Volcengine callback, the knowledge protocol and the
-tool API with a Bearer token, Dify's retrieval, MCP through the official SDK client — and then
-`POST /admin/try.json` for the same caller, route and question; the bodies are compared byte
-for byte. Per-call values: the knowledge protocol's and MCP's refs carry an expiry in whole
-seconds (a pair straddling a second is sent again, at most three times); the tool API's
-auditRef is minted anew for every call by definition (both are set to one placeholder, every
-other byte compared) and its requestId is the caller's own (the same in both).
-
-A try is not a delivery: the deliveries record and /metrics do not move, and the try is in the
-audit file as the admin's `admin.try` without the question.
+Rationale: docs/design-notes.md, "tests/e2e/test_try.py".
 """
 
 from __future__ import annotations
@@ -28,7 +18,7 @@ import orjson
 import pytest
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE, every_caller, write
 from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect
@@ -48,11 +38,8 @@ CONFIG: dict[int, Path] = {}  # server port → its config file
 def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: str) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("try")
     port = free_port()
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], GRANTS, **EVERYTHING)}}
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-try-{port}",
-                  agent=agent, admin_token=ADMIN_TOKEN, audit={"sink": "file", "path": str(root / "audit.jsonl")})
+    data = every_caller(root, docs_index, port=port, redis_url=redis_url, name="try", grants=GRANTS,
+                        admin_token=ADMIN_TOKEN, audit={"sink": "file", "path": str(root / "audit.jsonl")})
     AUDIT[port], CONFIG[port] = root / "audit.jsonl", write(root / "gateway.toml", data)
     with serve(CONFIG[port], port=port, env=ENV) as s:
         yield s

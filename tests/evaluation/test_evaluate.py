@@ -12,7 +12,6 @@ import pytest
 
 from gateway.core.config import parse_config
 from gateway.evaluation.cpu import tree_cpu_seconds as _tree_cpu_seconds
-from gateway.evaluation.eval_serve import free_port
 from gateway.evaluation.eval_table import fallbacks_table
 from gateway.evaluation.evaluate import (
     HYBRID_MODEL,
@@ -28,6 +27,7 @@ from gateway.evaluation.evaluate import (
     lexical_toml,
     rerank_toml,
 )
+from gateway.ops.processes import free_port
 from indexes.dense.config import DenseChoices
 
 

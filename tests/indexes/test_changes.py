@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +14,11 @@ from indexes.errors import IndexLockedError
 from indexes.records import document_revision
 from indexes.stats import read_generation
 from indexes.store import IndexStore, KnowledgeIndex
-from indexes.types import ChangeSet, Document, Section
+from indexes.types import ChangeSet, Section
 from indexes.writer import open_writer
+from tests.support.documents import one_section
 
-
-def _doc(doc_id: str, text: str, **kw: object) -> Document:
-    return Document(doc_id, f"标题{doc_id}", (Section("", text),), **kw)  # type: ignore[arg-type]
-
-
-@pytest.fixture(name="store")
-def _store(tmp_path: Path) -> IndexStore:
-    return IndexStore(tmp_path / "indexes")
+_doc = one_section
 
 
 @pytest.fixture(name="index")

@@ -1,4 +1,4 @@
-"""Document formats (issue 20 item 1): real PDF, DOCX, PPTX, XLSX and reStructuredText files made
+"""Document formats: real PDF, DOCX, PPTX, XLSX and reStructuredText files made
 here with their writer libraries, read through the one registry (indexes/ingest/formats.py)
 into headings, titles and pages; what cannot be read is reported with its kind, never indexed."""
 

@@ -1,4 +1,4 @@
-"""Document identity (issue 16): dataset and a stable source path, never another dataset's document."""
+"""Document identity: dataset and a stable source path, never another dataset's document."""
 
 from __future__ import annotations
 

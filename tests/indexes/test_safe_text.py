@@ -1,4 +1,4 @@
-"""indexes.safe_text and indexes.ingest.clean: what a document may carry to a caller (issue 16)."""
+"""indexes.safe_text and indexes.ingest.clean: what a document may carry to a caller."""
 
 from __future__ import annotations
 

@@ -16,15 +16,9 @@ from indexes.stats import read_generation
 from indexes.store import IndexStore, KnowledgeIndex
 from indexes.types import Document, IngestError, SearchFilter, Section
 from indexes.writer import open_writer
+from tests.support.documents import one_section
 
-
-def _doc(doc_id: str, text: str, **kw: object) -> Document:
-    return Document(doc_id, kw.pop("title", f"标题{doc_id}"), (Section("", text),), **kw)  # type: ignore[arg-type]
-
-
-@pytest.fixture(name="store")
-def _store(tmp_path: Path) -> IndexStore:
-    return IndexStore(tmp_path / "indexes")
+_doc = one_section
 
 
 @pytest.fixture(name="index")

@@ -226,8 +226,8 @@ async def test_an_id_does_not_outlive_a_document_change(start: AppFactory, chang
 
 
 async def test_an_id_outlives_a_commit_that_changed_other_documents(start: AppFactory) -> None:
-    """Seed 000 binds an id to its document's revision, not to the index generation: a commit
-    that adds or changes another document leaves it readable (issue 16)."""
+    """Agent知识按需搜索与读取 binds an id to its document's revision, not to the index generation: a commit
+    that adds or changes another document leaves it readable."""
     a = await start()
     top = next(d for d in AGENT_DOCS if d.id == TOP)
     async with a.connect() as c:

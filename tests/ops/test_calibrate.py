@@ -18,7 +18,7 @@ def site(tmp_path: Path) -> Path:
     (tmp_path / "docs" / "pages.jsonl").write_text(as_jsonl(CALIBRATION_DOCS), "utf-8")
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "pages.jsonl").write_text(as_jsonl(CALIBRATION_DOCS[:2]), "utf-8")
-    data = config(tmp_path, dense={"docs": {"provider": "local", "model": "use-multilingual-v3"}})
+    data = config(tmp_path, dense={"docs": {"provider": "local", "model": "use-multilingual-v3"}}, lexical=["plain"])
     return write(tmp_path / "gateway.toml", data)
 
 

@@ -1,5 +1,5 @@
 """`kbgate onboard` (gateway/ops/onboard.py) against a running 2-worker server, its prompts answered
-by this test the way an admin would, following seed 003 "接入流程": the 测试 button sends an
+by this test the way an admin would, following the 联网问答Agent callback spec "接入流程": the 测试 button sends an
 unsigned request first, the key is shown only after saving.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from gateway.console.deliveries import RedisDeliveryLog
 from gateway.core.config import load_config
+from gateway.ops.deliveries import RedisDeliveryLog
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
 from tests.support.harness import free_port, serve

@@ -108,7 +108,7 @@ def test_add_refuses_a_short_secret_naming_the_key_and_leaves_nothing(tmp_path: 
 
 def test_add_value_env_unset_here_warns_and_says_the_server_needs_it(tmp_path: Path, redis_url: str,
                                                                     key_prefix: str) -> None:
-    # Issue 9 item 6: the variable must be in the SERVER's environment; the CLI's own
+    # the variable must be in the SERVER's environment; the CLI's own
     # environment only lets it check the value.
     cfg = _config(tmp_path, redis_url, key_prefix)
     out = kbgate("secrets", "add", "--config", str(cfg), "--tenant", "acme", "--id", "k2",

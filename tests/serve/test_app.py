@@ -37,7 +37,7 @@ async def readyz(tmp_path: Path, indexes: Path, agent_routes: dict[str, dict[str
 @pytest.mark.anyio
 async def test_readyz_names_an_agent_route_whose_index_is_missing_and_stays_ready(tmp_path: Path,
                                                                                  docs_index: Path) -> None:
-    # One route to an index not built made /readyz 503 for every tenant and wing (issue 16).
+    # One route to an index not built made /readyz 503 for every tenant and wing.
     r = await readyz(tmp_path, docs_index, {"handbook": {"index": "docs"}, "wiki": {"index": "not-built-yet"}})
     assert r.status_code == 200
     body = r.json()

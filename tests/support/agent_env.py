@@ -157,7 +157,7 @@ def rejected(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
     return body
 
 
-# Agent Access tool API contracts (gateway/agent/schemas/*.json, seed 002): the files refer to
+# Agent Access tool API contracts (gateway/agent/schemas/*.json, Agent Access API 技术设计): the files refer to
 # each other by $id, so validators need a registry holding all of them.
 ACCESS_SCHEMAS = (
     "AgentToolRequest", "AgentToolResult", "ErrorObject", "EffectiveScope", "Citation",

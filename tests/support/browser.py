@@ -1,9 +1,6 @@
 """Console pages in a real headless Chromium (Debian's, driven by Playwright; never `playwright install`).
 
-`browser` is one Chromium per test module (import its function into the module: `from tests.support.browser
-import _browser  # noqa: F401`). The checks below are what every console page must pass:
-no horizontal scroll of the main content at 390 px and 1280 px, every control reached by Tab with
-a visible focus ring, and distinct accessible names.
+Rationale: docs/design-notes.md, "tests/support/browser.py".
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from tests.support.configs import ACME_KEYS, REPORT_UNTIL, SECRETS, config, pars
 
 
 def body(first: str = "tech", second: str = "software", query: str = "密钥轮换", limit: int = 3) -> bytes:
-    """A compact Body with the seed 003 field names."""
+    """A compact Body with the 联网问答Agent callback spec field names."""
     return orjson.dumps({"FirstLevelId": first, "SecondLevelId": second, "Query": query, "Limit": limit})
 
 
@@ -41,6 +41,19 @@ def post(client: httpx.Client, base: str, secret: str | None, *, tenant: str = "
     """POST one callback to `tenant`, signed with `secret` now (unsigned when None)."""
     raw = body(**fields)
     return client.post(f"{base}/volcengine/{tenant}", content=raw, headers=signed(secret, raw))
+
+
+def answered(client: httpx.Client, base: str, secret: str, **fields: Any) -> dict[str, Any]:
+    """The parsed answer of one callback (`post`'s arguments), asserted to be HTTP 200."""
+    r = post(client, base, secret, **fields)
+    assert r.status_code == 200, r.text
+    got: dict[str, Any] = orjson.loads(r.content)
+    return got
+
+
+def result_ids(got: dict[str, Any]) -> list[str]:
+    """The `Id` of each Result item of a callback answer, in order."""
+    return [item["Id"] for item in got["Result"]]
 
 
 def ret(r: httpx.Response) -> int:

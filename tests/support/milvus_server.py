@@ -2,8 +2,7 @@
 the tests of indexes served by Milvus: started and stopped like the throwaway redis-server of
 tests/conftest.py, and stoppable and restartable on the same port and data folder (the faults).
 
-    with MilvusLite(tmp / "milvus") as m:
-        MilvusClient(m.uri)
+Rationale: docs/design-notes.md, "tests/support/milvus_server.py".
 """
 
 from __future__ import annotations

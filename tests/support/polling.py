@@ -1,12 +1,7 @@
 """Wait for something another process or task does: ask again until it holds, up to a stated
 bound, instead of sleeping a fixed time and asserting once (which fails on a loaded machine).
 
-    first = until(lambda: search("水果"), within=30, what="the new document is searchable")
-    await until_async(lambda: log.count == 3, within=10, what="three writes")
-    after_promise(answered_at, data["visibleWithinSeconds"], lambda: search("水果"), what="...")
-
-The bound is how long a loaded machine may need, not a promise of the code under test: a check
-that holds at once returns at once.
+Rationale: docs/design-notes.md, "tests/support/polling.py".
 """
 
 from __future__ import annotations
@@ -36,6 +31,17 @@ def until(check: Callable[[], T], *, within: float, every: float = 0.05, what: s
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what}: not so within {within} s; last answer {got!r}")
         time.sleep(every)
+
+
+def eventually(ask: Callable[[], T], want: T, seconds: float = 60.0, every: float = 0.2) -> T:
+    """ask() until it returns `want` or `seconds` pass (monotonic); the last answer, for the
+    caller's assertion to show."""
+    deadline = time.monotonic() + seconds
+    got = ask()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(every)
+        got = ask()
+    return got
 
 
 def after_promise(answered_at: float, promised: float, check: Callable[[], T], *, what: str,

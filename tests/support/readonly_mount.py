@@ -1,14 +1,9 @@
-"""Commands that see a folder read-only, as a container does a volume mounted `:ro` (compose)
-or `readOnly: true` (Kubernetes): a read-only bind mount of the folder onto itself, in a
-private mount namespace the command runs in (`unshare --mount --propagation private`), so the
-rest of the machine (and the test, which writes the folder) still sees it writable. The same
-inode is behind both views, so what a writer commits outside is what the command reads.
+"""Commands that see a folder read-only, as a container sees a volume mounted `:ro`: a read-only
+bind mount in a private mount namespace (`unshare --mount`), so the test still writes it.
 
     subprocess.run(read_only_argv(folder, [sys.executable, "-c", CODE]))
 
-Needs root (or CAP_SYS_ADMIN) and util-linux `unshare`: on a machine without them the argv
-builders fail the test, naming why (`mount_problem()`), as tests/support/full_disk.py does; a
-requirement of the deployment is never skipped.
+Needs root and util-linux `unshare`; without them the argv builders fail the test, naming why.
 """
 
 from __future__ import annotations

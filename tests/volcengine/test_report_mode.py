@@ -1,4 +1,4 @@
-"""Report mode (issue 3 "Connectivity test", seed 003 "接入流程" 3-4): the console's 测试 arrives
+"""Report mode (the 联网问答Agent callback spec "接入流程" 3-4): the console's 测试 arrives
 before the key is shown. Report answers it and records the outcome; enforce rejects it.
 Format and replay checks stay on in both modes.
 """

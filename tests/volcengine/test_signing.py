@@ -1,4 +1,4 @@
-"""gateway/volcengine/signing.py: formats, tolerance, HMAC over raw bytes, rotation (seed 003 签名校验)."""
+"""gateway/volcengine/signing.py: formats, tolerance, HMAC over raw bytes, rotation (callback spec, 签名校验)."""
 
 from __future__ import annotations
 

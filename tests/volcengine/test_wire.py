@@ -1,4 +1,4 @@
-"""gateway/volcengine/wire.py: Body parsing and Result shaping (seed 003)."""
+"""gateway/volcengine/wire.py: Body parsing and Result shaping (the 联网问答Agent callback spec)."""
 
 from __future__ import annotations
 

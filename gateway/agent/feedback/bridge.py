@@ -1,11 +1,7 @@
 """FeedbackBridge: a FeedbackRequest / ImprovementTaskRequest → one tracked record
-(seed 002 §6 "FeedbackBridge", §9.5, §9.6, §10).
+(Agent Access API 技术设计 §6 "FeedbackBridge", §9.5, §9.6, §10).
 
-Order of a write: the idempotency store decides (replay, conflict, dedupe, or "you own
-it"); only the owner talks to the tracker, and even then looks the key up before
-filing, so a record lost from Redis (retention) or a POST of unknown outcome is found
-instead of filed twice. The public result is kbgate's WriteResult; the tracker's own
-fields stay private.
+Rationale: docs/design-notes.md, "gateway/agent/feedback/bridge.py".
 """
 
 from __future__ import annotations
@@ -90,7 +86,7 @@ class FeedbackBridge:
 
     async def submit(self, *, tool: str, caller_id: str, idempotency_key: str | None, dedupe_key: str,
                      payload_hash: str, payload: dict[str, Any]) -> Submitted:
-        """File or reuse the record for one write call (seed 002 §10 table).
+        """File or reuse the record for one write call (Agent Access API 技术设计 §10 table).
 
         Returns Submitted. Raises ToolError('access.idempotency_conflict') for a reused
         idempotencyKey with another payload; ToolError('access.tool_failed') when the

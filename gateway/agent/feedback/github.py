@@ -1,20 +1,6 @@
-"""GitHub Issues as the IssueTracker (seed 002 §11 "MVP 可使用 GitHub Issues"), over httpx.
+"""GitHub Issues as the IssueTracker (Agent Access API 技术设计 §11 "MVP 可使用 GitHub Issues"), over httpx.
 
-Finding a record: first the local key→issue map (a small SQLite file, so a just-created
-issue is found even before GitHub's search index has it), then the issue search for the
-hidden body marker `<!-- kbgate-dedupe:HEX -->` (confirmed by reading the body, since
-search is fuzzy). Creating: `POST /repos/{repo}/issues` with title, body + marker, labels.
-
-Rate limits (GitHub REST docs "Rate limits for the REST API"): a `retry-after` header is
-obeyed as given; `x-ratelimit-remaining: 0` blocks until `x-ratelimit-reset`; a secondary
-limit without either header blocks for 60 s. While blocked, calls fail fast with
-access.tool_failed, retryable, retryAfterSeconds — the adapter never sleeps or hammers.
-
-A POST whose outcome is unknown (5xx, timeout, dropped connection) may have created the
-issue, so it is never retried blindly: the adapter looks the marker up once, returns the
-issue if it is there, and otherwise fails retryably — and the next attempt looks it up
-again before posting. 410 (issues disabled), 404, 401, 403 without a limit and 422
-(validation) are not retryable. Messages never carry the token or a tracker URL.
+Rationale: docs/design-notes.md, "gateway/agent/feedback/github.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The embedded default IssueTracker: one SQLite file, so feedback works with no GitHub.
 
-One table keyed by (kind, dedupe_key): `create` is INSERT … ON CONFLICT DO NOTHING and
-then reads the row back, so even two processes without Redis never file one record
-twice. Calls run in a worker thread (sqlite3 is blocking), one short connection each,
-WAL mode and a busy timeout so several workers can share the file. The file and its folder
-are made at the first call, not when the tracker is built: a folder that cannot be written
-(a read-only mount) fails that call with StoreUnavailable, never the worker's other tools.
+Rationale: docs/design-notes.md, "gateway/agent/feedback/sqlite.py".
 """
 
 from __future__ import annotations

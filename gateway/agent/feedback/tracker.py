@@ -51,7 +51,7 @@ class TrackedIssue:
     """One record in a tracker. created_at: unix seconds. count: reports folded into it.
 
     private: the tracker's own fields (e.g. GitHub number and URL) — for operators and
-    logs, never for the public contract (seed 002 §3, §11).
+    logs, never for the public contract (Agent Access API 技术设计 §3, §11).
     """
 
     kind: str

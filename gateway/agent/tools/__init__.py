@@ -1,18 +1,6 @@
-"""The Agent Access tool API (seed 002): `POST /agent-access/v1/tools/{tool}`.
+"""The Agent Access tool API (Agent Access API 技术设计): `POST /agent-access/v1/tools/{tool}`.
 
-One straight path per call, in the Bearer-token frame (gateway.core.frame):
-
-    Bearer token → client, principal          (never the body)
-    body → AgentToolRequest                   (request.py: caller, scope, input, keys)
-    scope → [(route, EffectiveScope)]         (read.resolve: request ∩ route ∩ policy per route;
-                                               denials raise here, before any index or tracker)
-    tool                                      read.py: search | ask | get_page | get_context
-                                              write.py: create_feedback | create_improvement_task
-    → AgentToolResult {tool, status, data, errors[], scope, requestId, auditRef} + one audit line
-
-Never: reading the trees in `gateway.core.scope.ALWAYS_EXCLUDED`, working docs without
-request *and* policy, full page text without the 'get_page.full_text' tool, writing
-published content, tokens or unauthorized text in an error.
+Rationale: docs/design-notes.md, "gateway/agent/tools/__init__.py".
 """
 
 from __future__ import annotations

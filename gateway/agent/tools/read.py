@@ -1,9 +1,8 @@
-"""The read tools of the Agent Access tool API (seed 002 §9.1-§9.4): search, ask, get_page,
+"""The read tools of the Agent Access tool API (Agent Access API 技术设计 §9.1-§9.4): search, ask, get_page,
 get_context. Each resolves its scope first (denials raise before any index is touched), then
 reads only through the one scoped retrieval (gateway.core.retrieve).
 
-A route that cannot serve (disabled when named, index down) becomes a warning and makes the
-result partial; when no route serves, the call fails with access.tool_failed (retryable).
+Rationale: docs/design-notes.md, "gateway/agent/tools/read.py".
 """
 
 from __future__ import annotations
@@ -154,7 +153,7 @@ def _naming(err: AccessDenied | ToolError, path: str) -> AgentError:
 
 
 async def tool_search(tc: ToolCall) -> dict[str, Any]:
-    """search (seed 002 §9.1): input {query, limit ≤ 50} → {results: SearchResult[]}."""
+    """search (Agent Access API 技术设计 §9.1): input {query, limit ≤ 50} → {results: SearchResult[]}."""
     f = tc.fields()
     f.only({"query", "limit"})
     query = f.string("query", non_blank=True, max_len=512)
@@ -167,7 +166,7 @@ async def tool_search(tc: ToolCall) -> dict[str, Any]:
 
 
 async def tool_ask(tc: ToolCall) -> dict[str, Any]:
-    """ask (seed 002 §9.2): input {question, limit ≤ 10, strict?} → Answer.
+    """ask (Agent Access API 技术设计 §9.2): input {question, limit ≤ 10, strict?} → Answer.
 
     A no-answer is passed with an answer.no_answer info, or failed when strict.
     Raises ToolError('access.tool_failed') when the upstream Answer API fails.
@@ -193,7 +192,7 @@ async def tool_ask(tc: ToolCall) -> dict[str, Any]:
 
 
 async def tool_get_page(tc: ToolCall) -> dict[str, Any]:
-    """get_page (seed 002 §9.3): input {path | documentId, fullText?, maxBytes?} → Page.
+    """get_page (Agent Access API 技术设计 §9.3): input {path | documentId, fullText?, maxBytes?} → Page.
 
     Default: front matter, summary and citation. fullText needs the policy tool
     'get_page.full_text' (else access.forbidden_tool) and is cut at maxBytes UTF-8 bytes
@@ -228,11 +227,11 @@ async def tool_get_page(tc: ToolCall) -> dict[str, Any]:
 
 
 async def tool_get_context(tc: ToolCall) -> dict[str, Any]:
-    """get_context (seed 002 §9.4): input {question | paths, limit, strategy} → ContextPack
+    """get_context (Agent Access API 技术设计 §9.4): input {question | paths, limit, strategy} → ContextPack
     with the effective scope and the limits (pages, bytes per page, total bytes).
 
     By paths, a path that cannot be read (outside the scope, never readable, absent, its
-    index down) is a warning naming it and the result partial (seed 002 §12); only when no
+    index down) is a warning naming it and the result partial (Agent Access API 技术设计 §12); only when no
     path can be read does the call fail, with the first path's error naming it."""
     f = tc.fields()
     f.only({"question", "paths", "limit", "strategy"})

@@ -1,14 +1,7 @@
-"""The tool API's wire format (seed 002 §12, §13): the AgentToolRequest it reads and the
+"""The tool API's wire format (Agent Access API 技术设计 §12, §13): the AgentToolRequest it reads and the
 AgentToolResult every answer is, errors included.
 
-    request  {caller: {type: agent|system, id?}, scope?: {routes, paths, datasets,
-              includeWorkingDocs}, input: {...}, idempotencyKey?, dedupeKey?, requestId?}
-    result   {tool, status, data, errors[], scope, requestId, auditRef}
-
-status: passed (200) | partial (200, warnings in errors[]) | denied (401/403) | failed (4xx/5xx,
-or 200 for a strict no-answer). The audit line records the routes served, their effective
-scopes (or, for a denial, the scope requested), our own request id as its key and the
-caller's requestId beside it.
+Rationale: docs/design-notes.md, "gateway/agent/tools/request.py".
 """
 
 from __future__ import annotations
@@ -111,7 +104,7 @@ async def read_request(call: Call, tool: str) -> dict[str, Any]:
     if "requestId" in body and (not isinstance(body["requestId"], str) or not _REQUEST_ID.fullmatch(body["requestId"])):
         raise invalid("requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
     if tool in WRITE_TOOLS and "dedupeKey" not in body:
-        raise invalid("dedupeKey is required for write tools (seed 002 §9.5)")
+        raise invalid("dedupeKey is required for write tools (Agent Access API 技术设计 §9.5)")
     if (tool in WRITE_TOOLS and body["dedupeKey"].startswith(CANONICAL_PREFIX)
             and body["dedupeKey"] != canonical_dedupe_key(tool, body["input"])):
         # 'sha256:' keys mean "this content" (gateway.agent.idempotency): one that is not this

@@ -1,4 +1,4 @@
-"""The write-controlled tools (seed 002 §9.5, §9.6, §10): create_feedback and
+"""The write-controlled tools (Agent Access API 技术设计 §9.5, §9.6, §10): create_feedback and
 create_improvement_task. They never write published content: each files one tracker record
 through the FeedbackBridge, deduplicated by the payload's canonical dedupeKey and made
 idempotent by the caller's idempotencyKey (gateway.agent.idempotency).
@@ -42,7 +42,7 @@ async def _write(tc: ToolCall, kind_input: dict[str, Any]) -> dict[str, Any]:
 
 
 async def tool_create_feedback(tc: ToolCall) -> dict[str, Any]:
-    """create_feedback (seed 002 §9.5): FeedbackRequest → WriteResult (deduped info on repeats)."""
+    """create_feedback (Agent Access API 技术设计 §9.5): FeedbackRequest → WriteResult (deduped info on repeats)."""
     f = tc.fields()
     f.only({"kind", "message", "question", "citations"})
     if f.data.get("kind") not in FEEDBACK_KINDS:
@@ -56,7 +56,7 @@ async def tool_create_feedback(tc: ToolCall) -> dict[str, Any]:
 
 
 async def tool_create_improvement_task(tc: ToolCall) -> dict[str, Any]:
-    """create_improvement_task (seed 002 §9.6): ImprovementTaskRequest → WriteResult.
+    """create_improvement_task (Agent Access API 技术设计 §9.6): ImprovementTaskRequest → WriteResult.
     The task's scope must lie inside the caller's (resolved like a read)."""
     f = tc.fields()
     f.only({"goal", "scope", "evidence", "priority"})
@@ -76,7 +76,7 @@ async def tool_create_improvement_task(tc: ToolCall) -> dict[str, Any]:
             _citations([e["citation"]], "input.evidence[].citation")
     f.choice("priority", ("low", "normal", "high"), "normal")
     scopes = resolve(tc, paths=paths, datasets=datasets)
-    # The task records the scope the caller was granted, never the raw request (seed 002 §8:
+    # The task records the scope the caller was granted, never the raw request (Agent Access API 技术设计 §8:
     # a request only narrows the policy; AgentBridge acts on what is recorded).
     granted = {
         "paths": sorted({g for _, e in scopes for g in (e.filter.path_globs or ("**",))}),

@@ -1,10 +1,6 @@
-"""`[access]`: the Agent Access tool API's tracker, retention and page budgets (seed 002).
+"""`[access]`: the Agent Access tool API's tracker, retention and page budgets (Agent Access API 技术设计).
 
-    [access]          tracker = "sqlite" | "github", sqlite_path, idempotency_ttl_seconds,
-                      dedupe_ttl_seconds, labels, page_max_bytes, context_max_pages,
-                      context_max_bytes_per_page, context_max_total_bytes
-    [access.github]   repo = "owner/name", token_env | token_file, api_url, map_path
-    [access.answer]   url (an upstream Answer API; absent → extractive answers), timeout_seconds
+Rationale: docs/design-notes.md, "gateway/core/config/access.py".
 """
 
 from __future__ import annotations

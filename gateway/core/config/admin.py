@@ -1,13 +1,6 @@
 """`[admin]`: the console and the deliveries record (AdminConfig documents each key).
 
-    [admin]              token_sha256, show_queries, keep_deliveries, keep_deleted_days,
-                         session_secret_env | session_secret_file (what sessions are signed with),
-                         state_file (a server without Redis: the console's record across restarts)
-    [admin.users.NAME]   role = "viewer" | "owner" | "admin", indexes = [...] (an owner's),
-                         credential = "scrypt$N$r$p$SALT$HASH" (`kbgate users add` writes it)
-
-Every problem raises ConfigError naming the key; a digest or credential value is never echoed
-(an operator may have pasted the token itself).
+Rationale: docs/design-notes.md, "gateway/core/config/admin.py".
 """
 
 from __future__ import annotations

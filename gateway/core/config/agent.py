@@ -1,13 +1,6 @@
 """`[agent]` and `[audit]`: agent clients, their tokens and policies, and the audit sink.
 
-    [agent]                      ref_key_env | ref_key_file (the master key of refs/cursors)
-    [agent.routes.NAME]          index, datasets?, path_globs?, enabled, relevance_floor?, the retrieval dials?
-                                 (gateway.core.config.dials)
-    [agent.clients.ID]           routes, indexes?, datasets, path_globs, tools, include_working_docs,
-                                 write_indexes? (with the tool 'documents.write': the document API)
-    [[agent.clients.ID.tokens]]  id, sha256 (hex SHA-256 of the Bearer token; the token itself
-                                 is never stored)
-    [audit]                      sink = "stdout" | "file" | "off", path (for "file")
+Rationale: docs/design-notes.md, "gateway/core/config/agent.py".
 """
 
 from __future__ import annotations

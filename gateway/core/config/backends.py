@@ -1,16 +1,6 @@
 """`[indexes.NAME] backend`: an index served by an engine instead of a Tantivy folder.
 
-    [indexes.NAME]
-    backend = "milvus"                 # or "tantivy" (the default: a folder under indexes.dir)
-    uri = "http://milvus.internal:19530"
-    token_env = "MILVUS_TOKEN"         # or token_file; 'user:password' or an API key; optional
-    collection = "kb_wiki"             # default: the index name with every other character as '_'
-    consistency = "Strong"             # Strong | Bounded | Session | Eventually
-    timeout_seconds = 2.0              # one search as a whole (its few calls share it)
-
-The connection keys apply to backend "milvus" only, and a Milvus index is lexical here (dense
-vectors on Milvus are not built yet), so a `dense` setting other than "none" is refused. Every
-problem raises ConfigError naming the key; the token's value is never echoed.
+Rationale: docs/design-notes.md, "gateway/core/config/backends.py".
 """
 
 from __future__ import annotations

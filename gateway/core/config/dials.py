@@ -1,21 +1,6 @@
 """A route's retrieval dials (`indexes.types.Dials`), on `[[tenants.*.routes]]` and `[agent.routes.NAME]`.
 
-    dense_share = 0.5          0..1: the dense side's share of the hybrid fusion (hybrid indexes)
-    candidates = 30            chunks into the fusion and to the reranker (1..search.max_chunks_per_query)
-    rerank = false             skip the index's rerank stage for this route (true: run it; needs one)
-    rerank_threshold = 0.6     0..1: drop hits the reranker scored under it (needs a rerank stage)
-    neighbours = 1             0..8: chunks before and after a hit appended to its content
-    summary_chars = 400        20..4000: the budget of each hit's Summary / snippet (Dify: content is it)
-
-Each overrides its index's setting (`[indexes.NAME.dense]`, `[indexes.NAME.rerank]`) for that
-route only; an absent dial keeps the index's. `parse_dials` reads them from a route's table;
-`check_dials` then refuses, naming the key, a dial its index cannot honour: a dense share or
-candidates on an index the config makes lexical (`dense = "none"`), rerank on or a rerank
-threshold without a rerank stage. A dial that silently does nothing is a configuration mistake
-(docs/configuration.md, "Retrieval dials"). An index the config leaves to the default is hybrid
-unless it was built lexical before (decided on disk): there a dense share is inert, and
-`kbgate check-config` says so (`inert_dials`). `floor_of` gives a route's relevance floor, the
-bar its dials keep apart from the rerank threshold.
+Rationale: docs/design-notes.md, "gateway/core/config/dials.py".
 """
 
 from __future__ import annotations
@@ -37,7 +22,7 @@ DIAL_KEYS = ("dense_share", "candidates", "rerank", "rerank_threshold", "neighbo
 
 def floor_of(route_floor: float | None, search: SearchConfig) -> float:
     """The relevance floor of a route (0..1): its own when set, else search.relevance_floor.
-    Hits under it are dropped, never replaced (seed 000 §独立搜索: the route threshold is not
+    Hits under it are dropped, never replaced (Agent知识按需搜索与读取 §独立搜索: the route threshold is not
     lowered to fill a list)."""
     return search.relevance_floor if route_floor is None else route_floor
 

@@ -1,9 +1,6 @@
-"""`[dify]`: Dify's External Knowledge API endpoint and its bounds (issue 11).
+"""`[dify]`: Dify's External Knowledge API endpoint and its bounds.
 
-    [dify]   prefix, max_top_k, default_top_k, content_chars, max_query_chars
-
-Which agent clients may call it is their policy's business (`tools = ["dify.retrieval"]`,
-gateway.core.config.agent); this table only shapes the endpoint.
+Rationale: docs/design-notes.md, "gateway/core/config/dify.py".
 """
 
 from __future__ import annotations

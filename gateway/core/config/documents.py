@@ -1,11 +1,6 @@
 """`[documents]`: the document API's bounds (gateway/documents/), and the shape it is read into.
 
-    [documents]   max_body_bytes, max_batch_documents, write_timeout_seconds, body_timeout_seconds
-
-Who may write which index is `[agent]`'s business (the grant `documents.write` and the
-policy's `write_indexes`, gateway.core.config.agent); one document's size is bounded by
-`indexes.max_document_bytes`, as `kbgate index add` bounds it. Every key is optional and
-reloads without a restart.
+Rationale: docs/design-notes.md, "gateway/core/config/documents.py".
 """
 
 from __future__ import annotations

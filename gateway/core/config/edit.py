@@ -1,15 +1,7 @@
 """Editing the config file in place: one edit at a time, a tomlkit round trip, validated, then
 an atomic rename.
 
-Every edit (`kbgate secrets|users|onboard`, the console's Users and Tenants pages) holds an
-exclusive `flock` on the lock file `.<name>.lock` beside the config (`config_lock`) from its
-read to its rename, so edits by two workers and the CLI run one after the other and none is
-lost; `base` (the SHA-256 the caller read, `file_digest`) refuses an edit of a file that
-changed since (`ConfigConflict`). Comments, order and layout are kept. The edited document is
-validated with the same `parse_config` the server uses BEFORE anything is written, and lands
-with an atomic rename (same folder, same file mode), so a running server's `Reloader`
-(gateway/serve/reload.py) sees either the old file or the whole new one. docs/operators.md,
-"Editing the config while it serves".
+Rationale: docs/design-notes.md, "gateway/core/config/edit.py".
 """
 
 from __future__ import annotations

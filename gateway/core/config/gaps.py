@@ -1,10 +1,6 @@
 """`[gaps]`: knowledge gaps and hit statistics (gateway/console/gaps; GapsConfig documents each key).
 
-    [gaps]               threshold, keep_days, max_questions, query_retention_seconds,
-                         max_examples, key_env | key_file, flush_seconds
-    [gaps.thresholds]    "ROUTE" = 0..1, the gap threshold of one route
-
-Every problem raises ConfigError naming the key; the key's value is never echoed.
+Rationale: docs/design-notes.md, "gateway/core/config/gaps.py".
 """
 
 from __future__ import annotations

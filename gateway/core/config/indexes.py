@@ -1,20 +1,6 @@
 """`[indexes]`: where indexes live, the indexer's document bound, and per-index settings.
 
-    [indexes]                 dir, max_document_bytes; how far a reader may go on one file
-                              (indexes.ingest.bounds): max_nesting, max_markup_elements,
-                              reader_memory_bytes, reader_cpu_seconds
-    [indexes.NAME]            synonyms: the index's synonyms file (indexes.synonyms), reloaded with the config;
-                              dense = "none" (lexical) or an embedded model (hybrid is the default)
-    [indexes.NAME.dense]      hybrid retrieval of index NAME (docs/hybrid-retrieval.md): provider,
-                              model, url, api_key_env | api_key_file, dimensions, prefixes, ingest
-                              batching and retries, the query deadline and breaker, fusion
-    [indexes.NAME.rerank]     the rerank stage of index NAME (indexes.rerank): provider, url, model,
-                              api_key_env | api_key_file, candidates, timeout_ms, breaker, max_input_chars
-    [[indexes.NAME.sources]]  where `kbgate sync` keeps index NAME current from (gateway.core.config.sync)
-
-`parse_indexer` is all `kbgate index add` needs besides the dense tables: it never reads a
-tenant's secret, only an embedding service's API key when one is configured. Every problem
-raises ConfigError naming the key; an API key's value is never echoed.
+Rationale: docs/design-notes.md, "gateway/core/config/indexes.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """TOML configuration → frozen, validated `Config` (gateway.core.config.model).
 
-One file configures everything (`deploy/gateway.example.toml` documents each key).
-Every problem raises `ConfigError` naming the key, e.g.
-"Config 'tenants.acme.secrets[0].value_env' names ACME_SECRET, which is not set."
-Relative paths (`indexes.dir`, `value_file`) are resolved against the directory of
-the config file, so a config means the same thing whatever the working directory.
+Rationale: docs/design-notes.md, "gateway/core/config/load.py".
 """
 
 from __future__ import annotations

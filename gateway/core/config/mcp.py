@@ -1,9 +1,6 @@
 """`[mcp]`: the MCP server's endpoint, its Origin and Host allow-lists and its bounds.
 
-    [mcp]   path, allowed_origins, allowed_hosts, max_results, fetch_max_bytes, max_body_bytes
-
-Who may call it is `[agent]`'s business (the same clients and Bearer tokens, the grants
-`mcp.search` and `mcp.fetch`); the section only shapes the transport. Every key is optional.
+Rationale: docs/design-notes.md, "gateway/core/config/mcp.py".
 """
 
 from __future__ import annotations

@@ -23,16 +23,16 @@ from indexes.rerank.config import RerankConfig
 from indexes.synonyms import Synonyms
 from indexes.types import NO_DIALS, Dials, MilvusConfig
 
-DEFAULT_TOLERANCE = 3600 * SECONDS  # seed 003: |now - timestamp| must not exceed 3600 s
+DEFAULT_TOLERANCE = 3600 * SECONDS  # the 联网问答Agent callback spec: |now - timestamp| must not exceed 3600 s
 # A callback signing key shorter than this is refused: one captured request lets anyone test
 # candidate keys offline against its HMAC, and a short key falls to that search.
 MIN_SECRET_CHARS = 16
 # The gateway's own endpoints: a tenant's callback path may not shadow them.
 RESERVED_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/", "/agent-api/", "/agent-access/", "/documents/")
-# Agent Access tool API (seed 002 §7); 'get_page.full_text' lets get_page return whole text.
+# Agent Access tool API (Agent Access API 技术设计 §7); 'get_page.full_text' lets get_page return whole text.
 ACCESS_TOOLS = ("search", "ask", "get_page", "get_page.full_text", "get_context", "create_feedback",
                 "create_improvement_task")
-# Dify's External Knowledge API (issue 11): POST {dify.prefix}/retrieval.
+# Dify's External Knowledge API: POST {dify.prefix}/retrieval.
 DIFY_TOOLS = ("dify.retrieval",)
 # The MCP server's tools (gateway/mcp/): their own grants, so MCP clients can be given or
 # refused the company's knowledge apart from the agent protocols.
@@ -42,7 +42,7 @@ DOCUMENT_TOOLS = ("documents.write",)
 AGENT_TOOLS = frozenset({"knowledge.search", "knowledge.read", *ACCESS_TOOLS, *DIFY_TOOLS, *MCP_TOOLS, *DOCUMENT_TOOLS})
 
 
-# ---------------------------------------------------------------- Volcengine tenants (seed 003)
+# ---------------------------------------------------------------- Volcengine tenants (the 联网问答Agent callback spec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ class SecretKey:
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """(FirstLevelId, SecondLevelId) → index plus optional filter (seed 003 "Body"). relevance_floor: 0..1
+    """(FirstLevelId, SecondLevelId) → index plus optional filter ("Body" of the callback spec). relevance_floor: 0..1
     (None: search.relevance_floor; `floor_of`). dials: its retrieval dials (gateway.core.config.dials)."""
 
     first_level_id: str
@@ -119,7 +119,7 @@ class ServerConfig:
     keep_alive_seconds: a connection with no request in progress (idle between requests, or
         still sending a request's headers) is closed after this; hypercorn has no separate
         header timeout, so this is what bounds a client trickling headers.
-    readiness: when /readyz answers 200 (gateway/serve/readiness.py): "any" (default), Redis
+    readiness: when /readyz answers 200 (gateway/core/readiness.py): "any" (default), Redis
         answers and one route can serve; "all", every enabled route's index opens (docs/configuration.md).
     public_url: where callers reach this gateway ('https://kb.example.com', no trailing '/') or None.
     trusted_proxies: the addresses and networks (ip_network strings, '10.0.0.0/8', '127.0.0.1')
@@ -145,7 +145,7 @@ READINESS_MODES = ("any", "all")
 @dataclass(frozen=True, slots=True)
 class ReplayConfig:
     """[replay]: redis_url None → in-process nonce store (one worker only). tolerance_seconds:
-    the signing window (seed 003: at most 3600). timeout_seconds: per Redis command.
+    the signing window (the 联网问答Agent callback spec: at most 3600). timeout_seconds: per Redis command.
     key_prefix: of every Redis key kbgate writes."""
 
     redis_url: str | None = None
@@ -161,11 +161,11 @@ SUMMARY_CHARS, SUMMARY_CHARS_MIN, SUMMARY_CHARS_MAX = 520, 20, 4000
 DEFAULT_RELEVANCE_FLOOR = 0.10
 """search.relevance_floor when not set: hits of a relevance under it (`indexes.relevance`) are
 dropped on every route without a floor of its own. Read off the shared sets with `make eval`
-(docs/search-quality.md, "Floors", has the figures): with issue 17's lexical relevance, the
+(docs/search-quality.md, "Floors", has the figures): with lexical relevance, the
 highest floor at which no shared set loses more questions than it wins against the committed
 0.15 of the earlier relevance."""
 DEFAULT_ANSWER_CACHE_ENTRIES = 2048
-"""search.answer_cache_entries when not set: see `make bench`'s Zipf rows (issue 13)."""
+"""search.answer_cache_entries when not set: see `make bench`'s Zipf rows."""
 DEFAULT_ANSWER_CACHE_MIB = 24
 """search.answer_cache_mib when not set: about what 2,048 answers of Limit 5 take (answers.py),
 a bound that holds whatever the Limit and excerpt bounds."""
@@ -176,7 +176,7 @@ class SearchConfig:
     """Limits of the callback's search. chars are Unicode characters, not bytes.
 
     max_chunks_per_query / max_chunks_per_document: the per-query work bounds of every
-    search, whatever the documents (`indexes.types.SearchBounds`, issue 9 / 13): chunk hits
+    search, whatever the documents (`indexes.types.SearchBounds`): chunk hits
     taken from Tantivy for one query, and stored chunks loaded for one result.
     answer_cache_entries: answers kept per worker by the answer cache (`gateway.core.answers`;
     0 turns it off); a config reload empties it and applies a new size. answer_cache_mib: the
@@ -227,9 +227,9 @@ class AdminConfig:
     keep_deleted_days: int = 7
 
 
-# ---------------------------------------------------------------- agent clients (seeds 000, 002)
+# ------------------------------------------ agent clients (Agent知识按需搜索与读取, Agent Access API 技术设计)
 #
-# Policies deny by default (seed 002 §13 "默认拒绝未声明工具、路径和 dataset"): a client
+# Policies deny by default (Agent Access API 技术设计 §13 "默认拒绝未声明工具、路径和 dataset"): a client
 # must name its routes, tools, datasets and path globs; "*" in datasets and "**" in
 # path_globs are the explicit "all".
 
@@ -240,7 +240,7 @@ class AgentRoute:
 
     datasets / path_globs: None = no restriction by the route (the client policy still
     applies). enabled: False answers search with status 'disabled'. relevance_floor: 0..1, hits
-    of a lower relevance are dropped, never lowered to fill a list (seed 000 "独立搜索"); None:
+    of a lower relevance are dropped, never lowered to fill a list (Agent知识按需搜索与读取 "独立搜索"); None:
     search.relevance_floor (`floor_of`). dials: its retrieval dials (gateway.core.config.dials).
     """
 
@@ -263,7 +263,7 @@ class AgentToken:
 
 @dataclass(frozen=True, slots=True)
 class AgentPolicy:
-    """What one agent client may see (seed 002 §8).
+    """What one agent client may see (Agent Access API 技术设计 §8).
 
     routes: agent route names. indexes: None = whatever its routes map to, else a
     whitelist. datasets: None = all ("*"). path_globs: ("**",) = all. tools: names from

@@ -1,20 +1,6 @@
-"""`[[indexes.NAME.sources]]`: where `kbgate sync` keeps index NAME current from (issue 20).
+"""`[[indexes.NAME.sources]]`: where `kbgate sync` keeps index NAME current from.
 
-    [[indexes.docs.sources]]
-    name = "handbook"            # names the source in reports and in the sync state; unique per index
-    type = "git"                 # git | web | folder
-    repo = "https://git.example.com/handbook.git"   # a clone URL or a local repository path
-    branch = "main"              # default: the repository's HEAD
-    subdir = "docs"              # only this folder; ids are relative to it (default: the whole tree)
-    dataset = "handbook"         # as `kbgate index add --dataset`
-
-    type = "web": sitemap = URL (with lastmod) or start_url = URL (a crawl of the same host),
-    max_pages (500), max_depth (3, crawl only), requests_per_second (2), timeout_seconds (20),
-    user_agent ("kbgate-sync"), max_document_bytes (indexes.max_document_bytes).
-    type = "folder": path (relative to the config file's folder).
-
-Every problem raises ConfigError naming the key (an unknown key is named as such); a URL or
-path is checked for form here, reached only by `kbgate sync`.
+Rationale: docs/design-notes.md, "gateway/core/config/sync.py".
 """
 
 from __future__ import annotations

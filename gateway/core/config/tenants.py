@@ -1,9 +1,6 @@
-"""`[tenants.NAME]`: the Volcengine callers, their signing keys and knowledge routes (seed 003).
+"""`[tenants.NAME]`: the Volcengine callers, their signing keys and knowledge routes (the 联网问答Agent callback spec).
 
-    [tenants.acme]               path = "/volcengine/acme", verify = "enforce" | "report", report_until?
-    [[tenants.acme.secrets]]     id, value_env | value_file, not_after?
-    [[tenants.acme.routes]]      first_level_id, second_level_id, index, datasets?, path_globs?, relevance_floor?,
-                                 the retrieval dials? (gateway.core.config.dials)
+Rationale: docs/design-notes.md, "gateway/core/config/tenants.py".
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ hybrid index when the provider fails."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import wait
 from pathlib import Path
 
@@ -23,24 +22,16 @@ from indexes.store import IndexStore
 from tests.support.documents import HYBRID_DOCS, PARAPHRASE
 from tests.support.embedding_server import running
 from tests.support.harness import free_port
+from tests.support.local_server import control, module_fixture, reset_fixture
 from tests.support.polling import until
 
 MODEL = "use-multilingual-v3"
 
 
-@pytest.fixture(name="server", scope="module")
-def _server() -> Iterator[str]:
-    with running(free_port()) as base:
-        yield base
+_server = module_fixture(running)
 
 
-@pytest.fixture(autouse=True)
-def _reset(server: str) -> None:
-    httpx.post(f"{server}/reset")
-
-
-def control(server: str, **kw: object) -> None:
-    httpx.post(f"{server}/control", json=kw).raise_for_status()
+_reset = reset_fixture()
 
 
 def stats(server: str) -> dict:

@@ -6,7 +6,6 @@ down the order before is kept and the answer is not marked reusable."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from indexes.dense.index import HybridStore
 from indexes.rerank import RerankConfig
 from indexes.types import Document, Section
 from tests.support.harness import free_port
+from tests.support.local_server import module_fixture, reset
 from tests.support.rerank_server import PATHS, running
 
 # The deadlines below are not what these tests check (the slow and down cases set their own):
@@ -28,16 +28,12 @@ RERANK_TIMEOUT_MS = 60_000
 DOCS = [Document(f"d{i}", f"第{i}篇", (Section("", "备份 " * (6 - i) + "其他内容" * (i + 1)),)) for i in range(5)]
 
 
-@pytest.fixture(name="server", scope="module")
-def _server() -> Iterator[str]:
-    with running(free_port()) as base:
-        yield base
+_server = module_fixture(running)
 
 
 @pytest.fixture(autouse=True)
 def _reverse(server: str) -> None:
-    httpx.post(f"{server}/reset").raise_for_status()
-    httpx.post(f"{server}/control", json={"mode": "reverse"}).raise_for_status()
+    reset(server, mode="reverse")
 
 
 def store(root: Path, server: str, *, hybrid: bool = False, **kw: object) -> HybridStore:

@@ -7,7 +7,6 @@ every failure class, the deadline and the circuit breaker."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,6 +17,7 @@ from indexes.dense.config import ApiKey
 from indexes.errors import RerankError, RerankResponseError, RerankUnavailable
 from indexes.rerank import PROVIDERS, RerankConfig, RerankStage, make_reranker
 from tests.support.harness import free_port
+from tests.support.local_server import control, module_fixture, reset_fixture
 from tests.support.rerank_server import PATHS, running
 
 QUERY = "忘记密码了怎么办"
@@ -25,19 +25,10 @@ DOCS = ["集群扩容：向集群添加新的存储节点", "重置管理员口�
         "慢日志记录执行时间超过阈值的语句", "使用 BR 工具把全量数据备份到 S3"]
 
 
-@pytest.fixture(name="server", scope="module")
-def _server() -> Iterator[str]:
-    with running(free_port()) as base:
-        yield base
+_server = module_fixture(running)
 
 
-@pytest.fixture(autouse=True)
-def _reset(server: str) -> None:
-    httpx.post(f"{server}/reset").raise_for_status()
-
-
-def control(server: str, **kw: object) -> None:
-    httpx.post(f"{server}/control", json=kw).raise_for_status()
+_reset = reset_fixture()
 
 
 def stats(server: str) -> dict[str, Any]:

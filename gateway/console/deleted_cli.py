@@ -1,14 +1,7 @@
 """`kbgate deleted list|restore|purge`: the documents deleted from the console, on the server
 (gateway/documents/deleted.py keeps them for `admin.keep_deleted_days`).
 
-kbgate deleted list    --config FILE [--index NAME] [--json]
-kbgate deleted restore --config FILE --index NAME ID     the newest kept deletion of ID, written back
-kbgate deleted purge   --config FILE                     remove what is kept longer than the window
-
-A restore writes through the index's one writer (waiting for it up to
-documents.write_timeout_seconds, as the document API does) and is refused (exit 1) while the
-index holds a document of that id again. Each restore is audited as 'cli:<login>'.
-Exit codes: 0 done, 1 nothing to restore or refused, 2 a configuration error.
+Rationale: docs/design-notes.md, "gateway/console/deleted_cli.py".
 """
 
 from __future__ import annotations

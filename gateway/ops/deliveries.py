@@ -1,20 +1,6 @@
 """The deliveries record: the last N callbacks of each tenant, for operators and `kbgate onboard`.
 
-Every callback's `Delivery` becomes one `DeliveryRecord` (a flat dict without secrets; the
-Query text only when `admin.show_queries` is on) kept in a bounded ring per tenant:
-
-- `RedisDeliveryLog` when `replay.redis_url` is set: one list per tenant,
-  key '{replay.key_prefix}:deliveries:{tenant}', newest first (LPUSH + LTRIM in one
-  pipeline), so every worker, replica and `kbgate onboard` sees the same record. Tenants
-  that have a list are named in the set '{replay.key_prefix}:delivery-tenants'.
-- `MemoryDeliveryLog` otherwise: a deque per tenant in this process (one worker).
-- `DeliveryReader`: the Redis record read synchronously, for `kbgate onboard` (a command-line
-  tool that must stop at once on Ctrl-C, which an asyncio task cannot promise: see
-  gateway/ops/onboard.py).
-
-Writing never slows or fails a callback: `submit` is called after the response was sent,
-does no I/O itself, and the Redis writer batches in a background task that fails open
-(records are dropped with one warning log line per 10 s and a metric count).
+Rationale: docs/design-notes.md, "gateway/ops/deliveries.py".
 """
 
 from __future__ import annotations

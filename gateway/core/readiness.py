@@ -1,29 +1,6 @@
-"""What each route of this worker can serve, and whether the replica is ready (issue 16).
+"""What each route of this worker can serve, and whether the replica is ready.
 
-Readiness means "this replica can serve": one route whose index is not built (or is damaged)
-costs only that route's callers their documented error (a callback 503 Ret 50302
-index_unavailable, Dify 5030, MCP's mcp.unavailable tool error), not every tenant's traffic.
-`server.readiness` chooses the rule:
-
-- "any" (default): ready while Redis (when configured) answers and at least one enabled
-  route can serve (a config with no enabled route at all is ready: nothing is broken);
-- "all": ready only while every enabled route's index opens in this worker and on disk, for
-  replica sets that are all alike, where a pod short of one index must take no traffic.
-
-Every route is listed with its state in /readyz's body, in `kbgate_route_ready` (gateway/ops/
-metrics.py) and in `check-config`'s route lines, with the commit this worker serves (`commit`:
-`indexes.stats.commit_label`, equal on every replica serving the same commit, whether it
-built the index or fetched it: gateway/ops/replicas.py). States:
-
-- "ok": the index opens in this worker and its folder opens afresh;
-- "stale": this worker answers from the files it mapped before, but the folder is missing or
-  damaged now, so a restarted or replaced worker could not (docs/on-call.md);
-- "warming": the index is hybrid and its query model has not loaded and answered once yet
-  (`indexes.dense.query.QueryEncoder.warmed`): its answers would be lexical, so the replica is
-  not ready, whatever `server.readiness` says, until it has (seconds after a start);
-- "unavailable": this worker cannot open it, or the engine serving it (Milvus) does not answer:
-  the route's callers get their error;
-- "disabled": an `[agent.routes.*]` entry with enabled = false (answers without searching).
+Rationale: docs/design-notes.md, "gateway/core/readiness.py".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""gateway/console/deliveries.py: bounded rings per tenant in memory and in a real Redis.
+"""gateway/ops/deliveries.py: bounded rings per tenant in memory and in a real Redis.
 
 Also through the app: every callback is recorded after its response, without the Query
 unless admin.show_queries is on, and a dead Redis never fails or slows a callback.
@@ -18,10 +18,10 @@ import pytest
 import redis
 from asgi_lifespan import LifespanManager
 
-from gateway.console.deliveries import DeliveryReader, MemoryDeliveryLog, RedisDeliveryLog, to_record
 from gateway.core.config import load_config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Delivery
+from gateway.ops.deliveries import DeliveryReader, MemoryDeliveryLog, RedisDeliveryLog, to_record
 from gateway.serve.app import Gateway, create_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ENV, SECRETS, two_tenants
