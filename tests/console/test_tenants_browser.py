@@ -166,8 +166,8 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         _from_top(page)
         _press(page, "发送测试回调")
         expect(page.locator("#test-answer")).to_contain_text(f"用密钥 {key_id} 签名")
-        _reload_until(page, ".step3", "verified 1 callback(s)")
-        expect(page.locator(".step3")).to_contain_text("verified 1 callback(s)")
+        _reload_until(page, ".step3", "已验证 1 次回调")
+        expect(page.locator(".step3")).to_contain_text("已验证 1 次回调")
 
         # Two live keys: every control (the retire form's too) by Tab, with distinct names, at both widths.
         page.goto(tenant_url)
