@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.console import doc_deleted, doc_writes, index_create
+from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
 from gateway.console.render import gate, json_answer, page, refusal, runtime
 from gateway.console.users import ConsoleUser
@@ -110,12 +111,12 @@ async def _index_page(request: Request) -> tuple[str, Listed | None, str | None]
         served, top = await store.served(index, days), await store.served(index, days, top=True)
     except DependencyUnavailable:
         served, top = Counter(), Counter()
-        note = "The hit statistics (Redis) are not answering: served counts are left out."
+        note = _("The hit statistics (Redis) are not answering: served counts are left out.")
     try:
         listed = await anyio.to_thread.run_sync(_listing, rt, index, path, dataset, never,
                                                 _int(q.get("page"), 1), dict(served), dict(top))
     except (DependencyUnavailable, OSError, ValueError):
-        return index, None, f"Index {index} cannot be opened."
+        return index, None, _("Index %(name)s cannot be opened.", name=index)
     return index, listed, note
 
 
@@ -124,7 +125,7 @@ async def indexes_html(request: Request) -> Response:
     user = await gate(request, "view", active="indexes")
     if isinstance(user, Response):
         return user
-    return page(request, user, "indexes.html", active="indexes", title="Indexes",
+    return page(request, user, "indexes.html", active="indexes", title=_("Indexes"),
                 indexes=await _summaries(runtime(request)))
 
 
@@ -152,7 +153,8 @@ async def _summaries(rt: Runtime) -> list[dict[str, Any]]:
 def _unknown(request: Request, user: ConsoleUser, index: str, as_json: bool) -> Response | None:
     if index in known_indexes(runtime(request)):
         return None
-    return refusal(request, user, as_json=as_json, status=404, active="indexes", text=f"no index named {index!r}")
+    return refusal(request, user, as_json=as_json, status=404, active="indexes",
+                   text=_("no index named %(name)s", name=repr(index)))
 
 
 async def index_html(request: Request) -> Response:
@@ -174,8 +176,8 @@ async def index_html(request: Request) -> Response:
                  "next": index_url(index, **base, page=listed.page + 1) if listed.page < listed.pages else ""}
     rt = runtime(request)
     return doc_writes.clear_report(page(
-        request, user, "index.html", active="indexes", title=f"Index {index}", index=index, listed=listed, note=note,
-        filters=filters, links=links, days=rt.config.gaps.keep_days,
+        request, user, "index.html", active="indexes", title=_("Index %(name)s", name=index), index=index,
+        listed=listed, note=note, filters=filters, links=links, days=rt.config.gaps.keep_days,
         report=doc_writes.take_report(request), upload_types=doc_writes.UPLOAD_ACCEPT,
         deleted=await anyio.to_thread.run_sync(doc_deleted.kept, rt, index),
         keep_days=rt.config.admin.keep_deleted_days))
@@ -219,10 +221,10 @@ async def _read_document(request: Request, user: ConsoleUser, as_json: bool) -> 
         found = await anyio.to_thread.run_sync(_document, runtime(request), index, doc_id) if doc_id else None
     except (DependencyUnavailable, OSError, ValueError):
         return refusal(request, user, as_json=as_json, status=503, active="indexes",
-                       text=f"index {index!r} cannot be opened; try again shortly")
+                       text=_("index %(name)s cannot be opened; try again shortly", name=repr(index)))
     if found is None:
         return refusal(request, user, as_json=as_json, status=404, active="indexes",
-                       text=f"index {index!r} holds no document with this id")
+                       text=_("index %(name)s holds no document with this id", name=repr(index)))
     return index, found[0], found[1]
 
 
@@ -236,8 +238,8 @@ async def document_html(request: Request) -> Response:
         return got
     index, doc, chunks = got
     return doc_writes.clear_report(page(
-        request, user, "document.html", active="indexes", title=f"Document {doc.doc_id}", index=index, doc=doc,
-        chunks=chunks, back=index_url(index), editable=doc_writes.editable(doc.path),
+        request, user, "document.html", active="indexes", title=_("Document %(id)s", id=doc.doc_id), index=index,
+        doc=doc, chunks=chunks, back=index_url(index), editable=doc_writes.editable(doc.path),
         edit_url=doc_writes.edit_url(index, doc.doc_id), report=doc_writes.take_report(request)))
 
 

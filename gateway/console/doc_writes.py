@@ -39,6 +39,7 @@ from starlette.routing import Route
 from gateway.console.changes import audit_change
 from gateway.console.csrf import FIELD, post_ok
 from gateway.console.gaps.store import days_back
+from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
 from gateway.console.render import gate, message, page, read_form, refusal, runtime, see_other
 from gateway.console.users import ConsoleUser, can
@@ -135,8 +136,9 @@ async def _allowed(request: Request, action: str) -> tuple[ConsoleUser, str] | R
     if not can(user, "edit_documents", index):
         audit_change(runtime(request).config, user.name, f"documents.{action}", index, status=403)
         return refusal(request, user, as_json=False, status=403, active="indexes",
-                       text=f"Your role ({user.role_label}) does not allow changing the documents of index "
-                            f"{index}; nothing was changed. Ask an admin or the index's owner.")
+                       text=_("Your role (%(role)s) does not allow changing the documents of index %(index)s; "
+                              "nothing was changed. Ask an admin or the index's owner.", role=user.role_label,
+                              index=index))
     return user, index
 
 
@@ -206,28 +208,30 @@ async def upload(request: Request) -> Response:
     rt = runtime(request)
     if not _writes(request).exists(index):  # before the body: an upload never creates an index
         audit_change(rt.config, user.name, "documents.upload", index, status=404)
-        return message(request, user, "Upload refused", f"No index is named {index}: an upload never creates one "
-                       "(check the name; an admin creates an index on the Indexes page, or with kbgate index "
-                       "create). Nothing was written.", status=404, active="indexes", back="/admin/indexes")
+        return message(request, user, _("Upload refused"), _(
+            "No index is named %(index)s: an upload never creates one (check the name; an admin creates an index on "
+            "the Indexes page, or with kbgate index create). Nothing was written.", index=index),
+            status=404, active="indexes", back="/admin/indexes")
     if not (request.headers.get("content-type") or "").startswith("multipart/form-data"):
-        return _upload_refused(request, user, index, "Send the upload form.", 400)
+        return _upload_refused(request, user, index, _("Send the upload form."), 400)
     try:
         form = await _multipart(request, rt)
     except ProblemError as exc:
         big = exc.problem.kind == "too_large"
-        return _upload_refused(request, user, index, f"The upload is larger than documents.max_body_bytes "
-                               f"({rt.config.documents.max_body_bytes} bytes)." if big else "The upload did not "
-                               "arrive in time.", 413 if big else 408)
+        return _upload_refused(request, user, index, _("The upload is larger than documents.max_body_bytes "
+                               "(%(n)s bytes).", n=rt.config.documents.max_body_bytes) if big
+                               else _("The upload did not arrive in time."), 413 if big else 408)
     except MultiPartException as exc:
-        return _upload_refused(request, user, index, f"The upload form is not readable ({exc.message}).", 400)
+        return _upload_refused(request, user, index, _("The upload form is not readable (%(problem)s).",
+                                                                problem=exc.message), 400)
     try:
         token = form.get(FIELD)
         if not post_ok(request, token if isinstance(token, str) else None, FORM):
-            return _upload_refused(request, user, index, "This form expired or came from another site: open the "
-                                   "page again and resubmit.", 403, heading="Form refused")
+            return _upload_refused(request, user, index, _("This form expired or came from another site: open "
+                                   "the page again and resubmit."), 403, heading=_("Form refused"))
         files = [f for f in form.getlist("file") if isinstance(f, UploadFile) and f.filename]
         if not files:
-            return _upload_refused(request, user, index, "Choose one or more files to upload.", 400,
+            return _upload_refused(request, user, index, _("Choose one or more files to upload."), 400,
                                    back=index_url(index))
         dataset = str(form.get("dataset") or "").strip()
         folder = _folder(str(form.get("folder") or ""))
@@ -257,10 +261,10 @@ async def upload(request: Request) -> Response:
 
 
 def _upload_refused(request: Request, user: ConsoleUser, index: str, text: str, status: int, *,
-                    heading: str = "Upload refused", back: str = "") -> Response:
+                    heading: str = "", back: str = "") -> Response:
     """The page refusing an upload before any file is read (`text`, `status`), audited."""
     audit_change(runtime(request).config, user.name, "documents.upload", index, status=status)
-    return message(request, user, heading, text, status=status, active="indexes", back=back)
+    return message(request, user, heading or _("Upload refused"), text, status=status, active="indexes", back=back)
 
 
 def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str
@@ -278,7 +282,7 @@ def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], datas
         suffix = upload_suffix(media, name)
         if suffix is None:
             refused.append({"name": name, "id": doc_id, "change": "refused", "warnings": [],
-                            "problem": f"not a type kbgate reads (one of {UPLOAD_ACCEPT})"})
+                            "problem": _("not a type kbgate reads (one of %(types)s)", types=UPLOAD_ACCEPT)})
             continue
         try:
             doc, notes = file_document(raw, suffix, doc_id, rt.config.documents, dataset=dataset or None, path=path)
@@ -328,8 +332,9 @@ async def edit_form(request: Request) -> Response:
     doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id) if doc_id else None
     if doc is None or not editable(doc.path):
         return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no Markdown or text document with this id in this index")
-    return page(request, user, "doc_edit.html", active="indexes", title=f"Edit {doc_id}", index=index, doc=doc,
+                       text=_("no Markdown or text document with this id in this index"))
+    return page(request, user, "doc_edit.html", active="indexes", title=_("Edit %(name)s", name=doc_id), index=index,
+                doc=doc,
                 text=as_text(doc), back=document_url(index, doc_id))
 
 
@@ -347,7 +352,7 @@ async def edit(request: Request) -> Response:
     old = await anyio.to_thread.run_sync(_stored, rt, index, doc_id) if doc_id else None
     if old is None or not editable(old.path):
         return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no Markdown or text document with this id in this index; nothing was changed")
+                       text=_("no Markdown or text document with this id in this index; nothing was changed"))
     suffix = PurePosixPath(old.path).suffix.lower()
     raw = fields.get("text", "").replace("\r\n", "\n").encode("utf-8")
     try:
@@ -378,7 +383,7 @@ async def visibility(request: Request) -> Response:
     doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id, visible) if doc_id else None
     if doc is None:
         return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no document with this id in this index; nothing was changed")
+                       text=_("no document with this id in this index; nothing was changed"))
     action = "enable" if visible else "disable"
     out, error = await _commit(request, user, action, index, ChangeSet(upserts=(doc,)), {})
     back = document_url(index, doc_id) if fields.get("back") == "document" else index_url(index)

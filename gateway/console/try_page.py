@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from gateway.console import try_, try_gap
 from gateway.console.csrf import post_ok
+from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
 from gateway.console.try_default import with_default_route
@@ -52,21 +53,22 @@ def side_request(form: Mapping[str, str], prefix: str, query: str, limit: str) -
     n: int | None = None
     if limit.strip():
         if not limit.strip().isdigit():
-            raise TryInvalid("limit", "must be a whole number")
+            raise TryInvalid("limit", _("must be a whole number"))
         n = int(limit)
     condition: Any = None
     if got["metadata_condition"]:
         try:
             condition = loads_bounded(got["metadata_condition"])
         except JsonTooDeep:
-            raise TryInvalid(prefix + "metadata_condition", f"nests arrays and objects over {MAX_JSON_DEPTH} "
-                                                            "levels deep (the limit of a request's JSON)") from None
+            raise TryInvalid(prefix + "metadata_condition", _("nests arrays and objects over %(n)s levels deep "
+                                                              "(the limit of a request's JSON)", n=MAX_JSON_DEPTH)
+                             ) from None
         except orjson.JSONDecodeError:
-            raise TryInvalid(prefix + "metadata_condition", "is not JSON") from None
+            raise TryInvalid(prefix + "metadata_condition", _("is not JSON")) from None
     try:
         threshold = float(got["score_threshold"] or 0)
     except ValueError:
-        raise TryInvalid(prefix + "score_threshold", "must be a number") from None
+        raise TryInvalid(prefix + "score_threshold", _("must be a number")) from None
     return try_.TryRequest(caller=got["caller"], query=query, limit=n, tenant=got["tenant"], first=got["first"],
                            second=got["second"], client=got["client"], token_id=got["token_id"],
                            session=got["session"], route=got["route"], metadata_condition=condition,
@@ -112,9 +114,15 @@ def _choices(rt: Runtime) -> dict[str, list[str]]:
 def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
             sides: list[tuple[str, dict[str, Any] | str]], from_gap: FromGap | None = None,
             member: bool | None = None) -> Response:
-    return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
-                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS, from_gap=from_gap,
-                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS, dials_text=dials_text)
+    return page_of(request, user, "try.html", active="try", title=_("Try"), form=form, sides=sides,
+                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=_words(REASONS),
+                   from_gap=from_gap, member=member, matched_words=_words(MATCHED), gap_reasons=_words(GAP_REASONS),
+                   dials_text=dials_text)
+
+
+def _words(words: Mapping[str, str]) -> dict[str, str]:
+    """`words` (a try_view table of msgids) in the request's language."""
+    return {k: _(v) for k, v in words.items()}
 
 
 async def _sides(request: Request, user: ConsoleUser,

@@ -5,6 +5,7 @@ path → the callback finds it → a Dify question no word answers is a gap show
 → otto files its task, adds the synonym, tries from the gap (question filled in, answered) and
 moves the task to done with the page that closed it. At 1280 and 390 px, by keyboard, every
 control found by id, name or href (never its words: the story holds in any language).
+The browser asks for no language, so the console answers in zh-CN, as an owner in China sees it.
 Screenshots: test-artifacts/, or docs/img/ with KBGATE_DOCS_SCREENSHOTS=1 (docs/knowledge-owners.md).
 """
 
@@ -23,6 +24,7 @@ from gateway.console.credentials import hash_credential, new_credential
 from tests.support.browser import _browser, assert_fits, assert_keyboard, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
 
@@ -72,14 +74,15 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
                   access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
     data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, httpx.Client(timeout=10) as c:
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, \
+            httpx.Client(timeout=10, headers=ENGLISH) as c:
         def volcengine() -> list[dict[str, Any]]:
             r = callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED)
             assert r.status_code == 200, r.text
             return list(orjson.loads(r.content)["Result"])
 
         assert volcengine() == []  # the page is not there yet
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, locale="zh-CN")
         try:
             log_in(page, srv.base, OWNER, user="otto")
 
@@ -88,7 +91,8 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             page.set_input_files('form.upload input[name="file"]', [PAGE])
             _press(page, 'form.upload button[type="submit"]')
             report = page.locator("section.report")
-            expect(report.locator('li[data-id="leave.md"] .change')).to_have_text("added")
+            expect(report.locator("h2")).to_have_text("上传结果")
+            expect(report.locator('li[data-id="leave.md"] .change')).to_have_text("已新增")
             box = report.bounding_box()
             small_shot(page, IMG / "owner-upload.png",
                        clip={"x": 0, "y": max(0, box["y"] - 60), "width": 1280,
@@ -121,6 +125,7 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             row = page.locator(f'tr[data-group="{g["id"]}"]')
             expect(row.locator("q.question")).to_have_text(SHOWN)
             assert row.get_attribute("data-status") == "open"
+            expect(page.locator("h1")).to_have_text("kbgate：知识缺口")  # zh-CN by default
             box = row.bounding_box()
             small_shot(page, IMG / "owner-gap-question.png",
                        clip={"x": 0, "y": max(0, box["y"] - 70), "width": 1280, "height": min(box["height"] + 90, 420)},

@@ -55,7 +55,7 @@ async def _visible(request: Request, user: ConsoleUser, *, with_examples: bool =
 async def _fields(request: Request, user: ConsoleUser, by_tool: bool) -> dict[str, str] | Response:
     if not by_tool:
         return await read_form(request, user, FORM, max_fields=4)
-    rt, _ = _state(request)
+    rt, _rec = _state(request)
     try:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
         data = orjson.loads(body)
@@ -80,14 +80,14 @@ async def mark(request: Request) -> Response:
     wanted, how = fields.get("group", ""), fields.get("mark", "")
     if how not in MARKS:
         return refusal(request, user, as_json=by_tool, status=400, active="gaps",
-                       text=f"mark: must be one of {', '.join(MARKS)}")
+                       text=_("mark: must be one of %(marks)s", marks=", ".join(MARKS)))
     rt, rec = _state(request)
     try:
         groups, about = await _visible(request, user)
         found = next((g for g in groups if wanted and g.id == wanted), None)
         if found is None:
             return refusal(request, user, as_json=by_tool, status=404, active="gaps",
-                           text="no such gap group (it may have expired)")
+                           text=_("no such gap group (it may have expired)"))
         index = about[found.id]
         names = group_indexes(found, route_indexes(rt.config))
         targets = [n for n in names if can(user, "file_gap", n)] or \
@@ -95,8 +95,8 @@ async def mark(request: Request) -> Response:
         if not targets:
             audit_change(rt.config, user.name, "mark_gap", index or found.id, status=403, group=found.id, mark=how)
             return refusal(request, user, as_json=by_tool, status=403, active="gaps",
-                           text=f"Your role ({user.role_label}) does not allow marking this gap "
-                                f"(index {index or 'unknown'}); ask an admin or the index's owner.")
+                           text=_("Your role (%(role)s) does not allow marking this gap (index %(index)s); ask an "
+                                  "admin or the index's owner.", role=user.role_label, index=index or _("unknown")))
         now = rt.clock.now()
         states = await rec.states.all()
         done: dict[str, GroupState] = {}
@@ -106,7 +106,7 @@ async def mark(request: Request) -> Response:
                                  rt.config.gaps.keep_days)
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
-                       text="the gaps record (Redis) is not answering; try again shortly")
+                       text=_("the gaps record (Redis) is not answering; try again shortly"))
     audit_change(rt.config, user.name, "mark_gap", ",".join(targets) or found.id, group=found.id, mark=how)
     if by_tool:
         return json_answer({"group": found.id, "status": status(done.get(index), found.last),
@@ -119,7 +119,7 @@ async def task_rows(request: Request, user: ConsoleUser) -> list[dict[str, Any]]
     filed_at, filed_by, status, asked, last_asked, task, assignee, document, questions (the
     group's texts `user` may read), best (its near misses). Raises DependencyUnavailable."""
     rt, rec = _state(request)
-    groups, _ = await _visible(request, user, with_examples=rt.config.gaps.keep_text)
+    groups, _about = await _visible(request, user, with_examples=rt.config.gaps.keep_text)
     by_id = {g.id: g for g in groups}
     states: dict[str, GroupState] = await rec.states.all()
     rows = []
