@@ -12,7 +12,7 @@ LOCK   := requirements.lock
 UV_VERSION := 0.13.8
 LOCK_TOOL  := .venv-lock
 
-.PHONY: install run demo test coverage eval eval-milvus bench lint lock clean
+.PHONY: install run demo test coverage eval eval-milvus bench lint lock messages clean
 
 # A changed lock or pyproject.toml rebuilds the venv from empty, so it holds exactly the lock's
 # set: pip (pinned in the lock too) and the build backend included, nothing left from before.
@@ -38,6 +38,20 @@ lock:
 	printf 'pip\nsetuptools>=68\n' | $(LOCK_TOOL)/bin/uv pip compile --quiet pyproject.toml - \
 	    --extra dev --universal --generate-hashes --custom-compile-command "make lock" \
 	    --output-file $(LOCK) $(LOCK_ARGS)
+
+# The console's catalogs (gateway/console/locale/*/LC_MESSAGES/messages.po, read at start): every
+# msgid of babel.cfg's sources extracted, then each catalog updated (new msgids empty, gone ones
+# dropped). No source lines are kept, so a moved string changes nothing. Translate the new
+# zh_CN entries; tests/console/test_i18n.py fails on an empty one.
+POT := $(VENV)/messages.pot
+
+messages: install
+	$(BIN)/pybabel -q extract -F babel.cfg --no-location --sort-output --project kbgate \
+	    --copyright-holder "kbgate" -o $(POT) .
+	$(BIN)/pybabel -q update -i $(POT) -d gateway/console/locale -D messages --init-missing \
+	    --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date -l zh_CN
+	$(BIN)/pybabel -q update -i $(POT) -d gateway/console/locale -D messages --init-missing \
+	    --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date -l en
 
 # The runnable demo config: deploy/demo/gateway.toml plus a demo agent client and the console's
 # admin token; its secrets (signing key, Bearer token, ref key, admin token) are generated once in data/demo/.

@@ -27,6 +27,7 @@ from gateway.core.types import Clock, NonceStore
 from gateway.serve.app import Gateway, create_app
 from indexes.store import IndexStore
 from tests.support.configs import NOW
+from tests.support.console import ENGLISH
 from tests.support.documents import INDEXES
 from tests.support.harness import free_port
 from tests.support.milvus_server import MilvusLite
@@ -160,7 +161,8 @@ async def _start_app(redis_url: str) -> AsyncIterator[Callable[..., Awaitable[St
         manager = LifespanManager(app)  # type: ignore[arg-type]
         await manager.__aenter__()
         managers.append(manager)
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate")
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate",
+                                   headers=ENGLISH)
         return client, app, clock
 
     yield start

@@ -15,11 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.ops.deliveries import DeliveryLog
+from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, message, page, runtime
 from gateway.core.errors import RET_BY_REASON, DependencyUnavailable
 from gateway.core.methods import json_route
 from gateway.core.runtime import Runtime
+from gateway.ops.deliveries import DeliveryLog
 
 MAX_ROWS = 500
 DEFAULT_ROWS = 50
@@ -48,9 +49,9 @@ def _query(request: Request) -> tuple[str, str, int] | str:
     outcome = request.query_params.get("outcome", "")
     n_raw = request.query_params.get("n", str(DEFAULT_ROWS))
     if tenant and tenant not in rt.config.tenants:
-        return "Unknown tenant filter."
+        return _("Unknown tenant filter.")
     if outcome not in OUTCOME_FILTERS and outcome not in RET_BY_REASON:
-        return "Unknown outcome filter."
+        return _("Unknown outcome filter.")
     n = int(n_raw) if n_raw.isdigit() else DEFAULT_ROWS
     return tenant, outcome, max(1, min(MAX_ROWS, n))
 
@@ -81,15 +82,15 @@ async def deliveries_html(request: Request) -> Response:
     rt = runtime(request)
     q = _query(request)
     if isinstance(q, str):
-        return message(request, user, "Deliveries", q, status=400, back="/admin/deliveries", active="deliveries")
+        return message(request, user, _("Deliveries"), q, status=400, back="/admin/deliveries", active="deliveries")
     tenant, outcome, n = q
     error = None
     try:
         found = await sections(rt, _log(request), tenant, outcome, n)
     except DependencyUnavailable:
-        found, error = [], "The deliveries record (Redis) is not answering; try again shortly."
+        found, error = [], _("The deliveries record (Redis) is not answering; try again shortly.")
     outcomes = ["ok", "failed", *(reason for reason in RET_BY_REASON if reason != "success")]
-    return page(request, user, "deliveries.html", active="deliveries", title="Deliveries", sections=found,
+    return page(request, user, "deliveries.html", active="deliveries", title=_("Deliveries"), sections=found,
                 tenants=sorted(rt.config.tenants), outcomes=outcomes, tenant=tenant, outcome=outcome, n=n,
                 shared=_log(request).shared, error=error)
 

@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from gateway.console import doc_writes as dw
 from gateway.console.changes import audit_change
+from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
 from gateway.console.render import page, read_form, refusal, runtime
 from gateway.console.users import ConsoleUser
@@ -45,9 +46,9 @@ async def _confirm(request: Request, user: ConsoleUser, index: str, doc_id: str)
     doc = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
     if doc is None:
         return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no document with this id in this index; nothing was changed")
+                       text=_("no document with this id in this index; nothing was changed"))
     days = rt.config.admin.keep_deleted_days
-    return page(request, user, "doc_delete.html", active="indexes", title=f"Delete {doc_id}?",
+    return page(request, user, "doc_delete.html", active="indexes", title=_("Delete %(id)s?", id=doc_id),
                 index=index, doc=doc, days=days, until=rt.clock.now() + days * deleted.DAY,
                 back=document_url(index, doc_id))
 
@@ -79,7 +80,8 @@ async def delete(request: Request) -> Response:
         return fields
     doc_id = fields.get("id", "")
     if not doc_id:
-        return refusal(request, user, as_json=False, status=400, active="indexes", text="name the document to delete")
+        return refusal(request, user, as_json=False, status=400, active="indexes",
+                       text=_("name the document to delete"))
     if fields.get("confirm") != "1":
         return await _confirm(request, user, index, doc_id)
     rt = runtime(request)
@@ -93,8 +95,8 @@ async def delete(request: Request) -> Response:
     except OSError as exc:
         audit_change(rt.config, user.name, "documents.delete", index, status=503, ids=[doc_id])
         return refusal(request, user, as_json=False, status=503, active="indexes",
-                       text=f"The document could not be kept for restoring ({exc.strerror or 'not writable'}), "
-                            "so it was not deleted.")
+                       text=_("The document could not be kept for restoring (%(problem)s), so it was not deleted.",
+                              problem=exc.strerror or "not writable"))
     out, error = await dw._commit(request, user, "delete", index, ChangeSet(deletes=(doc_id,)), {})
     if out is None and entry is not None:
         await anyio.to_thread.run_sync(deleted.drop, rt.config.indexes_dir, index, entry)
@@ -117,14 +119,15 @@ async def restore(request: Request) -> Response:
                                                                 days=days, entry=fields.get("entry", "")))
     if found is None:
         return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text=f"no deleted document to restore by that name: it was restored already, or it was "
-                            f"deleted more than {days} day(s) ago (admin.keep_deleted_days) and purged")
+                       text=_("no deleted document to restore by that name: it was restored already, or it was "
+                              "deleted more than %(days)s day(s) ago (admin.keep_deleted_days) and purged", days=days))
     k, doc = found
     if await anyio.to_thread.run_sync(dw._stored, rt, index, k.doc_id) is not None:
         audit_change(rt.config, user.name, "documents.restore", index, status=409, ids=[k.doc_id])
         return refusal(request, user, as_json=False, status=409, active="indexes",
-                       text=f"index {index} holds a document {k.doc_id} again (added after the delete): nothing "
-                            "was restored. Delete that one first to restore the deleted one, or keep it.")
+                       text=_("index %(index)s holds a document %(id)s again (added after the delete): nothing "
+                              "was restored. Delete that one first to restore the deleted one, or keep it.",
+                              index=index, id=k.doc_id))
     out, error = await dw._commit(request, user, "restore", index, ChangeSet(upserts=(doc,)), {})
     if out is not None:
         await anyio.to_thread.run_sync(deleted.drop, rt.config.indexes_dir, index, k.entry)

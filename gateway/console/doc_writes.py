@@ -5,9 +5,8 @@ holds a rule of its own about what a document may be.
 
 POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf;
                                         404 naming the index when it does not exist (never created here)
-GET  /admin/indexes/{index}/edit?id=    a Markdown or text document's text in a form
-POST /admin/indexes/{index}/edit        id, text, replace, csrf
-(deleting, confirmed and restorable: gateway.console.doc_deleted)
+(editing: gateway.console.doc_edit; deleting, confirmed and restorable: gateway.console.doc_deleted;
+re-indexing: gateway.console.doc_reindex)
 POST /admin/indexes/{index}/visibility  id, visible (0: disable, 1: enable), back, csrf
 
 Each is allowed to an owner of the index and to an admin (users.can 'edit_documents'), decided
@@ -22,7 +21,6 @@ from every caller (docs/console.md, "Disabled documents").
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import AsyncGenerator
 from pathlib import PurePosixPath
 from typing import Any
@@ -39,18 +37,21 @@ from starlette.routing import Route
 from gateway.console.changes import audit_change
 from gateway.console.csrf import FIELD, post_ok
 from gateway.console.gaps.store import days_back
+from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
-from gateway.console.render import gate, message, page, read_form, refusal, runtime, see_other
+from gateway.console.render import gate, message, read_form, refusal, runtime, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import AgentError, DependencyUnavailable
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 from gateway.documents.handlers import outcome
-from gateway.documents.reading import file_document, upload_suffix, upload_types
+from gateway.documents.reading import file_document, source_text, upload_suffix, upload_types
 from gateway.documents.wire import Refused
 from gateway.documents.writes import Writes
+from indexes import ledger
 from indexes.changes import ChangeReport
+from indexes.errors import IndexStoreError
 from indexes.types import ChangeSet, Document
 
 FORM = "documents"
@@ -135,8 +136,9 @@ async def _allowed(request: Request, action: str) -> tuple[ConsoleUser, str] | R
     if not can(user, "edit_documents", index):
         audit_change(runtime(request).config, user.name, f"documents.{action}", index, status=403)
         return refusal(request, user, as_json=False, status=403, active="indexes",
-                       text=f"Your role ({user.role_label}) does not allow changing the documents of index "
-                            f"{index}; nothing was changed. Ask an admin or the index's owner.")
+                       text=_("Your role (%(role)s) does not allow changing the documents of index %(index)s; "
+                              "nothing was changed. Ask an admin or the index's owner.", role=user.role_label,
+                              index=index))
     return user, index
 
 
@@ -206,28 +208,30 @@ async def upload(request: Request) -> Response:
     rt = runtime(request)
     if not _writes(request).exists(index):  # before the body: an upload never creates an index
         audit_change(rt.config, user.name, "documents.upload", index, status=404)
-        return message(request, user, "Upload refused", f"No index is named {index}: an upload never creates one "
-                       "(check the name; an admin creates an index on the Indexes page, or with kbgate index "
-                       "create). Nothing was written.", status=404, active="indexes", back="/admin/indexes")
+        return message(request, user, _("Upload refused"), _(
+            "No index is named %(index)s: an upload never creates one (check the name; an admin creates an index on "
+            "the Indexes page, or with kbgate index create). Nothing was written.", index=index),
+            status=404, active="indexes", back="/admin/indexes")
     if not (request.headers.get("content-type") or "").startswith("multipart/form-data"):
-        return _upload_refused(request, user, index, "Send the upload form.", 400)
+        return _upload_refused(request, user, index, _("Send the upload form."), 400)
     try:
         form = await _multipart(request, rt)
     except ProblemError as exc:
         big = exc.problem.kind == "too_large"
-        return _upload_refused(request, user, index, f"The upload is larger than documents.max_body_bytes "
-                               f"({rt.config.documents.max_body_bytes} bytes)." if big else "The upload did not "
-                               "arrive in time.", 413 if big else 408)
+        return _upload_refused(request, user, index, _("The upload is larger than documents.max_body_bytes "
+                               "(%(n)s bytes).", n=rt.config.documents.max_body_bytes) if big
+                               else _("The upload did not arrive in time."), 413 if big else 408)
     except MultiPartException as exc:
-        return _upload_refused(request, user, index, f"The upload form is not readable ({exc.message}).", 400)
+        return _upload_refused(request, user, index, _("The upload form is not readable (%(problem)s).",
+                                                                problem=exc.message), 400)
     try:
         token = form.get(FIELD)
         if not post_ok(request, token if isinstance(token, str) else None, FORM):
-            return _upload_refused(request, user, index, "This form expired or came from another site: open the "
-                                   "page again and resubmit.", 403, heading="Form refused")
+            return _upload_refused(request, user, index, _("This form expired or came from another site: open "
+                                   "the page again and resubmit."), 403, heading=_("Form refused"))
         files = [f for f in form.getlist("file") if isinstance(f, UploadFile) and f.filename]
         if not files:
-            return _upload_refused(request, user, index, "Choose one or more files to upload.", 400,
+            return _upload_refused(request, user, index, _("Choose one or more files to upload."), 400,
                                    back=index_url(index))
         dataset = str(form.get("dataset") or "").strip()
         folder = _folder(str(form.get("folder") or ""))
@@ -235,11 +239,14 @@ async def upload(request: Request) -> Response:
         uploads = [(f.filename or "", f.content_type, await f.read()) for f in files]
     finally:
         await form.close()
-    items, docs, warnings, names = await anyio.to_thread.run_sync(_read_files, rt, uploads, dataset, folder)
+    originals: dict[str, str] = {}  # doc_id → the Markdown or text as uploaded (indexes.ledger)
+    items, docs, warnings, names = await anyio.to_thread.run_sync(_read_files, rt, uploads, dataset, folder,
+                                                                  originals)
     out: dict[str, Any] | None = None
     refused = {"refused": len(items)} if items else {}  # files the reader refused: counted on the audit line
     try:
-        changes = ChangeSet(upserts=tuple(docs), replace=replace) if docs else None
+        changes = ChangeSet(upserts=tuple(docs), replace=replace, via="console",
+                            originals=tuple(originals.items())) if docs else None
     except ValueError as exc:  # the same id twice
         audit_change(rt.config, user.name, "documents.upload", index, status=400, ids=list(names)[:50],
                      code="documents.request_invalid", refused=len(items) + len(names))
@@ -257,16 +264,17 @@ async def upload(request: Request) -> Response:
 
 
 def _upload_refused(request: Request, user: ConsoleUser, index: str, text: str, status: int, *,
-                    heading: str = "Upload refused", back: str = "") -> Response:
+                    heading: str = "", back: str = "") -> Response:
     """The page refusing an upload before any file is read (`text`, `status`), audited."""
     audit_change(runtime(request).config, user.name, "documents.upload", index, status=status)
-    return message(request, user, heading, text, status=status, active="indexes", back=back)
+    return message(request, user, heading or _("Upload refused"), text, status=status, active="indexes", back=back)
 
 
-def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str
-                ) -> tuple[list[dict[str, Any]], list[Document], dict[str, list[str]], dict[str, str]]:
+def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str,
+                originals: dict[str, str]) -> tuple[list[dict[str, Any]], list[Document], dict[str, list[str]],
+                                                    dict[str, str]]:
     """Each file through the document API's reader: (refused items, documents, warnings by id,
-    file name by id)."""
+    file name by id); the text of each Markdown or text file read goes into `originals` by id."""
     refused: list[dict[str, Any]] = []
     docs: list[Document] = []
     warnings: dict[str, list[str]] = {}
@@ -278,7 +286,7 @@ def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], datas
         suffix = upload_suffix(media, name)
         if suffix is None:
             refused.append({"name": name, "id": doc_id, "change": "refused", "warnings": [],
-                            "problem": f"not a type kbgate reads (one of {UPLOAD_ACCEPT})"})
+                            "problem": _("not a type kbgate reads (one of %(types)s)", types=UPLOAD_ACCEPT)})
             continue
         try:
             doc, notes = file_document(raw, suffix, doc_id, rt.config.documents, dataset=dataset or None, path=path)
@@ -291,12 +299,22 @@ def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], datas
                             "problem": _clip(exc.message)})
             continue
         docs.append(doc)
+        if (text := source_text(raw, suffix)) is not None:
+            originals[doc.id] = text
         warnings[doc.id] = notes
         names[doc.id] = name
     return refused, docs, warnings, names
 
 
-# ---- edit, disable ------------------------------------------------------------------
+# ---- disable, and what edits and re-indexes share ---------------------------------------
+
+
+def original_of(rt: Runtime, index: str, doc_id: str) -> str | None:
+    """The source text `doc_id` was last written from (`indexes.ledger`), or None (blocking)."""
+    try:
+        return ledger.original(rt.indexes.folder(index), doc_id)
+    except (IndexStoreError, OSError):
+        return None
 
 
 def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -> Document | None:
@@ -304,65 +322,6 @@ def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -
         return rt.index(index).as_document(doc_id, qa_visible=visible)
     except (DependencyUnavailable, OSError, ValueError):
         return None
-
-
-def as_text(doc: Document) -> str:
-    """A Markdown or text document as the edit form shows it: Markdown gets its title and url
-    as front matter and each section under a '##' heading (the heading levels are not stored);
-    text is the stored text."""
-    if PurePosixPath(doc.path).suffix.lower() == ".txt":
-        return "\n\n".join(s.text if not s.heading else f"{s.heading}\n{s.text}" for s in doc.sections)
-    head = [f"title: {orjson.dumps(doc.title).decode()}"] + ([f"url: {orjson.dumps(doc.url).decode()}"]
-                                                              if doc.url else [])
-    body = [f"## {s.heading}\n\n{s.text}" if s.heading else s.text for s in doc.sections]
-    return "---\n" + "\n".join(head) + "\n---\n\n" + "\n\n".join(body) + "\n"
-
-
-async def edit_form(request: Request) -> Response:
-    """GET /admin/indexes/{index}/edit?id=ID."""
-    allowed = await _allowed(request, "edit")
-    if isinstance(allowed, Response):
-        return allowed
-    user, index = allowed
-    doc_id = request.query_params.get("id", "")
-    doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id) if doc_id else None
-    if doc is None or not editable(doc.path):
-        return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no Markdown or text document with this id in this index")
-    return page(request, user, "doc_edit.html", active="indexes", title=f"Edit {doc_id}", index=index, doc=doc,
-                text=as_text(doc), back=document_url(index, doc_id))
-
-
-async def edit(request: Request) -> Response:
-    """POST /admin/indexes/{index}/edit (module doc)."""
-    allowed = await _allowed(request, "edit")
-    if isinstance(allowed, Response):
-        return allowed
-    user, index = allowed
-    rt = runtime(request)
-    fields = await read_form(request, user, FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
-    doc_id = fields.get("id", "")
-    old = await anyio.to_thread.run_sync(_stored, rt, index, doc_id) if doc_id else None
-    if old is None or not editable(old.path):
-        return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no Markdown or text document with this id in this index; nothing was changed")
-    suffix = PurePosixPath(old.path).suffix.lower()
-    raw = fields.get("text", "").replace("\r\n", "\n").encode("utf-8")
-    try:
-        doc, notes = await anyio.to_thread.run_sync(lambda: file_document(
-            raw, suffix, doc_id, rt.config.documents, dataset=old.dataset or None, path=old.path))
-    except AgentError as exc:
-        problem = "; ".join(m for _, _, m in exc.items[:3]) if isinstance(exc, Refused) else exc.message
-        return _done(document_url(index, doc_id), {"action": "edit", "items": [
-            {"name": old.path, "id": doc_id, "change": "refused", "problem": _clip(problem), "warnings": []}]})
-    if not old.qa_visible:  # an edit keeps a disabled document disabled
-        doc = dataclasses.replace(doc, qa_visible=False)
-    changes = ChangeSet(upserts=(doc,), replace=fields.get("replace") == "1")
-    out, error = await _commit(request, user, "edit", index, changes, {doc_id: notes})
-    return _done(document_url(index, doc_id), {"action": "edit", "items": _items(out, error, {doc_id: old.path},
-                                                                                 {doc_id: notes})})
 
 
 async def visibility(request: Request) -> Response:
@@ -378,9 +337,11 @@ async def visibility(request: Request) -> Response:
     doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id, visible) if doc_id else None
     if doc is None:
         return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text="no document with this id in this index; nothing was changed")
+                       text=_("no document with this id in this index; nothing was changed"))
     action = "enable" if visible else "disable"
-    out, error = await _commit(request, user, action, index, ChangeSet(upserts=(doc,)), {})
+    kept = await anyio.to_thread.run_sync(original_of, runtime(request), index, doc_id)
+    out, error = await _commit(request, user, action, index, ChangeSet(
+        upserts=(doc,), via="console", originals=((doc_id, kept),) if kept is not None else ()), {})
     back = document_url(index, doc_id) if fields.get("back") == "document" else index_url(index)
     items = [{**i, "change": f"{action}d" if i["change"] == "updated" else i["change"]}
              for i in _items(out, error, {doc_id: doc.path or doc_id}, {})]
@@ -389,7 +350,5 @@ async def visibility(request: Request) -> Response:
 
 ROUTES = [
     Route("/admin/indexes/{index}/upload", upload, methods=["POST"]),
-    Route("/admin/indexes/{index}/edit", edit_form, methods=["GET"]),
-    Route("/admin/indexes/{index}/edit", edit, methods=["POST"]),
     Route("/admin/indexes/{index}/visibility", visibility, methods=["POST"]),
 ]

@@ -54,15 +54,18 @@ async def create(request: Request) -> Response:
                                               else create_lexical(rt, writes, name))
     except IndexReadOnlyError as exc:  # the indexes folder is mounted read-only, or not ours
         audit_change(rt.config, user.name, "indexes.create", name, status=503)
-        return message(request, user, "Index not created", f"{exc} Nothing was created.", status=503,
+        return message(request, user, _("Index not created"), _("%(problem)s Nothing was created.", problem=exc),
+                       status=503,
                        active="indexes", back="/admin/indexes")
     except IndexStoreError as exc:
         audit_change(rt.config, user.name, "indexes.create", name[:64], status=400)
-        return message(request, user, "Index not created", f"{exc} Nothing was created.", status=400,
+        return message(request, user, _("Index not created"), _("%(problem)s Nothing was created.", problem=exc),
+                       status=400,
                        active="indexes", back="/admin/indexes")
     if not made:
         audit_change(rt.config, user.name, "indexes.create", name, status=409)
-        return message(request, user, "Index not created", f"Index {name} exists already: nothing changed.",
+        return message(request, user, _("Index not created"),
+                       _("Index %(name)s exists already: nothing changed.", name=name),
                        status=409, active="indexes", back=index_url(name))
     audit_change(rt.config, user.name, "indexes.create", name)
     return see_other(index_url(name))

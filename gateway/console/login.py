@@ -25,6 +25,7 @@ from starlette.routing import Route
 from gateway.console import device
 from gateway.console.auth import COOKIE, token_ok
 from gateway.console.csrf import FIELD, login_ok, post_ok
+from gateway.console.i18n import _
 from gateway.console.proxy import client_address, secure
 from gateway.console.render import (
     MAX_FORM_BYTES,
@@ -57,15 +58,15 @@ async def login(request: Request) -> Response:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
     except ProblemError as exc:
         if exc.problem.kind == "too_large":
-            return login_form(request, status=413, text="The form is too large.")
-        return login_form(request, status=408, text="The form did not arrive in time.")
+            return login_form(request, status=413, text=_("The form is too large."))
+        return login_form(request, status=408, text=_("The form did not arrive in time."))
     fields = form_fields(body, LOGIN_FIELDS)
     if fields is None:
         return login_form(request, status=400, text=too_many_fields(LOGIN_FIELDS))
     name = fields.get("user", "").strip()[:64]
     if not login_ok(request, fields.get(FIELD)):
-        return login_form(request, status=403, name=name, text="This login form expired or came from another "
-                                                               "site: log in again from this page.")
+        return login_form(request, status=403, name=name, text=_("This login form expired or came from another "
+                                                                 "site: log in again from this page."))
     token = fields.get("token") or None
     sessions: Sessions = request.app.state.sessions
     now = rt.clock.now()
@@ -76,21 +77,22 @@ async def login(request: Request) -> Response:
     wait = None if admin else await throttle.retry_after([k for k in counted if k[0] == "device"] if known
                                                          else counted)
     if wait is not None:
-        resp = login_form(request, status=429, name=name, text=f"Too many failed logins: try again in {wait} s.")
+        resp = login_form(request, status=429, name=name, text=_("Too many failed logins: try again in %(n)s s.",
+                                                                                   n=wait))
         resp.headers["retry-after"] = str(wait)
         return resp
     value = cookie_value(name, token)
     try:
         user = await user_of(rt.config, value, trusted=known is not None) if value is not None else None
     except LoginBusy:
-        resp = login_form(request, status=503, name=name, text="Too many logins are being checked right now: "
-                                                               "try again in a second.")
+        resp = login_form(request, status=503, name=name, text=_("Too many logins are being checked right now: "
+                                                                 "try again in a second."))
         resp.headers["retry-after"] = "1"
         return resp
     if user is None:
         await throttle.failed(counted)
         return login_form(request, status=401, name=name,
-                          text="That user and credential do not match." if name else "That token is not valid.")
+                          text=_("That user and credential do not match.") if name else _("That token is not valid."))
     try:
         value = await sessions.issue(rt.config, name)
     except (SessionsUnavailable, RedisError, ValueError):
@@ -114,8 +116,8 @@ async def logout(request: Request) -> Response:
         body = b""
     fields = form_fields(body, LOGIN_FIELDS) or {}
     if not post_ok(request, fields.get(FIELD), "logout"):
-        return message(request, None, "Form refused", "This logout form expired or came from another site: open "
-                       "the console again and log out from there.", status=403)
+        return message(request, None, _("Form refused"), _("This logout form expired or came from another site: open "
+                       "the console again and log out from there."), status=403)
     cookie = request.cookies.get(COOKIE)
     if cookie:
         sessions: Sessions = request.app.state.sessions

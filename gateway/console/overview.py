@@ -2,7 +2,8 @@
 
 GET /admin/                       the overview (HTML); logged out, 303 to /admin/login
 GET /admin/overview.json          the same values (gateway.console.overview_data)
-GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG)
+GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG;
+                                  ?narrow=1: the phone's drawing)
 
 An old deliveries link (/admin/?tenant=…&outcome=…&n=…) is redirected to /admin/deliveries.
 """
@@ -16,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.console.chart import questions_svg
+from gateway.console.i18n import _
 from gateway.console.overview_data import overview
 from gateway.console.render import SECURITY_HEADERS, gate, json_answer, page, runtime, see_other
 from gateway.console.session import presented
@@ -44,7 +46,7 @@ async def overview_html(request: Request) -> Response:
         return user
     if any(k in request.query_params for k in LEGACY_FILTERS):
         return see_other("/admin/deliveries?" + str(request.query_params))
-    return page(request, user, "overview.html", active="overview", title="Overview", o=await _values(request))
+    return page(request, user, "overview.html", active="overview", title=_("Overview"), o=await _values(request))
 
 
 async def overview_json(request: Request) -> Response:
@@ -61,7 +63,8 @@ async def chart_svg(request: Request) -> Response:
     if isinstance(user, Response):
         return user
     values = await _values(request)
-    return Response(questions_svg(values["questions"]), media_type="image/svg+xml; charset=utf-8",
+    narrow = request.query_params.get("narrow") == "1"
+    return Response(questions_svg(values["questions"], narrow), media_type="image/svg+xml; charset=utf-8",
                     headers=SECURITY_HEADERS)
 
 

@@ -28,11 +28,12 @@ from starlette.concurrency import run_in_threadpool
 
 from gateway.console.asked import QuestionCounts
 from gateway.console.browse import disabled_count
-from gateway.ops.deliveries import DeliveryLog
+from gateway.console.i18n import _
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
-from gateway.core.runtime import Runtime
 from gateway.core.readiness import RouteState, keyless_tenants, route_states
+from gateway.core.runtime import Runtime
+from gateway.ops.deliveries import DeliveryLog
 from gateway.volcengine.keyuse import KeyUsage
 
 HOUR = 3600.0
@@ -45,7 +46,7 @@ def route_id(s: RouteState) -> str:
     """The id questions are counted under: 'TENANT/FIRST/SECOND' or the agent route's name."""
     if s.kind != "tenant":
         return s.route
-    tenant, _, path = s.route.partition(" ")
+    tenant, _sep, path = s.route.partition(" ")
     return f"{tenant}/{path}"
 
 
@@ -93,7 +94,7 @@ async def _questions(asked: QuestionCounts, ids: list[str]) -> tuple[dict[str, A
         total.append(sum(c.values()))
         no.append(sum(n for (_, o), n in c.items() if o == "no_answer"))
         low.append(sum(n for (_, o), n in c.items() if o == "low_score"))
-        for (label, _), n in c.items():
+        for (label, _outcome), n in c.items():
             for rid in label.split(","):
                 if rid in ids:
                     per_route[rid] += n
@@ -140,7 +141,7 @@ async def overview(rt: Runtime, asked: QuestionCounts, usage: KeyUsage, log: Del
     except DependencyUnavailable:
         questions, per_route = {"days": [], "total": [], "no_answer": [], "low_score": [], "no_answer_rate": [],
                                 "low_score_rate": [], "shared": True}, {}
-        errors.append("question counts (Redis)")
+        errors.append(_("question counts (Redis)"))
     routes = [{"kind": s.kind, "route": s.route, "id": route_id(s), "index": s.index, "state": s.state,
                "problem": s.problem, "commit": s.commit, "callers": callers(cfg, s),
                "questions": per_route.get(route_id(s), 0)} for s in states]
@@ -148,12 +149,12 @@ async def overview(rt: Runtime, asked: QuestionCounts, usage: KeyUsage, log: Del
         keys = await _keys(cfg, usage, now)
     except (DependencyUnavailable, RedisError, OSError, TimeoutError):
         keys = []
-        errors.append("key usage (Redis)")
+        errors.append(_("key usage (Redis)"))
     try:
         refused = await _refused(cfg, log, now)
     except DependencyUnavailable:
         refused = {"by_reason": {}, "total": 0, "scanned": 0}
-        errors.append("deliveries record (Redis)")
+        errors.append(_("deliveries record (Redis)"))
     keyless = [{"tenant": name, "line": line} for name, line in keyless_tenants(rt)]
     return {"routes": routes, "indexes": facts, "questions": questions, "keys": keys, "keyless": keyless,
             "refused_last_hour": refused, "window_days": cfg.gaps.keep_days, "now": now, "errors": errors}

@@ -31,11 +31,14 @@ from starlette.templating import Jinja2Templates
 from gateway.console import i18n
 from gateway.console.config_state import rejected
 from gateway.console.csrf import FIELD, login_token, page_token, post_ok, set_login_cookie
-from gateway.console.links import document_url
+from gateway.console.i18n import N_, _
+from gateway.console.language import links as language_links
+from gateway.console.links import document_url, index_url
 from gateway.console.session import LoginBusy, Throttled, console_enabled, current_user
 from gateway.console.sessions import SessionsUnavailable
 from gateway.console.text import visible
 from gateway.console.users import ConsoleUser, can
+from gateway.console.words import word
 from gateway.core.bodies import read_limited
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
@@ -52,18 +55,23 @@ SECURITY_HEADERS = {
     "referrer-policy": "no-referrer",
 }
 JSON_HEADERS = {"cache-control": "no-store"}
+# what a refusal says the role does not allow, by users.ACTIONS key
+ACTION_WORDS = {"view": N_("view"), "view_gaps": N_("view gaps"), "edit_documents": N_("edit documents"),
+                "file_gap": N_("file gap"), "edit_synonyms": N_("edit synonyms"),
+                "manage_indexes": N_("manage indexes"), "manage_tenants": N_("manage tenants"),
+                "manage_users": N_("manage users")}
 
 # The one navigation: (key, label, href). A page passes its key as `active`.
 NAV: tuple[tuple[str, str, str], ...] = (
-    ("overview", "Overview", "/admin/"),
-    ("try", "Try", "/admin/try"),
-    ("gaps", "Gaps", "/admin/gaps"),
-    ("tasks", "Tasks", "/admin/tasks"),
-    ("indexes", "Indexes", "/admin/indexes"),
-    ("synonyms", "Synonyms", "/admin/synonyms"),
-    ("tenants", "Tenants", "/admin/tenants"),
-    ("deliveries", "Deliveries", "/admin/deliveries"),
-    ("users", "Users", "/admin/users"),
+    ("overview", N_("Overview"), "/admin/"),
+    ("try", N_("Try"), "/admin/try"),
+    ("gaps", N_("Gaps"), "/admin/gaps"),
+    ("tasks", N_("Tasks"), "/admin/tasks"),
+    ("indexes", N_("Indexes"), "/admin/indexes"),
+    ("synonyms", N_("Synonyms"), "/admin/synonyms"),
+    ("tenants", N_("Tenants"), "/admin/tenants"),
+    ("deliveries", N_("Deliveries"), "/admin/deliveries"),
+    ("users", N_("Users"), "/admin/users"),
 )
 
 
@@ -94,13 +102,26 @@ def num(v: Any, digits: int = 4) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def size(v: Any) -> str:
+    """Bytes as '812 B', '4.2 KB', '1.3 MB' (1024s); '—' for None."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        return "—"
+    if v < 1024:
+        return f"{v} B"
+    return f"{v / 1024:.1f} KB" if v < 1024 * 1024 else f"{v / 1024 / 1024:.1f} MB"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=visible,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              extensions=["jinja2.ext.i18n"])
-    env.install_gettext_callables(i18n._, i18n.ngettext, newstyle=True)  # type: ignore[attr-defined]
-    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr)
+    # new-style: the template's values are escaped into the translated text, never the text itself
+    env.install_gettext_callables(i18n.gettext_raw, i18n.ngettext_raw, newstyle=True)  # type: ignore[attr-defined]
+    env.policies["ext.i18n.trimmed"] = True  # a {% trans %} block's msgid is its text with whitespace collapsed
+    env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr, word=word,
+                       size=size)
     env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
+    env.globals["index_url"] = index_url  # every link to an index's page
     return env
 
 
@@ -120,8 +141,10 @@ def page(request: Request, user: ConsoleUser | None, template: str, *, active: s
     show_queries, can(action, index)."""
     shared = {
         "user": user, "title": title, "active": active,
-        "nav": [{"key": k, "label": label, "href": href} for k, label, href in NAV
+        "nav": [{"key": k, "label": i18n._(label), "href": href} for k, label, href in NAV
                 if user is None or can(user, NAV_NEEDS.get(k, "view"))],  # only what the user may open
+        "lang": i18n.current_tag(), "languages": language_links(request.url.path + (
+            "?" + request.url.query if request.url.query else "")),
         "csrf": lambda form: page_token(request, form),
         "show_queries": runtime(request).config.admin.show_queries,
         "can": lambda action, index=None: can(user, action, index),
@@ -163,7 +186,7 @@ def refusal(request: Request, user: ConsoleUser | None, *, as_json: bool, status
     """A refusal: {"error": text} for a JSON twin or a tool, else the message page."""
     if as_json:
         return json_answer({"error": text}, status)
-    return message(request, user, "Not allowed" if status == 403 else "Cannot do that", text, status=status,
+    return message(request, user, _("Not allowed") if status == 403 else _("Cannot do that"), text, status=status,
                    active=active)
 
 
@@ -179,10 +202,11 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
     try:
         user = await current_user(request)
     except Throttled as exc:
-        return _refused_login(request, as_json, 429, f"Too many failed logins: try again in {exc.wait} s.", exc.wait)
+        return _refused_login(request, as_json, 429, _("Too many failed logins: try again in %(n)s s.", n=exc.wait),
+                              exc.wait)
     except LoginBusy:
-        return _refused_login(request, as_json, 503, "Too many logins are being checked right now: try again in a "
-                                                     "second.", 1)
+        return _refused_login(request, as_json, 503, _("Too many logins are being checked right now: try again in a "
+                                                       "second."), 1)
     except SessionsUnavailable:
         return unavailable(request, as_json)
     if user is None:
@@ -191,10 +215,15 @@ async def gate(request: Request, action: str, index: str | None = None, *, as_js
                                {"www-authenticate": "Bearer"})
         return login_form(request, status=401)
     if not can(user, action, index):
-        what = f" on index {index}" if index else ""
-        return refusal(request, user, as_json=as_json, status=403, active=active,
-                       text=f"Your role ({user.role_label}) does not allow {action.replace('_', ' ')}{what}; "
-                            "ask an admin.")
+        if as_json:  # a tool's error stays in English
+            what = f" on index {index}" if index else ""
+            said = f"Your role ({user.role_name}) does not allow {action.replace('_', ' ')}{what}; ask an admin."
+            return json_answer({"error": said}, 403)
+        text = (_("Your role (%(role)s) does not allow %(action)s on index %(index)s; ask an admin.",
+                  role=user.role_label, action=_(ACTION_WORDS.get(action, action)), index=index) if index else
+                _("Your role (%(role)s) does not allow %(action)s; ask an admin.", role=user.role_label,
+                  action=_(ACTION_WORDS.get(action, action))))
+        return refusal(request, user, as_json=False, status=403, active=active, text=text)
     return user
 
 
@@ -207,7 +236,7 @@ def _refused_login(request: Request, as_json: bool, status: int, text: str, retr
     return resp
 
 
-SESSIONS_AWAY = ("The console cannot check logins right now: Redis, which keeps the console's sessions, is not "
+SESSIONS_AWAY = N_("The console cannot check logins right now: Redis, which keeps the console's sessions, is not "
                  "answering. Nothing is wrong with your login; try again shortly (tools with Authorization: Bearer "
                  "keep working).")
 
@@ -216,7 +245,7 @@ def unavailable(request: Request, as_json: bool = False) -> Response:
     """The answer while sessions cannot be checked (Redis away): 503 saying so, never the login form."""
     if as_json:
         return json_answer({"error": SESSIONS_AWAY}, 503, {"retry-after": "5"})
-    resp = message(request, None, "Sessions unavailable", SESSIONS_AWAY, status=503)
+    resp = message(request, None, _("Sessions unavailable"), _(SESSIONS_AWAY), status=503)
     resp.headers["retry-after"] = "5"
     return resp
 
@@ -225,7 +254,7 @@ def login_form(request: Request, *, status: int = 401, text: str = "", name: str
     """The login form (POST /admin/login: fields `user`, `token`, `csrf`), with its CSRF cookie
     (gateway.console.csrf.login_token)."""
     token = login_token(request)
-    resp = page(request, None, "login.html", title="Log in", status=status, message=text, name=name,
+    resp = page(request, None, "login.html", title=_("Log in"), status=status, message=text, name=name,
                 login_csrf=token)
     set_login_cookie(request, resp, token)
     return resp
@@ -248,7 +277,8 @@ def form_fields(body: bytes, max_fields: int) -> dict[str, str] | None:
 
 def too_many_fields(max_fields: int) -> str:
     """The refusal of a form with more fields than it takes, naming the limit."""
-    return f"The form has more than {max_fields} fields, the most this form takes: open the page again and resubmit."
+    return _("The form has more than %(n)s fields, the most this form takes: open the page again and resubmit.",
+             n=max_fields)
 
 
 async def read_form(request: Request, user: ConsoleUser | None, form: str, *, max_bytes: int = MAX_FORM_BYTES,
@@ -261,12 +291,12 @@ async def read_form(request: Request, user: ConsoleUser | None, form: str, *, ma
         body = await read_limited(request.stream(), max_bytes, runtime(request).config.server.body_timeout_seconds)
     except ProblemError as exc:
         too_large = exc.problem.kind == "too_large"
-        return message(request, user, "Form refused", "The form is too large." if too_large
-                       else "The form did not arrive in time.", status=413 if too_large else 408)
+        return message(request, user, _("Form refused"), _("The form is too large.") if too_large
+                       else _("The form did not arrive in time."), status=413 if too_large else 408)
     fields = form_fields(body, max_fields)
     if fields is None:
-        return message(request, user, "Form refused", too_many_fields(max_fields), status=400)
+        return message(request, user, _("Form refused"), too_many_fields(max_fields), status=400)
     if not post_ok(request, fields.get(FIELD), form):
-        return message(request, user, "Form refused", "This form expired or came from another site: "
-                       "open the page again and resubmit.", status=403)
+        return message(request, user, _("Form refused"), _("This form expired or came from another site: "
+                       "open the page again and resubmit."), status=403)
     return fields

@@ -8,6 +8,7 @@ from gateway.console import (
     browse,
     deliveries_view,
     index_manage,
+    language,
     login,
     overview,
     placeholders,
@@ -24,7 +25,7 @@ from gateway.console import (
 from gateway.console.gaps import ROUTES as GAP_ROUTES
 
 ROUTES: list[BaseRoute] = [
-    *login.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
+    *login.ROUTES, *language.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
     *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES,
     *index_manage.ROUTES, *browse.ROUTES,
     *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *tenants_reveal.ROUTES, *placeholders.ROUTES,

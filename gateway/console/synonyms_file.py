@@ -40,6 +40,7 @@ from typing import Any
 
 import orjson
 
+from gateway.console.i18n import _
 from indexes.synonyms import MAX_FILE_BYTES, SynonymError, Synonyms, parse, problems
 
 MAX_HISTORY = 50
@@ -232,11 +233,11 @@ def revert(path: Path, shown: str, *, who: str, base: str, now: float | None = N
         raise Stale(f"{shown} changed since it was opened: open it again to see what the last change is now")
     kept = history(path)
     if not kept:
-        raise Stale("there is no change to revert")
+        raise Stale(_("there is no change to revert"))
     last = kept[0]
     before = last.get("before")
     if not isinstance(before, str):
-        raise Stale("the last change kept no previous text")
+        raise Stale(_("the last change kept no previous text"))
     if current.digest != last.get("after"):
         raise Stale(f"{shown} changed outside the console since the last change: revert it where it was made")
     # `write` checks `base` again under the lock: a change landing between here and there is refused too

@@ -99,7 +99,7 @@ async def list_html(request: Request) -> Response:
         return user
     rt = runtime(request)
     rows = [_summary(rt, n) for n in _indexes(rt)]
-    return page(request, user, "synonyms.html", active="synonyms", title="Synonyms", rows=rows)
+    return page(request, user, "synonyms.html", active="synonyms", title=_("Synonyms"), rows=rows)
 
 
 async def list_json(request: Request) -> Response:
@@ -145,7 +145,8 @@ async def _index_page(request: Request, user: ConsoleUser, index: str, *, status
     lines = submitted.splitlines()
     marked = [{"line": n, "text": lines[n - 1] if 0 < n <= len(lines) else "", "problem": p}
               for n, p in (refused or [])]
-    return page(request, user, "synonyms_index.html", active="synonyms", title=f"Synonyms of {index}", status=status,
+    return page(request, user, "synonyms_index.html", active="synonyms", title=_("Synonyms of %(index)s",
+                                                                                 index=index), status=status,
                 d=d, text=submitted, marked=marked, error=error, try_result=try_result, query=query,
                 editable=can(user, "edit_synonyms", index) and d["editable"],
                 note=request.query_params.get("done", "")[:16])
@@ -172,13 +173,14 @@ def _change(rt: Runtime, index: str, fields: dict[str, str], who: str) -> tuple[
     if action == "add":
         line = " ".join(fields.get("line", "").split())
         if not line:
-            raise sf.SynonymsRefused([(current.count("\n") + 1, "is empty: write a rule such as 'a, b' or 'a => b'")])
+            raise sf.SynonymsRefused([(current.count("\n") + 1,
+                                       _("is empty: write a rule such as 'a, b' or 'a => b'"))])
         text = current + ("" if not current or current.endswith("\n") else "\n") + line + "\n"
     elif action == "remove":
         lines = current.splitlines(keepends=True)
         n = int(fields.get("number", "0")) if fields.get("number", "").isdigit() else 0
         if not 0 < n <= len(lines) or lines[n - 1].strip() != fields.get("line", "").strip():
-            raise sf.Stale(f"line {n} is not that rule any more: open the page again")
+            raise sf.Stale(_("line %(n)s is not that rule any more: open the page again", n=n))
         text = "".join(lines[:n - 1] + lines[n:])
     else:
         text = fields.get("text", "").replace("\r\n", "\n")
@@ -210,12 +212,12 @@ async def change_html(request: Request) -> Response:
             current = sf.read(_files(rt)[index], "").text
             text = current + ("" if not current or current.endswith("\n") else "\n") + fields.get("line", "") + "\n"
         return await _index_page(request, user, index, status=400, text=text, refused=exc.lines,
-                                 error="Nothing was changed: fix the refused lines below and save again.")
+                                 error=_("Nothing was changed: fix the refused lines below and save again."))
     except (sf.Stale, sf.NotWritable) as exc:
         audit_change(rt.config, user.name, f"synonyms.{action}", index, status=409, reason=type(exc).__name__)
         return await _index_page(request, user, index, status=409 if isinstance(exc, sf.Stale) else 503,
                                  text=fields.get("text") if action == "save" else None,
-                                 error=f"Nothing was changed: {exc}")
+                                 error=_("Nothing was changed: %(problem)s", problem=exc))
     apply(rt, index, rules)
     audit_change(rt.config, user.name, f"synonyms.{done}", index, rules=len(rules.rules))
     return see_other(f"/admin/synonyms/{index}?done={done}")
@@ -235,7 +237,7 @@ async def try_html(request: Request) -> Response:
     try:
         result = await tried(rt, index, query) if query.strip() else None
     except DependencyUnavailable:
-        return await _index_page(request, user, index, status=503, error="The index cannot be opened now.")
+        return await _index_page(request, user, index, status=503, error=_("The index cannot be opened now."))
     audit_change(rt.config, user.name, "synonyms.try", index, hits=len(result["hits"]) if result else 0)
     return await _index_page(request, user, index, try_result=result, query=query)
 

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
+from gateway.console.i18n import N_, _
 from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
@@ -49,7 +50,7 @@ TEST_LIMIT = 3  # results the connectivity test asks for
 TEST_TIMEOUT = 10.0  # seconds the test waits for the callback's answer
 LOAD_WAIT = 3.0  # seconds the test waits for this worker to load a key just added
 GRACE = {"now": 0, "3600": 3600, "86400": 86400}
-GRACE_WORDS = {"now": "now", "3600": "in 1 hour", "86400": "in 24 hours"}
+GRACE_WORDS = {"now": N_("now"), "3600": N_("in 1 hour"), "86400": N_("in 24 hours")}
 
 
 async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser, bool, Tenant] | Response:
@@ -63,11 +64,11 @@ async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser,
     if not can(user, "manage_tenants"):
         audit_change(rt.config, user.name, action, name, status=403)
         return refusal(request, user, as_json=by_tool, status=403, active="tenants",
-                       text=f"Your role ({user.role_label}) does not allow changing or testing tenants: only an "
-                            "admin does. Nothing was changed.")
+                       text=_("Your role (%(role)s) does not allow changing or testing tenants: only an admin "
+                              "does. Nothing was changed.", role=user.role_label))
     tenant = rt.config.tenants.get(name)
     if tenant is None:
-        return refusal(request, user, as_json=by_tool, status=404, active="tenants", text="No such tenant.")
+        return refusal(request, user, as_json=by_tool, status=404, active="tenants", text=_("No such tenant."))
     return user, by_tool, tenant
 
 
@@ -80,7 +81,7 @@ async def _signing_key(request: Request, name: str, wanted: str) -> tuple[str, s
     """(key id, secret) this worker verifies with: `wanted`, or the newest live key; waits up to
     LOAD_WAIT for a key just added to be loaded. Else what is wrong, in words."""
     rt = runtime(request)
-    for _ in range(int(LOAD_WAIT * 10) + 1):
+    for _attempt in range(int(LOAD_WAIT * 10) + 1):
         now = rt.clock.now()
         tenant = rt.config.tenants.get(name)  # a reload may have removed it meanwhile
         live = [k for k in tenant.secrets if k.live(now)] if tenant is not None else []
@@ -88,7 +89,8 @@ async def _signing_key(request: Request, name: str, wanted: str) -> tuple[str, s
         if key is not None:
             return key.id, key.value.reveal()
         await asyncio.sleep(0.1)
-    return f"key {wanted} is not live in this server" if wanted else "the tenant has no live key: add one first"
+    return _("key %(key)s is not live in this server", key=wanted) if wanted else \
+        _("the tenant has no live key: add one first")
 
 
 def _answer(outcome: Any, key_id: str, route: dict[str, str], query: str, show_queries: bool) -> dict[str, Any]:
@@ -116,14 +118,17 @@ async def test_tenant(request: Request) -> Response:
     number = fields.get("route", "0")
     query = fields.get("query", "").strip() or DEFAULT_QUERY
     if not number.isdigit() or int(number) >= len(tenant.routes):
-        return refusal(request, user, as_json=by_tool, status=400, active="tenants", text="Choose one of the routes.")
+        return refusal(request, user, as_json=by_tool, status=400, active="tenants",
+                       text=_("Choose one of the routes."))
     if len(query) > rt.config.search.max_query_chars:
         return refusal(request, user, as_json=by_tool, status=400, active="tenants",
-                       text=f"The question is longer than search.max_query_chars ({rt.config.search.max_query_chars}).")
+                       text=_("The question is longer than search.max_query_chars (%(n)s).",
+                              n=rt.config.search.max_query_chars))
     r = tenant.routes[int(number)]
     key = await _signing_key(request, name, fields.get("key", ""))
     if isinstance(key, str):
-        return refusal(request, user, as_json=by_tool, status=409, active="tenants", text=f"Cannot test: {key}.")
+        return refusal(request, user, as_json=by_tool, status=409, active="tenants",
+                       text=_("Cannot test: %(problem)s.", problem=key))
     url = test_url(rt.config, request, tenant)
     outcome = await run_in_threadpool(probe, url, secret=key[1], first=r.first_level_id, second=r.second_level_id,
                                       query=query, limit=TEST_LIMIT, timeout=TEST_TIMEOUT, tenant=name)
@@ -137,8 +142,8 @@ async def test_tenant(request: Request) -> Response:
         note = await _once(request).put(presented(request) or "", result)
     except DependencyUnavailable:
         return refusal(request, user, as_json=False, status=503, active="tenants",
-                       text=f"The test got Ret {result['ret']}, but the console's notes (Redis) are not answering "
-                            "to show it; see Deliveries.")
+                       text=_("The test got Ret %(ret)s, but the console's notes (Redis) are not answering to "
+                              "show it; see Deliveries.", ret=result["ret"]))
     return see_other(_back(name, test=note) + "#test")
 
 
@@ -159,7 +164,7 @@ async def add_tenant_key(request: Request) -> Response:
     who = await _admin(request, name, "tenants.add_key")
     if isinstance(who, Response):
         return who
-    user, by_tool, _ = who
+    user, by_tool, _tenant = who
     fields = await read_form(request, user, f"tenant-add-key:{name}")
     if isinstance(fields, Response):
         return fields
@@ -172,11 +177,12 @@ async def add_tenant_key(request: Request) -> Response:
     except ConfigConflict as err:
         audit_change(rt.config, user.name, "tenants.add_key", name, status=409, key_id=key_id)
         return refusal(request, user, as_json=by_tool, status=409, active="tenants",
-                       text=f"Key not added: {conflict_text(err)}")
+                       text=_("Key not added: %(problem)s", problem=conflict_text(err)))
     except ConfigError as err:
         audit_change(rt.config, user.name, "tenants.add_key", name, status=400, key_id=key_id)
         return refusal(request, user, as_json=by_tool, status=400, active="tenants",
-                       text=f"Key not added ({err.key}: {err.message}). Nothing was changed.")
+                       text=_("Key not added (%(key)s: %(problem)s). Nothing was changed.", key=err.key,
+                              problem=err.message))
     audit_change(rt.config, user.name, "tenants.add_key", name, key_id=added.key_id, generated=value is None)
     if by_tool:
         secret = added.created_file.read_text("utf-8").strip() if value is None and added.created_file else None
@@ -192,7 +198,7 @@ async def retire_tenant_key(request: Request) -> Response:
     who = await _admin(request, name, "tenants.retire_key")
     if isinstance(who, Response):
         return who
-    user, by_tool, _ = who
+    user, by_tool, _tenant = who
     fields = await read_form(request, user, f"tenant-retire:{name}:{key_id}")
     if isinstance(fields, Response):
         return fields
@@ -201,7 +207,7 @@ async def retire_tenant_key(request: Request) -> Response:
     grace = GRACE.get(when)
     if grace is None:
         return refusal(request, user, as_json=by_tool, status=400, active="tenants",
-                       text="Choose when to retire the key: now, in 1 hour or in 24 hours. Nothing was changed.")
+                       text=_("Choose when to retire the key: now, in 1 hour or in 24 hours. Nothing was changed."))
     base = fields.get("base") or None
     if not by_tool and fields.get("confirm") != "1":
         return await _confirm_retire(request, user, name, key_id, when, base)
@@ -212,11 +218,12 @@ async def retire_tenant_key(request: Request) -> Response:
     except ConfigConflict as err:
         audit_change(rt.config, user.name, "tenants.retire_key", name, status=409, key_id=key_id)
         return refusal(request, user, as_json=by_tool, status=409, active="tenants",
-                       text=f"Key {key_id} not retired: {conflict_text(err)}")
+                       text=_("Key %(key)s not retired: %(problem)s", key=key_id, problem=conflict_text(err)))
     except ConfigError as err:
         audit_change(rt.config, user.name, "tenants.retire_key", name, status=409, key_id=key_id)
         return refusal(request, user, as_json=by_tool, status=409, active="tenants",
-                       text=f"Key {key_id} not retired ({err.key}: {err.message}). Nothing was changed.")
+                       text=_("Key %(key)s not retired (%(where)s: %(problem)s). Nothing was changed.", key=key_id,
+                              where=err.key, problem=err.message))
     audit_change(rt.config, user.name, "tenants.retire_key", name, key_id=key_id, grace_seconds=grace)
     if by_tool:
         return json_answer({"tenant": name, "key_id": key_id, "not_after": now + grace})
@@ -233,7 +240,7 @@ async def _confirm_retire(request: Request, user: ConsoleUser, name: str, key_id
     keys = tenant.secrets if tenant is not None else ()
     if key_id not in {k.id for k in keys}:
         return refusal(request, user, as_json=False, status=404, active="tenants",
-                       text=f"Tenant {name} has no key {key_id}. Nothing was changed.")
+                       text=_("Tenant %(name)s has no key %(key)s. Nothing was changed.", name=name, key=key_id))
     now = rt.clock.now()
     try:
         used = await request.app.state.key_usage.read(name, [k.id for k in keys])
@@ -245,8 +252,9 @@ async def _confirm_retire(request: Request, user: ConsoleUser, name: str, key_id
     was = next(k.not_after for k in keys if k.id == key_id)
     problem = retirement_problem(name, key_id, [k for k in keys if k.id != key_id], when=now + GRACE[when],
                                  was=was, now=now)  # said before the question; the edit checks it again
-    return page(request, user, "tenant_retire.html", active="tenants", title=f"Retire key {key_id}?", name=name,
-                key_id=key_id, when=when, when_words=GRACE_WORDS[when], stops_at=now + GRACE[when],
+    return page(request, user, "tenant_retire.html", active="tenants", title=_("Retire key %(key)s?", key=key_id),
+                name=name,
+                key_id=key_id, when=when, when_words=_(GRACE_WORDS[when]), stops_at=now + GRACE[when],
                 others=others, last_used=mine.last if mine else None, usage_known=used is not None,
                 base=base or await run_in_threadpool(file_base, rt.config), problem=problem,
                 status=409 if problem else 200)

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.console.i18n import _
 from gateway.console.on_disk import file_base, file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, message, page, runtime
@@ -53,7 +54,7 @@ async def tenants_html(request: Request) -> Response:
     rt = runtime(request)
     base = await run_in_threadpool(file_base, rt.config)  # before the file is read
     on_disk = await run_in_threadpool(file_config, rt.config)
-    return page(request, user, "tenants.html", active="tenants", title="Tenants", tenants=await _views(request),
+    return page(request, user, "tenants.html", active="tenants", title=_("Tenants"), tenants=await _views(request),
                 base=base or "", indexes=rt.indexes.names(), agent_clients=sorted(on_disk.agent.clients),
                 agent_routes=[{"name": n, "index": r.index} for n, r in sorted(on_disk.agent.routes.items())])
 
@@ -104,8 +105,8 @@ async def _notes(request: Request, name: str) -> tuple[dict[str, Any] | None, di
             if test is not None and test.get("tenant") != name:
                 test = None
     except DependencyUnavailable:
-        return None, None, ("The console's notes (Redis) are not answering: the new key or the test's answer "
-                            "cannot be shown.")
+        return None, None, _("The console's notes (Redis) are not answering: the new key or the test's answer "
+                             "cannot be shown.")
     return shown, test, None
 
 
@@ -118,11 +119,12 @@ async def tenant_html(request: Request) -> Response:
     base = await run_in_threadpool(file_base, runtime(request).config)  # before the page reads the file
     views = await _views(request, [name])
     if not views:
-        return message(request, user, "No such tenant", "No tenant of that name is configured.", status=404,
+        return message(request, user, _("No such tenant"), _("No tenant of that name is configured."), status=404,
                        back="/admin/tenants", active="tenants")
     shown, test, error = await _notes(request, name)
     rt = runtime(request)
-    return page(request, user, "tenant.html", active="tenants", title=f"Tenant {name}", t=views[0], shown=shown,
+    return page(request, user, "tenant.html", active="tenants", title=_("Tenant %(name)s", name=name), t=views[0],
+                shown=shown,
                 test=test, error=error, advice=ADVICE, default_query=DEFAULT_QUERY,
                 public_url=rt.config.server.public_url, base=base or "", indexes=rt.indexes.names())
 

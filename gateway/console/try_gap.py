@@ -22,6 +22,7 @@ from gateway.console.gaps.groups import Group, Question, group
 from gateway.console.gaps.keys import question_key
 from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
+from gateway.console.i18n import _
 from gateway.console.users import ConsoleUser
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.runtime import Runtime
@@ -77,15 +78,15 @@ def prefilled(g: Group, show_queries: bool) -> dict[str, str]:
 
 async def resolve(request: Request, user: ConsoleUser, group_id: str) -> FromGap:
     """The prefilled try of the group `group_id` that `user` may see (module doc)."""
-    rt, _ = _state(request)
+    rt, _rec = _state(request)
     show = rt.config.admin.show_queries
     try:
-        shown, about, _ = await _groups(request, user, with_examples=show)
+        shown, about, _states = await _groups(request, user, with_examples=show)
     except DependencyUnavailable:
-        return FromGap(group_id, problem="The gaps record (Redis) is not answering; try again shortly.")
+        return FromGap(group_id, problem=_("The gaps record (Redis) is not answering; try again shortly."))
     g = next((x for x in shown if x.id == group_id), None)
     if g is None:
-        return FromGap(group_id, problem="No such gap group (it may have expired).")
+        return FromGap(group_id, problem=_("No such gap group (it may have expired)."))
     form = prefilled(g, show)
     return FromGap(g.id, about[g.id], form, "query" in form)
 

@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from gateway.console import try_, try_gap
 from gateway.console.csrf import post_ok
+from gateway.console.i18n import _
 from gateway.console.render import gate, json_answer, read_form, runtime
 from gateway.console.render import page as page_of
 from gateway.console.try_default import with_default_route
@@ -112,9 +113,15 @@ def _choices(rt: Runtime) -> dict[str, list[str]]:
 def _render(request: Request, user: ConsoleUser, form: Mapping[str, str],
             sides: list[tuple[str, dict[str, Any] | str]], from_gap: FromGap | None = None,
             member: bool | None = None) -> Response:
-    return page_of(request, user, "try.html", active="try", title="Try", form=form, sides=sides,
-                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=REASONS, from_gap=from_gap,
-                   member=member, matched_words=MATCHED, gap_reasons=GAP_REASONS, dials_text=dials_text)
+    return page_of(request, user, "try.html", active="try", title=_("Try"), form=form, sides=sides,
+                   choices=_choices(runtime(request)), callers=try_.CALLERS, reasons=_words(REASONS),
+                   from_gap=from_gap, member=member, matched_words=_words(MATCHED), gap_reasons=_words(GAP_REASONS),
+                   dials_text=dials_text)
+
+
+def _words(words: Mapping[str, str]) -> dict[str, str]:
+    """`words` (a try_view table of msgids) in the request's language."""
+    return {k: _(v) for k, v in words.items()}
 
 
 async def _sides(request: Request, user: ConsoleUser,

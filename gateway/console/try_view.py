@@ -2,34 +2,36 @@
 a chunk is not in the answer, and the line of a search's retrieval dials (`dials_text`, also
 `kbgate try`'s). The question is shown back only inside the admin's own form (it
 is the admin's input); it is never logged. Numbers carry `data-*` attributes so tests read them
-exactly."""
+exactly. The reasons' words are msgids: the page shows them translated, `kbgate try` as they are."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.console.i18n import N_
+
 REASONS = {
-    "no_match": "matched nothing: no word of the question (nor a synonym) in it",
-    "floor": "under the route's floor: matched some words, relevance too low",
-    "rerank_threshold": "reranker's score under the route's rerank threshold",
-    "scope": "outside the scope (re-check)",
-    "one_per_document": "another chunk of a document already answered",
-    "outside_scope": "outside the caller's scope",
-    "metadata_condition": "excluded by a metadata condition",
-    "limit": "ranked after the last answer (limit)",
-    "merged": "the same document, answered by another route",
+    "no_match": N_("matched nothing: no word of the question (nor a synonym) in it"),
+    "floor": N_("under the route's floor: matched some words, relevance too low"),
+    "rerank_threshold": N_("reranker's score under the route's rerank threshold"),
+    "scope": N_("outside the scope (re-check)"),
+    "one_per_document": N_("another chunk of a document already answered"),
+    "outside_scope": N_("outside the caller's scope"),
+    "metadata_condition": N_("excluded by a metadata condition"),
+    "limit": N_("ranked after the last answer (limit)"),
+    "merged": N_("the same document, answered by another route"),
 }
 
 MATCHED = {
-    "direct": "matched",
-    "synonym": "matched through a synonym",
-    "unmatched": "unmatched",
+    "direct": N_("matched"),
+    "synonym": N_("matched through a synonym"),
+    "unmatched": N_("unmatched"),
 }
 GAP_REASONS = {
-    "no_answer": "no hit",
-    "low_score": "best hit under the gap threshold",
-    "answered": "answered",
+    "no_answer": N_("no hit"),
+    "low_score": N_("best hit under the gap threshold"),
+    "answered": N_("answered"),
 }
 
 def dials_text(dials: Mapping[str, Any]) -> str:

@@ -34,9 +34,17 @@ class ConsoleUser:
     indexes: frozenset[str] = field(default_factory=frozenset)
 
     @property
-    def role_label(self) -> str:
-        """'admin', 'viewer' or 'owner of a, b' (for the page header)."""
+    def role_name(self) -> str:
+        """'admin', 'viewer' or 'owner of a, b', in English (for a tool's JSON error)."""
         return f"owner of {', '.join(sorted(self.indexes))}" if self.role == "owner" else self.role
+
+    @property
+    def role_label(self) -> str:
+        """role_name in the request's language (for the page header)."""
+        from gateway.console.i18n import _
+
+        return _("owner of %(indexes)s", indexes=", ".join(sorted(self.indexes))) if self.role == "owner" \
+            else _(self.role)
 
 
 def can(user: ConsoleUser | None, action: str, index: str | None = None) -> bool:

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.credentials import new_credential
+from gateway.console.i18n import _
 from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore, valid_id
 from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
@@ -59,10 +60,10 @@ async def users_html(request: Request) -> Response:
         try:
             added = await once.get(presented(request) or "", note_id, take=True) if valid_id(note_id) else None
         except DependencyUnavailable:
-            error = "The console's notes (Redis) are not answering: the new credential cannot be shown."
+            error = _("The console's notes (Redis) are not answering: the new credential cannot be shown.")
         added = added or {"gone": True}
     changed, removed = request.query_params.get("changed", "")[:64], request.query_params.get("removed", "")[:64]
-    return page(request, user, "users.html", active="users", title="Users", added=added, error=error,
+    return page(request, user, "users.html", active="users", title=_("Users"), added=added, error=error,
                 changed=changed, removed=removed,
                 roles=CONSOLE_ROLES, indexes=runtime(request).indexes.names(), **(await _users(request)))
 
@@ -83,10 +84,10 @@ async def add_user_post(request: Request) -> Response:
     if not can(user, "manage_users"):
         audit_change(rt.config, user.name, "users.add", name, status=403, role=role)
         return refusal(request, user, as_json=by_tool, status=403, active="users",
-                       text=f"Your role ({user.role_label}) does not allow adding users: only an admin does. "
-                            "Nothing was changed.")
+                       text=_("Your role (%(role)s) does not allow adding users: only an admin does. Nothing was "
+                              "changed.", role=user.role_label))
     if role not in CONSOLE_ROLES:
-        return refusal(request, user, as_json=by_tool, status=400, active="users", text="Choose a role.")
+        return refusal(request, user, as_json=by_tool, status=400, active="users", text=_("Choose a role."))
     credential = new_credential()
     try:
         if rt.config.source is None:
@@ -96,11 +97,12 @@ async def add_user_post(request: Request) -> Response:
     except ConfigConflict as err:
         audit_change(rt.config, user.name, "users.add", name, status=409, role=role, indexes=indexes)
         return refusal(request, user, as_json=by_tool, status=409, active="users",
-                       text=f"User {name} not added: {conflict_text(err)}")
+                       text=_("User %(name)s not added: %(problem)s", name=name, problem=conflict_text(err)))
     except ConfigError as err:
         audit_change(rt.config, user.name, "users.add", name, status=400, role=role, indexes=indexes)
         return refusal(request, user, as_json=by_tool, status=400, active="users",
-                       text=f"User not added ({err.key}: {err.message}). Nothing was changed.")
+                       text=_("User not added (%(key)s: %(problem)s). Nothing was changed.", key=err.key,
+                              problem=err.message))
     audit_change(config, user.name, "users.add", name, role=role, indexes=indexes)
     added = {"name": name, "role": role, "indexes": indexes, "credential": credential}
     if by_tool:
@@ -110,8 +112,8 @@ async def add_user_post(request: Request) -> Response:
         note = await once.put(presented(request) or "", added)
     except DependencyUnavailable:
         return refusal(request, user, as_json=False, status=503, active="users",
-                       text=f"User {name} was added, but the console's notes (Redis) are not answering, so the "
-                            "credential cannot be shown: remove the user and add them again later.")
+                       text=_("User %(name)s was added, but the console's notes (Redis) are not answering, so the "
+                              "credential cannot be shown: remove the user and add them again later.", name=name))
     return see_other("/admin/users?added=" + quote(note))
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.ops.deliveries import DeliveryReader
 from gateway.core.config import load_config
 from gateway.core.config.edit import RELOAD_INTERVAL as INTERVAL
 from gateway.core.config.edit import config_lock, write_atomically
 from gateway.core.errors import ConfigError, DependencyUnavailable
+from gateway.ops.deliveries import DeliveryReader
 from gateway.ops.probe import ADVICE
 from gateway.ops.secrets import add_key, ensure_tenant, set_verify
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
@@ -18,8 +19,8 @@ from gateway import dify, documents
 from gateway.agent import knowledge, tools
 from gateway.console import gaps
 from gateway.console.asked import make_counts
-from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.console.keep import keeper_of
+from gateway.console.language import ConsoleLanguage
 from gateway.console.once import make_once
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
 from gateway.console.sessions import make_sessions
@@ -29,14 +30,15 @@ from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import Config
 from gateway.core.events import AnswerLooked, Delivery, HybridSearched, Reranked, SearchAnswered
 from gateway.core.methods import json_route
+from gateway.core.readiness import route_states
 from gateway.core.runtime import Runtime
 from gateway.core.types import Clock, NonceStore
 from gateway.documents.deleted import purge_every
 from gateway.documents.writes import Writes
 from gateway.mcp import McpWing
 from gateway.ops import metrics
+from gateway.ops.deliveries import DeliveryLog, make_delivery_log, to_record
 from gateway.serve.health import healthz, readyz
-from gateway.core.readiness import route_states
 from gateway.serve.reload import Reloader
 from gateway.volcengine.handler import VolcengineWing
 
@@ -122,7 +124,8 @@ class Gateway:
                   Route("/metrics", metrics.endpoint),
                   *CONSOLE_ROUTES, *knowledge.routes(rt), *tools.routes(rt), *dify.routes(rt), *self.mcp.routes(),
                   *documents.routes(rt, self.document_writes)]
-        self.router = Starlette(routes=routes, lifespan=lifespan)
+        # every /admin request is answered in the language its cookie or Accept-Language asks for
+        self.router = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ConsoleLanguage)])
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that
         # forwards Host). A path no route serves is the documented plain 404; the MCP

@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.core.config import Config
-from gateway.core.runtime import Runtime
 from gateway.core.readiness import is_ready, keyless_tenants, problem_lines, route_states, vector_notes
+from gateway.core.runtime import Runtime
 from gateway.serve.reload import Reloader
 
 NO_STORE = {"cache-control": "no-store"}

@@ -20,6 +20,7 @@ from gateway.console.credentials import hash_credential
 from gateway.console.links import document_url
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, TOKEN_ALICE, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import TOP, connect, mcp_agent_section, payload
 
@@ -77,7 +78,7 @@ def _served(srv: Server, doc: str) -> dict[str, Any]:
 
 def test_json_twins_and_a_disabled_document_served_to_no_caller(live: Server, tmp_path: Path) -> None:
     srv = live
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=10, headers=ENGLISH) as c:
         assert "新旧两把密钥" in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
         assert TOP in _dify_ids(c, srv)
 
@@ -115,7 +116,7 @@ def test_json_twins_and_a_disabled_document_served_to_no_caller(live: Server, tm
     ids, _, refused = anyio.run(_mcp, srv, ref)
     assert TOP not in ids and refused  # MCP fetch of an id handed out before is refused too
 
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=10, headers=ENGLISH) as c:
         r = c.post(srv.base + "/admin/indexes/docs/visibility", headers=ADMIN, data={"id": TOP, "visible": "1"})
         assert r.status_code == 303
         assert "新旧两把密钥" in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text

@@ -21,6 +21,7 @@ from gateway.console.links import document_url
 from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.files import docx_bytes, guide_pdf
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
@@ -137,7 +138,7 @@ def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path:
             expect(row).to_have_class(re.compile(r"\bdisabled\b"))
             expect(row.locator(".tag")).to_have_text("disabled")
             expect(page.locator(".hidden-count")).to_have_text(str(hidden_before + 1))
-            with httpx.Client(timeout=10) as c:
+            with httpx.Client(timeout=10, headers=ENGLISH) as c:
                 assert "新旧两把密钥" not in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
             page.screenshot(path=str(IMG / "admin-index-disabled.png"))
             # the login cookie without the page's csrf value changes nothing
@@ -169,37 +170,38 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
                   indexes=private_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-deleteui-{port}",
                   admin_token=ADMIN_TOKEN, audit={"sink": "off"})
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 800}, locale="zh-CN")  # in Chinese
         index_url = srv.base + "/admin/indexes/docs"
         try:
             log_in(page, srv.base, ADMIN_TOKEN)
             page.goto(index_url)
-            _tab_to(page, f"Delete {TOP}")
+            _tab_to(page, f"删除 {TOP}")
             with page.expect_navigation():
                 page.keyboard.press("Enter")
             # the question: nothing is deleted yet; the page fits and every control is reached by Tab
-            expect(page.locator("h1")).to_have_text(f"Delete {TOP}?")
-            expect(page.locator("#delete-what")).to_contain_text("restorable")
+            expect(page.locator("h1")).to_have_text(f"删除 {TOP}？")
+            expect(page.locator("#delete-what")).to_contain_text("可在本知识库页面")
             confirm_url = page.url
             assert_fits_both(page, confirm_url)
             met = {m["text"] for m in assert_keyboard(page)}
-            assert {f"Yes, delete {TOP}", f"No, keep {TOP}"} <= met
+            assert {f"是，删除 {TOP}", f"不，保留 {TOP}"} <= met
             small_shot(page, IMG / "admin-delete-confirm.png")
-            _tab_to(page, f"No, keep {TOP}")
+            _tab_to(page, f"不，保留 {TOP}")
             with page.expect_navigation():
                 page.keyboard.press("Enter")
             assert httpx.get(srv.base + document_url("docs", TOP, json=True), timeout=10,
                              headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).status_code == 200
 
             page.goto(confirm_url)
-            _tab_to(page, f"Yes, delete {TOP}")
+            _tab_to(page, f"是，删除 {TOP}")
             with page.expect_navigation():
                 page.keyboard.press("Enter")
-            expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("deleted")
+            expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("已删除")
             expect(page.locator(f'tr[data-doc="{TOP}"]')).to_have_count(0)
             expect(page.locator(f'tr[data-deleted="{TOP}"]')).to_have_count(1)
             assert_fits_both(page, index_url)
-            restore = next(m["text"] for m in assert_keyboard(page) if m["text"].startswith(f"Restore {TOP}"))
+            restore = next(m["text"] for m in assert_keyboard(page)
+                           if m["text"].startswith("恢复 ") and m["text"].endswith(f"删除的 {TOP}"))
             page.locator("#deleted-h").scroll_into_view_if_needed()
             small_shot(page, IMG / "admin-deleted.png")
             page.goto(index_url)
@@ -207,8 +209,8 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
             with page.expect_navigation():
                 page.keyboard.press("Enter")
             assert page.url == srv.base + document_url("docs", TOP)
-            expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("restored")
-            with httpx.Client(timeout=10) as c:
+            expect(page.locator(f'section.report li[data-id="{TOP}"] .change')).to_have_text("已恢复")
+            with httpx.Client(timeout=10, headers=ENGLISH) as c:
                 assert "新旧两把密钥" in callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").text
         finally:
             page.close()

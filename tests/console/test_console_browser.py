@@ -19,11 +19,13 @@ from tests.support.browser import (
     _browser,  # noqa: F401  (the `browser` fixture)
     assert_fits,
     assert_fits_both,
+    assert_headers_whole,
     assert_keyboard,
     log_in,
 )
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, serve
 from tests.support.paths import ROOT
 
@@ -59,7 +61,7 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
                   access={"sqlite_path": str(tmp / "feedback.sqlite3")})
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["docs"], "credential": hash_credential(OWNER)}}
     with serve(write(tmp / "gateway.toml", data), port=port, env=ENV) as s:
-        with httpx.Client(timeout=10) as c:
+        with httpx.Client(timeout=10, headers=ENGLISH) as c:
             callback(c, s.base, ENV["ACME_SECRET"], query="密钥轮换")
             callback(c, s.base, ENV["ACME_SECRET"], query="火星基地的氧气配额是多少")
             callback(c, s.base, ENV["ACME_SECRET"], second=LONG, query="x")  # route_unknown, a long cell
@@ -89,6 +91,38 @@ def test_every_page_shares_one_navigation_and_fits_both_widths(browser: Any, srv
         for path in ("/admin/tasks", "/admin/synonyms"):  # every navigation entry is a page now
             page.goto(srv.base + path)
             assert "Not yet" not in page.locator("main").inner_text()
+    finally:
+        page.close()
+
+
+def test_in_chinese_the_chart_reads_at_390_px_headers_stay_whole_and_delete_keeps_its_line(
+        browser: Any, srv: Server) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 800}, locale="zh-CN")
+    try:
+        log_in(page, srv.base, ADMIN_TOKEN)
+        assert page.locator("h1").inner_text() == "概览" and page.get_attribute("html", "lang") == "zh-CN"
+        chart = page.locator("img.chart")
+        chart.scroll_into_view_if_needed()
+        page.wait_for_function("document.querySelector('img.chart').complete")
+        src, natural, shown = chart.evaluate("i => [i.currentSrc, i.naturalWidth, i.clientWidth]")
+        assert src.endswith("/admin/overview/chart.svg?narrow=1"), src  # the phone's drawing
+        assert shown / natural > 0.85, (shown, natural)  # its 12 px labels stay over 10 px on screen
+        page.goto(srv.base + "/admin/indexes/docs")
+        row = page.locator("table.docs tbody tr").first
+        tops = [row.locator(sel).bounding_box()["y"] for sel in ("td.actions button", "td.actions a.button")]
+        assert abs(tops[0] - tops[1]) < 2, tops  # 停用 and 删除… side by side
+        page.set_viewport_size({"width": 1280, "height": 800})
+        for path in ("/admin/gaps", "/admin/indexes/docs", "/admin/deliveries", "/admin/tasks", "/admin/"):
+            page.goto(srv.base + path)
+            assert_headers_whole(page)
+    finally:
+        page.close()
+    page = browser.new_page(viewport={"width": 1280, "height": 800})  # and in English
+    try:
+        log_in(page, srv.base, ADMIN_TOKEN)
+        page.goto(srv.base + "/admin/gaps")
+        assert page.locator("table.gaps th").first.inner_text() == "Group"
+        assert_headers_whole(page)
     finally:
         page.close()
 

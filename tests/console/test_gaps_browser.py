@@ -20,6 +20,7 @@ import pytest
 from tests.support.browser import _browser, assert_fits  # noqa: F401  (the `browser` fixture: one Chromium per module)
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
 
@@ -46,7 +47,7 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
                   gaps={"flush_seconds": 0.1, "threshold": 0.0},
                   access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
-        with httpx.Client(timeout=10) as c:
+        with httpx.Client(timeout=10, headers=ENGLISH) as c:
             for q in MISSES[:2]:
                 assert orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query=q).content)["Result"] == []
             assert orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query="密钥轮换").content)["Result"]

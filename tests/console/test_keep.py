@@ -28,7 +28,7 @@ from tests.support.configs import (
     tenant,
     write,
 )
-from tests.support.console import login, logout
+from tests.support.console import ENGLISH, login, logout
 
 pytestmark = pytest.mark.anyio
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -48,7 +48,8 @@ def _config(root: Path, docs_index: Path) -> Path:
 async def _running(path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Gateway]]:
     app = create_app(load_config(path, env=ENV), clock=FixedClock(float(NOW)))
     async with LifespanManager(app) as manager:  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate") as c:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kbgate",
+                                     headers=ENGLISH) as c:
             yield c, app
 
 

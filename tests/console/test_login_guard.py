@@ -17,7 +17,7 @@ import pytest
 from gateway.console import session
 from gateway.console.credentials import hash_credential, new_credential
 from tests.support.configs import ADMIN_TOKEN, config, parse
-from tests.support.console import login, login_csrf, logout
+from tests.support.console import ENGLISH, login, login_csrf, logout
 
 pytestmark = pytest.mark.anyio
 VERA = new_credential()
@@ -35,7 +35,7 @@ def _at(c: httpx.AsyncClient, address: str) -> httpx.AsyncClient:
     """A browser of its own (no cookies) at `address`, on the app `c` talks to."""
     app = c._transport.app  # type: ignore[attr-defined]
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=(address, 40000)),
-                             base_url="http://kbgate")
+                             base_url="http://kbgate", headers=ENGLISH)
 
 
 async def test_strangers_failing_as_the_admin_token_never_hold_its_login(tmp_path: Path, start_app: Any,

@@ -26,6 +26,7 @@ from gateway.console.links import document_url
 from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 
 pytestmark = pytest.mark.browser
@@ -81,7 +82,8 @@ def test_the_gap_loop_closed_with_the_keyboard(browser: Any, tmp_path: Path, doc
                   access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
     data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, httpx.Client(timeout=10) as c:
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, \
+            httpx.Client(timeout=10, headers=ENGLISH) as c:
         assert orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED[0]).content)["Result"] == []
         r = c.post(srv.base + "/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},
                    json={"knowledge_id": "support", "query": ASKED[1],

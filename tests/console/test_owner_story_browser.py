@@ -5,6 +5,7 @@ a signed Volcengine callback asks about 带薪年休假 and misses → otto uplo
 browser → the same callback finds it → a Dify app asks 公休能休多久, which no word of the index
 answers → the question is a gap group on the gaps page → otto adds the synonym on the index's
 synonyms page → Try from the gap: answered, 公休 matched through the synonym → Mark resolved.
+The browser asks for no language, so the console answers in zh-CN, as an owner in China sees it.
 
 Screenshots (for docs/knowledge-owners.md) go to test-artifacts/ (gitignored), and with
 KBGATE_DOCS_SCREENSHOTS=1 to docs/img/, so that `make test` leaves the work tree as it found it.
@@ -25,6 +26,7 @@ from gateway.console.credentials import hash_credential, new_credential
 from tests.support.browser import _browser, assert_fits, log_in, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
 
@@ -63,23 +65,25 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
                   agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1})
     data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, httpx.Client(timeout=10) as c:
+    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, \
+            httpx.Client(timeout=10, headers=ENGLISH) as c:
         def volcengine() -> list[dict[str, Any]]:
             r = callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED)
             assert r.status_code == 200, r.text
             return list(orjson.loads(r.content)["Result"])
 
         assert volcengine() == []  # the page is not there yet
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, locale="zh-CN")
         try:
             log_in(page, srv.base, OWNER, user="otto")
 
             # 1. upload the page in the index browser: its ingest report
             page.goto(srv.base + "/admin/indexes/kb")
             page.set_input_files('input[type="file"]', [PAGE])
-            _submit(page, 'button:text-is("Upload files")')
+            _submit(page, 'button:text-is("上传文件")')
             report = page.locator("section.report")
-            expect(report.locator('li[data-id="leave.md"] .change')).to_have_text("added")
+            expect(report.locator("h2")).to_have_text("上传结果")
+            expect(report.locator('li[data-id="leave.md"] .change')).to_have_text("已新增")
             box = report.bounding_box()
             small_shot(page, IMG / "owner-upload.png",
                        clip={"x": 0, "y": max(0, box["y"] - 60), "width": 1280,
@@ -102,7 +106,8 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             page.goto(srv.base + "/admin/gaps")
             row = page.locator(f'tr[data-group="{g["id"]}"]')
             expect(row).to_contain_text(UNANSWERED)
-            assert row.locator("td.status").inner_text().startswith("open")
+            assert row.locator("td.status").inner_text().startswith("待处理")
+            expect(page.locator("h1")).to_have_text("kbgate：知识缺口")
             page.set_viewport_size({"width": 390, "height": 900})
             assert_fits(page)
             small_shot(page, IMG / "owner-gaps-390.png", clip={"x": 0, "y": 0, "width": 390, "height": 900})
@@ -141,7 +146,7 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             _submit(page, f'tr[data-group="{g["id"]}"] button.mark-resolved')
             row = page.locator(f'tr[data-group="{g["id"]}"]')
             assert row.get_attribute("data-status") == "resolved"
-            assert "by otto" in row.inner_text()
+            assert "已解决" in row.inner_text() and "，otto" in row.inner_text()
             box = row.bounding_box()
             small_shot(page, IMG / "owner-resolved.png",
                        clip={"x": 0, "y": max(0, box["y"] - 50), "width": 1280, "height": box["height"] + 60},

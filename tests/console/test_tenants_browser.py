@@ -3,8 +3,8 @@ as `make run` prints it), in a real headless Chromium, at 390 and 1280 px, by ke
 index hr and upload its page → route hr/leave → hr for tenant demo → the connectivity test → add
 a key (shown once: never in a redirect, the log, the audit or a refreshed page) → retire the old
 one → test the new route → add ann, owner of only hr; she cannot touch demo-docs or the tenant
-(refusals naming her role, nothing changed) and has no Users link. New controls are found by
-ids, names and hrefs, so the story holds in any language of the pages. Screenshots go to
+(refusals naming her role, nothing changed) and has no Users link; in Chinese, as zh-CN asks.
+New controls are found by ids, names and hrefs, so the story holds in any language of the pages. Screenshots go to
 test-artifacts/ (gitignored), with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/ (docs/volcengine-console.md).
 """
 
@@ -110,35 +110,35 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
     srv, out = demo
     admin_token = (out / "admin-token").read_text().strip()  # what `make run` prints: $(cat data/demo/admin-token)
     tenant_url = srv.base + "/admin/tenants/demo"
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="zh-CN")  # the console in Chinese
     page = context.new_page()
     redirects: list[str] = []
     page.on("response", lambda r: redirects.append(r.headers.get("location", "")) if r.status == 303 else None)
     try:
         log_in(page, srv.base, admin_token)
-        expect(page.locator("h1")).to_have_text("Overview")
+        expect(page.locator("h1")).to_have_text("概览")
         _index_and_route(page, srv, out)
         page.locator('nav.console a[href="/admin/tenants"]').click()
         page.wait_for_url(srv.base + "/admin/tenants")
-        page.get_by_role("link", name="Tenant demo").click()
+        page.get_by_role("link", name="租户 demo").click()
         page.wait_for_url(tenant_url)
         expect(page.locator("code.callback-url")).to_have_text(srv.base + "/volcengine/demo")
         expect(page.locator("b.key-to-paste")).to_have_text("demo-1")
         assert_fits_both(page, tenant_url)
         met = assert_keyboard(page)
         texts = {m["text"] for m in met}
-        assert {"Send the test callback", "Add the key"} <= texts and "Retire key demo-1" not in texts  # one key
+        assert {"发送测试回调", "添加密钥"} <= texts and "停用密钥 demo-1" not in texts  # one key
         page.set_viewport_size({"width": 1280, "height": 800})
         page.goto(tenant_url)
         _shot(page, "tenant-1280.png")
 
         # The connectivity test, by keyboard: a real signed callback over HTTP, its answer shown.
         _from_top(page)
-        _press(page, "Send the test callback")
+        _press(page, "发送测试回调")
         assert re.fullmatch(re.escape(tenant_url) + r"\?test=[A-Za-z0-9_-]{22}#test", page.url), page.url
         answer = page.locator("#test-answer")
-        expect(answer).to_contain_text("OK: HTTP 200, Ret 0")
-        expect(answer).to_contain_text("signed with key demo-1")
+        expect(answer).to_contain_text("成功: HTTP 200, Ret 0")
+        expect(answer).to_contain_text("用密钥 demo-1 签名")
         assert answer.locator("ol.results li").count() >= 1 and "ms" in answer.locator(".latency").inner_text()
         assert "连通性测试" not in answer.inner_text()  # admin.show_queries is off
         _shot(page, "tenant-test.png", clip={"x": 0, "y": answer.bounding_box()["y"] - 80, "width": 1280,
@@ -148,7 +148,7 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
 
         # Rotation step 1, by keyboard: a generated key, shown once.
         _from_top(page)
-        _press(page, "Add the key")
+        _press(page, "添加密钥")
         secret = page.locator("code.secret-value").inner_text()
         key_id = page.locator("#new-key").get_attribute("data-key") or ""
         assert len(secret) >= 32 and secret not in page.url
@@ -158,19 +158,19 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         _shot(page, "tenant-new-key-390.png", mask=[page.locator("code.secret-value")])
         page.set_viewport_size({"width": 1280, "height": 800})
         page.reload()
-        assert secret not in page.content() and "shown already" in page.locator("#new-key").inner_text()
+        assert secret not in page.content() and "已经显示过了" in page.locator("#new-key").inner_text()
 
         # Step 3: the first delivery verified by the new key (the test signs with the newest key).
         expect(page.locator("select[name=key]")).to_have_value(key_id)
         _from_top(page)
-        _press(page, "Send the test callback")
-        expect(page.locator("#test-answer")).to_contain_text(f"signed with key {key_id}")
-        _reload_until(page, ".step3", "verified 1 callback(s)")
-        expect(page.locator(".step3")).to_contain_text("verified 1 callback(s)")
+        _press(page, "发送测试回调")
+        expect(page.locator("#test-answer")).to_contain_text(f"用密钥 {key_id} 签名")
+        _reload_until(page, ".step3", "已验证 1 次回调")
+        expect(page.locator(".step3")).to_contain_text("已验证 1 次回调")
 
         # Two live keys: every control (the retire form's too) by Tab, with distinct names, at both widths.
         page.goto(tenant_url)
-        assert "Retire key demo-1" in {m["text"] for m in assert_keyboard(page)}
+        assert "停用密钥 demo-1" in {m["text"] for m in assert_keyboard(page)}
         assert_fits_both(page, tenant_url)
         page.set_viewport_size({"width": 1280, "height": 800})
         page.goto(tenant_url)
@@ -187,24 +187,24 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         assert page.url == tenant_url and (out / "gateway.toml").read_text("utf-8") == config_before
         _from_top(page)
         _tab_to(page, 'form[action$="/keys/demo-1/retire"] select[name="when"]')
-        page.keyboard.type("now")  # the select's own type-ahead: "now"
+        page.keyboard.press("ArrowDown")  # the first choice after "请选择…": 立即 (now)
         expect(when).to_have_value("now")
-        _press(page, "Retire key demo-1")
+        _press(page, "停用密钥 demo-1")
         # The confirmation: what stops and when, the other key; nothing changed yet.
-        expect(page.locator("h1")).to_have_text("Retire key demo-1?")
-        expect(page.locator("#retire-what")).to_contain_text("stops verifying now")
-        expect(page.locator("dl.facts")).to_contain_text(f"{key_id} (live")
+        expect(page.locator("h1")).to_have_text("停用密钥 demo-1？")
+        expect(page.locator("#retire-what")).to_contain_text("将立即停止验证")
+        expect(page.locator("dl.facts")).to_contain_text(f"{key_id} (有效")
         assert (out / "gateway.toml").read_text("utf-8") == config_before
         for width in (390, 1280):
             page.set_viewport_size({"width": width, "height": 800})
             assert_fits(page, f"the retire confirmation at {width} px")
         _shot(page, "tenant-retire-confirm.png")
         _from_top(page)
-        _tab_to(page, "a:text-is('No, keep key demo-1')")  # the way back is a control too
-        _press(page, "Yes, retire key demo-1 now")
+        _tab_to(page, "a:text-is('不，保留密钥 demo-1')")  # the way back is a control too
+        _press(page, "是，立即停用密钥 demo-1")
         page.wait_for_url(tenant_url + "#keys")
-        expect(page.locator('tr[data-key="demo-1"] td.state')).to_contain_text("retired since")
-        expect(page.locator(f'tr[data-key="{key_id}"] td.state')).to_have_text("live")
+        expect(page.locator('tr[data-key="demo-1"] td.state')).to_contain_text("已停用 自 ")
+        expect(page.locator(f'tr[data-key="{key_id}"] td.state')).to_have_text("有效")
         page.locator("#keys").scroll_into_view_if_needed()
         top = page.locator("#keys").bounding_box()["y"]
         _shot(page, "tenant-rotated.png", clip={"x": 0, "y": max(0, top - 10), "width": 1280, "height": 200})
@@ -255,12 +255,12 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         with page.expect_navigation():
             page.keyboard.press("Enter")
         credential = page.locator("code.credential").inner_text()
-        expect(page.locator('tr[data-user="ann"] td.role')).to_have_text("owner")
+        expect(page.locator('tr[data-user="ann"] td.role')).to_have_text("负责人")
         expect(page.locator('tr[data-user="ann"] td:nth-child(3)')).to_have_text("hr")  # only that index
         _shot(page, "users-added.png", mask=[page.locator("code.credential")])
         page.reload()
         assert credential not in page.content()
-        assert "Add the user" in {m["text"] for m in assert_keyboard(page)}
+        assert "添加用户" in {m["text"] for m in assert_keyboard(page)}
         assert_fits_both(page, srv.base + "/admin/users")
         assert credential not in srv.logs() and credential not in (out / "audit.jsonl").read_text("utf-8")
         _owner_is_refused(browser, srv, out, admin_token, credential)
@@ -352,11 +352,11 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
     config_before = (out / "gateway.toml").read_text("utf-8")
     docs_before = httpx.get(srv.base + "/admin/indexes/demo-docs.json", headers=admin).json()
 
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="zh-CN")
     page = context.new_page()
     try:
         log_in(page, srv.base, credential, user="ann")
-        expect(page.locator("header .who span")).to_have_text("ann (owner of hr)")
+        expect(page.locator("header .who span")).to_have_text("ann (hr 的负责人)")
         assert page.locator('nav.console a[href="/admin/users"]').count() == 0  # not hers to open
         login = next(c["value"] for c in context.cookies() if c["name"] == "kbgate_admin")  # her session
         mine = page.goto(srv.base + "/admin/indexes/hr/edit?id=leave.md")
@@ -365,12 +365,11 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
         theirs = page.goto(srv.base + "/admin/indexes/demo-docs/edit?id=ops/rotation.md")
         assert theirs is not None and theirs.status == 403
         refused = page.locator("[role=alert]")
-        expect(refused).to_contain_text("Your role (owner of hr) does not allow changing the documents of "
-                                        "index demo-docs; nothing was changed")
+        expect(refused).to_contain_text("您的角色（hr 的负责人）不能修改知识库 demo-docs 的文档；未做任何修改")
         _shot(page, "owner-refused.png", clip={"x": 0, "y": 0, "width": 1280, "height": 240})
         deleted = page.request.post(srv.base + "/admin/indexes/demo-docs/delete",
                                     form={"id": "ops/rotation.md", "csrf": form_token(login, "documents")})
-        assert deleted.status == 403 and "nothing was changed" in deleted.text()
+        assert deleted.status == 403 and "未做任何修改" in deleted.text()
         assert httpx.get(srv.base + "/admin/indexes/demo-docs.json", headers=admin).json() == docs_before
 
         page.goto(srv.base + "/admin/gaps")
@@ -382,12 +381,12 @@ def _owner_is_refused(browser: Any, srv: Server, out: Path, admin_token: str, cr
         assert next(g for g in after if g["id"] == other["id"]) == other
 
         page.goto(srv.base + "/admin/tenants/demo")
-        expect(page.locator("p.note")).to_contain_text("Your role (owner of hr) reads this page")
+        expect(page.locator("p.note")).to_contain_text("您的角色（hr 的负责人）可以查看本页")
         r = page.request.post(srv.base + "/admin/tenants/demo/keys",
                               form={"csrf": form_token(login, "tenant-add-key:demo")})
-        assert r.status == 403 and "does not allow changing or testing tenants" in r.text()
+        assert r.status == 403 and "不能修改或测试租户" in r.text()
         page.goto(srv.base + "/admin/users")
-        expect(page.locator("[role=alert]")).to_contain_text("Your role (owner of hr) does not allow")
+        expect(page.locator("[role=alert]")).to_contain_text("您的角色（hr 的负责人）不能")
         assert (out / "gateway.toml").read_text("utf-8") == config_before
         audit = {(a["tool"], a["principal"]["id"], a["outcome"])
                  for a in (orjson.loads(x) for x in (out / "audit.jsonl").read_text("utf-8").splitlines())}

@@ -34,6 +34,7 @@ from tests.support.configs import (
     tenant,
     write,
 )
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 from tests.support.paths import ROOT
 
@@ -57,7 +58,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
                   admin_token=ADMIN_TOKEN, audit={"sink": "off"})
     data["tenants"]["acme"]["routes"][0]["neighbours"] = 1  # a retrieval dial: the page shows it
     with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
-        with httpx.Client(timeout=10) as c:
+        with httpx.Client(timeout=10, headers=ENGLISH) as c:
             real = callback(c, srv.base, ENV["ACME_SECRET"], query=QUERY, limit=2).content
         results = orjson.loads(real)["Result"]
         assert len(results) == 2

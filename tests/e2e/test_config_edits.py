@@ -15,6 +15,7 @@ import httpx
 
 from gateway.core.config import load_config
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, kbgate, serve
 
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}", "connection": "close"}  # a new connection: either worker
@@ -87,7 +88,8 @@ def test_a_form_drawn_before_another_change_is_refused(tmp_path: Path, docs_inde
     data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS)], indexes=docs_index, port=port, workers=2,
                   redis_url=redis_url, key_prefix=key_prefix, admin_token=ADMIN_TOKEN, audit={"sink": "off"})
     cfg = write(tmp_path / "gateway.toml", data)
-    with serve(cfg, port=port, workers=2, env=ENV) as srv, httpx.Client(base_url=srv.base, timeout=30) as c:
+    with serve(cfg, port=port, workers=2, env=ENV) as srv, \
+            httpx.Client(base_url=srv.base, timeout=30, headers=ENGLISH) as c:
         assert c.get("/admin/login").status_code == 200  # the login form, with its CSRF cookie
         csrf = c.cookies.get("kbgate_login") or ""
         assert c.post("/admin/login", data={"user": "", "token": ADMIN_TOKEN, "csrf": csrf}).status_code == 303

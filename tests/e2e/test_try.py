@@ -25,6 +25,7 @@ from tests.support.configs import (
     every_caller,
     write,
 )
+from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect
 from tests.support.polling import until
@@ -83,7 +84,7 @@ async def test_try_answers_byte_identical_to_every_wing(srv: Server) -> None:
     sent: list[str] = []
 
     async def volcengine() -> bytes:
-        with httpx.Client(timeout=10) as c:
+        with httpx.Client(timeout=10, headers=ENGLISH) as c:
             r = callback(c, srv.base, ENV["ACME_SECRET"], query=QUERY, limit=3)
         sent.append(r.headers["x-request-id"])
         return r.content
@@ -189,7 +190,7 @@ def test_try_refuses_what_the_config_has_not_and_needs_the_admin_token(srv: Serv
 
 
 def test_kbgate_try_prints_the_callers_body_and_compares_a_successor(srv: Server) -> None:
-    with httpx.Client(timeout=10) as c:
+    with httpx.Client(timeout=10, headers=ENGLISH) as c:
         real = callback(c, srv.base, ENV["ACME_SECRET"], query=QUERY, limit=2).content
     argv = ("try", "--config", str(CONFIG[srv.port]), "--caller", "volcengine", "--tenant", "acme", "--first",
             "tech", "--second", "software", "--query", QUERY, "--limit", "2")

@@ -26,6 +26,7 @@ from gateway.serve.app import Gateway, create_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ENV, SECRETS, two_tenants
 from tests.support.configs import SECRET_ACME as SECRET
+from tests.support.console import ENGLISH
 from tests.support.harness import free_port
 
 pytestmark = pytest.mark.anyio
@@ -137,7 +138,8 @@ async def _app_client(tmp_path: Path, docs_index: Path, redis_url: str, key_pref
         m = LifespanManager(app)  # type: ignore[arg-type]
         await m.__aenter__()
         made.append(m)
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://kbgate"), app
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=m.app), base_url="http://kbgate",
+                                 headers=ENGLISH), app
 
     yield factory
     for m in made:

@@ -109,6 +109,28 @@ def assert_keyboard(page: Any) -> list[dict[str, Any]]:
     return met
 
 
+BROKEN_HEADERS_JS = """() => Array.from(document.querySelectorAll('th')).filter(th => th.offsetParent !== null)
+  .filter(th => {
+    const cs = getComputedStyle(th);
+    const room = th.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const probe = document.createElement('span');
+    probe.style.cssText = 'position:absolute;visibility:hidden;white-space:nowrap';
+    probe.style.font = cs.font;
+    document.body.appendChild(probe);
+    const broken = th.innerText.split(/\\s+/).filter(Boolean).some(w => {
+      probe.textContent = w; return probe.getBoundingClientRect().width > room + 0.5; });
+    probe.remove();
+    return broken;
+  }).map(th => th.innerText)"""
+
+
+def assert_headers_whole(page: Any) -> None:
+    """No visible table header of the page is narrower than one of its words (so none breaks
+    inside a word, as "Grou p" or "可恢 复至" would)."""
+    broken = page.evaluate(BROKEN_HEADERS_JS)
+    assert not broken, f"{page.url}: headers broken inside a word: {broken}"
+
+
 def small_shot(page: Any, path: Path, **kw: Any) -> None:
     """A screenshot of the viewport (or `clip`) at `path`, quantized to 64 colours with Pillow so
     that a page for docs/ is a few tens of KB (asserted under 90 KB)."""

@@ -10,6 +10,9 @@ import httpx
 from tests.support.configs import ADMIN_TOKEN
 
 LOGIN_COOKIE = "kbgate_login"
+ENGLISH = {"accept-language": "en"}
+"""What the test clients send by default: the console answers zh-CN unless asked for English,
+and most console tests assert the English text (tests/console/test_i18n.py checks the Chinese)."""
 
 
 async def login_csrf(c: httpx.AsyncClient) -> str:

@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.keys import question_key
 from gateway.console.gaps.states import MemoryStates, RedisStates
-from gateway.console.gaps.store import TOP, Example, GapStore, Served, day_of
+from gateway.console.gaps.store import CHUNK, TOP, Example, GapStore, Served, day_of
 from gateway.core.config import Config
 from gateway.core.events import Asker, SearchAnswered
 
@@ -170,7 +170,8 @@ class GapRecorder:
 def _aggregate(batch: list[Pending], key: bytes,
                words: Callable[[SearchAnswered], Sequence[str]]) -> tuple[list[Question], list[Example], Served]:
     """Queued questions → (one delta per question key, texts to keep, served counts: every hit
-    under (index, day), the top answer (rank 1) also under (index, day, TOP))."""
+    under (index, day), the top answer (rank 1) also under (index, day, TOP), and by chunk
+    ('{doc_id}#{n}') under (index, day, CHUNK))."""
     questions: dict[str, Question] = {}
     examples: list[Example] = []
     served: Served = {}
@@ -180,6 +181,8 @@ def _aggregate(batch: list[Pending], key: bytes,
             served.setdefault((h.index, day), Counter())[h.doc_id] += 1
             if rank == 1:
                 served.setdefault((h.index, day, TOP), Counter())[h.doc_id] += 1
+            if h.chunk >= 0:
+                served.setdefault((h.index, day, CHUNK), Counter())[f"{h.doc_id}#{h.chunk}"] += 1
         if outcome == "answered":
             continue
         qk = question_key(key, e.query, words(e))

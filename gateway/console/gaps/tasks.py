@@ -29,6 +29,7 @@ from gateway.console.gaps.groups import Group, group
 from gateway.console.gaps.owners import group_indexes, route_indexes, visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import MARKS, GroupState, group_of, marked, state_key, state_of, status
+from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -53,7 +54,7 @@ async def _visible(request: Request, user: ConsoleUser) -> tuple[list[Group], di
 async def _fields(request: Request, user: ConsoleUser, by_tool: bool) -> dict[str, str] | Response:
     if not by_tool:
         return await read_form(request, user, FORM, max_fields=4)
-    rt, _ = _state(request)
+    rt, _rec = _state(request)
     try:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
         data = orjson.loads(body)
@@ -78,14 +79,14 @@ async def mark(request: Request) -> Response:
     wanted, how = fields.get("group", ""), fields.get("mark", "")
     if how not in MARKS:
         return refusal(request, user, as_json=by_tool, status=400, active="gaps",
-                       text=f"mark: must be one of {', '.join(MARKS)}")
+                       text=_("mark: must be one of %(marks)s", marks=", ".join(MARKS)))
     rt, rec = _state(request)
     try:
         groups, about = await _visible(request, user)
         found = next((g for g in groups if wanted and g.id == wanted), None)
         if found is None:
             return refusal(request, user, as_json=by_tool, status=404, active="gaps",
-                           text="no such gap group (it may have expired)")
+                           text=_("no such gap group (it may have expired)"))
         index = about[found.id]
         names = group_indexes(found, route_indexes(rt.config))
         targets = [n for n in names if can(user, "file_gap", n)] or \
@@ -93,8 +94,8 @@ async def mark(request: Request) -> Response:
         if not targets:
             audit_change(rt.config, user.name, "mark_gap", index or found.id, status=403, group=found.id, mark=how)
             return refusal(request, user, as_json=by_tool, status=403, active="gaps",
-                           text=f"Your role ({user.role_label}) does not allow marking this gap "
-                                f"(index {index or 'unknown'}); ask an admin or the index's owner.")
+                           text=_("Your role (%(role)s) does not allow marking this gap (index %(index)s); ask an "
+                                  "admin or the index's owner.", role=user.role_label, index=index or _("unknown")))
         now = rt.clock.now()
         states = await rec.states.all()
         done: dict[str, GroupState] = {}
@@ -104,7 +105,7 @@ async def mark(request: Request) -> Response:
                                  rt.config.gaps.keep_days)
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
-                       text="the gaps record (Redis) is not answering; try again shortly")
+                       text=_("the gaps record (Redis) is not answering; try again shortly"))
     audit_change(rt.config, user.name, "mark_gap", ",".join(targets) or found.id, group=found.id, mark=how)
     if by_tool:
         return json_answer({"group": found.id, "status": status(done.get(index), found.last),
@@ -115,7 +116,7 @@ async def mark(request: Request) -> Response:
 async def _tasks(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
     """The filed groups `user` may see, newest filing first. Raises DependencyUnavailable."""
     _, rec = _state(request)
-    groups, _ = await _visible(request, user)
+    groups, _about = await _visible(request, user)
     by_id = {g.id: g for g in groups}
     states: dict[str, GroupState] = await rec.states.all()
     rows = []
@@ -141,8 +142,8 @@ async def tasks_html(request: Request) -> Response:
     try:
         rows = await _tasks(request, user)
     except DependencyUnavailable:
-        rows, error = [], "The gaps record (Redis) is not answering; try again shortly."
-    return page(request, user, "tasks.html", active="tasks", title="Tasks", rows=rows, error=error)
+        rows, error = [], _("The gaps record (Redis) is not answering; try again shortly.")
+    return page(request, user, "tasks.html", active="tasks", title=_("Tasks"), rows=rows, error=error)
 
 
 async def tasks_json(request: Request) -> Response:

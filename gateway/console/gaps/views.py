@@ -30,6 +30,7 @@ from gateway.console.gaps.owners import visible_groups
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import GroupState, filed, state_key, state_of, status
 from gateway.console.gaps.store import days_back
+from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
@@ -91,9 +92,9 @@ async def gaps_html(request: Request) -> Response:
     try:
         groups, about, states = await _shown(request, user)
     except DependencyUnavailable:
-        groups, about, states, error = [], {}, {}, "The gaps record (Redis) is not answering; try again shortly."
+        groups, about, states, error = [], {}, {}, _("The gaps record (Redis) is not answering; try again shortly.")
     scoped = sorted(user.indexes) if user.role == "owner" else None
-    return page(request, user, "gaps.html", active="gaps", title="Gaps", groups=groups, shared=rec.store.shared,
+    return page(request, user, "gaps.html", active="gaps", title=_("Gaps"), groups=groups, shared=rec.store.shared,
                 threshold=rt.config.gaps.threshold, filed=_filed(request), error=error, scoped=scoped,
                 group_index=about, states=states, gap_status=status, marked=request.query_params.get("marked", "")[:16])
 
@@ -114,7 +115,7 @@ async def gaps_json(request: Request) -> Response:
 
 
 async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | None | Response:
-    rt, _ = _state(request)
+    rt, _rec = _state(request)
     if by_tool:
         try:
             body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
@@ -138,29 +139,30 @@ async def file_task(request: Request) -> Response:
     user = await gate(request, "view_gaps", as_json=by_tool, active="gaps")
     if isinstance(user, Response):
         return user
-    rt, _ = _state(request)
+    rt, _rec = _state(request)
     wanted = await _wanted(request, user, by_tool)
     if isinstance(wanted, Response):
         return wanted
     if not wanted:
-        return refusal(request, user, as_json=by_tool, status=400, text="name the group to file", active="gaps")
+        return refusal(request, user, as_json=by_tool, status=400, text=_("name the group to file"), active="gaps")
     if len(wanted) < MIN_GROUP_PREFIX:  # too short to name one group: say so, not "no such group"
         return refusal(request, user, as_json=by_tool, status=400, active="gaps",
-                       text=f"give the group's id or at least its first {MIN_GROUP_PREFIX} characters")
+                       text=_("give the group's id or at least its first %(n)s characters", n=MIN_GROUP_PREFIX))
     try:
         groups = await _groups(request)
     except DependencyUnavailable:
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
-                       text="the gaps record (Redis) is not answering; try again shortly")
+                       text=_("the gaps record (Redis) is not answering; try again shortly"))
     groups, about = visible_groups(user, groups, rt.config)
     found = next((g for g in groups if g.id == wanted or g.id.startswith(wanted)), None)
     if found is not None and not can(user, "file_gap", about[found.id] or None):
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=403, group=found.id)
         return refusal(request, user, as_json=by_tool, status=403, active="gaps",
-                       text=f"Your role ({user.role_label}) does not allow filing a task for this gap "
-                            f"(index {about[found.id] or 'unknown'}); ask an admin or the index's owner.")
+                       text=_("Your role (%(role)s) does not allow filing a task for this gap (index %(index)s); "
+                              "ask an admin or the index's owner.", role=user.role_label,
+                              index=about[found.id] or _("unknown")))
     if found is None:
-        return refusal(request, user, as_json=by_tool, status=404, text="no such gap group (it may have expired)",
+        return refusal(request, user, as_json=by_tool, status=404, text=_("no such gap group (it may have expired)"),
                        active="gaps")
     clients: LazyClients = request.app.state.gap_clients
     try:
@@ -169,13 +171,13 @@ async def file_task(request: Request) -> Response:
     except StoreUnavailable as exc:
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
-                       text=f"the task was not filed: the feedback store {exc.path} cannot be opened or written "
-                            f"({exc.problem}); its folder {exc.path.parent} must be writable by kbgate "
-                            "(access.sqlite_path)")
+                       text=_("the task was not filed: the feedback store %(path)s cannot be opened or written "
+                              "(%(problem)s); its folder %(folder)s must be writable by kbgate (access.sqlite_path)",
+                              path=exc.path, problem=exc.problem, folder=exc.path.parent))
     except ToolError as exc:
         audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, status=503, group=found.id)
         return refusal(request, user, as_json=by_tool, status=503, active="gaps",
-                       text=f"the tracker did not take the task ({exc.code})")
+                       text=_("the tracker did not take the task (%(code)s)", code=exc.code))
     audit_change(rt.config, user.name, "file_gap", about[found.id] or found.id, group=found.id,
                  record=result.get("recordId"), deduped=bool(result.get("deduped")))
     try:
