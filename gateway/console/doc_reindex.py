@@ -103,11 +103,12 @@ async def reindex(request: Request) -> Response:
             break
     after = await anyio.to_thread.run_sync(_chunk_counts, rt, index)
     for i in items:
-        if i["change"] != "refused":
+        if i["change"] == "updated":  # written again (ChangeSet.rewrite)
             i["change"], i["chunks"] = "reindexed", [before.get(i["id"], 0), after.get(i["id"], 0)]
     shown = [i for i in items if not every or i["change"] == "refused" or i["chunks"][0] != i["chunks"][1]]
     done = sum(i["change"] == "reindexed" for i in items)
-    summary = {"documents": done, "refused": len(items) - done, "left": len(ids) - len(items),
+    summary = {"documents": done, "refused": sum(i["change"] == "refused" for i in items),
+               "left": len(ids) - len(items),
                "chunks_before": sum(before.get(i["id"], 0) for i in items if i["change"] == "reindexed"),
                "chunks_after": sum(after.get(i["id"], 0) for i in items if i["change"] == "reindexed"),
                "changed": sum(1 for i in items if i.get("chunks") and i["chunks"][0] != i["chunks"][1])}
