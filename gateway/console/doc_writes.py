@@ -1,21 +1,10 @@
-"""Documents changed from the browser, through the document API's own code: its readers
-(gateway.documents.reading), its one queue per index and writer (gateway.documents.writes,
-shared with the API: app.state.document_writes) and its answer (handlers.outcome). Nothing here
-holds a rule of its own about what a document may be.
+"""Documents changed from the browser through the document API's own code: its readers
+(gateway.documents.reading), its one queue and writer per index (app.state.document_writes)
+and its answer (handlers.outcome); no rule of its own about what a document may be.
 
-POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf;
-                                        404 naming the index when it does not exist (never created here)
-(editing: gateway.console.doc_edit; deleting, confirmed and restorable: gateway.console.doc_deleted;
-re-indexing: gateway.console.doc_reindex)
+POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf
 POST /admin/indexes/{index}/visibility  id, visible (0: disable, 1: enable), back, csrf
-
-Each is allowed to an owner of the index and to an admin (users.can 'edit_documents'), decided
-before the body is read: a refusal (403, audited) changes nothing. Each change is one commit,
-audited as the console user's action, answered 303 (POST-redirect-GET) with its report (what
-became of each file or id, the reader's warnings and refusals) in a short-lived cookie the next
-page shows once. Disabling rewrites the document with qa_visible off, its text, metadata and
-source as stored (indexes.browse.as_document): the core's one visibility rule then keeps it
-from every caller (docs/console.md, "Disabled documents").
+(editing: doc_edit; deleting: doc_deleted; re-indexing: doc_reindex; docs/console.md has the rest)
 """
 
 from __future__ import annotations
