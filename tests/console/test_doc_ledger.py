@@ -5,6 +5,7 @@ or all of them (confirmed first), each reported."""
 
 from __future__ import annotations
 
+import argparse
 import base64
 import time
 from collections import Counter
@@ -20,6 +21,7 @@ from gateway.console.gaps.record import _aggregate
 from gateway.console.gaps.store import CHUNK, day_of
 from gateway.console.links import document_url
 from gateway.core.events import Asker, SearchAnswered, Served
+from indexes import ledger
 from tests.console.test_browse import ADMIN, _app_config
 
 pytestmark = pytest.mark.anyio
@@ -149,3 +151,39 @@ async def test_reindex_one_document_or_all_of_them_confirmed(tmp_path: Path, pri
     assert hidden["qa_visible"] is False  # a re-index keeps a disabled document disabled
     missing = await c.post("/admin/indexes/docs/reindex", headers=ADMIN, data={"id": "nope.md"})
     assert missing.status_code == 404
+
+
+async def test_the_document_api_records_its_writes_and_keeps_a_files_text(private_index: Path,
+                                                                         start_app: Any) -> None:
+    from tests.documents.conftest import BASE, WRITER, documents_config
+    from tests.support.configs import parse
+
+    c, _, _ = await start_app(parse(documents_config(private_index.parent, private_index), private_index.parent))
+    r = await c.put(f"{BASE}/kb/documents/hr%2Fleave.md", content=MD.encode(),
+                    headers={"authorization": f"Bearer {WRITER}", "content-type": "text/markdown"})
+    assert r.status_code == 200, r.text
+    docs, refused = ledger.entries(private_index / "kb")
+    assert (docs["hr/leave.md"].via, docs["hr/leave.md"].size, refused) == ("api", len(MD.encode()), {})
+    assert ledger.original(private_index / "kb", "hr/leave.md") == MD
+    r = await c.put(f"{BASE}/kb/documents/j1", json={"title": "标题", "content": "正文。"},
+                    headers={"authorization": f"Bearer {WRITER}"})
+    assert r.status_code == 200, r.text
+    assert ledger.original(private_index / "kb", "j1") is None and ledger.entries(private_index / "kb")[0]["j1"].via \
+        == "api"
+    r = await c.delete(f"{BASE}/kb/documents/j1", headers={"authorization": f"Bearer {WRITER}"})
+    assert r.status_code == 200 and "j1" not in ledger.entries(private_index / "kb")[0]
+
+
+def test_kbgate_index_add_records_its_documents_as_cli(tmp_path: Path) -> None:
+    from gateway.ops.index_commands import cmd_index_add
+    from tests.support.configs import write
+
+    cfg = write(tmp_path / "gateway.toml", {"indexes": {"dir": "indexes", "hr": {"dense": "none"}}})
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "leave.md").write_text(MD, "utf-8")
+    args = argparse.Namespace(config=str(cfg), index="hr", paths=[str(tmp_path / "pages")], dataset=None, root=None,
+                              url_base=None, max_document_bytes=None, delete_missing=False, force=False,
+                              no_progress=True, replace=False, wait=0.0, allow_empty=False)
+    assert cmd_index_add(args) == 0
+    [(doc_id, entry)] = ledger.entries(tmp_path / "indexes" / "hr")[0].items()
+    assert (doc_id, entry.via, entry.has_original) == ("leave.md", "cli", False) and entry.size
