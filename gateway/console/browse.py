@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import doc_deleted, doc_edit, doc_facts, doc_reindex, doc_writes, index_create
+from gateway.console import doc_batch, doc_deleted, doc_edit, doc_facts, doc_reindex, doc_writes, index_create
 from gateway.console.gaps.store import CHUNK
 from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
@@ -185,7 +185,9 @@ async def index_html(request: Request) -> Response:
     return doc_writes.clear_report(page(
         request, user, "index.html", active="indexes", title=_("Index %(name)s", name=index), index=index,
         listed=listed, note=note, filters=filters, links=links, days=rt.config.gaps.keep_days,
-        report=doc_writes.take_report(request), upload_types=doc_writes.UPLOAD_ACCEPT,
+        report=await doc_batch.whole(request, doc_writes.take_report(request)),
+        upload_types=doc_writes.UPLOAD_ACCEPT, max_files=doc_writes.MAX_FILES,
+        max_bytes=rt.config.documents.max_body_bytes,
         deleted=await anyio.to_thread.run_sync(doc_deleted.kept, rt, index),
         keep_days=rt.config.admin.keep_deleted_days))
 

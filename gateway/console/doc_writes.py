@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.console import doc_batch
 from gateway.console.changes import audit_change
 from gateway.console.csrf import FIELD, post_ok
 from gateway.console.gaps.store import days_back
@@ -46,7 +47,7 @@ from indexes.types import ChangeSet, Document
 FORM = "documents"
 REPORT_COOKIE = "kbgate_report"
 REPORT_PATH = "/admin/indexes"
-MAX_FILES = 20
+MAX_FILES = 100  # files an upload form may carry (documents.max_body_bytes bounds their total)
 MAX_REPORT_BYTES = 3000
 EDITABLE = (".md", ".markdown", ".txt")
 UPLOAD_ACCEPT = ",".join(sorted(set(upload_types().values()) | {".markdown", ".htm", ".txt"}))
@@ -248,8 +249,8 @@ async def upload(request: Request) -> Response:
         else:
             out, error = await _commit(request, user, "upload", index, changes, warnings, **refused)
             items += _items(out, error, names, warnings)
-    return _done(index_url(index), {"action": "upload", "items": items,
-                                    "commit": out["commit"] if out else None})
+    return _done(index_url(index), await doc_batch.kept(request, {"action": "upload", "items": items,
+                                                                  "commit": out["commit"] if out else None}))
 
 
 def _upload_refused(request: Request, user: ConsoleUser, index: str, text: str, status: int, *,

@@ -187,3 +187,21 @@ def test_kbgate_index_add_records_its_documents_as_cli(tmp_path: Path) -> None:
     assert cmd_index_add(args) == 0
     [(doc_id, entry)] = ledger.entries(tmp_path / "indexes" / "hr")[0].items()
     assert (doc_id, entry.via, entry.has_original) == ("leave.md", "cli", False) and entry.size
+
+
+async def test_a_large_upload_lists_every_file_with_its_outcome(tmp_path: Path, private_index: Path, redis_url: str,
+                                                               start_app: Any) -> None:
+    c, _, _ = await start_app(_app_config(tmp_path, private_index, redis_url))
+    files = [("file", (f"p{n:02}.md", f"# 第{n}页\n\n内容{n}。".encode(), "text/markdown")) for n in range(12)]
+    files.append(("file", ("tool.exe", b"MZ", "application/octet-stream")))
+    r = await c.post("/admin/indexes/docs/upload", headers=ADMIN, files=files, data={"folder": "batch"})
+    assert r.status_code == 303
+    report = _report(r)
+    assert report["counts"] == {"added": 12, "refused": 1} and report["files"] == 13 and report["note"]
+    page = (await c.get("/admin/indexes/docs", headers=ADMIN)).text
+    shown = page[page.index('class="report"'):page.index("</section>", page.index('class="report"'))]
+    assert shown.count("<li class=") == 13 and "not listed" not in shown
+    assert shown.index("tool.exe") < shown.index("p00.md")  # refused first
+    assert "13 files" in shown and '<span class="count-added">added 12</span>' in shown
+    assert 'id="upload-limits"' in page and "Up to 100 files" in page
+    assert {f"batch/p{n:02}.md" for n in range(12)} <= set(await _rows(c))
