@@ -1,11 +1,10 @@
 """The console's language: zh-CN first, English on request, through gettext catalogs.
 
-`_("text")` translates for the request being answered (a context variable set by `use`);
-`N_("text")` marks a module-level string for extraction and is translated where shown.
-Templates call the same catalogs (Jinja2's i18n extension, new-style). The catalogs are the
-.po files under gateway/console/locale/, read once at start (`make messages` updates them).
-The rules are in docs/architecture.md, "The console's language".
-"""
+`_("text")` translates for the request being answered (a context variable set by `use`;
+outside a request, English); `N_("text")` marks a module-level string for extraction, to be
+translated where shown. Templates use the same catalogs (Jinja2's i18n extension, new-style):
+the .po files under gateway/console/locale/, read once (docs/architecture.md, "The console's
+language")."""
 
 from __future__ import annotations
 
@@ -21,7 +20,8 @@ DEFAULT = "zh_CN"
 TAGS = {"zh_CN": "zh-CN", "en": "en"}  # BCP 47, for <html lang> and the language cookie
 CATALOGS = Path(__file__).with_name("locale")
 
-_current: ContextVar[str] = ContextVar("console_locale", default=DEFAULT)
+# Outside a console request (the CLI, a unit test, a log line) the msgids themselves: English.
+_current: ContextVar[str] = ContextVar("console_locale", default="en")
 
 
 @cache

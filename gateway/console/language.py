@@ -2,9 +2,10 @@
 
 The choice, in order: the `kbgate_lang` cookie the header's language links set ('zh-CN' or
 'en'), then the browser's Accept-Language (the first tag, by q, whose language the console
-speaks), then zh-CN. `ConsoleLanguage` sets it (gateway.console.i18n.use) for every /admin
-request; GET /admin/language?to=en&next=/admin/gaps sets the cookie and answers 303 to `next`
-(a console path; anything else goes to /admin/).
+speaks), then zh-CN for a person and English for a tool (a JSON twin, or a POST with
+Authorization: Bearer, whose JSON errors a script reads). `ConsoleLanguage` sets it
+(gateway.console.i18n.use) for every /admin request; GET /admin/language?to=en&next=/admin/gaps
+sets the cookie and answers 303 to `next` (a console path; anything else goes to /admin/).
 """
 
 from __future__ import annotations
@@ -47,12 +48,19 @@ def from_accept_language(value: str) -> str | None:
     return min(ranked)[2] if ranked else None
 
 
-def choose(headers: Headers, cookies: dict[str, str]) -> str:
-    """The locale (one of i18n.LOCALES) for a request: the cookie, Accept-Language, zh_CN."""
+def choose(headers: Headers, cookies: dict[str, str], tool: bool = False) -> str:
+    """The locale (one of i18n.LOCALES) for a request: the cookie, Accept-Language, then zh_CN
+    (en when `tool`)."""
     chosen = BY_TAG.get(cookies.get(COOKIE, "").lower())
     if chosen:
         return chosen
-    return from_accept_language(headers.get("accept-language", "")) or i18n.DEFAULT
+    return from_accept_language(headers.get("accept-language", "")) or ("en" if tool else i18n.DEFAULT)
+
+
+def is_tool(method: str, path: str, headers: Headers) -> bool:
+    """A script rather than a person: a JSON twin (`….json`) or a POST with a Bearer credential."""
+    return path.endswith(".json") or (method == "POST" and
+                                      headers.get("authorization", "").lower().startswith("bearer "))
 
 
 class ConsoleLanguage:
@@ -64,7 +72,7 @@ class ConsoleLanguage:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith("/admin"):
             request = Request(scope)
-            i18n.use(choose(request.headers, request.cookies))
+            i18n.use(choose(request.headers, request.cookies, is_tool(request.method, scope["path"], request.headers)))
         await self.app(scope, receive, send)
 
 

@@ -94,7 +94,7 @@ def read(path: Path, shown: str) -> FileState:
         raw = path.read_bytes()[:MAX_FILE_BYTES + 1]
         text = raw.decode("utf-8-sig")
     except OSError as exc:
-        raise NotWritable(f"{shown} cannot be read: {exc.strerror}") from None
+        raise NotWritable(_("%(file)s cannot be read: %(problem)s", file=shown, problem=exc.strerror)) from None
     except UnicodeDecodeError:
         return FileState(raw.decode("utf-8", "replace"), digest(""), [(1, "is not UTF-8")], 0)
     try:
@@ -108,7 +108,7 @@ def _current(path: Path, shown: str) -> FileState:
     try:
         text = path.read_bytes()[:MAX_FILE_BYTES + 1].decode("utf-8-sig", "replace")
     except OSError as exc:
-        raise NotWritable(f"{shown} cannot be read: {exc.strerror}") from None
+        raise NotWritable(_("%(file)s cannot be read: %(problem)s", file=shown, problem=exc.strerror)) from None
     return FileState(text, digest(text), [], 0)
 
 
@@ -144,7 +144,7 @@ def _locked(folder: Path) -> Iterator[None]:
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError as exc:
-        raise NotWritable(f"{folder} cannot be opened: {exc.strerror}") from None
+        raise NotWritable(_("%(file)s cannot be opened: %(problem)s", file=folder, problem=exc.strerror)) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -213,11 +213,12 @@ def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str
                                    "removed": removed}, mode)
             _atomic_write(path, text.encode("utf-8"), mode)
     except PermissionError as exc:
-        raise NotWritable(f"{shown} cannot be written: {exc.strerror}") from None
+        raise NotWritable(_("%(file)s cannot be written: %(problem)s", file=shown, problem=exc.strerror)) from None
     except OSError as exc:
         if isinstance(exc, NotWritable):
             raise
-        raise NotWritable(f"{shown} cannot be written: {exc.strerror or exc}") from None
+        raise NotWritable(_("%(file)s cannot be written: %(problem)s", file=shown,
+                            problem=exc.strerror or exc)) from None
     # named by the file's own path, as the config loads it: the reload watches that path
     return dataclasses.replace(rules, source=str(path))
 

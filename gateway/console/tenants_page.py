@@ -125,7 +125,7 @@ async def tenant_html(request: Request) -> Response:
     rt = runtime(request)
     return page(request, user, "tenant.html", active="tenants", title=_("Tenant %(name)s", name=name), t=views[0],
                 shown=shown,
-                test=test, error=error, advice=ADVICE, default_query=DEFAULT_QUERY,
+                test=test, error=error, advice={k: _(v) for k, v in ADVICE.items()}, default_query=DEFAULT_QUERY,
                 public_url=rt.config.server.public_url, base=base or "", indexes=rt.indexes.names())
 
 

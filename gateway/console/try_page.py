@@ -53,21 +53,22 @@ def side_request(form: Mapping[str, str], prefix: str, query: str, limit: str) -
     n: int | None = None
     if limit.strip():
         if not limit.strip().isdigit():
-            raise TryInvalid("limit", "must be a whole number")
+            raise TryInvalid("limit", _("must be a whole number"))
         n = int(limit)
     condition: Any = None
     if got["metadata_condition"]:
         try:
             condition = loads_bounded(got["metadata_condition"])
         except JsonTooDeep:
-            raise TryInvalid(prefix + "metadata_condition", f"nests arrays and objects over {MAX_JSON_DEPTH} "
-                                                            "levels deep (the limit of a request's JSON)") from None
+            raise TryInvalid(prefix + "metadata_condition", _("nests arrays and objects over %(n)s levels deep "
+                                                              "(the limit of a request's JSON)", n=MAX_JSON_DEPTH)
+                             ) from None
         except orjson.JSONDecodeError:
-            raise TryInvalid(prefix + "metadata_condition", "is not JSON") from None
+            raise TryInvalid(prefix + "metadata_condition", _("is not JSON")) from None
     try:
         threshold = float(got["score_threshold"] or 0)
     except ValueError:
-        raise TryInvalid(prefix + "score_threshold", "must be a number") from None
+        raise TryInvalid(prefix + "score_threshold", _("must be a number")) from None
     return try_.TryRequest(caller=got["caller"], query=query, limit=n, tenant=got["tenant"], first=got["first"],
                            second=got["second"], client=got["client"], token_id=got["token_id"],
                            session=got["session"], route=got["route"], metadata_condition=condition,

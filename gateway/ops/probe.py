@@ -18,21 +18,29 @@ from gateway.core.errors import RET_TABLE
 from gateway.volcengine.signing import sign_headers
 from indexes.invisible import shown
 
+
+def N_(message: str) -> str:
+    """Mark `message` for the console's catalogs (babel.cfg; the tenant page shows it translated)."""
+    return message
+
+
 # What an admin should do about each failure, in plain words.
 ADVICE: dict[str, str] = {
-    "header_missing": "The request carried no signature. Set the tenant to verify = \"report\" until the "
-    "console shows the key, or probe with --config/--secret-env.",
-    "timestamp_expired": "The timestamp is too far from the gateway's clock. Check NTP on both sides.",
-    "signature_mismatch": "No key of this tenant produced the signature. The key in the console and the "
-    "key in the gateway's config differ (or the body was altered on the way, e.g. by a proxy).",
-    "no_live_key": "Every key of this tenant has expired (not_after). Add a new key.",
-    "replayed": "This timestamp and nonce were already used. Each request needs a fresh nonce.",
-    "tenant_unknown": "No tenant is configured at this URL path. Check the path in the console and in the config.",
-    "route_unknown": "The tenant has no route for this FirstLevelId/SecondLevelId. Add a [[tenants.X.routes]] "
-    "entry with the ids exactly as typed in the console.",
-    "replay_store_unavailable": "The gateway cannot reach Redis. Check replay.redis_url and the Redis server.",
-    "index_unavailable": "The routed index does not exist or cannot be opened. Build it with kbgate index add.",
-    "body_too_large": "The body exceeds server.max_body_bytes.",
+    "header_missing": N_("The request carried no signature. Set the tenant to verify = \"report\" until the "
+                         "console shows the key, or probe with --config/--secret-env."),
+    "timestamp_expired": N_("The timestamp is too far from the gateway's clock. Check NTP on both sides."),
+    "signature_mismatch": N_("No key of this tenant produced the signature. The key in the console and the "
+                             "key in the gateway's config differ (or the body was altered on the way, e.g. by a "
+                             "proxy)."),
+    "no_live_key": N_("Every key of this tenant has expired (not_after). Add a new key."),
+    "replayed": N_("This timestamp and nonce were already used. Each request needs a fresh nonce."),
+    "tenant_unknown": N_("No tenant is configured at this URL path. Check the path in the console and in the "
+                         "config."),
+    "route_unknown": N_("The tenant has no route for this FirstLevelId/SecondLevelId. Add a [[tenants.X.routes]] "
+                        "entry with the ids exactly as typed in the console."),
+    "replay_store_unavailable": N_("The gateway cannot reach Redis. Check replay.redis_url and the Redis server."),
+    "index_unavailable": N_("The routed index does not exist or cannot be opened. Build it with kbgate index add."),
+    "body_too_large": N_("The body exceeds server.max_body_bytes."),
 }
 
 

@@ -118,6 +118,8 @@ def test_accept_language(header: str, locale: str | None) -> None:
 
 def test_the_cookie_beats_the_header_and_zh_cn_is_the_default() -> None:
     assert choose(Headers({}), {}) == "zh_CN"
+    assert choose(Headers({}), {}, tool=True) == "en"  # a script reads English unless it asks
+    assert choose(Headers({"accept-language": "zh-CN"}), {}, tool=True) == "zh_CN"
     assert choose(Headers({"accept-language": "en"}), {}) == "en"
     assert choose(Headers({"accept-language": "en"}), {"kbgate_lang": "zh-CN"}) == "zh_CN"
     assert choose(Headers({}), {"kbgate_lang": "en"}) == "en"
@@ -190,3 +192,7 @@ async def test_a_refusal_page_is_chinese_and_a_tools_json_error_english(client: 
     assert form.status_code == 403 and "表单被拒绝" in form.text
     tool = await client.get("/admin/overview.json")
     assert tool.status_code == 401 and "login required" in tool.json()["error"]
+    filed = await client.post("/admin/gaps/file", headers=AUTH, json={"group": "abc"})
+    assert filed.status_code == 400 and "at least its first" in filed.json()["error"]
+    asked = await client.post("/admin/gaps/file", headers={**AUTH, "accept-language": "zh-CN"}, json={"group": "abc"})
+    assert "请给出分组 ID" in asked.json()["error"]

@@ -62,7 +62,7 @@ def test_the_printed_admin_token_opens_the_console_at_its_overview(demo: tuple[S
             r = page.goto(srv.base + "/admin/")
             assert r is not None and r.status == 200 and page.url == srv.base + "/admin/login"  # its login form
             log_in(page, srv.base, admin)
-            assert page.url == srv.base + "/admin/" and page.locator("h1").inner_text() == "概览"  # zh-CN: the browser asks for no language
+            assert page.url == srv.base + "/admin/" and page.locator("h1").inner_text() == "概览"  # a zh-CN browser
             routes = page.locator("section.route").evaluate_all("els => els.map(e => e.dataset.route)")
             assert sorted(routes) == ["demo/tech/software", "docs"]
             assert_fits(page)
