@@ -25,7 +25,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import doc_batch, doc_deleted, doc_edit, doc_facts, doc_reindex, doc_writes, index_create
+from gateway.console import (
+    doc_batch,
+    doc_deleted,
+    doc_edit,
+    doc_facts,
+    doc_questions,
+    doc_reindex,
+    doc_writes,
+    index_create,
+)
 from gateway.console.gaps.store import CHUNK
 from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
@@ -271,7 +280,8 @@ async def document_html(request: Request) -> Response:
         doc=doc, chunks=chunks, back=index_url(index), editable=doc_writes.editable(doc.path),
         edit_url=doc_writes.edit_url(index, doc.doc_id), report=doc_writes.take_report(request),
         facts=await _facts(request, index, doc), hits=await _chunk_hits(request, index, doc.doc_id),
-        days=runtime(request).config.gaps.keep_days))
+        days=runtime(request).config.gaps.keep_days,
+        near=await doc_questions.near(request, user, index, doc.doc_id)))
 
 
 async def document_json(request: Request) -> Response:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import time
 from collections import Counter
 from pathlib import Path
@@ -205,3 +206,27 @@ async def test_a_large_upload_lists_every_file_with_its_outcome(tmp_path: Path, 
     assert "13 files" in shown and '<span class="count-added">added 12</span>' in shown
     assert 'id="upload-limits"' in page and "Up to 100 files" in page
     assert {f"batch/p{n:02}.md" for n in range(12)} <= set(await _rows(c))
+
+
+async def test_a_documents_page_lists_the_gap_questions_that_came_near_text_to_its_owners(
+        tmp_path: Path, private_index: Path, redis_url: str, start_app: Any) -> None:
+    from gateway.console.gaps.groups import Question
+    from tests.console.test_browse import VIEWER
+
+    cfg = _app_config(tmp_path, private_index, redis_url)
+    cfg = dataclasses.replace(cfg, admin=dataclasses.replace(cfg.admin, show_queries=True))
+    c, app, clock = await start_app(cfg)
+    doc = "guide/key-rotation.md"
+    q = Question("a" * 32, ("t1",), count=2, no_answer=2, first=clock.now(), last=clock.now(),
+                 best=[{"index": "docs", "doc_id": doc, "title": "密钥轮换", "path": doc, "relevance": 0.2961,
+                        "revision": ""}])
+    await app.gaps.store.apply([q], [("a" * 32, clock.now(), "密钥怎么换")], {}, app.runtime.config.gaps, clock.now())
+    page = (await c.get(document_url("docs", doc), headers=ADMIN)).text
+    assert 'id="near-h"' in page and "asked 2 times" in page and "0.2961" in page
+    assert "<q>密钥怎么换</q>" in page  # an admin reads the text kept
+    viewer = (await c.get(document_url("docs", doc), headers={"authorization": f"Bearer vera:{VIEWER}"})).text
+    assert "asked 2 times" in viewer and "密钥怎么换" not in viewer  # a viewer sees counts only
+    olga = (await c.get(document_url("docs", doc), headers={"authorization": f"Bearer olga:{VIEWER}o"})).text
+    assert "asked 2 times" in olga and "密钥怎么换" not in olga  # so does the owner of another index
+    other = (await c.get(document_url("docs", "ops/deploy.md"), headers=ADMIN)).text
+    assert 'id="near-h"' not in other
