@@ -230,3 +230,14 @@ async def test_a_documents_page_lists_the_gap_questions_that_came_near_text_to_i
     assert "asked 2 times" in olga and "密钥怎么换" not in olga  # so does the owner of another index
     other = (await c.get(document_url("docs", "ops/deploy.md"), headers=ADMIN)).text
     assert 'id="near-h"' not in other
+
+
+async def test_refused_writes_of_ids_the_index_does_not_hold_are_listed(tmp_path: Path, private_index: Path,
+                                                                       redis_url: str, start_app: Any) -> None:
+    c, _, _ = await start_app(_app_config(tmp_path, private_index, redis_url))
+    ledger.note_refused(private_index / "docs", [("ghost.md", "source", "indexed from /srv/a.md, not /srv/b.md")],
+                        via="sync", now=time.time())
+    body = (await c.get("/admin/indexes/docs.json", headers=ADMIN)).json()
+    assert [(r["doc_id"], r["via"], r["kind"]) for r in body["refused"]] == [("ghost.md", "sync", "source")]
+    page = (await c.get("/admin/indexes/docs", headers=ADMIN)).text
+    assert 'id="refused-h"' in page and 'data-refused="ghost.md"' in page and "/srv/a.md" in page
