@@ -41,6 +41,7 @@ from typing import Any
 import orjson
 
 from gateway.console.i18n import _
+from gateway.core.runtime import Runtime
 from indexes.synonyms import MAX_FILE_BYTES, SynonymError, Synonyms, parse, problems
 
 MAX_HISTORY = 50
@@ -243,3 +244,9 @@ def revert(path: Path, shown: str, *, who: str, base: str, now: float | None = N
         raise Stale(f"{shown} changed outside the console since the last change: revert it where it was made")
     # `write` checks `base` again under the lock: a change landing between here and there is refused too
     return write(path, shown, before, base, who=who, action="revert", now=now)
+
+
+def apply(rt: Runtime, index: str, rules: Synonyms) -> None:
+    """The new rules in this worker now (the config's synonyms, which each search reads through
+    `Runtime.index`); the file's reload brings the same to every worker."""
+    rt.config = dataclasses.replace(rt.config, synonyms={**rt.config.synonyms, index: rules})

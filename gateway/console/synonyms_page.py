@@ -20,7 +20,6 @@ worker's reload within a second: no rebuild. Reads: every role; changes: users.c
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -69,12 +68,6 @@ def _shown(rt: Runtime, path: Path) -> str:
 def _indexes(rt: Runtime) -> list[str]:
     names = set(rt.routed_indexes()) | set(rt.config.synonyms) | set(rt.indexes.names())  # a new index too
     return sorted(names)
-
-
-def apply(rt: Runtime, index: str, rules: Synonyms) -> None:
-    """The new rules in this worker now (the config's synonyms, which each search reads through
-    `Runtime.index`); the file's reload brings the same to every worker."""
-    rt.config = dataclasses.replace(rt.config, synonyms={**rt.config.synonyms, index: rules})
 
 
 def _summary(rt: Runtime, name: str) -> dict[str, Any]:
@@ -218,7 +211,7 @@ async def change_html(request: Request) -> Response:
         return await _index_page(request, user, index, status=409 if isinstance(exc, sf.Stale) else 503,
                                  text=fields.get("text") if action == "save" else None,
                                  error=_("Nothing was changed: %(problem)s", problem=exc))
-    apply(rt, index, rules)
+    sf.apply(rt, index, rules)
     audit_change(rt.config, user.name, f"synonyms.{done}", index, rules=len(rules.rules))
     return see_other(f"/admin/synonyms/{index}?done={done}")
 
@@ -277,7 +270,7 @@ async def index_json(request: Request) -> Response:
                                 "refused": [{"line": n, "problem": p} for n, p in exc.lines]}, 400)
         except (sf.Stale, sf.NotWritable) as exc:
             return json_answer({"error": str(exc)}, 409 if isinstance(exc, sf.Stale) else 503)
-        apply(rt, index, rules)
+        sf.apply(rt, index, rules)
         audit_change(rt.config, user.name, f"synonyms.{done}", index, rules=len(rules.rules))
     try:
         d = _detail(rt, index)

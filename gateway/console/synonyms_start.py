@@ -85,8 +85,6 @@ def start(config_file: Path, index: str, text: str, *, who: str, now: float) -> 
 
 async def start_post(request: Request) -> Response:
     """POST /admin/synonyms/{index}/start (module doc)."""
-    from gateway.console.synonyms_page import apply  # the page module imports this one's page
-
     index = request.path_params["index"]
     user = await gate(request, "edit_synonyms", index, active="synonyms")
     if isinstance(user, Response):
@@ -126,7 +124,7 @@ async def start_post(request: Request) -> Response:
         audit_change(rt.config, user.name, "synonyms.start", index, status=503)
         return message(request, user, _("Synonyms not started"), _("Nothing was changed: %(why)s.", why=str(exc)),
                        status=503, active="synonyms")
-    apply(rt, index, rules)
+    sf.apply(rt, index, rules)
     audit_change(rt.config, user.name, "synonyms.start", index, rules=len(rules.rules))
     return see_other(f"/admin/synonyms/{index}?done=start")
 

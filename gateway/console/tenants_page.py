@@ -124,9 +124,9 @@ async def tenant_html(request: Request) -> Response:
     shown, test, error = await _notes(request, name)
     rt = runtime(request)
     return page(request, user, "tenant.html", active="tenants", title=_("Tenant %(name)s", name=name), t=views[0],
-                shown=shown,
-                test=test, error=error, advice={k: _(v) for k, v in ADVICE.items()}, default_query=DEFAULT_QUERY,
-                public_url=rt.config.server.public_url, base=base or "", indexes=rt.indexes.names())
+                shown=shown, test=test, error=error, advice={k: _(v) for k, v in ADVICE.items()},
+                default_query=DEFAULT_QUERY, public_url=rt.config.server.public_url, base=base or "",
+                indexes=rt.indexes.names())
 
 
 ROUTES = [

@@ -149,7 +149,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_pages_answer_in_chinese_by_default(client: httpx.AsyncClient) -> None:
-    login = await client.get("/admin/login")  # /admin/ redirects there before logging in
+    login = await client.get("/admin/login")
     assert login.status_code == 200
     assert '<html lang="zh-CN">' in login.text and "登录" in login.text and "Log in" not in login.text
     page = await client.get("/admin/", headers=AUTH)

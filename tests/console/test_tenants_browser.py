@@ -3,8 +3,9 @@ as `make run` prints it), in a real headless Chromium, at 390 and 1280 px, by ke
 index hr and upload its page → route hr/leave → hr for tenant demo → the connectivity test → add
 a key (shown once: never in a redirect, the log, the audit or a refreshed page) → retire the old
 one → test the new route → add ann, owner of only hr; she cannot touch demo-docs or the tenant
-(refusals naming her role, nothing changed) and has no Users link; in Chinese, as zh-CN asks.
-New controls are found by ids, names and hrefs, so the story holds in any language of the pages. Screenshots go to
+(refusals naming her role, nothing changed) and has no Users link. New controls are found by
+ids, names and hrefs, so the story holds in any language of the pages; the browser asks for zh-CN,
+so it runs in Chinese, as an admin in China sees it. Screenshots go to
 test-artifacts/ (gitignored), with KBGATE_DOCS_SCREENSHOTS=1 to docs/img/ (docs/volcengine-console.md).
 """
 
@@ -238,7 +239,7 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
             page.keyboard.press("Enter")
         answer = page.locator("#test-answer")
         expect(answer).to_contain_text("Ret 0")
-        expect(answer).to_contain_text(f"signed with key {key_id}")
+        expect(answer).to_contain_text(f"用密钥 {key_id} 签名")
 
         # An owner of only the new index, added from the Users page by keyboard.
         page.locator('nav.console a[href="/admin/users"]').click()
@@ -247,7 +248,7 @@ def test_the_admin_story(browser: Any, demo: tuple[Server, Path]) -> None:
         _tab_to(page, 'form[action="/admin/users"] input[name="name"]')
         page.keyboard.type("ann")
         _tab_to(page, 'form[action="/admin/users"] select[name="role"]')
-        page.keyboard.type("owner")
+        page.keyboard.press("ArrowDown")  # from 查看者 (viewer) to 负责人 (owner)
         expect(page.locator('form[action="/admin/users"] select[name="role"]')).to_have_value("owner")
         _tab_to(page, 'form[action="/admin/users"] input[name="index.hr"]')
         page.keyboard.press("Space")
@@ -283,7 +284,7 @@ def _index_and_route(page: Any, srv: Server, out: Path) -> None:
     _tab_to(page, "#new-index")
     page.keyboard.type("hr")
     _tab_to(page, "#new-index-kind")
-    page.keyboard.type("l")  # type-ahead: the lexical option
+    page.keyboard.press("ArrowDown")  # from 混合检索 (hybrid) to the lexical option
     expect(page.locator("#new-index-kind")).to_have_value("lexical")
     page.locator("#new-index").scroll_into_view_if_needed()
     _shot(page, "index-create.png")
@@ -314,7 +315,7 @@ def _index_and_route(page: Any, srv: Server, out: Path) -> None:
     _tab_to(page, '#route-add button[type="submit"]')
     with page.expect_navigation():
         page.keyboard.press("Enter")
-    expect(page.locator("dl.paste")).to_contain_text("hr / leave → index hr")
+    expect(page.locator("dl.paste")).to_contain_text("hr / leave → 知识库 hr")
     config = (out / "gateway.toml").read_text("utf-8")
     assert 'first_level_id = "hr"' in config and 'index = "hr"' in config
     for _ in range(50):  # the worker serves the new route once it reloads the file (within a second)

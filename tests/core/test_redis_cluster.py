@@ -13,13 +13,13 @@ from collections import Counter
 import pytest
 
 from gateway.agent.idempotency import IdempotencyStore, dedupe_redis_key, idempotency_redis_key
-from gateway.ops.deliveries import DeliveryReader, RedisDeliveryLog
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.store import RedisGapStore
 from gateway.core.config import GapsConfig
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.redis_clients import async_client, sync_client
 from gateway.core.replay import RedisNonceStore, nonce_key
+from gateway.ops.deliveries import DeliveryReader, RedisDeliveryLog
 from gateway.volcengine.keyuse import RedisKeyUsage, read_key_usage
 from tests.support.redis_procs import RedisClusterProcs
 

@@ -17,15 +17,9 @@ import pytest
 import redis
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import (
-    ADMIN_TOKEN,
-    ENV,
-    TOKEN_ALICE,
-    every_caller,
-    write,
-)
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE, every_caller, write
 from tests.support.console import ENGLISH
-from tests.support.harness import Server, free_port, serve
+from tests.support.harness import Server, bearer_json, free_port, serve
 from tests.support.mcp_env import connect, payload
 
 pytestmark = pytest.mark.anyio
@@ -52,10 +46,7 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
 
 
 def _bearer(srv: Server, path: str, body: dict[str, Any]) -> Any:
-    r = httpx.post(srv.base + path, content=orjson.dumps(body), timeout=10,
-                   headers={"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"})
-    assert r.status_code == 200, r.text
-    return orjson.loads(r.content)
+    return bearer_json(srv.base + path, TOKEN_ALICE, body)
 
 
 async def _ask_every_caller(srv: Server, questions: dict[str, str]) -> None:

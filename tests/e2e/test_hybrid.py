@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from tests.support.embedding_server import running as embedding_server
 from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 from tests.support.paths import ROOT
-from tests.support.polling import until
+from tests.support.polling import eventually, until
 
 LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
 
@@ -104,17 +103,6 @@ async def _mcp_first_title(base: str) -> str:
     async with connect(base + "/mcp", TOKEN_ALICE) as c:
         found = payload(await c.call_tool("search", {"query": PARAPHRASE}))["results"]
     return str(found[0]["title"])
-
-
-def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
-    """ask() until it returns `want` or `seconds` pass (the worker loads the model in the
-    background, and a search past its deadline is answered lexically); returns the last answer."""
-    deadline = time.monotonic() + seconds
-    got = ask()
-    while got != want and time.monotonic() < deadline:
-        time.sleep(0.5)
-        got = ask()
-    return got
 
 
 def test_a_new_index_is_hybrid_by_default_through_every_caller(tmp_path: Path) -> None:

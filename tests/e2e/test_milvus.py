@@ -4,9 +4,7 @@ Ret 50302 within the budget; with it back, answers without a restart."""
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from tests.support.harness import Server, free_port, serve
 from tests.support.mcp_env import connect, payload
 from tests.support.milvus_server import MilvusLite
 from tests.support.paths import ROOT
+from tests.support.polling import eventually
 
 QUESTIONS = ("备份到 S3", "集群添加存储节点", "慢日志 阈值", "重置管理员口令", "今天天气怎么样")
 AUTH = {"authorization": f"Bearer {TOKEN_ALICE}", "content-type": "application/json"}
@@ -108,16 +107,6 @@ def test_a_milvus_index_answers_every_caller_as_a_tantivy_index_does(milvus: Mil
         ready = c.get(f"{srv.base}/readyz").json()
         route = next(x for x in ready["routes"] if x["index"] == "docs")
         assert route["state"] == "ok" and route["commit"].endswith("-milvus"), ready
-
-
-def eventually(ask: Callable[[], Any], want: Any, seconds: float = 60.0) -> Any:
-    """ask() until it returns `want` or `seconds` pass; returns the last answer."""
-    deadline = time.monotonic() + seconds
-    got = ask()
-    while got != want and time.monotonic() < deadline:
-        time.sleep(0.2)
-        got = ask()
-    return got
 
 
 def test_milvus_down_answers_retryable_unavailable_and_recovers_without_a_restart(tmp_path: Path) -> None:

@@ -18,13 +18,7 @@ import orjson
 import pytest
 
 from tests.support.callbacks import post as callback
-from tests.support.configs import (
-    ADMIN_TOKEN,
-    ENV,
-    TOKEN_ALICE,
-    every_caller,
-    write,
-)
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE, every_caller, write
 from tests.support.console import ENGLISH
 from tests.support.harness import Server, free_port, kbgate, serve
 from tests.support.mcp_env import connect

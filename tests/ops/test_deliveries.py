@@ -18,10 +18,10 @@ import pytest
 import redis
 from asgi_lifespan import LifespanManager
 
-from gateway.ops.deliveries import DeliveryReader, MemoryDeliveryLog, RedisDeliveryLog, to_record
 from gateway.core.config import load_config
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import Delivery
+from gateway.ops.deliveries import DeliveryReader, MemoryDeliveryLog, RedisDeliveryLog, to_record
 from gateway.serve.app import Gateway, create_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ENV, SECRETS, two_tenants

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from gateway.ops.deliveries import RedisDeliveryLog
 from gateway.core.config import load_config
+from gateway.ops.deliveries import RedisDeliveryLog
 from tests.support.callbacks import post, ret
 from tests.support.configs import acme_toml
 from tests.support.harness import free_port, serve

@@ -10,10 +10,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
+import orjson
+
 from gateway.ops.processes import LISTENING, Server, children, free_port, kbgate, kbgate_argv
 from tests.support.configs import acme_toml
 
-__all__ = ["LISTENING", "Server", "children", "free_port", "kbgate", "kbgate_argv", "serve", "acme_server"]
+__all__ = ["LISTENING", "Server", "acme_server", "bearer_json", "children", "free_port", "kbgate", "kbgate_argv",
+           "serve"]
 
 
 def serve(config: Path, *, port: int | None = None, workers: int = 1, env: Mapping[str, str | None] | None = None,
@@ -35,3 +39,12 @@ def acme_server(tmp: Path, docs_index: Path, *, redis_url: str, secret: str, nam
     cfg.write_text(acme_toml(docs_index, port=port, redis_url=redis_url, prefix=f"kbgate-{name}-{port}", workers=1,
                              secrets=[("k1", "secret")], **over), "utf-8")
     return serve(cfg, port=port, workers=1)
+
+
+def bearer_json(url: str, token: str, body: Mapping[str, Any]) -> Any:
+    """POST `body` as JSON to `url` with `token` as its Bearer token; the answer's JSON, asserted
+    to be HTTP 200."""
+    r = httpx.post(url, content=orjson.dumps(body), timeout=10,
+                   headers={"authorization": f"Bearer {token}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    return orjson.loads(r.content)

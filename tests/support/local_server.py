@@ -36,11 +36,25 @@ def module_fixture(start: Callable[[int], AbstractContextManager[str]]) -> Any:
     return _server
 
 
-def reset(base: str, **control: Any) -> None:
-    """POST /reset to a test server at `base`, then /control with `control` when given."""
+def control(base: str, **settings: Any) -> None:
+    """POST `settings` to a test server's /control (its mode, delay, failures …)."""
+    httpx.post(f"{base}/control", json=settings).raise_for_status()
+
+
+def reset(base: str, **settings: Any) -> None:
+    """POST /reset to a test server at `base`, then `control` with `settings` when given."""
     httpx.post(f"{base}/reset").raise_for_status()
-    if control:
-        httpx.post(f"{base}/control", json=control).raise_for_status()
+    if settings:
+        control(base, **settings)
+
+
+def reset_fixture() -> Any:
+    """An autouse pytest fixture resetting the module's `server` before each test; assign it to a
+    module-level name to use it."""
+    @pytest.fixture(autouse=True)
+    def _reset(server: str) -> None:
+        reset(server)
+    return _reset
 
 
 def main(make_app: Callable[[], Any]) -> None:

@@ -33,6 +33,17 @@ def until(check: Callable[[], T], *, within: float, every: float = 0.05, what: s
         time.sleep(every)
 
 
+def eventually(ask: Callable[[], T], want: T, seconds: float = 60.0, every: float = 0.2) -> T:
+    """ask() until it returns `want` or `seconds` pass (monotonic); the last answer, for the
+    caller's assertion to show."""
+    deadline = time.monotonic() + seconds
+    got = ask()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(every)
+        got = ask()
+    return got
+
+
 def after_promise(answered_at: float, promised: float, check: Callable[[], T], *, what: str,
                   slack: float = LOADED_SLACK) -> T:
     """check() once `promised` seconds passed since `answered_at` (time.monotonic() when the

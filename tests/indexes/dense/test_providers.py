@@ -22,7 +22,7 @@ from indexes.store import IndexStore
 from tests.support.documents import HYBRID_DOCS, PARAPHRASE
 from tests.support.embedding_server import running
 from tests.support.harness import free_port
-from tests.support.local_server import module_fixture, reset
+from tests.support.local_server import control, module_fixture, reset_fixture
 from tests.support.polling import until
 
 MODEL = "use-multilingual-v3"
@@ -31,13 +31,7 @@ MODEL = "use-multilingual-v3"
 _server = module_fixture(running)
 
 
-@pytest.fixture(autouse=True)
-def _reset(server: str) -> None:
-    reset(server)
-
-
-def control(server: str, **kw: object) -> None:
-    httpx.post(f"{server}/control", json=kw).raise_for_status()
+_reset = reset_fixture()
 
 
 def stats(server: str) -> dict:

@@ -17,7 +17,7 @@ from indexes.dense.config import ApiKey
 from indexes.errors import RerankError, RerankResponseError, RerankUnavailable
 from indexes.rerank import PROVIDERS, RerankConfig, RerankStage, make_reranker
 from tests.support.harness import free_port
-from tests.support.local_server import module_fixture, reset
+from tests.support.local_server import control, module_fixture, reset_fixture
 from tests.support.rerank_server import PATHS, running
 
 QUERY = "忘记密码了怎么办"
@@ -28,13 +28,7 @@ DOCS = ["集群扩容：向集群添加新的存储节点", "重置管理员口�
 _server = module_fixture(running)
 
 
-@pytest.fixture(autouse=True)
-def _reset(server: str) -> None:
-    reset(server)
-
-
-def control(server: str, **kw: object) -> None:
-    httpx.post(f"{server}/control", json=kw).raise_for_status()
+_reset = reset_fixture()
 
 
 def stats(server: str) -> dict[str, Any]:
