@@ -241,3 +241,27 @@ async def test_refused_writes_of_ids_the_index_does_not_hold_are_listed(tmp_path
     assert [(r["doc_id"], r["via"], r["kind"]) for r in body["refused"]] == [("ghost.md", "sync", "source")]
     page = (await c.get("/admin/indexes/docs", headers=ADMIN)).text
     assert 'id="refused-h"' in page and 'data-refused="ghost.md"' in page and "/srv/a.md" in page
+
+
+async def test_a_reindex_after_the_chunk_size_changed_reports_each_documents_new_chunks(
+        tmp_path: Path, private_index: Path, redis_url: str, start_app: Any) -> None:
+    import json
+
+    from indexes.schema import SIDECAR
+
+    c, _, _ = await start_app(_app_config(tmp_path, private_index, redis_url))
+    long = "---\ntitle: 手册\n---\n\n" + "\n\n".join(f"## 第{n}节\n\n" + "这一节讲运维的细节。" * 30 for n in range(6))
+    await _upload(c, "manual.md", long.encode())
+    before = (await _rows(c))["hr/manual.md"]["chunks"]
+    sidecar = private_index / "docs" / SIDECAR  # the index's chunk size: as if set anew
+    meta = json.loads(sidecar.read_text("utf-8"))
+    sidecar.write_text(json.dumps({**meta, "chunk_chars": max(120, meta.get("chunk_chars", 800) // 4)}), "utf-8")
+    r = await c.post("/admin/indexes/docs/reindex", headers=ADMIN, data={"all": "1", "confirm": "1"})
+    report = _report(r)
+    after = (await _rows(c))["hr/manual.md"]["chunks"]
+    assert after > before, (before, after)
+    assert {"name": "hr/manual.md", "change": "reindexed", "chunks": [before, after]}.items() <= \
+        next(i for i in report["items"] if i["id"] == "hr/manual.md").items()
+    assert report["reindexed"]["changed"] >= 1 and report["reindexed"]["chunks_after"] > \
+        report["reindexed"]["chunks_before"]
+    assert all(i["chunks"][0] != i["chunks"][1] for i in report["items"])  # all: only what changed is listed
