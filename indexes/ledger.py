@@ -25,11 +25,12 @@ VIA = ("console", "api", "sync", "cli")
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One document's record: added_at / updated_at (unix s), size (bytes of its source text,
-    else of its stored text), via (one of VIA), has_original (its source text is kept)."""
+    """One document's record: added_at (unix s; None: added before the ledger) / updated_at,
+    size (bytes of its source text, else of its stored text), via (one of VIA; '' unknown),
+    has_original (its source text is kept)."""
 
     doc_id: str
-    added_at: float
+    added_at: float | None
     updated_at: float
     size: int | None
     via: str
@@ -51,7 +52,7 @@ class Refused:
 def _db(folder: Path) -> Iterator[sqlite3.Connection]:
     db = sqlite3.connect(Path(folder) / DB, timeout=5.0)
     try:
-        db.execute("CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, added_at REAL NOT NULL, "
+        db.execute("CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, added_at REAL, "
                    "updated_at REAL NOT NULL, size INTEGER, via TEXT NOT NULL, original TEXT)")
         db.execute("CREATE TABLE IF NOT EXISTS refused (doc_id TEXT PRIMARY KEY, at REAL NOT NULL, via TEXT NOT NULL, "
                    "kind TEXT NOT NULL, reason TEXT NOT NULL)")
@@ -97,7 +98,8 @@ def note_written(folder: Path, changes: Mapping[str, str], sizes: Mapping[str, i
                         db.execute("UPDATE documents SET original = ? WHERE doc_id = ?", (text, doc_id))
                     continue
                 row = db.execute("SELECT added_at, via FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-                added = now if row is None or change == "added" else float(row[0])
+                # an update of a document written before the ledger: when it was added is not known
+                added = now if change == "added" else (row[0] if row is not None else None)
                 db.execute("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
                            (doc_id, added, now, size, via or (str(row[1]) if row else ""), text))
     except (OSError, sqlite3.Error) as exc:
@@ -122,7 +124,8 @@ def entries(folder: Path) -> tuple[dict[str, Entry], dict[str, Refused]]:
     try:
         with _db(folder) as db:
             rows = db.execute("SELECT doc_id, added_at, updated_at, size, via, original IS NOT NULL FROM documents")
-            docs = {r[0]: Entry(r[0], float(r[1]), float(r[2]), r[3], str(r[4]), bool(r[5])) for r in rows}
+            docs = {r[0]: Entry(r[0], None if r[1] is None else float(r[1]), float(r[2]), r[3], str(r[4]), bool(r[5]))
+                    for r in rows}
             refused = {r[0]: Refused(r[0], float(r[1]), str(r[2]), str(r[3]), str(r[4]))
                        for r in db.execute("SELECT doc_id, at, via, kind, reason FROM refused")}
     except (OSError, sqlite3.Error):

@@ -331,7 +331,7 @@ async def visibility(request: Request) -> Response:
     action = "enable" if visible else "disable"
     kept = await anyio.to_thread.run_sync(original_of, runtime(request), index, doc_id)
     out, error = await _commit(request, user, action, index, ChangeSet(
-        upserts=(doc,), via="console", originals=((doc_id, kept),) if kept is not None else ()), {})
+        upserts=(doc,), originals=((doc_id, kept),) if kept is not None else ()), {})  # via kept: what wrote it
     back = document_url(index, doc_id) if fields.get("back") == "document" else index_url(index)
     items = [{**i, "change": f"{action}d" if i["change"] == "updated" else i["change"]}
              for i in _items(out, error, {doc_id: doc.path or doc_id}, {})]

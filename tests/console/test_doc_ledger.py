@@ -71,6 +71,12 @@ async def test_the_list_shows_when_size_source_status_and_hits(tmp_path: Path, p
                                                                                     row["added_at"], True)
     assert row2["updated_at"] > row["updated_at"]
 
+    # a document written before the ledger, disabled: updated now, added and what wrote it still unknown
+    r = await c.post("/admin/indexes/docs/visibility", headers=ADMIN, data={"id": "ops/deploy.md", "visible": "0"})
+    assert r.status_code == 303
+    deploy = (await _rows(c))["ops/deploy.md"]
+    assert (deploy["added_at"], deploy["via"], deploy["status"]) == (None, "", "disabled") and deploy["updated_at"]
+
     # the writer refuses an id another dataset holds: the list says so, with why; the old one still served
     r = await c.post("/admin/indexes/docs/upload", headers=ADMIN,
                      files=[("file", ("key-rotation.md", "# 新\n\n新的。".encode(), "text/markdown"))],
