@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ledger
 from .errors import IndexLockedError
 from .records import document_revision
 from .types import ChangeSet, DocumentHead, ServedIndex
@@ -120,6 +121,8 @@ def apply_changes(index: ServedIndex, changes: ChangeSet, *, wait_seconds: float
         reasons = {origins.get(where, where): reason for where, reason in written.errors}
         for doc_id, kind in written.refused.items():
             report.refused.append(Refusal(doc_id, kind, reasons.get(doc_id) or reasons.get(f"document {doc_id!r}", "")))
+        ledger.note_refused(index.path, [(r.doc_id, r.kind, r.reason) for r in report.refused], via=changes.via,
+                            now=now())
         return report
     revisions = {d.id: document_revision(d) for d in changes.upserts}
     report.changes = [Change(i, written.changes.get(i, "unchanged"), revisions.get(i)) for i in changes.ids]
@@ -127,6 +130,10 @@ def apply_changes(index: ServedIndex, changes: ChangeSet, *, wait_seconds: float
         report.generation = written.commit
         report.applied_at = now()
         _record(index.path, report)
+    originals = dict(changes.originals)
+    ledger.note_written(index.path, {c.doc_id: c.change for c in report.changes},
+                        ledger.sizes_of(changes.upserts, originals), via=changes.via,
+                        now=report.applied_at or now(), originals=originals)
     return report
 
 

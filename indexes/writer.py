@@ -85,6 +85,7 @@ def ingest(
     deletes: Collection[str] = (),
     atomic: bool = False,
     datasets: Collection[str] | None = None,
+    rewrite: bool = False,
 ) -> IngestReport:
     """Upsert `documents` through `writer` in one commit; returns what changed.
 
@@ -107,7 +108,7 @@ def ingest(
     is 'absent'), each only when its dataset is one of `datasets` (None: any). atomic: a change
     set (`indexes.changes`): any refused document or delete rolls the whole run back. A run
     that changes nothing makes no commit (the generation stays); `report.commit` says whether
-    one was made.
+    one was made. rewrite: every document read is written again whatever its revision.
     See `indexes.store.KnowledgeIndex.ingest` for the rest. Rolls back on any exception and
     always waits for the writer's merging threads (which consumes the writer).
     """
@@ -133,6 +134,8 @@ def ingest(
             admitted = run.admit(item)
             if admitted is None:
                 continue
+            if rewrite and item.id in before:
+                run.moved.add(item.id)
             batch.pop(item.id, None)  # a queued earlier copy is never written
             batch[item.id] = admitted
             if len(batch) >= INGEST_BATCH_DOCS:
@@ -251,7 +254,7 @@ def apply_index(index: tantivy.Index, schema: tantivy.Schema, name: str, path: s
         held = {i: (h.dataset, h.source) for i, h in found.items()}
         return ingest(w, changes.upserts, known, holders=held, replace=changes.replace, chunk_chars=chunk_chars,
                       progress=progress, workers=workers, deletes=changes.deletes, atomic=True,
-                      datasets=changes.datasets, desc=f"index {name}")
+                      datasets=changes.datasets, desc=f"index {name}", rewrite=changes.rewrite)
 
 
 @contextmanager

@@ -25,7 +25,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.console import doc_deleted, doc_writes, index_create
+from gateway.console import (
+    doc_batch,
+    doc_deleted,
+    doc_edit,
+    doc_facts,
+    doc_questions,
+    doc_reindex,
+    doc_writes,
+    index_create,
+)
+from gateway.console.gaps.store import CHUNK
 from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
 from gateway.console.render import gate, json_answer, page, refusal, runtime
@@ -42,8 +52,10 @@ GLOB = frozenset("*?[")
 @dataclass(frozen=True, slots=True)
 class Listed:
     """One page of an index's documents. rows: dicts of a DocumentRow plus served, top, lower,
-    url; total: documents in the index; matched: those the filters keep; never: of the matched,
-    never served; hidden: disabled (qa_visible off) in the whole index."""
+    url, the facts of gateway.console.doc_facts (added_at, updated_at, size, via, refusal, status);
+    total: documents in the index; matched: those the filters keep; never: of the matched, never
+    served; hidden: disabled (qa_visible off) in the whole index; refused: the writer's refusals of
+    ids the index does not hold."""
 
     rows: list[dict[str, Any]]
     total: int
@@ -53,6 +65,7 @@ class Listed:
     datasets: list[str]
     page: int
     pages: int
+    refused: list[dict[str, Any]]
 
 
 def known_indexes(rt: Runtime) -> list[str]:
@@ -84,11 +97,14 @@ def _listing(rt: Runtime, index: str, path: str, dataset: str, never: bool, page
     pages = max(1, -(-len(kept) // PAGE_SIZE))
     page_no = min(max(page_no, 1), pages)
     shown = kept[(page_no - 1) * PAGE_SIZE:page_no * PAGE_SIZE]
-    out = [{**asdict(r), "served": served.get(r.doc_id, 0), "top": top.get(r.doc_id, 0),
-            "lower": served.get(r.doc_id, 0) - top.get(r.doc_id, 0), "url": document_url(index, r.doc_id),
-            "editable": doc_writes.editable(r.path)} for r in shown]
+    known, refused = doc_facts.facts(rt, index)
+    out = [doc_facts.with_facts({**asdict(r), "served": served.get(r.doc_id, 0), "top": top.get(r.doc_id, 0),
+                                 "lower": served.get(r.doc_id, 0) - top.get(r.doc_id, 0),
+                                 "url": document_url(index, r.doc_id), "editable": doc_writes.editable(r.path)},
+                                known.get(r.doc_id)) for r in shown]
+    held = {r.doc_id for r in rows}
     return Listed(out, len(rows), len(kept), len(never_ids), sum(not r.qa_visible for r in rows), datasets,
-                  page_no, pages)
+                  page_no, pages, [r for r in refused if r["doc_id"] not in held][:PAGE_SIZE])
 
 
 def _int(value: str | None, default: int) -> int:
@@ -178,7 +194,9 @@ async def index_html(request: Request) -> Response:
     return doc_writes.clear_report(page(
         request, user, "index.html", active="indexes", title=_("Index %(name)s", name=index), index=index,
         listed=listed, note=note, filters=filters, links=links, days=rt.config.gaps.keep_days,
-        report=doc_writes.take_report(request), upload_types=doc_writes.UPLOAD_ACCEPT,
+        report=await doc_batch.whole(request, doc_writes.take_report(request)),
+        upload_types=doc_writes.UPLOAD_ACCEPT, max_files=doc_writes.MAX_FILES,
+        max_bytes=rt.config.documents.max_body_bytes,
         deleted=await anyio.to_thread.run_sync(doc_deleted.kept, rt, index),
         keep_days=rt.config.admin.keep_deleted_days))
 
@@ -186,8 +204,11 @@ async def index_html(request: Request) -> Response:
 async def index_json(request: Request) -> Response:
     """GET /admin/indexes/{index}.json: {index, total, matched, never, hidden, page, pages,
     datasets, documents: [{doc_id, title, path, dataset, revision, qa_visible, chunks, served,
-    top, lower, url}], deleted: [{entry, id, title, path, deleted_at, by, until}] (restorable
-    deletions, gateway.console.doc_deleted), note}."""
+    top, lower, url, added_at, updated_at (unix s or null), size (bytes or null), via ('console' |
+    'api' | 'sync' | 'cli' | '' unknown), refusal ({at, via, kind, reason} or null), kept_source,
+    status ('served' | 'disabled' | 'refused')}], refused: [{doc_id, at, via, kind, reason}],
+    deleted: [{entry, id, title, path, deleted_at, by, until}] (restorable deletions,
+    gateway.console.doc_deleted), note}."""
     user = await gate(request, "view", as_json=True)
     if isinstance(user, Response):
         return user
@@ -228,6 +249,23 @@ async def _read_document(request: Request, user: ConsoleUser, as_json: bool) -> 
     return index, found[0], found[1]
 
 
+async def _chunk_hits(request: Request, index: str, doc_id: str) -> dict[int, int] | None:
+    """chunk number → times it was the hit served over gaps.keep_days; None when the hit
+    statistics (Redis) are not answering."""
+    try:
+        counts = await request.app.state.gaps.store.served(index, doc_writes.days(runtime(request)), kind=CHUNK)
+    except DependencyUnavailable:
+        return None
+    prefix = doc_id + "#"
+    return {int(k[len(prefix):]): n for k, n in counts.items()
+            if k.startswith(prefix) and k[len(prefix):].isdigit()}
+
+
+async def _facts(request: Request, index: str, doc: Any) -> dict[str, Any]:
+    known, _refused = await anyio.to_thread.run_sync(doc_facts.facts, runtime(request), index)
+    return doc_facts.with_facts({"qa_visible": doc.qa_visible}, known.get(doc.doc_id))
+
+
 async def document_html(request: Request) -> Response:
     """GET /admin/indexes/{index}/document?id=ID."""
     user = await gate(request, "view", active="indexes")
@@ -240,12 +278,16 @@ async def document_html(request: Request) -> Response:
     return doc_writes.clear_report(page(
         request, user, "document.html", active="indexes", title=_("Document %(id)s", id=doc.doc_id), index=index,
         doc=doc, chunks=chunks, back=index_url(index), editable=doc_writes.editable(doc.path),
-        edit_url=doc_writes.edit_url(index, doc.doc_id), report=doc_writes.take_report(request)))
+        edit_url=doc_writes.edit_url(index, doc.doc_id), report=doc_writes.take_report(request),
+        facts=await _facts(request, index, doc), hits=await _chunk_hits(request, index, doc.doc_id),
+        days=runtime(request).config.gaps.keep_days,
+        near=await doc_questions.near(request, user, index, doc.doc_id)))
 
 
 async def document_json(request: Request) -> Response:
     """GET /admin/indexes/{index}/document.json?id=ID: {index, id, title, path, dataset, revision,
-    qa_visible, url, chunks: [{n, section, heading, text, overlap, page, url}]}."""
+    qa_visible, url, facts (the list's: added_at, updated_at, size, via, refusal, kept_source,
+    status), chunks: [{n, section, heading, text, overlap, page, url, hits (null: statistics down)}]}."""
     user = await gate(request, "view", as_json=True)
     if isinstance(user, Response):
         return user
@@ -253,10 +295,13 @@ async def document_json(request: Request) -> Response:
     if isinstance(got, Response):
         return got
     index, doc, chunks = got
+    hits = await _chunk_hits(request, index, doc.doc_id)
+    facts = {k: v for k, v in (await _facts(request, index, doc)).items() if k != "qa_visible"}
     return json_answer({"index": index, "id": doc.doc_id, "title": doc.title, "path": doc.path,
                         "dataset": doc.dataset, "revision": doc.revision, "qa_visible": doc.qa_visible,
-                        "url": doc.url, "chunks": [{**asdict(c), "url": document_url(index, doc.doc_id, c.n)}
-                                                   for c in chunks]})
+                        "url": doc.url, "facts": facts,
+                        "chunks": [{**asdict(c), "url": document_url(index, doc.doc_id, c.n),
+                                    "hits": None if hits is None else hits.get(c.n, 0)} for c in chunks]})
 
 
 ROUTES = [
@@ -268,5 +313,7 @@ ROUTES = [
     json_route("/admin/indexes/{index}/document.json", document_json, ["GET"]),
     Route("/admin/indexes/{index}/document", document_html, methods=["GET"]),
     *doc_writes.ROUTES,
+    *doc_edit.ROUTES,
+    *doc_reindex.ROUTES,
     *doc_deleted.ROUTES,
 ]

@@ -90,7 +90,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
         return 1
     handle = store.create_or_open_for_write(args.index)
     try:
-        report = apply_changes(handle, ChangeSet(upserts=(doc,)), wait_seconds=config.documents.write_timeout_seconds)
+        report = apply_changes(handle, ChangeSet(upserts=(doc,), via="cli"),
+                               wait_seconds=config.documents.write_timeout_seconds)
     finally:
         handle.close()
         store.close()

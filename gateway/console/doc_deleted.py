@@ -97,7 +97,7 @@ async def delete(request: Request) -> Response:
         return refusal(request, user, as_json=False, status=503, active="indexes",
                        text=_("The document could not be kept for restoring (%(problem)s), so it was not deleted.",
                               problem=exc.strerror or "not writable"))
-    out, error = await dw._commit(request, user, "delete", index, ChangeSet(deletes=(doc_id,)), {})
+    out, error = await dw._commit(request, user, "delete", index, ChangeSet(deletes=(doc_id,), via="console"), {})
     if out is None and entry is not None:
         await anyio.to_thread.run_sync(deleted.drop, rt.config.indexes_dir, index, entry)
     items = dw._items(out, error, {doc_id: doc.path or doc_id}, {})
@@ -128,7 +128,7 @@ async def restore(request: Request) -> Response:
                        text=_("index %(index)s holds a document %(id)s again (added after the delete): nothing "
                               "was restored. Delete that one first to restore the deleted one, or keep it.",
                               index=index, id=k.doc_id))
-    out, error = await dw._commit(request, user, "restore", index, ChangeSet(upserts=(doc,)), {})
+    out, error = await dw._commit(request, user, "restore", index, ChangeSet(upserts=(doc,), via="console"), {})
     if out is not None:
         await anyio.to_thread.run_sync(deleted.drop, rt.config.indexes_dir, index, k.entry)
     items = [{**i, "change": "restored" if i["change"] == "added" else i["change"]}

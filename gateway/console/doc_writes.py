@@ -1,28 +1,15 @@
-"""Documents changed from the browser, through the document API's own code: its readers
-(gateway.documents.reading), its one queue per index and writer (gateway.documents.writes,
-shared with the API: app.state.document_writes) and its answer (handlers.outcome). Nothing here
-holds a rule of its own about what a document may be.
+"""Documents changed from the browser through the document API's own code: its readers
+(gateway.documents.reading), its one queue and writer per index (app.state.document_writes)
+and its answer (handlers.outcome); no rule of its own about what a document may be.
 
-POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf;
-                                        404 naming the index when it does not exist (never created here)
-GET  /admin/indexes/{index}/edit?id=    a Markdown or text document's text in a form
-POST /admin/indexes/{index}/edit        id, text, replace, csrf
-(deleting, confirmed and restorable: gateway.console.doc_deleted)
+POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf
 POST /admin/indexes/{index}/visibility  id, visible (0: disable, 1: enable), back, csrf
-
-Each is allowed to an owner of the index and to an admin (users.can 'edit_documents'), decided
-before the body is read: a refusal (403, audited) changes nothing. Each change is one commit,
-audited as the console user's action, answered 303 (POST-redirect-GET) with its report (what
-became of each file or id, the reader's warnings and refusals) in a short-lived cookie the next
-page shows once. Disabling rewrites the document with qa_visible off, its text, metadata and
-source as stored (indexes.browse.as_document): the core's one visibility rule then keeps it
-from every caller (docs/console.md, "Disabled documents").
+(editing: doc_edit; deleting: doc_deleted; re-indexing: doc_reindex; docs/console.md has the rest)
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import AsyncGenerator
 from pathlib import PurePosixPath
 from typing import Any
@@ -36,28 +23,31 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.console import doc_batch
 from gateway.console.changes import audit_change
 from gateway.console.csrf import FIELD, post_ok
 from gateway.console.gaps.store import days_back
 from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
-from gateway.console.render import gate, message, page, read_form, refusal, runtime, see_other
+from gateway.console.render import gate, message, read_form, refusal, runtime, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import AgentError, DependencyUnavailable
 from gateway.core.runtime import Runtime
 from gateway.core.validate import ProblemError
 from gateway.documents.handlers import outcome
-from gateway.documents.reading import file_document, upload_suffix, upload_types
+from gateway.documents.reading import file_document, source_text, upload_suffix, upload_types
 from gateway.documents.wire import Refused
 from gateway.documents.writes import Writes
+from indexes import ledger
 from indexes.changes import ChangeReport
+from indexes.errors import IndexStoreError
 from indexes.types import ChangeSet, Document
 
 FORM = "documents"
 REPORT_COOKIE = "kbgate_report"
 REPORT_PATH = "/admin/indexes"
-MAX_FILES = 20
+MAX_FILES = 100  # files an upload form may carry (documents.max_body_bytes bounds their total)
 MAX_REPORT_BYTES = 3000
 EDITABLE = (".md", ".markdown", ".txt")
 UPLOAD_ACCEPT = ",".join(sorted(set(upload_types().values()) | {".markdown", ".htm", ".txt"}))
@@ -239,11 +229,14 @@ async def upload(request: Request) -> Response:
         uploads = [(f.filename or "", f.content_type, await f.read()) for f in files]
     finally:
         await form.close()
-    items, docs, warnings, names = await anyio.to_thread.run_sync(_read_files, rt, uploads, dataset, folder)
+    originals: dict[str, str] = {}  # doc_id → the Markdown or text as uploaded (indexes.ledger)
+    items, docs, warnings, names = await anyio.to_thread.run_sync(_read_files, rt, uploads, dataset, folder,
+                                                                  originals)
     out: dict[str, Any] | None = None
     refused = {"refused": len(items)} if items else {}  # files the reader refused: counted on the audit line
     try:
-        changes = ChangeSet(upserts=tuple(docs), replace=replace) if docs else None
+        changes = ChangeSet(upserts=tuple(docs), replace=replace, via="console",
+                            originals=tuple(originals.items())) if docs else None
     except ValueError as exc:  # the same id twice
         audit_change(rt.config, user.name, "documents.upload", index, status=400, ids=list(names)[:50],
                      code="documents.request_invalid", refused=len(items) + len(names))
@@ -256,8 +249,8 @@ async def upload(request: Request) -> Response:
         else:
             out, error = await _commit(request, user, "upload", index, changes, warnings, **refused)
             items += _items(out, error, names, warnings)
-    return _done(index_url(index), {"action": "upload", "items": items,
-                                    "commit": out["commit"] if out else None})
+    return _done(index_url(index), await doc_batch.kept(request, {"action": "upload", "items": items,
+                                                                  "commit": out["commit"] if out else None}))
 
 
 def _upload_refused(request: Request, user: ConsoleUser, index: str, text: str, status: int, *,
@@ -267,10 +260,11 @@ def _upload_refused(request: Request, user: ConsoleUser, index: str, text: str, 
     return message(request, user, heading or _("Upload refused"), text, status=status, active="indexes", back=back)
 
 
-def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str
-                ) -> tuple[list[dict[str, Any]], list[Document], dict[str, list[str]], dict[str, str]]:
+def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], dataset: str, folder: str,
+                originals: dict[str, str]) -> tuple[list[dict[str, Any]], list[Document], dict[str, list[str]],
+                                                    dict[str, str]]:
     """Each file through the document API's reader: (refused items, documents, warnings by id,
-    file name by id)."""
+    file name by id); the text of each Markdown or text file read goes into `originals` by id."""
     refused: list[dict[str, Any]] = []
     docs: list[Document] = []
     warnings: dict[str, list[str]] = {}
@@ -295,12 +289,22 @@ def _read_files(rt: Runtime, uploads: list[tuple[str, str | None, bytes]], datas
                             "problem": _clip(exc.message)})
             continue
         docs.append(doc)
+        if (text := source_text(raw, suffix)) is not None:
+            originals[doc.id] = text
         warnings[doc.id] = notes
         names[doc.id] = name
     return refused, docs, warnings, names
 
 
-# ---- edit, disable ------------------------------------------------------------------
+# ---- disable, and what edits and re-indexes share ---------------------------------------
+
+
+def original_of(rt: Runtime, index: str, doc_id: str) -> str | None:
+    """The source text `doc_id` was last written from (`indexes.ledger`), or None (blocking)."""
+    try:
+        return ledger.original(rt.indexes.folder(index), doc_id)
+    except (IndexStoreError, OSError):
+        return None
 
 
 def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -> Document | None:
@@ -308,66 +312,6 @@ def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -
         return rt.index(index).as_document(doc_id, qa_visible=visible)
     except (DependencyUnavailable, OSError, ValueError):
         return None
-
-
-def as_text(doc: Document) -> str:
-    """A Markdown or text document as the edit form shows it: Markdown gets its title and url
-    as front matter and each section under a '##' heading (the heading levels are not stored);
-    text is the stored text."""
-    if PurePosixPath(doc.path).suffix.lower() == ".txt":
-        return "\n\n".join(s.text if not s.heading else f"{s.heading}\n{s.text}" for s in doc.sections)
-    head = [f"title: {orjson.dumps(doc.title).decode()}"] + ([f"url: {orjson.dumps(doc.url).decode()}"]
-                                                              if doc.url else [])
-    body = [f"## {s.heading}\n\n{s.text}" if s.heading else s.text for s in doc.sections]
-    return "---\n" + "\n".join(head) + "\n---\n\n" + "\n\n".join(body) + "\n"
-
-
-async def edit_form(request: Request) -> Response:
-    """GET /admin/indexes/{index}/edit?id=ID."""
-    allowed = await _allowed(request, "edit")
-    if isinstance(allowed, Response):
-        return allowed
-    user, index = allowed
-    doc_id = request.query_params.get("id", "")
-    doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id) if doc_id else None
-    if doc is None or not editable(doc.path):
-        return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text=_("no Markdown or text document with this id in this index"))
-    return page(request, user, "doc_edit.html", active="indexes", title=_("Edit %(name)s", name=doc_id), index=index,
-                doc=doc,
-                text=as_text(doc), back=document_url(index, doc_id))
-
-
-async def edit(request: Request) -> Response:
-    """POST /admin/indexes/{index}/edit (module doc)."""
-    allowed = await _allowed(request, "edit")
-    if isinstance(allowed, Response):
-        return allowed
-    user, index = allowed
-    rt = runtime(request)
-    fields = await read_form(request, user, FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
-    doc_id = fields.get("id", "")
-    old = await anyio.to_thread.run_sync(_stored, rt, index, doc_id) if doc_id else None
-    if old is None or not editable(old.path):
-        return refusal(request, user, as_json=False, status=404, active="indexes",
-                       text=_("no Markdown or text document with this id in this index; nothing was changed"))
-    suffix = PurePosixPath(old.path).suffix.lower()
-    raw = fields.get("text", "").replace("\r\n", "\n").encode("utf-8")
-    try:
-        doc, notes = await anyio.to_thread.run_sync(lambda: file_document(
-            raw, suffix, doc_id, rt.config.documents, dataset=old.dataset or None, path=old.path))
-    except AgentError as exc:
-        problem = "; ".join(m for _, _, m in exc.items[:3]) if isinstance(exc, Refused) else exc.message
-        return _done(document_url(index, doc_id), {"action": "edit", "items": [
-            {"name": old.path, "id": doc_id, "change": "refused", "problem": _clip(problem), "warnings": []}]})
-    if not old.qa_visible:  # an edit keeps a disabled document disabled
-        doc = dataclasses.replace(doc, qa_visible=False)
-    changes = ChangeSet(upserts=(doc,), replace=fields.get("replace") == "1")
-    out, error = await _commit(request, user, "edit", index, changes, {doc_id: notes})
-    return _done(document_url(index, doc_id), {"action": "edit", "items": _items(out, error, {doc_id: old.path},
-                                                                                 {doc_id: notes})})
 
 
 async def visibility(request: Request) -> Response:
@@ -385,7 +329,9 @@ async def visibility(request: Request) -> Response:
         return refusal(request, user, as_json=False, status=404, active="indexes",
                        text=_("no document with this id in this index; nothing was changed"))
     action = "enable" if visible else "disable"
-    out, error = await _commit(request, user, action, index, ChangeSet(upserts=(doc,)), {})
+    kept = await anyio.to_thread.run_sync(original_of, runtime(request), index, doc_id)
+    out, error = await _commit(request, user, action, index, ChangeSet(
+        upserts=(doc,), originals=((doc_id, kept),) if kept is not None else ()), {})  # via kept: what wrote it
     back = document_url(index, doc_id) if fields.get("back") == "document" else index_url(index)
     items = [{**i, "change": f"{action}d" if i["change"] == "updated" else i["change"]}
              for i in _items(out, error, {doc_id: doc.path or doc_id}, {})]
@@ -394,7 +340,5 @@ async def visibility(request: Request) -> Response:
 
 ROUTES = [
     Route("/admin/indexes/{index}/upload", upload, methods=["POST"]),
-    Route("/admin/indexes/{index}/edit", edit_form, methods=["GET"]),
-    Route("/admin/indexes/{index}/edit", edit, methods=["POST"]),
     Route("/admin/indexes/{index}/visibility", visibility, methods=["POST"]),
 ]

@@ -103,6 +103,15 @@ def num(v: Any, digits: int = 4) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def size(v: Any) -> str:
+    """Bytes as '812 B', '4.2 KB', '1.3 MB' (1024s); '—' for None."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        return "—"
+    if v < 1024:
+        return f"{v} B"
+    return f"{v / 1024:.1f} KB" if v < 1024 * 1024 else f"{v / 1024 / 1024:.1f} MB"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=visible,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -111,7 +120,7 @@ def _environment() -> jinja2.Environment:
     env.install_gettext_callables(i18n.gettext_raw, i18n.ngettext_raw, newstyle=True)  # type: ignore[attr-defined]
     env.policies["ext.i18n.trimmed"] = True  # a {% trans %} block's msgid is its text with whitespace collapsed
     env.filters.update(when_seconds=when_seconds, when=when_minutes, ms=ms, num=num, repr=repr, word=word,
-                       score=score_text)
+                       score=score_text, size=size)
     env.globals["document_url"] = document_url  # every link to a document or chunk (gateway.console.links)
     env.globals["index_url"] = index_url  # every link to an index's page
     return env

@@ -14,6 +14,9 @@ WORDS = frozenset({
     # a document's change in a write's report, and the write
     N_("added"), N_("updated"), N_("unchanged"), N_("deleted"), N_("absent"), N_("refused"), N_("restored"),
     N_("upload"), N_("edit"), N_("delete"), N_("disable"), N_("enable"), N_("restore"), N_("enabled"),
+    N_("reindex"), N_("reindexed"), N_("served"),
+    # what wrote a document (indexes.ledger)
+    N_("console"), N_("api"), N_("sync"), N_("cli"),
     # a gap group's or a task's status
     N_("open"), N_("reopened"), N_("filed"), N_("resolved"), N_("ignored"), N_("expired"),
     # a key's state, a tenant's verify mode

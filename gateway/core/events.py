@@ -102,7 +102,8 @@ class Asker:
 @dataclass(frozen=True, slots=True)
 class Served:
     """One hit handed back to a caller, as observers see it: index, document id, title, path,
-    relevance (0..1, `indexes.types.Hit.relevance`), BM25/fused score (`Hit.score`), revision."""
+    relevance (0..1, `indexes.types.Hit.relevance`), BM25/fused score (`Hit.score`), revision,
+    chunk (the matched chunk's number, `Hit.chunk`; -1 unknown)."""
 
     index: str
     doc_id: str
@@ -111,6 +112,7 @@ class Served:
     relevance: float
     score: float
     revision: str = ""
+    chunk: int = -1
 
 
 @dataclass(frozen=True, slots=True)

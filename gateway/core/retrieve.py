@@ -185,7 +185,8 @@ def _answered(indexes: Indexes, asker: Asker, query: str, searched: tuple[str, .
               hits: Sequence[tuple[str, Hit]], failed: bool = False) -> None:
     """Publish what `asker`'s question got: (index, hit) pairs best first."""
     indexes.answered(SearchAnswered(asker, query, searched, tuple(
-        Served(index, h.doc_id, h.title, h.path, h.relevance, h.score, h.revision) for index, h in hits), failed))
+        Served(index, h.doc_id, h.title, h.path, h.relevance, h.score, h.revision, h.chunk)
+        for index, h in hits), failed))
 
 
 def _key(scope: EffectiveScope, generation: int, text: str, opts: Options, incarnation: int) -> AnswerKey:

@@ -19,7 +19,15 @@ from gateway.core.bodies import read_limited
 from gateway.core.errors import AccessDenied, DependencyUnavailable, DocumentError
 from gateway.core.frame import Call
 from gateway.core.validate import clip, json_object
-from gateway.documents.reading import Read, batch_documents, file_document, json_document, upload_suffix, upload_types
+from gateway.documents.reading import (
+    Read,
+    batch_documents,
+    file_document,
+    json_document,
+    source_text,
+    upload_suffix,
+    upload_types,
+)
 from gateway.documents.wire import Refused
 from gateway.documents.writes import Writes, not_found
 from indexes.changes import ChangeReport, document_head
@@ -160,6 +168,7 @@ async def put(call: Call, writes: Writes) -> dict[str, Any]:
     media, raw = await _body(call)
     cfg = call.cfg.documents
     read: Read
+    original: str | None = None
     if media in JSON_TYPES:
         if "dataset" in query or "path" in query:
             raise DocumentError("documents.request_invalid", "dataset= and path= are for files: a JSON document "
@@ -176,9 +185,11 @@ async def put(call: Call, writes: Writes) -> dict[str, Any]:
             raise _unsupported(media, filename)
         read = await anyio.to_thread.run_sync(lambda: file_document(
             raw, suffix, doc_id, cfg, dataset=query.get("dataset"), path=query.get("path")))
+        original = source_text(raw, suffix)
     _check_upserts(call, [read[0]])
     changes = ChangeSet(upserts=(read[0],), replace=_TRUE[query.get("replace", "false").lower()],
-                        datasets=call.client.policy.datasets)
+                        datasets=call.client.policy.datasets, via="api",
+                        originals=((doc_id, original),) if original is not None else ())
     return answer(call, index, changes, await writes.apply(index, changes), {doc_id: read[1]})
 
 
@@ -186,7 +197,7 @@ async def delete(call: Call, writes: Writes) -> dict[str, Any]:
     """DELETE a document (module doc)."""
     index, doc_id = writable(call), _doc_id(call)
     _query(call, ())
-    changes = ChangeSet(deletes=(doc_id,), datasets=call.client.policy.datasets)
+    changes = ChangeSet(deletes=(doc_id,), datasets=call.client.policy.datasets, via="api")
     await _check_deletes(call, index, changes.deletes)
     if not writes.exists(index):
         return answer(call, index, changes, ChangeReport(), {})
@@ -220,7 +231,7 @@ async def batch(call: Call, writes: Writes) -> dict[str, Any]:
     reads = await anyio.to_thread.run_sync(lambda: batch_documents(upserts, cfg))
     try:
         changes = ChangeSet(upserts=tuple(doc for doc, _ in reads), deletes=tuple(deletes), replace=replace,
-                            datasets=call.client.policy.datasets)
+                            datasets=call.client.policy.datasets, via="api")
     except ValueError as exc:  # an id twice
         raise DocumentError("documents.request_invalid", str(exc)) from None
     _check_upserts(call, changes.upserts)

@@ -43,6 +43,20 @@ def upload_types() -> dict[str, str]:
     return {t: f.suffixes[0] for f in FORMATS for t in f.media_types}
 
 
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")  # sources kept as written, for the console's editor
+
+
+def source_text(raw: bytes, suffix: str) -> str | None:
+    """The text a Markdown or plain-text file was read from (newlines as \\n), to keep beside
+    the index (`indexes.ledger`); None for other formats or bytes that are not UTF-8."""
+    if suffix.lower() not in TEXT_SUFFIXES:
+        return None
+    try:
+        return raw.decode("utf-8-sig").replace("\r\n", "\n")
+    except UnicodeDecodeError:
+        return None
+
+
 def upload_suffix(content_type: str | None, filename: str | None = None) -> str | None:
     """The suffix a file is read under: its filename's when the registry reads that
     (`application/octet-stream` with `filename=` in Content-Disposition, a multipart part),

@@ -10,13 +10,15 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gateway.core.config import load_backends, load_indexer_config, load_indexes, load_indexes_dir, load_read_bounds
+from indexes import ledger
 from indexes.errors import IndexStoreError
 from indexes.invisible import shown
-from indexes.types import IngestReport
+from indexes.types import Document, IngestReport
 
 __all__ = ["EmbedRefused", "cmd_index_add", "cmd_index_embed", "cmd_index_list", "embed_index", "register"]
 
@@ -131,12 +133,16 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     items = read_paths([Path(p) for p in args.paths], max_document_bytes=max_bytes, root=choice.root,
                        dataset=args.dataset or None, url_base=args.url_base, bounds=bounds)
     started = time.perf_counter()
+    sizes: dict[str, int] = {}
+    items = _sized(items, sizes)
     report = _ingest_waiting(index, items, args, delete_missing=args.delete_missing, progress=not args.no_progress,
                              replace=args.replace)
     indexed = report.added + report.updated + report.unchanged
     if indexed and choice.record is not None:
         # Only a run that committed documents: their ids are relative to this root now.
         remember_root(index.path, args.index, dataset, choice.record)
+    if report.commit is not None:
+        ledger.note_written(index.path, report.changes, sizes, via="cli", now=time.time())
     if created and not indexed:  # a run that indexed nothing leaves nothing behind
         index.close()
         shutil.rmtree(folder, ignore_errors=True)
@@ -241,6 +247,14 @@ def create_index(store: Any, name: str) -> bool:
         return False
     store.create_or_open_for_write(name).close()
     return True
+
+
+def _sized(items: Iterable[Any], sizes: dict[str, int]) -> Iterator[Any]:
+    """`items` as read, noting each document's size (`indexes.ledger.size_of`) into `sizes`."""
+    for item in items:
+        if isinstance(item, Document):
+            sizes[item.id] = ledger.size_of(item)
+        yield item
 
 
 def _ingest_waiting(index: Any, items: Any, args: argparse.Namespace, **options: Any) -> IngestReport:

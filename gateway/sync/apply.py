@@ -42,7 +42,8 @@ def change_set(plans: Iterable[Plan], *, replace: bool) -> tuple[ChangeSet, Note
                                                              f"{earlier.origin or 'an earlier copy'} (the last "
                                                              "one read is indexed)"))
                 docs[item.id] = item
-    changes = ChangeSet(upserts=tuple(docs.values()), deletes=tuple(sorted(deletes - set(docs))), replace=replace)
+    changes = ChangeSet(upserts=tuple(docs.values()), deletes=tuple(sorted(deletes - set(docs))), replace=replace,
+                        via="sync")
     return changes, errors, warnings
 
 

@@ -18,12 +18,19 @@ class ChangeSet:
     replace: replace a document indexed from another source (`Document.source`).
     datasets: the datasets whose documents `deletes` may delete (None: any); a delete of a
     document of another dataset refuses the set.
+    via: what wrote it ('console', 'api', 'sync', 'cli'; '' unknown) and originals: (doc_id,
+    source text) of upserts read from a text the owner edits: both for `indexes.ledger` only.
+    rewrite: write every upsert again even when its revision is unchanged (a re-index: chunked
+    and analysed anew); reported 'updated'.
     """
 
     upserts: tuple[Document, ...] = ()
     deletes: tuple[str, ...] = ()
     replace: bool = False
     datasets: tuple[str, ...] | None = None
+    via: str = ""
+    originals: tuple[tuple[str, str], ...] = ()
+    rewrite: bool = False
 
     def __post_init__(self) -> None:
         seen: set[str] = set()

@@ -1,8 +1,9 @@
 """The index browser and documents from the browser in a real headless Chromium (Debian's,
 driven by Playwright), on a real `kbgate serve` with Redis: every page fits at 390 px and
 1280 px and works with the keyboard alone; files of every supported format uploaded by keyboard,
-each with its report; a document disabled by keyboard, marked, counted, and absent from a
-Volcengine callback; a chunk reached by its link."""
+each with its report and its facts in the list; a document disabled by keyboard, marked, counted,
+and absent from a Volcengine callback; a chunk reached by its link; the editor on the text as
+uploaded; a re-index by keyboard, reported."""
 
 from __future__ import annotations
 
@@ -128,6 +129,12 @@ def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path:
             page.reload()
             expect(page.locator("section.report")).to_have_count(0)  # a report is shown once
             expect(page.locator('tr[data-doc="deploy.pdf"]')).to_have_count(1)
+            # each row's facts: what wrote it, its size, when, its status; older documents say "—"
+            leave = page.locator('tr[data-doc="leave.md"]')
+            expect(leave.locator("td.via")).to_have_text("console")
+            expect(leave.locator("td.size")).to_have_text(f'{len(FILES[0]["buffer"])} B')
+            expect(leave.locator("td.state")).to_have_text("served")
+            expect(page.locator(f'tr[data-doc="{TOP}"] td.added')).to_have_text("—")
 
             # disable by keyboard: marked, counted, gone from a real Volcengine callback
             hidden_before = int(page.locator(".hidden-count").inner_text())
@@ -156,6 +163,17 @@ def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path:
             assert_keyboard(page)
             assert_fits_both(page, srv.base + "/admin/indexes/docs/edit?id=leave.md")
             assert_keyboard(page)
+            # the editor opens the text as uploaded: its ## sub-heading is there, not rebuilt
+            expect(page.locator("#doc-text")).to_have_value(FILES[0]["buffer"].decode())
+            expect(page.locator("#edit-rebuilt")).to_have_count(0)
+            # re-index it by keyboard from its page: reported with its chunks before and after
+            page.goto(srv.base + document_url("docs", "leave.md"))
+            _tab_to(page, "Re-index this document")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            expect(page.locator('section.report li[data-id="leave.md"] .change')).to_have_text("reindexed")
+            expect(page.locator("#reindex-summary")).to_contain_text("1 document(s) re-indexed")
+            expect(page.locator("section.chunk .hits").first).to_have_text("0 hits")
         finally:
             page.close()
 

@@ -101,8 +101,8 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
             page.get_by_role("navigation", name="Console").get_by_role("link", name="Indexes").click()
             page.get_by_role("link", name="docs", exact=True).click()
             row = page.locator('tr.served[data-doc="guide/key-rotation.md"]')
-            expect(row.locator("td.top")).to_have_text("1")  # the callback's top answer
-            expect(row.locator("td.lower")).to_have_text("0")
+            expect(row.locator("td.hits .served")).to_have_text("1")
+            expect(row.locator("td.hits small")).to_have_text("top 1 · lower 0")  # the callback's top answer
             never = page.locator("tr.never").count()
             expect(page.locator(".never-count")).to_have_text(str(never))
             page.screenshot(path=str(IMG / "admin-documents.png"))

@@ -8,6 +8,7 @@ from pathlib import Path
 from gateway.core.config.sync import SyncSource
 from gateway.sync.apply import apply_sync, change_set
 from gateway.sync.plan import Plan
+from indexes import ledger
 from indexes.stats import read_generation
 from indexes.store import IndexStore
 from indexes.types import Document, IngestError, IngestWarning, Section
@@ -48,6 +49,9 @@ def test_a_refused_document_is_left_out_and_the_rest_applied_in_one_commit(tmp_p
     assert report.commit is not None and report.commit == report.generation == read_generation(index.path) > before
     assert sorted(index.revisions()) == ["held", "new"]
     assert index.get_document("held").text.endswith("别处的文档")  # type: ignore[union-attr]
+    docs, held = ledger.entries(index.path)  # what the console's document list shows
+    assert docs["new"].via == "sync" and "old" not in docs
+    assert (held["held"].via, held["held"].kind) == ("sync", "source") and "/elsewhere/held.md" in held["held"].reason
 
     again, refused_again = apply_sync(index, changes, wait_seconds=0, progress=False)
     assert [r.doc_id for r in refused_again] == ["held"]

@@ -32,7 +32,7 @@ from gateway.console.gaps.keys import question_key
 from gateway.console.gaps.mask import mask
 from gateway.console.gaps.owners import route_floor
 from gateway.console.gaps.states import MemoryStates, RedisStates, group_of
-from gateway.console.gaps.store import TOP, Example, GapStore, Served, day_of
+from gateway.console.gaps.store import CHUNK, TOP, Example, GapStore, Served, day_of
 from gateway.console.scores import cut
 from gateway.core.config import Config
 from gateway.core.errors import DependencyUnavailable
@@ -219,10 +219,11 @@ def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered
                near: Callable[[SearchAnswered], list[dict[str, Any]]] | None = None,
                ) -> tuple[list[Question], list[Example], Served]:
     """Queued questions → (one delta per question key, texts to keep, served counts: every hit
-    under (index, day), the top answer (rank 1) also under (index, day, TOP)). A near miss (best
-    hit) carries the threshold it was judged under and, with the text kept, the question's
-    words it does not hold ('unmatched', from the masked text). A no-hit question (the first
-    MAX_EXPLAINED of a batch) gets its nearest pages and why it did not get them (`near`)."""
+    under (index, day), the top answer (rank 1) also under (index, day, TOP), and by chunk
+    ('{doc_id}#{n}') under (index, day, CHUNK)). A near miss (best hit) carries the threshold it
+    was judged under and, with the text kept, the question's words it does not hold ('unmatched',
+    from the masked text). A no-hit question (the first MAX_EXPLAINED of a batch) gets its nearest
+    pages and why it did not get them (`near`)."""
     questions: dict[str, Question] = {}
     examples: list[Example] = []
     served: Served = {}
@@ -233,6 +234,8 @@ def _aggregate(batch: list[Pending], key: bytes, words: Callable[[SearchAnswered
             served.setdefault((h.index, day), Counter())[h.doc_id] += 1
             if rank == 1:
                 served.setdefault((h.index, day, TOP), Counter())[h.doc_id] += 1
+            if h.chunk >= 0:
+                served.setdefault((h.index, day, CHUNK), Counter())[f"{h.doc_id}#{h.chunk}"] += 1
         if outcome == "answered":
             continue
         masked = mask(e.query)  # keyed as kept: the same question with another phone number is one

@@ -12,6 +12,7 @@ Redis keys (prefix = replay.key_prefix):
                             older than text_seconds dropped at each read and write, and expiry
   {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
   {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
+  {p}:chunk:{index}:{day}   ZSET '{document id}#{chunk}' → times that chunk was the hit served; same expiry
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from gateway.core.redis_clients import async_client
 DAY = 86400
 Served = dict[tuple[str, ...], Counter[str]]  # (index, day) or (index, day, TOP) → document id → times
 TOP = "top"  # the third part of a Served key: counts of the top answer (rank 1) only
+CHUNK = "chunk"  # the third part of a Served key: counts by '{doc_id}#{chunk}'
 Example = tuple[str, float, str]  # (question key, unix s, text)
 
 
@@ -49,7 +51,7 @@ class GapStore(Protocol):
 
     async def questions(self, cfg: GapsConfig, now: float, *, with_examples: bool) -> list[Question]: ...
 
-    async def served(self, index: str, days: list[str], *, top: bool = False) -> Counter[str]: ...
+    async def served(self, index: str, days: list[str], *, top: bool = False, kind: str = "") -> Counter[str]: ...
 
     async def close(self) -> None: ...
 
@@ -126,10 +128,11 @@ class MemoryGapStore:
             out.append(copy)
         return out
 
-    async def served(self, index: str, days: list[str], *, top: bool = False) -> Counter[str]:
+    async def served(self, index: str, days: list[str], *, top: bool = False, kind: str = "") -> Counter[str]:
         total: Counter[str] = Counter()
+        kind = TOP if top else kind
         for day in days:
-            total.update(self._served.get((index, day, TOP) if top else (index, day), Counter()))
+            total.update(self._served.get((index, day, kind) if kind else (index, day), Counter()))
         return total
 
     async def close(self) -> None:
@@ -185,8 +188,8 @@ class RedisGapStore:
                 pipe.zremrangebyscore(x, "-inf", f"({now - cfg.text_seconds}")
                 pipe.zremrangebyrank(x, 0, -(cfg.max_examples + 1))
                 pipe.expire(x, cfg.text_seconds)
-            for (index, day, *top), counts in served.items():
-                s = f"{self.p}:{'top' if top else 'served'}:{index}:{day}"
+            for (index, day, *kind), counts in served.items():
+                s = f"{self.p}:{kind[0] if kind else 'served'}:{index}:{day}"
                 for doc, n in counts.items():
                     pipe.zincrby(s, n, doc)
                 pipe.expire(s, keep + DAY)
@@ -233,9 +236,10 @@ class RedisGapStore:
             out.append(q)
         return out
 
-    async def served(self, index: str, days: list[str], *, top: bool = False) -> Counter[str]:
-        """document id → times served (any rank; top: as the top answer only) over `days`."""
-        kind = "top" if top else "served"
+    async def served(self, index: str, days: list[str], *, top: bool = False, kind: str = "") -> Counter[str]:
+        """document id → times served (any rank; top: as the top answer only; kind CHUNK:
+        '{doc_id}#{n}' → times that chunk was the hit) over `days`."""
+        kind = TOP if top else kind or "served"
         try:
             async with asyncio.timeout(self._timeout * 3):
                 pipe = self.client.pipeline(transaction=False)

@@ -265,3 +265,18 @@ def test_a_change_set_embeds_its_new_chunks_and_publishes_the_vectors_of_its_com
     finally:
         handle.close()
         served.close()
+
+
+def test_a_rewrite_writes_every_document_again_with_a_vector_for_every_chunk(tmp_path: Path) -> None:
+    from indexes.changes import apply_changes
+    from indexes.types import ChangeSet
+
+    store = HybridStore(tmp_path, dense={"kb": USE})
+    store.create_or_open_for_write("kb").ingest(DOCS, progress=False)
+    same = apply_changes(store.create_or_open_for_write("kb"), ChangeSet(upserts=tuple(DOCS)))
+    assert same.commit is None and {c.change for c in same.changes} == {"unchanged"}
+    handle = store.create_or_open_for_write("kb")
+    report = apply_changes(handle, ChangeSet(upserts=tuple(DOCS), rewrite=True))
+    assert report.commit is not None and {c.change for c in report.changes} == {"updated"}
+    r = handle.last_dense_report
+    assert r is not None and r.chunks == r.embedded + r.cached + r.kept == 5 and r.generation == report.commit

@@ -1,0 +1,95 @@
+"""Editing a Markdown or text document in the browser, on the text it was written from (kept by
+`indexes.ledger`), saved through the document API's reader and writer (gateway.console.doc_writes).
+A document written before its text was kept opens rebuilt from its chunks, and the page says so.
+
+GET  /admin/indexes/{index}/edit?id=    the text in a form;  POST …/edit  id, text, replace, csrf
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import PurePosixPath
+
+import anyio.to_thread
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.console import doc_writes as dw
+from gateway.console.i18n import _
+from gateway.console.links import document_url
+from gateway.console.render import page, read_form, refusal, runtime
+from gateway.core.errors import AgentError
+from gateway.documents.reading import file_document
+from gateway.documents.wire import Refused
+from indexes.types import ChangeSet, Document
+
+
+def as_text(doc: Document) -> str:
+    """A stored Markdown or text document rebuilt from its chunks, for one written before its
+    text was kept: Markdown gets its title and url as front matter and each section under a '##'
+    heading (the heading levels are not stored); text is the stored text."""
+    if PurePosixPath(doc.path).suffix.lower() == ".txt":
+        return "\n\n".join(s.text if not s.heading else f"{s.heading}\n{s.text}" for s in doc.sections)
+    head = [f"title: {orjson.dumps(doc.title).decode()}"] + ([f"url: {orjson.dumps(doc.url).decode()}"]
+                                                              if doc.url else [])
+    body = [f"## {s.heading}\n\n{s.text}" if s.heading else s.text for s in doc.sections]
+    return "---\n" + "\n".join(head) + "\n---\n\n" + "\n\n".join(body) + "\n"
+
+
+async def edit_form(request: Request) -> Response:
+    """GET /admin/indexes/{index}/edit?id=ID."""
+    allowed = await dw._allowed(request, "edit")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    rt = runtime(request)
+    doc_id = request.query_params.get("id", "")
+    doc = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
+    if doc is None or not dw.editable(doc.path):
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text=_("no Markdown or text document with this id in this index"))
+    kept = await anyio.to_thread.run_sync(dw.original_of, rt, index, doc_id)
+    return page(request, user, "doc_edit.html", active="indexes", title=_("Edit %(name)s", name=doc_id), index=index,
+                doc=doc, text=as_text(doc) if kept is None else kept, rebuilt=kept is None,
+                back=document_url(index, doc_id))
+
+
+async def edit(request: Request) -> Response:
+    """POST /admin/indexes/{index}/edit (module doc)."""
+    allowed = await dw._allowed(request, "edit")
+    if isinstance(allowed, Response):
+        return allowed
+    user, index = allowed
+    rt = runtime(request)
+    fields = await read_form(request, user, dw.FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
+    if isinstance(fields, Response):
+        return fields
+    doc_id = fields.get("id", "")
+    old = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
+    if old is None or not dw.editable(old.path):
+        return refusal(request, user, as_json=False, status=404, active="indexes",
+                       text=_("no Markdown or text document with this id in this index; nothing was changed"))
+    suffix = PurePosixPath(old.path).suffix.lower()
+    text = fields.get("text", "").replace("\r\n", "\n")
+    try:
+        doc, notes = await anyio.to_thread.run_sync(lambda: file_document(
+            text.encode("utf-8"), suffix, doc_id, rt.config.documents, dataset=old.dataset or None, path=old.path))
+    except AgentError as exc:
+        problem = "; ".join(m for _, _, m in exc.items[:3]) if isinstance(exc, Refused) else exc.message
+        return dw._done(document_url(index, doc_id), {"action": "edit", "items": [
+            {"name": old.path, "id": doc_id, "change": "refused", "problem": dw._clip(problem), "warnings": []}]})
+    if not old.qa_visible:  # an edit keeps a disabled document disabled
+        doc = dataclasses.replace(doc, qa_visible=False)
+    changes = ChangeSet(upserts=(doc,), replace=fields.get("replace") == "1", via="console",
+                        originals=((doc_id, text),))
+    out, error = await dw._commit(request, user, "edit", index, changes, {doc_id: notes})
+    return dw._done(document_url(index, doc_id), {"action": "edit", "items": dw._items(
+        out, error, {doc_id: old.path}, {doc_id: notes})})
+
+
+ROUTES = [
+    Route("/admin/indexes/{index}/edit", edit_form, methods=["GET"]),
+    Route("/admin/indexes/{index}/edit", edit, methods=["POST"]),
+]
