@@ -105,7 +105,7 @@ async def test_the_list_shows_when_size_source_status_and_hits(tmp_path: Path, p
 def test_every_hit_served_is_counted_by_its_chunk() -> None:
     hit = Served("docs", "guide/a.md", "A", "guide/a.md", 0.9, 3.0, "r", chunk=2)
     event = SearchAnswered(Asker("agent", "alice", ("support",)), "问题", ("docs",), (hit,))
-    _, _, served = _aggregate([(event, 86400.0 * 3, False, "answered")], b"k" * 32, lambda e: ["问题"])
+    _, _, served = _aggregate([(event, 86400.0 * 3, False, "answered", 0.3)], b"k" * 32, lambda e: ["问题"])
     assert served[("docs", day_of(86400.0 * 3), CHUNK)] == Counter({"guide/a.md#2": 1})
 
 
