@@ -1,16 +1,6 @@
 """Questions per day, per route and outcome, for the overview's chart (no question text, ever).
 
-Every `SearchAnswered` of a caller (not an admin's try) is classified as the gaps record does
-(gateway.console.gaps.record.classify: 'answered', 'no_answer', 'low_score' against the route's
-gap threshold) and counted for its UTC day and route label (route ids joined by ','). `observe`
-only appends to a queue (it may run in a search's worker thread); `flush` writes the counts:
-
-- Redis (replay.redis_url set), shared by every worker and replica: one HASH per day,
-  '{prefix}:asked:{YYYY-MM-DD}', field '{route}|{outcome}' → count (HINCRBY), expiring one day
-  after the gaps retention window (gaps.keep_days) has passed it;
-- otherwise this process's memory, trimmed to the same window.
-
-Writes fail open (a warning line at most every 10 s); reads raise DependencyUnavailable.
+Rationale: docs/design-notes.md, "gateway/console/asked.py".
 """
 
 from __future__ import annotations

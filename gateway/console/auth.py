@@ -1,10 +1,6 @@
 """The admin token: only its SHA-256 is configured (`admin.token_sha256`).
 
-A request is an admin's when it carries the token as `Authorization: Bearer <token>` or a
-login session in the `kbgate_admin` cookie set by the login form (HttpOnly, SameSite=Strict,
-Path=/admin, Secure over https; gateway.console.sessions: the cookie never holds the token).
-The config keeps only the digest, so reading it never yields a usable credential.
-Comparison is `hmac.compare_digest` over the two 32-byte digests.
+Rationale: docs/design-notes.md, "gateway/console/auth.py".
 """
 
 from __future__ import annotations

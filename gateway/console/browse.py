@@ -1,16 +1,7 @@
 """The index browser: an index's documents and a document's chunks, each page with its JSON twin
 (URLs: gateway.console.links).
 
-GET /admin/indexes                     every index: documents, chunks, disabled, commit
-GET /admin/indexes/{index}             its documents, filtered by path (a prefix, or a glob with
-                                       * ? [) and dataset, `never=1` for those never served, 50 a
-                                       page (`page=`); served counts over gaps.keep_days split into
-                                       top answer (rank 1) and lower ranks; the forms of
-                                       gateway.console.doc_writes for those who may change it
-GET /admin/indexes/{index}/document?id= its chunks: heading, text, page, the document's revision
-
-Reads run in a worker thread on one searcher (one commit). Hidden documents are listed and
-marked: this is the owner's view (callers read through gateway.core.retrieve, which filters them).
+Rationale: docs/design-notes.md, "gateway/console/browse.py".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Every change made through the console or `kbgate users` is audited with who made it.
 
-One audit line (gateway.core.audit, wing 'admin') per change: tool 'admin.<action>', the
-principal {kind: 'console_user', id: the user's name ('admin' for the admin token, 'cli:<login>'
-for a command run on the server)}, the index or object changed as `route`, the outcome, and
-what changed in `extra` (names and roles; never a credential, never question text).
+Rationale: docs/design-notes.md, "gateway/console/changes.py".
 """
 
 from __future__ import annotations

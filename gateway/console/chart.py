@@ -1,16 +1,6 @@
 """The overview's chart: questions per day with the no-answer and low-score rates, as SVG.
 
-Drawn server-side from templates/chart.svg (autoescaped like every page; only day labels and
-numbers, never question text) and served as its own same-origin image,
-`/admin/overview/chart.svg`, shown with <img>: nothing in it runs and no markup is marked safe
-by hand. Why no chart library: docs/console.md, "The overview" (pygal hooks the import system
-with a finder Python 3.11 warns about on every later import; matplotlib is tens of MB and a
-slow import per worker for one line chart).
-
-Geometry (SVG user units): the plot is `W` × `H` inside margins; questions use the left axis
-(0..top, five steps), the rates the right axis (0..100 %). The narrow drawing (`narrow`, for
-a phone: the page's <picture> picks it under 600 px) is a third as wide with the same type size,
-so its labels read at 390 px: fewer day labels, the legend one entry a line.
+Rationale: docs/design-notes.md, "gateway/console/chart.py".
 """
 
 from __future__ import annotations

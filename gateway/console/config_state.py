@@ -1,10 +1,7 @@
 """The config the server refused, for every console page: the banner that names its key and
 reason until the file loads again.
 
-The workers' `Reloader` (gateway/serve/reload.py) keeps the last refused load of the file
-(`last_refusal`) and whether the file on disk is what this worker serves (`refused`); before
-this banner only the server log and /readyz said so, while every page looked fine.
-`rejected(request)` → {"key", "problem", "file", "at", "trigger"} or None.
+Rationale: docs/design-notes.md, "gateway/console/config_state.py".
 """
 
 from __future__ import annotations

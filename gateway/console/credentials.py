@@ -1,10 +1,6 @@
 """Console users' credentials: made here, stored only as a scrypt hash, checked in constant time.
 
-Format of the stored hash: 'scrypt$N$r$p$SALT$HASH' (SALT 16 random bytes, HASH 32 bytes, both
-unpadded base64url), so its cost can be raised later without breaking older entries. The cost is
-OWASP's Password Storage Cheat Sheet minimum for scrypt, N=2^14, r=8, p=5 (16 MiB, about 0.1 s
-here): `hashlib.scrypt` is in the standard library (OpenSSL), memory-hard, and needs no new
-native dependency (argon2-cffi would). Why a slow hash at all: docs/console.md, "Users and roles".
+Rationale: docs/design-notes.md, "gateway/console/credentials.py".
 """
 
 from __future__ import annotations

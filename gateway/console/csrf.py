@@ -1,20 +1,6 @@
 """CSRF protection of the admin pages' POST forms (stateless, double-submit through the cookie).
 
-The login cookie is already `SameSite=Strict` (gateway.console.auth), so a cross-site form
-does not carry it. On top, every form an admin page renders carries a `csrf` field: the
-HMAC-SHA256 of a form label under the login cookie's value (a signed session,
-gateway.console.sessions: new at every login), which only a page served to that browser
-can know (the cookie is HttpOnly: no script reads it, no other site sees it). A POST
-authenticated by the cookie must carry it; one authenticated by an `Authorization: Bearer`
-header needs none (a browser never adds that header by itself). A
-POST whose `Origin` header names another origin is refused either way (OWASP CSRF cheat
-sheet: "Verifying Origin With Standard Headers").
-
-The login and logout forms are protected too. Logout carries the `csrf` value of form 'logout'
-(it has a session). The login form has no session yet: rendering it sets the LOGIN_COOKIE
-cookie (a random value, HttpOnly, SameSite=Strict, path /admin) and puts the same value in
-its `csrf` field; a login POST must carry both, equal (double submit: another site can neither
-read the cookie nor make the browser send it), and no foreign Origin.
+Rationale: docs/design-notes.md, "gateway/console/csrf.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """`/admin/deliveries`: the last callbacks of each tenant, one page of the console.
 
-GET /admin/deliveries        ?tenant=NAME&outcome=ok|failed|REASON&n=1..500 (HTML)
-GET /admin/deliveries.json   the same records as JSON (for tools such as `kbgate onboard`)
-
-Secrets never reach here (records hold key ids only); the Query column and field exist only
-when `admin.show_queries` is on, and records written while it was on are stripped after.
+Rationale: docs/design-notes.md, "gateway/console/deliveries_view.py".
 """
 
 from __future__ import annotations

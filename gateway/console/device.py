@@ -1,12 +1,7 @@
 """Device cookies: a browser that logged in as NAME before may try again while strangers make
 NAME's login wait (OWASP Authentication Cheat Sheet, "device cookies").
 
-After a successful login through the form the browser gets `kbgate_device`: {"u": the user name
-('' for the admin token), "d": a random device id, "iat": unix s} signed with the session key
-(gateway.console.sessions.session_key, its own salt), HttpOnly, SameSite=Strict, path
-/admin/login only, Secure over TLS, kept LIFETIME seconds. `device_of(...)` gives the id while
-the cookie is valid for the name being logged in as; gateway.console.throttle then skips the
-name's and the address's waits for it and counts its failures against the device's own key.
+Rationale: docs/design-notes.md, "gateway/console/device.py".
 """
 
 from __future__ import annotations

@@ -2,15 +2,7 @@
 restoring it (gateway.documents.deleted keeps it; the write goes through the document API's
 own writes, as every browser change does: gateway.console.doc_writes).
 
-GET  /admin/indexes/{index}/delete?id=ID   the confirmation: the document, and how long it stays restorable
-POST /admin/indexes/{index}/delete         id, confirm=1, csrf: kept, then deleted in one commit
-                                           (without confirm=1: the confirmation page, nothing changed)
-POST /admin/indexes/{index}/restore        entry (a kept deletion's name), csrf: written back, the entry dropped
-
-Allowed to the index's owner and to an admin ('edit_documents'), decided before a body is read.
-A document is kept for `admin.keep_deleted_days` (0: not kept, and the confirmation says it is
-for good). A restore is refused while a document of that id is in the index (re-uploaded since):
-delete that one first, or keep it. Each is audited as documents.delete / documents.restore.
+Rationale: docs/design-notes.md, "gateway/console/doc_deleted.py".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ read again from its kept source text (`indexes.ledger`) through the document API
 rebuilt from its chunks, and written again through the index's one writer (chunked and analysed
 anew: `ChangeSet.rewrite`), in commits of BATCH documents. The report says what changed.
 
-POST /admin/indexes/{index}/reindex   id=ID (one), or all=1 (+ confirm=1; without it the confirmation page)
+Rationale: docs/design-notes.md, "gateway/console/doc_reindex.py".
 """
 
 from __future__ import annotations

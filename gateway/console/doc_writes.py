@@ -2,9 +2,7 @@
 (gateway.documents.reading), its one queue and writer per index (app.state.document_writes)
 and its answer (handlers.outcome); no rule of its own about what a document may be.
 
-POST /admin/indexes/{index}/upload      multipart: file (one or more), dataset, folder, replace, csrf
-POST /admin/indexes/{index}/visibility  id, visible (0: disable, 1: enable), back, csrf
-(editing: doc_edit; deleting: doc_deleted; re-indexing: doc_reindex; docs/console.md has the rest)
+Rationale: docs/design-notes.md, "gateway/console/doc_writes.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The console's language: zh-CN first, English on request, through gettext catalogs.
 
-`_("text")` translates for the request being answered (a context variable set by `use`;
-outside a request, English); `N_("text")` marks a module-level string for extraction, to be
-translated where shown. Templates use the same catalogs (Jinja2's i18n extension, new-style):
-the .po files under gateway/console/locale/, read once (docs/architecture.md, "The console's
-language")."""
+Rationale: docs/design-notes.md, "gateway/console/i18n.py".
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
 """What a console without Redis keeps across restarts: `admin.state_file`.
 
-With `replay.redis_url` set, the gap record, the groups' marks and filings, the questions per
-day and the sessions' revocations live in Redis and outlive a restart. Without Redis (one
-worker, as `make run`'s demo) they live in the worker's memory; with `admin.state_file` set,
-`Keeper` loads them from that file at start and writes them back, whole, every SAVE_SECONDS
-when something changed and once more at shutdown: one JSON object (FORMAT) written to a
-temporary file in the same folder, fsynced and renamed over the old one, mode 600 (it holds the
-gap record's HMAC key and, with gaps.keep_text on, masked question text). A file that cannot be
-read or parsed is reported once and the worker starts empty: it never stops a start. The
-sessions' key is not in it (gateway.console.sessions.session_key).
+Rationale: docs/design-notes.md, "gateway/console/keep.py".
 """
 
 from __future__ import annotations

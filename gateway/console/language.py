@@ -1,11 +1,6 @@
 """Which language a console request is answered in, and the switch that chooses it.
 
-The choice, in order: the `kbgate_lang` cookie the header's language links set ('zh-CN' or
-'en'), then the browser's Accept-Language (the first tag, by q, whose language the console
-speaks), then zh-CN for a person and English for a tool (a JSON twin, or a POST with
-Authorization: Bearer, whose JSON errors a script reads). `ConsoleLanguage` sets it
-(gateway.console.i18n.use) for every /admin request; GET /admin/language?to=en&next=/admin/gaps
-sets the cookie and answers 303 to `next` (a console path; anything else goes to /admin/).
+Rationale: docs/design-notes.md, "gateway/console/language.py".
 """
 
 from __future__ import annotations

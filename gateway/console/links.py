@@ -1,13 +1,7 @@
 """The console's stable URLs of an index, a document and a chunk: every page that names one
 (try results, gap near-misses, served counts) links through these, never by hand.
 
-    /admin/indexes                              every index            (JSON: /admin/indexes.json)
-    /admin/indexes/{index}?path=&dataset=&page= its documents          (JSON: /admin/indexes/{index}.json)
-    /admin/indexes/{index}/document?id={id}     a document's chunks    (JSON: …/document.json?id={id})
-    …/document?id={id}#chunk-{n}                its chunk n (0-based, a hit's `chunk`)
-
-The id travels in the query (percent-encoded), so an id with '/', '#', '?' or a line break is
-one URL and never a path of its own.
+Rationale: docs/design-notes.md, "gateway/console/links.py".
 """
 
 from __future__ import annotations

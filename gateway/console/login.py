@@ -1,18 +1,6 @@
 """Logging in and out of the console, and its front door.
 
-GET  /admin            → 308 /admin/
-POST /admin/login      form fields `user` (empty: the admin token), `token` and `csrf` (the login
-                       form's, gateway.console.csrf.login_ok) → cookie, 303 to /admin/; 429 with
-                       Retry-After while the attempt's keys wait (gateway.console.throttle; never
-                       the right admin token); 503 when every scrypt slot is busy
-                       (gateway.console.session) or Redis, which keeps the sessions, does not answer
-POST /admin/logout     field `csrf` (form 'logout'): revokes the session and clears the cookie,
-                       303 to /admin/
-
-Cookies carry Secure when the request came over TLS, to us or to a trusted proxy
-(gateway.console.proxy). A successful login also sets the device cookie
-(gateway.console.device) that lets this browser log in as that name while strangers make the
-name wait. With no console configured (gateway.console.session.console_enabled) every path is 404.
+Rationale: docs/design-notes.md, "gateway/console/login.py".
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The config file as it is now, for the console pages that show what an edit just changed.
 
-A console edit (a key, a user) lands in the file at once, but each worker loads it only at its
-next reload (gateway/serve/reload.py, within a second): a page read right after the edit's
-redirect shows the file, so the change is visible on the very next page.
-
-The pages that change the file put its SHA-256 in their forms as `base` (`file_base`, taken
-before the page reads the file, so a change in between can only make the form stale, never
-let it through); the edit is refused 409 when the file is no longer that
-(gateway/core/config/edit.py).
+Rationale: docs/design-notes.md, "gateway/console/on_disk.py".
 """
 
 from __future__ import annotations

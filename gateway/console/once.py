@@ -2,17 +2,7 @@
 or credential to show once, a connectivity test's answer. Never in the URL: the redirect
 names only a random id.
 
-A note is sealed under what the request presented to log in (the login cookie's signed session,
-gateway.console.sessions, or a tool's Bearer credential; the server stores neither), so the store holds nothing
-readable without that browser, and nobody else's login can read it:
-keystream = HMAC-SHA256(login, 'kbgate-once:' id counter) blocks, XORed with the JSON;
-tag = HMAC-SHA256(login, 'kbgate-once-tag:' id ciphertext), checked in constant time.
-An id is 128 random bits, used for one note only.
-
-- `RedisOnce` when `replay.redis_url` is set (every worker: the GET after the redirect may
-  reach another one): key '{prefix}:console-once:{id}', SET EX `ttl`; a one-time note is
-  deleted as it is read, and shown only by the request whose DEL removed it.
-- `MemoryOnce` otherwise (one worker): a bounded dict with expiry.
+Rationale: docs/design-notes.md, "gateway/console/once.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """`/admin/`: the console's first page, an overview of every route.
 
-GET /admin/                       the overview (HTML); logged out, 303 to /admin/login
-GET /admin/overview.json          the same values (gateway.console.overview_data)
-GET /admin/overview/chart.svg     questions per day with the no-answer and low-score rates (SVG;
-                                  ?narrow=1: the phone's drawing)
-
-An old deliveries link (/admin/?tenant=…&outcome=…&n=…) is redirected to /admin/deliveries.
+Rationale: docs/design-notes.md, "gateway/console/overview.py".
 """
 
 from __future__ import annotations

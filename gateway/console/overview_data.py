@@ -1,20 +1,6 @@
 """The overview's values (its page and its JSON twin serve the same dict): every route at a glance.
 
-    {"routes": [{kind, route, id, index, state, problem, commit, callers: [...], questions}],
-     "indexes": {name: {documents, chunks, commit, last_commit, last_sync, disabled_documents}},
-     "questions": {"days": [...], "total": [...], "no_answer": [...], "low_score": [...],
-                   "no_answer_rate": [...], "low_score_rate": [...], "shared": bool},
-     "keys": [{tenant, key_id, live, not_after, last_used, count}],
-     "refused_last_hour": {"by_reason": {reason: n}, "total": n, "scanned": n},
-     "keyless": [{"tenant", "line"}]: tenants with no key that verifies (readiness.keyless_tenants),
-     "hybrid": {index: {"hybrid": n, "lexical": n}} (added by the page: searches since the start),
-     "errors": [what could not be read]}
-
-Times are unix seconds (None: never or unknown); rates are 0..1 (None on a day with no
-question). Routes: tenant routes ("acme tech/software", id 'acme/tech/software') and agent
-routes (their name: the knowledge_id of Dify callers, the route of MCP and the tool API), each
-with who calls it. No question text, ever. `disabled_documents`: documents disabled from the
-index browser (qa_visible off: served to no caller; gateway.console.browse.disabled_count).
+Rationale: docs/design-notes.md, "gateway/console/overview_data.py".
 """
 
 from __future__ import annotations

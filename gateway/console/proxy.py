@@ -1,15 +1,6 @@
 """Who the console's client is behind a reverse proxy: its scheme and its address.
 
-A request's peer is the TCP connection's other end. Only when that peer is one of
-`server.trusted_proxies` are X-Forwarded-Proto and X-Forwarded-For believed (from anyone
-else they are the client's own words, and a client could claim https or any address):
-- scheme: the X-Forwarded-Proto the proxy set ('https' when it terminated TLS), else the
-  request's own (https when hypercorn itself terminates TLS);
-- address: X-Forwarded-For read from the right, skipping trusted proxies: the first address no
-  trusted proxy holds is the client (a client's own X-Forwarded-For entries are to its left).
-
-What depends on it: the login cookie's Secure flag, the same-origin check of console POSTs
-(gateway.console.csrf) and the address failed logins count against (gateway.console.throttle).
+Rationale: docs/design-notes.md, "gateway/console/proxy.py".
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """What every console page uses to answer: the templates, the shared navigation, the gate
 (who is asking and may they), CSRF-checked forms and POST-redirect-GET.
 
-A page is a template under gateway/console/templates/ that extends base.html, plus a handler:
-
-    async def handler(request):
-        user = await gate(request, "view")           # 404 / login 401 / refusal 403, or the user
-        if isinstance(user, Response):
-            return user
-        return page(request, user, "x.html", active="x", title="X", rows=...)
-
-Templates are autoescaped (Jinja2 through Starlette); `finalize` also writes control, format
-and non-characters as visible escapes (gateway.console.text.visible). JSON twins use `gate(...,
-as_json=True)` and `json_answer`. The rationale is in docs/architecture.md, "The console".
+Rationale: docs/design-notes.md, "gateway/console/render.py".
 """
 
 from __future__ import annotations

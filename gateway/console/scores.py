@@ -1,10 +1,6 @@
 """Scores shown with the precision the gap verdict uses.
 
-A relevance (0..1) is judged against a threshold on its full value: 0.296 < 0.30 is a gap. Shown
-rounded to two places it would read "0.30" beside a 0.30 threshold. So a score is cut (rounded
-toward zero), never rounded up, to PLACES decimals, and the threshold is shown with the same
-places: what reads under the threshold is under it, what reads at or over it is not (for any
-threshold of at most PLACES decimals, which the config's thresholds are in practice).
+Rationale: docs/design-notes.md, "gateway/console/scores.py".
 """
 
 from __future__ import annotations

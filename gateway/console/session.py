@@ -1,25 +1,6 @@
 """Who is asking: the console user of a request, from its Bearer header or login cookie.
 
-Two kinds of credential:
-- the admin token (`admin.token_sha256`): presented alone, it is the admin named 'admin';
-- a console user's credential (`[admin.users.NAME]`): presented as 'NAME:CREDENTIAL'.
-
-The login cookie (gateway.console.auth.COOKIE) holds a signed session, never a credential
-(gateway.console.sessions). A user's scrypt check costs about 0.1-0.7 s, so it runs in a worker
-thread, and a success is remembered per process (keyed by a SHA-256 of what was presented and
-the stored hash: a changed or removed user's old credential stops working at the next config
-reload; a remembered credential is never checked, nor limited, again). A name no user has is
-checked against `dummy_hash()`, so the answer takes the same scrypt work whether the name
-exists or not.
-
-Admission: scrypt checks never queue behind unauthenticated traffic. An attempt from a browser
-with a device cookie for its name (gateway.console.device: it logged in as that name before)
-runs in a lane of its own (TRUSTED_AT_ONCE checks, waiting its turn there only); every other
-attempt takes one of SCRYPT_AT_ONCE slots when one is free and is otherwise refused at once
-(LoginBusy: 503, Retry-After 1), never queued. So a flood of guesses costs at most
-SCRYPT_AT_ONCE cores, a known browser still logs in, and a tool with a credential this worker
-verified before is not checked at all. A Bearer 'NAME:CREDENTIAL' is limited as a login form
-is (gateway.console.throttle: Throttled, 429): `current_user`.
+Rationale: docs/design-notes.md, "gateway/console/session.py".
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """Console login sessions: what the `kbgate_admin` cookie holds after a login through the form.
 
-The cookie is {"u": user name ('' for the admin token), "sid": 128 random bits, "iat": unix s
-issued, "f": a fingerprint of the stored credential} signed with itsdangerous'
-URLSafeSerializer (HMAC-SHA1 over a key derived per salt) under the session key. A cookie counts
-while all hold: the signature verifies; `iat` is at most LIFETIME seconds ago on the clock seam;
-the user still exists and `f` matches the credential configured now (changing a user's
-credential, removing the user or changing the admin token ends their sessions at the next
-reload); and `sid` was not revoked by logout.
-
-The session key (`session_key`) is never in Redis nor in the config: `admin.session_secret_env`
-or `admin.session_secret_file` (a file only its owner may read) when set, else a key file made
-once beside the config file (KEY_FILE, mode 600) that every worker of this server reads, else
-(no config file, or a folder that cannot be written) a key of this process. Whoever can read
-Redis and the config can therefore not sign a session.
-
-- `RedisSessions` when `replay.redis_url` is set: a revoked id is
-  '{prefix}:console-session-revoked:{sid}' with EX = the session's remaining lifetime, shared by
-  every worker and replica. A Redis that does not answer cannot say whether a session was
-  revoked: `name_of` raises SessionsUnavailable (the console answers a page saying so, 503) and
-  `issue` refuses a login the next page could not honour.
-- `MemorySessions` otherwise (one worker: the config refuses workers > 1 without Redis): revoked
-  ids in a dict of at most MAX_REVOKED, expired ones dropped first (beyond that, the oldest
-  revocation is forgotten).
-
-Why: docs/console.md, "Getting in".
+Rationale: docs/design-notes.md, "gateway/console/sessions.py".
 """
 
 from __future__ import annotations

@@ -2,25 +2,7 @@
 bounded history beside it and a one-step revert. The file stays the source of truth (owners may
 keep it in Git); the format and its rules are `indexes.synonyms`'.
 
-- check: every line is checked (`indexes.synonyms.problems`) and nothing is written unless all
-  of them are valid.
-- write: a temporary file in the same folder, flushed and fsync'd, given the file's mode, then
-  renamed over the file (`os.replace`): a reader (the workers' reload, `git`) sees the old file
-  or the new one, never half of one. The rename changes the inode, which the reload watches
-  (`gateway.serve.reload.fingerprint`): every worker applies it within a second, no rebuild.
-- base: each change names the SHA-256 of the text it was made on; when the file changed since
-  (another owner, a `git pull`), it is refused (`Stale`) and nothing is written.
-- history: `<file>.history.jsonl` beside the file, one JSON object a change, newest last:
-  {"at": unix s, "by": who, "action": "save" | "add" | "remove" | "revert", "before": the
-  previous text, "after": SHA-256 of the new text, "added": [lines], "removed": [lines]};
-  at most MAX_HISTORY changes and MAX_HISTORY_BYTES (the oldest go first), rewritten
-  atomically. Never question text.
-- revert: the newest change is undone (its `before` written back) when the file is still what
-  that change wrote and what the page asking for the revert showed (`base`); the revert is
-  itself a change, so a second revert redoes.
-One change at a time per file: an exclusive `flock` on the file's folder (every worker and
-`kbgate` process that uses this module), held from the base check to the history write.
-Errors: `SynonymsRefused` (lines refused: [(line, problem)]), `Stale`, `NotWritable`.
+Rationale: docs/design-notes.md, "gateway/console/synonyms_file.py".
 """
 
 from __future__ import annotations

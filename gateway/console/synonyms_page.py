@@ -1,21 +1,7 @@
 """`/admin/synonyms`: an index's synonyms from the browser (the file stays the source of truth:
 gateway.console.synonyms_file).
 
-GET  /admin/synonyms                  each index: its synonyms file, rules, refused lines, last change
-GET  /admin/synonyms/{index}          the file's text to edit, its rules, its history, a try
-POST /admin/synonyms/{index}          form `text`, `base` (the text's SHA-256 when opened): the whole file
-POST /admin/synonyms/{index}/add      form `line`, `base`: one rule appended
-POST /admin/synonyms/{index}/remove   form `number`, `line`, `base`: that line removed
-POST /admin/synonyms/{index}/revert   form `base`: the newest change undone, when the file is still `base`
-POST /admin/synonyms/{index}/try      form `query`: the index searched with its synonyms, on this page
-JSON twins: GET /admin/synonyms.json, GET /admin/synonyms/{index}.json, POST /admin/synonyms/{index}.json
-({"text", "base"} or {"revert": true, "base"}) → the file's state; 400 {"error", "refused": [{line,
-problem}]}, 409 stale, 503 not writable.
-
-A change is refused whole (every refused line shown inline with its reason, the text kept in
-the form) or written whole, then applied in this worker at once (`apply`) and by every other
-worker's reload within a second: no rebuild. Reads: every role; changes: users.can
-'edit_synonyms' on the index (its owner, an admin). Audited as `admin.synonyms.<action>`.
+Rationale: docs/design-notes.md, "gateway/console/synonyms_page.py".
 """
 
 from __future__ import annotations

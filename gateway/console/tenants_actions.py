@@ -1,20 +1,7 @@
 """The Tenants page's changes, admins only, each a CSRF-checked POST answered with a redirect
 (POST-redirect-GET), or JSON for a tool sending `Authorization: Bearer` (same form fields):
 
-POST /admin/tenants/{name}/test                 route (its number on the page), key (an id; default the
-                                                newest live key), query: a real signed callback through
-                                                the network stack, as 请求路径调试 sends it (gateway/ops/probe.py)
-POST /admin/tenants/{name}/keys                 key_id (optional), value (optional: the key the Volcengine
-                                                console shows; empty: generate one, shown once), base
-POST /admin/tenants/{name}/keys/{key_id}/retire when: now | 3600 | 86400 (seconds of grace; no default),
-                                                base, confirm: without confirm=1 a browser gets the
-                                                confirmation page (what stops, when), which posts it
-
-base: the config file's SHA-256 when the page was drawn (gateway/console/on_disk.py); an edit of a
-file that changed since is refused 409 and changes nothing (a tool may leave base out). Keys
-change only through gateway/ops/secrets.py (`add_key`, `retire_key`: its rules, its locked,
-atomic, validated edit); the running workers reload the file within a second. Every attempt is
-audited (gateway/console/changes.py) with the key id, never a secret or the question.
+Rationale: docs/design-notes.md, "gateway/console/tenants_actions.py".
 """
 
 from __future__ import annotations

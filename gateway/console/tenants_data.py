@@ -1,17 +1,7 @@
 """The Tenants page's values (its page and its JSON twin serve the same dicts): what a
 Volcengine console admin pastes, each key's state and last use, and where rotation stands.
 
-    {"name", "path", "callback_url", "url_from": "server.public_url" | "request",
-     "test_url", "mode": "enforce" | "report", "report_until", "routes": [{first, second, index}],
-     "keys": [{id, state, not_after, last_used, count, loaded, showable (tenants_reveal)}],
-     "newest": id or None, "older_live": [ids], "newest_used": bool, "usage_error": bool}
-
-Keys are read from the config file as it is now (an edit shows at once, before the workers'
-reload); `loaded` says whether this worker verifies with the key yet. Times are unix seconds.
-Where the URLs come from (docs/volcengine-console.md, "The console's Tenants page"): the paste
-URL is `server.public_url` + the tenant's path, else the address the browser used (the Host
-header: only shown, never requested); the connectivity test goes to `server.public_url`, else
-to the socket this request arrived on (the ASGI scope's `server`, which no client writes).
+Rationale: docs/design-notes.md, "gateway/console/tenants_data.py".
 """
 
 from __future__ import annotations

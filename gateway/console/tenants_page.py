@@ -1,14 +1,6 @@
 """`/admin/tenants`: the Volcengine tenants, for whoever wires the 联网问答Agent console.
 
-GET /admin/tenants                 every tenant: its callback URL, mode and keys (HTML)
-GET /admin/tenants/{name}          one tenant: what to paste, each key's state and last use, the
-                                   connectivity test and key rotation as steps (admins act; others read)
-                                   ?shown=ID shows a new key once; ?test=ID a test's answer
-GET /admin/tenants.json[?tenant=]  the same values (gateway/console/tenants_data.py) as JSON, and
-                                   "base": the config file's SHA-256 for a tool's change
-
-The changes (test, add a key, retire one) are POSTs of gateway/console/tenants_actions.py. A
-secret is never in a URL, a log or this page after its first showing.
+Rationale: docs/design-notes.md, "gateway/console/tenants_page.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Text shown in a console page: control, format and non-characters made visible.
 
-Autoescaping (Jinja2) makes a value safe HTML; this makes it honest: every control character
-but tab and line breaks, every format character (zero-width, bidi overrides such as U+202E)
-and non-character is written as a visible escape ('\\x1b', '\\u202e'; `indexes.invisible.shown`,
-as every CLI report line), so a caller's SecondLevelId cannot put raw ESC bytes in a page nor
-reorder what an operator reads.
+Rationale: docs/design-notes.md, "gateway/console/text.py".
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
 """The limit on failed console logins: exponential backoff per user name, per client address and
 per device, instead of a lockout a stranger could hold.
 
-A failed login (the form, or `Authorization: Bearer NAME:CREDENTIAL` on any console path)
-counts against its keys (`keys`): 'user:NAME' for a console user (never for the admin token:
-see below), 'addr:HOST' (the client's address, gateway.console.proxy: behind a trusted proxy
-its X-Forwarded-For), and 'device:ID' when the browser holds a device cookie
-(gateway.console.device). After FREE[kind] failures a key waits before its next attempt is
-checked: BASE_SECONDS, doubling with each further failure, at most MAX_WAIT_SECONDS; an attempt
-while a key waits is answered 429 with Retry-After without checking anything. A key's count is
-forgotten FORGET_SECONDS after its last failure; a success does not reset it.
-
-What a stranger cannot do with it:
-- hold a user out: a browser that logged in as NAME before carries a device cookie for NAME,
-  and its attempts for NAME skip the 'user' and 'addr' waits (its own 'device' key still
-  counts, so a stolen device cookie guesses no faster than FREE['device'] before it waits);
-  a tool whose credential this worker verified before is not checked again (gateway.console.session);
-- hold the admin token out: it is 256 random bits checked with one SHA-256, so its login has no
-  name key at all (only the address's and the device's), and the right token is checked before
-  any wait (gateway.console.login, session): no number of wrong tokens, from elsewhere or from
-  the same address, delays the right one.
-
-Keys are stored as a SHA-256 of kind and value; what was typed as a credential never reaches
-this module. `RedisThrottle` when `replay.redis_url` is set (every worker and replica shares
-the counts: HASH '{prefix}:console-login-fail:{digest}' {n, t}, EXPIRE FORGET_SECONDS; a Redis
-that does not answer fails open, with one warning line at most every 10 s); `MemoryThrottle`
-otherwise (this process's counts, at most MAX_KEYS keys, the oldest first out). Why these
-numbers: docs/console.md, "Getting in".
+Rationale: docs/design-notes.md, "gateway/console/throttle.py".
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
-"""Try a question exactly as a caller would (issue 18, item 1): `/admin/try` and `kbgate try`.
+"""Try a question exactly as a caller would: `/admin/try` and `kbgate try`.
 
-A try names a caller and its route — a Volcengine tenant and (FirstLevelId, SecondLevelId), an
-agent client on the knowledge protocol (`knowledge`) or the tool API (`tools`), a Dify
-knowledge_id with an optional `metadata_condition`, an MCP client (`mcp`) — and a question.
-It builds the request body that caller sends and hands it to the wing's own answering
-function (`gateway.volcengine.handler.answer`, `gateway.agent.knowledge.search`,
-`gateway.agent.tools.run_tool`, `gateway.dify.retrieval.retrieval`,
-`gateway.mcp.server.tool_result`), so the answer body is the caller's, byte for byte, for the
-same question, scope, index commit and clock second. What it skips is the caller's
-authentication (no signature, no Bearer token: the admin picked the caller) and the replay
-claim; what it never does is publish: no delivery, no audit line of the caller, no metric, no
-answer-cache entry (`gateway.core.explain`). It writes one audit line of its own, tool
-'admin.try', without the question text.
-
-Per-call values: the knowledge protocol's and MCP's refs are signed over an expiry in whole
-seconds (the same second gives the same ref); the tool API's `auditRef` is new for every call,
-and its `requestId` is the caller's `requestId` when given (`TryRequest.request_id`).
-
-While the wing answers, `gateway.core.explain` traces each search: hits kept and dropped
-and why, matched terms, scores, cache outcome, stage times. `successor` searches another
-index under indexes.dir in place of the route's (an index and its rebuilt successor).
+Rationale: docs/design-notes.md, "gateway/console/try_.py".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """`kbgate try`: the command-line twin of /admin/try (gateway.console.try_), registered by gateway/cli.py.
 
-kbgate try --config FILE --caller volcengine --tenant T --first A --second B --query Q [--limit N]
-kbgate try --config FILE --caller knowledge|tools|dify|mcp --client C [--route R] --query Q [--limit N]
-           [--metadata-condition JSON] [--score-threshold X] [--request-id ID] [--token-id ID]
-           [--session S] [--on-behalf-of U]
-    [--successor INDEX]   also answer with INDEX searched in place of the route's, side by side
-    [--json]              print `gateway.console.try_.to_json` (with --successor: {"a": ..., "b": ...})
-
-Runs in this process on the config's indexes, exactly as a worker answers (the same wing
-functions); sends nothing anywhere. stdout holds the answer only; the audit line (sink "stdout")
-goes to stderr. Exit codes: 0 answered (whatever the caller's status),
-2 a try the config cannot run (the field is named) or a bad option; with --json, stdout then
-holds {"error": {"code", "message"}} (code 'try_invalid' or 'config_invalid').
+Rationale: docs/design-notes.md, "gateway/console/try_cli.py".
 """
 
 from __future__ import annotations

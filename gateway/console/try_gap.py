@@ -1,14 +1,7 @@
 """A try from a gap group (`/admin/try?gap=GROUP`): the group is named by its id, resolved here on
 the server, never by its question text in a URL.
 
-The form is prefilled with the group's most frequent caller and route (`Asker` labels:
-'volcengine:acme' with 'acme/tech/software'; 'dify:alice' with 'support'; the tool API's wing
-'agent' is the try's caller 'tools'). When question text is kept (gaps.keep_text, the default) and
-the user may read it (admins and the index's owners: gateway.console.gaps.owners.reads_text),
-the group's newest example is the question and the try runs at once; when it is not, there is no
-text to prefill: the owner types the question, and the try says whether it belongs to
-the group (`belongs`: the question keyed and grouped with the group's questions by the
-recorder's own rules, `gateway.console.gaps.keys` and `groups`).
+Rationale: docs/design-notes.md, "gateway/console/try_gap.py".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""`/admin/try`: try a question as any caller, side by side (issue 18, item 1), behind the admin token.
+"""`/admin/try`: try a question as any caller, side by side, behind the admin token.
 
-GET  /admin/try        the form (the login form, 401, when not logged in)
-POST /admin/try        form fields (below) → the form again with each side's answer and trace
-POST /admin/try.json   a JSON object of one `TryRequest`'s fields → `gateway.console.try_.to_json`
-
-GET  /admin/try?gap=GROUP  the form prefilled from a gap group by its id (gateway.console.try_gap)
-
-Form fields: `query`, `limit` (shared by both sides), `gap` (the group it came from, optional), then
-per side `a_` / `b_` + caller, tenant, first, second, client, token_id, session, route,
-metadata_condition (a JSON object, as Dify sends it), score_threshold, request_id, successor; side b
-runs when its caller is set.
-POSTs are CSRF-checked (gateway.console.csrf). The question is a POST field, never in a URL,
-so it reaches no access log; nothing here logs it. With no `admin.token_sha256` every path is 404.
+Rationale: docs/design-notes.md, "gateway/console/try_page.py".
 """
 
 from __future__ import annotations

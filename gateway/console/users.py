@@ -1,11 +1,6 @@
 """Console users and the one authorisation rule every console page asks: `can(user, action, index)`.
 
-Roles (docs/console.md, "Users and roles"):
-- viewer: reads every page; changes nothing.
-- owner: reads every page, but sees only the gaps of the indexes they own, and may change
-  (documents, synonyms, filing a gap's task) only those indexes.
-- admin: everything, users and tenants included. The configured `admin.token_sha256` token
-  logs in as the admin named 'admin'.
+Rationale: docs/design-notes.md, "gateway/console/users.py".
 """
 
 from __future__ import annotations

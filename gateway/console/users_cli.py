@@ -1,13 +1,6 @@
 """`kbgate users add|list|remove`: the console's users in the config file (registered by gateway/cli.py).
 
-kbgate users add NAME --role viewer|owner|admin [--index NAME ...] --config FILE [--credential-stdin]
-kbgate users list --config FILE [--json]
-kbgate users remove NAME --config FILE
-
-`add` generates a credential (or reads one line from stdin), writes only its scrypt hash
-(gateway/console/credentials.py) into `[admin.users.NAME]` through the validated, atomic config
-edit (a running server reloads it), and prints the credential once. Each change is audited as
-'cli:<login>' (gateway/console/changes.py).
+Rationale: docs/design-notes.md, "gateway/console/users_cli.py".
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """`/admin/users`: who may use the console, with which role (admins only).
 
-GET /admin/users        the list and the form to add one (HTML); ?added=ID shows the new credential once
-GET /admin/users.json   {"users": [...], "admin_token": bool, "base": the config file's SHA-256}
-POST /admin/users       name, role (viewer | owner | admin), index.NAME=1 per index an owner owns,
-                        base (the file's SHA-256 when the page was drawn: 409 when it changed since;
-                        a tool may leave it out):
-                        adds the user through `kbgate users add`'s own code (gateway/console/users_cli.py:
-                        a generated credential, only its scrypt hash in the config, audited), then
-                        redirects (POST-redirect-GET); a tool with `Authorization: Bearer` gets JSON
-                        {"name", "role", "indexes", "credential"}
-Never a credential or its hash, but the new credential once, right after it was made.
+Rationale: docs/design-notes.md, "gateway/console/users_page.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """/admin/gaps and /admin/documents in a real headless Chromium (Debian's, driven by Playwright).
 
-A real `kbgate serve` (Redis) gets misses from a Volcengine callback and a Dify retrieval; the
-browser logs in, sees one group whose numbers are what was sent and no question text
-(gaps.keep_text = false), files the group's improvement task twice through the button (created,
-then updated: one record), is refused a POST without the page's CSRF field, and reads the
-documents page. Screenshots go to docs/img/ (small PNGs for the owners' docs).
+Rationale: docs/design-notes.md, "tests/console/test_gaps_browser.py".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """gateway/console/i18n.py and language.py: zh-CN first, English on request, nothing untranslated.
 
-The templates' literal text must sit inside `_()` or `{% trans %}` (found with Jinja2's own
-parser), every msgid the sources use has a zh_CN translation, and no catalog entry is stale.
-A page answers in zh-CN by default, in English for Accept-Language: en, and the language
-cookie (set by the header's switch) beats the header.
+Rationale: docs/design-notes.md, "tests/console/test_i18n.py".
 """
 
 from __future__ import annotations

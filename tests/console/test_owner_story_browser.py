@@ -1,12 +1,6 @@
 """The owner story, on a real `kbgate serve` with Redis, in a real headless Chromium.
 
-Owner `otto` of index kb (texts kept): a callback misses → otto uploads the page, finds it by
-path → the callback finds it → a Dify question no word answers is a gap shown with its question
-→ otto files its task, adds the synonym, tries from the gap (question filled in, answered) and
-moves the task to done with the page that closed it. At 1280 and 390 px, by keyboard, every
-control found by id, name or href (never its words: the story holds in any language).
-The browser asks for no language, so the console answers in zh-CN, as an owner in China sees it.
-Screenshots: test-artifacts/, or docs/img/ with KBGATE_DOCS_SCREENSHOTS=1 (docs/knowledge-owners.md).
+Rationale: docs/design-notes.md, "tests/console/test_owner_story_browser.py".
 """
 
 from __future__ import annotations

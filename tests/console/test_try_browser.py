@@ -1,12 +1,6 @@
 """/admin/try in a real headless Chromium (Debian's, driven by Playwright).
 
-A real `kbgate serve` on a free port; the browser logs in, fills the form — caller A a
-Volcengine tenant route, caller B Dify on an agent route with a metadata condition — and
-checks what the page shows against what was sent and what the real callers answer: the
-answer body is the real callback's, the hit rows are its results with the try's own numbers,
-the limit shown is the one typed. A same-origin POST without the form's csrf value is refused.
-The server's log never holds the question. A screenshot goes to test-artifacts/ (gitignored); the
-try's screenshots in docs/ are made by the owner story (test_owner_story_browser.py).
+Rationale: docs/design-notes.md, "tests/console/test_try_browser.py".
 """
 
 from __future__ import annotations

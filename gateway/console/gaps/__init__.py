@@ -1,16 +1,7 @@
 """Knowledge gaps and hit statistics: what callers asked that the knowledge could not answer,
 which documents were served, and the owner's pages and improvement tasks for them.
 
-mask     personal identifiers masked before a question's text is kept
-record   the observer of the core's SearchAnswered events (off the request path)
-keys     normalized form and keyed hashes of a question
-groups   exact repeats and near-duplicates joined into groups
-store    Redis (shared) or memory, bounded
-filing   a group → one improvement task (create_improvement_task's path), deduplicated
-states   filed / resolved / ignored per group, and the reopen rule
-tasks    /admin/tasks: what was filed (templates/tasks.html)
-task_life a task's assignee, open → doing → done, closing document; /admin/tasks.csv
-views    /admin/gaps, /admin/documents (templates/gaps.html, documents.html)
+Rationale: docs/design-notes.md, "gateway/console/gaps/__init__.py".
 """
 
 from __future__ import annotations

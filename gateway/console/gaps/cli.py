@@ -3,11 +3,7 @@ read through its admin JSON (/admin/gaps.json, /admin/documents.json), so they s
 record whether it is in Redis or in the server's memory; `kbgate gaps --file GROUP` files (or
 bumps) the group's improvement task exactly as the page's button does.
 
-kbgate gaps      --url http://HOST:PORT [--file GROUP] [--json]
-kbgate documents --url http://HOST:PORT [--json]
-
-The admin token is read from the environment variable KBGATE_ADMIN_TOKEN (never an argument:
-arguments are visible to every user of the machine in `ps`).
+Rationale: docs/design-notes.md, "gateway/console/gaps/cli.py".
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """A gap group → one improvement task in the configured tracker, through the same path as the
-tool API's `create_improvement_task` (seed 002 §9.6; gateway.agent.feedback): FeedbackBridge
+tool API's `create_improvement_task` (Agent Access API 技术设计 §9.6; gateway.agent.feedback): FeedbackBridge
 when replay.redis_url is set (idempotency and dedupe records), else the tracker's own
 find-or-create by dedupe key. Deduplicated by the group: the dedupe key is 'gap:{group id}',
 so filing a group twice bumps the count of the one record instead of filing a second.
 
 Evidence: the group's example questions (only when admin.show_queries is on and they are
 kept), one note with its counts, callers and routes, and the near-miss hits it got as
-citations (seed 002 §9.6: "如果来自 no-answer，可包含问题和相关 citation").
+citations (Agent Access API 技术设计 §9.6: "如果来自 no-answer，可包含问题和相关 citation").
 """
 
 from __future__ import annotations

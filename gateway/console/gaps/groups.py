@@ -1,13 +1,7 @@
 """Gap groups: the kept questions (one record per question key) joined into groups of exact
 repeats (one key) and near-duplicates (term-hash sets with Jaccard ≥ NEAR), at read time.
 
-Near-duplicates are found through an inverted list of term hashes: only terms held by at most
-MAX_POSTING questions propose pairs (a term most questions share, such as 怎么, proposes
-none), so the work stays bounded by max_questions × MAX_POSTING; each proposed pair is
-checked by its Jaccard similarity and joined with union-find (single link).
-
-A group's id is the key of its member seen first (ties: the smaller key), so it stays the same
-while newer questions join it: filing a group twice files under the same dedupe key.
+Rationale: docs/design-notes.md, "gateway/console/gaps/groups.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Obvious personal identifiers masked out of a question before its text is kept.
 
-`mask(text)` replaces, in this order: e-mail addresses ([email]), 18-character mainland ID card
-numbers (17 digits then a digit or X: [id]), Luhn-valid bank card numbers of 16-19 digits, plain
-or in groups of four split by a space or '-' ([card]), and mainland mobile numbers (1[3-9] + 9
-digits, optionally +86/86 first, plain or split 3-4-4: [phone]). A number glued to further digits
-is none of these. Full-width digits, ＠, ＋ and － count; placeholders are ASCII (kept text is data).
+Rationale: docs/design-notes.md, "gateway/console/gaps/mask.py".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Which indexes a gap group is about, so an owner sees only the gaps of the indexes they own.
 
-A group counts its questions per route label (gateway.console.gaps.record.route_label: route
-ids joined by ','): an agent route's name, or 'TENANT/FIRST/SECOND' for a Volcengine route.
-Each configured route id names one index; a label of routes no longer configured names none
-(only a viewer or an admin sees such a group). A group's question texts are for the people
-who own the questions: admins and the owners of one of its indexes (`reads_text`); anyone else
-gets the group without them.
+Rationale: docs/design-notes.md, "gateway/console/gaps/owners.py".
 """
 
 from __future__ import annotations

@@ -2,16 +2,7 @@
 off the request path, what callers asked that the knowledge could not answer and which
 documents were served.
 
-On the request path (`observe`, called in the task or thread the search ran in) it only
-classifies the question — 'no_answer' (no hit), 'low_score' (the best hit's relevance, 0..1, is
-under the route's gap threshold: `GapsConfig.threshold_of`) or 'answered' — counts it for
-Prometheus (`kbgate_questions_total{route,outcome}`) and appends it to a bounded queue: no
-I/O, no Redis round trip. Every `gaps.flush_seconds` a background task of the worker's event
-loop drains the queue: it masks and hashes each gap question (`gaps.mask`, `gaps.keys`, in a
-worker thread), aggregates repeats, and writes one batch to the store. A store that fails drops
-that batch with one warning line per WARN_EVERY seconds; the callers' answers left long before.
-A probe (`Asker.probe`: a try, kbgate's connectivity test) and a search whose every index
-failed are not recorded.
+Rationale: docs/design-notes.md, "gateway/console/gaps/record.py".
 """
 
 from __future__ import annotations

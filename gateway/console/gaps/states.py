@@ -1,22 +1,7 @@
 """What the owners did with a gap group: filed (an improvement task), resolved, ignored; and the
 rule that reopens a resolved group asked again.
 
-A group's state is kept per index it was asked of, under `state_key(group, index)`: 'GROUP@INDEX'
-(the group's id, the key of its first question: `gateway.console.gaps.groups`), or the group's id
-alone for a group of no configured index (and for states written before marks were per index).
-So an owner's mark or filing is about their own index only: a group asked of two owners'
-indexes is resolved for one and still open for the other. One JSON object a state:
-{"state": "filed" | "resolved" | "ignored" | "open", "index": the index it is about ('' when none),
-"record": the tracker's record id ('' before a filing),
-"filed": times filed, "filed_at", "filed_by", "at" (last change, unix s), "by" (who), and the
-task's "task", "assignee", "document" (`tasked`)}. Never question text. Redis: HASH
-{prefix}:gaps:s (state key → JSON), shared by every worker; else this process's memory.
-Bounded: an entry whose group no longer exists and whose last change is older than keep_days
-is dropped at the next change, and at most MAX_STATES are kept (oldest change first out).
-
-`status(state, last_asked)`: 'open' (nothing done), 'filed', 'ignored', 'resolved', or
-'reopened' — resolved, then asked again after it was marked (the group's last question is later
-than the mark). A reopened group shows the filing it had; filing it again bumps the same task.
+Rationale: docs/design-notes.md, "gateway/console/gaps/states.py".
 """
 
 from __future__ import annotations

@@ -2,17 +2,7 @@
 replay.redis_url is set, else this process's memory. Both bounded; written only by the
 recorder's background flush (gateway.console.gaps.record), never on a request.
 
-Redis keys (prefix = replay.key_prefix):
-  {p}:gaps:key              the server key questions are hashed with (random, SET NX once)
-  {p}:gaps:q                ZSET question key → last seen (unix s); trimmed to keep_days and
-                            max_questions (least recent first; filed or marked groups last)
-  {p}:gaps:q:{key}          HASH n, no, low, first, last, terms, best, near, d:{day}, c:{caller},
-                            r:{route}; expires keep_days after its last write
-  {p}:gaps:t:{key}          ZSET {"t", "q": masked text} → t: the newest max_examples (keep_text);
-                            older than text_seconds dropped at each read and write, and expiry
-  {p}:served:{index}:{day}  ZSET document id → times served that UTC day (any rank); expires after keep_days
-  {p}:top:{index}:{day}     ZSET document id → times it was the top answer (rank 1) that day; same expiry
-  {p}:chunk:{index}:{day}   ZSET '{document id}#{chunk}' → times that chunk was the hit served; same expiry
+Rationale: docs/design-notes.md, "gateway/console/gaps/store.py".
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """A filed task's life: an assignee, open → doing → done (done resolves the group), the document
 changed to close it, and every task as CSV.
 
-POST /admin/tasks/update  form or Bearer JSON: group, task, assignee, document (`update`)
-GET  /admin/tasks.csv     the tasks the user may see, an attachment safe from formulas (`export`)
-
-Who may change a task: whoever may file for its index (users.can 'file_gap').
+Rationale: docs/design-notes.md, "gateway/console/gaps/task_life.py".
 """
 
 from __future__ import annotations

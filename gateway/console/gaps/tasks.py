@@ -1,17 +1,6 @@
 """Marking a gap group resolved or ignored, and `/admin/tasks`: what was filed.
 
-POST /admin/gaps/mark   form `group`, `mark` (resolved | ignored | open), `csrf` → 303 to
-                        /admin/gaps?marked=MARK#g-GROUP (a refresh changes nothing); a Bearer
-                        POST sends the JSON {"group", "mark"} and gets {"group", "status"}
-GET  /admin/tasks       the filed groups: record, when and by whom, times filed, the group's
-                        status now, questions, near misses and the task's life (gaps.task_life)
-GET  /admin/tasks.json  the same as JSON
-
-Who may mark a group: whoever may file its task (users.can 'file_gap' on the group's index), and
-the mark is kept for each index of the group they may file for, only those
-(gateway.console.gaps.states.state_key): an owner marks their own indexes' part of a group asked
-of several owners' indexes, never another's; an admin marks every index of it. Owners see the
-tasks of their indexes only. CSRF: form label 'gaps' (the gaps page's forms).
+Rationale: docs/design-notes.md, "gateway/console/gaps/tasks.py".
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """`/admin/gaps` and `/admin/documents`: the knowledge owner's view of what went unanswered and
 which documents were served (gateway.console).
 
-GET  /admin/gaps              the gap groups (HTML)        GET /admin/gaps.json      the same as JSON
-POST /admin/gaps/file         form `group`, `csrf` → files or bumps the group's improvement task, then
-                              303 to /admin/gaps?filed=… (a refresh files nothing)
-                              (JSON in and out with a Bearer token: {"group": id}, for `kbgate gaps --file`)
-GET  /admin/documents         303 to /admin/indexes        GET /admin/documents.json served counts per index
-
-CSRF: gateway.console.csrf (form label 'gaps'); a Bearer POST (a tool) needs none.
+Rationale: docs/design-notes.md, "gateway/console/gaps/views.py".
 """
 
 from __future__ import annotations
