@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
 from redis.exceptions import RedisError
 
+from gateway.console.gaps.flushing import FlushLoop
 from gateway.console.gaps.record import classify, route_label
 from gateway.console.gaps.store import DAY, day_of, days_back
 from gateway.core.config import Config
@@ -25,7 +25,6 @@ log = logging.getLogger("kbgate.asked")
 
 OUTCOMES = ("answered", "no_answer", "low_score")
 MAX_PENDING = 100_000
-WARN_EVERY = 10.0
 Counts = dict[str, Counter[tuple[str, str]]]  # day → (route label, outcome) → questions
 
 
@@ -103,44 +102,31 @@ class RedisAskedStore:
         await self.client.aclose()
 
 
-class QuestionCounts:
+class QuestionCounts(FlushLoop[tuple[str, str, str]]):
     """The observer and its store. config: () -> the current Config; now: the clock (unix s)."""
 
     def __init__(self, config: Callable[[], Config], now: Callable[[], float], store: AskedStore) -> None:
-        self._config = config
-        self._now = now
+        super().__init__(config, now, log, MAX_PENDING)  # queued: (day, route label, outcome)
         self.store = store
-        self._pending: deque[tuple[str, str, str]] = deque()  # (day, route label, outcome)
-        self._last_warning = 0.0
 
     def observe(self, e: SearchAnswered) -> None:
         """Count one caller's question (skips an admin's try and a failed search with no hit)."""
-        if e.asker.probe or (e.failed and not e.hits) or len(self._pending) >= MAX_PENDING:
+        if e.asker.probe or (e.failed and not e.hits):
             return
         outcome = classify(e, self._config().gaps.threshold_of(e.asker.routes))
-        self._pending.append((day_of(self._now()), route_label(e), outcome))
-
-    async def run(self) -> None:
-        """Flush every gaps.flush_seconds until cancelled."""
-        while True:
-            await asyncio.sleep(self._config().gaps.flush_seconds)
-            await self.flush()
+        self._queue((day_of(self._now()), route_label(e), outcome))
 
     async def flush(self) -> None:
         """Write what is queued (one batch). Never raises."""
         if not self._pending:
             return
         counts: Counts = {}
-        for _ in range(len(self._pending)):
-            day, route, outcome = self._pending.popleft()
+        for day, route, outcome in self._take():
             counts.setdefault(day, Counter())[(route, outcome)] += 1
         try:
             await self.store.add(counts, self._config().gaps.keep_days)
         except (RedisError, OSError, TimeoutError) as exc:
-            now = time.monotonic()
-            if now - self._last_warning >= WARN_EVERY:
-                log.warning(f"question counts: write failed ({type(exc).__name__}), a batch dropped")
-                self._last_warning = now
+            self._warn(f"question counts: write failed ({type(exc).__name__}), a batch dropped")
 
     async def per_day(self) -> tuple[list[str], Counts]:
         """(the days of the retention window, oldest first; their counts). Flushes first, so a

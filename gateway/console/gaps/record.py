@@ -7,10 +7,8 @@ Rationale: docs/design-notes.md, "gateway/console/gaps/record.py".
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 from anyio import to_thread
 from redis.exceptions import RedisError
 
+from gateway.console.gaps.flushing import FlushLoop
 from gateway.console.gaps.groups import Question
 from gateway.console.gaps.keys import question_key
 from gateway.console.gaps.mask import mask
@@ -35,7 +34,6 @@ MAX_PENDING = 20_000  # questions waiting for the flush before new ones are drop
 MAX_BEST = 3  # near-miss hits kept per question
 MAX_WORDS = 12  # unmatched words kept per near miss
 MAX_EXPLAINED = 20  # no-hit questions per flush whose nearest pages are looked up (a search each)
-WARN_EVERY = 10.0
 OUTCOMES = ("answered", "no_answer", "low_score")
 
 Pending = tuple[SearchAnswered, float, bool, str, float]  # (event, unix s, keep its text, outcome, threshold)
@@ -78,7 +76,7 @@ Missing = Callable[[str, str, str], Sequence[str]]
 (title and text) does not hold, as the index analyses them (`gateway.core.explain.analysis_of`)."""
 
 
-class GapRecorder:
+class GapRecorder(FlushLoop["Pending"]):
     """config: () -> the current Config (read per event: a reload applies at once); now: the
     clock (unix s); store: where batches go; count(route, outcome): the Prometheus counter;
     words: the index's analysis of a question (`Words`, the question key's; run in the flush's
@@ -93,15 +91,12 @@ class GapRecorder:
         self._words = words
         self._missing = missing
         self._nearest = nearest
+        super().__init__(config, now, log, MAX_PENDING)
         self.states = states if states is not None else MemoryStates()
-        self._config = config
-        self._now = now
         self.store = store
         self._count = count or (lambda route, outcome: None)
-        self._pending: deque[Pending] = deque()
         key = config().gaps.key
         self._key: bytes | None = key.reveal().encode("utf-8") if key is not None else None
-        self._last_warning = 0.0
         self.dropped = 0
 
     def observe(self, e: SearchAnswered) -> None:
@@ -112,17 +107,9 @@ class GapRecorder:
         threshold = cfg.gaps.threshold_of(e.asker.routes)
         outcome = classify(e, threshold)
         self._count(route_label(e), outcome)
-        if len(self._pending) >= MAX_PENDING:
+        if not self._queue((e, self._now(), cfg.gaps.keep_text, outcome, threshold)):
             self.dropped += 1
             self._warn("gaps record: flush behind, question dropped")
-            return
-        self._pending.append((e, self._now(), cfg.gaps.keep_text, outcome, threshold))
-
-    async def run(self) -> None:
-        """Flush every gaps.flush_seconds until cancelled."""
-        while True:
-            await asyncio.sleep(self._config().gaps.flush_seconds)
-            await self.flush()
 
     async def flush(self) -> None:
         """Write everything queued so far (one batch). Never raises."""
@@ -134,7 +121,7 @@ class GapRecorder:
         except (RedisError, OSError, TimeoutError):
             self._warn("gaps record: the server key cannot be read from Redis yet; questions wait")
             return
-        batch = [self._pending.popleft() for _ in range(len(self._pending))]
+        batch = self._take()
         cfg = self._config()
         questions, examples, served = await to_thread.run_sync(
             _aggregate, batch, self._key, self._analysed, self._unmatched,
@@ -190,12 +177,6 @@ class GapRecorder:
             return []
         return [{**p, "unmatched": list(p.get("unmatched", ()))[:MAX_WORDS], "floor": floor,
                  "why": "floor" if p.get("relevance", 0) < floor else "scope"} for p in pages[:MAX_BEST]]
-
-    def _warn(self, message: str) -> None:
-        now = time.monotonic()
-        if now - self._last_warning >= WARN_EVERY:
-            log.warning(message)
-            self._last_warning = now
 
     async def close(self) -> None:
         """Flush what is queued, then close the store."""
