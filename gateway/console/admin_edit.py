@@ -16,7 +16,7 @@ from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.i18n import _
 from gateway.console.on_disk import conflict_text
-from gateway.console.render import gate, refusal, runtime
+from gateway.console.render import Answered, gate, refusal, runtime
 from gateway.console.users import ConsoleUser, can
 from gateway.core.config import Config
 from gateway.core.config.edit import ConfigConflict
@@ -29,18 +29,16 @@ def by_tool(request: Request) -> bool:
 
 
 async def admin_of(request: Request, action: str, audited: str, target: str, *,
-                   active: str) -> tuple[ConsoleUser, bool] | Response:
+                   active: str) -> tuple[ConsoleUser, bool]:
     """(the user, whether a tool asks) when they may do `action` (users.can, e.g. 'manage_users');
     else the answer: the login, or a 403 naming their role (audited as `audited` on `target`)."""
     tool = by_tool(request)
     user = await gate(request, "view", as_json=tool, active=active)
-    if isinstance(user, Response):
-        return user
     if not can(user, action):
         audit_change(runtime(request).config, user.name, audited, target, status=403)
-        return refusal(request, user, as_json=tool, status=403, active=active, text=_(
-            "Your role (%(role)s) does not allow this: only an admin does. Nothing was changed.",
-            role=user.role_label))
+        raise Answered(refusal(request, user, as_json=tool, status=403, active=active, text=_(
+                    "Your role (%(role)s) does not allow this: only an admin does. Nothing was changed.",
+                    role=user.role_label)))
     return user, tool
 
 

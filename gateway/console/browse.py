@@ -29,7 +29,7 @@ from gateway.console import (
 from gateway.console.gaps.store import CHUNK
 from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
-from gateway.console.render import gate, json_answer, page, refusal, runtime
+from gateway.console.render import Answered, gate, json_answer, page, refusal, runtime
 from gateway.console.users import ConsoleUser
 from gateway.core.errors import DependencyUnavailable
 from gateway.core.methods import json_route
@@ -130,17 +130,13 @@ async def _index_page(request: Request) -> tuple[str, Listed | None, str | None]
 async def indexes_html(request: Request) -> Response:
     """GET /admin/indexes."""
     user = await gate(request, "view", active="indexes")
-    if isinstance(user, Response):
-        return user
     return page(request, user, "indexes.html", active="indexes", title=_("Indexes"),
                 indexes=await _summaries(runtime(request)))
 
 
 async def indexes_json(request: Request) -> Response:
     """GET /admin/indexes.json: {"indexes": [{name, documents, chunks, disabled, commit, url}]}."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     return json_answer({"indexes": await _summaries(runtime(request))})
 
 
@@ -167,8 +163,6 @@ def _unknown(request: Request, user: ConsoleUser, index: str, as_json: bool) -> 
 async def index_html(request: Request) -> Response:
     """GET /admin/indexes/{index}."""
     user = await gate(request, "view", active="indexes")
-    if isinstance(user, Response):
-        return user
     index = str(request.path_params["index"])
     if (missing := _unknown(request, user, index, False)) is not None:
         return missing
@@ -201,8 +195,6 @@ async def index_json(request: Request) -> Response:
     deleted: [{entry, id, title, path, deleted_at, by, until}] (restorable deletions,
     gateway.console.doc_deleted), note}."""
     user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
     if (missing := _unknown(request, user, str(request.path_params["index"]), True)) is not None:
         return missing
     index, listed, note = await _index_page(request)
@@ -224,19 +216,21 @@ def _document(rt: Runtime, index: str, doc_id: str) -> tuple[Any, list[ChunkView
     return doc, idx.chunk_views(doc_id)
 
 
-async def _read_document(request: Request, user: ConsoleUser, as_json: bool) -> Response | tuple[str, Any, list[Any]]:
+async def _read_document(request: Request, user: ConsoleUser, as_json: bool) -> tuple[str, Any, list[Any]]:
+    """(index, stored document, its chunks); raises Answered with a 404 or 503 refusal."""
     index = str(request.path_params["index"])
     if (missing := _unknown(request, user, index, as_json)) is not None:
-        return missing
+        raise Answered(missing)
     doc_id = request.query_params.get("id", "")
     try:
         found = await anyio.to_thread.run_sync(_document, runtime(request), index, doc_id) if doc_id else None
     except (DependencyUnavailable, OSError, ValueError):
-        return refusal(request, user, as_json=as_json, status=503, active="indexes",
-                       text=_("index %(name)s cannot be opened; try again shortly", name=repr(index)))
+        refused = refusal(request, user, as_json=as_json, status=503, active="indexes",
+                          text=_("index %(name)s cannot be opened; try again shortly", name=repr(index)))
+        raise Answered(refused) from None
     if found is None:
-        return refusal(request, user, as_json=as_json, status=404, active="indexes",
-                       text=_("index %(name)s holds no document with this id", name=repr(index)))
+        raise Answered(refusal(request, user, as_json=as_json, status=404, active="indexes",
+                               text=_("index %(name)s holds no document with this id", name=repr(index))))
     return index, found[0], found[1]
 
 
@@ -260,11 +254,7 @@ async def _facts(request: Request, index: str, doc: Any) -> dict[str, Any]:
 async def document_html(request: Request) -> Response:
     """GET /admin/indexes/{index}/document?id=ID."""
     user = await gate(request, "view", active="indexes")
-    if isinstance(user, Response):
-        return user
     got = await _read_document(request, user, False)
-    if isinstance(got, Response):
-        return got
     index, doc, chunks = got
     return doc_writes.clear_report(page(
         request, user, "document.html", active="indexes", title=_("Document %(id)s", id=doc.doc_id), index=index,
@@ -280,11 +270,7 @@ async def document_json(request: Request) -> Response:
     qa_visible, url, facts (the list's: added_at, updated_at, size, via, refusal, kept_source,
     status), chunks: [{n, section, heading, text, overlap, page, url, hits (null: statistics down)}]}."""
     user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
     got = await _read_document(request, user, True)
-    if isinstance(got, Response):
-        return got
     index, doc, chunks = got
     hits = await _chunk_hits(request, index, doc.doc_id)
     facts = {k: v for k, v in (await _facts(request, index, doc)).items() if k != "qa_visible"}

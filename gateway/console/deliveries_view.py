@@ -73,8 +73,6 @@ async def sections(rt: Runtime, log: DeliveryLog, tenant: str, outcome: str,
 async def deliveries_html(request: Request) -> Response:
     """GET /admin/deliveries: filter form, then one table per tenant."""
     user = await gate(request, "view", active="deliveries")
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     q = _query(request)
     if isinstance(q, str):
@@ -93,9 +91,7 @@ async def deliveries_html(request: Request) -> Response:
 
 async def deliveries_json(request: Request) -> Response:
     """GET /admin/deliveries.json?tenant=&outcome=&n=: {"deliveries": [records newest first], "shared"}."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     rt = runtime(request)
     q = _query(request)
     if isinstance(q, str):

@@ -48,8 +48,6 @@ async def _confirm(request: Request, user: ConsoleUser, index: str, doc_id: str)
 async def confirm_page(request: Request) -> Response:
     """GET /admin/indexes/{index}/delete?id=ID (module doc)."""
     allowed = await dw._allowed(request, "delete")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     return await _confirm(request, user, index, request.query_params.get("id", ""))
 
@@ -64,12 +62,8 @@ def _keep(rt: Runtime, index: str, doc: Document, who: str) -> str | None:
 async def delete(request: Request) -> Response:
     """POST /admin/indexes/{index}/delete (module doc)."""
     allowed = await dw._allowed(request, "delete")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     fields = await read_form(request, user, dw.FORM, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
     doc_id = fields.get("id", "")
     if not doc_id:
         return refusal(request, user, as_json=False, status=400, active="indexes",
@@ -99,12 +93,8 @@ async def delete(request: Request) -> Response:
 async def restore(request: Request) -> Response:
     """POST /admin/indexes/{index}/restore (module doc)."""
     allowed = await dw._allowed(request, "restore")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     fields = await read_form(request, user, dw.FORM, max_fields=4)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     days = rt.config.admin.keep_deleted_days
     found = await anyio.to_thread.run_sync(lambda: deleted.find(rt.config.indexes_dir, index, now=rt.clock.now(),

@@ -41,8 +41,6 @@ def as_text(doc: Document) -> str:
 async def edit_form(request: Request) -> Response:
     """GET /admin/indexes/{index}/edit?id=ID."""
     allowed = await dw._allowed(request, "edit")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     rt = runtime(request)
     doc_id = request.query_params.get("id", "")
@@ -59,13 +57,9 @@ async def edit_form(request: Request) -> Response:
 async def edit(request: Request) -> Response:
     """POST /admin/indexes/{index}/edit (module doc)."""
     allowed = await dw._allowed(request, "edit")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     rt = runtime(request)
     fields = await read_form(request, user, dw.FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
     doc_id = fields.get("id", "")
     old = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
     if old is None or not dw.editable(old.path):

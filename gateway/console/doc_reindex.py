@@ -70,13 +70,9 @@ def _read_all(rt: Runtime, index: str, ids: list[str]) -> tuple[list[Document], 
 async def reindex(request: Request) -> Response:
     """POST /admin/indexes/{index}/reindex (module doc)."""
     allowed = await dw._allowed(request, "reindex")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     rt = runtime(request)
     fields = await read_form(request, user, dw.FORM, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
     every = fields.get("all") == "1"
     before = await anyio.to_thread.run_sync(_chunk_counts, rt, index)
     if every and fields.get("confirm") != "1":

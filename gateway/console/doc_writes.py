@@ -27,7 +27,7 @@ from gateway.console.csrf import FIELD, post_ok
 from gateway.console.gaps.store import days_back
 from gateway.console.i18n import _
 from gateway.console.links import document_url, index_url
-from gateway.console.render import gate, message, read_form, refusal, runtime, see_other
+from gateway.console.render import Answered, gate, message, read_form, refusal, runtime, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import AgentError, DependencyUnavailable
@@ -114,19 +114,17 @@ def _done(url: str, report: dict[str, Any]) -> Response:
 # ---- the gate and the write -----------------------------------------------------------------
 
 
-async def _allowed(request: Request, action: str) -> tuple[ConsoleUser, str] | Response:
+async def _allowed(request: Request, action: str) -> tuple[ConsoleUser, str]:
     """(the user, the index) when they may change the index's documents; else the refusal
     (audited when logged in), before any body is read."""
     user = await gate(request, "view", active="indexes")
-    if isinstance(user, Response):
-        return user
     index = str(request.path_params["index"])
     if not can(user, "edit_documents", index):
         audit_change(runtime(request).config, user.name, f"documents.{action}", index, status=403)
-        return refusal(request, user, as_json=False, status=403, active="indexes",
-                       text=_("Your role (%(role)s) does not allow changing the documents of index %(index)s; "
-                              "nothing was changed. Ask an admin or the index's owner.", role=user.role_label,
-                              index=index))
+        raise Answered(refusal(request, user, as_json=False, status=403, active="indexes",
+                               text=_("Your role (%(role)s) does not allow changing the documents of index %(index)s; "
+                                      "nothing was changed. Ask an admin or the index's owner.", role=user.role_label,
+                                      index=index)))
     return user, index
 
 
@@ -190,8 +188,6 @@ def _folder(value: str) -> str:
 async def upload(request: Request) -> Response:
     """POST /admin/indexes/{index}/upload (module doc)."""
     allowed = await _allowed(request, "upload")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     rt = runtime(request)
     if not _writes(request).exists(index):  # before the body: an upload never creates an index
@@ -315,12 +311,8 @@ def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -
 async def visibility(request: Request) -> Response:
     """POST /admin/indexes/{index}/visibility (module doc)."""
     allowed = await _allowed(request, "visibility")
-    if isinstance(allowed, Response):
-        return allowed
     user, index = allowed
     fields = await read_form(request, user, FORM, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
     doc_id, visible = fields.get("id", ""), fields.get("visible") == "1"
     doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id, visible) if doc_id else None
     if doc is None:

@@ -38,11 +38,7 @@ def create_lexical(rt: Runtime, writes: Writes, name: str) -> bool:
 async def create(request: Request) -> Response:
     """POST /admin/indexes/create (module doc)."""
     user = await gate(request, "manage_indexes", active="indexes")
-    if isinstance(user, Response):
-        return user
     fields = await read_form(request, user, FORM, max_fields=4)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     name, kind = fields.get("name", "").strip(), fields.get("kind", "hybrid")
     writes: Writes = request.app.state.document_writes

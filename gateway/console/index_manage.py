@@ -24,7 +24,7 @@ from gateway.console.changes import audit_change
 from gateway.console.confirm import confirm_page, confirmed
 from gateway.console.i18n import _
 from gateway.console.on_disk import file_config
-from gateway.console.render import json_answer, read_form, refusal, runtime, see_other
+from gateway.console.render import Answered, json_answer, read_form, refusal, runtime, see_other
 from gateway.core.config import Config
 from gateway.ops.calibrate import calibrate_index, said
 from gateway.ops.index_commands import EmbedRefused, embed_index
@@ -62,18 +62,14 @@ def remove_folder(indexes_dir: Path, index: str, now: float) -> Path:
     return target
 
 
-async def _step(request: Request, audited: str) -> tuple[Any, bool, str, dict[str, str]] | Response:
+async def _step(request: Request, audited: str) -> tuple[Any, bool, str, dict[str, str]]:
     index = request.path_params["index"]
     who = await admin_of(request, "manage_indexes", audited, index, active="indexes")
-    if isinstance(who, Response):
-        return who
     user, tool = who
     fields = await read_form(request, user, form(index), max_fields=4)
-    if isinstance(fields, Response):
-        return fields
     if not request.app.state.document_writes.exists(index):
-        return refusal(request, user, as_json=tool, status=404, active="indexes",
-                       text=_("No index is named %(index)s.", index=index[:128]))
+        raise Answered(refusal(request, user, as_json=tool, status=404, active="indexes",
+                               text=_("No index is named %(index)s.", index=index[:128])))
     return user, tool, index, fields
 
 
@@ -86,8 +82,6 @@ def _done(tool: bool, index: str, text: str, **data: Any) -> Response:
 async def embed_post(request: Request) -> Response:
     """POST /admin/indexes/{index}/embed (module doc)."""
     got = await _step(request, "indexes.embed")
-    if isinstance(got, Response):
-        return got
     user, tool, index, _fields = got
     rt = runtime(request)
     try:
@@ -105,8 +99,6 @@ async def embed_post(request: Request) -> Response:
 async def calibrate_post(request: Request) -> Response:
     """POST /admin/indexes/{index}/calibrate (module doc)."""
     got = await _step(request, "indexes.calibrate")
-    if isinstance(got, Response):
-        return got
     user, tool, index, _fields = got
     rt = runtime(request)
     try:
@@ -123,8 +115,6 @@ async def calibrate_post(request: Request) -> Response:
 async def delete_post(request: Request) -> Response:
     """POST /admin/indexes/{index}/drop (module doc)."""
     got = await _step(request, "indexes.delete")
-    if isinstance(got, Response):
-        return got
     user, tool, index, fields = got
     rt = runtime(request)
     on_disk = await run_in_threadpool(file_config, rt.config)

@@ -14,7 +14,7 @@ from starlette.routing import Route
 from gateway.console.chart import questions_svg
 from gateway.console.i18n import _
 from gateway.console.overview_data import overview
-from gateway.console.render import SECURITY_HEADERS, gate, json_answer, page, runtime, see_other
+from gateway.console.render import SECURITY_HEADERS, Answered, gate, json_answer, page, runtime, see_other
 from gateway.console.session import presented
 from gateway.core.methods import json_route
 
@@ -34,11 +34,13 @@ async def _values(request: Request) -> dict[str, Any]:
 async def overview_html(request: Request) -> Response:
     """GET /admin/ (no credential: 303 to the login page, GET /admin/login, so a monitor sees a
     redirect; a credential that is not valid gets the login form, 401, saying so)."""
-    user = await gate(request, "view", active="overview")
-    if isinstance(user, Response):
-        if user.status_code == 401 and user.media_type != "application/json" and presented(request) is None:
+    try:
+        user = await gate(request, "view", active="overview")
+    except Answered as refused:
+        answer = refused.response
+        if answer.status_code == 401 and answer.media_type != "application/json" and presented(request) is None:
             return see_other("/admin/login")  # no credential at all: a monitor, a fresh browser
-        return user
+        raise
     if any(k in request.query_params for k in LEGACY_FILTERS):
         return see_other("/admin/deliveries?" + str(request.query_params))
     return page(request, user, "overview.html", active="overview", title=_("Overview"), o=await _values(request))
@@ -46,17 +48,13 @@ async def overview_html(request: Request) -> Response:
 
 async def overview_json(request: Request) -> Response:
     """GET /admin/overview.json."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     return json_answer(await _values(request))
 
 
 async def chart_svg(request: Request) -> Response:
     """GET /admin/overview/chart.svg."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     values = await _values(request)
     narrow = request.query_params.get("narrow") == "1"
     return Response(questions_svg(values["questions"], narrow), media_type="image/svg+xml; charset=utf-8",

@@ -18,8 +18,6 @@ PENDING: tuple[tuple[str, str, str, str], ...] = ()
 def _handler(key: str, heading: str, meanwhile: str) -> Callable[[Request], Awaitable[Response]]:
     async def not_yet(request: Request) -> Response:
         user = await gate(request, "view", active=key)
-        if isinstance(user, Response):
-            return user
         return page(request, user, "not_yet.html", active=key, title=heading, heading=heading, meanwhile=meanwhile)
     return not_yet
 

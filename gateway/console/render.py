@@ -181,40 +181,55 @@ def refusal(request: Request, user: ConsoleUser | None, *, as_json: bool, status
                    active=active)
 
 
+class Answered(Exception):
+    """The answer to send instead of the page: raised by the gate and the form checks, sent by
+    `answered`, the console's exception handler (no handler checks for a Response)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+async def answered(request: Request, exc: Exception) -> Response:
+    """The exception handler of `Answered`: its response, as it was made."""
+    assert isinstance(exc, Answered)
+    return exc.response
+
+
 async def gate(request: Request, action: str, index: str | None = None, *, as_json: bool = False,
-         active: str = "") -> ConsoleUser | Response:
-    """The user when they may do `action` (users.can) on `index`; otherwise the answer to send:
+         active: str = "") -> ConsoleUser:
+    """The user when they may do `action` (users.can) on `index`; otherwise raises Answered with the answer:
     404 when no console is configured, the login form (401; JSON {"error"} with
     WWW-Authenticate: Bearer for a twin) when not logged in, a 403 refusal naming the role
     needed when logged in without the right."""
     if not console_enabled(runtime(request).config):
-        return not_found()
+        raise Answered(not_found())
     as_json = as_json or wants_json(request)
     try:
         user = await current_user(request)
     except Throttled as exc:
-        return _refused_login(request, as_json, 429, _("Too many failed logins: try again in %(n)s s.", n=exc.wait),
-                              exc.wait)
+        raise Answered(_refused_login(request, as_json, 429, _("Too many failed logins: try again in %(n)s s.",
+                                                               n=exc.wait), exc.wait)) from None
     except LoginBusy:
-        return _refused_login(request, as_json, 503, _("Too many logins are being checked right now: try again in a "
-                                                       "second."), 1)
+        raise Answered(_refused_login(request, as_json, 503, _("Too many logins are being checked right now: try "
+                                                               "again in a second."), 1)) from None
     except SessionsUnavailable:
-        return unavailable(request, as_json)
+        raise Answered(unavailable(request, as_json)) from None
     if user is None:
         if as_json:
-            return json_answer({"error": "console login required (admin token or user credential)"}, 401,
-                               {"www-authenticate": "Bearer"})
-        return login_form(request, status=401)
+            raise Answered(json_answer({"error": "console login required (admin token or user credential)"}, 401,
+                                       {"www-authenticate": "Bearer"}))
+        raise Answered(login_form(request, status=401))
     if not can(user, action, index):
         if as_json:  # a tool's error stays in English
             what = f" on index {index}" if index else ""
             said = f"Your role ({user.role_name}) does not allow {action.replace('_', ' ')}{what}; ask an admin."
-            return json_answer({"error": said}, 403)
+            raise Answered(json_answer({"error": said}, 403))
         text = (_("Your role (%(role)s) does not allow %(action)s on index %(index)s; ask an admin.",
                   role=user.role_label, action=_(ACTION_WORDS.get(action, action)), index=index) if index else
                 _("Your role (%(role)s) does not allow %(action)s; ask an admin.", role=user.role_label,
                   action=_(ACTION_WORDS.get(action, action))))
-        return refusal(request, user, as_json=False, status=403, active=active, text=text)
+        raise Answered(refusal(request, user, as_json=False, status=403, active=active, text=text))
     return user
 
 
@@ -273,21 +288,21 @@ def too_many_fields(max_fields: int) -> str:
 
 
 async def read_form(request: Request, user: ConsoleUser | None, form: str, *, max_bytes: int = MAX_FORM_BYTES,
-                    max_fields: int = 16) -> dict[str, str] | Response:
+                    max_fields: int = 16) -> dict[str, str]:
     """The fields of a urlencoded form POST (first value of each), after the CSRF check of
-    `form` (gateway.console.csrf.post_ok); or the answer to send: 413/408 for a body too large
+    `form` (gateway.console.csrf.post_ok); otherwise raises Answered with the answer: 413/408 for a body too large
     or too slow, 400 for more than `max_fields` fields (naming the limit), 403 for a stale or
     cross-site form."""
     try:
         body = await read_limited(request.stream(), max_bytes, runtime(request).config.server.body_timeout_seconds)
     except ProblemError as exc:
         too_large = exc.problem.kind == "too_large"
-        return message(request, user, _("Form refused"), _("The form is too large.") if too_large
-                       else _("The form did not arrive in time."), status=413 if too_large else 408)
+        raise Answered(message(request, user, _("Form refused"), _("The form is too large.") if too_large
+                               else _("The form did not arrive in time."), status=413 if too_large else 408)) from None
     fields = form_fields(body, max_fields)
     if fields is None:
-        return message(request, user, _("Form refused"), too_many_fields(max_fields), status=400)
+        raise Answered(message(request, user, _("Form refused"), too_many_fields(max_fields), status=400))
     if not post_ok(request, fields.get(FIELD), form):
-        return message(request, user, _("Form refused"), _("This form expired or came from another site: "
-                       "open the page again and resubmit."), status=403)
+        raise Answered(message(request, user, _("Form refused"), _("This form expired or came from another site: "
+                               "open the page again and resubmit."), status=403))
     return fields

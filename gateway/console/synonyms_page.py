@@ -74,8 +74,6 @@ def _summary(rt: Runtime, name: str) -> dict[str, Any]:
 async def list_html(request: Request) -> Response:
     """GET /admin/synonyms."""
     user = await gate(request, "view", active="synonyms")
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     rows = [_summary(rt, n) for n in _indexes(rt)]
     return page(request, user, "synonyms.html", active="synonyms", title=_("Synonyms"), rows=rows)
@@ -83,9 +81,7 @@ async def list_html(request: Request) -> Response:
 
 async def list_json(request: Request) -> Response:
     """GET /admin/synonyms.json: {"indexes": [summary]}."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     rt = runtime(request)
     return json_answer({"indexes": [_summary(rt, n) for n in _indexes(rt)]})
 
@@ -135,8 +131,6 @@ async def index_html(request: Request) -> Response:
     """GET /admin/synonyms/{index}."""
     index = request.path_params["index"]
     user = await gate(request, "view", active="synonyms")
-    if isinstance(user, Response):
-        return user
     return await _index_page(request, user, index)
 
 
@@ -173,12 +167,8 @@ async def change_html(request: Request) -> Response:
     if action not in ACTIONS:
         return Response("Not Found", status_code=404, media_type="text/plain")
     user = await gate(request, "edit_synonyms", index, active="synonyms")
-    if isinstance(user, Response):
-        return user
     # URL-encoded UTF-8: up to 9 characters per CJK character
     fields = await read_form(request, user, FORM, max_bytes=sf.MAX_EDIT_BYTES * 9 + 4096, max_fields=8)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     if index not in _files(rt):
         return await _index_page(request, user, index)
@@ -206,11 +196,7 @@ async def try_html(request: Request) -> Response:
     """POST /admin/synonyms/{index}/try: the page with a search of the index (synonyms_try)."""
     index = request.path_params["index"]
     user = await gate(request, "view", active="synonyms")
-    if isinstance(user, Response):
-        return user
     fields = await read_form(request, user, "synonyms-try", max_fields=4)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     query = fields.get("query", "")[:2000]
     try:
@@ -226,8 +212,6 @@ async def index_json(request: Request) -> Response:
     index = request.path_params["index"]
     writing = request.method == "POST"
     user = await gate(request, "edit_synonyms" if writing else "view", index if writing else None, as_json=True)
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     if index not in _files(rt):
         return json_answer({"error": f"index {index!r} has no synonyms file"}, 404)

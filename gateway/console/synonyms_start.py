@@ -87,11 +87,7 @@ async def start_post(request: Request) -> Response:
     """POST /admin/synonyms/{index}/start (module doc)."""
     index = request.path_params["index"]
     user = await gate(request, "edit_synonyms", index, active="synonyms")
-    if isinstance(user, Response):
-        return user
     fields = await read_form(request, user, FORM, max_bytes=sf.MAX_EDIT_BYTES * 9 + 4096, max_fields=8)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     text = fields.get("text", "").replace("\r\n", "\n")
     if rt.config.source is None:

@@ -21,7 +21,7 @@ from gateway.console.changes import audit_change
 from gateway.console.i18n import N_, _
 from gateway.console.on_disk import conflict_text, file_base, file_config
 from gateway.console.once import OnceStore
-from gateway.console.render import gate, json_answer, page, read_form, refusal, runtime, see_other
+from gateway.console.render import Answered, gate, json_answer, page, read_form, refusal, runtime, see_other
 from gateway.console.session import presented
 from gateway.console.tenants_data import key_state, test_url
 from gateway.console.tenants_page import DEFAULT_QUERY
@@ -40,22 +40,20 @@ GRACE = {"now": 0, "3600": 3600, "86400": 86400}
 GRACE_WORDS = {"now": N_("now"), "3600": N_("in 1 hour"), "86400": N_("in 24 hours")}
 
 
-async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser, bool, Tenant] | Response:
+async def _admin(request: Request, name: str, action: str) -> tuple[ConsoleUser, bool, Tenant]:
     """(the admin, whether a tool asks, the tenant) or the answer: login, a 403 naming the
     role (audited as denied), a 404 for an unknown tenant."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view", as_json=by_tool, active="tenants")
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     if not can(user, "manage_tenants"):
         audit_change(rt.config, user.name, action, name, status=403)
-        return refusal(request, user, as_json=by_tool, status=403, active="tenants",
-                       text=_("Your role (%(role)s) does not allow changing or testing tenants: only an admin "
-                              "does. Nothing was changed.", role=user.role_label))
+        raise Answered(refusal(request, user, as_json=by_tool, status=403, active="tenants",
+                               text=_("Your role (%(role)s) does not allow changing or testing tenants: only an admin "
+                                      "does. Nothing was changed.", role=user.role_label)))
     tenant = rt.config.tenants.get(name)
     if tenant is None:
-        return refusal(request, user, as_json=by_tool, status=404, active="tenants", text=_("No such tenant."))
+        raise Answered(refusal(request, user, as_json=by_tool, status=404, active="tenants", text=_("No such tenant.")))
     return user, by_tool, tenant
 
 
@@ -95,12 +93,8 @@ async def test_tenant(request: Request) -> Response:
     """POST /admin/tenants/{name}/test (module doc)."""
     name = request.path_params["name"]
     who = await _admin(request, name, "tenants.test")
-    if isinstance(who, Response):
-        return who
     user, by_tool, tenant = who
     fields = await read_form(request, user, f"tenant-test:{name}")
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     number = fields.get("route", "0")
     query = fields.get("query", "").strip() or DEFAULT_QUERY
@@ -149,12 +143,8 @@ async def add_tenant_key(request: Request) -> Response:
     """POST /admin/tenants/{name}/keys (module doc)."""
     name = request.path_params["name"]
     who = await _admin(request, name, "tenants.add_key")
-    if isinstance(who, Response):
-        return who
     user, by_tool, _tenant = who
     fields = await read_form(request, user, f"tenant-add-key:{name}")
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     key_id, value = fields.get("key_id", "").strip() or None, fields.get("value", "").strip() or None
     base = fields.get("base") or None
@@ -183,12 +173,8 @@ async def retire_tenant_key(request: Request) -> Response:
     """POST /admin/tenants/{name}/keys/{key_id}/retire (module doc)."""
     name, key_id = request.path_params["name"], request.path_params["key_id"]
     who = await _admin(request, name, "tenants.retire_key")
-    if isinstance(who, Response):
-        return who
     user, by_tool, _tenant = who
     fields = await read_form(request, user, f"tenant-retire:{name}:{key_id}")
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     when = fields.get("when", "")
     grace = GRACE.get(when)

@@ -114,12 +114,8 @@ def add_agent_route(path: Path, route: str, index: str, client: str, *, base: st
 async def add_tenant_post(request: Request) -> Response:
     """POST /admin/tenants (module doc)."""
     who = await admin_of(request, "manage_tenants", "tenants.create", "", active="tenants")
-    if isinstance(who, Response):
-        return who
     user, tool = who
     fields = await read_form(request, user, ADD_FORM, max_fields=4)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     name = fields.get("name", "").strip()
     try:
@@ -142,14 +138,10 @@ async def add_tenant_post(request: Request) -> Response:
 
 
 async def _route_common(request: Request, form: str, audited: str, target: str,
-                        active: str) -> tuple[Any, bool, dict[str, str]] | Response:
+                        active: str) -> tuple[Any, bool, dict[str, str]]:
     who = await admin_of(request, "manage_tenants", audited, target, active=active)
-    if isinstance(who, Response):
-        return who
     user, tool = who
     fields = await read_form(request, user, form, max_fields=8)
-    if isinstance(fields, Response):
-        return fields
     return user, tool, fields
 
 
@@ -157,8 +149,6 @@ async def add_route_post(request: Request) -> Response:
     """POST /admin/tenants/{name}/routes (module doc)."""
     name = request.path_params["name"]
     got = await _route_common(request, route_form(name), "tenants.add_route", name, "tenants")
-    if isinstance(got, Response):
-        return got
     user, tool, fields = got
     rt = runtime(request)
     first, second, index = (fields.get(k, "").strip() for k in ("first", "second", "index"))
@@ -181,8 +171,6 @@ async def add_route_post(request: Request) -> Response:
 async def add_agent_route_post(request: Request) -> Response:
     """POST /admin/agent/routes (module doc)."""
     got = await _route_common(request, AGENT_FORM, "agent.add_route", "", "tenants")
-    if isinstance(got, Response):
-        return got
     user, tool, fields = got
     rt = runtime(request)
     route, index, client = (fields.get(k, "").strip() for k in ("route", "index", "client"))

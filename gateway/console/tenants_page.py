@@ -41,8 +41,6 @@ async def _views(request: Request, names: list[str] | None = None) -> list[dict[
 async def tenants_html(request: Request) -> Response:
     """GET /admin/tenants."""
     user = await gate(request, "view", active="tenants")
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     base = await run_in_threadpool(file_base, rt.config)  # before the file is read
     on_disk = await run_in_threadpool(file_config, rt.config)
@@ -53,9 +51,7 @@ async def tenants_html(request: Request) -> Response:
 
 async def tenants_json(request: Request) -> Response:
     """GET /admin/tenants.json[?tenant=NAME]: {"tenants": [...]} (one when named; 404 when unknown)."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     name = request.query_params.get("tenant")
     base = await run_in_threadpool(file_base, runtime(request).config)
     views = await _views(request, [name] if name is not None else None)
@@ -105,8 +101,6 @@ async def _notes(request: Request, name: str) -> tuple[dict[str, Any] | None, di
 async def tenant_html(request: Request) -> Response:
     """GET /admin/tenants/{name}."""
     user = await gate(request, "view", active="tenants")
-    if isinstance(user, Response):
-        return user
     name = request.path_params["name"]
     base = await run_in_threadpool(file_base, runtime(request).config)  # before the page reads the file
     views = await _views(request, [name])

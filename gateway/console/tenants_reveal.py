@@ -59,12 +59,8 @@ async def reveal_post(request: Request) -> Response:
     """POST /admin/tenants/{name}/keys/{key_id}/reveal (module doc)."""
     name, key_id = request.path_params["name"], request.path_params["key_id"]
     who = await admin_of(request, "manage_tenants", "tenants.reveal_key", name, active="tenants")
-    if isinstance(who, Response):
-        return who
     user, tool = who
-    fields = await read_form(request, user, f"tenant-reveal:{name}:{key_id}", max_fields=4)
-    if isinstance(fields, Response):
-        return fields
+    await read_form(request, user, f"tenant-reveal:{name}:{key_id}", max_fields=4)
     rt = runtime(request)
     tenant = (await run_in_threadpool(file_config, rt.config)).tenants.get(name)
     key = next((k for k in tenant.secrets if k.id == key_id), None) if tenant is not None else None

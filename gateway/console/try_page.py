@@ -136,8 +136,6 @@ async def page(request: Request) -> Response:
     text is kept: gateway.console.try_gap) and POST /admin/try (run it: side a, and b when set;
     with a `gap` field, also whether the question belongs to that group)."""
     user = await gate(request, "view", active="try")
-    if isinstance(user, Response):
-        return user
     if request.method == "GET":
         wanted = request.query_params.get("gap", "")[:64]
         if not wanted:
@@ -146,8 +144,6 @@ async def page(request: Request) -> Response:
         sides = await _sides(request, user, prefilled.form) if prefilled.question_kept else []
         return _render(request, user, prefilled.form, sides, prefilled, True if prefilled.question_kept else None)
     form = await read_form(request, user, FORM, max_bytes=MAX_FORM_BYTES, max_fields=64)
-    if isinstance(form, Response):
-        return form
     sides = await _sides(request, user, form)
     form = with_default_route(runtime(request).config, user, form)  # shown as it ran
     from_gap: FromGap | None = None
@@ -164,8 +160,6 @@ async def page(request: Request) -> Response:
 async def page_json(request: Request) -> Response:
     """POST /admin/try.json: one try as JSON; 400 {"error", "field"} for a try that cannot run."""
     user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     try:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)

@@ -65,13 +65,9 @@ def _self_refusal(request: Request, user: ConsoleUser, tool: bool, name: str) ->
 async def role_post(request: Request) -> Response:
     """POST /admin/users/role (module doc)."""
     who = await admin_of(request, "manage_users", "users.role", "", active="users")
-    if isinstance(who, Response):
-        return who
     user, tool = who
     rt = runtime(request)
     fields = await read_form(request, user, ROLE_FORM, max_fields=8 + len(rt.indexes.names()))
-    if isinstance(fields, Response):
-        return fields
     name, role = fields.get("name", "").strip(), fields.get("role", "")
     indexes = sorted(k[6:] for k, v in fields.items() if k.startswith("index.") and v) if role == "owner" else []
     if (mine := _self_refusal(request, user, tool, name)) is not None:
@@ -95,12 +91,8 @@ async def role_post(request: Request) -> Response:
 async def remove_post(request: Request) -> Response:
     """POST /admin/users/remove (module doc)."""
     who = await admin_of(request, "manage_users", "users.remove", "", active="users")
-    if isinstance(who, Response):
-        return who
     user, tool = who
     fields = await read_form(request, user, REMOVE_FORM, max_fields=6)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     name, base = fields.get("name", "").strip(), fields.get("base", "")
     if (mine := _self_refusal(request, user, tool, name)) is not None:

@@ -42,8 +42,6 @@ async def _users(request: Request) -> dict[str, Any]:
 async def users_html(request: Request) -> Response:
     """GET /admin/users."""
     user = await gate(request, "manage_users", active="users")
-    if isinstance(user, Response):
-        return user
     added, error = None, None
     note_id = request.query_params.get("added", "")
     if note_id:
@@ -63,12 +61,8 @@ async def add_user_post(request: Request) -> Response:
     """POST /admin/users (module doc)."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view", as_json=by_tool, active="users")
-    if isinstance(user, Response):
-        return user
     rt = runtime(request)
     fields = await read_form(request, user, FORM, max_fields=8 + len(rt.indexes.names()))
-    if isinstance(fields, Response):
-        return fields
     name, role = fields.get("name", "").strip(), fields.get("role", "")
     indexes = sorted(k[6:] for k, v in fields.items() if k.startswith("index.") and v)
     indexes = indexes if role == "owner" else []
@@ -110,9 +104,7 @@ async def add_user_post(request: Request) -> Response:
 
 async def users_json(request: Request) -> Response:
     """GET /admin/users.json."""
-    user = await gate(request, "manage_users", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "manage_users", as_json=True)
     return json_answer(await _users(request))
 
 

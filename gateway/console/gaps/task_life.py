@@ -21,7 +21,7 @@ from gateway.console.gaps.owners import assignees
 from gateway.console.gaps.states import TASK_STATES, state_key, status, tasked
 from gateway.console.gaps.tasks import task_rows
 from gateway.console.i18n import _
-from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, read_form, refusal, runtime, see_other
+from gateway.console.render import MAX_FORM_BYTES, Answered, gate, json_answer, read_form, refusal, runtime, see_other
 from gateway.console.scores import score_text
 from gateway.console.users import can
 from gateway.core.bodies import read_limited
@@ -42,19 +42,19 @@ def safe_cell(value: Any) -> str:
     return "'" + text if text.startswith(_RISKY) else text
 
 
-async def _fields(request: Request, by_tool: bool, user: Any) -> dict[str, str] | Response:
+async def _fields(request: Request, by_tool: bool, user: Any) -> dict[str, str]:
     if not by_tool:
         return await read_form(request, user, FORM, max_fields=6)
     try:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, runtime(request).config.server.body_timeout_seconds)
         data = orjson.loads(body)
     except ProblemError:
-        return json_answer({"error": _("the body is too large or did not arrive in time")}, 413)
+        raise Answered(json_answer({"error": _("the body is too large or did not arrive in time")}, 413)) from None
     except orjson.JSONDecodeError:
         data = None
     if not isinstance(data, dict):
-        return json_answer({"error": _("the body must be a JSON object {\"group\", \"task\", \"assignee\", "
-                                       "\"document\"}")}, 400)
+        raise Answered(json_answer({"error": _("the body must be a JSON object {\"group\", \"task\", \"assignee\", "
+                                               "\"document\"}")}, 400))
     return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
@@ -66,11 +66,7 @@ async def update(request: Request) -> Response:
     that may not file for the index, 404 for a task not seen, 503 when Redis does not answer."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view_gaps", as_json=by_tool, active="tasks")
-    if isinstance(user, Response):
-        return user
     fields = await _fields(request, by_tool, user)
-    if isinstance(fields, Response):
-        return fields
     rt = runtime(request)
     wanted, task = fields.get("group", ""), fields.get("task", "")
     assignee, document = fields.get("assignee", "").strip(), fields.get("document", "").strip()
@@ -134,8 +130,6 @@ async def export(request: Request) -> Response:
     admins and the index's owners), UTF-8 with a BOM, as an attachment; every cell through
     `safe_cell`."""
     user = await gate(request, "view_gaps", active="tasks")
-    if isinstance(user, Response):
-        return user
     try:
         rows = await task_rows(request, user)
     except DependencyUnavailable:

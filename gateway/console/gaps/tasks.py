@@ -19,7 +19,7 @@ from gateway.console.gaps.owners import assignees, group_indexes, route_indexes,
 from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import MARKS, TASK_STATES, GroupState, group_of, marked, state_key, state_of, status
 from gateway.console.i18n import _
-from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
+from gateway.console.render import MAX_FORM_BYTES, Answered, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import DependencyUnavailable
@@ -41,7 +41,7 @@ async def _visible(request: Request, user: ConsoleUser, *, with_examples: bool =
     return visible_groups(user, group(questions, rt.config.gaps.max_examples), rt.config)
 
 
-async def _fields(request: Request, user: ConsoleUser, by_tool: bool) -> dict[str, str] | Response:
+async def _fields(request: Request, user: ConsoleUser, by_tool: bool) -> dict[str, str]:
     if not by_tool:
         return await read_form(request, user, FORM, max_fields=4)
     rt, _rec = _state(request)
@@ -49,11 +49,11 @@ async def _fields(request: Request, user: ConsoleUser, by_tool: bool) -> dict[st
         body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
         data = orjson.loads(body)
     except ProblemError:
-        return json_answer({"error": "the body is too large or did not arrive in time"}, 413)
+        raise Answered(json_answer({"error": "the body is too large or did not arrive in time"}, 413)) from None
     except orjson.JSONDecodeError:
         data = None
     if not isinstance(data, dict):
-        return json_answer({"error": "the body must be a JSON object {\"group\": id, \"mark\": ...}"}, 400)
+        raise Answered(json_answer({"error": "the body must be a JSON object {\"group\": id, \"mark\": ...}"}, 400))
     return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
@@ -61,11 +61,7 @@ async def mark(request: Request) -> Response:
     """POST /admin/gaps/mark (module doc)."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view_gaps", as_json=by_tool, active="gaps")
-    if isinstance(user, Response):
-        return user
     fields = await _fields(request, user, by_tool)
-    if isinstance(fields, Response):
-        return fields
     wanted, how = fields.get("group", ""), fields.get("mark", "")
     if how not in MARKS:
         return refusal(request, user, as_json=by_tool, status=400, active="gaps",
@@ -131,8 +127,6 @@ async def task_rows(request: Request, user: ConsoleUser) -> list[dict[str, Any]]
 async def tasks_html(request: Request) -> Response:
     """GET /admin/tasks."""
     user = await gate(request, "view_gaps", active="tasks")
-    if isinstance(user, Response):
-        return user
     error = None
     try:
         rows = await task_rows(request, user)
@@ -148,8 +142,6 @@ async def tasks_json(request: Request) -> Response:
     """GET /admin/tasks.json: {"tasks": [row]} (row: group, index, record, filed, filed_at,
     filed_by, status, asked, last_asked)."""
     user = await gate(request, "view_gaps", as_json=True)
-    if isinstance(user, Response):
-        return user
     try:
         return json_answer({"tasks": await task_rows(request, user)})
     except DependencyUnavailable:

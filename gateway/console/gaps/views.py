@@ -25,7 +25,7 @@ from gateway.console.gaps.record import GapRecorder
 from gateway.console.gaps.states import GroupState, filed, state_key, state_of, status
 from gateway.console.gaps.store import days_back
 from gateway.console.i18n import _
-from gateway.console.render import MAX_FORM_BYTES, gate, json_answer, page, read_form, refusal, see_other
+from gateway.console.render import MAX_FORM_BYTES, Answered, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
 from gateway.core.bodies import read_limited
 from gateway.core.errors import DependencyUnavailable, ToolError
@@ -78,8 +78,6 @@ def _group_json(g: Group, index: str, state: GroupState | None) -> dict[str, Any
 async def gaps_html(request: Request) -> Response:
     """GET /admin/gaps."""
     user = await gate(request, "view_gaps", active="gaps")
-    if isinstance(user, Response):
-        return user
     rt, rec = _state(request)
     error = None
     try:
@@ -97,8 +95,6 @@ async def gaps_json(request: Request) -> Response:
     """GET /admin/gaps.json: {"groups": [Group.public() + index, status, record, filed, try], "shared":
     bool, "threshold": float}."""
     user = await gate(request, "view_gaps", as_json=True)
-    if isinstance(user, Response):
-        return user
     rt, rec = _state(request)
     try:
         groups, about, states = await _shown(request, user)
@@ -108,22 +104,20 @@ async def gaps_json(request: Request) -> Response:
                         "shared": rec.store.shared, "threshold": rt.config.gaps.threshold})
 
 
-async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | None | Response:
+async def _wanted(request: Request, user: ConsoleUser, by_tool: bool) -> str | None:
     rt, _rec = _state(request)
     if by_tool:
         try:
             body = await read_limited(request.stream(), MAX_FORM_BYTES, rt.config.server.body_timeout_seconds)
         except ProblemError:
-            return json_answer({"error": "the body is too large or did not arrive in time"}, 413)
+            raise Answered(json_answer({"error": "the body is too large or did not arrive in time"}, 413)) from None
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError:
-            return json_answer({"error": "the body must be a JSON object {\"group\": id}"}, 400)
+            raise Answered(json_answer({"error": "the body must be a JSON object {\"group\": id}"}, 400)) from None
         wanted = data.get("group") if isinstance(data, dict) else None
         return wanted if isinstance(wanted, str) else None
     fields = await read_form(request, user, FORM, max_fields=4)
-    if isinstance(fields, Response):
-        return fields
     return fields.get("group")
 
 
@@ -131,12 +125,8 @@ async def file_task(request: Request) -> Response:
     """POST /admin/gaps/file (module doc)."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view_gaps", as_json=by_tool, active="gaps")
-    if isinstance(user, Response):
-        return user
     rt, _rec = _state(request)
     wanted = await _wanted(request, user, by_tool)
-    if isinstance(wanted, Response):
-        return wanted
     if not wanted:
         return refusal(request, user, as_json=by_tool, status=400, text=_("name the group to file"), active="gaps")
     if len(wanted) < MIN_GROUP_PREFIX:  # too short to name one group: say so, not "no such group"
@@ -219,9 +209,7 @@ async def documents_html(request: Request) -> Response:
 
 async def documents_json(request: Request) -> Response:
     """GET /admin/documents.json: {"indexes": {name: {"documents": n, "served": {doc: n}, "never": [doc]}}}."""
-    user = await gate(request, "view", as_json=True)
-    if isinstance(user, Response):
-        return user
+    await gate(request, "view", as_json=True)
     try:
         indexes, shared = await _documents(request)
     except DependencyUnavailable:
