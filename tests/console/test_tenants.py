@@ -14,38 +14,27 @@ import httpx
 import orjson
 import pytest
 
-from gateway.console.credentials import hash_credential, new_credential, verify
+from gateway.console.credentials import verify
 from gateway.console.csrf import form_token
 from gateway.console.once import MemoryOnce, seal, unseal
 from gateway.core.clock import SYSTEM_CLOCK
 from gateway.core.config import load_config
 from gateway.core.errors import ConfigError
+from tests.support.admin_app import OWNER, VIEWER, admin_app
 from tests.support.callbacks import body, signed
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, SECRET_ACME, config, tenant, write
 from tests.support.console import login
 
 pytestmark = pytest.mark.anyio
 
-VIEWER, OWNER = new_credential(), new_credential()
+
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
-
-
-def _config(root: Path, docs_index: Path, **server: Any) -> Path:
-    data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=docs_index, admin_token=ADMIN_TOKEN, audit={"sink": "file", "path": "audit.jsonl"},
-                  **({"server": server} if server else {}))
-    data["admin"]["users"] = {"vera": {"role": "viewer", "credential": hash_credential(VIEWER)},
-                              "otto": {"role": "owner", "indexes": ["docs"], "credential": hash_credential(OWNER)}}
-    return write(root / "gateway.toml", data)
 
 
 async def _app(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch,
                **server: Any) -> tuple[httpx.AsyncClient, Any, Path]:
-    for k, v in ENV.items():
-        monkeypatch.setenv(k, v)
-    path = _config(tmp_path, docs_index, **server)
-    c, gw, _ = await start_app(load_config(path), clock=SYSTEM_CLOCK)
-    return c, gw, path
+    return await admin_app(tmp_path, docs_index, start_app, monkeypatch, audit={"sink": "file", "path": "audit.jsonl"},
+                           **({"server": server} if server else {}))
 
 
 async def _login(c: httpx.AsyncClient, token: str = ADMIN_TOKEN, user: str = "") -> str:

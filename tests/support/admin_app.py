@@ -34,7 +34,7 @@ def admin_config(root: Path, indexes: Path, **more: Any) -> Path:
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], ["knowledge.search"], datasets=["*"],
                                          path_globs=["**"])}}
     data = config(root, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=indexes, admin_token=ADMIN_TOKEN, agent=agent, audit={"sink": "off"}, **more)
+                  indexes=indexes, admin_token=ADMIN_TOKEN, agent=agent, **{"audit": {"sink": "off"}, **more})
     data["admin"]["users"] = {"vera": {"role": "viewer", "credential": _hash(VIEWER)},
                               "otto": {"role": "owner", "indexes": ["docs"], "credential": _hash(OWNER)}}
     return write(root / "gateway.toml", data)
