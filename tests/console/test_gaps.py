@@ -57,6 +57,17 @@ class Clock:
         return self.t
 
 
+async def _asked_one_a_second(cfg: Config, store: GapStore, texts: tuple[str, ...]) -> tuple[GapRecorder, Clock]:
+    """A recorder that observed `texts` one second apart and flushed; (it, its clock)."""
+    clock = Clock()
+    rec = GapRecorder(lambda: cfg, clock, store)
+    for text in texts:
+        rec.observe(_asked(text))
+        clock.t += 1
+    await rec.flush()
+    return rec, clock
+
+
 def test_no_hit_is_no_answer_and_a_best_hit_under_the_threshold_is_low_score() -> None:
     assert classify(_asked("q"), 0.3) == "no_answer"
     assert classify(_asked("q", _hit(0.29), _hit(0.1)), 0.3) == "low_score"
@@ -200,12 +211,7 @@ async def test_served_counts_split_the_top_answer_from_lower_ranks(tmp_path: Pat
 
 async def test_texts_are_bounded_in_count_and_time(tmp_path: Path, store: GapStore) -> None:
     cfg = _config(tmp_path, max_examples=2, query_retention_seconds=3600)
-    clock = Clock()
-    rec = GapRecorder(lambda: cfg, clock, store)
-    for text in ("年假怎么算", "年假怎么算?", "年假怎么算！"):
-        rec.observe(_asked(text))
-        clock.t += 1
-    await rec.flush()
+    rec, clock = await _asked_one_a_second(cfg, store, ("年假怎么算", "年假怎么算?", "年假怎么算！"))
     [g] = group(await store.questions(cfg.gaps, clock.t, with_examples=True))
     assert g.examples == ["年假怎么算！", "年假怎么算?"]  # newest first, at most max_examples
     [old] = group(await store.questions(cfg.gaps, clock.t + 3601, with_examples=True))
@@ -236,12 +242,7 @@ async def test_a_flood_evicts_unfiled_unmarked_groups_before_filed_or_marked_one
                                                                                  store: GapStore) -> None:
     """One token holder asking max_questions new questions cannot push out what owners work on."""
     cfg = _config(tmp_path, max_questions=10)
-    clock = Clock()
-    rec = GapRecorder(lambda: cfg, clock, store)
-    for text in ("年假怎么算", "出差怎么报销", "加班费怎么算"):
-        rec.observe(_asked(text))
-        clock.t += 1
-    await rec.flush()
+    rec, clock = await _asked_one_a_second(cfg, store, ("年假怎么算", "出差怎么报销", "加班费怎么算"))
     keys = {q.examples[0]: q.key for q in await store.questions(cfg.gaps, clock.t, with_examples=True)}
     for text, mark in (("年假怎么算", "filed"), ("出差怎么报销", "resolved")):
         await rec.states.put(keys[text], dataclasses.replace(GroupState(), state=mark, record="r"), set(keys.values()),

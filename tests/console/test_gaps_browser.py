@@ -13,7 +13,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.browser import _browser, assert_fits  # noqa: F401  (the `browser` fixture: one Chromium per module)
+from tests.support.browser import _browser, assert_fits, log_in  # noqa: F401  (the `browser` fixture: one Chromium per module)
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.console import ENGLISH
@@ -60,10 +60,7 @@ def test_gap_and_documents_pages(browser: object, tmp_path: Path, docs_index: Pa
 
         page = browser.new_page(viewport={"width": 1280, "height": 560})
         try:
-            page.goto(srv.base + "/admin/gaps")
-            page.fill('input[name="token"]', ADMIN_TOKEN)
-            page.click('button[type="submit"]')
-            page.wait_for_url(srv.base + "/admin/")
+            log_in(page, srv.base, ADMIN_TOKEN)
             page.goto(srv.base + "/admin/gaps")
             expect(page.locator("h1")).to_have_text("kbgate: knowledge gaps")
             row = page.locator("tr[data-group]")

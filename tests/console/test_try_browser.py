@@ -14,6 +14,7 @@ import pytest
 from tests.support.browser import (
     _browser,  # noqa: F401  (the `browser` fixture: one Chromium per module)
     assert_fits,
+    log_in,
 )
 from tests.support.callbacks import post as callback
 from tests.support.configs import (
@@ -59,10 +60,7 @@ def test_try_page_shows_the_callers_answer_and_why(browser: object, tmp_path: Pa
 
         page = browser.new_page(viewport={"width": 1180, "height": 860})
         try:
-            page.goto(srv.base + "/admin/try")
-            page.fill('input[name="token"]', ADMIN_TOKEN)
-            page.click('button[type="submit"]')
-            page.wait_for_url(srv.base + "/admin/")
+            log_in(page, srv.base, ADMIN_TOKEN)
             page.goto(srv.base + "/admin/try")
             expect(page.locator("h1")).to_have_text("kbgate: try a question as a caller")
 
