@@ -9,8 +9,6 @@ import asyncio
 import base64
 import hashlib
 import logging
-import os
-import tempfile
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +23,7 @@ from gateway.console.gaps.states import GroupState, MemoryStates
 from gateway.console.gaps.store import MemoryGapStore
 from gateway.console.sessions import MemorySessions, Sessions
 from gateway.core.config import Config
+from gateway.core.config.edit import write_atomically
 
 log = logging.getLogger("kbgate.console")
 
@@ -106,16 +105,7 @@ class Keeper:
         digest = hashlib.sha256(text).digest()
         if digest == self._saved:
             return False
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)  # mode 600
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.path, text, None)  # mode 0600
         self._saved = digest
         return True
 

@@ -12,7 +12,6 @@ import dataclasses
 import fcntl
 import hashlib
 import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from typing import Any
 import orjson
 
 from gateway.console.i18n import _
+from gateway.core.config.edit import write_atomically
 from gateway.core.runtime import Runtime
 from indexes.synonyms import MAX_FILE_BYTES, SynonymError, Synonyms, parse, problems
 
@@ -135,21 +135,6 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     """(lines added, lines removed), each in its text's order, at most MAX_CHANGED_LINES: a
     multiset difference, linear in the texts (a line-by-line diff of two unrelated large files
@@ -173,7 +158,7 @@ def _append_history(path: Path, entry: dict[str, Any], mode: int) -> None:
     kept = kept[-MAX_HISTORY:]
     while len(kept) > 1 and sum(len(e) + 1 for e in kept) > MAX_HISTORY_BYTES:
         kept.pop(0)
-    _atomic_write(history_path(path), b"".join(e + b"\n" for e in kept), mode)
+    write_atomically(history_path(path), b"".join(e + b"\n" for e in kept), mode)
 
 
 def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str = "save",
@@ -194,7 +179,7 @@ def write(path: Path, shown: str, text: str, base: str, *, who: str, action: str
             _append_history(path, {"at": now if now is not None else time.time(), "by": who, "action": action,
                                    "before": before.text, "after": digest(text), "added": added,
                                    "removed": removed}, mode)
-            _atomic_write(path, text.encode("utf-8"), mode)
+            write_atomically(path, text.encode("utf-8"), mode)
     except PermissionError as exc:
         raise NotWritable(_("%(file)s cannot be written: %(problem)s", file=shown, problem=exc.strerror)) from None
     except OSError as exc:

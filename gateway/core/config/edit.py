@@ -139,20 +139,23 @@ def edit_config(path: Path, mutate: Callable[[TOMLDocument], None],
         return config
 
 
-def write_atomically(path: Path, text: str, mode: int) -> None:
-    """Replace the file at `path` by `text` (UTF-8) with permission bits `mode` (e.g. 0o640).
+def write_atomically(path: Path, text: str | bytes, mode: int | None) -> None:
+    """Replace the file at `path` by `text` (a str is written as UTF-8) with permission bits
+    `mode` (e.g. 0o640; None: 0o600).
 
     A temporary file in the same folder, fsynced, then renamed over `path`: a reader (the
     server's Reloader) sees the old file or the whole new one, never a part. Raises OSError;
     the temporary file is removed then.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
