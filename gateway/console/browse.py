@@ -254,8 +254,7 @@ async def _facts(request: Request, index: str, doc: Any) -> dict[str, Any]:
 async def document_html(request: Request) -> Response:
     """GET /admin/indexes/{index}/document?id=ID."""
     user = await gate(request, "view", active="indexes")
-    got = await _read_document(request, user, False)
-    index, doc, chunks = got
+    index, doc, chunks = await _read_document(request, user, False)
     return doc_writes.clear_report(page(
         request, user, "document.html", active="indexes", title=_("Document %(id)s", id=doc.doc_id), index=index,
         doc=doc, chunks=chunks, back=index_url(index), editable=doc_writes.editable(doc.path),
@@ -270,8 +269,7 @@ async def document_json(request: Request) -> Response:
     qa_visible, url, facts (the list's: added_at, updated_at, size, via, refusal, kept_source,
     status), chunks: [{n, section, heading, text, overlap, page, url, hits (null: statistics down)}]}."""
     user = await gate(request, "view", as_json=True)
-    got = await _read_document(request, user, True)
-    index, doc, chunks = got
+    index, doc, chunks = await _read_document(request, user, True)
     hits = await _chunk_hits(request, index, doc.doc_id)
     facts = {k: v for k, v in (await _facts(request, index, doc)).items() if k != "qa_visible"}
     return json_answer({"index": index, "id": doc.doc_id, "title": doc.title, "path": doc.path,

@@ -187,8 +187,7 @@ def _folder(value: str) -> str:
 
 async def upload(request: Request) -> Response:
     """POST /admin/indexes/{index}/upload (module doc)."""
-    allowed = await _allowed(request, "upload")
-    user, index = allowed
+    user, index = await _allowed(request, "upload")
     rt = runtime(request)
     if not _writes(request).exists(index):  # before the body: an upload never creates an index
         audit_change(rt.config, user.name, "documents.upload", index, status=404)
@@ -310,8 +309,7 @@ def _stored(rt: Runtime, index: str, doc_id: str, visible: bool | None = None) -
 
 async def visibility(request: Request) -> Response:
     """POST /admin/indexes/{index}/visibility (module doc)."""
-    allowed = await _allowed(request, "visibility")
-    user, index = allowed
+    user, index = await _allowed(request, "visibility")
     fields = await read_form(request, user, FORM, max_fields=6)
     doc_id, visible = fields.get("id", ""), fields.get("visible") == "1"
     doc = await anyio.to_thread.run_sync(_stored, runtime(request), index, doc_id, visible) if doc_id else None

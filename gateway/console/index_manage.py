@@ -64,8 +64,7 @@ def remove_folder(indexes_dir: Path, index: str, now: float) -> Path:
 
 async def _step(request: Request, audited: str) -> tuple[Any, bool, str, dict[str, str]]:
     index = request.path_params["index"]
-    who = await admin_of(request, "manage_indexes", audited, index, active="indexes")
-    user, tool = who
+    user, tool = await admin_of(request, "manage_indexes", audited, index, active="indexes")
     fields = await read_form(request, user, form(index), max_fields=4)
     if not request.app.state.document_writes.exists(index):
         raise Answered(refusal(request, user, as_json=tool, status=404, active="indexes",
@@ -81,8 +80,7 @@ def _done(tool: bool, index: str, text: str, **data: Any) -> Response:
 
 async def embed_post(request: Request) -> Response:
     """POST /admin/indexes/{index}/embed (module doc)."""
-    got = await _step(request, "indexes.embed")
-    user, tool, index, _fields = got
+    user, tool, index, _fields = await _step(request, "indexes.embed")
     rt = runtime(request)
     try:
         report, chosen = await run_in_threadpool(lambda: embed_index(rt.config.indexes_dir, rt.config.dense, index,
@@ -98,8 +96,7 @@ async def embed_post(request: Request) -> Response:
 
 async def calibrate_post(request: Request) -> Response:
     """POST /admin/indexes/{index}/calibrate (module doc)."""
-    got = await _step(request, "indexes.calibrate")
-    user, tool, index, _fields = got
+    user, tool, index, _fields = await _step(request, "indexes.calibrate")
     rt = runtime(request)
     try:
         line, used = await run_in_threadpool(lambda: calibrate_index(rt.config.indexes_dir, rt.config.dense, index))
@@ -114,8 +111,7 @@ async def calibrate_post(request: Request) -> Response:
 
 async def delete_post(request: Request) -> Response:
     """POST /admin/indexes/{index}/drop (module doc)."""
-    got = await _step(request, "indexes.delete")
-    user, tool, index, fields = got
+    user, tool, index, fields = await _step(request, "indexes.delete")
     rt = runtime(request)
     on_disk = await run_in_threadpool(file_config, rt.config)
     key = named_by(on_disk, index) or named_by(rt.config, index)

@@ -92,8 +92,7 @@ def _answer(outcome: Any, key_id: str, route: dict[str, str], query: str, show_q
 async def test_tenant(request: Request) -> Response:
     """POST /admin/tenants/{name}/test (module doc)."""
     name = request.path_params["name"]
-    who = await _admin(request, name, "tenants.test")
-    user, by_tool, tenant = who
+    user, by_tool, tenant = await _admin(request, name, "tenants.test")
     fields = await read_form(request, user, f"tenant-test:{name}")
     rt = runtime(request)
     number = fields.get("route", "0")
@@ -142,8 +141,7 @@ def _source(config: Config) -> Any:
 async def add_tenant_key(request: Request) -> Response:
     """POST /admin/tenants/{name}/keys (module doc)."""
     name = request.path_params["name"]
-    who = await _admin(request, name, "tenants.add_key")
-    user, by_tool, _tenant = who
+    user, by_tool, _tenant = await _admin(request, name, "tenants.add_key")
     fields = await read_form(request, user, f"tenant-add-key:{name}")
     rt = runtime(request)
     key_id, value = fields.get("key_id", "").strip() or None, fields.get("value", "").strip() or None
@@ -172,8 +170,7 @@ async def add_tenant_key(request: Request) -> Response:
 async def retire_tenant_key(request: Request) -> Response:
     """POST /admin/tenants/{name}/keys/{key_id}/retire (module doc)."""
     name, key_id = request.path_params["name"], request.path_params["key_id"]
-    who = await _admin(request, name, "tenants.retire_key")
-    user, by_tool, _tenant = who
+    user, by_tool, _tenant = await _admin(request, name, "tenants.retire_key")
     fields = await read_form(request, user, f"tenant-retire:{name}:{key_id}")
     rt = runtime(request)
     when = fields.get("when", "")

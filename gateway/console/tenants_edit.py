@@ -113,8 +113,7 @@ def add_agent_route(path: Path, route: str, index: str, client: str, *, base: st
 
 async def add_tenant_post(request: Request) -> Response:
     """POST /admin/tenants (module doc)."""
-    who = await admin_of(request, "manage_tenants", "tenants.create", "", active="tenants")
-    user, tool = who
+    user, tool = await admin_of(request, "manage_tenants", "tenants.create", "", active="tenants")
     fields = await read_form(request, user, ADD_FORM, max_fields=4)
     rt = runtime(request)
     name = fields.get("name", "").strip()
@@ -139,8 +138,7 @@ async def add_tenant_post(request: Request) -> Response:
 
 async def _route_common(request: Request, form: str, audited: str, target: str,
                         active: str) -> tuple[Any, bool, dict[str, str]]:
-    who = await admin_of(request, "manage_tenants", audited, target, active=active)
-    user, tool = who
+    user, tool = await admin_of(request, "manage_tenants", audited, target, active=active)
     fields = await read_form(request, user, form, max_fields=8)
     return user, tool, fields
 
@@ -148,8 +146,7 @@ async def _route_common(request: Request, form: str, audited: str, target: str,
 async def add_route_post(request: Request) -> Response:
     """POST /admin/tenants/{name}/routes (module doc)."""
     name = request.path_params["name"]
-    got = await _route_common(request, route_form(name), "tenants.add_route", name, "tenants")
-    user, tool, fields = got
+    user, tool, fields = await _route_common(request, route_form(name), "tenants.add_route", name, "tenants")
     rt = runtime(request)
     first, second, index = (fields.get(k, "").strip() for k in ("first", "second", "index"))
     try:
@@ -170,8 +167,7 @@ async def add_route_post(request: Request) -> Response:
 
 async def add_agent_route_post(request: Request) -> Response:
     """POST /admin/agent/routes (module doc)."""
-    got = await _route_common(request, AGENT_FORM, "agent.add_route", "", "tenants")
-    user, tool, fields = got
+    user, tool, fields = await _route_common(request, AGENT_FORM, "agent.add_route", "", "tenants")
     rt = runtime(request)
     route, index, client = (fields.get(k, "").strip() for k in ("route", "index", "client"))
     try:

@@ -58,8 +58,7 @@ def mark_shown(fp: Path) -> bool:
 async def reveal_post(request: Request) -> Response:
     """POST /admin/tenants/{name}/keys/{key_id}/reveal (module doc)."""
     name, key_id = request.path_params["name"], request.path_params["key_id"]
-    who = await admin_of(request, "manage_tenants", "tenants.reveal_key", name, active="tenants")
-    user, tool = who
+    user, tool = await admin_of(request, "manage_tenants", "tenants.reveal_key", name, active="tenants")
     await read_form(request, user, f"tenant-reveal:{name}:{key_id}", max_fields=4)
     rt = runtime(request)
     tenant = (await run_in_threadpool(file_config, rt.config)).tenants.get(name)

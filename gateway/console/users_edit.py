@@ -64,8 +64,7 @@ def _self_refusal(request: Request, user: ConsoleUser, tool: bool, name: str) ->
 
 async def role_post(request: Request) -> Response:
     """POST /admin/users/role (module doc)."""
-    who = await admin_of(request, "manage_users", "users.role", "", active="users")
-    user, tool = who
+    user, tool = await admin_of(request, "manage_users", "users.role", "", active="users")
     rt = runtime(request)
     fields = await read_form(request, user, ROLE_FORM, max_fields=8 + len(rt.indexes.names()))
     name, role = fields.get("name", "").strip(), fields.get("role", "")
@@ -90,8 +89,7 @@ async def role_post(request: Request) -> Response:
 
 async def remove_post(request: Request) -> Response:
     """POST /admin/users/remove (module doc)."""
-    who = await admin_of(request, "manage_users", "users.remove", "", active="users")
-    user, tool = who
+    user, tool = await admin_of(request, "manage_users", "users.remove", "", active="users")
     fields = await read_form(request, user, REMOVE_FORM, max_fields=6)
     rt = runtime(request)
     name, base = fields.get("name", "").strip(), fields.get("base", "")
