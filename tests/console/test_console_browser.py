@@ -21,7 +21,7 @@ from tests.support.browser import (
     assert_fits_both,
     assert_headers_whole,
     assert_keyboard,
-    log_in,
+    logged_in,
 )
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
@@ -75,9 +75,7 @@ def _srv(tmp_path_factory: pytest.TempPathFactory, docs_index: Path, redis_url: 
 
 
 def test_every_page_shares_one_navigation_and_fits_both_widths(browser: Any, srv: Server) -> None:
-    page = browser.new_page(viewport={"width": 390, "height": 800})
-    try:
-        log_in(page, srv.base, ADMIN_TOKEN)
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 390, "height": 800}) as page:
         assert page.url == srv.base + "/admin/"
         for path, label in zip(PAGES, NAV, strict=True):
             assert_fits_both(page, srv.base + path)
@@ -91,15 +89,11 @@ def test_every_page_shares_one_navigation_and_fits_both_widths(browser: Any, srv
         for path in ("/admin/tasks", "/admin/synonyms"):  # every navigation entry is a page now
             page.goto(srv.base + path)
             assert "Not yet" not in page.locator("main").inner_text()
-    finally:
-        page.close()
 
 
 def test_in_chinese_the_chart_reads_at_390_px_headers_stay_whole_and_delete_keeps_its_line(
         browser: Any, srv: Server) -> None:
-    page = browser.new_page(viewport={"width": 390, "height": 800}, locale="zh-CN")
-    try:
-        log_in(page, srv.base, ADMIN_TOKEN)
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 390, "height": 800}, locale="zh-CN") as page:
         assert page.locator("h1").inner_text() == "概览" and page.get_attribute("html", "lang") == "zh-CN"
         chart = page.locator("img.chart")
         chart.scroll_into_view_if_needed()
@@ -116,22 +110,14 @@ def test_in_chinese_the_chart_reads_at_390_px_headers_stay_whole_and_delete_keep
         for path in ("/admin/gaps", "/admin/indexes/docs", "/admin/deliveries", "/admin/tasks", "/admin/"):
             page.goto(srv.base + path)
             assert_headers_whole(page)
-    finally:
-        page.close()
-    page = browser.new_page(viewport={"width": 1280, "height": 800})  # and in English
-    try:
-        log_in(page, srv.base, ADMIN_TOKEN)
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 1280, "height": 800}) as page:  # and in English
         page.goto(srv.base + "/admin/gaps")
         assert page.locator("table.gaps th").first.inner_text() == "Group"
         assert_headers_whole(page)
-    finally:
-        page.close()
 
 
 def test_wide_tables_become_cards_at_390_px(browser: Any, srv: Server) -> None:
-    page = browser.new_page(viewport={"width": 390, "height": 800})
-    try:
-        log_in(page, srv.base, ADMIN_TOKEN)
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 390, "height": 800}) as page:
         page.goto(srv.base + "/admin/deliveries")
         row = page.locator("table.stack tbody tr").first
         assert page.evaluate("getComputedStyle(document.querySelector('table.stack td')).display") == "grid"
@@ -140,14 +126,11 @@ def test_wide_tables_become_cards_at_390_px(browser: Any, srv: Server) -> None:
         page.set_viewport_size({"width": 1280, "height": 900})
         assert page.evaluate("getComputedStyle(document.querySelector('table.stack td')).display") == "table-cell"
         assert_fits(page)
-    finally:
-        page.close()
 
 
 def test_the_keyboard_alone_reaches_every_control(browser: Any, srv: Server) -> None:
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    try:
-        log_in(page, srv.base, ADMIN_TOKEN)  # typed, then Enter
+    # typed, then Enter
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 1280, "height": 900}) as page:
         for path in ("/admin/deliveries", "/admin/try", "/admin/gaps", "/admin/documents"):
             page.goto(srv.base + path)
             met = assert_keyboard(page)
@@ -172,14 +155,10 @@ def test_the_keyboard_alone_reaches_every_control(browser: Any, srv: Server) -> 
         assert "outcome=failed" in page.url
         outcomes = page.locator("td.outcome").all_inner_texts()
         assert outcomes and "ok" not in outcomes
-    finally:
-        page.close()
 
 
 def test_an_owner_logs_in_as_themself_and_sees_only_their_gaps(browser: Any, srv: Server) -> None:
-    page = browser.new_page(viewport={"width": 390, "height": 800})
-    try:
-        log_in(page, srv.base, OWNER, user="otto")
+    with logged_in(browser, srv.base, OWNER, user="otto", viewport={"width": 390, "height": 800}) as page:
         assert page.url == srv.base + "/admin/"
         assert "otto (owner of docs)" in page.locator("header").inner_text()
         page.goto(srv.base + "/admin/gaps")
@@ -205,14 +184,10 @@ def test_an_owner_logs_in_as_themself_and_sees_only_their_gaps(browser: Any, srv
         page.wait_for_load_state()
         assert "do not match" in page.get_by_role("alert").inner_text()
         assert [c["name"] for c in page.context.cookies()] == ["kbgate_login"]
-    finally:
-        page.close()
 
 
 def test_the_overview_shows_routes_chart_keys_and_refusals(browser: Any, srv: Server) -> None:
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    try:
-        log_in(page, srv.base, ADMIN_TOKEN)
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 1280, "height": 900}) as page:
         o = httpx.get(srv.base + "/admin/overview.json", headers={"authorization": f"Bearer {ADMIN_TOKEN}"}).json()
         cards = page.locator("section.route")
         assert sorted(cards.evaluate_all("els => els.map(e => e.dataset.route)")) == \
@@ -234,5 +209,3 @@ def test_the_overview_shows_routes_chart_keys_and_refusals(browser: Any, srv: Se
         assert_fits(page, "overview at 390 px")
         assert chart.evaluate("img => img.getBoundingClientRect().width") <= 390
         page.screenshot(path=str(ARTIFACTS / "console-overview-390.png"), full_page=True)
-    finally:
-        page.close()

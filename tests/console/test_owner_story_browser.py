@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from gateway.console.credentials import hash_credential, new_credential
-from tests.support.browser import _browser, assert_fits, assert_keyboard, log_in, small_shot  # noqa: F401
+from tests.support.browser import _browser, assert_fits, assert_keyboard, log_in, shot_of, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
 from tests.support.console import ENGLISH
@@ -120,10 +120,7 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             expect(row.locator("q.question")).to_have_text(SHOWN)
             assert row.get_attribute("data-status") == "open"
             expect(page.locator("h1")).to_have_text("kbgate：知识缺口")  # zh-CN by default
-            box = row.bounding_box()
-            small_shot(page, IMG / "owner-gap-question.png",
-                       clip={"x": 0, "y": max(0, box["y"] - 70), "width": 1280, "height": min(box["height"] + 90, 420)},
-                       full_page=True)
+            shot_of(page, row, IMG / "owner-gap-question.png", above=70, below=90, most=420)
             page.set_viewport_size({"width": 390, "height": 900})
             assert_fits(page)
             expect(row.locator("q.question")).to_be_visible()
@@ -180,10 +177,7 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             task = page.locator(f'#t-{g["id"]}')
             assert (task.get_attribute("data-task"), task.get_attribute("data-assignee")) == ("done", "otto")
             assert task.locator("a.closing-doc").get_attribute("href") == "/admin/indexes/kb/document?id=leave.md"
-            box = task.bounding_box()
-            small_shot(page, IMG / "owner-task-done.png",
-                       clip={"x": 0, "y": max(0, box["y"] - 50), "width": 1280, "height": min(box["height"] + 60, 480)},
-                       full_page=True)
+            shot_of(page, task, IMG / "owner-task-done.png")
             page.set_viewport_size({"width": 390, "height": 900})
             assert_fits(page)
             small_shot(page, IMG / "owner-task-done-390.png", clip={"x": 0, "y": 0, "width": 390, "height": 900})

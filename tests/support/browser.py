@@ -6,6 +6,7 @@ Rationale: docs/design-notes.md, "tests/support/browser.py".
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,26 @@ def log_in(page: Any, base: str, token: str, user: str = "") -> None:
     page.keyboard.type(token)
     with page.expect_navigation():
         page.keyboard.press("Enter")
+
+
+@contextmanager
+def logged_in(browser: Any, base: str, token: str, user: str = "", **page_args: Any) -> Iterator[Any]:
+    """A new page (`page_args`: viewport, locale …) logged in with the keyboard (`log_in`),
+    closed on exit."""
+    page = browser.new_page(**page_args)
+    try:
+        log_in(page, base, token, user)
+        yield page
+    finally:
+        page.close()
+
+
+def shot_of(page: Any, element: Any, path: Path, *, above: int = 50, below: int = 60, most: int = 480) -> None:
+    """A full-page `small_shot` at 1280 px clipped to `element` (a locator): `above` px over it,
+    `below` px more than its height, at most `most` px high."""
+    box = element.bounding_box()
+    small_shot(page, path, clip={"x": 0, "y": max(0, box["y"] - above), "width": 1280,
+                                 "height": min(box["height"] + below, most)}, full_page=True)
 
 
 def assert_fits(page: Any, label: str = "") -> None:
