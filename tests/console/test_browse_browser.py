@@ -24,7 +24,7 @@ from tests.support.callbacks import post as callback
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
 from tests.support.console import ENGLISH
 from tests.support.files import docx_bytes, guide_pdf
-from tests.support.harness import free_port, serve
+from tests.support.harness import Server, free_port, serve
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
@@ -91,16 +91,22 @@ def _tab_to_selector(page: Any, selector: str, limit: int = 300) -> None:
     raise AssertionError(f"Tab never reached {selector}")
 
 
+def _server(tmp_path: Path, index: Path, redis_url: str, name: str, **more: Any) -> Server:
+    """A `kbgate serve` (not started) of tenant acme's route tech/software → `index`, the admin
+    token, audit off; `more`: further config tables."""
+    port = free_port()
+    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
+                  indexes=index, port=port, redis_url=redis_url, key_prefix=f"kbgate-{name}-{port}",
+                  admin_token=ADMIN_TOKEN, audit={"sink": "off"}, **more)
+    return serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV)
+
+
 def test_index_browser_upload_and_disable_by_keyboard(browser: object, tmp_path: Path, private_index: Path,
                                                       redis_url: str) -> None:
     from playwright.sync_api import Browser, expect
 
     assert isinstance(browser, Browser)
-    port = free_port()
-    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=private_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-browseui-{port}",
-                  admin_token=ADMIN_TOKEN, audit={"sink": "off"}, gaps={"flush_seconds": 0.1})
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+    with _server(tmp_path, private_index, redis_url, "browseui", gaps={"flush_seconds": 0.1}) as srv:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         try:
             log_in(page, srv.base, ADMIN_TOKEN)
@@ -183,11 +189,7 @@ def test_delete_is_confirmed_and_restored_by_keyboard(browser: object, tmp_path:
     from playwright.sync_api import Browser, expect
 
     assert isinstance(browser, Browser)
-    port = free_port()
-    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS, routes=[("tech", "software", "docs")])],
-                  indexes=private_index, port=port, redis_url=redis_url, key_prefix=f"kbgate-deleteui-{port}",
-                  admin_token=ADMIN_TOKEN, audit={"sink": "off"})
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv:
+    with _server(tmp_path, private_index, redis_url, "deleteui") as srv:
         page = browser.new_page(viewport={"width": 1280, "height": 800}, locale="zh-CN")  # in Chinese
         index_url = srv.base + "/admin/indexes/docs"
         try:
