@@ -6,6 +6,7 @@ This is what `make run` does on a fresh clone, run on a free port with a temp co
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -58,6 +59,17 @@ def _server(tmp_path: Path, redis_url: str, key_prefix: str, request: pytest.Fix
         yield srv.base
     finally:
         srv.stop()
+
+
+def received_until(s: socket.socket, marker: bytes) -> bytes:
+    """What `s` receives until `marker` has arrived or the peer closes."""
+    got = b""
+    while marker not in got:
+        part = s.recv(65536)
+        if not part:
+            break
+        got += part
+    return got
 
 
 def test_probe_answers_like_make_run(server: str, tmp_path: Path) -> None:
@@ -171,7 +183,6 @@ def test_two_workers_share_replay_state(server: str) -> None:
 
 
 def test_raw_http_garbage_never_500(server: str) -> None:
-    import socket
 
     port = int(server.rsplit(":", 1)[1])
     payloads = [
@@ -291,7 +302,6 @@ def test_running_server_sees_new_commit_without_restart(server: str, tmp_path: P
 
 
 def test_stalled_body_gets_408_not_a_hang(tmp_path: Path, key_prefix: str) -> None:
-    import socket
 
     srv = start_demo(tmp_path, key_prefix, server={"body_timeout_seconds": 1.0})
     port = srv.port
@@ -300,12 +310,7 @@ def test_stalled_body_gets_408_not_a_hang(tmp_path: Path, key_prefix: str) -> No
             s.sendall(b"POST /volcengine/demo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 100\r\n\r\n{\"a\":")
             t0 = time.monotonic()
-            head = b""
-            while b"Result" not in head:
-                part = s.recv(4096)
-                if not part:
-                    break
-                head += part
+            head = received_until(s, b"Result")
             took = time.monotonic() - t0
         assert head.startswith(b"HTTP/1.1 408"), head[:200]
         assert b'"Ret":40801' in head
@@ -315,7 +320,6 @@ def test_stalled_body_gets_408_not_a_hang(tmp_path: Path, key_prefix: str) -> No
 
 
 def test_taken_port_is_one_clear_line(tmp_path: Path, key_prefix: str) -> None:
-    import socket
 
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
@@ -394,7 +398,6 @@ def test_index_update_reaches_every_worker(server: str, tmp_path: Path) -> None:
 
 def test_shutdown_drains_an_in_flight_request(tmp_path: Path, key_prefix: str) -> None:
     import signal
-    import socket
 
     srv = start_demo(tmp_path, key_prefix)
     port, proc = srv.port, srv.proc
@@ -409,12 +412,7 @@ def test_shutdown_drains_an_in_flight_request(tmp_path: Path, key_prefix: str) -
             proc.send_signal(signal.SIGTERM)  # shutdown begins while the body is still arriving
             time.sleep(0.5)
             s.sendall(body[5:])
-            answer = b""
-            while b'"Result"' not in answer:
-                part = s.recv(65536)
-                if not part:
-                    break
-                answer += part
+            answer = received_until(s, b'"Result"')
         assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
         assert b'"Ret":0' in answer
         assert proc.wait(20) == 0
