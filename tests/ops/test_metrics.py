@@ -172,30 +172,20 @@ def test_a_killed_servers_metrics_dir_is_removed_by_the_next_start(tmp_path: Pat
     assert list(tmp.iterdir()) == []
 
 
-def test_hybrid_search_outcomes_are_counted_per_index(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("observe", "event", "metric", "outcomes"), [
+    ("observe_hybrid", HybridSearched, "kbgate_hybrid_searches_total",
+     ("hybrid", "hybrid", "timeout", "breaker_open", "stale")),
+    ("observe_answer", AnswerLooked, "kbgate_answer_cache_lookups_total", ("miss", "hit", "hit"))])
+def test_search_outcomes_are_counted_per_index(monkeypatch: pytest.MonkeyPatch, observe: str, event: Any,
+                                               metric: str, outcomes: tuple[str, ...]) -> None:
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     metrics = Metrics(lambda: [])
-    for outcome in ("hybrid", "hybrid", "timeout", "breaker_open", "stale"):
-        metrics.observe_hybrid(HybridSearched("docs", outcome))
-    metrics.observe_hybrid(HybridSearched("kb", "error"))
+    for outcome in outcomes:
+        getattr(metrics, observe)(event("docs", outcome))
+    getattr(metrics, observe)(event("kb", "error"))
     m = samples(metrics.exposition().decode())
-    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="hybrid") == 2
-    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="timeout") == 1
-    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="breaker_open") == 1
-    assert val(m, "kbgate_hybrid_searches_total", index="docs", outcome="stale") == 1
-    assert val(m, "kbgate_hybrid_searches_total", index="kb", outcome="error") == 1
-
-
-def test_answer_cache_lookups_are_counted_per_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
-    metrics = Metrics(lambda: [])
-    for outcome in ("miss", "hit", "hit"):
-        metrics.observe_answer(AnswerLooked("docs", outcome))
-    metrics.observe_answer(AnswerLooked("kb", "miss"))
-    m = samples(metrics.exposition().decode())
-    assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="hit") == 2
-    assert val(m, "kbgate_answer_cache_lookups_total", index="docs", outcome="miss") == 1
-    assert val(m, "kbgate_answer_cache_lookups_total", index="kb", outcome="miss") == 1
+    assert {o: val(m, metric, index="docs", outcome=o) for o in outcomes} == {o: outcomes.count(o) for o in outcomes}
+    assert val(m, metric, index="kb", outcome="error") == 1
 
 
 def test_multiprocess_updates_do_not_ask_the_os_for_the_pid_each_time(tmp_path: Path,
