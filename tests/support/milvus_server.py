@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from gateway.ops.processes import stop
 from tests.support.harness import free_port
 
 START_SECONDS = 60.0  # a cold start on a loaded 2-core machine took 3 s; a bound, not a wait
@@ -69,13 +70,8 @@ class MilvusLite:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 10 s; the data folder is kept (a restart finds it)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        if self.proc is not None:
+            stop(self.proc, grace=10)
         self.proc = None
 
     def __enter__(self) -> MilvusLite:

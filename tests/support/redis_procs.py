@@ -14,6 +14,7 @@ from pathlib import Path
 
 import redis
 
+from gateway.ops.processes import stop
 from tests.support.harness import free_port
 
 
@@ -101,12 +102,7 @@ class RedisProc:
             return
         if self.frozen:
             self.thaw()
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        stop(self.proc, grace=5)
 
 
 class RedisClusterProcs:
