@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from gateway.core.config import edit as edit_module
 from gateway.core.config import load_config
 from gateway.core.config.edit import ConfigConflict, config_lock, file_digest, lock_path
 from tests.support.configs import ADMIN_TOKEN, config, write
+from tests.support.threads import at_once
 
 ADDERS = 8
 CREDENTIAL = hash_credential("a-credential-of-the-tests")
@@ -28,26 +28,6 @@ CREDENTIAL = hash_credential("a-credential-of-the-tests")
 @pytest.fixture(name="cfg")
 def _cfg(tmp_path: Path) -> Path:
     return write(tmp_path / "gateway.toml", config(tmp_path, admin_token=ADMIN_TOKEN))
-
-
-def at_once(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run `calls` in threads released together; each one's result or the exception it raised."""
-    gate = threading.Barrier(len(calls))
-    out: list[Any] = [None] * len(calls)
-
-    def run(i: int) -> None:
-        gate.wait()
-        try:
-            out[i] = calls[i]()
-        except Exception as exc:  # noqa: BLE001 - the outcome is what the test looks at
-            out[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
 
 
 def _users(cfg: Path) -> set[str]:

@@ -17,6 +17,7 @@ from gateway.core.config import load_config
 from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, config, tenant, write
 from tests.support.console import ENGLISH
 from tests.support.harness import free_port, kbgate, serve
+from tests.support.threads import at_once
 
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}", "connection": "close"}  # a new connection: either worker
 AT_ONCE = 6
@@ -24,20 +25,7 @@ AT_ONCE = 6
 
 def _at_once(base: str, posts: list[tuple[str, dict[str, str]]]) -> list[httpx.Response]:
     """POST each (path, form) from its own thread, released together."""
-    gate = threading.Barrier(len(posts))
-    out: list[Any] = [None] * len(posts)
-
-    def run(i: int) -> None:
-        path, form = posts[i]
-        gate.wait()
-        out[i] = httpx.post(base + path, data=form, headers=ADMIN, timeout=60)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(posts))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
+    return at_once([lambda p=p, f=f: httpx.post(base + p, data=f, headers=ADMIN, timeout=60) for p, f in posts])
 
 
 def _on_disk(cfg: Path) -> Any:
