@@ -21,13 +21,13 @@ import httpx
 import orjson
 import pytest
 
-from gateway.console.credentials import hash_credential, new_credential
+from gateway.console.credentials import new_credential
 from gateway.console.links import document_url
 from tests.support.browser import _browser, assert_fits_both, assert_keyboard, log_in  # noqa: F401
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE
 from tests.support.console import ENGLISH
-from tests.support.harness import free_port, serve
+from tests.support.harness import owner_site
 
 pytestmark = pytest.mark.browser
 
@@ -71,18 +71,8 @@ def _check(page: Any, url: str) -> None:
 
 def test_the_gap_loop_closed_with_the_keyboard(browser: Any, tmp_path: Path, docs_index: Path,
                                                redis_url: str) -> None:
-    port = free_port()
-    (tmp_path / "synonyms").mkdir()
-    (tmp_path / "synonyms" / "kb.txt").write_text("# kb: the owners' words\n", "utf-8")
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "kb"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], ["dify.retrieval"], **EVERYTHING)}}
-    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS)], indexes=docs_index, port=port,
-                  redis_url=redis_url, key_prefix=f"kbgate-loop-{port}", admin_token=ADMIN_TOKEN, show_queries=False,
-                  agent=agent, audit={"sink": "stdout"}, gaps={"flush_seconds": 0.1, "keep_text": False},
-                  access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
-    data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
-    data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, \
+    with owner_site(tmp_path, docs_index, redis_url, "loop", OWNER, show_queries=False, audit={"sink": "stdout"},
+                    gaps={"flush_seconds": 0.1, "keep_text": False}) as srv, \
             httpx.Client(timeout=10, headers=ENGLISH) as c:
         assert orjson.loads(callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED[0]).content)["Result"] == []
         r = c.post(srv.base + "/dify/retrieval", headers={"authorization": f"Bearer {TOKEN_ALICE}"},

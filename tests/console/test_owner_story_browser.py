@@ -14,12 +14,12 @@ import httpx
 import orjson
 import pytest
 
-from gateway.console.credentials import hash_credential, new_credential
+from gateway.console.credentials import new_credential
 from tests.support.browser import _browser, assert_fits, assert_keyboard, log_in, shot_of, small_shot  # noqa: F401
 from tests.support.callbacks import post as callback
-from tests.support.configs import ACME_KEYS, ADMIN_TOKEN, ENV, EVERYTHING, TOKEN_ALICE, client, config, tenant, write
+from tests.support.configs import ADMIN_TOKEN, ENV, TOKEN_ALICE
 from tests.support.console import ENGLISH
-from tests.support.harness import free_port, serve
+from tests.support.harness import owner_site
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
@@ -57,18 +57,7 @@ def _type(page: Any, selector: str, text: str) -> None:
 def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_url: str) -> None:
     from playwright.sync_api import expect
 
-    port = free_port()
-    (tmp_path / "synonyms").mkdir()
-    (tmp_path / "synonyms" / "kb.txt").write_text("# kb: the owners' words\n", "utf-8")
-    agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "kb"}},
-             "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], ["dify.retrieval"], **EVERYTHING)}}
-    data = config(tmp_path, tenants=[tenant("acme", keys=ACME_KEYS)], indexes=private_index, port=port,
-                  redis_url=redis_url, key_prefix=f"kbgate-owner-{port}", admin_token=ADMIN_TOKEN,
-                  agent=agent, audit={"sink": "off"}, gaps={"flush_seconds": 0.1},
-                  access={"sqlite_path": str(tmp_path / "feedback.sqlite3")})
-    data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
-    data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"], "credential": hash_credential(OWNER)}}
-    with serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV) as srv, \
+    with owner_site(tmp_path, private_index, redis_url, "owner", OWNER, gaps={"flush_seconds": 0.1}) as srv, \
             httpx.Client(timeout=10, headers=ENGLISH) as c:
         def volcengine() -> list[dict[str, Any]]:
             r = callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED)
