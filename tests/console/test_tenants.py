@@ -105,12 +105,19 @@ def test_a_bad_public_url_is_refused_naming_the_key(tmp_path: Path, bad: object)
     assert err.value.key == "server.public_url"
 
 
-async def test_rotation_from_the_browser_shows_a_secret_once_and_nowhere_else(
-        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+@pytest.fixture(name="logged_in")
+async def _logged_in(tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch,
+                     caplog: pytest.LogCaptureFixture) -> tuple[httpx.AsyncClient, Path, str]:
+    """(the console's client logged in as the admin through the form, the config file, the
+    session cookie), every log line captured from DEBUG on."""
     caplog.set_level(logging.DEBUG)
     c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
-    session = await _login(c)
+    return c, path, await _login(c)
+
+
+async def test_rotation_from_the_browser_shows_a_secret_once_and_nowhere_else(
+        tmp_path: Path, logged_in: tuple[httpx.AsyncClient, Path, str], caplog: pytest.LogCaptureFixture) -> None:
+    c, path, session = logged_in
     before = path.read_text("utf-8")
     stale = await c.post("/admin/tenants/acme/keys", data={"key_id": "acme-new"})  # no csrf value
     assert stale.status_code == 403 and path.read_text("utf-8") == before
@@ -206,11 +213,8 @@ async def test_only_admins_change_tenants(tmp_path: Path, docs_index: Path, star
 
 
 async def test_an_admin_adds_a_user_from_the_browser_credential_shown_once(
-        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
-    c, _, path = await _app(tmp_path, docs_index, start_app, monkeypatch)
-    session = await _login(c)
+        tmp_path: Path, logged_in: tuple[httpx.AsyncClient, Path, str], caplog: pytest.LogCaptureFixture) -> None:
+    c, path, session = logged_in
     form = (await c.get("/admin/users")).text
     assert 'name="index.docs"' in form and '<option value="owner">owner</option>' in form
     r = await c.post("/admin/users", data={"name": "ann", "role": "owner", "index.docs": "1",

@@ -59,13 +59,17 @@ def requests(root: Path) -> list[str]:
     return log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
 
 
+def synced(tmp_path: Path, source: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """(the config of one index with `source`, the `kbgate sync` run of it)."""
+    cfg = write_config(tmp_path, source)
+    return cfg, sync(cfg)
+
+
 def test_sitemap_sync_honours_robots_skips_unchanged_pages_and_deletes_removed_ones(site: tuple[str, Path],
                                                                                    tmp_path: Path) -> None:
-    base, root = site
-    host = base.removeprefix("http://")
-    cfg = write_config(tmp_path, f'name = "help"\ntype = "web"\nsitemap = "{base}/sitemap.xml"\n'
-                                 'requests_per_second = 50\ndataset = "help"')
-    r = sync(cfg)
+    (base, root), host = site, site[0].removeprefix("http://")
+    cfg, r = synced(tmp_path, f'name = "help"\ntype = "web"\nsitemap = "{base}/sitemap.xml"\n'
+                              'requests_per_second = 50\ndataset = "help"')
     assert r.returncode == 0, r.stderr
     assert ids(cfg) == [f"help:{host}/guide/a.html", f"help:{host}/guide/b.html", f"help:{host}/index.html",
                         f"help:{host}/manual.pdf"]
@@ -98,11 +102,9 @@ def _hits(cfg: Path, query: str) -> list[object]:
 
 def test_a_crawl_uses_conditional_gets_follows_redirects_and_reports_a_failing_page(site: tuple[str, Path],
                                                                                    tmp_path: Path) -> None:
-    base, root = site
-    host = base.removeprefix("http://")
-    cfg = write_config(tmp_path, f'name = "crawl"\ntype = "web"\nstart_url = "{base}/index.html"\n'
-                                 "requests_per_second = 50\nmax_depth = 2")
-    r = sync(cfg)
+    (base, root), host = site, site[0].removeprefix("http://")
+    cfg, r = synced(tmp_path, f'name = "crawl"\ntype = "web"\nstart_url = "{base}/index.html"\n'
+                              "requests_per_second = 50\nmax_depth = 2")
     assert r.returncode == 1  # one page failed: reported, the others indexed
     assert f"error {base}/broken.html: HTTP 500 (kept as indexed)" in r.stderr
     assert ids(cfg) == [f"{host}/guide/a.html", f"{host}/guide/b.html", f"{host}/index.html", f"{host}/manual.pdf"]
