@@ -12,6 +12,7 @@ from gateway.console import (
     login,
     overview,
     placeholders,
+    routes_remove,
     synonyms_page,
     synonyms_start,
     tenants_actions,
@@ -28,5 +29,6 @@ ROUTES: list[BaseRoute] = [
     *login.ROUTES, *language.ROUTES, *overview.ROUTES, *deliveries_view.ROUTES, *try_page.ROUTES, *GAP_ROUTES,
     *synonyms_start.ROUTES, *synonyms_page.ROUTES, *users_edit.ROUTES, *users_page.ROUTES,
     *index_manage.ROUTES, *browse.ROUTES,
-    *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *tenants_reveal.ROUTES, *placeholders.ROUTES,
+    *tenants_page.ROUTES, *tenants_actions.ROUTES, *tenants_edit.ROUTES, *routes_remove.ROUTES,
+    *tenants_reveal.ROUTES, *placeholders.ROUTES,
 ]
