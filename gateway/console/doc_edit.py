@@ -4,7 +4,7 @@ A document written before its text was kept opens rebuilt from its chunks, and t
 
 GET  /admin/indexes/{index}/edit?id=    the text in a form;  POST …/edit  id, text, base, replace, csrf
 `base` is the SHA-256 of the text the form was drawn from: a save on a stale form answers 409 with
-the typed text kept on the page (a form without `base` is saved as before).
+the typed text kept on the page, as does a browser's form without one (a tool may leave it out).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.console import doc_writes as dw
+from gateway.console.auth import bearer
 from gateway.console.i18n import _
 from gateway.console.links import document_url
 from gateway.console.render import page, read_form, refusal, runtime
@@ -74,6 +75,7 @@ async def edit(request: Request) -> Response:
     allowed = await dw._allowed(request, "edit")
     user, index = allowed
     rt = runtime(request)
+    by_tool = bearer(request.headers.get("authorization")) is not None
     fields = await read_form(request, user, dw.FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
     doc_id = fields.get("id", "")
     old = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
@@ -83,7 +85,8 @@ async def edit(request: Request) -> Response:
     suffix = PurePosixPath(old.path).suffix.lower()
     text = fields.get("text", "").replace("\r\n", "\n")
     base = fields.get("base")
-    if base is not None and base != digest((await _shown(rt, index, doc_id, old))[0]):
+    current = digest((await _shown(rt, index, doc_id, old))[0])
+    if (base is None and not by_tool) or (base is not None and base != current):
         return page(request, user, "doc_edit.html", active="indexes", status=409,
                     title=_("Edit %(name)s", name=doc_id), index=index, doc=old, text=text, stale=True,
                     back=document_url(index, doc_id), again=dw.edit_url(index, doc_id))

@@ -24,6 +24,7 @@ from gateway.console.links import document_url
 from gateway.core.events import Asker, SearchAnswered, Served
 from indexes import ledger
 from tests.console.test_browse import ADMIN, _app_config
+from tests.support.console import login
 
 pytestmark = pytest.mark.anyio
 MD = "---\ntitle: 请假制度\n---\n\n# 请假制度\n\n## 年假\n\n每年十天年假。\n\n### 申请\n\n提前三天申请。\n"
@@ -152,6 +153,11 @@ async def test_a_save_on_a_stale_edit_form_is_refused_and_keeps_the_typed_text(
     r = await c.post("/admin/indexes/docs/edit", headers={**ADMIN, "Accept-Language": "zh-CN"},
                      data={"id": "hr/leave.md", "text": stale, "base": _base(tab_b)})
     assert r.status_code == 409 and "该文档已被修改" in r.text and "提前一周&lt;b&gt;" in r.text
+    assert (await login(c)).status_code == 303  # a browser's form always carries its base: one without is stale
+    form = (await c.get("/admin/indexes/docs/edit?id=hr/leave.md")).text.split('action="edit"')[1]
+    csrf = form.split('name="csrf" value="')[1].split('"')[0]
+    r = await c.post("/admin/indexes/docs/edit", data={"id": "hr/leave.md", "text": stale, "csrf": csrf})
+    assert r.status_code == 409 and 'id="edit-stale"' in r.text
 
 
 async def test_reindex_one_document_or_all_of_them_confirmed(tmp_path: Path, private_index: Path, redis_url: str,
