@@ -17,8 +17,17 @@ from gateway.console.changes import audit_change
 from gateway.console.gaps.groups import Group, group
 from gateway.console.gaps.owners import assignees, group_indexes, route_indexes, visible_groups
 from gateway.console.gaps.record import GapRecorder
-from gateway.console.gaps.states import (MARKS, TASK_STATES, GroupState, group_of, marked, state_key, state_of, status,
-                                         version)
+from gateway.console.gaps.states import (
+    MARKS,
+    TASK_STATES,
+    GroupState,
+    group_of,
+    marked,
+    state_key,
+    state_of,
+    status,
+    version,
+)
 from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, Answered, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
