@@ -100,6 +100,11 @@ async def test_a_rule_holding_an_unseen_character_is_refused_from_the_console(
     zh = await c.post("/admin/synonyms/docs/add", headers={**ADMIN, "accept-language": "zh-CN"},
                       data={"line": "\u200b凭证 => 密钥", "base": base})
     assert zh.status_code == 400 and "U+200B" in zh.text and "cannot be seen" not in zh.text
+    # a file written outside the console with one is shown, not offered for a change that would garble it
+    (tmp_path / "synonyms" / "docs.txt").write_text("凭证 => 密钥\n年假\u202e, 带薪假\n", "utf-8")
+    page = (await c.get("/admin/synonyms/docs", headers={**ADMIN, "accept-language": "en"})).text
+    assert 'id="hidden-lines"' in page and "line 2: holds a character that cannot be seen (U+202E" in page
+    assert 'name="text"' not in page and "/remove" not in page and "/add" not in page
 
 
 async def test_revert_undoes_the_last_change(tmp_path: Path, docs_index: Path, start_app: Any,
