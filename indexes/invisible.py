@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 __all__ = ["FOLDED_OUT", "FORMAT_RANGES", "HANGUL_FILLERS", "INVISIBLE_CLASS", "SEPARATOR_RANGES", "blank",
-           "name_problem", "readable_name", "shown"]
+           "hidden_character", "name_problem", "readable_name", "shown"]
 
 FORMAT_RANGES: tuple[tuple[int, int], ...] = (
     (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
@@ -56,6 +56,15 @@ def blank(text: str) -> bool:
     """Does `text` show nothing: only separators (Z*, and Python's whitespace), format (Cf) and
     control (Cc) characters and Hangul fillers? Never raises."""
     return _BLANK.fullmatch(text) is not None
+
+
+def hidden_character(text: str, keep: str = "") -> tuple[int, str] | None:
+    """The first character of `text` that `name_problem` refuses, other than those in `keep`
+    (e.g. a tab), as (its position counted from 1, the character); None when there is none."""
+    for bad in _NAME_BAD.finditer(text):
+        if bad.group() not in keep:
+            return bad.start() + 1, bad.group()
+    return None
 
 
 def name_problem(name: str) -> str | None:

@@ -2,13 +2,17 @@
 `indexes.ledger`), saved through the document API's reader and writer (gateway.console.doc_writes).
 A document written before its text was kept opens rebuilt from its chunks, and the page says so.
 
-GET  /admin/indexes/{index}/edit?id=    the text in a form;  POST …/edit  id, text, replace, csrf
+GET  /admin/indexes/{index}/edit?id=    the text in a form;  POST …/edit  id, text, base, replace, csrf
+`base` is the SHA-256 of the text the form was drawn from: a save on a stale form answers 409 with
+the typed text kept on the page, as does a browser's form without one (a tool may leave it out).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import PurePosixPath
+from typing import Any
 
 import anyio.to_thread
 import orjson
@@ -17,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.console import doc_writes as dw
+from gateway.console.auth import bearer
 from gateway.console.i18n import _
 from gateway.console.links import document_url
 from gateway.console.render import page, read_form, refusal, runtime
@@ -38,6 +43,17 @@ def as_text(doc: Document) -> str:
     return "---\n" + "\n".join(head) + "\n---\n\n" + "\n\n".join(body) + "\n"
 
 
+def digest(text: str) -> str:
+    """The version an edit form carries (`base`): the SHA-256 hex of the text it shows."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def _shown(rt: Any, index: str, doc_id: str, doc: Document) -> tuple[str, bool]:
+    """(the text the edit form shows for `doc`, whether it is rebuilt from the chunks)."""
+    kept = await anyio.to_thread.run_sync(dw.original_of, rt, index, doc_id)
+    return (as_text(doc), True) if kept is None else (kept, False)
+
+
 async def edit_form(request: Request) -> Response:
     """GET /admin/indexes/{index}/edit?id=ID."""
     allowed = await dw._allowed(request, "edit")
@@ -48,9 +64,9 @@ async def edit_form(request: Request) -> Response:
     if doc is None or not dw.editable(doc.path):
         return refusal(request, user, as_json=False, status=404, active="indexes",
                        text=_("no Markdown or text document with this id in this index"))
-    kept = await anyio.to_thread.run_sync(dw.original_of, rt, index, doc_id)
+    text, rebuilt = await _shown(rt, index, doc_id, doc)
     return page(request, user, "doc_edit.html", active="indexes", title=_("Edit %(name)s", name=doc_id), index=index,
-                doc=doc, text=as_text(doc) if kept is None else kept, rebuilt=kept is None,
+                doc=doc, text=text, base=digest(text), rebuilt=rebuilt, stale=False,
                 back=document_url(index, doc_id))
 
 
@@ -59,6 +75,7 @@ async def edit(request: Request) -> Response:
     allowed = await dw._allowed(request, "edit")
     user, index = allowed
     rt = runtime(request)
+    by_tool = bearer(request.headers.get("authorization")) is not None
     fields = await read_form(request, user, dw.FORM, max_bytes=rt.config.documents.max_body_bytes, max_fields=6)
     doc_id = fields.get("id", "")
     old = await anyio.to_thread.run_sync(dw._stored, rt, index, doc_id) if doc_id else None
@@ -67,6 +84,12 @@ async def edit(request: Request) -> Response:
                        text=_("no Markdown or text document with this id in this index; nothing was changed"))
     suffix = PurePosixPath(old.path).suffix.lower()
     text = fields.get("text", "").replace("\r\n", "\n")
+    base = fields.get("base")
+    current = digest((await _shown(rt, index, doc_id, old))[0])
+    if (base is None and not by_tool) or (base is not None and base != current):
+        return page(request, user, "doc_edit.html", active="indexes", status=409,
+                    title=_("Edit %(name)s", name=doc_id), index=index, doc=old, text=text, stale=True,
+                    back=document_url(index, doc_id), again=dw.edit_url(index, doc_id))
     try:
         doc, notes = await anyio.to_thread.run_sync(lambda: file_document(
             text.encode("utf-8"), suffix, doc_id, rt.config.documents, dataset=old.dataset or None, path=old.path))

@@ -24,6 +24,7 @@ import orjson
 from gateway.console.i18n import _
 from gateway.core.config.edit import write_atomically
 from gateway.core.runtime import Runtime
+from indexes.invisible import hidden_character
 from indexes.synonyms import MAX_FILE_BYTES, SynonymError, Synonyms, parse, problems
 
 MAX_HISTORY = 50
@@ -112,14 +113,36 @@ def history(path: Path) -> list[dict[str, Any]]:
     return out[::-1]
 
 
+def hidden_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, problem) for every line of `text` holding a control, format (zero-width,
+    bidi override) or non-character other than a tab: a reader cannot see it, so the page can
+    neither show the line as it is nor remove it."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        found = hidden_character(line, keep="\t")
+        if found is not None:
+            out.append((n, _("holds a character that cannot be seen (U+%(code)s at character %(at)s): delete it "
+                             "and type the line again", code=f"{ord(found[1]):04X}", at=found[0])))
+    return out
+
+
 def check(text: str, shown: str) -> Synonyms:
-    """The rules of `text`, or SynonymsRefused listing every refused line."""
+    """The rules of `text`, or SynonymsRefused listing every refused line (the format's problems
+    and `hidden_lines`, by line number)."""
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise SynonymsRefused([(1, f"the file would be larger than {MAX_FILE_BYTES >> 20} MiB")])
+    hidden = hidden_lines(text)
     try:
-        return parse(text, shown)
+        rules = parse(text, shown)
     except SynonymError:
-        raise SynonymsRefused(problems(text, shown)) from None
+        format_problems = problems(text, shown)
+    else:
+        format_problems = []
+    if hidden or format_problems:
+        by_line = dict(format_problems)
+        by_line.update(hidden)  # a hidden character first: it may be what breaks the format
+        raise SynonymsRefused(sorted(by_line.items()))
+    return rules
 
 
 @contextlib.contextmanager

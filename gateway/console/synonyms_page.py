@@ -96,8 +96,11 @@ def _detail(rt: Runtime, index: str) -> dict[str, Any] | None:
     for n, line in enumerate(state.text.splitlines(), 1):
         if line.strip() and not line.strip().startswith("#") and len(rules) < MAX_RULE_ROWS:
             rules.append({"number": n, "line": line.strip()})
+    # a line holding a character the page cannot show as it is (shown escaped) cannot be changed here
+    hidden = [{"line": n, "problem": p} for n, p in sf.hidden_lines(state.text)]
     return {"index": index, "file": shown, "path": path, "text": state.text, "sha256": state.digest,
-            "rules": state.rules, "lines": rules, "editable": len(state.text.encode("utf-8")) <= sf.MAX_EDIT_BYTES,
+            "rules": state.rules, "lines": rules, "hidden": hidden,
+            "editable": len(state.text.encode("utf-8")) <= sf.MAX_EDIT_BYTES and not hidden,
             "refused": [{"line": n, "problem": p} for n, p in state.refused],
             "history": [{k: e.get(k) for k in ("at", "by", "action", "added", "removed")}
                         for e in sf.history(path)]}

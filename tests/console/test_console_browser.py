@@ -123,6 +123,12 @@ def test_wide_tables_become_cards_at_390_px(browser: Any, srv: Server) -> None:
         assert page.evaluate("getComputedStyle(document.querySelector('table.stack td')).display") == "grid"
         assert row.locator('td[data-label="Outcome"]').is_visible()
         assert_fits(page)
+        page.goto(srv.base + "/admin/users")  # a 64-character name in a heading, a checkbox label, a list
+        page.evaluate("""n => { document.querySelector('h1').textContent = n;
+            const l = document.createElement('label'); l.innerHTML = '<input type="checkbox"> ' + n;
+            const ul = document.createElement('ul'); ul.innerHTML = '<li>' + n.replace(/x/g, '.md,') + '</li>';
+            document.querySelector('main').append(l, ul); }""", "x" * 64)
+        assert_fits(page, "/admin/users with 64-character names")
         page.set_viewport_size({"width": 1280, "height": 900})
         assert page.evaluate("getComputedStyle(document.querySelector('table.stack td')).display") == "table-cell"
         assert_fits(page)

@@ -24,6 +24,7 @@ from gateway.console.links import document_url
 from gateway.core.events import Asker, SearchAnswered, Served
 from indexes import ledger
 from tests.console.test_browse import ADMIN, _app_config
+from tests.support.console import login
 
 pytestmark = pytest.mark.anyio
 MD = "---\ntitle: 请假制度\n---\n\n# 请假制度\n\n## 年假\n\n每年十天年假。\n\n### 申请\n\n提前三天申请。\n"
@@ -125,6 +126,38 @@ async def test_editing_opens_the_text_as_uploaded_and_keeps_its_headings(tmp_pat
     # a document written before the text was kept opens rebuilt from its chunks, and the page says so
     old = (await c.get("/admin/indexes/docs/edit?id=guide/key-rotation.md", headers=ADMIN)).text
     assert 'id="edit-rebuilt"' in old and "rebuilt from its chunks" in old
+
+
+def _base(form: str) -> str:
+    return form.split('name="base" value="', 1)[1].split('"', 1)[0]
+
+
+async def test_a_save_on_a_stale_edit_form_is_refused_and_keeps_the_typed_text(
+        tmp_path: Path, private_index: Path, redis_url: str, start_app: Any) -> None:
+    c, _, _ = await start_app(_app_config(tmp_path, private_index, redis_url))
+    await _upload(c, "leave.md", MD.encode())
+    tab_a = (await c.get("/admin/indexes/docs/edit?id=hr/leave.md", headers=ADMIN)).text
+    tab_b = (await c.get("/admin/indexes/docs/edit?id=hr/leave.md", headers=ADMIN)).text
+    assert _base(tab_a) == _base(tab_b) and len(_base(tab_a)) == 64
+    r = await c.post("/admin/indexes/docs/edit", headers=ADMIN,
+                     data={"id": "hr/leave.md", "text": MD.replace("十天", "十五天"), "base": _base(tab_a)})
+    assert r.status_code == 303 and _report(r)["items"][0]["change"] == "updated"
+    stale = MD.replace("提前三天", "提前一周<b>")
+    r = await c.post("/admin/indexes/docs/edit", headers=ADMIN,
+                     data={"id": "hr/leave.md", "text": stale, "base": _base(tab_b)})
+    assert r.status_code == 409 and 'id="edit-stale"' in r.text and "changed since this page was opened" in r.text
+    assert "提前一周&lt;b&gt;" in r.text and 'name="text"' not in r.text  # the typed text shown, not a save form
+    assert 'href="/admin/indexes/docs/edit?id=hr%2Fleave.md"' in r.text
+    again = (await c.get("/admin/indexes/docs/edit?id=hr/leave.md", headers=ADMIN)).text
+    assert "十五天" in again and "提前三天" in again and _base(again) != _base(tab_b)  # A's save is kept
+    r = await c.post("/admin/indexes/docs/edit", headers={**ADMIN, "Accept-Language": "zh-CN"},
+                     data={"id": "hr/leave.md", "text": stale, "base": _base(tab_b)})
+    assert r.status_code == 409 and "该文档已被修改" in r.text and "提前一周&lt;b&gt;" in r.text
+    assert (await login(c)).status_code == 303  # a browser's form always carries its base: one without is stale
+    form = (await c.get("/admin/indexes/docs/edit?id=hr/leave.md")).text.split('action="edit"')[1]
+    csrf = form.split('name="csrf" value="')[1].split('"')[0]
+    r = await c.post("/admin/indexes/docs/edit", data={"id": "hr/leave.md", "text": stale, "csrf": csrf})
+    assert r.status_code == 409 and 'id="edit-stale"' in r.text
 
 
 async def test_reindex_one_document_or_all_of_them_confirmed(tmp_path: Path, private_index: Path, redis_url: str,

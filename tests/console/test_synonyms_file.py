@@ -33,6 +33,19 @@ def test_every_refused_line_is_named_and_nothing_is_written(path: Path) -> None:
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.parametrize(("line", "code", "at"), [
+    ("年假\u202e, 带薪年休假", "202E", 3), ("\u200b年假, 带薪年休假", "200B", 1), ("年假, 带薪\x07年休假", "0007", 7),
+    ("# 注释\u2066", "2066", 5)])
+def test_a_line_holding_a_character_that_cannot_be_seen_is_refused_by_position(
+        path: Path, line: str, code: str, at: int) -> None:
+    with pytest.raises(sf.SynonymsRefused) as got:
+        sf.write(path, "synonyms/hr.txt", START + "辞退, 开除\n" + line + "\n", sf.digest(START), who="otto")
+    [(n, problem)] = got.value.lines
+    assert n == 4 and f"(U+{code} at character {at})" in problem
+    assert path.read_text("utf-8") == START and not sf.history_path(path).exists()
+    assert sf.check(START + "辞退,\t开除\n", "synonyms/hr.txt").rules  # a tab is only a space
+
+
 def test_a_write_replaces_the_file_whole_keeps_its_mode_and_records_who_and_what(path: Path) -> None:
     inode = path.stat().st_ino
     text = START + "辞退, 开除 => 解除劳动合同\n"

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from gateway.console.gaps.task_life import safe_cell
-from tests.console.test_try_gap import ADMIN, KIM, OTTO, VERA, _app_with_gap
+from tests.console.test_try_gap import ADMIN, KB_OWNER, KIM, OTTO, VERA, _app_with_gap
+from tests.support.console import login
 
 pytestmark = pytest.mark.anyio
 ASKED = "=HYPERLINK(\"http://x\")火星基地的氧气配额是多少"
@@ -76,6 +77,37 @@ async def test_a_task_change_that_cannot_be_taken_is_refused_and_changes_nothing
         r = await c.post("/admin/tasks/update", headers=who, json={"group": gid, "task": "done"})
         assert r.status_code in (403, 404), r.text
     assert (await _task(c, KIM, gid))["task"] == "open"
+
+
+def _form(page: str, gid: str) -> dict[str, str]:
+    form = page.split(f'id="task-form-{gid}"', 1)[1].split("</form>", 1)[0]
+    return {k: form.split(f'name="{k}" value="', 1)[1].split('"', 1)[0] for k in ("group", "base", "csrf")}
+
+
+async def test_a_stale_task_form_is_refused_and_keeps_the_newer_state(
+        tmp_path: Path, docs_index: Path, start_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    c, gid = await _filed(tmp_path, docs_index, start_app, monkeypatch)
+    assert (await login(c, "kim", KB_OWNER)).status_code == 303  # a browser session: the form, not a tool
+    tab_a = _form((await c.get("/admin/tasks")).text, gid)
+    tab_b = _form((await c.get("/admin/tasks")).text, gid)
+    assert tab_a["base"] == tab_b["base"] == (await _task(c, KIM, gid))["version"]
+    r = await c.post("/admin/tasks/update", data={**tab_a, "task": "done", "assignee": "kim", "document": "kb-3"})
+    assert r.status_code == 303, r.text
+    r = await c.post("/admin/tasks/update", data={**tab_b, "task": "doing", "assignee": "", "document": ""},
+                     headers={"accept-language": "zh-CN"})
+    assert r.status_code == 409 and "打开本页后，该任务已被修改" in r.text
+    no_base = {k: v for k, v in tab_b.items() if k != "base"}
+    r = await c.post("/admin/tasks/update", data={**no_base, "task": "doing"})
+    assert r.status_code == 409  # a form always carries its version: one without is from an older page
+    t = await _task(c, KIM, gid)
+    assert (t["task"], t["assignee"], t["document"]) == ("done", "kim", "kb-3")  # A's save is kept
+    c.cookies.clear()
+    r = await c.post("/admin/tasks/update", headers=KIM, json={"group": gid, "task": "doing", "base": tab_b["base"]})
+    assert r.status_code == 409 and "changed since this page was opened" in r.json()["error"]
+    r = await c.post("/admin/tasks/update", headers=KIM, json={"group": gid, "task": "doing", "base": t["version"]})
+    assert r.status_code == 200 and (await _task(c, KIM, gid))["assignee"] == ""
+    r = await c.post("/admin/tasks/update", headers=KIM, json={"group": gid, "task": "open"})  # no base: as before
+    assert r.status_code == 200 and r.json()["task"] == "open"
 
 
 async def test_tasks_export_as_a_csv_attachment_without_formulas(

@@ -7,6 +7,7 @@ Rationale: docs/design-notes.md, "gateway/console/gaps/states.py".
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
@@ -48,6 +49,12 @@ class GroupState:
             return GroupState(**{k: data[k] for k in GroupState.__dataclass_fields__ if k in data})
         except (orjson.JSONDecodeError, TypeError):
             return None
+
+
+def version(state: GroupState) -> str:
+    """The version a task form carries (`base`): 16 hex of the SHA-256 of the whole state, so
+    any change since the form was drawn (task, assignee, document, a refiling) shows."""
+    return hashlib.sha256(orjson.dumps(asdict(state), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def state_key(group: str, index: str) -> str:

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from gateway.console.auth import bearer
 from gateway.console.changes import audit_change
 from gateway.console.gaps.owners import assignees
-from gateway.console.gaps.states import TASK_STATES, state_key, status, tasked
+from gateway.console.gaps.states import TASK_STATES, state_key, status, tasked, version
 from gateway.console.gaps.tasks import task_rows
 from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, Answered, gate, json_answer, read_form, refusal, runtime, see_other
@@ -44,7 +44,7 @@ def safe_cell(value: Any) -> str:
 
 async def _fields(request: Request, by_tool: bool, user: Any) -> dict[str, str]:
     if not by_tool:
-        return await read_form(request, user, FORM, max_fields=6)
+        return await read_form(request, user, FORM, max_fields=7)
     try:
         body = await read_limited(request.stream(), MAX_FORM_BYTES, runtime(request).config.server.body_timeout_seconds)
         data = orjson.loads(body)
@@ -61,9 +61,11 @@ async def _fields(request: Request, by_tool: bool, user: Any) -> dict[str, str]:
 async def update(request: Request) -> Response:
     """POST /admin/tasks/update: form `group`, `task` (open | doing | done), `assignee` (a user of
     `assignees`, '' nobody), `document` (a document id of the task's index, '' none), `csrf`
-    (form label 'tasks') → 303 to /admin/tasks?updated=GROUP#t-GROUP. With a Bearer token the
-    same keys as JSON → {"group", "task", "status"}. 400 for a bad value (named), 403 for a role
-    that may not file for the index, 404 for a task not seen, 503 when Redis does not answer."""
+    (form label 'tasks'), `base` (the row's `version` the form was drawn from) → 303 to
+    /admin/tasks?updated=GROUP#t-GROUP. With a Bearer token the same keys as JSON → {"group",
+    "task", "status"}, `base` optional. 400 for a bad value (named), 403 for a role that may not
+    file for the index, 404 for a task not seen, 409 for a stale `base` (or a form without one),
+    503 when Redis does not answer."""
     by_tool = bearer(request.headers.get("authorization")) is not None
     user = await gate(request, "view_gaps", as_json=by_tool, active="tasks")
     fields = await _fields(request, by_tool, user)
@@ -101,6 +103,11 @@ async def update(request: Request) -> Response:
     try:
         kept = await rec.states.all()
         key = state_key(wanted, index)
+        base = fields.get("base")
+        if (base is None and not by_tool) or (base is not None and base != version(kept[key])):
+            return refusal(request, user, as_json=by_tool, status=409, active="tasks", text=_(
+                "This task changed since this page was opened: open the page again and redo the change. "
+                "Nothing was saved."))
         done = tasked(kept[key], task, assignee=assignee, document=document, who=user.name, now=now)
         await rec.states.put(key, done, {r["group"] for r in rows}, now, rt.config.gaps.keep_days)
     except DependencyUnavailable:

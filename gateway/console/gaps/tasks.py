@@ -17,7 +17,17 @@ from gateway.console.changes import audit_change
 from gateway.console.gaps.groups import Group, group
 from gateway.console.gaps.owners import assignees, group_indexes, route_indexes, visible_groups
 from gateway.console.gaps.record import GapRecorder
-from gateway.console.gaps.states import MARKS, TASK_STATES, GroupState, group_of, marked, state_key, state_of, status
+from gateway.console.gaps.states import (
+    MARKS,
+    TASK_STATES,
+    GroupState,
+    group_of,
+    marked,
+    state_key,
+    state_of,
+    status,
+    version,
+)
 from gateway.console.i18n import _
 from gateway.console.render import MAX_FORM_BYTES, Answered, gate, json_answer, page, read_form, refusal, see_other
 from gateway.console.users import ConsoleUser, can
@@ -101,7 +111,8 @@ async def mark(request: Request) -> Response:
 
 async def task_rows(request: Request, user: ConsoleUser) -> list[dict[str, Any]]:
     """The filed groups `user` may see, newest filing first: group, index, record, filed,
-    filed_at, filed_by, status, asked, last_asked, task, assignee, document, questions (the
+    filed_at, filed_by, status, asked, last_asked, task, assignee, document, version (`version`:
+    the `base` an update may carry), questions (the
     group's texts `user` may read), best (its near misses). Raises DependencyUnavailable."""
     rt, rec = _state(request)
     groups, _about = await _visible(request, user, with_examples=rt.config.gaps.keep_text)
@@ -118,7 +129,7 @@ async def task_rows(request: Request, user: ConsoleUser) -> list[dict[str, Any]]
                      "filed_at": s.filed_at, "filed_by": s.filed_by,
                      "status": status(s, g.last) if g is not None else "expired",
                      "asked": g.count if g is not None else None, "last_asked": g.last if g is not None else None,
-                     "task": s.task or "open", "assignee": s.assignee, "document": s.document,
+                     "task": s.task or "open", "assignee": s.assignee, "document": s.document, "version": version(s),
                      "questions": list(g.examples) if g is not None else [], "best": list(g.best) if g else [],
                      "near": list(g.near) if g else []})
     return sorted(rows, key=lambda r: -r["filed_at"])
