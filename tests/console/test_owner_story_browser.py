@@ -57,7 +57,8 @@ def _type(page: Any, selector: str, text: str) -> None:
 def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_url: str) -> None:
     from playwright.sync_api import expect
 
-    with owner_site(tmp_path, private_index, redis_url, "owner", OWNER, gaps={"flush_seconds": 0.1}) as srv, \
+    with owner_site(tmp_path, private_index, redis_url, "owner", OWNER, synonyms=False,
+                    gaps={"flush_seconds": 0.1}) as srv, \
             httpx.Client(timeout=10, headers=ENGLISH) as c:
         def volcengine() -> list[dict[str, Any]]:
             r = callback(c, srv.base, ENV["ACME_SECRET"], query=ASKED)
@@ -121,12 +122,14 @@ def test_owner_story(browser: Any, tmp_path: Path, private_index: Path, redis_ur
             record = page.locator("p.note[data-record]").get_attribute("data-record")
             assert record, page.content()
 
-            # 6. the synonym, on the index's synonyms page
+            # 6. the synonym, on the index's synonyms page: the index has none yet, the first save starts them
             page.goto(srv.base + "/admin/synonyms/kb")
-            _type(page, 'input[name="line"]', RULE)
+            expect(page.locator("#no-file")).to_be_visible()
+            _type(page, "#synonyms-text", RULE)
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.id") == "synonyms-start-save"
             with page.expect_navigation():
                 page.keyboard.press("Enter")
-            expect(page.locator("p.note")).to_have_attribute("data-done", "add")
             expect(page.locator("tr.rule")).to_have_count(1)
             small_shot(page, IMG / "owner-synonyms.png", clip={"x": 0, "y": 0, "width": 1280, "height": 520})
             assert RULE in (tmp_path / "synonyms" / "kb.txt").read_text("utf-8")

@@ -24,6 +24,7 @@ from tests.support.callbacks import post, ret
 from tests.support.configs import text
 from tests.support.harness import Server, free_port
 from tests.support.paths import ROOT
+from tests.support.polling import until
 from tests.support.readonly_mount import container_argv, require_read_only_mounts
 
 USER = 10001  # deploy/Dockerfile's kbgate user, the compose services' `user`
@@ -100,8 +101,12 @@ def test_the_compose_layout_serves_signed_callbacks_from_a_read_only_index_folde
     srv = Server(gateway(box), port, log_path=box / "serve.log", workers=2, cwd=ROOT,
                  env={"TMPDIR": str(box / "tmpfs"), "PYTHONDONTWRITEBYTECODE": "1"})
     with srv, httpx.Client(timeout=10, headers={"connection": "close"}) as c:
-        ready = c.get(f"{srv.base}/readyz")
-        assert ready.status_code == 200, ready.text
+        # each worker loads the embedding model on its own: ready once new connections find both done
+        def every_worker_ready() -> httpx.Response | None:
+            answers = [c.get(f"{srv.base}/readyz") for _ in range(4)]
+            return answers[-1] if all(a.status_code == 200 for a in answers) else None
+
+        ready = until(every_worker_ready, within=120, every=0.5, what="/readyz from both workers")
         [route] = orjson.loads(ready.content)["routes"]
         assert route["state"] == "ok" and route["commit"], route
         for _ in range(6):  # a new connection each: both workers answer

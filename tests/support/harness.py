@@ -63,20 +63,23 @@ def bearer_json(url: str, token: str, body: Mapping[str, Any]) -> Any:
 
 
 def owner_site(tmp_path: Path, index: Path, redis_url: str, name: str, owner_credential: str,
-               **over: Any) -> Server:
-    """A `kbgate serve` (not started) of index `index` named kb with an empty synonyms file, owner
-    `otto` of kb, agent client alice on route support (Dify retrieval), tenant acme, the admin
-    token; Redis keys under kbgate-NAME-PORT; `over` adds or replaces config tables."""
+               synonyms: bool = True, **over: Any) -> Server:
+    """A `kbgate serve` (not started) of index `index` named kb (with an empty synonyms file, or
+    none when not `synonyms`), owner `otto` of kb, agent client alice on route support (Dify
+    retrieval), tenant acme, the admin token; Redis keys under kbgate-NAME-PORT; `over` adds or
+    replaces config tables."""
     port = free_port()
-    (tmp_path / "synonyms").mkdir()
-    (tmp_path / "synonyms" / "kb.txt").write_text("# kb: the owners' words\n", "utf-8")
+    if synonyms:
+        (tmp_path / "synonyms").mkdir()
+        (tmp_path / "synonyms" / "kb.txt").write_text("# kb: the owners' words\n", "utf-8")
     agent = {"ref_key_env": "KBGATE_REF_KEY", "routes": {"support": {"index": "kb"}},
              "clients": {"alice": client("t1", TOKEN_ALICE, ["support"], ["dify.retrieval"], **EVERYTHING)}}
     data = config(tmp_path, **{"tenants": [tenant("acme", keys=ACME_KEYS)], "indexes": index, "port": port,
                                "redis_url": redis_url, "key_prefix": f"kbgate-{name}-{port}",
                                "admin_token": ADMIN_TOKEN, "agent": agent, "audit": {"sink": "off"},
                                "access": {"sqlite_path": str(tmp_path / "feedback.sqlite3")}, **over})
-    data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
+    if synonyms:
+        data["indexes"]["kb"] = {"synonyms": "synonyms/kb.txt"}
     data["admin"]["users"] = {"otto": {"role": "owner", "indexes": ["kb"],
                                        "credential": hash_credential(owner_credential)}}
     return serve(write(tmp_path / "gateway.toml", data), port=port, env=ENV)
