@@ -102,7 +102,8 @@ def test_harness_prints_every_table_with_positive_figures(
     monkeypatch.setenv("REDIS_URL", redis_url)
     code = main(["--only", "--scale", "2000", "--seconds", "1", "--warmup", "0.2", "--search-seconds", "0.3",
                  "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
-                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--hybrid-scale", "300", "--out", str(tmp_path)])
+                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--hybrid-scale", "300", "--versus-seconds", "1",
+                 "--out", str(tmp_path)])
     assert code == 0
     md = capsys.readouterr().out
     assert sorted(p.suffix for p in tmp_path.glob("bench-*")) == [".json", ".md"]
