@@ -25,7 +25,7 @@ def tracked() -> list[Path]:
 
 
 def history_references(text: str) -> list[str]:
-    """Each 'issue 12', 'stop 3', 'seed 003' (any case, '#' allowed) in `text`."""
+    """Each issue, stop or seed number (the word, a space or '#', digits; any case) in `text`."""
     return HISTORY.findall(text)
 
 
@@ -39,15 +39,15 @@ def docstring_lines(path: Path) -> int:
 
 
 def test_the_finder_finds_history() -> None:
-    assert history_references("see issue 12, Stop 3 and seed 003; issue #4") == ["issue 12", "Stop 3", "seed 003",
-                                                                               "issue #4"]
+    said = ["is" + "sue 12", "St" + "op 3", "se" + "ed 003", "is" + "sue #4"]  # never literal here
+    assert history_references(f"see {said[0]}, {said[1]} and {said[2]}; {said[3]}") == said
     assert history_references("an issued ref; stops at 3; the seed= 7") == []
 
 
 def test_no_issue_stop_or_seed_numbers_outside_the_changelog() -> None:
     found = {}
     for path in tracked():
-        if path.name in ("CHANGELOG.md", "test_house.py") or path.suffix not in TEXT_SUFFIXES or not path.is_file():
+        if path.name == "CHANGELOG.md" or path.suffix not in TEXT_SUFFIXES or not path.is_file():
             continue
         hits = history_references(path.read_text("utf-8", errors="replace"))
         if hits:

@@ -125,8 +125,10 @@ def test_wide_tables_become_cards_at_390_px(browser: Any, srv: Server) -> None:
         assert_fits(page)
         page.goto(srv.base + "/admin/users")  # a 64-character name in a heading, a checkbox label, a list
         page.evaluate("""n => { document.querySelector('h1').textContent = n;
-            const l = document.createElement('label'); l.innerHTML = '<input type="checkbox"> ' + n;
-            const ul = document.createElement('ul'); ul.innerHTML = '<li>' + n.replace(/x/g, '.md,') + '</li>';
+            const box = document.createElement('input'); box.type = 'checkbox';
+            const l = document.createElement('label'); l.append(box, ' ' + n);
+            const li = document.createElement('li'); li.textContent = n.replace(/x/g, '.md,');
+            const ul = document.createElement('ul'); ul.append(li);
             document.querySelector('main').append(l, ul); }""", "x" * 64)
         assert_fits(page, "/admin/users with 64-character names")
         page.set_viewport_size({"width": 1280, "height": 900})

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # "admin" is the admin token's user name, "guide" an example folder (placeholder="guide/").
 ALLOWED = {"kbgate", "FirstLevelId", "SecondLevelId", "Ret", "HTTP", "BM25", "Msg", "ms", "Agent", "HMAC", "admin",
            "guide"}
-LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+|[\u3400-\u9fff]+")  # Latin words and CJK runs
 
 
 def _environment() -> jinja2.Environment:
@@ -55,7 +55,7 @@ def _template_text(source: str) -> list[str]:
     text = " ".join(_data(_environment().parse(source)))
     shown = re.findall(r'(?:aria-label|alt|title|placeholder)="([^"]*)"', text)
     text = re.sub(r"<[^>]*>", " ", text)
-    return [w for part in [text, *shown] for w in LATIN.findall(part)]
+    return [w for part in [text, *shown] for w in WORD.findall(part)]
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in TEMPLATES.glob("*") if p.suffix in (".html", ".svg")))
@@ -68,6 +68,7 @@ def test_the_scan_finds_literal_text() -> None:
     assert _template_text("<p>Hello {{ _('World') }}</p>") == ["Hello"]
     assert _template_text("<p>{% trans %}Hello{% endtrans %}</p>") == []
     assert _template_text('<a aria-label="Open it" class="muted">x</a>') == ["Open", "it"]
+    assert _template_text("<dt>一级路径 {{ n }}</dt>") == ["一级路径"]
     assert _template_text("{% block style %}p{color:red}{% endblock %}<p>no hit</p>") == ["no", "hit"]
 
 
