@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,14 +56,22 @@ class SqliteTracker:
         self.path = path
         self._clock = clock
         self._ready = False
+        self._first = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
+        """A connection; the first call of this process creates the file, WAL mode and the table
+        (under a lock: two first calls at once would contend for the journal-mode switch)."""
         if not self._ready:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with sqlite3.connect(self.path, timeout=5.0, isolation_level=None) as db:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute(_SCHEMA)
-            self._ready = True
+            with self._first:
+                if not self._ready:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+                    try:
+                        db.execute("PRAGMA journal_mode=WAL")
+                        db.execute(_SCHEMA)
+                    finally:
+                        db.close()
+                    self._ready = True
         return sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -79,11 +89,11 @@ class SqliteTracker:
         return TrackedIssue(kind, key, int(row[1]), int(row[0]), {"tracker": "sqlite", "rowid": int(row[2])})
 
     def _find(self, kind: str, key: str) -> TrackedIssue | None:
-        with self._connect() as db:
+        with closing(self._connect()) as db:
             return self._row(db, kind, key)
 
     def _create(self, d: IssueDraft, now: int) -> TrackedIssue:
-        with self._connect() as db:
+        with closing(self._connect()) as db:
             db.execute("INSERT INTO records (kind, dedupe_key, title, body, labels, created_at) "
                        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, dedupe_key) DO NOTHING",
                        (d.kind, d.dedupe_key, d.title, d.body, orjson.dumps(list(d.labels)).decode(), now))
@@ -92,7 +102,7 @@ class SqliteTracker:
             return row
 
     def _bump(self, kind: str, key: str) -> int | None:
-        with self._connect() as db:
+        with closing(self._connect()) as db:
             row = db.execute("UPDATE records SET count = count + 1 WHERE kind = ? AND dedupe_key = ? "
                              "RETURNING count", (kind, key)).fetchone()
             return None if row is None else int(row[0])
