@@ -155,7 +155,7 @@ def _build(args: argparse.Namespace, scales: list[dict[str, Any]]) -> dict[str, 
     load_before = os.getloadavg()
     out: dict[str, Any] = {"embedding": build.measure_embedding(args.build_embed, build_workers())}
     at_100k = next((s["index"] for s in scales if s["chunks"] == 100_000 and s.get("dense", LEXICAL) == LEXICAL), None)
-    out["tantivy"] = at_100k if at_100k is not None else build.measure_tantivy(100_000)
+    out["tantivy"] = at_100k if at_100k is not None else build.measure_tantivy(parse_scale(args.build_chunks))
     out["loadavg"] = [round(x, 2) for x in (*load_before, *os.getloadavg())]
     return out
 
@@ -183,6 +183,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-build", action="store_true", help="leave out the build costs (bench.build)")
     p.add_argument("--build-embed", type=int, default=2000, metavar="N",
                    help="chunks embedded for the build costs (default 2000)")
+    p.add_argument("--build-chunks", default="100k", metavar="N",
+                   help="chunks of the build costs' Tantivy build when the scale study built no 100k (default 100k)")
     realcorpora.add_arguments(p)
     return p
 

@@ -100,9 +100,10 @@ def test_harness_prints_every_table_with_positive_figures(
 ) -> None:
     corpora_or_skip()
     monkeypatch.setenv("REDIS_URL", redis_url)
-    code = main(["--only", "--scale", "2000", "--seconds", "1", "--warmup", "0.2", "--search-seconds", "0.3",
+    code = main(["--only", "--scale", "2000", "--seconds", "0.5", "--warmup", "0.2", "--search-seconds", "0.3",
                  "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
-                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--hybrid-scale", "300", "--versus-seconds", "1",
+                 "--ceiling-rates", "100,200", "--max-rps", "3000", "--hybrid-scale", "300", "--versus-seconds", "0.5",
+                 "--build-embed", "64", "--build-chunks", "2000",
                  "--out", str(tmp_path)])
     assert code == 0
     md = capsys.readouterr().out
@@ -224,6 +225,13 @@ def test_harness_prints_every_table_with_positive_figures(
     memory = _table(md, "Scale study: memory per hypercorn worker")
     assert [r[0] for r in memory[1:]] == ["2k", "300 hybrid"]
     assert all(r[2] == "2" and all(float(x) > 0 for x in r[3].split(", ")) for r in memory[1:])
+
+    costs = _table(md, "Build costs")
+    assert costs[0][:2] == ["figure", "one thread"] and costs[0][2].endswith("processes")
+    rates = next(r for r in costs[1:] if r[0] == "embedding, chunks/s")
+    assert _number(rates[1]) > 0 and _number(rates[2].split()[0]) > 0
+    tantivy = next(r for r in costs[1:] if r[0].startswith("Tantivy build"))
+    assert "at 2,000 chunks" in tantivy[0] and _number(tantivy[1]) > 0 and tantivy[4] == "not at 100k"
 
 
 def test_generators_count_refused_requests(redis_url: str, tmp_path: Path) -> None:
