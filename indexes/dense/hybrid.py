@@ -227,7 +227,11 @@ class DenseSearch:
         dense_only = {key for key, _ in den} - {key for key, _ in lex}
         self._count("hybrid")
         bm25 = dict(lex)
-        scores = {key: Scores(bm25=bm25.get(key), dense=cosine.get(key), fused=score) for key, score in fused}
+        fused_of = dict(fused)
+
+        def scores(key: Address) -> Scores:  # only for the chunks that become hits
+            return Scores(bm25=bm25.get(key), dense=cosine.get(key), fused=fused_of[key])
+
         asked = question(searcher) if question is not None else Question(())
         folded: dict[str, str] = {}
 
@@ -302,14 +306,14 @@ def _resolve(searcher: tantivy.Searcher, schema: tantivy.Schema, neighbours: Seq
 def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], address: dict[Address, Any],
           dense_only: set[Address], vectors: VectorSet, terms: Any, limit: int, one_per_document: bool,
           summary_chars: int, content_chars: int, make_hit: MakeHit, keep_more: int,
-          scores: dict[Address, Scores], judge: Callable[[Address, tantivy.Document], float],
+          scores: Callable[[Address], Scores], judge: Callable[[Address, tantivy.Document], float],
           floor: float, asked: Question | None = None) -> list[Any]:
     """Walk the fused order like a BM25 order (`indexes.hits`): chunks are grouped by document
     through the `doc_key` fast field (no stored document loaded to group them); the first
     chunk of each document becomes its hit and up to `keep_more` later ones its context, loaded
     lazily while the content has room. Stored chunks loaded: at most limit × (1 + keep_more),
     plus one per document dropped for a revision its vectors were not computed from or for a
-    relevance under `floor`. scores: each chunk's Scores; judge(key, stored chunk): its relevance.
+    relevance under `floor`. scores(key): a chunk's Scores; judge(key, stored chunk): its relevance.
     A document whose first chunk is under `floor` is dropped (not replaced); a further chunk
     under it is not appended. asked: the question the Summaries answer (`indexes.passages`)."""
     order = [address[key] for key, _ in fused]
@@ -334,6 +338,6 @@ def _pick(searcher: tantivy.Searcher, fused: Sequence[tuple[Address, float]], ad
             continue
         loaded = ((k, searcher.doc(m)) for k, m in more)  # lazily: only while the content has room
         context = (d for k, d in loaded if floor <= 0 or judge(k, d) >= floor)
-        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context, scores=scores[key],
+        hits.append(make_hit(score, doc, terms, summary_chars, content_chars, context, scores=scores(key),
                              relevance=rel, asked=asked))
     return hits
