@@ -42,12 +42,13 @@ LOCAL = {"provider": "local", "model": "use-multilingual-v3"}
 
 
 def write_site(tmp: Path, dense: dict[str, Any] | None, port: int, *, lexical: bool = False,
-               notes: bool = False) -> Path:
+               notes: bool = False, answer_cache: bool = True) -> Path:
     """tmp/docs/pages.jsonl (HYBRID_DOCS) and tmp/gateway.toml: tenant acme's route tech/docs and
     the agent routes over index 'docs', configured hybrid with `dense` (None: no dense setting,
     the default); with `lexical`, also tmp/kb/pages.jsonl (KB_DOCS) and the route tech/kb over
     index 'kb', configured `dense = "none"`; with `notes`, the route tech/notes over index
-    'notes', which alice may write through the document API."""
+    'notes', which alice may write through the document API; without `answer_cache`, every
+    callback is searched (`[search] answer_cache_entries = 0`)."""
     (tmp / "docs").mkdir()
     (tmp / "docs" / "pages.jsonl").write_text(as_jsonl(HYBRID_DOCS), "utf-8")
     routes = [("tech", "docs", "docs")]
@@ -67,7 +68,8 @@ def write_site(tmp: Path, dense: dict[str, Any] | None, port: int, *, lexical: b
     # these tests are about the hybrid path itself. Floors on hybrid indexes: tests/e2e/test_relevance.py.
     data = config(tmp, tenants=[acme], port=port, dense=None if dense is None else {"docs": dense}, agent=agent,
                   lexical=["kb"] if lexical else [],
-                  access={"sqlite_path": "feedback.sqlite3"}, search={"relevance_floor": 0})
+                  access={"sqlite_path": "feedback.sqlite3"},
+                  search={"relevance_floor": 0, **({} if answer_cache else {"answer_cache_entries": 0})})
     return write(tmp / "gateway.toml", data)
 
 
@@ -257,6 +259,27 @@ def test_callback_answers_lexically_within_the_deadline_when_the_embedding_servi
     finally:
         if srv is not None:
             srv.stop()
+
+
+def test_a_repeated_question_is_embedded_once_whatever_its_whitespace(tmp_path: Path) -> None:
+    # The answer cache is off: every callback is searched, and only the query-vector cache
+    # (keyed on the question normalised as the answer cache keys it) spares the embedding.
+    port, emb_port = free_port(), free_port()
+    dense = {"provider": "openai", "model": "use-multilingual-v3", "url": f"http://127.0.0.1:{emb_port}/v1/embeddings"}
+    cfg = write_site(tmp_path, dense, port, answer_cache=False)
+    with embedding_server(emb_port) as emb, httpx.Client(timeout=30) as client:
+        assert index_add(cfg, tmp_path).returncode == 0
+        with server(cfg, port) as srv:
+            assert first_ids(callback(client, srv.base, PARAPHRASE))[0] == "pw"
+            asked = httpx.get(f"{emb}/stats").json()["requests"]
+            for variant in (PARAPHRASE, f"  {PARAPHRASE}\t", f"\n{PARAPHRASE}\u3000"):
+                assert first_ids(callback(client, srv.base, variant))[0] == "pw"
+            assert httpx.get(f"{emb}/stats").json()["requests"] == asked  # each from the vector cache
+            assert first_ids(callback(client, srv.base, "备份到 S3"))[0] == "br"
+            assert httpx.get(f"{emb}/stats").json()["requests"] == asked + 1  # a new question is embedded
+            assert first_ids(callback(client, srv.base, "备份到\u3000\u3000S3 "))[0] == "br"
+            assert httpx.get(f"{emb}/stats").json()["requests"] == asked + 1
+            assert hybrid_searches(client.get(f"{srv.base}/metrics").text, "hybrid") == 6
 
 
 def test_index_add_with_the_embedding_service_down_fails_clearly_and_commits_nothing(tmp_path: Path) -> None:
