@@ -21,6 +21,7 @@ from gateway.console import gaps
 from gateway.console.asked import make_counts
 from gateway.console.keep import keeper_of
 from gateway.console.language import ConsoleLanguage
+from gateway.console.missing import missing
 from gateway.console.once import make_once
 from gateway.console.render import Answered, answered
 from gateway.console.routes import ROUTES as CONSOLE_ROUTES
@@ -127,7 +128,8 @@ class Gateway:
                   *documents.routes(rt, self.document_writes)]
         # every /admin request is answered in the language its cookie or Accept-Language asks for
         self.router = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(ConsoleLanguage)],
-                                exception_handlers={Answered: answered})  # the console's gate and form checks
+                                exception_handlers={Answered: answered,  # the console's gate and form checks
+                                                    404: missing, 405: missing})  # a console page under /admin
         # Starlette answers a path that differs from a route by a trailing slash with a 307 to
         # an absolute URL built from the Host header (an open redirect behind a proxy that
         # forwards Host). A path no route serves is the documented plain 404; the MCP

@@ -165,6 +165,19 @@ def test_the_keyboard_alone_reaches_every_control(browser: Any, srv: Server) -> 
         assert outcomes and "ok" not in outcomes
 
 
+def test_a_wrong_address_is_a_console_page_left_by_the_keyboard(browser: Any, srv: Server) -> None:
+    with logged_in(browser, srv.base, ADMIN_TOKEN, viewport={"width": 1280, "height": 900}) as page:
+        assert_fits_both(page, srv.base + "/admin/no-such-page")
+        assert page.locator("h1").inner_text() == "Page not found"
+        assert page.get_by_role("navigation", name="Console").get_by_role("link").all_inner_texts() == NAV
+        met = assert_keyboard(page)
+        assert met[-1]["href"] == "/admin/" and met[-1]["text"] == "Back", met
+        page.focus('main a[href="/admin/"]')
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert page.url == srv.base + "/admin/"
+
+
 def test_an_owner_logs_in_as_themself_and_sees_only_their_gaps(browser: Any, srv: Server) -> None:
     with logged_in(browser, srv.base, OWNER, user="otto", viewport={"width": 390, "height": 800}) as page:
         assert page.url == srv.base + "/admin/"
