@@ -31,8 +31,6 @@ from gateway.core.runtime import Runtime
 from gateway.core.scope import Principal
 from gateway.dify.retrieval import retrieval
 from gateway.dify.wire import DifyWire
-from gateway.mcp.server import tool_result
-from gateway.mcp.tools import McpCall
 from gateway.volcengine.handler import answer as volcengine_answer
 from gateway.volcengine.wire import error_body
 from indexes.types import Hit
@@ -273,6 +271,9 @@ async def _mcp(rt: Runtime, cfg: Config, client: AgentClient, principal: Princip
                req: TryRequest) -> tuple[int, bytes]:
     if "mcp.search" not in client.policy.tools:
         raise TryInvalid("client", f"client {client.id!r} has no mcp.search grant: its MCP clients see no search tool")
+    from gateway.mcp.server import tool_result  # the MCP SDK loads only for an MCP try (gateway.mcp.transport)
+    from gateway.mcp.tools import McpCall
+
     arguments: dict[str, Any] = {"query": req.query}
     if req.route:
         arguments["route"] = req.route

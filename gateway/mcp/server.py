@@ -21,11 +21,10 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.core.config import McpConfig
 from gateway.core.errors import AccessDenied, AgentError, McpError
-from gateway.mcp.tools import GRANTS, McpCall, ToolFailure, denial, fetch, search, tool_list
+from gateway.mcp.tools import CALL_KEY, GRANTS, McpCall, ToolFailure, denial, fetch, search, tool_list
 
 log = logging.getLogger("kbgate.mcp")
 
-CALL_KEY = "kbgate.mcp.call"  # where the transport leaves the McpCall in the ASGI scope
 INSTRUCTIONS = (
     "kbgate answers from a company's own knowledge base (mostly Chinese documents). Call `search` with the "
     "user's question, then `fetch` the ids of the results you need and answer from their text, citing each "
@@ -124,7 +123,7 @@ NO_SDK_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=Fa
 
 def session_manager(server: Server[Any], mcp: McpConfig) -> StreamableHTTPSessionManager:
     """Stateless, JSON responses, the configured body cap, the SDK's Host/Origin check off
-    (`NO_SDK_HOST_CHECK`). Its `run()` must be entered in the application's lifespan
-    (gateway.serve.app)."""
+    (`NO_SDK_HOST_CHECK`). Its `run()` must be entered before it serves: in a task of the
+    application's lifespan, by the first request that needs it (gateway.mcp.transport.McpWing)."""
     return StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                         security_settings=NO_SDK_HOST_CHECK, max_request_body_size=mcp.max_body_bytes)

@@ -32,6 +32,7 @@ QUERY_MAX_CHARS = 1000
 ID_MAX_CHARS = 2048
 TITLE_CHARS = 200
 GRANTS = {"search": "mcp.search", "fetch": "mcp.fetch"}  # tool name → the grant that offers it
+CALL_KEY = "kbgate.mcp.call"  # where the transport leaves the McpCall in the ASGI scope (for the server)
 
 
 @dataclass(slots=True)

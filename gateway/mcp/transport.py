@@ -11,12 +11,13 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-import mcp_types as types
+import anyio
 import orjson
-from pydantic import ValidationError
+from anyio.abc import TaskGroup, TaskStatus
 from starlette.datastructures import Headers
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
@@ -29,10 +30,14 @@ from gateway.core.errors import AccessDenied, AgentError, McpError
 from gateway.core.principals import authenticate_agent
 from gateway.core.runtime import Runtime
 from gateway.core.validate import Problem
-from gateway.mcp.server import CALL_KEY, build_server, session_manager
-from gateway.mcp.tools import GRANTS, McpCall
+from gateway.mcp.tools import CALL_KEY, GRANTS, McpCall
+
+if TYPE_CHECKING:  # the SDK is imported when a request first needs it (McpWing.manager)
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 log = logging.getLogger("kbgate.mcp")
+
+INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603  # JSON-RPC 2.0 §5.1 error codes
 
 # JSON-RPC methods a client sends (any other is labelled "other" in metrics: bounded labels).
 METHODS = frozenset({"initialize", "notifications/initialized", "ping", "server/discover", "tools/list",
@@ -45,23 +50,66 @@ _PREFLIGHT_HEADERS = "authorization, content-type, accept, mcp-protocol-version,
 class McpWing:
     """The MCP endpoint of one worker. rt: the core. `routes()` for the router, `running()`
     for the application's lifespan (the SDK's session manager runs there: a mounted app's
-    lifespan would never run)."""
+    lifespan would never run). loaded: called once the SDK has started (its modules imported).
+    The SDK is imported, and its session manager started, by the first request that reaches it."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, loaded: Callable[[], None] | None = None) -> None:
         self.rt = rt
         self.path = rt.config.mcp.path
-        self.server = build_server(__version__)
-        self.manager = session_manager(self.server, rt.config.mcp)
+        self._loaded = loaded
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._started = False  # the manager's run() holds its task group in `_group`
+        self._group: TaskGroup | None = None  # while the lifespan runs
+        self._starting: anyio.Lock | None = None
 
     def routes(self) -> list[Route]:
         """`mcp.path` and `mcp.path/`, every method, to this app (it answers 405 itself)."""
         return [Route(self.path, self), Route(self.path + "/", self)]
 
+    @property
+    def manager(self) -> StreamableHTTPSessionManager:
+        """The SDK's session manager: the SDK imported and the manager built on first use
+        (gateway.mcp.server); started by `_ready`."""
+        if self._manager is None:
+            from gateway.mcp.server import build_server, session_manager
+            self._manager = session_manager(build_server(__version__), self.rt.config.mcp)
+        return self._manager
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The SDK session manager's task group, for the worker's lifetime."""
-        async with self.manager.run():
-            yield
+        """For the worker's lifetime: the task group the session manager runs in once started
+        (`_ready`); on exit that one is stopped, a worker that never started it has none."""
+        async with anyio.create_task_group() as group:
+            self._group, self._starting = group, anyio.Lock()
+            try:
+                yield
+            finally:
+                self._group = None
+                self._manager, self._started = None, False  # run() works once per manager
+                group.cancel_scope.cancel()
+
+    async def _ready(self) -> StreamableHTTPSessionManager:
+        """The session manager, running: the first call starts it in the lifespan's task group
+        and concurrent first calls wait for that one start. Raises RuntimeError outside the
+        lifespan (a 500, as the SDK's own refusal to serve without run() was)."""
+        if not self._started:
+            group, starting = self._group, self._starting
+            if group is None or starting is None:
+                raise RuntimeError("the MCP wing serves only while the application's lifespan runs")
+            async with starting:
+                if not self._started:
+                    # importing the SDK takes about half a second: in a thread, so this worker's
+                    # other requests go on meanwhile
+                    manager = await anyio.to_thread.run_sync(lambda: self.manager)
+                    try:
+                        await group.start(_run, manager)
+                    except BaseException:
+                        self._manager = None  # a cancelled or failed start: the next request builds another
+                        raise
+                    self._started = True
+                    if self._loaded is not None:
+                        self._loaded()
+        return self.manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         cfg = self.rt.config
@@ -89,10 +137,13 @@ class McpWing:
                     raise McpError("mcp.host_misdirected", "Invalid Host header")
                 body = await _body(headers, receive, cfg)
                 event.tool = _label(body)
-                shape_refusal(body)
+                msg = shape_refusal(body)
+                manager = await self._ready()  # the SDK, loaded by the first request that gets here
+                if msg is not None:
+                    message_refusal(msg)
                 call = McpCall(self.rt, cfg, client, event.principal, event)
                 scope[CALL_KEY] = call
-                await self.manager.handle_request(scope, _replay(body, receive), out)
+                await manager.handle_request(scope, _replay(body, receive), out)
         except AgentError as err:
             refused = err
         except Exception:  # a bug: a 500 without detail, the trace in the log
@@ -117,6 +168,14 @@ class McpWing:
             audit.record(cfg.audit, self.rt.events, event)  # the line, and the per-wing metrics
         else:
             self.rt.events.publish(event)  # initialize, tools/list, …: counted, not audited
+
+
+async def _run(manager: StreamableHTTPSessionManager, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+               ) -> None:
+    """The session manager's `run()`, until the task group holding it is cancelled."""
+    async with manager.run():
+        task_status.started()
+        await anyio.sleep_forever()
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -215,19 +274,18 @@ def _label(body: bytes) -> str:
     return method if isinstance(method, str) and method in METHODS else "other"
 
 
-def shape_refusal(body: bytes) -> None:
+def shape_refusal(body: bytes) -> dict[str, object] | None:
     """Refuse, before the SDK, the JSON-RPC shapes it mishandles. Raises McpError:
     mcp.batch_unsupported for a JSON array (the SDK answered pydantic's validation text; MCP
     2025-06-18 removed JSON-RPC batching), mcp.request_id_invalid for an `id` that is neither
     a string nor an integer (MCP's RequestId; an object id got a 202 with no body), or a
-    request (`method` present) whose id is null; mcp.request_invalid for any other JSON that
-    is not a JSON-RPC message (not an object, `params` not an object...: the SDK answered
-    pydantic's ~1 KB text, the input echoed), with a one-line message. All travel as JSON-RPC
-    -32600 Invalid Request with id null. Unparsable JSON is the SDK's to answer (-32700)."""
+    request (`method` present) whose id is null; mcp.request_invalid for JSON that is not an
+    object. Returns the message for `message_refusal`; None for unparsable JSON, the SDK's
+    to answer (-32700)."""
     try:
         msg = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return
+        return None
     if isinstance(msg, list):
         raise McpError("mcp.batch_unsupported", "batch requests are not supported")
     if not isinstance(msg, dict):
@@ -238,27 +296,30 @@ def shape_refusal(body: bytes) -> None:
             raise McpError("mcp.request_id_invalid", "Invalid Request: a request's id must not be null")
         if ident is not None and (isinstance(ident, bool) or not isinstance(ident, str | int)):
             raise McpError("mcp.request_id_invalid", "Invalid Request: id must be a string or an integer")
-    problem = _message_problem(msg)
-    if problem is not None:
-        raise McpError("mcp.request_invalid", f"Invalid Request: {problem}")
+    return msg
 
 
-def _message_problem(msg: dict[str, object]) -> str | None:
-    """What keeps `msg` (a JSON object) from being a JSON-RPC message the SDK accepts, in a few
-    words naming the member (never its value), or None. The SDK's own validation decides."""
+def message_refusal(msg: dict[str, object]) -> None:
+    """Raise McpError mcp.request_invalid, with a one-line message, for an object that is not a
+    JSON-RPC message the SDK accepts (`params` not an object...: the SDK answered pydantic's
+    ~1 KB text, the input echoed). The SDK's own validation decides: mcp_types, loaded by
+    then (McpWing._ready). Like `shape_refusal`'s, a JSON-RPC -32600 with id null."""
+    import mcp_types
+    from pydantic import ValidationError
+
     try:
-        types.jsonrpc_message_adapter.validate_python(msg, by_name=False)
-        return None
+        mcp_types.jsonrpc_message_adapter.validate_python(msg, by_name=False)
+        return
     except ValidationError:
         pass
+    problem = "not a JSON-RPC request, notification, response or error"  # in a few words naming the member
     if msg.get("jsonrpc") != "2.0":
-        return 'jsonrpc must be "2.0"'
-    if "method" in msg:
-        if not isinstance(msg["method"], str):
-            return "method must be a string"
-        if msg.get("params") is not None and not isinstance(msg["params"], dict):
-            return "params must be an object"
-    return "not a JSON-RPC request, notification, response or error"
+        problem = 'jsonrpc must be "2.0"'
+    elif "method" in msg and not isinstance(msg["method"], str):
+        problem = "method must be a string"
+    elif "method" in msg and msg.get("params") is not None and not isinstance(msg["params"], dict):
+        problem = "params must be an object"
+    raise McpError("mcp.request_invalid", f"Invalid Request: {problem}")
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -309,7 +370,7 @@ class _Answer:
     async def refuse(self, err: AgentError, request_headers: Headers) -> None:
         """A JSON-RPC error (id null) with the HTTP status of `err`; 405 with Allow, 401 with
         WWW-Authenticate (RFC 6750 §3: error="invalid_token" only when a token was sent)."""
-        code = types.INTERNAL_ERROR if err.status >= 500 else types.INVALID_REQUEST
+        code = INTERNAL_ERROR if err.status >= 500 else INVALID_REQUEST
         body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {
             "code": code, "message": err.message, "data": {"code": err.code, "retryable": err.retryable}}})
         headers = [(b"content-type", b"application/json")]

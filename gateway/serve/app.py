@@ -62,7 +62,7 @@ class Gateway:
             (s.kind, s.route, s.index, s.state == "ok") for s in route_states(rt) if s.state != "disabled"])
         self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
         self.volcengine = VolcengineWing(rt)
-        self.mcp = McpWing(rt)
+        self.mcp = McpWing(rt, loaded=self._freeze_late)  # the MCP SDK loads on the first MCP request
         self.reloader = Reloader(rt, on_outcome=self.metrics.count_reload)
         rt.events.subscribe(Delivery, self.metrics.observe)
         rt.events.subscribe(AuditEvent, self.metrics.observe_call)
@@ -107,7 +107,7 @@ class Gateway:
                 gc.collect()
                 gc.freeze()
             try:
-                async with self.mcp.running():  # the MCP SDK's task group (mounted apps get no lifespan)
+                async with self.mcp.running():  # where the MCP SDK runs once needed (mounted apps get no lifespan)
                     yield
             finally:
                 watcher.cancel()
@@ -147,6 +147,13 @@ class Gateway:
         self.router.state.once = self.once
         self.router.state.login_throttle = self.login_throttle
         self.router.state.sessions = self.sessions
+
+    def _freeze_late(self) -> None:
+        """Freeze what the MCP SDK made as it loaded (on a worker's first MCP request) as
+        start-up's objects are frozen (`freeze_gc`)."""
+        if self.freeze_gc:
+            gc.collect()
+            gc.freeze()
 
     def _keep(self, d: Delivery) -> None:
         """The deliveries record's observer (the Query only when admin.show_queries is on)."""
