@@ -21,6 +21,7 @@ from gateway.agent.tools.clients import LazyClients
 from gateway.agent.tools.request import ToolsWire
 from gateway.console.callers import CALLERS
 from gateway.console.gaps.record import gap_view
+from gateway.console.i18n import _
 from gateway.core import audit
 from gateway.core.config import AgentClient, Config
 from gateway.core.errors import AgentError, CallbackError, TryInvalid
@@ -92,29 +93,31 @@ class Tried:
 def check(cfg: Config, req: TryRequest) -> None:
     """Refuse a try the config cannot run, naming the field. Raises TryInvalid."""
     if req.caller not in CALLERS:
-        raise TryInvalid("caller", f"must be one of {', '.join(CALLERS)}")
+        raise TryInvalid("caller", _("must be one of %(callers)s", callers=", ".join(CALLERS)))
     if not req.query.strip():
-        raise TryInvalid("query", "is empty")
+        raise TryInvalid("query", _("is empty"))
     if len(req.query) > MAX_QUERY_CHARS:
-        raise TryInvalid("query", f"is longer than {MAX_QUERY_CHARS} characters")
+        raise TryInvalid("query", _("is longer than %(n)s characters", n=MAX_QUERY_CHARS))
     if req.limit is not None and not 1 <= req.limit <= MAX_LIMIT:
-        raise TryInvalid("limit", f"must be 1..{MAX_LIMIT}")
+        raise TryInvalid("limit", _("must be 1..%(n)s", n=MAX_LIMIT))
     if req.successor and req.successor not in index_names(cfg):
-        raise TryInvalid("successor", f"no index {req.successor!r} under indexes.dir")
+        raise TryInvalid("successor", _("no index %(index)r under indexes.dir", index=req.successor))
     if req.caller == "volcengine":
         tenant = cfg.tenants.get(req.tenant)
         if tenant is None:
-            raise TryInvalid("tenant", f"no tenant {req.tenant!r}")
+            raise TryInvalid("tenant", _("no tenant %(tenant)r", tenant=req.tenant))
         if not any(r.first_level_id == req.first and r.second_level_id == req.second for r in tenant.routes):
-            raise TryInvalid("first/second", f"tenant {req.tenant!r} has no route {req.first}/{req.second}")
+            raise TryInvalid("first/second", _("tenant %(tenant)r has no route %(first)s/%(second)s", tenant=req.tenant,
+                                                first=req.first, second=req.second))
         return
     client = cfg.agent.clients.get(req.client)
     if client is None:
-        raise TryInvalid("client", f"no agent client {req.client!r}")
+        raise TryInvalid("client", _("no agent client %(client)r", client=req.client))
     if req.token_id and all(t.id != req.token_id for t in client.tokens):
-        raise TryInvalid("token_id", f"client {req.client!r} has no token {req.token_id!r}")
+        raise TryInvalid("token_id", _("client %(client)r has no token %(token)r", client=req.client,
+                                       token=req.token_id))
     if req.caller in ("knowledge", "dify") and not req.route:
-        raise TryInvalid("route", "is required for this caller")
+        raise TryInvalid("route", _("is required for this caller"))
 
 
 def index_names(cfg: Config) -> list[str]:
@@ -270,7 +273,8 @@ async def _agent(rt: Runtime, cfg: Config, req: TryRequest, request_id: str) -> 
 async def _mcp(rt: Runtime, cfg: Config, client: AgentClient, principal: Principal, event: audit.AuditEvent,
                req: TryRequest) -> tuple[int, bytes]:
     if "mcp.search" not in client.policy.tools:
-        raise TryInvalid("client", f"client {client.id!r} has no mcp.search grant: its MCP clients see no search tool")
+        raise TryInvalid("client", _("client %(client)r has no mcp.search grant: its MCP clients see no search tool",
+                                      client=client.id))
     from gateway.mcp.server import tool_result  # the MCP SDK loads only for an MCP try (gateway.mcp.transport)
     from gateway.mcp.tools import McpCall
 

@@ -41,3 +41,13 @@ async def test_the_menu_shows_only_what_the_user_may_open(tmp_path: Path, docs_i
     for who in (AS_OWNER, AS_VIEWER):
         html = (await c.get("/admin/", headers=who)).text
         assert 'href="/admin/users"' not in html and 'href="/admin/gaps"' in html
+
+
+async def test_a_refused_try_says_why_in_the_users_language(tmp_path: Path, docs_index: Path, start_app: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    c, _, _ = await admin_app(tmp_path, docs_index, start_app, monkeypatch)
+    form = {"query": "年假", "a_caller": "volcengine", "a_tenant": "nope", "a_first": "tech", "a_second": "software"}
+    r = await c.post("/admin/try", headers={**ADMIN, "accept-language": "zh-CN"}, data=form)
+    assert "没有租户 &#39;nope&#39;" in r.text and "no tenant" not in r.text, r.text[-1500:]
+    r = await c.post("/admin/try", headers=ADMIN, data={**form, "a_tenant": "acme", "a_second": "hardware"})
+    assert "tenant &#39;acme&#39; has no route tech/hardware" in r.text, r.text[-1500:]  # the suite's English
