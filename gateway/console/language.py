@@ -72,8 +72,11 @@ class ConsoleLanguage:
 
 
 def safe_next(value: str) -> str:
-    """`value` when it is a path of this console (no scheme, host or backslash), else /admin/."""
-    return value if _NEXT.fullmatch(value) and "//" not in value else "/admin/"
+    """`value` when it is a path of this console (no scheme, host, backslash nor dot segment, which
+    a browser would resolve out of /admin), else /admin/."""
+    path = value.split("?", 1)[0]
+    dots = any(part in (".", "..") or part.lower() in ("%2e", "%2e%2e", ".%2e", "%2e.") for part in path.split("/"))
+    return value if _NEXT.fullmatch(value) and "//" not in value and not dots else "/admin/"
 
 
 async def switch(request: Request) -> Response:

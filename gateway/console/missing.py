@@ -1,4 +1,4 @@
-"""404 and 405 under /admin: a console page in the user's language (JSON to a JSON client);
+"""404 and 405 under /admin: a console page in the user's language (JSON to a JSON client or a tool);
 every other path keeps the plain answers the gateway's APIs document.
 
 Rationale: docs/design-notes.md, "gateway/console/missing.py".
@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from gateway.console.i18n import _
+from gateway.console.language import is_tool
 from gateway.console.render import json_answer, message, not_found, runtime, wants_json
 from gateway.console.session import console_enabled, current_user
 from gateway.console.users import ConsoleUser
@@ -49,7 +50,7 @@ async def missing(request: Request, exc: Exception) -> Response:
                                              method=request.method)
     else:
         heading, text = _("Page not found"), _("The console has no page at this address.")
-    if wants_json(request):
+    if wants_json(request) or is_tool(request.method, request.url.path, request.headers):
         return json_answer({"error": "method not allowed" if exc.status_code == 405 else "not found"},
                            exc.status_code, headers)
     answer = message(request, await _user(request), heading, text, status=exc.status_code, back=CONSOLE + "/")

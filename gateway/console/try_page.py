@@ -136,7 +136,7 @@ async def page(request: Request) -> Response:
     text is kept: gateway.console.try_gap) and POST /admin/try (run it: side a, and b when set;
     with a `gap` field, also whether the question belongs to that group)."""
     user = await gate(request, "view", active="try")
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         wanted = request.query_params.get("gap", "")[:64]
         if not wanted:
             return _render(request, user, with_default_route(runtime(request).config, user, {}), [])

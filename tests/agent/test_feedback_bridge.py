@@ -128,6 +128,36 @@ async def test_sqlite_create_twice_keeps_one_row(tmp_path: Path) -> None:
     assert (await t.find("feedback", "sha256:k-0001")) is not None
 
 
+def _first_calls(path: str, start: Any, out: Any) -> None:
+    """One worker process's first calls to a new store file (`test_sqlite_first_calls_…`)."""
+    tracker = SqliteTracker(Path(path), FixedClock(NOW))
+    start.wait()
+    try:
+        asyncio.run(tracker.create(DRAFT))
+        out.put("ok")
+    except ToolError as exc:
+        out.put(getattr(exc, "problem", str(exc)))
+
+
+def test_sqlite_first_calls_of_several_workers_at_once_all_succeed(tmp_path: Path) -> None:
+    # Workers are processes: a lock in one does not hold the others, and SQLite refuses a second
+    # journal-mode switch of a new file at once ("database is locked") without waiting.
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    got: list[str] = []
+    for n in range(40):
+        path = str(tmp_path / f"r{n}" / "f.sqlite3")
+        start, out = ctx.Barrier(4), ctx.Queue()
+        workers = [ctx.Process(target=_first_calls, args=(path, start, out)) for _ in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(30)
+        got += [out.get(timeout=5) for _ in workers]
+    assert got == ["ok"] * 160
+
+
 # ------------------------------------------------------------------ the bridge
 
 

@@ -128,6 +128,8 @@ def test_the_cookie_beats_the_header_and_zh_cn_is_the_default() -> None:
     ("/admin/gaps", "/admin/gaps"), ("/admin/try?gap=abc", "/admin/try?gap=abc"), ("/admin", "/admin"),
     ("//evil.example/admin", "/admin/"), ("https://evil.example/", "/admin/"), ("/admin/\\evil", "/admin/"),
     ("/admin//evil.example", "/admin/"), ("/elsewhere", "/admin/"), ("", "/admin/"),
+    ("/admin/../x", "/admin/"), ("/admin/%2e%2e/x", "/admin/"), ("/admin/.", "/admin/"),
+    ("/admin/docs..md?x=../y", "/admin/docs..md?x=../y"),
 ])
 def test_the_switch_goes_back_only_to_a_console_path(value: str, safe: str) -> None:
     assert safe_next(value) == safe

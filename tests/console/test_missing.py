@@ -29,6 +29,9 @@ async def test_an_unknown_console_address_is_a_page_in_chinese_then_english(
     assert r.status_code == 404 and "找不到页面" in r.text and 'href="/admin/gaps"' in r.text
     r = await c.get("/admin/nope", headers={**ADMIN, "accept": "application/json"})
     assert r.status_code == 404 and r.json() == {"error": "not found"}
+    for method, path in (("GET", "/admin/nope.json"), ("POST", "/admin/nope")):  # a tool: a JSON twin, a Bearer POST
+        r = await c.request(method, path, headers=ADMIN)
+        assert r.status_code == 404 and r.json() == {"error": "not found"}, (method, path)
 
 
 async def test_a_wrong_method_on_a_console_page_keeps_its_allow_header(

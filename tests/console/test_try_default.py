@@ -25,6 +25,8 @@ async def test_a_question_alone_runs_on_the_first_route_the_user_may_use(tmp_pat
         assert 'value="acme"' in r.text or ">acme<" in r.text
     page = await c.get("/admin/try", headers=AS_OWNER)
     assert "acme" in page.text
+    head = await c.head("/admin/try", headers=AS_OWNER)  # HEAD is a GET without the body, never a form post
+    assert head.status_code == 200 and head.content == b""
     cfg = gw.runtime.config
     kira = ConsoleUser("kira", "owner", frozenset({"kb"}))  # owns an index no tenant route names
     assert default_route(cfg, kira) == {}  # kb has no route here: nothing to run on

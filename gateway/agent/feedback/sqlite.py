@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -21,6 +22,8 @@ from gateway.core.errors import ToolError
 from gateway.core.types import Clock
 
 T = TypeVar("T")
+BUSY_SECONDS = 5.0
+"""How long a call waits for another writer of the file (SQLite's busy timeout)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -60,19 +63,32 @@ class SqliteTracker:
 
     def _connect(self) -> sqlite3.Connection:
         """A connection; the first call of this process creates the file, WAL mode and the table
-        (under a lock: two first calls at once would contend for the journal-mode switch)."""
+        (`_prepare`, under a lock: two first calls at once contend for the journal-mode switch)."""
         if not self._ready:
             with self._first:
                 if not self._ready:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
-                    try:
-                        db.execute("PRAGMA journal_mode=WAL")
-                        db.execute(_SCHEMA)
-                    finally:
-                        db.close()
+                    self._prepare()
                     self._ready = True
-        return sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+        return sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
+
+    def _prepare(self) -> None:
+        """WAL mode and the table. Another process (a second worker) switching the same new file
+        makes SQLite answer 'database is locked' at once, past its busy handler: tried again for
+        up to BUSY_SECONDS. Raises sqlite3.Error / OSError."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + BUSY_SECONDS
+        while True:
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            finally:
+                db.close()
+            time.sleep(0.01)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         try:
