@@ -369,7 +369,8 @@ class _Answer:
 
     async def refuse(self, err: AgentError, request_headers: Headers) -> None:
         """A JSON-RPC error (id null) with the HTTP status of `err`; 405 with Allow, 401 with
-        WWW-Authenticate (RFC 6750 §3: error="invalid_token" only when a token was sent)."""
+        WWW-Authenticate (RFC 6750 §3: error="invalid_token" only when a Bearer token was sent,
+        another scheme or none is no token; its description is the body's message)."""
         code = INTERNAL_ERROR if err.status >= 500 else INVALID_REQUEST
         body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {
             "code": code, "message": err.message, "data": {"code": err.code, "retryable": err.retryable}}})
@@ -378,8 +379,9 @@ class _Answer:
             headers.append((b"allow", b"POST"))
         if isinstance(err, AccessDenied) and err.status == 401:
             challenge = 'Bearer realm="kbgate"'
-            if "authorization" in request_headers:
-                challenge += ', error="invalid_token", error_description="the Bearer token is not valid"'
+            scheme, _, token = request_headers.get("authorization", "").strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():  # a token sent: the body's reason, in its words
+                challenge += f', error="invalid_token", error_description="{err.message}"'
             headers.append((b"www-authenticate", challenge.encode()))
         await self._respond(err.status, body, headers)
 

@@ -165,6 +165,17 @@ async def test_a_client_without_the_grant_cannot_call_the_tool(srv: Server) -> N
         ("carol", "mcp.fetch", "denied", "access.forbidden_tool"), ("carol", "mcp.search", "passed", None)]
 
 
+@pytest.mark.parametrize(("authorization", "said"), [("Basic YWxpY2U6eA==", None), ("Bearer", None),
+                                                     ("Bearer nope", "a Bearer token is required")])
+def test_a_challenge_names_an_error_only_for_a_bearer_token_and_in_the_bodys_words(
+        srv: Server, authorization: str, said: str | None) -> None:
+    r = _post(srv, token=None, authorization=authorization)
+    assert r.status_code == 401 and r.json()["error"]["message"] == "a Bearer token is required"
+    challenge = r.headers["www-authenticate"]
+    assert ("error=" in challenge) == (said is not None)
+    assert said is None or f'error="invalid_token", error_description="{said}"' in challenge
+
+
 @pytest.mark.parametrize("token", [None, "not-a-valid-token-0123456789"])
 async def test_no_or_a_wrong_token_is_401_before_the_sdk(srv: Server, token: str | None) -> None:
     r = _post(srv, token=token)
@@ -173,6 +184,7 @@ async def test_no_or_a_wrong_token_is_401_before_the_sdk(srv: Server, token: str
     assert challenge.startswith('Bearer realm="kbgate"') and ("invalid_token" in challenge) == (token is not None)
     # The SDK's client gives up on the 401 too, with our JSON-RPC error (raised out of its task groups).
     said = "the Bearer token is not valid" if token is not None else "a Bearer token is required"
+    assert (f'error_description="{said}"' in challenge) == (token is not None)  # the body's reason
     refused = pytest.RaisesExc(MCPError, check=lambda e: (e.code, e.message, e.data) == (
         -32600, said, {"code": "access.unauthorized", "retryable": False}))
     with pytest.RaisesGroup(refused, flatten_subgroups=True):
