@@ -11,10 +11,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-import rjieba
 import stopwordsiso
 
 from .invisible import FOLDED_OUT
+from .segmenter import jieba
 
 __all__ = [
     "CJK_RANGES",
@@ -74,6 +74,7 @@ message)."""
 
 _converter: Any = None
 _converter_lock = threading.Lock()
+
 
 
 def _t2s() -> Any:
@@ -191,7 +192,7 @@ def latin_words(norm: str) -> list[str]:
 
 def words(runs: list[str]) -> list[str]:
     """jieba words (search mode: compounds and their sub-words) of the CJK runs."""
-    return rjieba.cut_for_search(" ".join(runs)) if runs else []
+    return jieba().cut_for_search(" ".join(runs)) if runs else []
 
 
 def cjk_bigrams(runs: list[str]) -> list[str]:
@@ -272,7 +273,7 @@ def query_terms(query: str, *, stop_words: frozenset[str] = STOP_WORDS) -> Query
     # the tokens that no other token contains, the query's own segmentation: its starts
     # mark word boundaries and its stop words are blanked before bigrams are taken, so
     # "改写成什么语句" gives 改写/写成/语句 and not the noise bigrams 成什/么语.
-    tokens = rjieba.tokenize(joined, mode="search") if joined else []
+    tokens = jieba().tokenize(joined, mode="search") if joined else []
     words_all = [t for t, _, _ in tokens if t != " "]
     blanked = list(joined)
     starts: set[int] = set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import math
 
-import rjieba
+from .segmenter import jieba
 
 __all__ = ["DICT_TOTAL", "NUMBER_PROBABILITY", "probability", "specificity"]
 
@@ -20,13 +20,14 @@ NUMBER_PROBABILITY = 1e-4
 is an everyday word's (天气 4e-5, 今天 3e-4)."""
 
 
+
 @functools.lru_cache(maxsize=65_536)
 def probability(word: str) -> float:
     """P(word) in general Chinese text, 0 < p < 1 (module doc). word: a normalised token
     (`indexes.analysis.normalize`); '' counts as unknown. Never raises."""
     if word.isdigit():
         return NUMBER_PROBABILITY
-    count = rjieba.suggest_freq(word) if word else 1
+    count = jieba().suggest_freq(word) if word else 1
     return min(max(count, 1), DICT_TOTAL - 1) / DICT_TOTAL
 
 

@@ -11,12 +11,12 @@ import math
 import re
 from dataclasses import dataclass
 
-import rjieba
 import tantivy
 from tantivy import Occur, Query
 
 from .analysis import CJK_RANGES
 from .documents import stored_str
+from .segmenter import jieba
 
 __all__ = ["Profile", "SAMPLE_DOCUMENTS", "documents_with", "profile"]
 
@@ -26,6 +26,7 @@ _BUCKET = 1.25
 """Chunk counts are read in buckets growing by this ratio (docs with more than k chunks, by
 `doc_freq`): a document's term is 1 − (1 − q)^n, which a 25% error in n moves by less than 25%."""
 _CJK_WORD = re.compile(f"[{CJK_RANGES}]+")
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,6 @@ def _words_per_chunk(searcher: tantivy.Searcher, schema: tantivy.Schema, documen
     for spot in middles.values():
         doc = searcher.doc(spot)
         text = f"{doc.get_first('heading') or ''}\n{stored_str(doc, 'text_fold') or stored_str(doc, 'text') or ''}"
-        counts.append(sum(1 for token in rjieba.cut(text) if _CJK_WORD.fullmatch(token)))
+        counts.append(sum(1 for token in jieba().cut(text) if _CJK_WORD.fullmatch(token)))
     counts.sort()
     return float(counts[(len(counts) - 1) // 2]) if counts else 0.0

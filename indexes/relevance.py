@@ -9,10 +9,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import rjieba
-
 from .analysis import CJK_RANGES, STOP_WORDS
 from .background import probability, specificity
+from .segmenter import jieba
 from .synonyms import EXPANSION_WEIGHT
 from .types import Scores
 
@@ -88,7 +87,7 @@ def content_units(norm: str) -> list[str]:
     and jieba's dictionary has no frequency for them. Identifiers split into their words
     (tidb_mem_quota_query → tidb, mem, quota, query; no-sudo → no, sudo)."""
     out: dict[str, None] = {}
-    for token in rjieba.cut(_A_NOT_A.sub(r" \1 ", norm)):
+    for token in jieba().cut(_A_NOT_A.sub(r" \1 ", norm)):
         for word in (token,) if _CJK_WORD.fullmatch(token) else _LATIN.findall(token):
             if word not in STOP_WORDS and word not in ENGLISH_FUNCTION_WORDS and word not in FUNCTION_WORDS \
                     and not word.isdigit():
@@ -193,8 +192,8 @@ def question(norm: str, documents_with: Callable[[str, tuple[str, ...]], int], e
         found = held(word)
         # A word the HMM made up (not in jieba's dictionary) that the index does not hold either
         # counts as its dictionary words: "说太忙" → 说, 太, 忙, not one unknown word.
-        parts = ([w for w in content_units(" ".join(rjieba.cut(word, False))) if w != word]
-                 if not latin and not found and len(word) > 1 and not rjieba.has_word(word) else [])
+        parts = ([w for w in content_units(" ".join(jieba().cut(word, False))) if w != word]
+                 if not latin and not found and len(word) > 1 and not jieba().has_word(word) else [])
         for text in parts or [word]:
             if text not in units:
                 n = found if text == word else held(text)

@@ -15,6 +15,7 @@ from gateway.core.errors import DependencyUnavailable
 from gateway.core.events import AnswerLooked, Events, HybridSearched, Reranked, SearchAnswered
 from gateway.core.replay import make_store
 from gateway.core.types import Clock, NonceStore
+from indexes import segmenter
 from indexes.dense import HybridStore
 from indexes.errors import IndexStoreError, IndexUnavailableError
 from indexes.store import IndexStore
@@ -115,8 +116,10 @@ class Runtime:
     def open_routed(self) -> None:
         """Open every routed hybrid index, so its query model starts loading (a lexical one opens at
         its first question); one that cannot be opened is left to /readyz and its callers' errors.
-        Blocking: run it in a thread."""
+        Blocking: run it in a thread. The word segmenter loads first, when anything is routed."""
         store = self.indexes
+        if self.routed_indexes():
+            segmenter.warm()
         for name in self.routed_indexes():
             if not isinstance(store, HybridStore) or store.dense_for(name) is None:
                 continue

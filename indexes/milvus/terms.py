@@ -10,11 +10,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-import rjieba
-
 from ..analysis import CJK_RANGES
 from ..profile import _BUCKET, SAMPLE_DOCUMENTS, Profile
 from ..schema import doc_key
+from ..segmenter import jieba
 from .client import Collection, batched
 
 __all__ = ["PART_BYTES", "counts", "held_keys", "profile", "update_terms"]
@@ -109,7 +108,7 @@ def profile(c: Collection) -> Profile:
     ordered = sorted((doc_key(str(r["doc_id"])), str(r["doc_id"]), max(int(r["n_chunks"]), 1)) for r in firsts)
     picked = ordered[::max(len(ordered) // SAMPLE_DOCUMENTS, 1)][:SAMPLE_DOCUMENTS]
     ids = [f"{d}#{n // 2 if n > 2 else 0}" for _, d, n in picked]
-    words = sorted(sum(1 for t in rjieba.cut(f"{r['heading']}\n{r['text_fold'] or r['text']}")
+    words = sorted(sum(1 for t in jieba().cut(f"{r['heading']}\n{r['text_fold'] or r['text']}")
                        if _CJK_WORD.fullmatch(t))
                    for r in c.read("get", c.chunks, ids=ids, output_fields=["heading", "text", "text_fold"]))
     median = float(words[(len(words) - 1) // 2]) if words else 0.0  # as `indexes.profile` reads it
