@@ -45,7 +45,8 @@ def real_queries(corpus: str, root: Path = CORPORA) -> list[str]:
 
 
 def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int = 13) -> list[str]:
-    """`n` distinct queries: `real` (deduplicated, seeded shuffle) then sentences of `texts`
+    """`n` queries distinct as the answer cache keys them (whitespace runs as one space): `real`
+    (deduplicated, seeded shuffle) then sentences of `texts`
     cut to lengths drawn from the real questions' lengths (at least 6 characters; up to
     8 passes over the sentences, each cutting them anew).
 
@@ -54,10 +55,15 @@ def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int 
     rng = random.Random(seed)
     seen: set[str] = set()
     out: list[str] = []
-    first = list(dict.fromkeys(real))
+    first: list[str] = []
+    for q in real:  # the first of each cache key, in order
+        if " ".join(q.split()) not in seen:
+            seen.add(" ".join(q.split()))
+            first.append(q)
     rng.shuffle(first)
+    seen = set()
     for q in first[:n]:
-        seen.add(q)
+        seen.add(" ".join(q.split()))
         out.append(q)
     lengths = sorted(len(q) for q in first) or [20]
     sentences = [s.strip() for t in texts for s in _SENTENCE.findall(t) if len(s.strip()) >= 6]
@@ -69,8 +75,8 @@ def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int 
             cut = max(6, rng.choice(lengths))
             start = rng.randrange(0, max(1, len(s) - cut + 1))
             q = s[start:start + cut].strip()
-            if len(q) >= 6 and q not in seen:
-                seen.add(q)
+            if len(q) >= 6 and " ".join(q.split()) not in seen:  # distinct as the answer cache keys them
+                seen.add(" ".join(q.split()))
                 out.append(q)
     return out
 

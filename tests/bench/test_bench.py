@@ -100,9 +100,9 @@ def test_harness_prints_every_table_with_positive_figures(
 ) -> None:
     corpora_or_skip()
     monkeypatch.setenv("REDIS_URL", redis_url)
-    code = main(["--only", "--scale", "2000", "--seconds", "0.3", "--warmup", "0.1", "--search-seconds", "0.3",
+    code = main(["--only", "--scale", "2000", "--seconds", "0.5", "--warmup", "0.2", "--search-seconds", "0.3",
                  "--corpus-limit", "60", "--huge-chunks", "200", "--huge-queries", "12", "--huge-rounds", "1",
-                 "--ceiling-rates", "100", "--max-rps", "3000", "--hybrid-scale", "300", "--versus-seconds", "0.3",
+                 "--ceiling-rates", "100", "--max-rps", "3000", "--hybrid-scale", "300", "--versus-seconds", "0.5",
                  "--build-embed", "64", "--build-chunks", "2000",
                  "--out", str(tmp_path)])
     assert code == 0
