@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from bench.corpus import CORPORA, corpus_documents
+from gateway.core.answers import normalize_query
 
 __all__ = ["CORPUS_SOURCES", "MIXES", "Stream", "callback_body", "real_queries", "repeat_share", "unique_queries",
            "write_bodies", "zipf_queries"]
@@ -45,7 +46,7 @@ def real_queries(corpus: str, root: Path = CORPORA) -> list[str]:
 
 
 def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int = 13) -> list[str]:
-    """`n` queries distinct as the answer cache keys them (whitespace runs as one space): `real`
+    """`n` queries distinct as the answer cache keys them (`normalize_query`): `real`
     (deduplicated, seeded shuffle) then sentences of `texts`
     cut to lengths drawn from the real questions' lengths (at least 6 characters; up to
     8 passes over the sentences, each cutting them anew).
@@ -55,15 +56,13 @@ def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int 
     rng = random.Random(seed)
     seen: set[str] = set()
     out: list[str] = []
-    first: list[str] = []
-    for q in real:  # the first of each cache key, in order
-        if " ".join(q.split()) not in seen:
-            seen.add(" ".join(q.split()))
-            first.append(q)
+    by_key: dict[str, str] = {}
+    for q in real:
+        by_key.setdefault(normalize_query(q), q)  # the first of each cache key, in order
+    first = list(by_key.values())
     rng.shuffle(first)
-    seen = set()
     for q in first[:n]:
-        seen.add(" ".join(q.split()))
+        seen.add(normalize_query(q))
         out.append(q)
     lengths = sorted(len(q) for q in first) or [20]
     sentences = [s.strip() for t in texts for s in _SENTENCE.findall(t) if len(s.strip()) >= 6]
@@ -75,8 +74,9 @@ def unique_queries(real: Sequence[str], texts: Iterable[str], n: int, seed: int 
             cut = max(6, rng.choice(lengths))
             start = rng.randrange(0, max(1, len(s) - cut + 1))
             q = s[start:start + cut].strip()
-            if len(q) >= 6 and " ".join(q.split()) not in seen:  # distinct as the answer cache keys them
-                seen.add(" ".join(q.split()))
+            key = normalize_query(q)
+            if len(q) >= 6 and key not in seen:  # distinct as the answer cache keys them
+                seen.add(key)
                 out.append(q)
     return out
 

@@ -45,14 +45,14 @@ async def missing(request: Request, exc: Exception) -> Response:
         return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=headers)
     if not console_enabled(runtime(request).config):
         return not_found()
+    if wants_json(request) or is_tool(request.method, request.url.path, request.headers):
+        return json_answer({"error": "method not allowed" if exc.status_code == 405 else "not found"},
+                           exc.status_code, headers)
     if exc.status_code == 405:
         heading, text = _("Method not allowed"), _("This page does not take a %(method)s request.",
                                              method=request.method)
     else:
         heading, text = _("Page not found"), _("The console has no page at this address.")
-    if wants_json(request) or is_tool(request.method, request.url.path, request.headers):
-        return json_answer({"error": "method not allowed" if exc.status_code == 405 else "not found"},
-                           exc.status_code, headers)
     answer = message(request, await _user(request), heading, text, status=exc.status_code, back=CONSOLE + "/")
     answer.headers.update(headers)
     return answer

@@ -62,7 +62,7 @@ class Gateway:
             (s.kind, s.route, s.index, s.state == "ok") for s in route_states(rt) if s.state != "disabled"])
         self.deliveries: DeliveryLog = make_delivery_log(rt.config, on_drop=self.metrics.drop)
         self.volcengine = VolcengineWing(rt)
-        self.mcp = McpWing(rt, loaded=self._freeze_late)  # the MCP SDK loads on the first MCP request
+        self.mcp = McpWing(rt, loaded=self._freeze)  # the MCP SDK loads on the first MCP request
         self.reloader = Reloader(rt, on_outcome=self.metrics.count_reload)
         rt.events.subscribe(Delivery, self.metrics.observe)
         rt.events.subscribe(AuditEvent, self.metrics.observe_call)
@@ -103,9 +103,7 @@ class Gateway:
             # What start-up made (modules, the SDKs' models, the config) lives as long as the
             # worker: out of the collector's sight, so a full collection no longer walks it
             # (gc_collect_main was 2.5% of a TiDB callback's CPU in `make bench`'s profile).
-            if self.freeze_gc:
-                gc.collect()
-                gc.freeze()
+            self._freeze()
             try:
                 async with self.mcp.running():  # where the MCP SDK runs once needed (mounted apps get no lifespan)
                     yield
@@ -148,9 +146,9 @@ class Gateway:
         self.router.state.login_throttle = self.login_throttle
         self.router.state.sessions = self.sessions
 
-    def _freeze_late(self) -> None:
-        """Freeze what the MCP SDK made as it loaded (on a worker's first MCP request) as
-        start-up's objects are frozen (`freeze_gc`)."""
+    def _freeze(self) -> None:
+        """With `freeze_gc`, collect, then freeze what exists: once start-up is done, and again
+        for what the MCP SDK made as it loaded (on a worker's first MCP request)."""
         if self.freeze_gc:
             gc.collect()
             gc.freeze()
